@@ -1,0 +1,647 @@
+/* sluice-broker.h - the broker contract: everything a broker author needs.
+ *
+ * OVERVIEW
+ *
+ * The core decides *what* happens to a message (retry it at T, bury it for
+ * reason R, record its result); a broker makes it happen *atomically*, and
+ * decides nothing. A broker never computes a backoff, never compares an
+ * attempt with a limit and never picks a dead-letter reason: every such
+ * value arrives ready-made in the arguments below.
+ *
+ * A broker is a SluiceBrokerClass (a static table of function pointers, its
+ * "slots") and an instance struct whose first member is a SluiceBroker:
+ *
+ *     typedef struct {
+ *       SluiceBroker parent;    // must be first
+ *       GMutex lock;
+ *       ...
+ *     } MyBroker;
+ *
+ *     static const SluiceBrokerClass my_broker_class = {
+ *       .version = SLUICE_BROKER_CLASS_VERSION,
+ *       .name = "my-broker",
+ *       .instance_size = sizeof (MyBroker),
+ *       .caps = 0,
+ *       .enqueue = my_broker_enqueue,
+ *       ...
+ *     };
+ *
+ *     SluiceBroker *my_broker_new (GError **error) {
+ *       SluiceBroker *b = sluice_broker_new (&my_broker_class, NULL, error);
+ *       if (b == NULL) return NULL;       // incomplete class: error says which
+ * slot MyBroker *self = (MyBroker *) b;  // zero-filled, instance_size bytes
+ *       g_mutex_init (&self->lock);
+ *       return b;
+ *     }
+ *
+ * sluice_broker_new() validates the class (version, instance size, every
+ * required slot) and rejects an incomplete one with
+ * SLUICE_BROKER_ERROR_INCOMPLETE naming the missing slot. It copies the
+ * table, so later slots that an older broker does not know read as NULL.
+ * The core owns the reference count and calls `finalize` for the broker's
+ * private state when the last reference goes.
+ *
+ * VERSIONING. Slots are only ever appended, and each version's end is
+ * marked below. A broker built against version N sets .version = N; the core
+ * treats slots after version N as NULL and uses their documented fallback.
+ *
+ * THREADS. Every slot may be called from any thread, concurrently with
+ * every other slot, except `finalize` (called once, when no other call runs).
+ * A worker calls `fetch` from its fetcher thread, `settle` from its settler
+ * thread, housekeeping slots from its housekeeping thread, and producers call
+ * `enqueue` from theirs. A broker with per-thread resources (a hiredis
+ * context is not thread-safe) keeps a pool and never uses one from two
+ * threads at once.
+ *
+ * ERRORS. A slot returns FALSE and sets @error (never one without the
+ * other). Use SLUICE_BROKER_ERROR_UNAVAILABLE for "store unreachable now":
+ * the worker waits that out and calls again; anything else is reported. A
+ * slot that fails has changed nothing that matters: either the whole atomic
+ * step happened or none of it did. Where a store cannot promise that (a
+ * network error after the command was sent), the slot must still report the
+ * error, and the operation must be safe to repeat (see each slot).
+ *
+ * OWNERSHIP. Arguments are borrowed for the duration of the call unless a
+ * slot says otherwise; a broker that keeps a GBytes takes a reference.
+ * What a slot adds to an out array is owned by the caller.
+ *
+ * CONFORMANCE. tests/conformance/ runs the same scenarios against every
+ * broker; a broker is done when that suite passes for it. Scenarios that
+ * need a capability a broker does not declare in .caps are skipped.
+ */
+#pragma once
+
+#define SLUICE_BROKER_INSIDE
+#include <sluice/sluice-brokers.h>
+#include <sluice/sluice-clock.h>
+#include <sluice/sluice-macros.h>
+#undef SLUICE_BROKER_INSIDE
+
+G_BEGIN_DECLS
+
+typedef struct _SluiceBrokerClass SluiceBrokerClass;
+typedef struct _SluiceBrokerPrivate SluiceBrokerPrivate;
+
+/**
+ * SluiceBroker:
+ * @klass: the core's validated copy of the class; read-only
+ *
+ * The base of every broker instance. Brokers embed it first.
+ */
+struct _SluiceBroker {
+  const SluiceBrokerClass *klass;
+  /*< private >*/
+  SluiceBrokerPrivate *priv;
+};
+
+/**
+ * SluiceBrokerCaps:
+ * @SLUICE_BROKER_CAP_SHARED: other processes see the same queues
+ * @SLUICE_BROKER_CAP_DURABLE: messages outlive the process
+ * @SLUICE_BROKER_CAP_LEASES: deliveries are held under a lease;
+ *   `heartbeat` and `reclaim` are implemented and a dead consumer's
+ *   deliveries are redelivered (at-least-once)
+ * @SLUICE_BROKER_CAP_FENCING: `settle` refuses (status STALE) a delivery
+ *   that another consumer owns by now
+ * @SLUICE_BROKER_CAP_CLOCK_TTL: every TTL follows the broker's SluiceClock
+ *   (a fake clock makes records expire); without it TTLs follow the store's
+ *   own time
+ * @SLUICE_BROKER_CAP_IN_FLIGHT: stats report in-flight counts
+ *
+ * The core and the conformance suite branch on capabilities, never on a
+ * broker's name.
+ */
+typedef enum {
+  SLUICE_BROKER_CAP_SHARED = 1 << 0,
+  SLUICE_BROKER_CAP_DURABLE = 1 << 1,
+  SLUICE_BROKER_CAP_LEASES = 1 << 2,
+  SLUICE_BROKER_CAP_FENCING = 1 << 3,
+  SLUICE_BROKER_CAP_CLOCK_TTL = 1 << 4,
+  SLUICE_BROKER_CAP_IN_FLIGHT = 1 << 5,
+} SluiceBrokerCaps;
+
+/**
+ * SluiceSubmit:
+ * @id: the task id (unique; the key of the schedule and of records)
+ * @queue: the queue it goes to
+ * @payload: the encoded envelope; the broker stores exactly these bytes
+ * @due_at: 0 = ready now (goes to @queue); otherwise a time in ms since the
+ *   epoch: the message goes to the schedule and `promote_due` moves it to
+ *   @queue once the time is reached
+ * @dedup_ttl_ms: > 0 makes the submit idempotent: the broker claims @id for
+ *   this long, in the same atomic step as the write; if @id is claimed
+ *   already, nothing is written and @existed is set
+ * @record: (nullable): a non-final record to write for @id in the same step
+ *   (queued/scheduled, when track_state is on)
+ * @record_ttl_ms: lifetime of @record
+ * @existed: out: TRUE when @dedup_ttl_ms found @id claimed
+ */
+typedef struct {
+  const gchar *id;
+  const gchar *queue;
+  GBytes *payload;
+  gint64 due_at;
+  gint64 dedup_ttl_ms;
+  GBytes *record;
+  gint64 record_ttl_ms;
+  gboolean existed;
+} SluiceSubmit;
+
+/**
+ * SluiceDelivery:
+ * @payload: the bytes as submitted (owned by the delivery)
+ * @queue: the queue it came from (owned)
+ * @handle: (nullable): the broker's reference to the delivered entry (a
+ *   stream entry id, ...), owned
+ * @delivery_count: 1 on the first delivery; a broker with LEASES reports
+ *   how many times the entry has been delivered in all, takeovers included
+ * @broker_data: (nullable): anything else the broker needs to settle it
+ * @broker_data_free: (nullable): frees @broker_data
+ *
+ * Made by a broker with sluice_delivery_new(), owned by the core from the
+ * moment `fetch` or `reclaim` returns it, freed with sluice_delivery_free()
+ * after it was settled.
+ */
+typedef struct {
+  GBytes *payload;
+  gchar *queue;
+  gchar *handle;
+  guint delivery_count;
+  gpointer broker_data;
+  GDestroyNotify broker_data_free;
+} SluiceDelivery;
+
+/**
+ * SluiceSettleAction:
+ * @SLUICE_SETTLE_ACK: the delivery is finished: acknowledge it (remove it
+ *   for good) and write @record. Used for succeeded, failed (not buried)
+ *   and cancelled.
+ * @SLUICE_SETTLE_RETRY: acknowledge it and put @reschedule_payload on the
+ *   schedule under @id, due at @reschedule_at. Used for retries and for
+ *   deferrals of unknown tasks.
+ * @SLUICE_SETTLE_DEAD_LETTER: acknowledge it and append @dead_letter to the
+ *   dead-letter queue, dropping the oldest entries beyond the broker's
+ *   dead_letter_max.
+ * @SLUICE_SETTLE_RELEASE: do not acknowledge: give the delivery back so
+ *   that it is delivered again as soon as possible (graceful shutdown).
+ *   A broker with LEASES may instead leave it pending and rely on the
+ *   consumer's departure (`leave`) so a peer reclaims it at once.
+ */
+typedef enum {
+  SLUICE_SETTLE_ACK,
+  SLUICE_SETTLE_RETRY,
+  SLUICE_SETTLE_DEAD_LETTER,
+  SLUICE_SETTLE_RELEASE,
+} SluiceSettleAction;
+
+/**
+ * SluiceSettleStatus:
+ * @SLUICE_SETTLE_DONE: carried out
+ * @SLUICE_SETTLE_STALE: refused by fencing: another consumer owns the
+ *   delivery now. Nothing was acknowledged, scheduled or buried; the record
+ *   may still have been written (the last to finish wins).
+ */
+typedef enum {
+  SLUICE_SETTLE_DONE,
+  SLUICE_SETTLE_STALE,
+} SluiceSettleStatus;
+
+/**
+ * SluiceSettlement:
+ * @delivery: what is being settled
+ * @action: what to do, decided by the core
+ * @id: (nullable): the task id; NULL only for a malformed message, which
+ *   has no record and is never rescheduled
+ * @record: (nullable): the record to write under @id in the same step
+ * @record_final: TRUE when @record holds a final state (wakes waiters)
+ * @record_ttl_ms: lifetime of @record
+ * @reschedule_payload: RETRY only: the new envelope bytes
+ * @reschedule_at: RETRY only: when it is due (ms since epoch)
+ * @dead_letter: DEAD_LETTER only: the entry to append; its @entry_id is
+ *   NULL and the broker assigns one
+ * @status: out: what happened, when `settle` returned TRUE
+ *
+ * Atomicity: per settlement, the acknowledgement, the record, the
+ * notification of waiters and the retry or dead-letter write happen
+ * together or not at all. A retry is never both lost and acknowledged.
+ */
+typedef struct {
+  SluiceDelivery *delivery;
+  SluiceSettleAction action;
+  const gchar *id;
+  GBytes *record;
+  gboolean record_final;
+  gint64 record_ttl_ms;
+  GBytes *reschedule_payload;
+  gint64 reschedule_at;
+  const SluiceDeadLetter *dead_letter;
+  SluiceSettleStatus status;
+} SluiceSettlement;
+
+/**
+ * SluiceRevocation:
+ * @id: a revoked task id
+ * @expires_at: when the revocation lapses (ms since epoch)
+ */
+typedef struct {
+  gchar *id;
+  gint64 expires_at;
+} SluiceRevocation;
+
+#define SLUICE_BROKER_CLASS_VERSION 1
+
+/**
+ * SluiceBrokerClass:
+ *
+ * Each slot says whether a broker must provide it, and if not, what the core
+ * does instead.
+ */
+struct _SluiceBrokerClass {
+  /** version: SLUICE_BROKER_CLASS_VERSION at the time the broker was built. */
+  guint32 version;
+  /** name: short, stable, lower-case ("memory", "redis-fast"). Required. */
+  const gchar *name;
+  /** instance_size: sizeof the broker's instance struct; >= sizeof
+   * (SluiceBroker). The core allocates it zero-filled. */
+  gsize instance_size;
+  /** caps: SluiceBrokerCaps bits. */
+  guint64 caps;
+
+  /* ---- produce -------------------------------------------------------- */
+
+  /**
+   * enqueue: Required.
+   * Writes @n_items messages, each to its queue (@due_at == 0) or to the
+   * schedule (@due_at > 0), with its optional record and idempotency claim.
+   * Each item is atomic on its own; the batch as a whole need not be, but
+   * on FALSE the caller assumes any item may or may not have been written,
+   * and may submit the same items again: items with @dedup_ttl_ms are then
+   * not written twice. Sets each item's @existed.
+   */
+  gboolean (*enqueue)(SluiceBroker *self, SluiceSubmit *items, guint n_items,
+                      GError **error);
+
+  /* ---- consume -------------------------------------------------------- */
+
+  /**
+   * fetch: Required.
+   * Takes up to @max ready messages from @queues, which are in priority
+   * order: a message of queues[i] is always taken before one of queues[i+1].
+   * Blocks up to @block_ms while all are empty (0 = do not block), and may
+   * return early with nothing (after `wakeup`, or spuriously). Appends
+   * SluiceDelivery pointers to @out (transfer full). A message handed out
+   * is not handed out again unless it is released, or (LEASES) reclaimed
+   * after its consumer died. @consumer names the calling worker; brokers
+   * without LEASES may ignore it.
+   */
+  gboolean (*fetch)(SluiceBroker *self, const gchar *consumer,
+                    const gchar *const *queues, guint max, gint64 block_ms,
+                    GPtrArray *out, GError **error);
+
+  /**
+   * settle: Required.
+   * Carries out each settlement (see SluiceSettlement for the atomicity
+   * owed per item) and sets its @status. Returns FALSE only when the
+   * store failed; the caller then calls again with the same settlements,
+   * so a broker must make a repeated settlement harmless (an acknowledged
+   * delivery acknowledged again changes nothing; a record or a schedule
+   * entry written again is overwritten). A dead letter may be appended
+   * twice in that case; that is documented as a possible duplicate.
+   */
+  gboolean (*settle)(SluiceBroker *self, const gchar *consumer,
+                     SluiceSettlement *items, guint n_items, GError **error);
+
+  /**
+   * heartbeat: Optional; required with LEASES. If NULL, nothing is done.
+   * Marks @consumer alive for @lease_ms and extends the lease of every
+   * delivery it still holds (@held), so that a long task held by a live
+   * consumer is never reclaimed.
+   */
+  gboolean (*heartbeat)(SluiceBroker *self, const gchar *consumer,
+                        gint64 lease_ms, SluiceDelivery *const *held,
+                        guint n_held, GError **error);
+
+  /**
+   * reclaim: Optional; required with LEASES. If NULL, nothing is reclaimed.
+   * Takes over, for @consumer, up to @max deliveries of @queues whose
+   * owner is no longer alive or which sat unacknowledged longer than
+   * @idle_ms, and appends them to @out with their total delivery count.
+   * Never changes the payload (the attempt inside it stays as it was).
+   */
+  gboolean (*reclaim)(SluiceBroker *self, const gchar *consumer,
+                      const gchar *const *queues, guint max, gint64 idle_ms,
+                      GPtrArray *out, GError **error);
+
+  /**
+   * leave: Optional. If NULL, nothing is done.
+   * @consumer stops for good: drop its liveness so that what it still
+   * holds (released at shutdown) can be reclaimed at once.
+   */
+  gboolean (*leave)(SluiceBroker *self, const gchar *consumer, GError **error);
+
+  /**
+   * wakeup: Optional. If NULL, a stopping worker waits for its fetch to
+   * time out (the worker never blocks longer than one second at a time).
+   * Makes every `fetch` blocked now return soon. Must not block.
+   */
+  void (*wakeup)(SluiceBroker *self);
+
+  /* ---- schedule ------------------------------------------------------- */
+
+  /**
+   * promote_due: Required.
+   * Moves up to @max scheduled messages whose due time is <= @now_ms to
+   * their queues, earliest first, atomically per message, safe to run from
+   * every worker at once (no message is promoted twice). Sets
+   * @out_promoted, and @out_next_due to the earliest due time still on the
+   * schedule (0 if it is empty).
+   */
+  gboolean (*promote_due)(SluiceBroker *self, gint64 now_ms, guint max,
+                          guint *out_promoted, gint64 *out_next_due,
+                          GError **error);
+
+  /**
+   * cancel_scheduled: Required.
+   * Removes @id from the schedule if it is there and, in the same step,
+   * writes @record (a final `cancelled` record) under @id. Sets
+   * @out_removed. If @id is not scheduled, writes nothing.
+   */
+  gboolean (*cancel_scheduled)(SluiceBroker *self, const gchar *id,
+                               GBytes *record, gint64 record_ttl_ms,
+                               gboolean *out_removed, GError **error);
+
+  /* ---- results -------------------------------------------------------- */
+
+  /**
+   * get_record: Required.
+   * Sets @out_record to the record stored for @id (transfer full), or to
+   * NULL when there is none or it expired.
+   */
+  gboolean (*get_record)(SluiceBroker *self, const gchar *id,
+                         GBytes **out_record, GError **error);
+
+  /**
+   * put_record: Required.
+   * Writes @record under @id for @ttl_ms, replacing any record; if
+   * @final, wakes every `wait_record` for @id.
+   */
+  gboolean (*put_record)(SluiceBroker *self, const gchar *id, GBytes *record,
+                         gboolean final, gint64 ttl_ms, GError **error);
+
+  /**
+   * wait_record: Optional. If NULL, the core reads the record every 50 ms.
+   * Returns as soon as a final record exists for @id, or after @timeout_ms,
+   * with @out_record set to the record then stored (transfer full, or NULL).
+   * Must be driven by the notification written with the final record, not
+   * by a poll tick, and must not miss a record written before it started.
+   */
+  gboolean (*wait_record)(SluiceBroker *self, const gchar *id,
+                          gint64 timeout_ms, GBytes **out_record,
+                          GError **error);
+
+  /* ---- revocation ----------------------------------------------------- */
+
+  /**
+   * revoke: Required.
+   * Records that @id is revoked until @expires_at (ms since epoch).
+   */
+  gboolean (*revoke)(SluiceBroker *self, const gchar *id, gint64 expires_at,
+                     GError **error);
+
+  /**
+   * list_revocations: Required.
+   * Appends to @out (SluiceRevocation, transfer full) every revocation
+   * that expires after @after (the cursor: the largest expiry the caller
+   * has seen) and has not lapsed at @now_ms. Lapsed ones may be deleted.
+   * Revocations carry the same TTL, so newer revocations expire later.
+   */
+  gboolean (*list_revocations)(SluiceBroker *self, gint64 after, gint64 now_ms,
+                               GPtrArray *out, GError **error);
+
+  /* ---- periodic tasks ------------------------------------------------- */
+
+  /**
+   * claim_periodic: Optional. If NULL, periodic tasks cannot run on this
+   * broker (adding one is an error).
+   * A compare-and-set plus an enqueue, in one atomic step: if the last
+   * occurrence recorded for @name is older than @occurrence_at (or there is
+   * none), record @occurrence_at and submit @item, and set @out_claimed;
+   * otherwise write nothing and clear @out_claimed. So any number of
+   * schedulers dispatch each occurrence at most once, and never one older
+   * than the newest dispatched.
+   */
+  gboolean (*claim_periodic)(SluiceBroker *self, const gchar *name,
+                             gint64 occurrence_at, SluiceSubmit *item,
+                             gboolean *out_claimed, GError **error);
+
+  /**
+   * last_periodic: Optional (required with claim_periodic).
+   * Sets @out_last to the last occurrence recorded for @name, or 0.
+   */
+  gboolean (*last_periodic)(SluiceBroker *self, const gchar *name,
+                            gint64 *out_last, GError **error);
+
+  /* ---- dead letters --------------------------------------------------- */
+
+  /**
+   * dlq_list: Required.
+   * Appends to @out (SluiceDeadLetter, transfer full) up to @limit entries,
+   * oldest first, starting after entry @after (NULL = from the oldest).
+   */
+  gboolean (*dlq_list)(SluiceBroker *self, const gchar *after, guint limit,
+                       GPtrArray *out, GError **error);
+
+  /**
+   * dlq_get: Required.
+   * Sets @out_entry (transfer full) to entry @entry_id, or fails with
+   * SLUICE_BROKER_ERROR_NOT_FOUND.
+   */
+  gboolean (*dlq_get)(SluiceBroker *self, const gchar *entry_id,
+                      SluiceDeadLetter **out_entry, GError **error);
+
+  /**
+   * dlq_replay: Required.
+   * In one atomic step: if entry @entry_id exists, delete it and submit
+   * @item (the core prepared its payload: attempt reset or kept), and set
+   * @out_found; otherwise write nothing and clear @out_found.
+   */
+  gboolean (*dlq_replay)(SluiceBroker *self, const gchar *entry_id,
+                         SluiceSubmit *item, gboolean *out_found,
+                         GError **error);
+
+  /**
+   * dlq_delete: Required.
+   * Deletes entry @entry_id; sets @out_found.
+   */
+  gboolean (*dlq_delete)(SluiceBroker *self, const gchar *entry_id,
+                         gboolean *out_found, GError **error);
+
+  /* ---- admin ---------------------------------------------------------- */
+
+  /**
+   * stats: Required.
+   * Fills @out (initialised by the caller) for @queues (NULL = every queue
+   * the broker knows), including every figure it can tell.
+   */
+  gboolean (*stats)(SluiceBroker *self, const gchar *const *queues,
+                    SluiceBrokerStats *out, GError **error);
+
+  /**
+   * purge: Optional. If NULL, purging fails with UNSUPPORTED.
+   * Deletes every ready message of @queue; sets @out_removed.
+   */
+  gboolean (*purge)(SluiceBroker *self, const gchar *queue,
+                    guint64 *out_removed, GError **error);
+
+  /* ---- lifecycle ------------------------------------------------------ */
+
+  /**
+   * close: Optional. If NULL, nothing is done.
+   * Called once, before `finalize`, when the last reference is dropped.
+   * Releases connections; after it no slot is called again.
+   */
+  void (*close)(SluiceBroker *self);
+
+  /**
+   * finalize: Required.
+   * Frees the broker's private state (not the instance memory, which the
+   * core frees). Called on a zero-filled instance too, if the broker's
+   * constructor failed half-way, so it must cope with unset fields.
+   */
+  void (*finalize)(SluiceBroker *self);
+
+  /* Slots above are valid for version 1 */
+};
+
+/* ---- For broker authors: construction ----------------------------------- */
+
+/**
+ * sluice_broker_new:
+ * @klass: (transfer none): the class; may be static and must outlive nothing
+ *   (the core copies it)
+ * @clock: (nullable) (transfer none): the clock; NULL means a real clock
+ *
+ * Validates @klass and allocates an instance of klass->instance_size zeroed
+ * bytes with the base initialised.
+ * Returns: (transfer full): the instance, or NULL and
+ * SLUICE_BROKER_ERROR_VERSION / _INCOMPLETE / _INVALID.
+ */
+SLUICE_BROKER_API
+SluiceBroker *sluice_broker_new(const SluiceBrokerClass *klass,
+                                SluiceClock *clock, GError **error);
+
+/** sluice_broker_get_caps: Returns: the class's SluiceBrokerCaps. */
+SLUICE_BROKER_API
+guint64 sluice_broker_get_caps(SluiceBroker *broker);
+
+/**
+ * sluice_delivery_new:
+ * @queue: (transfer none): copied
+ * @payload: (transfer none): referenced
+ * @handle: (nullable) (transfer none): copied
+ * @delivery_count: >= 1
+ * Returns: (transfer full)
+ */
+SLUICE_BROKER_API
+SluiceDelivery *sluice_delivery_new(const gchar *queue, GBytes *payload,
+                                    const gchar *handle, guint delivery_count);
+
+/** sluice_delivery_free: frees @delivery and its broker data. NULL-safe. */
+SLUICE_BROKER_API
+void sluice_delivery_free(SluiceDelivery *delivery);
+
+/** sluice_revocation_new: Returns: (transfer full); copies @id. */
+SLUICE_BROKER_API
+SluiceRevocation *sluice_revocation_new(const gchar *id, gint64 expires_at);
+
+/** sluice_revocation_free: NULL-safe. */
+SLUICE_BROKER_API
+void sluice_revocation_free(SluiceRevocation *revocation);
+
+/* ---- The one dispatch point per slot ------------------------------------
+ *
+ * The core calls a broker only through these. Each checks its arguments
+ * (g_return_val_if_fail), applies the slot's fallback when the slot is NULL,
+ * and checks the GError rule: FALSE exactly when @error is set. A broker
+ * that breaks the rule is reported with g_critical(). Tests of a broker may
+ * call them directly.
+ */
+
+SLUICE_BROKER_API
+gboolean sluice_broker_enqueue(SluiceBroker *broker, SluiceSubmit *items,
+                               guint n_items, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_fetch(SluiceBroker *broker, const gchar *consumer,
+                             const gchar *const *queues, guint max,
+                             gint64 block_ms, GPtrArray *out, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_settle(SluiceBroker *broker, const gchar *consumer,
+                              SluiceSettlement *items, guint n_items,
+                              GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_heartbeat(SluiceBroker *broker, const gchar *consumer,
+                                 gint64 lease_ms, SluiceDelivery *const *held,
+                                 guint n_held, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_reclaim(SluiceBroker *broker, const gchar *consumer,
+                               const gchar *const *queues, guint max,
+                               gint64 idle_ms, GPtrArray *out, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_leave(SluiceBroker *broker, const gchar *consumer,
+                             GError **error);
+SLUICE_BROKER_API
+void sluice_broker_wakeup(SluiceBroker *broker);
+SLUICE_BROKER_API
+gboolean sluice_broker_promote_due(SluiceBroker *broker, gint64 now_ms,
+                                   guint max, guint *out_promoted,
+                                   gint64 *out_next_due, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_cancel_scheduled(SluiceBroker *broker, const gchar *id,
+                                        GBytes *record, gint64 record_ttl_ms,
+                                        gboolean *out_removed, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_get_record(SluiceBroker *broker, const gchar *id,
+                                  GBytes **out_record, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_put_record(SluiceBroker *broker, const gchar *id,
+                                  GBytes *record, gboolean final, gint64 ttl_ms,
+                                  GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_wait_record(SluiceBroker *broker, const gchar *id,
+                                   gint64 timeout_ms, GBytes **out_record,
+                                   GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_revoke(SluiceBroker *broker, const gchar *id,
+                              gint64 expires_at, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_list_revocations(SluiceBroker *broker, gint64 after,
+                                        gint64 now_ms, GPtrArray *out,
+                                        GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_claim_periodic(SluiceBroker *broker, const gchar *name,
+                                      gint64 occurrence_at, SluiceSubmit *item,
+                                      gboolean *out_claimed, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_last_periodic(SluiceBroker *broker, const gchar *name,
+                                     gint64 *out_last, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_dlq_list(SluiceBroker *broker, const gchar *after,
+                                guint limit, GPtrArray *out, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_dlq_get(SluiceBroker *broker, const gchar *entry_id,
+                               SluiceDeadLetter **out_entry, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_dlq_replay(SluiceBroker *broker, const gchar *entry_id,
+                                  SluiceSubmit *item, gboolean *out_found,
+                                  GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_dlq_delete(SluiceBroker *broker, const gchar *entry_id,
+                                  gboolean *out_found, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_stats(SluiceBroker *broker, const gchar *const *queues,
+                             SluiceBrokerStats *out, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_purge(SluiceBroker *broker, const gchar *queue,
+                             guint64 *out_removed, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,234 @@
+/* sluice-brokers.h - brokers as users see them: the handle, the built-in
+ * brokers, statistics and dead-letter entries.
+ *
+ * A broker is where messages live. Users pick one per deployment, hand it to
+ * a client (to enqueue) and to a worker (to consume), and never call its
+ * operations directly. Writing a broker of your own is done against
+ * <sluice/sluice-broker.h>, the contract.
+ *
+ *   memory          in-process, thread-safe; for unit tests of task code and
+ *                   one-process tools. Everything is lost with the process.
+ *   redis-fast      Redis lists (see sluice-redis.h once built).
+ *   redis-reliable  Redis streams and consumer groups.
+ */
+#pragma once
+
+#include <sluice/sluice-clock.h>
+#include <sluice/sluice-macros.h>
+
+G_BEGIN_DECLS
+
+#define SLUICE_BROKER_ERROR (sluice_broker_error_quark())
+SLUICE_AVAILABLE_IN_0_1
+GQuark sluice_broker_error_quark(void);
+
+/**
+ * SluiceBrokerError:
+ * @SLUICE_BROKER_ERROR_FAILED: anything else (also any unknown code)
+ * @SLUICE_BROKER_ERROR_UNAVAILABLE: the store cannot be reached now
+ *   (connection refused or lost, timeout); the operation may be retried
+ * @SLUICE_BROKER_ERROR_INCOMPLETE: a broker class lacks a required slot
+ * @SLUICE_BROKER_ERROR_VERSION: a broker class of an unknown version
+ * @SLUICE_BROKER_ERROR_NOT_FOUND: no such entry (dead letter, record)
+ * @SLUICE_BROKER_ERROR_UNSUPPORTED: this broker cannot do that
+ * @SLUICE_BROKER_ERROR_AUTH: the store refused our credentials
+ * @SLUICE_BROKER_ERROR_FULL: the store is out of memory and refuses writes
+ *   that add work; draining still works
+ * @SLUICE_BROKER_ERROR_INVALID: bad configuration (URL, option)
+ * @SLUICE_BROKER_ERROR_CLOSED: the broker was closed
+ */
+typedef enum {
+  SLUICE_BROKER_ERROR_FAILED,
+  SLUICE_BROKER_ERROR_UNAVAILABLE,
+  SLUICE_BROKER_ERROR_INCOMPLETE,
+  SLUICE_BROKER_ERROR_VERSION,
+  SLUICE_BROKER_ERROR_NOT_FOUND,
+  SLUICE_BROKER_ERROR_UNSUPPORTED,
+  SLUICE_BROKER_ERROR_AUTH,
+  SLUICE_BROKER_ERROR_FULL,
+  SLUICE_BROKER_ERROR_INVALID,
+  SLUICE_BROKER_ERROR_CLOSED,
+} SluiceBrokerError;
+
+typedef struct _SluiceBroker SluiceBroker;
+
+/** sluice_broker_ref: Returns: (transfer full): @broker, one ref more. */
+SLUICE_AVAILABLE_IN_0_1
+SluiceBroker *sluice_broker_ref(SluiceBroker *broker);
+
+/**
+ * sluice_broker_unref:
+ * Drops one reference. The last one closes the broker and frees it. Clients
+ * and workers hold their own reference, so the broker lives as long as they
+ * do. NULL-safe.
+ */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_broker_unref(SluiceBroker *broker);
+
+/** sluice_broker_get_name: Returns: (transfer none): "memory", ... */
+SLUICE_AVAILABLE_IN_0_1
+const gchar *sluice_broker_get_name(SluiceBroker *broker);
+
+/**
+ * sluice_broker_get_clock:
+ * Returns: (transfer none): the clock every user of @broker reads; valid
+ * while @broker is.
+ */
+SLUICE_AVAILABLE_IN_0_1
+SluiceClock *sluice_broker_get_clock(SluiceBroker *broker);
+
+/* ---- The memory broker ------------------------------------------------ */
+
+#define SLUICE_DEFAULT_DEAD_LETTER_MAX 10000
+
+/**
+ * SluiceMemoryBrokerOptions:
+ * @dead_letter_max: keep at most this many dead letters; the oldest are
+ *   dropped beyond it (0 = SLUICE_DEFAULT_DEAD_LETTER_MAX)
+ */
+typedef struct {
+  guint dead_letter_max;
+} SluiceMemoryBrokerOptions;
+
+/**
+ * sluice_memory_broker_new:
+ * @clock: (nullable) (transfer none): the clock for due times and TTLs;
+ *   NULL means a real clock. The broker takes its own reference.
+ * @options: (nullable): NULL means the defaults
+ *
+ * Every operation of the broker contract, in one process, under one mutex.
+ * Every TTL (results, revocations, idempotency claims) follows @clock, so a
+ * test with a fake clock sees records expire when it advances the clock.
+ *
+ * Returns: (transfer full): the broker.
+ */
+SLUICE_AVAILABLE_IN_0_1
+SluiceBroker *
+sluice_memory_broker_new(SluiceClock *clock,
+                         const SluiceMemoryBrokerOptions *options);
+
+/* ---- Statistics --------------------------------------------------------- */
+
+/**
+ * SluiceQueueStats:
+ * @name: the queue
+ * @ready: messages waiting to be fetched
+ */
+typedef struct {
+  gchar *name;
+  gint64 ready;
+} SluiceQueueStats;
+
+/**
+ * SluiceWorkerInfo:
+ * @id: a worker's id
+ * @last_seen_ms: its last heartbeat (ms since epoch)
+ */
+typedef struct {
+  gchar *id;
+  gint64 last_seen_ms;
+} SluiceWorkerInfo;
+
+/**
+ * SluiceBrokerStats:
+ * @queues: (element-type SluiceQueueStats): per queue, by name
+ * @scheduled: messages waiting for a due time (delays, retries, deferrals)
+ * @in_flight: delivered and not yet settled; -1 when the broker cannot tell
+ *   (redis-fast cannot: a popped message is no longer in Redis)
+ * @dead_letters: entries in the dead-letter queue
+ * @dead_letters_by_reason: (element-type utf8 gint64): reason -> count,
+ *   values are gint64 pointers
+ * @workers: (element-type SluiceWorkerInfo): workers known alive
+ * @stale_settles: settles refused because another consumer owned the
+ *   delivery by then (fencing), since the broker started; -1 if unknown
+ *
+ * Filled by sluice_client_get_stats(); free with sluice_broker_stats_clear().
+ */
+typedef struct {
+  GPtrArray *queues;
+  gint64 scheduled;
+  gint64 in_flight;
+  gint64 dead_letters;
+  GHashTable *dead_letters_by_reason;
+  GPtrArray *workers;
+  gint64 stale_settles;
+} SluiceBrokerStats;
+
+/** sluice_broker_stats_init: empty containers, counts 0. */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_broker_stats_init(SluiceBrokerStats *stats);
+
+/** sluice_broker_stats_clear: frees what @stats holds (not @stats). */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_broker_stats_clear(SluiceBrokerStats *stats);
+
+/**
+ * sluice_broker_stats_add_queue:
+ * Appends a queue's figures (copies @name). For broker authors and tests.
+ */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_broker_stats_add_queue(SluiceBrokerStats *stats, const gchar *name,
+                                   gint64 ready);
+
+/** sluice_broker_stats_add_dead_letters: adds @n to @reason's count. */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_broker_stats_add_dead_letters(SluiceBrokerStats *stats,
+                                          const gchar *reason, gint64 n);
+
+/** sluice_broker_stats_add_worker: appends a worker (copies @id). */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_broker_stats_add_worker(SluiceBrokerStats *stats, const gchar *id,
+                                    gint64 last_seen_ms);
+
+/* ---- Dead letters ------------------------------------------------------- */
+
+/* The reasons a message is buried (DESIGN.md, "Dead letters"). */
+#define SLUICE_DLQ_MAX_ATTEMPTS "max_attempts"
+#define SLUICE_DLQ_MAX_DELIVERIES "max_deliveries"
+#define SLUICE_DLQ_UNKNOWN_TASK "unknown_task"
+#define SLUICE_DLQ_MALFORMED "malformed"
+#define SLUICE_DLQ_NON_RETRYABLE "non_retryable"
+#define SLUICE_DLQ_EXPIRED "expired"
+
+/**
+ * SluiceDeadLetter:
+ * @entry_id: the broker's id for this entry (NULL until it is stored)
+ * @task_id: (nullable): the task's id; NULL for a malformed message
+ * @task: (nullable): the task's name; NULL for a malformed message
+ * @reason: one of the SLUICE_DLQ_* reasons
+ * @detail: (nullable): the final error, in words
+ * @source: the queue it was taken from
+ * @deliveries: how many times it had been delivered
+ * @at: when it was buried (ms since epoch)
+ * @payload: the original message bytes, untouched
+ *
+ * Owns every field; free with sluice_dead_letter_free().
+ */
+typedef struct {
+  gchar *entry_id;
+  gchar *task_id;
+  gchar *task;
+  gchar *reason;
+  gchar *detail;
+  gchar *source;
+  guint deliveries;
+  gint64 at;
+  GBytes *payload;
+} SluiceDeadLetter;
+
+/** sluice_dead_letter_new: Returns: (transfer full): an all-empty entry. */
+SLUICE_AVAILABLE_IN_0_1
+SluiceDeadLetter *sluice_dead_letter_new(void);
+
+/** sluice_dead_letter_copy: Returns: (transfer full): a deep copy. */
+SLUICE_AVAILABLE_IN_0_1
+SluiceDeadLetter *sluice_dead_letter_copy(const SluiceDeadLetter *entry);
+
+/** sluice_dead_letter_free: NULL-safe. */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_dead_letter_free(SluiceDeadLetter *entry);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SluiceBroker, sluice_broker_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SluiceDeadLetter, sluice_dead_letter_free)
+
+G_END_DECLS
