@@ -16,6 +16,7 @@
 #include <sluice/sluice-envelope.h>
 #include <sluice/sluice-macros.h>
 #include <sluice/sluice-policy.h>
+#include <sluice/sluice-redis.h>
 #include <sluice/sluice-result.h>
 #include <sluice/sluice-task.h>
 #include <sluice/sluice-testing.h>

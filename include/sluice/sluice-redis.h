@@ -1,0 +1,89 @@
+/* sluice-redis.h - the Redis brokers.
+ *
+ * Two modes share one Redis layer (connections, keys, Lua scripts, results,
+ * the schedule, revocations, periodic claims, dead letters) and differ only
+ * in how a queue carries messages:
+ *
+ *   SLUICE_REDIS_FAST      a list per queue (LPUSH / BLMPOP). Quick; nothing
+ *                          to acknowledge, so a worker that dies loses what it
+ *                          had popped: its running and prefetched tasks.
+ *   SLUICE_REDIS_RELIABLE  a stream and consumer group per queue (XADD /
+ *                          XREADGROUP / XACK). At-least-once: what a dead
+ *                          worker held is reclaimed and run again.
+ *
+ * Every key of a namespace carries the hash tag {ns}, so one namespace is
+ * one Redis Cluster slot and every atomic step is one Lua script.
+ *
+ * Connections are made lazily, one per thread that talks to Redis, and
+ * re-made with capped backoff after an outage (one log line per outage).
+ * A Redis that cannot be reached is SLUICE_BROKER_ERROR_UNAVAILABLE, with
+ * the URL (without its password) in the message.
+ */
+#pragma once
+
+#include <sluice/sluice-brokers.h>
+#include <sluice/sluice-clock.h>
+#include <sluice/sluice-macros.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SLUICE_REDIS_FAST,
+  SLUICE_REDIS_RELIABLE,
+} SluiceRedisMode;
+
+#define SLUICE_REDIS_DEFAULT_URL "redis://127.0.0.1:6379/0"
+#define SLUICE_REDIS_DEFAULT_NAMESPACE "sluice"
+
+/**
+ * SluiceRedisOptions:
+ * @url: (nullable): `redis://[[user]:password@]host[:port][/db]` or
+ *   `unix:///path/to/socket[?db=N]`; NULL = SLUICE_REDIS_DEFAULT_URL
+ * @mode: fast or reliable
+ * @namespace_: (nullable): key prefix and hash tag; NULL = "sluice"
+ * @connect_timeout_ms: per connection attempt (0 = 5000)
+ * @command_timeout_ms: per reply, on top of any blocking time (0 = 10000)
+ * @dead_letter_max: keep at most this many dead letters (0 = 10000)
+ * @reconnect_max_backoff_ms: the longest pause between reconnection
+ *   attempts (0 = 5000)
+ *
+ * Initialise with sluice_redis_options_init(); the broker copies it.
+ */
+typedef struct {
+  const gchar *url;
+  SluiceRedisMode mode;
+  const gchar *namespace_;
+  gint64 connect_timeout_ms;
+  gint64 command_timeout_ms;
+  guint dead_letter_max;
+  gint64 reconnect_max_backoff_ms;
+} SluiceRedisOptions;
+
+SLUICE_AVAILABLE_IN_0_1
+void sluice_redis_options_init(SluiceRedisOptions *options);
+
+/**
+ * sluice_redis_broker_new:
+ * @options: (nullable): copied; NULL = defaults (fast mode)
+ * @clock: (nullable) (transfer none): the clock due times are compared
+ *   with; NULL = a real clock. TTLs (results, idempotency claims) follow
+ *   the Redis server's time.
+ *
+ * Checks the options (a malformed URL is SLUICE_BROKER_ERROR_INVALID) but
+ * does not connect: use sluice_redis_broker_ping() to check the server.
+ * Returns: (transfer full): the broker, or NULL and @error.
+ */
+SLUICE_AVAILABLE_IN_0_1
+SluiceBroker *sluice_redis_broker_new(const SluiceRedisOptions *options,
+                                      SluiceClock *clock, GError **error);
+
+/**
+ * sluice_redis_broker_ping:
+ * Connects (if needed) and sends PING.
+ * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_UNAVAILABLE (with the URL)
+ * or SLUICE_BROKER_ERROR_AUTH (wrong user or password).
+ */
+SLUICE_AVAILABLE_IN_0_1
+gboolean sluice_redis_broker_ping(SluiceBroker *broker, GError **error);
+
+G_END_DECLS
