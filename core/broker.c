@@ -1,0 +1,800 @@
+/* broker.c - the one dispatch point per broker slot, and broker plumbing.
+ *
+ * The core never calls a slot of a broker directly: it calls the
+ * sluice_broker_<slot>() functions below. Each checks its arguments, applies
+ * the slot's documented fallback when the slot is NULL, and enforces the
+ * GError rule (FALSE exactly when an error is set) so that a buggy broker is
+ * reported where it misbehaves, not three frames later.
+ *
+ * Registration is sluice_broker_new(): the class is validated (version,
+ * instance size, every required slot) and copied, as Redis copies module
+ * type methods, so a broker built against an older version of the contract
+ * reads NULL for the slots it does not know.
+ *
+ * When implementing a new broker, read sluice-broker.h first; then run the
+ * conformance suite (tests/conformance/) against it.
+ */
+#include "config.h"
+
+#include "core/sluice-private.h"
+
+G_DEFINE_QUARK(sluice - broker - error - quark, sluice_broker_error)
+
+struct _SluiceBrokerPrivate {
+  gatomicrefcount ref_count;
+  SluiceBrokerClass klass; /* the validated copy */
+  SluiceClock *clock;
+};
+
+/* The slots every broker must provide, by name for the error message. */
+#define REQUIRED_SLOT(field)                                                   \
+  {                                                                            \
+    G_STRINGIFY(field), G_STRUCT_OFFSET(SluiceBrokerClass, field)              \
+  }
+static const struct {
+  const gchar *name;
+  glong offset;
+} required_slots[] = {
+    REQUIRED_SLOT(enqueue),          REQUIRED_SLOT(fetch),
+    REQUIRED_SLOT(settle),           REQUIRED_SLOT(promote_due),
+    REQUIRED_SLOT(cancel_scheduled), REQUIRED_SLOT(get_record),
+    REQUIRED_SLOT(put_record),       REQUIRED_SLOT(revoke),
+    REQUIRED_SLOT(list_revocations), REQUIRED_SLOT(dlq_list),
+    REQUIRED_SLOT(dlq_get),          REQUIRED_SLOT(dlq_replay),
+    REQUIRED_SLOT(dlq_delete),       REQUIRED_SLOT(stats),
+    REQUIRED_SLOT(finalize),
+};
+
+static gboolean
+slot_missing(const SluiceBrokerClass *klass, glong offset)
+{
+  return G_STRUCT_MEMBER(gpointer, klass, offset) == NULL;
+}
+
+static gboolean
+validate_class(const SluiceBrokerClass *klass, GError **error)
+{
+  const gchar *name = klass->name != NULL ? klass->name : "(unnamed)";
+
+  if (klass->version == 0 || klass->version > SLUICE_BROKER_CLASS_VERSION) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_VERSION,
+                "broker “%s” declares contract version %u, but this Sluice "
+                "knows versions 1 to %u: rebuild the broker against this "
+                "Sluice's sluice-broker.h",
+                name, klass->version, SLUICE_BROKER_CLASS_VERSION);
+    return FALSE;
+  }
+  if (klass->name == NULL || klass->name[0] == '\0') {
+    g_set_error_literal(error, SLUICE_BROKER_ERROR,
+                        SLUICE_BROKER_ERROR_INCOMPLETE,
+                        "a broker class has no name: set .name");
+    return FALSE;
+  }
+  if (klass->instance_size < sizeof(SluiceBroker)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "broker “%s” has instance_size %" G_GSIZE_FORMAT
+                ", smaller than SluiceBroker: set .instance_size to the size "
+                "of the struct that embeds SluiceBroker first",
+                name, klass->instance_size);
+    return FALSE;
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(required_slots); i++) {
+    if (slot_missing(klass, required_slots[i].offset)) {
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                  "broker “%s” is incomplete: the required slot “%s” is NULL "
+                  "(see sluice-broker.h for its contract)",
+                  name, required_slots[i].name);
+      return FALSE;
+    }
+  }
+  if ((klass->caps & SLUICE_BROKER_CAP_LEASES) &&
+      (klass->heartbeat == NULL || klass->reclaim == NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” declares SLUICE_BROKER_CAP_LEASES but lacks the "
+                "“%s” slot that leases need",
+                name, klass->heartbeat == NULL ? "heartbeat" : "reclaim");
+    return FALSE;
+  }
+  if ((klass->claim_periodic == NULL) != (klass->last_periodic == NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” must provide claim_periodic and last_periodic "
+                "together, or neither",
+                name);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+SluiceBroker *
+sluice_broker_new(const SluiceBrokerClass *klass, SluiceClock *clock,
+                  GError **error)
+{
+  SluiceBroker *broker;
+  SluiceBrokerPrivate *priv;
+
+  g_return_val_if_fail(klass != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  if (!validate_class(klass, error))
+    return NULL;
+
+  priv = g_new0(SluiceBrokerPrivate, 1);
+  g_atomic_ref_count_init(&priv->ref_count);
+  /* Version 1 is the only version so far: the whole struct is valid. A
+   * version 2 would copy only the version-1 prefix of an older broker's
+   * class and leave the rest NULL. */
+  priv->klass = *klass;
+  priv->clock =
+      clock != NULL ? sluice_clock_ref(clock) : sluice_clock_new_real();
+
+  broker = g_malloc0(klass->instance_size);
+  broker->klass = &priv->klass;
+  broker->priv = priv;
+  return broker;
+}
+
+SluiceBroker *
+sluice_broker_ref(SluiceBroker *broker)
+{
+  g_return_val_if_fail(broker != NULL, NULL);
+  g_atomic_ref_count_inc(&broker->priv->ref_count);
+  return broker;
+}
+
+void
+sluice_broker_unref(SluiceBroker *broker)
+{
+  SluiceBrokerPrivate *priv;
+
+  if (broker == NULL || !g_atomic_ref_count_dec(&broker->priv->ref_count))
+    return;
+  priv = broker->priv;
+  if (priv->klass.close != NULL)
+    priv->klass.close(broker);
+  priv->klass.finalize(broker);
+  sluice_clock_unref(priv->clock);
+  g_free(priv);
+  g_free(broker);
+}
+
+const gchar *
+sluice_broker_get_name(SluiceBroker *broker)
+{
+  g_return_val_if_fail(broker != NULL, NULL);
+  return broker->klass->name;
+}
+
+SluiceClock *
+sluice_broker_get_clock(SluiceBroker *broker)
+{
+  g_return_val_if_fail(broker != NULL, NULL);
+  return broker->priv->clock;
+}
+
+guint64
+sluice_broker_get_caps(SluiceBroker *broker)
+{
+  g_return_val_if_fail(broker != NULL, 0);
+  return broker->klass->caps;
+}
+
+const SluiceBrokerClass *
+sluice_broker__get_class(SluiceBroker *broker)
+{
+  return broker->klass;
+}
+
+/* ---- The GError rule ------------------------------------------------------
+ *
+ * Every slot is called with a local GError so the rule can be checked even
+ * when the caller passed error == NULL.
+ */
+static gboolean
+finish(SluiceBroker *broker, const gchar *slot, gboolean ok, GError *local,
+       GError **error)
+{
+  if (ok && local != NULL) {
+    g_critical("broker “%s”: slot %s returned TRUE but set an error (%s); "
+               "the error is dropped",
+               broker->klass->name, slot, local->message);
+    g_error_free(local);
+    return TRUE;
+  }
+  if (!ok && local == NULL) {
+    g_critical("broker “%s”: slot %s returned FALSE without setting an error",
+               broker->klass->name, slot);
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FAILED,
+                "broker “%s” failed in %s without saying why",
+                broker->klass->name, slot);
+    return FALSE;
+  }
+  if (!ok)
+    g_propagate_error(error, local);
+  return ok;
+}
+
+static gboolean
+unsupported(SluiceBroker *broker, const gchar *what, GError **error)
+{
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNSUPPORTED,
+              "the “%s” broker cannot %s", broker->klass->name, what);
+  return FALSE;
+}
+
+/* ---- Dispatch ---------------------------------------------------------- */
+
+gboolean
+sluice_broker_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
+                      GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  if (n_items == 0)
+    return TRUE;
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(items[i].id != NULL && items[i].queue != NULL &&
+                             items[i].payload != NULL,
+                         FALSE);
+    items[i].existed = FALSE;
+  }
+  ok = broker->klass->enqueue(broker, items, n_items, &local);
+  return finish(broker, "enqueue", ok, local, error);
+}
+
+gboolean
+sluice_broker_fetch(SluiceBroker *broker, const gchar *consumer,
+                    const gchar *const *queues, guint max, gint64 block_ms,
+                    GPtrArray *out, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(consumer != NULL, FALSE);
+  g_return_val_if_fail(queues != NULL && queues[0] != NULL, FALSE);
+  g_return_val_if_fail(out != NULL, FALSE);
+  if (max == 0)
+    return TRUE;
+  ok = broker->klass->fetch(broker, consumer, queues, max, MAX(block_ms, 0),
+                            out, &local);
+  return finish(broker, "fetch", ok, local, error);
+}
+
+gboolean
+sluice_broker_settle(SluiceBroker *broker, const gchar *consumer,
+                     SluiceSettlement *items, guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(consumer != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  if (n_items == 0)
+    return TRUE;
+  for (guint i = 0; i < n_items; i++) {
+    SluiceSettlement *s = &items[i];
+    g_return_val_if_fail(s->delivery != NULL, FALSE);
+    g_return_val_if_fail(s->action != SLUICE_SETTLE_RETRY ||
+                             (s->id != NULL && s->reschedule_payload != NULL),
+                         FALSE);
+    g_return_val_if_fail(s->action != SLUICE_SETTLE_DEAD_LETTER ||
+                             s->dead_letter != NULL,
+                         FALSE);
+    g_return_val_if_fail(s->record == NULL || s->id != NULL, FALSE);
+    s->status = SLUICE_SETTLE_DONE;
+  }
+  ok = broker->klass->settle(broker, consumer, items, n_items, &local);
+  return finish(broker, "settle", ok, local, error);
+}
+
+gboolean
+sluice_broker_heartbeat(SluiceBroker *broker, const gchar *consumer,
+                        gint64 lease_ms, SluiceDelivery *const *held,
+                        guint n_held, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(consumer != NULL, FALSE);
+  if (broker->klass->heartbeat == NULL)
+    return TRUE;
+  ok = broker->klass->heartbeat(broker, consumer, lease_ms, held, n_held,
+                                &local);
+  return finish(broker, "heartbeat", ok, local, error);
+}
+
+gboolean
+sluice_broker_reclaim(SluiceBroker *broker, const gchar *consumer,
+                      const gchar *const *queues, guint max, gint64 idle_ms,
+                      GPtrArray *out, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(consumer != NULL, FALSE);
+  g_return_val_if_fail(queues != NULL, FALSE);
+  g_return_val_if_fail(out != NULL, FALSE);
+  if (broker->klass->reclaim == NULL || max == 0)
+    return TRUE;
+  ok = broker->klass->reclaim(broker, consumer, queues, max, idle_ms, out,
+                              &local);
+  return finish(broker, "reclaim", ok, local, error);
+}
+
+gboolean
+sluice_broker_leave(SluiceBroker *broker, const gchar *consumer, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(consumer != NULL, FALSE);
+  if (broker->klass->leave == NULL)
+    return TRUE;
+  ok = broker->klass->leave(broker, consumer, &local);
+  return finish(broker, "leave", ok, local, error);
+}
+
+void
+sluice_broker_wakeup(SluiceBroker *broker)
+{
+  g_return_if_fail(broker != NULL);
+  if (broker->klass->wakeup != NULL)
+    broker->klass->wakeup(broker);
+}
+
+gboolean
+sluice_broker_promote_due(SluiceBroker *broker, gint64 now_ms, guint max,
+                          guint *out_promoted, gint64 *out_next_due,
+                          GError **error)
+{
+  GError *local = NULL;
+  guint promoted = 0;
+  gint64 next_due = 0;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  ok = broker->klass->promote_due(broker, now_ms, MAX(max, 1), &promoted,
+                                  &next_due, &local);
+  if (out_promoted != NULL)
+    *out_promoted = ok ? promoted : 0;
+  if (out_next_due != NULL)
+    *out_next_due = ok ? next_due : 0;
+  return finish(broker, "promote_due", ok, local, error);
+}
+
+gboolean
+sluice_broker_cancel_scheduled(SluiceBroker *broker, const gchar *id,
+                               GBytes *record, gint64 record_ttl_ms,
+                               gboolean *out_removed, GError **error)
+{
+  GError *local = NULL;
+  gboolean removed = FALSE;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(id != NULL, FALSE);
+  ok = broker->klass->cancel_scheduled(broker, id, record, record_ttl_ms,
+                                       &removed, &local);
+  if (out_removed != NULL)
+    *out_removed = ok && removed;
+  return finish(broker, "cancel_scheduled", ok, local, error);
+}
+
+gboolean
+sluice_broker_get_record(SluiceBroker *broker, const gchar *id,
+                         GBytes **out_record, GError **error)
+{
+  GError *local = NULL;
+  GBytes *record = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(id != NULL, FALSE);
+  g_return_val_if_fail(out_record != NULL, FALSE);
+  ok = broker->klass->get_record(broker, id, &record, &local);
+  if (!ok)
+    g_clear_pointer(&record, g_bytes_unref);
+  *out_record = record;
+  return finish(broker, "get_record", ok, local, error);
+}
+
+gboolean
+sluice_broker_put_record(SluiceBroker *broker, const gchar *id, GBytes *record,
+                         gboolean final, gint64 ttl_ms, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(id != NULL && record != NULL, FALSE);
+  ok = broker->klass->put_record(broker, id, record, final, ttl_ms, &local);
+  return finish(broker, "put_record", ok, local, error);
+}
+
+static gboolean
+record_is_final(GBytes *record)
+{
+  g_autoptr(SluiceResult) result = NULL;
+
+  if (record == NULL)
+    return FALSE;
+  result = sluice_result_decode(record, NULL);
+  return result != NULL &&
+         sluice_task_state_is_final(sluice_result_get_state(result));
+}
+
+gboolean
+sluice_broker_wait_record(SluiceBroker *broker, const gchar *id,
+                          gint64 timeout_ms, GBytes **out_record,
+                          GError **error)
+{
+  GError *local = NULL;
+  GBytes *record = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(id != NULL, FALSE);
+  g_return_val_if_fail(out_record != NULL, FALSE);
+  timeout_ms = MAX(timeout_ms, 0);
+
+  if (broker->klass->wait_record != NULL) {
+    ok = broker->klass->wait_record(broker, id, timeout_ms, &record, &local);
+  } else {
+    /* Fallback for brokers without notifications: read every 50 ms of real
+     * time. Documented in sluice-broker.h as the cost of leaving it out. */
+    gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
+    for (;;) {
+      ok = broker->klass->get_record(broker, id, &record, &local);
+      if (!ok || record_is_final(record) || g_get_monotonic_time() >= deadline)
+        break;
+      g_clear_pointer(&record, g_bytes_unref);
+      g_usleep(MIN(50000, MAX(deadline - g_get_monotonic_time(), 0)));
+    }
+  }
+  if (!ok)
+    g_clear_pointer(&record, g_bytes_unref);
+  *out_record = record;
+  return finish(broker, "wait_record", ok, local, error);
+}
+
+gboolean
+sluice_broker_revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
+                     GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(id != NULL, FALSE);
+  ok = broker->klass->revoke(broker, id, expires_at, &local);
+  return finish(broker, "revoke", ok, local, error);
+}
+
+gboolean
+sluice_broker_list_revocations(SluiceBroker *broker, gint64 after,
+                               gint64 now_ms, GPtrArray *out, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(out != NULL, FALSE);
+  ok = broker->klass->list_revocations(broker, after, now_ms, out, &local);
+  return finish(broker, "list_revocations", ok, local, error);
+}
+
+gboolean
+sluice_broker_claim_periodic(SluiceBroker *broker, const gchar *name,
+                             gint64 occurrence_at, SluiceSubmit *item,
+                             gboolean *out_claimed, GError **error)
+{
+  GError *local = NULL;
+  gboolean claimed = FALSE;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(name != NULL && item != NULL, FALSE);
+  if (broker->klass->claim_periodic == NULL)
+    return unsupported(broker, "dispatch periodic tasks", error);
+  item->existed = FALSE;
+  ok = broker->klass->claim_periodic(broker, name, occurrence_at, item,
+                                     &claimed, &local);
+  if (out_claimed != NULL)
+    *out_claimed = ok && claimed;
+  return finish(broker, "claim_periodic", ok, local, error);
+}
+
+gboolean
+sluice_broker_last_periodic(SluiceBroker *broker, const gchar *name,
+                            gint64 *out_last, GError **error)
+{
+  GError *local = NULL;
+  gint64 last = 0;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(name != NULL, FALSE);
+  if (broker->klass->last_periodic == NULL)
+    return unsupported(broker, "dispatch periodic tasks", error);
+  ok = broker->klass->last_periodic(broker, name, &last, &local);
+  if (out_last != NULL)
+    *out_last = ok ? last : 0;
+  return finish(broker, "last_periodic", ok, local, error);
+}
+
+gboolean
+sluice_broker_dlq_list(SluiceBroker *broker, const gchar *after, guint limit,
+                       GPtrArray *out, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(out != NULL, FALSE);
+  if (limit == 0)
+    return TRUE;
+  ok = broker->klass->dlq_list(broker, after, limit, out, &local);
+  return finish(broker, "dlq_list", ok, local, error);
+}
+
+gboolean
+sluice_broker_dlq_get(SluiceBroker *broker, const gchar *entry_id,
+                      SluiceDeadLetter **out_entry, GError **error)
+{
+  GError *local = NULL;
+  SluiceDeadLetter *entry = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(entry_id != NULL, FALSE);
+  g_return_val_if_fail(out_entry != NULL, FALSE);
+  ok = broker->klass->dlq_get(broker, entry_id, &entry, &local);
+  if (!ok)
+    g_clear_pointer(&entry, sluice_dead_letter_free);
+  *out_entry = entry;
+  return finish(broker, "dlq_get", ok, local, error);
+}
+
+gboolean
+sluice_broker_dlq_replay(SluiceBroker *broker, const gchar *entry_id,
+                         SluiceSubmit *item, gboolean *out_found,
+                         GError **error)
+{
+  GError *local = NULL;
+  gboolean found = FALSE;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(entry_id != NULL && item != NULL, FALSE);
+  item->existed = FALSE;
+  ok = broker->klass->dlq_replay(broker, entry_id, item, &found, &local);
+  if (out_found != NULL)
+    *out_found = ok && found;
+  return finish(broker, "dlq_replay", ok, local, error);
+}
+
+gboolean
+sluice_broker_dlq_delete(SluiceBroker *broker, const gchar *entry_id,
+                         gboolean *out_found, GError **error)
+{
+  GError *local = NULL;
+  gboolean found = FALSE;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(entry_id != NULL, FALSE);
+  ok = broker->klass->dlq_delete(broker, entry_id, &found, &local);
+  if (out_found != NULL)
+    *out_found = ok && found;
+  return finish(broker, "dlq_delete", ok, local, error);
+}
+
+gboolean
+sluice_broker_stats(SluiceBroker *broker, const gchar *const *queues,
+                    SluiceBrokerStats *out, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(out != NULL, FALSE);
+  ok = broker->klass->stats(broker, queues, out, &local);
+  return finish(broker, "stats", ok, local, error);
+}
+
+gboolean
+sluice_broker_purge(SluiceBroker *broker, const gchar *queue,
+                    guint64 *out_removed, GError **error)
+{
+  GError *local = NULL;
+  guint64 removed = 0;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(queue != NULL, FALSE);
+  if (broker->klass->purge == NULL)
+    return unsupported(broker, "purge a queue", error);
+  ok = broker->klass->purge(broker, queue, &removed, &local);
+  if (out_removed != NULL)
+    *out_removed = ok ? removed : 0;
+  return finish(broker, "purge", ok, local, error);
+}
+
+/* ---- Value types that cross the contract --------------------------------- */
+
+SluiceDelivery *
+sluice_delivery_new(const gchar *queue, GBytes *payload, const gchar *handle,
+                    guint delivery_count)
+{
+  SluiceDelivery *delivery;
+
+  g_return_val_if_fail(queue != NULL && payload != NULL, NULL);
+  delivery = g_new0(SluiceDelivery, 1);
+  delivery->queue = g_strdup(queue);
+  delivery->payload = g_bytes_ref(payload);
+  delivery->handle = g_strdup(handle);
+  delivery->delivery_count = MAX(delivery_count, 1);
+  return delivery;
+}
+
+void
+sluice_delivery_free(SluiceDelivery *delivery)
+{
+  if (delivery == NULL)
+    return;
+  if (delivery->broker_data_free != NULL)
+    delivery->broker_data_free(delivery->broker_data);
+  g_bytes_unref(delivery->payload);
+  g_free(delivery->queue);
+  g_free(delivery->handle);
+  g_free(delivery);
+}
+
+SluiceRevocation *
+sluice_revocation_new(const gchar *id, gint64 expires_at)
+{
+  SluiceRevocation *revocation;
+
+  g_return_val_if_fail(id != NULL, NULL);
+  revocation = g_new0(SluiceRevocation, 1);
+  revocation->id = g_strdup(id);
+  revocation->expires_at = expires_at;
+  return revocation;
+}
+
+void
+sluice_revocation_free(SluiceRevocation *revocation)
+{
+  if (revocation == NULL)
+    return;
+  g_free(revocation->id);
+  g_free(revocation);
+}
+
+SluiceDeadLetter *
+sluice_dead_letter_new(void)
+{
+  return g_new0(SluiceDeadLetter, 1);
+}
+
+SluiceDeadLetter *
+sluice_dead_letter_copy(const SluiceDeadLetter *entry)
+{
+  SluiceDeadLetter *copy;
+
+  g_return_val_if_fail(entry != NULL, NULL);
+  copy = g_new0(SluiceDeadLetter, 1);
+  copy->entry_id = g_strdup(entry->entry_id);
+  copy->task_id = g_strdup(entry->task_id);
+  copy->task = g_strdup(entry->task);
+  copy->reason = g_strdup(entry->reason);
+  copy->detail = g_strdup(entry->detail);
+  copy->source = g_strdup(entry->source);
+  copy->deliveries = entry->deliveries;
+  copy->at = entry->at;
+  copy->payload = entry->payload != NULL ? g_bytes_ref(entry->payload) : NULL;
+  return copy;
+}
+
+void
+sluice_dead_letter_free(SluiceDeadLetter *entry)
+{
+  if (entry == NULL)
+    return;
+  g_free(entry->entry_id);
+  g_free(entry->task_id);
+  g_free(entry->task);
+  g_free(entry->reason);
+  g_free(entry->detail);
+  g_free(entry->source);
+  if (entry->payload != NULL)
+    g_bytes_unref(entry->payload);
+  g_free(entry);
+}
+
+/* ---- Statistics -------------------------------------------------------------
+ */
+
+static void
+queue_stats_free(gpointer data)
+{
+  SluiceQueueStats *q = data;
+  g_free(q->name);
+  g_free(q);
+}
+
+static void
+worker_info_free(gpointer data)
+{
+  SluiceWorkerInfo *w = data;
+  g_free(w->id);
+  g_free(w);
+}
+
+void
+sluice_broker_stats_init(SluiceBrokerStats *stats)
+{
+  g_return_if_fail(stats != NULL);
+  memset(stats, 0, sizeof *stats);
+  stats->queues = g_ptr_array_new_with_free_func(queue_stats_free);
+  stats->dead_letters_by_reason =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  stats->workers = g_ptr_array_new_with_free_func(worker_info_free);
+}
+
+void
+sluice_broker_stats_clear(SluiceBrokerStats *stats)
+{
+  g_return_if_fail(stats != NULL);
+  g_clear_pointer(&stats->queues, g_ptr_array_unref);
+  g_clear_pointer(&stats->dead_letters_by_reason, g_hash_table_unref);
+  g_clear_pointer(&stats->workers, g_ptr_array_unref);
+}
+
+void
+sluice_broker_stats_add_queue(SluiceBrokerStats *stats, const gchar *name,
+                              gint64 ready)
+{
+  SluiceQueueStats *q;
+
+  g_return_if_fail(stats != NULL && name != NULL);
+  q = g_new0(SluiceQueueStats, 1);
+  q->name = g_strdup(name);
+  q->ready = ready;
+  g_ptr_array_add(stats->queues, q);
+}
+
+void
+sluice_broker_stats_add_dead_letters(SluiceBrokerStats *stats,
+                                     const gchar *reason, gint64 n)
+{
+  gint64 *count;
+
+  g_return_if_fail(stats != NULL && reason != NULL);
+  count = g_hash_table_lookup(stats->dead_letters_by_reason, reason);
+  if (count == NULL) {
+    count = g_new0(gint64, 1);
+    g_hash_table_insert(stats->dead_letters_by_reason, g_strdup(reason), count);
+  }
+  *count += n;
+}
+
+void
+sluice_broker_stats_add_worker(SluiceBrokerStats *stats, const gchar *id,
+                               gint64 last_seen_ms)
+{
+  SluiceWorkerInfo *w;
+
+  g_return_if_fail(stats != NULL && id != NULL);
+  w = g_new0(SluiceWorkerInfo, 1);
+  w->id = g_strdup(id);
+  w->last_seen_ms = last_seen_ms;
+  g_ptr_array_add(stats->workers, w);
+}
