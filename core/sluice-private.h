@@ -28,6 +28,69 @@ void sluice_log__task(GLogLevelFlags level, const gchar *task_id,
                       const gchar *task, const gchar *queue, guint attempt,
                       const gchar *format, ...) G_GNUC_PRINTF(6, 7);
 
+/* ---- Tasks ------------------------------------------------------------------
+ */
+
+typedef struct {
+  gchar *name;
+  SluiceTaskFunc func;
+  gpointer user_data;
+  GDestroyNotify destroy;
+  SluiceTaskOptions options; /* options.queue points at @queue */
+  gchar *queue;
+} SluiceTaskEntry;
+
+/* The task context lives on the executor's stack for one run. */
+struct _SluiceTaskContext {
+  const SluiceEnvelope *envelope; /* borrowed from the job */
+  guint delivery_count;
+  guint max_attempts;
+  GCancellable *cancellable; /* borrowed from the job */
+  GBytes *result;            /* owned */
+  gint64 retry_delay_ms;     /* >= 0 after sluice_task_context_retry() */
+  gboolean args_unpacked;
+  msgpack_zone zone;
+  msgpack_object args;
+};
+
+gboolean sluice_task__name_is_valid(const gchar *name, GError **error);
+
+/* Returns: (transfer none) (nullable): valid while @registry is. */
+const SluiceTaskEntry *sluice_registry__lookup(SluiceRegistry *registry,
+                                               const gchar *name);
+
+void sluice_task_context__init(SluiceTaskContext *ctx,
+                               const SluiceEnvelope *env, guint delivery_count,
+                               guint max_attempts, GCancellable *cancellable);
+void sluice_task_context__clear(SluiceTaskContext *ctx);
+
+/* ---- Client
+ * ------------------------------------------------------------------
+ */
+
+/* Checks a queue name, task id, ...: non-empty, at most @max bytes, UTF-8. */
+gboolean sluice_client__check_name(const gchar *what, const gchar *value,
+                                   gsize max, GError **error);
+
+/* ---- Periodic schedules (periodic.c), driven by the worker ------------------
+ */
+
+typedef struct _SluicePeriodic SluicePeriodic;
+
+/* Returns: (transfer full): a schedule, or NULL and SLUICE_WORKER_ERROR. */
+SluicePeriodic *sluice_periodic__new(const SluicePeriodicOptions *options,
+                                     SluiceRegistry *registry, GError **error);
+void sluice_periodic__free(SluicePeriodic *periodic);
+const gchar *sluice_periodic__get_name(SluicePeriodic *periodic);
+/* Reads the last dispatched occurrence and applies the missed-run policy. */
+gboolean sluice_periodic__start(SluicePeriodic *periodic, SluiceBroker *broker,
+                                gint64 now_ms, GError **error);
+/* Dispatches the occurrences due by @now_ms (starting first if needed). */
+gboolean sluice_periodic__tick(SluicePeriodic *periodic, SluiceBroker *broker,
+                               gint64 now_ms, GError **error);
+/* Returns: the next occurrence, or 0 before a successful start. */
+gint64 sluice_periodic__get_next_due(SluicePeriodic *periodic);
+
 /* ---- Brokers ---------------------------------------------------------------
  */
 

@@ -17,6 +17,7 @@
 #include <sluice/sluice-envelope.h>
 #include <sluice/sluice-macros.h>
 #include <sluice/sluice-result.h>
+#include <sluice/sluice-task.h>
 
 G_BEGIN_DECLS
 
@@ -53,6 +54,9 @@ typedef enum {
  * @dedup_ttl_ms: how long a caller-chosen id stays claimed (0 = 24 h)
  * @max_message_bytes: refuse larger messages (0 = 1 MiB)
  * @codec: (nullable): the codec messages are written with (NULL = msgpack)
+ * @registry: (nullable): when set, an enqueue that names no queue uses the
+ *   task's registered queue (SluiceTaskOptions.queue); the client takes a
+ *   reference
  */
 typedef struct {
   gboolean track_state;
@@ -61,6 +65,7 @@ typedef struct {
   gint64 dedup_ttl_ms;
   gsize max_message_bytes;
   const SluiceCodec *codec;
+  SluiceRegistry *registry;
 } SluiceClientOptions;
 
 SLUICE_AVAILABLE_IN_0_1

@@ -1,0 +1,622 @@
+/* client.c - the producer side (see sluice-client.h).
+ *
+ * The client turns a request into an envelope, encodes it once, and hands
+ * the bytes to the broker with everything the broker must do in the same
+ * atomic step (the idempotency claim, the queued/scheduled record). It never
+ * decides anything a worker decides: attempts start at 1 and the retry
+ * policy travels in the message's options.
+ *
+ * get_result() leans on the broker's wait_record(), which is driven by the
+ * notification written with the final record; the client re-reads the record
+ * at least every SAFETY_POLL_MS in case a notification was lost.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "core/sluice-private.h"
+
+G_DEFINE_QUARK(sluice - client - error - quark, sluice_client_error)
+
+#define SAFETY_POLL_MS 5000
+#define ID_MAX 256
+#define QUEUE_MAX 200
+
+struct _SluiceClient {
+  gatomicrefcount ref_count;
+  SluiceBroker *broker;
+  SluiceClock *clock; /* the broker's; not owned separately */
+  SluiceClientOptions options;
+};
+
+void
+sluice_client_options_init(SluiceClientOptions *options)
+{
+  g_return_if_fail(options != NULL);
+  memset(options, 0, sizeof *options);
+  options->result_ttl_ms = SLUICE_DEFAULT_RESULT_TTL_MS;
+  options->revoke_ttl_ms = SLUICE_DEFAULT_REVOKE_TTL_MS;
+  options->dedup_ttl_ms = SLUICE_DEFAULT_DEDUP_TTL_MS;
+  options->max_message_bytes = SLUICE_DEFAULT_MAX_MESSAGE_BYTES;
+}
+
+void
+sluice_enqueue_options_init(SluiceEnqueueOptions *options)
+{
+  g_return_if_fail(options != NULL);
+  memset(options, 0, sizeof *options);
+  sluice_message_options_init(&options->options);
+}
+
+SluiceClient *
+sluice_client_new(SluiceBroker *broker, const SluiceClientOptions *options,
+                  GError **error)
+{
+  SluiceClient *client;
+
+  g_return_val_if_fail(broker != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  client = g_new0(SluiceClient, 1);
+  g_atomic_ref_count_init(&client->ref_count);
+  client->broker = sluice_broker_ref(broker);
+  client->clock = sluice_broker_get_clock(broker);
+  if (options != NULL)
+    client->options = *options;
+  else
+    sluice_client_options_init(&client->options);
+  /* Zero means "the default" for every limit, so a zero-filled struct
+   * works too. */
+  if (client->options.result_ttl_ms <= 0)
+    client->options.result_ttl_ms = SLUICE_DEFAULT_RESULT_TTL_MS;
+  if (client->options.revoke_ttl_ms <= 0)
+    client->options.revoke_ttl_ms = SLUICE_DEFAULT_REVOKE_TTL_MS;
+  if (client->options.dedup_ttl_ms <= 0)
+    client->options.dedup_ttl_ms = SLUICE_DEFAULT_DEDUP_TTL_MS;
+  if (client->options.max_message_bytes == 0)
+    client->options.max_message_bytes = SLUICE_DEFAULT_MAX_MESSAGE_BYTES;
+  if (client->options.codec == NULL)
+    client->options.codec = sluice_codec_msgpack();
+  if (client->options.registry != NULL)
+    sluice_registry_ref(client->options.registry);
+  return client;
+}
+
+SluiceClient *
+sluice_client_ref(SluiceClient *client)
+{
+  g_return_val_if_fail(client != NULL, NULL);
+  g_atomic_ref_count_inc(&client->ref_count);
+  return client;
+}
+
+void
+sluice_client_unref(SluiceClient *client)
+{
+  if (client == NULL || !g_atomic_ref_count_dec(&client->ref_count))
+    return;
+  g_clear_pointer(&client->options.registry, sluice_registry_unref);
+  sluice_broker_unref(client->broker);
+  g_free(client);
+}
+
+SluiceBroker *
+sluice_client_get_broker(SluiceClient *client)
+{
+  g_return_val_if_fail(client != NULL, NULL);
+  return client->broker;
+}
+
+/* ---- Enqueue ------------------------------------------------------------- */
+
+/* One request, prepared: the envelope's bytes plus what the broker needs. */
+typedef struct {
+  SluiceEnvelope *env;
+  GBytes *payload;
+  GBytes *record;
+  gint64 due_at;
+  gboolean dedup;
+} Prepared;
+
+static void
+prepared_clear(Prepared *p)
+{
+  g_clear_pointer(&p->env, sluice_envelope_free);
+  g_clear_pointer(&p->payload, g_bytes_unref);
+  g_clear_pointer(&p->record, g_bytes_unref);
+}
+
+gboolean
+sluice_client__check_name(const gchar *what, const gchar *value, gsize max,
+                          GError **error)
+{
+  gsize len = value != NULL ? strlen(value) : 0;
+
+  if (len == 0) {
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
+                "the %s cannot be empty", what);
+    return FALSE;
+  }
+  if (len > max) {
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
+                "the %s is %" G_GSIZE_FORMAT
+                " bytes long; the limit is %" G_GSIZE_FORMAT,
+                what, len, max);
+    return FALSE;
+  }
+  if (!g_utf8_validate(value, len, NULL)) {
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
+                "the %s is not valid UTF-8", what);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+prepare(SluiceClient *client, const gchar *task, GBytes *args,
+        const SluiceEnqueueOptions *options, gint64 now, Prepared *out,
+        GError **error)
+{
+  SluiceEnqueueOptions defaults;
+  const gchar *queue;
+  SluiceEnvelope *env;
+  gint64 eta;
+  gsize size;
+  GError *local = NULL;
+
+  memset(out, 0, sizeof *out);
+  if (options == NULL) {
+    sluice_enqueue_options_init(&defaults);
+    options = &defaults;
+  }
+
+  if (!sluice_task__name_is_valid(task, &local)) {
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID, "%s",
+                local->message);
+    g_error_free(local);
+    return FALSE;
+  }
+  queue = options->queue;
+  if (queue == NULL && client->options.registry != NULL) {
+    SluiceTaskOptions task_options;
+    if (sluice_registry_get_options(client->options.registry, task,
+                                    &task_options))
+      queue = task_options.queue;
+  }
+  if (queue == NULL)
+    queue = SLUICE_DEFAULT_QUEUE;
+  if (!sluice_client__check_name("queue name", queue, QUEUE_MAX, error))
+    return FALSE;
+  if (options->id != NULL &&
+      !sluice_client__check_name("task id", options->id, ID_MAX, error))
+    return FALSE;
+  if (options->delay_ms < 0 || options->eta_ms < 0) {
+    g_set_error_literal(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
+                        "delay_ms and eta_ms cannot be negative");
+    return FALSE;
+  }
+
+  env = sluice_envelope_new();
+  env->id =
+      options->id != NULL ? g_strdup(options->id) : g_uuid_string_random();
+  env->task = g_strdup(task);
+  env->queue = g_strdup(queue);
+  if (args != NULL) {
+    g_bytes_unref(env->args);
+    env->args = g_bytes_ref(args);
+  }
+  env->attempt = 1;
+  env->enqueued_at = now;
+  env->opts = options->options;
+  eta = options->eta_ms > 0     ? options->eta_ms
+        : options->delay_ms > 0 ? now + options->delay_ms
+                                : 0;
+  /* An ETA in the past is simply due: send it straight to its queue. */
+  if (eta > now)
+    env->eta = eta;
+  if (options->headers != NULL) {
+    GHashTableIter iter;
+    gpointer k, v;
+    g_hash_table_iter_init(&iter, options->headers);
+    while (g_hash_table_iter_next(&iter, &k, &v))
+      g_hash_table_insert(env->headers, g_strdup(k), g_strdup(v));
+  }
+
+  out->env = env;
+  out->payload = sluice_envelope_encode(client->options.codec, env, error);
+  if (out->payload == NULL) {
+    g_prefix_error(error, "cannot enqueue “%s”: ", task);
+    prepared_clear(out);
+    return FALSE;
+  }
+  size = g_bytes_get_size(out->payload);
+  if (size > client->options.max_message_bytes) {
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_TOO_LARGE,
+                "cannot enqueue “%s”: the message is %" G_GSIZE_FORMAT
+                " bytes, over the limit of %" G_GSIZE_FORMAT
+                " (max_message_bytes); keep large data elsewhere and pass a "
+                "reference to it",
+                task, size, client->options.max_message_bytes);
+    prepared_clear(out);
+    return FALSE;
+  }
+  out->due_at = env->eta;
+  out->dedup = options->id != NULL;
+  if (client->options.track_state) {
+    g_autoptr(SluiceResult) r = sluice_result_new(
+        env->id, env->eta > 0 ? SLUICE_STATE_SCHEDULED : SLUICE_STATE_QUEUED);
+    sluice_result_set_task(r, env->task, env->queue);
+    sluice_result_set_times(r, now, 0, 0);
+    out->record = sluice_result_encode(r);
+  }
+  return TRUE;
+}
+
+static gint64
+record_ttl(SluiceClient *client, const SluiceEnvelope *env)
+{
+  return env->opts.result_ttl_ms > 0 ? env->opts.result_ttl_ms
+                                     : client->options.result_ttl_ms;
+}
+
+static void
+fill_submit(SluiceClient *client, Prepared *p, SluiceSubmit *s)
+{
+  memset(s, 0, sizeof *s);
+  s->id = p->env->id;
+  s->queue = p->env->queue;
+  s->payload = p->payload;
+  s->due_at = p->due_at;
+  s->dedup_ttl_ms = p->dedup ? client->options.dedup_ttl_ms : 0;
+  s->record = p->record;
+  s->record_ttl_ms = record_ttl(client, p->env);
+}
+
+gchar *
+sluice_client_enqueue_full(SluiceClient *client, const gchar *task,
+                           GBytes *args, const SluiceEnqueueOptions *options,
+                           gboolean *out_existed, GError **error)
+{
+  Prepared p;
+  SluiceSubmit submit;
+  gchar *id;
+
+  g_return_val_if_fail(client != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  if (!prepare(client, task, args, options, sluice_clock_now_ms(client->clock),
+               &p, error))
+    return NULL;
+  fill_submit(client, &p, &submit);
+  if (!sluice_broker_enqueue(client->broker, &submit, 1, error)) {
+    prepared_clear(&p);
+    return NULL;
+  }
+  if (out_existed != NULL)
+    *out_existed = submit.existed;
+  id = g_steal_pointer(&p.env->id);
+  prepared_clear(&p);
+  return id;
+}
+
+gchar *
+sluice_client_enqueue(SluiceClient *client, const gchar *task, GBytes *args,
+                      const SluiceEnqueueOptions *options, GError **error)
+{
+  return sluice_client_enqueue_full(client, task, args, options, NULL, error);
+}
+
+GPtrArray *
+sluice_client_enqueue_batch(SluiceClient *client,
+                            const SluiceEnqueueRequest *requests,
+                            guint n_requests, GError **error)
+{
+  g_autofree Prepared *prepared = NULL;
+  g_autofree SluiceSubmit *submits = NULL;
+  GPtrArray *ids = NULL;
+  gint64 now;
+  guint n_ok = 0;
+
+  g_return_val_if_fail(client != NULL, NULL);
+  g_return_val_if_fail(requests != NULL || n_requests == 0, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  now = sluice_clock_now_ms(client->clock);
+  prepared = g_new0(Prepared, MAX(n_requests, 1));
+  submits = g_new0(SluiceSubmit, MAX(n_requests, 1));
+  for (; n_ok < n_requests; n_ok++) {
+    if (!prepare(client, requests[n_ok].task, requests[n_ok].args,
+                 requests[n_ok].options, now, &prepared[n_ok], error)) {
+      g_prefix_error(error, "request %u of the batch: ", n_ok);
+      goto out;
+    }
+    fill_submit(client, &prepared[n_ok], &submits[n_ok]);
+  }
+  if (!sluice_broker_enqueue(client->broker, submits, n_requests, error))
+    goto out;
+
+  ids = g_ptr_array_new_full(n_requests, g_free);
+  for (guint i = 0; i < n_requests; i++)
+    g_ptr_array_add(ids, g_steal_pointer(&prepared[i].env->id));
+out:
+  for (guint i = 0; i < n_ok; i++)
+    prepared_clear(&prepared[i]);
+  return ids;
+}
+
+/* ---- Results ------------------------------------------------------------- */
+
+static SluiceResult *
+decode_record(GBytes *bytes, const gchar *id, GError **error)
+{
+  SluiceResult *result = sluice_result_decode(bytes, error);
+
+  if (result == NULL)
+    g_prefix_error(error, "the record of task %s cannot be read: ", id);
+  return result;
+}
+
+SluiceResult *
+sluice_client_get_result(SluiceClient *client, const gchar *id,
+                         gint64 timeout_ms, GError **error)
+{
+  gint64 deadline;
+  SluiceTaskState last_state = SLUICE_STATE_UNKNOWN;
+
+  g_return_val_if_fail(client != NULL, NULL);
+  g_return_val_if_fail(id != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  /* Waiting is measured in real time even with a fake clock: a test that
+   * waits for a result waits for threads, not for due times. */
+  deadline =
+      timeout_ms < 0 ? G_MAXINT64 : g_get_monotonic_time() / 1000 + timeout_ms;
+  for (;;) {
+    g_autoptr(GBytes) bytes = NULL;
+    gint64 now = g_get_monotonic_time() / 1000;
+    gint64 wait = MIN(MAX(deadline - now, 0), SAFETY_POLL_MS);
+
+    if (!sluice_broker_wait_record(client->broker, id, wait, &bytes, error))
+      return NULL;
+    if (bytes != NULL) {
+      g_autoptr(SluiceResult) result = decode_record(bytes, id, error);
+      if (result == NULL)
+        return NULL;
+      last_state = sluice_result_get_state(result);
+      if (sluice_task_state_is_final(last_state))
+        return g_steal_pointer(&result);
+    }
+    if (g_get_monotonic_time() / 1000 >= deadline)
+      break;
+  }
+  g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_TIMEOUT,
+              "task %s did not finish within %" G_GINT64_FORMAT " ms (its "
+              "record says: %s)",
+              id, MAX(timeout_ms, 0),
+              last_state == SLUICE_STATE_UNKNOWN
+                  ? "nothing yet"
+                  : sluice_task_state_to_string(last_state));
+  return NULL;
+}
+
+SluiceResult *
+sluice_client_inspect(SluiceClient *client, const gchar *id, GError **error)
+{
+  g_autoptr(GBytes) bytes = NULL;
+
+  g_return_val_if_fail(client != NULL, NULL);
+  g_return_val_if_fail(id != NULL, NULL);
+
+  if (!sluice_broker_get_record(client->broker, id, &bytes, error))
+    return NULL;
+  if (bytes == NULL) {
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_NOT_FOUND,
+                "no record of task %s: it does not exist, its record "
+                "expired, or it is queued or running with track_state off",
+                id);
+    return NULL;
+  }
+  return decode_record(bytes, id, error);
+}
+
+SluiceCancelOutcome
+sluice_client_cancel(SluiceClient *client, const gchar *id, GError **error)
+{
+  g_autoptr(SluiceResult) record = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  gboolean removed = FALSE;
+  gint64 now;
+
+  g_return_val_if_fail(client != NULL, SLUICE_CANCEL_FAILED);
+  g_return_val_if_fail(id != NULL, SLUICE_CANCEL_FAILED);
+  g_return_val_if_fail(error == NULL || *error == NULL, SLUICE_CANCEL_FAILED);
+
+  now = sluice_clock_now_ms(client->clock);
+  record = sluice_result_new(id, SLUICE_STATE_CANCELLED);
+  sluice_result_set_error(record, "cancelled before it ran");
+  sluice_result_set_times(record, 0, 0, now);
+  bytes = sluice_result_encode(record);
+  if (!sluice_broker_cancel_scheduled(client->broker, id, bytes,
+                                      client->options.result_ttl_ms, &removed,
+                                      error))
+    return SLUICE_CANCEL_FAILED;
+  if (removed)
+    return SLUICE_CANCEL_REMOVED;
+  if (!sluice_broker_revoke(client->broker, id,
+                            now + client->options.revoke_ttl_ms, error))
+    return SLUICE_CANCEL_FAILED;
+  return SLUICE_CANCEL_REVOKED;
+}
+
+gboolean
+sluice_client_get_stats(SluiceClient *client, const gchar *const *queues,
+                        SluiceBrokerStats *out, GError **error)
+{
+  g_return_val_if_fail(client != NULL, FALSE);
+  g_return_val_if_fail(out != NULL, FALSE);
+  sluice_broker_stats_init(out);
+  if (!sluice_broker_stats(client->broker, queues, out, error)) {
+    sluice_broker_stats_clear(out);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* ---- Dead letters ----------------------------------------------------------
+ */
+
+#define DLQ_PAGE 256
+
+GPtrArray *
+sluice_client_dlq_list(SluiceClient *client, const gchar *after, guint limit,
+                       const gchar *reason, const gchar *task, GError **error)
+{
+  g_autoptr(GPtrArray) out = NULL;
+  g_autofree gchar *cursor = g_strdup(after);
+
+  g_return_val_if_fail(client != NULL, NULL);
+  if (limit == 0)
+    limit = 100;
+  out = g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
+
+  /* Filters are applied here, page by page, so a broker only has to list. */
+  while (out->len < limit) {
+    g_autoptr(GPtrArray) page =
+        g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
+    guint want = (reason == NULL && task == NULL) ? limit - out->len : DLQ_PAGE;
+
+    if (!sluice_broker_dlq_list(client->broker, cursor, want, page, error))
+      return NULL;
+    for (guint i = 0; i < page->len && out->len < limit; i++) {
+      SluiceDeadLetter *entry = page->pdata[i];
+      if (reason != NULL && g_strcmp0(entry->reason, reason) != 0)
+        continue;
+      if (task != NULL && g_strcmp0(entry->task, task) != 0)
+        continue;
+      g_ptr_array_add(out, sluice_dead_letter_copy(entry));
+    }
+    if (page->len < want)
+      break;
+    g_free(cursor);
+    cursor =
+        g_strdup(((SluiceDeadLetter *)page->pdata[page->len - 1])->entry_id);
+  }
+  return g_steal_pointer(&out);
+}
+
+static void
+not_found(const gchar *entry_id, GError **error)
+{
+  g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_NOT_FOUND,
+              "no dead letter with entry id %s (list them with "
+              "sluice_client_dlq_list or `sluice dlq list`)",
+              entry_id);
+}
+
+SluiceDeadLetter *
+sluice_client_dlq_get(SluiceClient *client, const gchar *entry_id,
+                      GError **error)
+{
+  SluiceDeadLetter *entry = NULL;
+  GError *local = NULL;
+
+  g_return_val_if_fail(client != NULL, NULL);
+  g_return_val_if_fail(entry_id != NULL, NULL);
+  if (!sluice_broker_dlq_get(client->broker, entry_id, &entry, &local)) {
+    if (g_error_matches(local, SLUICE_BROKER_ERROR,
+                        SLUICE_BROKER_ERROR_NOT_FOUND)) {
+      g_error_free(local);
+      not_found(entry_id, error);
+    } else {
+      g_propagate_error(error, local);
+    }
+    return NULL;
+  }
+  return entry;
+}
+
+gboolean
+sluice_client_dlq_replay(SluiceClient *client, const gchar *entry_id,
+                         gboolean keep_attempt, gchar **out_task_id,
+                         GError **error)
+{
+  g_autoptr(SluiceDeadLetter) entry = NULL;
+  g_autoptr(SluiceEnvelope) env = NULL;
+  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GBytes) record = NULL;
+  g_autofree gchar *id = NULL;
+  const gchar *queue;
+  SluiceSubmit submit;
+  gboolean found = FALSE;
+
+  g_return_val_if_fail(client != NULL, FALSE);
+  g_return_val_if_fail(entry_id != NULL, FALSE);
+
+  entry = sluice_client_dlq_get(client, entry_id, error);
+  if (entry == NULL)
+    return FALSE;
+
+  env = sluice_envelope_decode(entry->payload, NULL, NULL);
+  if (env != NULL) {
+    g_autoptr(SluiceResult) r = NULL;
+    /* The original message, with its budget restored unless asked to keep
+     * it. Its id, arguments, options and history stay as they were. */
+    if (!keep_attempt)
+      env->attempt = 1;
+    env->unknown_since = 0;
+    env->eta = 0;
+    payload = sluice_envelope_encode(sluice_codec_msgpack(), env, error);
+    if (payload == NULL)
+      return FALSE;
+    id = g_strdup(env->id);
+    queue = env->queue;
+    /* A queued record replaces the dead_lettered one, so that get_result()
+     * waits for the new run instead of returning the old outcome. */
+    r = sluice_result_new(id, SLUICE_STATE_QUEUED);
+    sluice_result_set_task(r, env->task, env->queue);
+    sluice_result_set_attempt(r, 0);
+    sluice_result_set_times(r, sluice_clock_now_ms(client->clock), 0, 0);
+    record = sluice_result_encode(r);
+  } else {
+    /* A malformed message goes back byte for byte: maybe a newer worker
+     * can read it. It has no id of its own, so it gets one. */
+    payload = g_bytes_ref(entry->payload);
+    id = entry->task_id != NULL ? g_strdup(entry->task_id)
+                                : g_strdup_printf("replay:%s", entry_id);
+    queue = entry->source != NULL ? entry->source : SLUICE_DEFAULT_QUEUE;
+  }
+
+  memset(&submit, 0, sizeof submit);
+  submit.id = id;
+  submit.queue = queue;
+  submit.payload = payload;
+  submit.record = record;
+  submit.record_ttl_ms = client->options.result_ttl_ms;
+  if (!sluice_broker_dlq_replay(client->broker, entry_id, &submit, &found,
+                                error))
+    return FALSE;
+  if (!found) {
+    not_found(entry_id, error);
+    return FALSE;
+  }
+  if (out_task_id != NULL)
+    *out_task_id = g_steal_pointer(&id);
+  return TRUE;
+}
+
+gboolean
+sluice_client_dlq_delete(SluiceClient *client, const gchar *entry_id,
+                         GError **error)
+{
+  gboolean found = FALSE;
+
+  g_return_val_if_fail(client != NULL, FALSE);
+  g_return_val_if_fail(entry_id != NULL, FALSE);
+  if (!sluice_broker_dlq_delete(client->broker, entry_id, &found, error))
+    return FALSE;
+  if (!found) {
+    not_found(entry_id, error);
+    return FALSE;
+  }
+  return TRUE;
+}

@@ -1,0 +1,489 @@
+/* periodic.c - periodic schedules: intervals, cron expressions, and the
+ * missed-run policy.
+ *
+ * Every worker that knows a schedule runs it; none is special. Each
+ * occurrence has a deterministic task id, "periodic:<name>:<due ms>", and is
+ * dispatched through the broker's claim_periodic slot: a compare-and-set on
+ * the last dispatched occurrence plus the enqueue, in one atomic step. So
+ * any number of workers dispatch each occurrence at most once, and a
+ * restarted worker knows from the broker what it missed.
+ *
+ * Interval schedules are aligned to the epoch (every 60 s means at :00 of
+ * each minute), so independent workers agree on occurrence times without
+ * talking to each other. Cron expressions are the classic five fields,
+ * evaluated in UTC; when both day-of-month and day-of-week are restricted a
+ * day matching either fires, as in Vixie cron.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "core/sluice-private.h"
+
+#define MISSED_MAX_DEFAULT 100
+#define TICK_MAX_OCCURRENCES 100
+
+typedef struct {
+  guint64 minutes; /* bit n = minute n */
+  guint32 hours;
+  guint32 days;    /* bit n = day n (1..31) */
+  guint16 months;  /* bit n = month n (1..12) */
+  guint8 weekdays; /* bit n = weekday n (0 = Sunday) */
+  gboolean days_restricted;
+  gboolean weekdays_restricted;
+} CronSpec;
+
+struct _SluicePeriodic {
+  gchar *name;
+  gchar *task;
+  gchar *queue;
+  GBytes *args;
+  gint64 interval_ms;
+  gchar *cron;
+  CronSpec spec;
+  SluiceMissedPolicy missed;
+  guint missed_max;
+  gboolean started;
+  gint64 next_due;
+};
+
+/* ---- Cron ------------------------------------------------------------------
+ */
+
+static const gchar *const month_names[] = {"jan", "feb", "mar", "apr",
+                                           "may", "jun", "jul", "aug",
+                                           "sep", "oct", "nov", "dec"};
+static const gchar *const day_names[] = {"sun", "mon", "tue", "wed",
+                                         "thu", "fri", "sat"};
+
+static gboolean
+cron_error(GError **error, const gchar *cron, const gchar *why)
+{
+  g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+              "bad cron expression “%s”: %s (expected five fields: minute "
+              "hour day-of-month month day-of-week, e.g. “*/15 9-17 * * "
+              "mon-fri”)",
+              cron, why);
+  return FALSE;
+}
+
+/* Parses a number or, where @names is given, a three-letter name. */
+static gboolean
+parse_value(const gchar **p, const gchar *const *names, guint n_names,
+            guint name_base, guint *out)
+{
+  const gchar *s = *p;
+  guint64 v;
+  gchar *end;
+
+  if (names != NULL && g_ascii_isalpha(s[0])) {
+    for (guint i = 0; i < n_names; i++) {
+      if (g_ascii_strncasecmp(s, names[i], 3) == 0) {
+        *out = i + name_base;
+        *p = s + 3;
+        return TRUE;
+      }
+    }
+    return FALSE;
+  }
+  if (!g_ascii_isdigit(s[0]))
+    return FALSE;
+  v = g_ascii_strtoull(s, &end, 10);
+  if (v > 1000)
+    return FALSE;
+  *out = (guint)v;
+  *p = end;
+  return TRUE;
+}
+
+/* One field: comma-separated items of `*`, `a`, `a-b`, each with an
+ * optional `/step`. Sets bits lo..hi of @out. */
+static gboolean
+parse_field(const gchar *field, guint lo, guint hi, const gchar *const *names,
+            guint n_names, guint name_base, guint64 *out, gboolean *restricted,
+            const gchar *what, const gchar *cron, GError **error)
+{
+  g_auto(GStrv) items = g_strsplit(field, ",", -1);
+
+  *out = 0;
+  *restricted = strcmp(field, "*") != 0;
+  for (guint i = 0; items[i] != NULL; i++) {
+    const gchar *p = items[i];
+    guint a, b, step = 1;
+    g_autofree gchar *why = NULL;
+
+    if (*p == '*') {
+      a = lo;
+      b = hi;
+      p++;
+    } else {
+      if (!parse_value(&p, names, n_names, name_base, &a))
+        goto bad;
+      b = a;
+      if (*p == '-') {
+        p++;
+        if (!parse_value(&p, names, n_names, name_base, &b))
+          goto bad;
+      } else if (*p == '/') {
+        b = hi; /* "a/step" runs from a to the end of the range */
+      }
+    }
+    if (*p == '/') {
+      p++;
+      if (!parse_value(&p, NULL, 0, 0, &step) || step == 0)
+        goto bad;
+    }
+    if (*p != '\0' || a < lo || b > hi || a > b)
+      goto bad;
+    for (guint v = a; v <= b; v += step)
+      *out |= G_GUINT64_CONSTANT(1) << v;
+    continue;
+  bad:
+    why = g_strdup_printf("the %s field “%s” is not valid (range %u-%u)", what,
+                          field, lo, hi);
+    return cron_error(error, cron, why);
+  }
+  return TRUE;
+}
+
+static gboolean
+cron_parse(const gchar *cron, CronSpec *spec, GError **error)
+{
+  static const struct {
+    const gchar *macro;
+    const gchar *expr;
+  } macros[] = {
+      {"@hourly", "0 * * * *"},   {"@daily", "0 0 * * *"},
+      {"@midnight", "0 0 * * *"}, {"@weekly", "0 0 * * 0"},
+      {"@monthly", "0 0 1 * *"},  {"@yearly", "0 0 1 1 *"},
+      {"@annually", "0 0 1 1 *"},
+  };
+  const gchar *expr = cron;
+  g_auto(GStrv) split = NULL;
+  const gchar *f[5];
+  guint n = 0;
+  guint64 bits;
+  gboolean restricted;
+
+  memset(spec, 0, sizeof *spec);
+  for (gsize i = 0; i < G_N_ELEMENTS(macros); i++)
+    if (g_strcmp0(cron, macros[i].macro) == 0)
+      expr = macros[i].expr;
+
+  /* Runs of blanks split into empty strings; skip them. */
+  split = g_strsplit_set(expr, " \t", -1);
+  for (guint i = 0; split[i] != NULL; i++) {
+    if (split[i][0] == '\0')
+      continue;
+    if (n == 5) {
+      n++;
+      break;
+    }
+    f[n++] = split[i];
+  }
+  if (n != 5)
+    return cron_error(error, cron, "it does not have exactly five fields");
+
+  if (!parse_field(f[0], 0, 59, NULL, 0, 0, &spec->minutes, &restricted,
+                   "minute", cron, error))
+    return FALSE;
+  if (!parse_field(f[1], 0, 23, NULL, 0, 0, &bits, &restricted, "hour", cron,
+                   error))
+    return FALSE;
+  spec->hours = (guint32)bits;
+  if (!parse_field(f[2], 1, 31, NULL, 0, 0, &bits, &spec->days_restricted,
+                   "day-of-month", cron, error))
+    return FALSE;
+  spec->days = (guint32)bits;
+  if (!parse_field(f[3], 1, 12, month_names, 12, 1, &bits, &restricted, "month",
+                   cron, error))
+    return FALSE;
+  spec->months = (guint16)bits;
+  if (!parse_field(f[4], 0, 7, day_names, 7, 0, &bits,
+                   &spec->weekdays_restricted, "day-of-week", cron, error))
+    return FALSE;
+  /* 7 is Sunday too. */
+  if (bits & (1u << 7))
+    bits = (bits | 1u) & 0x7f;
+  spec->weekdays = (guint8)bits;
+  return TRUE;
+}
+
+static gboolean
+cron_day_matches(const CronSpec *spec, GDateTime *dt)
+{
+  gboolean dom = (spec->days >> g_date_time_get_day_of_month(dt)) & 1;
+  gboolean dow = (spec->weekdays >> (g_date_time_get_day_of_week(dt) % 7)) & 1;
+
+  if (spec->days_restricted && spec->weekdays_restricted)
+    return dom || dow;
+  return dom && dow;
+}
+
+/* The first matching minute strictly after @after_ms, or 0 if none within
+ * five years (an impossible date such as 30 February). */
+static gint64
+cron_next(const CronSpec *spec, gint64 after_ms)
+{
+  gint64 t = (after_ms / 60000 + 1) * 60; /* seconds, on a minute */
+  gint64 limit = t + 5 * 366 * 24 * 3600;
+
+  while (t < limit) {
+    g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(t);
+    gint year = g_date_time_get_year(dt);
+    gint month = g_date_time_get_month(dt);
+    gint hour = g_date_time_get_hour(dt);
+    gint minute = g_date_time_get_minute(dt);
+
+    if (!((spec->months >> month) & 1)) {
+      g_autoptr(GDateTime) next =
+          g_date_time_new_utc(month == 12 ? year + 1 : year,
+                              month == 12 ? 1 : month + 1, 1, 0, 0, 0);
+      t = g_date_time_to_unix(next);
+      continue;
+    }
+    if (!cron_day_matches(spec, dt)) {
+      t = t - hour * 3600 - minute * 60 + 24 * 3600;
+      continue;
+    }
+    if (!((spec->hours >> hour) & 1)) {
+      t = t - minute * 60 + 3600;
+      continue;
+    }
+    if (!((spec->minutes >> minute) & 1)) {
+      t += 60;
+      continue;
+    }
+    return t * 1000;
+  }
+  return 0;
+}
+
+gboolean
+sluice_cron_next(const gchar *cron, gint64 after_ms, gint64 *out_next_ms,
+                 GError **error)
+{
+  CronSpec spec;
+  gint64 next;
+
+  g_return_val_if_fail(cron != NULL, FALSE);
+  g_return_val_if_fail(out_next_ms != NULL, FALSE);
+  if (!cron_parse(cron, &spec, error))
+    return FALSE;
+  next = cron_next(&spec, after_ms);
+  if (next == 0)
+    return cron_error(error, cron, "it matches no date in the next five years");
+  *out_next_ms = next;
+  return TRUE;
+}
+
+/* ---- Schedules --------------------------------------------------------------
+ */
+
+void
+sluice_periodic_options_init(SluicePeriodicOptions *options)
+{
+  g_return_if_fail(options != NULL);
+  memset(options, 0, sizeof *options);
+  options->missed = SLUICE_MISSED_SKIP;
+}
+
+/* The first occurrence strictly after @after_ms (0: none). */
+static gint64
+occurrence_after(SluicePeriodic *p, gint64 after_ms)
+{
+  if (p->interval_ms > 0)
+    return (after_ms / p->interval_ms + 1) * p->interval_ms;
+  return cron_next(&p->spec, after_ms);
+}
+
+SluicePeriodic *
+sluice_periodic__new(const SluicePeriodicOptions *options,
+                     SluiceRegistry *registry, GError **error)
+{
+  SluicePeriodic *p;
+  GError *local = NULL;
+  CronSpec spec;
+
+  if (options->name == NULL || options->name[0] == '\0') {
+    g_set_error_literal(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                        "a periodic schedule needs a name");
+    return NULL;
+  }
+  if (!sluice_task__name_is_valid(options->task, &local)) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                "periodic schedule “%s”: %s", options->name, local->message);
+    g_error_free(local);
+    return NULL;
+  }
+  if ((options->interval_ms > 0) == (options->cron != NULL)) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                "periodic schedule “%s” needs exactly one of interval_ms > 0 "
+                "or a cron expression",
+                options->name);
+    return NULL;
+  }
+  if (options->interval_ms < 0) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                "periodic schedule “%s”: interval_ms cannot be negative",
+                options->name);
+    return NULL;
+  }
+  if (options->cron != NULL && !cron_parse(options->cron, &spec, error)) {
+    g_prefix_error(error, "periodic schedule “%s”: ", options->name);
+    return NULL;
+  }
+
+  p = g_new0(SluicePeriodic, 1);
+  p->name = g_strdup(options->name);
+  p->task = g_strdup(options->task);
+  if (options->queue != NULL) {
+    p->queue = g_strdup(options->queue);
+  } else {
+    SluiceTaskOptions task_options;
+    p->queue = g_strdup(registry != NULL &&
+                                sluice_registry_get_options(
+                                    registry, options->task, &task_options) &&
+                                task_options.queue != NULL
+                            ? task_options.queue
+                            : SLUICE_DEFAULT_QUEUE);
+  }
+  p->args = options->args != NULL ? g_bytes_ref(options->args) : NULL;
+  p->interval_ms = options->interval_ms;
+  p->cron = g_strdup(options->cron);
+  if (p->cron != NULL)
+    p->spec = spec;
+  p->missed = options->missed;
+  p->missed_max =
+      options->missed_max > 0 ? options->missed_max : MISSED_MAX_DEFAULT;
+  return p;
+}
+
+void
+sluice_periodic__free(SluicePeriodic *p)
+{
+  if (p == NULL)
+    return;
+  g_free(p->name);
+  g_free(p->task);
+  g_free(p->queue);
+  if (p->args != NULL)
+    g_bytes_unref(p->args);
+  g_free(p->cron);
+  g_free(p);
+}
+
+const gchar *
+sluice_periodic__get_name(SluicePeriodic *p)
+{
+  return p->name;
+}
+
+gint64
+sluice_periodic__get_next_due(SluicePeriodic *p)
+{
+  return p->started ? p->next_due : 0;
+}
+
+/* Enqueues occurrence @at through the broker's compare-and-set. */
+static gboolean
+dispatch_occurrence(SluicePeriodic *p, SluiceBroker *broker, gint64 at,
+                    gint64 now, GError **error)
+{
+  g_autoptr(SluiceEnvelope) env = sluice_envelope_new();
+  g_autoptr(GBytes) payload = NULL;
+  SluiceSubmit submit;
+  gboolean claimed = FALSE;
+
+  env->id = g_strdup_printf("periodic:%s:%" G_GINT64_FORMAT, p->name, at);
+  env->task = g_strdup(p->task);
+  env->queue = g_strdup(p->queue);
+  if (p->args != NULL) {
+    g_bytes_unref(env->args);
+    env->args = g_bytes_ref(p->args);
+  }
+  env->attempt = 1;
+  env->enqueued_at = now;
+  payload = sluice_envelope_encode(NULL, env, error);
+  if (payload == NULL)
+    return FALSE;
+
+  memset(&submit, 0, sizeof submit);
+  submit.id = env->id;
+  submit.queue = env->queue;
+  submit.payload = payload;
+  if (!sluice_broker_claim_periodic(broker, p->name, at, &submit, &claimed,
+                                    error))
+    return FALSE;
+  if (claimed)
+    sluice_log__task(
+        G_LOG_LEVEL_INFO, env->id, env->task, env->queue, 1,
+        "periodic schedule “%s” dispatched its occurrence at %" G_GINT64_FORMAT,
+        p->name, at);
+  return TRUE;
+}
+
+gboolean
+sluice_periodic__start(SluicePeriodic *p, SluiceBroker *broker, gint64 now,
+                       GError **error)
+{
+  gint64 last = 0;
+  g_autoptr(GArray) missed = NULL;
+
+  if (!sluice_broker_last_periodic(broker, p->name, &last, error))
+    return FALSE;
+
+  if (last > 0 && p->missed != SLUICE_MISSED_SKIP) {
+    /* Occurrences in (last, now] fell while no scheduler ran. Keep the
+     * latest `missed_max` of them (one for ONCE), oldest first. */
+    guint keep = p->missed == SLUICE_MISSED_ONCE ? 1 : p->missed_max;
+    missed = g_array_new(FALSE, FALSE, sizeof(gint64));
+    if (p->interval_ms > 0) {
+      gint64 latest = now / p->interval_ms * p->interval_ms;
+      for (guint i = 0; i < keep; i++) {
+        gint64 at = latest - (gint64)(keep - 1 - i) * p->interval_ms;
+        if (at > last)
+          g_array_append_val(missed, at);
+      }
+    } else {
+      /* Cron: walk forward, keeping a sliding window. The walk is bounded
+       * because cron fires at most once a minute. */
+      for (gint64 at = occurrence_after(p, last); at > 0 && at <= now;
+           at = occurrence_after(p, at)) {
+        g_array_append_val(missed, at);
+        if (missed->len > keep)
+          g_array_remove_index(missed, 0);
+      }
+    }
+    for (guint i = 0; i < missed->len; i++)
+      if (!dispatch_occurrence(p, broker, g_array_index(missed, gint64, i), now,
+                               error))
+        return FALSE;
+  }
+  /* The next regular occurrence; one falling exactly now counts. */
+  p->next_due = occurrence_after(p, now - 1);
+  p->started = TRUE;
+  return TRUE;
+}
+
+gboolean
+sluice_periodic__tick(SluicePeriodic *p, SluiceBroker *broker, gint64 now,
+                      GError **error)
+{
+  guint n = 0;
+
+  if (!p->started && !sluice_periodic__start(p, broker, now, error))
+    return FALSE;
+  while (p->next_due > 0 && p->next_due <= now) {
+    if (n++ == TICK_MAX_OCCURRENCES) {
+      /* The worker stalled for many periods: skip ahead instead of
+       * flooding the queue (the missed-run policy is for restarts). */
+      p->next_due = occurrence_after(p, now);
+      break;
+    }
+    if (!dispatch_occurrence(p, broker, p->next_due, now, error))
+      return FALSE;
+    p->next_due = occurrence_after(p, p->next_due);
+  }
+  return TRUE;
+}

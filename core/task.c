@@ -1,0 +1,380 @@
+/* task.c - the task registry and the task context.
+ *
+ * The registry maps a task name to its function and options. Workers look
+ * names up on every message, possibly while the application registers more,
+ * so lookups take a read lock and entries are never removed or moved while
+ * the registry lives: a looked-up entry stays valid for as long as the
+ * caller holds a reference on the registry.
+ *
+ * The context is what a running task sees. Its arguments are unpacked on
+ * first use (many tasks only need the raw bytes or none at all), into a
+ * msgpack zone that dies with the context.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "core/sluice-private.h"
+
+G_DEFINE_QUARK(sluice - task - error - quark, sluice_task_error)
+
+#define TASK_NAME_MAX 200
+
+struct _SluiceRegistry {
+  gatomicrefcount ref_count;
+  GRWLock lock;
+  GHashTable *tasks; /* name -> SluiceTaskEntry* */
+};
+
+static void
+task_entry_free(gpointer data)
+{
+  SluiceTaskEntry *entry = data;
+
+  if (entry->destroy != NULL)
+    entry->destroy(entry->user_data);
+  g_free(entry->queue);
+  g_free(entry->name);
+  g_free(entry);
+}
+
+void
+sluice_task_options_init(SluiceTaskOptions *options)
+{
+  g_return_if_fail(options != NULL);
+  memset(options, 0, sizeof *options);
+  sluice_retry_policy_init_unset(&options->retry);
+  options->store_result = SLUICE_UNSET;
+  options->dead_letter = SLUICE_UNSET;
+}
+
+SluiceRegistry *
+sluice_registry_new(void)
+{
+  SluiceRegistry *registry = g_new0(SluiceRegistry, 1);
+
+  g_atomic_ref_count_init(&registry->ref_count);
+  g_rw_lock_init(&registry->lock);
+  registry->tasks =
+      g_hash_table_new_full(g_str_hash, g_str_equal, NULL, task_entry_free);
+  return registry;
+}
+
+SluiceRegistry *
+sluice_registry_ref(SluiceRegistry *registry)
+{
+  g_return_val_if_fail(registry != NULL, NULL);
+  g_atomic_ref_count_inc(&registry->ref_count);
+  return registry;
+}
+
+void
+sluice_registry_unref(SluiceRegistry *registry)
+{
+  if (registry == NULL || !g_atomic_ref_count_dec(&registry->ref_count))
+    return;
+  g_hash_table_unref(registry->tasks);
+  g_rw_lock_clear(&registry->lock);
+  g_free(registry);
+}
+
+gboolean
+sluice_task__name_is_valid(const gchar *name, GError **error)
+{
+  gsize len;
+
+  if (name == NULL || name[0] == '\0') {
+    g_set_error_literal(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
+                        "a task name cannot be empty");
+    return FALSE;
+  }
+  len = strlen(name);
+  if (len > TASK_NAME_MAX) {
+    g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
+                "task name “%.40s…” is %" G_GSIZE_FORMAT
+                " bytes long; the limit is %d",
+                name, len, TASK_NAME_MAX);
+    return FALSE;
+  }
+  for (gsize i = 0; i < len; i++) {
+    if (!g_ascii_isgraph(name[i])) {
+      g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
+                  "task name “%s” has a space or non-printable character at "
+                  "byte %" G_GSIZE_FORMAT
+                  "; use printable ASCII such as “mail.send”",
+                  name, i);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+gboolean
+sluice_registry_add(SluiceRegistry *registry, const gchar *name,
+                    SluiceTaskFunc func, gpointer user_data,
+                    GDestroyNotify destroy, const SluiceTaskOptions *options,
+                    GError **error)
+{
+  SluiceTaskEntry *entry;
+
+  g_return_val_if_fail(registry != NULL, FALSE);
+  g_return_val_if_fail(func != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+
+  if (!sluice_task__name_is_valid(name, error))
+    return FALSE;
+  if (options != NULL && options->timeout_ms < 0) {
+    g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
+                "task “%s”: timeout_ms cannot be negative (0 means none)",
+                name);
+    return FALSE;
+  }
+
+  entry = g_new0(SluiceTaskEntry, 1);
+  entry->name = g_strdup(name);
+  entry->func = func;
+  entry->user_data = user_data;
+  if (options != NULL) {
+    entry->options = *options;
+    entry->queue = g_strdup(options->queue);
+  } else {
+    sluice_task_options_init(&entry->options);
+  }
+  entry->options.queue = entry->queue;
+
+  g_rw_lock_writer_lock(&registry->lock);
+  if (g_hash_table_contains(registry->tasks, name)) {
+    g_rw_lock_writer_unlock(&registry->lock);
+    g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_DUPLICATE,
+                "a task named “%s” is registered already", name);
+    /* The caller keeps @user_data: do not destroy it. */
+    g_free(entry->queue);
+    g_free(entry->name);
+    g_free(entry);
+    return FALSE;
+  }
+  entry->destroy = destroy;
+  g_hash_table_insert(registry->tasks, entry->name, entry);
+  g_rw_lock_writer_unlock(&registry->lock);
+  return TRUE;
+}
+
+const SluiceTaskEntry *
+sluice_registry__lookup(SluiceRegistry *registry, const gchar *name)
+{
+  const SluiceTaskEntry *entry;
+
+  g_rw_lock_reader_lock(&registry->lock);
+  entry = g_hash_table_lookup(registry->tasks, name);
+  g_rw_lock_reader_unlock(&registry->lock);
+  return entry;
+}
+
+gboolean
+sluice_registry_contains(SluiceRegistry *registry, const gchar *name)
+{
+  g_return_val_if_fail(registry != NULL, FALSE);
+  g_return_val_if_fail(name != NULL, FALSE);
+  return sluice_registry__lookup(registry, name) != NULL;
+}
+
+gboolean
+sluice_registry_get_options(SluiceRegistry *registry, const gchar *name,
+                            SluiceTaskOptions *out)
+{
+  const SluiceTaskEntry *entry;
+
+  g_return_val_if_fail(registry != NULL, FALSE);
+  g_return_val_if_fail(name != NULL && out != NULL, FALSE);
+  entry = sluice_registry__lookup(registry, name);
+  if (entry == NULL)
+    return FALSE;
+  *out = entry->options;
+  return TRUE;
+}
+
+/* g_ptr_array_sort() passes pointers to the elements, not the elements. */
+static gint
+compare_names(gconstpointer a, gconstpointer b)
+{
+  return g_strcmp0(*(const gchar *const *)a, *(const gchar *const *)b);
+}
+
+gchar **
+sluice_registry_list(SluiceRegistry *registry)
+{
+  GPtrArray *names = g_ptr_array_new();
+  GHashTableIter iter;
+  gpointer key;
+
+  g_return_val_if_fail(registry != NULL, NULL);
+  g_rw_lock_reader_lock(&registry->lock);
+  g_hash_table_iter_init(&iter, registry->tasks);
+  while (g_hash_table_iter_next(&iter, &key, NULL))
+    g_ptr_array_add(names, g_strdup(key));
+  g_rw_lock_reader_unlock(&registry->lock);
+  g_ptr_array_sort(names, compare_names);
+  g_ptr_array_add(names, NULL);
+  return (gchar **)g_ptr_array_free(names, FALSE);
+}
+
+/* ---- Task context ---------------------------------------------------------
+ */
+
+void
+sluice_task_context__init(SluiceTaskContext *ctx, const SluiceEnvelope *env,
+                          guint delivery_count, guint max_attempts,
+                          GCancellable *cancellable)
+{
+  memset(ctx, 0, sizeof *ctx);
+  ctx->envelope = env;
+  ctx->delivery_count = delivery_count;
+  ctx->max_attempts = max_attempts;
+  ctx->cancellable = cancellable;
+  ctx->retry_delay_ms = -1;
+}
+
+void
+sluice_task_context__clear(SluiceTaskContext *ctx)
+{
+  if (ctx->args_unpacked)
+    msgpack_zone_destroy(&ctx->zone);
+  g_clear_pointer(&ctx->result, g_bytes_unref);
+}
+
+const gchar *
+sluice_task_context_get_id(SluiceTaskContext *ctx)
+{
+  g_return_val_if_fail(ctx != NULL, NULL);
+  return ctx->envelope->id;
+}
+
+const gchar *
+sluice_task_context_get_name(SluiceTaskContext *ctx)
+{
+  g_return_val_if_fail(ctx != NULL, NULL);
+  return ctx->envelope->task;
+}
+
+const gchar *
+sluice_task_context_get_queue(SluiceTaskContext *ctx)
+{
+  g_return_val_if_fail(ctx != NULL, NULL);
+  return ctx->envelope->queue;
+}
+
+guint
+sluice_task_context_get_attempt(SluiceTaskContext *ctx)
+{
+  g_return_val_if_fail(ctx != NULL, 0);
+  return ctx->envelope->attempt;
+}
+
+guint
+sluice_task_context_get_retries(SluiceTaskContext *ctx)
+{
+  g_return_val_if_fail(ctx != NULL, 0);
+  return ctx->envelope->attempt - 1;
+}
+
+guint
+sluice_task_context_get_max_attempts(SluiceTaskContext *ctx)
+{
+  g_return_val_if_fail(ctx != NULL, 0);
+  return ctx->max_attempts;
+}
+
+guint
+sluice_task_context_get_delivery_count(SluiceTaskContext *ctx)
+{
+  g_return_val_if_fail(ctx != NULL, 0);
+  return ctx->delivery_count;
+}
+
+const msgpack_object *
+sluice_task_context_get_args(SluiceTaskContext *ctx)
+{
+  g_return_val_if_fail(ctx != NULL, NULL);
+
+  if (!ctx->args_unpacked) {
+    gsize size = 0;
+    const gchar *data = g_bytes_get_data(ctx->envelope->args, &size);
+    size_t offset = 0;
+
+    msgpack_zone_init(&ctx->zone, MAX(size, 64));
+    ctx->args_unpacked = TRUE;
+    /* The codec validated these bytes as exactly one bounded value when the
+     * envelope was decoded, so this cannot fail on well-formed input; a
+     * failure still yields nil rather than garbage. */
+    if (size == 0 || msgpack_unpack(data, size, &offset, &ctx->zone,
+                                    &ctx->args) != MSGPACK_UNPACK_SUCCESS)
+      ctx->args.type = MSGPACK_OBJECT_NIL;
+  }
+  return &ctx->args;
+}
+
+GBytes *
+sluice_task_context_get_args_bytes(SluiceTaskContext *ctx)
+{
+  g_return_val_if_fail(ctx != NULL, NULL);
+  return ctx->envelope->args;
+}
+
+const gchar *
+sluice_task_context_get_header(SluiceTaskContext *ctx, const gchar *name)
+{
+  g_return_val_if_fail(ctx != NULL, NULL);
+  g_return_val_if_fail(name != NULL, NULL);
+  if (ctx->envelope->headers == NULL)
+    return NULL;
+  return g_hash_table_lookup(ctx->envelope->headers, name);
+}
+
+GCancellable *
+sluice_task_context_get_cancellable(SluiceTaskContext *ctx)
+{
+  g_return_val_if_fail(ctx != NULL, NULL);
+  return ctx->cancellable;
+}
+
+void
+sluice_task_context_set_result(SluiceTaskContext *ctx, GBytes *value)
+{
+  g_return_if_fail(ctx != NULL);
+  g_clear_pointer(&ctx->result, g_bytes_unref);
+  if (value != NULL)
+    ctx->result = g_bytes_ref(value);
+}
+
+gboolean
+sluice_task_context_retry(SluiceTaskContext *ctx, gint64 delay_ms,
+                          GError **error, const gchar *format, ...)
+{
+  va_list ap;
+  g_autofree gchar *message = NULL;
+
+  g_return_val_if_fail(ctx != NULL, FALSE);
+  va_start(ap, format);
+  message = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  ctx->retry_delay_ms = MAX(delay_ms, 0);
+  g_set_error_literal(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_RETRY,
+                      message);
+  return FALSE;
+}
+
+gboolean
+sluice_task_context_fail(SluiceTaskContext *ctx, GError **error,
+                         const gchar *format, ...)
+{
+  va_list ap;
+  g_autofree gchar *message = NULL;
+
+  g_return_val_if_fail(ctx != NULL, FALSE);
+  va_start(ap, format);
+  message = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  g_set_error_literal(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_FATAL,
+                      message);
+  return FALSE;
+}
