@@ -1,0 +1,161 @@
+/* fast-transport.c - the "redis-fast" broker: one Redis list per queue.
+ *
+ * DELIVERY GUARANTEE: at most once. A message is pushed with LPUSH and
+ * popped from the right with BLMPOP; once popped it exists only in the
+ * worker that popped it. A worker that dies loses what it had popped (its
+ * running and prefetched tasks). In exchange there is nothing to
+ * acknowledge, so a task that succeeds without storing a result costs no
+ * Redis round trip at all after its fetch, and a fetch takes many messages
+ * at once.
+ *
+ * What it omits, compared with redis-reliable: leases, heartbeated
+ * ownership, reclaiming, fencing (no SLUICE_BROKER_CAP_LEASES, _FENCING or
+ * _IN_FLIGHT: stats report in_flight = -1).
+ *
+ * Everything that is not the queue itself (records, schedule, revocations,
+ * periodic claims, dead letters, stats, reconnection) is the shared Redis
+ * layer in brokers/redis/; this file only says how a list carries messages:
+ *
+ *   push     LPUSH {ns}:q:<queue>             (enqueue, promotion, replay)
+ *   fetch    BLMPOP <s> n key... RIGHT COUNT max, the queues in priority
+ *            order: BLMPOP pops from the first non-empty list, so a
+ *            message of queues[i] always goes before one of queues[i+1].
+ *            block_ms == 0 uses LMPOP, because a BLMPOP timeout of 0 means
+ *            "forever". The socket waits block_ms plus the command timeout,
+ *            and `wakeup` can interrupt the BLMPOP (CLIENT UNBLOCK).
+ *   release  RPUSH back to the consuming end, so it is fetched next
+ *   ack      nothing (ack_is_noop): an ACK without record is not even sent
+ *
+ * Payloads are handed to the core without a copy: each delivery's GBytes
+ * takes over the buffer hiredis allocated for the reply element.
+ *
+ * To extend: a new list operation belongs in the Lua fragment below if a
+ * shared script needs it, or in a C function here if only this transport
+ * does; see redis-transport.h for the fragment's contract.
+ */
+#include "config.h"
+
+#include "core/sluice-private.h"
+
+#include "brokers/redis/redis-broker.h"
+
+static const gchar fast_lua[] =
+    "local function t_push(queue, payload)\n"
+    "  redis.call('LPUSH', K_QUEUE .. queue, payload)\n"
+    "end\n"
+    "local function t_check(queue, handle, consumer) return true end\n"
+    "local function t_ack(queue, handle, consumer) end\n"
+    "local function t_release(queue, handle, consumer, payload)\n"
+    "  redis.call('RPUSH', K_QUEUE .. queue, payload)\n"
+    "end\n"
+    "local function t_depth(queue)\n"
+    "  return redis.call('LLEN', K_QUEUE .. queue)\n"
+    "end\n"
+    "local function t_in_flight(queues) return -1 end\n"
+    "local function t_purge(queue)\n"
+    "  local n = redis.call('LLEN', K_QUEUE .. queue)\n"
+    "  redis.call('DEL', K_QUEUE .. queue)\n"
+    "  return n\n"
+    "end\n"
+    "local function t_heartbeat(consumer, lease_ms, argv, first) end\n"
+    "local function t_leave(consumer) end\n";
+
+static gboolean
+fast_fetch(SluiceRedisBroker *self, const gchar *consumer,
+           const gchar *const *queues, guint max, gint64 block_ms,
+           GPtrArray *out, GError **error)
+{
+  guint n_queues = g_strv_length((gchar **)queues);
+  gchar timeout[32];
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  redisReply *elements;
+  const gchar *queue = NULL;
+  guint first_key;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, n_queues + 8, n_queues * 32);
+  if (block_ms > 0) {
+    /* Seconds with millisecond precision, without the locale's decimal
+     * point. */
+    g_snprintf(timeout, sizeof timeout, "%" G_GINT64_FORMAT ".%03d",
+               block_ms / 1000, (int)(block_ms % 1000));
+    sluice_redis_argv__add_str(&a, "BLMPOP");
+    sluice_redis_argv__add_str(&a, timeout);
+  } else {
+    sluice_redis_argv__add_str(&a, "LMPOP");
+  }
+  sluice_redis_argv__add_int(&a, n_queues);
+  first_key = a.len;
+  for (guint i = 0; i < n_queues; i++)
+    sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_QUEUE,
+                               queues[i]);
+  sluice_redis_argv__add_str(&a, "RIGHT");
+  sluice_redis_argv__add_str(&a, "COUNT");
+  sluice_redis_argv__add_int(&a, max);
+  sluice_redis_argv__finish(&a);
+
+  /* Not repeated on a lost connection: what the lost call popped is gone
+   * (at most once), and repeating a blocking call would double its wait. */
+  ok = sluice_redis_broker__command(self, "fetch", FALSE, &a, block_ms, &reply,
+                                    error);
+  if (!ok)
+    goto out;
+  if (reply->type == REDIS_REPLY_NIL)
+    goto out; /* timed out, woken up, or nothing ready */
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+      reply->element[0]->type != REDIS_REPLY_STRING ||
+      reply->element[1]->type != REDIS_REPLY_ARRAY)
+    goto unexpected;
+
+  /* Which queue: BLMPOP names the key it popped from. */
+  for (guint i = 0; i < n_queues && queue == NULL; i++) {
+    if (a.lens[first_key + i] == reply->element[0]->len &&
+        memcmp(a.argv[first_key + i], reply->element[0]->str,
+               reply->element[0]->len) == 0)
+      queue = queues[i];
+  }
+  if (queue == NULL)
+    goto unexpected;
+
+  elements = reply->element[1];
+  for (size_t i = 0; i < elements->elements; i++) {
+    GBytes *payload;
+
+    if (elements->element[i]->type != REDIS_REPLY_STRING)
+      continue;
+    payload = sluice_redis_reply__steal_bytes(elements->element[i], 0);
+    g_ptr_array_add(out, sluice_delivery_new(queue, payload, NULL, 1));
+    g_bytes_unref(payload);
+  }
+  goto out;
+
+unexpected:
+  ok = FALSE;
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FAILED,
+              "fetch: Redis at %s answered %s with a reply of an unexpected "
+              "shape; is it Redis 7.0 or newer?",
+              sluice_redis_pool__get_display_url(self->pool), a.argv[0]);
+out:
+  if (reply != NULL)
+    freeReplyObject(reply);
+  sluice_redis_argv__clear(&a);
+  return ok;
+}
+
+static const SluiceRedisTransport fast_transport = {
+    .name = "redis-fast",
+    .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE,
+    .lua = fast_lua,
+    .ack_is_noop = TRUE,
+    .init = NULL,
+    .finalize = NULL,
+    .fetch = fast_fetch,
+    .reclaim = NULL,
+};
+
+const SluiceRedisTransport *
+sluice_redis__fast_transport(void)
+{
+  return &fast_transport;
+}

@@ -1,0 +1,944 @@
+/* redis-conn.c - Redis URLs, hiredis connections and the pool that shares
+ * them between threads (see redis-conn.h for the API).
+ *
+ * Design choices, in the order an operation meets them:
+ *
+ * URL. `redis://[[user]:password@]host[:port][/db]` or
+ * `unix:///path?db=N`, parsed with GLib's GUri, so user and password are
+ * percent-decoded (a password with '@' or ':' is written %40, %3A). The
+ * password is kept for AUTH and never shown: every message uses
+ * url->display, where it reads "***".
+ *
+ * CONNECT. hiredis 0.14.1 has no redisConnectWithOptions and no RESP3, so
+ * a connection is redisConnectWithTimeout() (or ...UnixWithTimeout) with the
+ * connect timeout, then one pipelined round trip of [AUTH] [SELECT] CLIENT
+ * ID. AUTH takes an ACL user when the URL has one. The CLIENT ID is what
+ * sluice_redis_pool__wakeup() names in CLIENT UNBLOCK.
+ *
+ * I/O. We let hiredis format commands into ctx->obuf and parse replies,
+ * but move the bytes ourselves: send(MSG_NOSIGNAL), because a library must
+ * not kill its host with SIGPIPE when Redis goes away and hiredis 0.14
+ * uses write(); and poll() against a per-call deadline before each
+ * redisBufferRead(), because a socket read timeout leaves a hiredis
+ * context unusable and would have to be changed around every blocking
+ * command. A command's deadline is the command timeout plus, for a
+ * blocking command, its block time.
+ *
+ * POOL. Idle connections sit in a GQueue under a mutex; the mutex is held
+ * only to push or pop, never across a round trip. A connection checked out
+ * is used by one thread only. Before an idle connection is handed out, a
+ * zero-timeout poll() checks that the server did not close it meanwhile
+ * (CLIENT KILL, a server restart, an idle timeout): an idle RESP2
+ * connection has nothing to read, so anything readable means it is gone,
+ * and it is dropped without costing the caller an error. A connection that
+ * failed (I/O error, timeout, protocol error) is marked broken and freed
+ * on release, never reused.
+ *
+ * OUTAGES. The first failure to reach the server starts an outage and logs
+ * exactly one warning: "lost connection to <url>: <reason>; retrying".
+ * During an outage at most one thread attempts a reconnection per backoff
+ * period (100 ms doubling up to reconnect_max_backoff_ms); the others fail
+ * at once with SLUICE_BROKER_ERROR_UNAVAILABLE instead of piling up
+ * connection attempts, and the caller (the worker) waits that out. The
+ * first successful connection ends the outage with one more line. An
+ * error reply from a reachable server (AUTH, OOM) is not an outage.
+ *
+ * WAKEUP. A connection in a blocking command (BLMPOP, XREADGROUP BLOCK)
+ * registers its CLIENT ID for the duration of the exchange; wakeup sends
+ * CLIENT UNBLOCK for each registered id from another pooled connection. A
+ * fetch whose command is still on its way to the server when wakeup runs
+ * is not unblocked; the worker bounds every fetch anyway.
+ *
+ * To extend: new connection-level setup (CLIENT SETNAME, a RESP3 HELLO once
+ * hiredis has it) belongs in conn_handshake(); new error codes in
+ * sluice_redis_reply__check().
+ */
+#include "config.h"
+
+#include "core/sluice-private.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <hiredis/sds.h>
+
+#include "brokers/redis/redis-conn.h"
+
+#define INITIAL_BACKOFF_MS 100
+/* An output buffer larger than this is freed after use rather than kept by
+ * an idle connection. */
+#define KEEP_OBUF_BYTES (256 * 1024)
+
+struct _SluiceRedisPool {
+  SluiceRedisUrl url;
+  gint64 connect_timeout_ms;
+  gint64 command_timeout_ms;
+  gint64 max_backoff_ms;
+
+  GMutex lock; /* guards everything below */
+  GQueue idle; /* SluiceRedisConn*, most recently used at the head */
+  gboolean closed;
+  gboolean outage;
+  gint64 outage_since_us; /* monotonic */
+  gint64 next_attempt_us; /* monotonic; no attempt before this */
+  gint64 backoff_ms;      /* the next pause after a failed attempt */
+  GArray *blocked_ids;    /* gint64 CLIENT IDs blocked now */
+};
+
+/* ---- URLs ------------------------------------------------------------- */
+
+static gboolean
+url_invalid(GError **error, const gchar *shown, const gchar *why)
+{
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+              "invalid Redis URL “%s”: %s (expected "
+              "redis://[[user]:password@]host[:port][/db] or "
+              "unix:///path/to/socket[?db=N])",
+              shown, why);
+  return FALSE;
+}
+
+static gboolean
+parse_db(const gchar *text, gint *out)
+{
+  guint64 value;
+
+  if (text == NULL || text[0] == '\0')
+    return FALSE;
+  if (!g_ascii_string_to_unsigned(text, 10, 0, G_MAXINT, &value, NULL))
+    return FALSE;
+  *out = (gint)value;
+  return TRUE;
+}
+
+static gchar *
+make_display(const SluiceRedisUrl *url)
+{
+  GString *s = g_string_new(url->is_unix ? "unix://" : "redis://");
+
+  if (url->is_unix) {
+    g_string_append(s, url->path);
+    if (url->db != 0)
+      g_string_append_printf(s, "?db=%d", url->db);
+    return g_string_free(s, FALSE);
+  }
+  if (url->user != NULL || url->password != NULL) {
+    if (url->user != NULL)
+      g_string_append_uri_escaped(s, url->user, NULL, FALSE);
+    if (url->password != NULL)
+      g_string_append(s, ":***");
+    g_string_append_c(s, '@');
+  }
+  if (strchr(url->host, ':') != NULL)
+    g_string_append_printf(s, "[%s]", url->host);
+  else
+    g_string_append(s, url->host);
+  g_string_append_printf(s, ":%d/%d", url->port, url->db);
+  return g_string_free(s, FALSE);
+}
+
+gboolean
+sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
+{
+  g_autoptr(GUri) uri = NULL;
+  g_autoptr(GError) local = NULL;
+  g_autofree gchar *shown = NULL;
+  SluiceRedisUrl parsed = {0};
+  const gchar *scheme;
+  const gchar *query;
+
+  g_return_val_if_fail(text != NULL && url != NULL, FALSE);
+
+  uri =
+      g_uri_parse(text, G_URI_FLAGS_HAS_PASSWORD | G_URI_FLAGS_NON_DNS, &local);
+  if (uri == NULL) {
+    /* GUri's message may quote the text, password included: say only
+     * where the URL is broken. */
+    return url_invalid(error, "(not shown)",
+                       "it is not a well-formed URL; percent-encode "
+                       "special characters in the user and password");
+  }
+  /* What we may show: the URL without its userinfo. */
+  shown = g_uri_join(G_URI_FLAGS_NONE, g_uri_get_scheme(uri), NULL,
+                     g_uri_get_host(uri), g_uri_get_port(uri),
+                     g_uri_get_path(uri), g_uri_get_query(uri), NULL);
+
+  scheme = g_uri_get_scheme(uri);
+  query = g_uri_get_query(uri);
+  if (g_ascii_strcasecmp(scheme, "rediss") == 0)
+    return url_invalid(error, shown,
+                       "TLS (rediss://) is not supported by hiredis 0.14; "
+                       "reach a TLS Redis through a local TLS tunnel");
+
+  if (g_ascii_strcasecmp(scheme, "unix") == 0) {
+    parsed.is_unix = TRUE;
+    if (g_uri_get_host(uri) != NULL && g_uri_get_host(uri)[0] != '\0')
+      return url_invalid(error, shown,
+                         "a unix URL has no host: write unix:///path (three "
+                         "slashes)");
+    if (g_uri_get_path(uri)[0] != '/')
+      return url_invalid(error, shown, "the socket path must be absolute");
+    parsed.path = g_strdup(g_uri_get_path(uri));
+    if (query != NULL) {
+      g_autoptr(GHashTable) params =
+          g_uri_parse_params(query, -1, "&", G_URI_PARAMS_NONE, NULL);
+      GHashTableIter iter;
+      gpointer key, value;
+
+      if (params == NULL) {
+        sluice_redis_url__clear(&parsed);
+        return url_invalid(error, shown, "the query is malformed");
+      }
+      g_hash_table_iter_init(&iter, params);
+      while (g_hash_table_iter_next(&iter, &key, &value)) {
+        if (strcmp(key, "db") != 0 || !parse_db(value, &parsed.db)) {
+          sluice_redis_url__clear(&parsed);
+          return url_invalid(error, shown,
+                             "the only query parameter is db=N, with N a "
+                             "database number");
+        }
+      }
+    }
+  } else if (g_ascii_strcasecmp(scheme, "redis") == 0) {
+    const gchar *path = g_uri_get_path(uri);
+
+    if (g_uri_get_host(uri) == NULL || g_uri_get_host(uri)[0] == '\0')
+      return url_invalid(error, shown, "the host is missing");
+    if (query != NULL)
+      return url_invalid(error, shown,
+                         "redis:// URLs take no query; put the database "
+                         "number in the path (/N)");
+    parsed.host = g_strdup(g_uri_get_host(uri));
+    parsed.port = g_uri_get_port(uri) > 0 ? g_uri_get_port(uri) : 6379;
+    if (path[0] != '\0' && strcmp(path, "/") != 0 &&
+        !parse_db(path + 1, &parsed.db)) {
+      sluice_redis_url__clear(&parsed);
+      return url_invalid(error, shown,
+                         "the path must be a database number (/0 ... /15)");
+    }
+  } else {
+    return url_invalid(error, shown, "the scheme must be redis:// or unix://");
+  }
+
+  if (g_uri_get_user(uri) != NULL && g_uri_get_user(uri)[0] != '\0')
+    parsed.user = g_strdup(g_uri_get_user(uri));
+  if (g_uri_get_password(uri) != NULL)
+    parsed.password = g_strdup(g_uri_get_password(uri));
+  if (parsed.user != NULL && parsed.password == NULL) {
+    sluice_redis_url__clear(&parsed);
+    return url_invalid(error, shown,
+                       "a user needs a password: write user:password@ (an "
+                       "ACL user with nopass accepts any password)");
+  }
+  if (parsed.is_unix && (parsed.user != NULL || parsed.password != NULL)) {
+    /* GUri has no userinfo without an authority; keep the rule simple. */
+    sluice_redis_url__clear(&parsed);
+    return url_invalid(error, shown,
+                       "unix:// URLs cannot carry credentials here; use "
+                       "redis:// or a socket that needs none");
+  }
+  parsed.display = make_display(&parsed);
+  *url = parsed;
+  return TRUE;
+}
+
+void
+sluice_redis_url__clear(SluiceRedisUrl *url)
+{
+  if (url == NULL)
+    return;
+  g_clear_pointer(&url->host, g_free);
+  g_clear_pointer(&url->path, g_free);
+  g_clear_pointer(&url->user, g_free);
+  if (url->password != NULL)
+    memset(url->password, 0, strlen(url->password));
+  g_clear_pointer(&url->password, g_free);
+  g_clear_pointer(&url->display, g_free);
+}
+
+static void
+url_copy(const SluiceRedisUrl *from, SluiceRedisUrl *to)
+{
+  to->is_unix = from->is_unix;
+  to->host = g_strdup(from->host);
+  to->port = from->port;
+  to->path = g_strdup(from->path);
+  to->db = from->db;
+  to->user = g_strdup(from->user);
+  to->password = g_strdup(from->password);
+  to->display = g_strdup(from->display);
+}
+
+/* ---- Replies ------------------------------------------------------------ */
+
+void
+sluice_redis_replies__free(redisReply **replies, guint n)
+{
+  for (guint i = 0; i < n; i++) {
+    if (replies[i] != NULL)
+      freeReplyObject(replies[i]);
+    replies[i] = NULL;
+  }
+}
+
+GBytes *
+sluice_redis_reply__steal_bytes(redisReply *reply, gsize skip)
+{
+  gchar *str;
+  gsize len;
+
+  g_return_val_if_fail(reply != NULL, NULL);
+  g_return_val_if_fail(reply->type == REDIS_REPLY_STRING, NULL);
+  g_return_val_if_fail(reply->len >= skip, NULL);
+
+  str = reply->str;
+  len = reply->len;
+  reply->str = NULL;
+  reply->len = 0;
+  if (str == NULL)
+    return g_bytes_new(NULL, 0);
+  /* hiredis 0.14 allocates reply strings with malloc(). */
+  return g_bytes_new_with_free_func(str + skip, len - skip, free, str);
+}
+
+gboolean
+sluice_redis_reply__is_error_code(const redisReply *reply, const gchar *code)
+{
+  gsize n = strlen(code);
+
+  return reply != NULL && reply->type == REDIS_REPLY_ERROR && reply->len >= n &&
+         strncmp(reply->str, code, n) == 0 &&
+         (reply->len == n || reply->str[n] == ' ');
+}
+
+static gboolean
+has_prefix(const redisReply *reply, const gchar *prefix)
+{
+  return reply->len >= strlen(prefix) &&
+         strncmp(reply->str, prefix, strlen(prefix)) == 0;
+}
+
+gboolean
+sluice_redis_reply__check(SluiceRedisPool *pool, const redisReply *reply,
+                          const gchar *what, GError **error)
+{
+  const gchar *url = pool->url.display;
+  const gchar *msg;
+
+  if (reply == NULL || reply->type != REDIS_REPLY_ERROR)
+    return TRUE;
+  msg = reply->str != NULL ? reply->str : "";
+
+  if (has_prefix(reply, "OOM")) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FULL,
+                "%s refused: Redis at %s is out of memory (maxmemory "
+                "reached) and takes no new work until workers drain the "
+                "queues or maxmemory is raised (%s)",
+                what, url, msg);
+  } else if (has_prefix(reply, "NOAUTH")) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH,
+                "Redis at %s requires a password: put it in the URL "
+                "(redis://:password@host, or redis://user:password@host for "
+                "an ACL user)",
+                url);
+  } else if (has_prefix(reply, "WRONGPASS") || has_prefix(reply, "ERR AUTH") ||
+             has_prefix(reply, "ERR invalid password") ||
+             has_prefix(reply, "ERR invalid username")) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH,
+                "Redis at %s refused the user or password of the URL (%s): "
+                "check the credentials (percent-encode special characters)",
+                url, msg);
+  } else if (has_prefix(reply, "NOPERM")) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH,
+                "%s refused: the Redis user of %s lacks a permission Sluice "
+                "needs (%s); grant it keys and channels of the namespace and "
+                "the commands it uses (e.g. ACL SETUSER <user> +@all)",
+                what, url, msg);
+  } else if (has_prefix(reply, "MISCONF")) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+                "%s refused: Redis at %s cannot persist to disk and refuses "
+                "writes; check its log, its dir and free disk space (%s)",
+                what, url, msg);
+  } else if (has_prefix(reply, "LOADING") || has_prefix(reply, "BUSY") ||
+             has_prefix(reply, "MASTERDOWN") || has_prefix(reply, "TRYAGAIN") ||
+             has_prefix(reply, "CLUSTERDOWN")) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+                "%s: Redis at %s cannot serve now (%s); retry shortly", what,
+                url, msg);
+  } else if (has_prefix(reply, "READONLY")) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+                "%s refused: Redis at %s is a read-only replica (%s); point "
+                "the URL at the primary",
+                what, url, msg);
+  } else {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FAILED,
+                "%s failed on Redis at %s: %s", what, url, msg);
+  }
+  return FALSE;
+}
+
+/* ---- Outage bookkeeping ------------------------------------------------- */
+
+/* Called with pool->lock held. */
+static void
+outage_begin_locked(SluiceRedisPool *pool, const gchar *reason)
+{
+  if (pool->outage)
+    return;
+  pool->outage = TRUE;
+  pool->outage_since_us = g_get_monotonic_time();
+  pool->backoff_ms = MIN(INITIAL_BACKOFF_MS, pool->max_backoff_ms);
+  sluice_log__message(G_LOG_LEVEL_WARNING,
+                      "lost connection to %s: %s; retrying", pool->url.display,
+                      reason);
+}
+
+/* A connection that worked before failed: the server may be gone, or just
+ * this connection; allow an immediate reconnection attempt. */
+static void
+note_lost(SluiceRedisPool *pool, const gchar *reason)
+{
+  g_mutex_lock(&pool->lock);
+  outage_begin_locked(pool, reason);
+  pool->next_attempt_us = g_get_monotonic_time();
+  g_mutex_unlock(&pool->lock);
+}
+
+static void
+note_connect_failed(SluiceRedisPool *pool, const gchar *reason)
+{
+  g_mutex_lock(&pool->lock);
+  outage_begin_locked(pool, reason);
+  pool->next_attempt_us = g_get_monotonic_time() + pool->backoff_ms * 1000;
+  pool->backoff_ms = MIN(pool->backoff_ms * 2, pool->max_backoff_ms);
+  g_mutex_unlock(&pool->lock);
+}
+
+static void
+note_connected(SluiceRedisPool *pool)
+{
+  gint64 since = 0;
+  gboolean was_out;
+
+  g_mutex_lock(&pool->lock);
+  was_out = pool->outage;
+  if (was_out)
+    since = pool->outage_since_us;
+  pool->outage = FALSE;
+  pool->next_attempt_us = 0;
+  pool->backoff_ms = MIN(INITIAL_BACKOFF_MS, pool->max_backoff_ms);
+  g_mutex_unlock(&pool->lock);
+  if (was_out)
+    sluice_log__message(
+        G_LOG_LEVEL_MESSAGE,
+        "connection to %s is back after %" G_GINT64_FORMAT " ms",
+        pool->url.display, (g_get_monotonic_time() - since) / 1000);
+}
+
+/* ---- Connections -------------------------------------------------------- */
+
+static struct timeval
+ms_to_timeval(gint64 ms)
+{
+  struct timeval tv;
+
+  tv.tv_sec = ms / 1000;
+  tv.tv_usec = (ms % 1000) * 1000;
+  return tv;
+}
+
+static void
+conn_free(SluiceRedisConn *conn)
+{
+  if (conn == NULL)
+    return;
+  if (conn->ctx != NULL)
+    redisFree(conn->ctx);
+  g_free(conn);
+}
+
+/* Sends ctx->obuf entirely. Returns FALSE with *reason set on failure. */
+static gboolean
+conn_flush(SluiceRedisConn *conn, gchar **reason)
+{
+  redisContext *ctx = conn->ctx;
+  size_t len = sdslen(ctx->obuf);
+  size_t off = 0;
+
+  while (off < len) {
+    ssize_t n = send(ctx->fd, ctx->obuf + off, len - off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      *reason = g_strdup_printf("cannot send: %s",
+                                errno == EAGAIN
+                                    ? "timed out (the server does not read)"
+                                    : g_strerror(errno));
+      return FALSE;
+    }
+    off += (size_t)n;
+  }
+  if (len > KEEP_OBUF_BYTES) {
+    sdsfree(ctx->obuf);
+    ctx->obuf = sdsempty();
+  } else {
+    sdsclear(ctx->obuf);
+  }
+  return TRUE;
+}
+
+typedef enum {
+  READ_OK,
+  READ_TIMEOUT,
+  READ_FAILED,
+} ReadResult;
+
+/* Reads one reply, waiting until @deadline_us (monotonic; < 0 = forever). */
+static ReadResult
+conn_read(SluiceRedisConn *conn, gint64 deadline_us, redisReply **out,
+          gchar **reason)
+{
+  redisContext *ctx = conn->ctx;
+
+  *out = NULL;
+  for (;;) {
+    void *reply = NULL;
+    struct pollfd pfd;
+    gint64 now;
+    int timeout_ms;
+    int rc;
+
+    if (redisGetReplyFromReader(ctx, &reply) != REDIS_OK) {
+      *reason = g_strdup_printf("protocol error: %s", ctx->errstr);
+      return READ_FAILED;
+    }
+    if (reply != NULL) {
+      *out = reply;
+      return READ_OK;
+    }
+    now = g_get_monotonic_time();
+    if (deadline_us >= 0 && now >= deadline_us)
+      return READ_TIMEOUT;
+    timeout_ms = deadline_us < 0
+                     ? -1
+                     : (int)MIN((deadline_us - now + 999) / 1000, G_MAXINT);
+    pfd.fd = ctx->fd;
+    pfd.events = POLLIN;
+    pfd.revents = 0;
+    rc = poll(&pfd, 1, timeout_ms);
+    if (rc < 0) {
+      if (errno == EINTR)
+        continue;
+      *reason = g_strdup_printf("poll: %s", g_strerror(errno));
+      return READ_FAILED;
+    }
+    if (rc == 0)
+      continue; /* the deadline check above ends the loop */
+    if (redisBufferRead(ctx) != REDIS_OK) {
+      *reason = g_strdup(ctx->err == REDIS_ERR_EOF
+                             ? "the server closed the connection"
+                             : ctx->errstr);
+      return READ_FAILED;
+    }
+  }
+}
+
+static gboolean
+conn_is_alive(SluiceRedisConn *conn)
+{
+  struct pollfd pfd = {conn->ctx->fd, POLLIN, 0};
+
+  /* Anything readable on an idle RESP2 connection is an EOF or junk. */
+  return poll(&pfd, 1, 0) == 0;
+}
+
+static void
+register_blocked(SluiceRedisPool *pool, gint64 id)
+{
+  g_mutex_lock(&pool->lock);
+  g_array_append_val(pool->blocked_ids, id);
+  g_mutex_unlock(&pool->lock);
+}
+
+static void
+unregister_blocked(SluiceRedisPool *pool, gint64 id)
+{
+  g_mutex_lock(&pool->lock);
+  for (guint i = 0; i < pool->blocked_ids->len; i++) {
+    if (g_array_index(pool->blocked_ids, gint64, i) == id) {
+      g_array_remove_index_fast(pool->blocked_ids, i);
+      break;
+    }
+  }
+  g_mutex_unlock(&pool->lock);
+}
+
+void
+sluice_redis_conn__append(SluiceRedisConn *conn, int argc, const char **argv,
+                          const size_t *lens)
+{
+  g_return_if_fail(conn != NULL && conn->ctx != NULL);
+  /* Only fails when hiredis runs out of memory, where it aborts anyway. */
+  if (redisAppendCommandArgv(conn->ctx, argc, argv, lens) != REDIS_OK)
+    conn->broken = TRUE;
+}
+
+/* The exchange without outage bookkeeping (used by the handshake, whose
+ * failures are connect failures). */
+static gboolean
+exchange_raw(SluiceRedisConn *conn, guint n, redisReply **replies,
+             gint64 timeout_ms, gchar **reason)
+{
+  gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
+
+  for (guint i = 0; i < n; i++)
+    replies[i] = NULL;
+  if (conn->broken) {
+    *reason = g_strdup("the connection is unusable");
+    return FALSE;
+  }
+  if (!conn_flush(conn, reason))
+    goto fail;
+  for (guint i = 0; i < n; i++) {
+    ReadResult r = conn_read(conn, deadline, &replies[i], reason);
+    if (r == READ_TIMEOUT)
+      *reason = g_strdup_printf("no reply within %" G_GINT64_FORMAT " ms",
+                                timeout_ms);
+    if (r != READ_OK)
+      goto fail;
+  }
+  return TRUE;
+
+fail:
+  conn->broken = TRUE;
+  sluice_redis_replies__free(replies, n);
+  return FALSE;
+}
+
+gboolean
+sluice_redis_conn__exchange(SluiceRedisPool *pool, SluiceRedisConn *conn,
+                            guint n_replies, redisReply **replies,
+                            gint64 block_ms, GError **error)
+{
+  g_autofree gchar *reason = NULL;
+  gboolean ok;
+
+  block_ms = MAX(block_ms, 0);
+  if (block_ms > 0)
+    register_blocked(pool, conn->client_id);
+  ok = exchange_raw(conn, n_replies, replies,
+                    pool->command_timeout_ms + block_ms, &reason);
+  if (block_ms > 0)
+    unregister_blocked(pool, conn->client_id);
+  if (!ok) {
+    note_lost(pool, reason);
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+                "lost the connection to Redis at %s (%s); the operation may "
+                "or may not have been carried out",
+                pool->url.display, reason);
+  }
+  return ok;
+}
+
+gboolean
+sluice_redis_conn__read_within(SluiceRedisPool *pool, SluiceRedisConn *conn,
+                               gint64 timeout_ms, redisReply **out_reply,
+                               GError **error)
+{
+  g_autofree gchar *reason = NULL;
+  ReadResult r;
+
+  r = conn_read(conn, g_get_monotonic_time() + MAX(timeout_ms, 0) * 1000,
+                out_reply, &reason);
+  if (r == READ_FAILED) {
+    conn->broken = TRUE;
+    note_lost(pool, reason);
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+                "lost the connection to Redis at %s (%s)", pool->url.display,
+                reason);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* AUTH, SELECT and CLIENT ID in one round trip. On failure returns FALSE
+ * and either sets *reason (the server could not be talked to: an outage)
+ * or @error (the server answered no). */
+static gboolean
+conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gchar **reason,
+               GError **error)
+{
+  const SluiceRedisUrl *url = &pool->url;
+  redisReply *replies[3] = {NULL, NULL, NULL};
+  guint n = 0;
+  guint auth_at = G_MAXUINT, select_at = G_MAXUINT, id_at;
+  gboolean ok = FALSE;
+
+  if (url->password != NULL) {
+    const char *argv[3];
+    size_t lens[3];
+    int argc = 0;
+
+    argv[argc] = "AUTH";
+    lens[argc++] = 4;
+    if (url->user != NULL) {
+      argv[argc] = url->user;
+      lens[argc++] = strlen(url->user);
+    }
+    argv[argc] = url->password;
+    lens[argc++] = strlen(url->password);
+    sluice_redis_conn__append(conn, argc, argv, lens);
+    auth_at = n++;
+  }
+  if (url->db != 0) {
+    gchar db[16];
+    const char *argv[2] = {"SELECT", db};
+    size_t lens[2];
+
+    g_snprintf(db, sizeof db, "%d", url->db);
+    lens[0] = 6;
+    lens[1] = strlen(db);
+    sluice_redis_conn__append(conn, 2, argv, lens);
+    select_at = n++;
+  }
+  {
+    const char *argv[2] = {"CLIENT", "ID"};
+    size_t lens[2] = {6, 2};
+    sluice_redis_conn__append(conn, 2, argv, lens);
+    id_at = n++;
+  }
+  if (!exchange_raw(conn, n, replies, pool->connect_timeout_ms, reason))
+    return FALSE;
+
+  if (auth_at != G_MAXUINT &&
+      !sluice_redis_reply__check(pool, replies[auth_at], "AUTH", error))
+    goto out;
+  if (select_at != G_MAXUINT && replies[select_at]->type == REDIS_REPLY_ERROR) {
+    if (sluice_redis_reply__is_error_code(replies[select_at], "ERR"))
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                  "Redis at %s refused database %d (%s): use a database "
+                  "number below its “databases” setting",
+                  url->display, url->db, replies[select_at]->str);
+    else
+      sluice_redis_reply__check(pool, replies[select_at], "SELECT", error);
+    goto out;
+  }
+  if (!sluice_redis_reply__check(pool, replies[id_at], "CLIENT ID", error))
+    goto out;
+  if (replies[id_at]->type != REDIS_REPLY_INTEGER) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FAILED,
+                "Redis at %s answered CLIENT ID with something else than a "
+                "number: is it a Redis server (7.0 or newer)?",
+                url->display);
+    goto out;
+  }
+  conn->client_id = replies[id_at]->integer;
+  ok = TRUE;
+out:
+  sluice_redis_replies__free(replies, n);
+  return ok;
+}
+
+/* Makes a new connection; no lock held. */
+static SluiceRedisConn *
+conn_open(SluiceRedisPool *pool, GError **error)
+{
+  const SluiceRedisUrl *url = &pool->url;
+  struct timeval tv = ms_to_timeval(pool->connect_timeout_ms);
+  g_autofree gchar *reason = NULL;
+  SluiceRedisConn *conn;
+  redisContext *ctx;
+
+  ctx = url->is_unix ? redisConnectUnixWithTimeout(url->path, tv)
+                     : redisConnectWithTimeout(url->host, url->port, tv);
+  if (ctx == NULL || ctx->err) {
+    reason = g_strdup(ctx != NULL ? ctx->errstr : "out of memory");
+    if (ctx != NULL)
+      redisFree(ctx);
+    goto unreachable;
+  }
+  /* The send timeout (SO_SNDTIMEO) bounds a write to a stalled server;
+   * reads are bounded by poll() deadlines. */
+  redisSetTimeout(ctx, ms_to_timeval(pool->command_timeout_ms));
+  if (!url->is_unix)
+    redisEnableKeepAlive(ctx);
+
+  conn = g_new0(SluiceRedisConn, 1);
+  conn->ctx = ctx;
+  if (!conn_handshake(pool, conn, &reason, error)) {
+    conn_free(conn);
+    if (reason != NULL)
+      goto unreachable;
+    return NULL; /* the server answered: not an outage */
+  }
+  note_connected(pool);
+  return conn;
+
+unreachable:
+  note_connect_failed(pool, reason);
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+              "cannot connect to Redis at %s: %s; check that redis-server "
+              "is running there and that the URL is right",
+              url->display, reason);
+  return NULL;
+}
+
+/* ---- The pool ----------------------------------------------------------- */
+
+SluiceRedisPool *
+sluice_redis_pool__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
+                       gint64 command_timeout_ms, gint64 max_backoff_ms)
+{
+  SluiceRedisPool *pool = g_new0(SluiceRedisPool, 1);
+
+  url_copy(url, &pool->url);
+  pool->connect_timeout_ms = MAX(connect_timeout_ms, 1);
+  pool->command_timeout_ms = MAX(command_timeout_ms, 1);
+  pool->max_backoff_ms = MAX(max_backoff_ms, 1);
+  pool->backoff_ms = MIN(INITIAL_BACKOFF_MS, pool->max_backoff_ms);
+  g_mutex_init(&pool->lock);
+  g_queue_init(&pool->idle);
+  pool->blocked_ids = g_array_new(FALSE, FALSE, sizeof(gint64));
+  return pool;
+}
+
+void
+sluice_redis_pool__close(SluiceRedisPool *pool)
+{
+  GQueue idle = G_QUEUE_INIT;
+
+  if (pool == NULL)
+    return;
+  g_mutex_lock(&pool->lock);
+  pool->closed = TRUE;
+  idle = pool->idle;
+  g_queue_init(&pool->idle);
+  g_mutex_unlock(&pool->lock);
+  g_queue_clear_full(&idle, (GDestroyNotify)conn_free);
+}
+
+void
+sluice_redis_pool__free(SluiceRedisPool *pool)
+{
+  if (pool == NULL)
+    return;
+  sluice_redis_pool__close(pool);
+  g_array_unref(pool->blocked_ids);
+  g_mutex_clear(&pool->lock);
+  sluice_redis_url__clear(&pool->url);
+  g_free(pool);
+}
+
+const gchar *
+sluice_redis_pool__get_display_url(SluiceRedisPool *pool)
+{
+  return pool->url.display;
+}
+
+gint64
+sluice_redis_pool__get_command_timeout_ms(SluiceRedisPool *pool)
+{
+  return pool->command_timeout_ms;
+}
+
+SluiceRedisConn *
+sluice_redis_pool__acquire(SluiceRedisPool *pool, GError **error)
+{
+  for (;;) {
+    SluiceRedisConn *conn;
+
+    g_mutex_lock(&pool->lock);
+    if (pool->closed) {
+      g_mutex_unlock(&pool->lock);
+      g_set_error_literal(error, SLUICE_BROKER_ERROR,
+                          SLUICE_BROKER_ERROR_CLOSED,
+                          "the Redis broker was closed");
+      return NULL;
+    }
+    conn = g_queue_pop_head(&pool->idle);
+    if (conn == NULL)
+      break; /* lock still held */
+    g_mutex_unlock(&pool->lock);
+    if (conn_is_alive(conn))
+      return conn;
+    conn_free(conn); /* the server hung up on it while it was idle */
+  }
+
+  if (pool->outage) {
+    gint64 now = g_get_monotonic_time();
+    if (now < pool->next_attempt_us) {
+      gint64 wait_ms = (pool->next_attempt_us - now + 999) / 1000;
+      g_mutex_unlock(&pool->lock);
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+                  "Redis at %s is unreachable; the next reconnection attempt "
+                  "is in %" G_GINT64_FORMAT " ms (check that redis-server is "
+                  "running there and that the URL is right)",
+                  pool->url.display, wait_ms);
+      return NULL;
+    }
+    /* This thread makes the attempt of this period; others wait theirs. */
+    pool->next_attempt_us = now + pool->backoff_ms * 1000;
+  }
+  g_mutex_unlock(&pool->lock);
+  return conn_open(pool, error);
+}
+
+void
+sluice_redis_pool__release(SluiceRedisPool *pool, SluiceRedisConn *conn)
+{
+  if (conn == NULL)
+    return;
+  if (!conn->broken && conn->ctx->err == 0) {
+    g_mutex_lock(&pool->lock);
+    if (!pool->closed) {
+      g_queue_push_head(&pool->idle, conn);
+      conn = NULL;
+    }
+    g_mutex_unlock(&pool->lock);
+  }
+  conn_free(conn);
+}
+
+void
+sluice_redis_pool__wakeup(SluiceRedisPool *pool)
+{
+  g_autoptr(GArray) ids = NULL;
+  SluiceRedisConn *conn;
+  redisReply **replies;
+  gchar text[32];
+  gboolean may_connect;
+
+  g_mutex_lock(&pool->lock);
+  if (pool->closed || pool->blocked_ids->len == 0) {
+    g_mutex_unlock(&pool->lock);
+    return;
+  }
+  ids = g_array_copy(pool->blocked_ids);
+  conn = g_queue_pop_head(&pool->idle);
+  may_connect = !pool->outage;
+  g_mutex_unlock(&pool->lock);
+
+  if (conn != NULL && !conn_is_alive(conn))
+    g_clear_pointer(&conn, conn_free);
+  if (conn == NULL && may_connect)
+    conn = conn_open(pool, NULL);
+  if (conn == NULL)
+    return;
+
+  for (guint i = 0; i < ids->len; i++) {
+    const char *argv[3] = {"CLIENT", "UNBLOCK", text};
+    size_t lens[3] = {6, 7, 0};
+
+    g_snprintf(text, sizeof text, "%" G_GINT64_FORMAT,
+               g_array_index(ids, gint64, i));
+    lens[2] = strlen(text);
+    sluice_redis_conn__append(conn, 3, argv, lens);
+  }
+  replies = g_newa(redisReply *, ids->len);
+  /* Replies are 0 or 1 (unblocked or not blocked any more): either is
+   * fine, so they are only read to keep the connection in step. */
+  if (sluice_redis_conn__exchange(pool, conn, ids->len, replies, 0, NULL))
+    sluice_redis_replies__free(replies, ids->len);
+  sluice_redis_pool__release(pool, conn);
+}

@@ -1,0 +1,221 @@
+/* redis-conn.h - URLs, connections and the connection pool of the Redis
+ * brokers (internal).
+ *
+ * A SluiceRedisPool owns every hiredis context of one broker. An operation
+ * checks a connection out (sluice_redis_pool__acquire), appends its commands,
+ * exchanges them for replies in one round trip, and checks the connection
+ * back in (sluice_redis_pool__release). A context is never used by two
+ * threads at once, and the pool's lock is never held across a round trip.
+ *
+ * The pool also owns the outage state: capped exponential backoff between
+ * reconnection attempts, exactly one warning when the server is lost and
+ * one line when it is back, and the list of connections blocked in a fetch
+ * (for sluice_redis_pool__wakeup).
+ */
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include "core/sluice-private.h"
+
+G_BEGIN_DECLS
+
+/**
+ * SluiceRedisUrl:
+ * @is_unix: TRUE for unix:///path, FALSE for redis://host:port
+ * @host: (nullable): TCP host
+ * @port: TCP port
+ * @path: (nullable): unix socket path
+ * @db: the database to SELECT
+ * @user: (nullable): ACL user (percent-decoded)
+ * @password: (nullable): password (percent-decoded); never logged
+ * @display: the URL as it may be shown: the password replaced by "***"
+ */
+typedef struct {
+  gboolean is_unix;
+  gchar *host;
+  gint port;
+  gchar *path;
+  gint db;
+  gchar *user;
+  gchar *password;
+  gchar *display;
+} SluiceRedisUrl;
+
+/**
+ * sluice_redis_url__parse:
+ * @text: `redis://[[user]:password@]host[:port][/db]` or
+ *   `unix:///path/to/socket[?db=N]`
+ * @url: (out caller-allocates): filled on success; clear it with
+ *   sluice_redis_url__clear(). Untouched on failure.
+ *
+ * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_INVALID saying what is
+ * wrong with the URL (the message never contains the password).
+ */
+gboolean sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url,
+                                 GError **error);
+
+/** sluice_redis_url__clear: frees what @url holds (wiping the password). */
+void sluice_redis_url__clear(SluiceRedisUrl *url);
+
+/**
+ * SluiceRedisConn:
+ * @ctx: the hiredis context, in blocking mode; its output buffer is
+ *   flushed by this module (send with MSG_NOSIGNAL: a library must not
+ *   raise SIGPIPE) and replies are read with poll() against a deadline, so
+ *   a timed-out read never leaves hiredis in an error state we did not see
+ * @client_id: the server's CLIENT ID for this connection (for CLIENT UNBLOCK)
+ * @broken: set when the connection can no longer be trusted (I/O error,
+ *   timeout, protocol error, left subscribed); release() frees it
+ */
+typedef struct {
+  redisContext *ctx;
+  gint64 client_id;
+  gboolean broken;
+} SluiceRedisConn;
+
+typedef struct _SluiceRedisPool SluiceRedisPool;
+
+/**
+ * sluice_redis_pool__new:
+ * @url: (transfer none): copied
+ * @connect_timeout_ms: > 0
+ * @command_timeout_ms: > 0; the longest wait for a reply on top of any
+ *   blocking time
+ * @max_backoff_ms: > 0; the longest pause between reconnection attempts
+ *
+ * Makes no connection. Returns: (transfer full): free with
+ * sluice_redis_pool__free().
+ */
+SluiceRedisPool *sluice_redis_pool__new(const SluiceRedisUrl *url,
+                                        gint64 connect_timeout_ms,
+                                        gint64 command_timeout_ms,
+                                        gint64 max_backoff_ms);
+
+/**
+ * sluice_redis_pool__close:
+ * Frees the idle connections and refuses new check-outs
+ * (SLUICE_BROKER_ERROR_CLOSED). Connections checked out now are freed when
+ * they come back.
+ */
+void sluice_redis_pool__close(SluiceRedisPool *pool);
+
+/** sluice_redis_pool__free: closes and frees @pool. NULL-safe. */
+void sluice_redis_pool__free(SluiceRedisPool *pool);
+
+/** sluice_redis_pool__get_display_url: Returns: (transfer none): the URL
+ * without its password, valid while @pool is. */
+const gchar *sluice_redis_pool__get_display_url(SluiceRedisPool *pool);
+
+/** sluice_redis_pool__get_command_timeout_ms: Returns: the reply timeout. */
+gint64 sluice_redis_pool__get_command_timeout_ms(SluiceRedisPool *pool);
+
+/**
+ * sluice_redis_pool__acquire:
+ *
+ * Checks out an idle connection (one whose peer hung up is dropped on the
+ * way) or makes a new one: connect, AUTH, SELECT and CLIENT ID in one
+ * round trip. During an outage, at most one thread tries to reconnect per
+ * backoff period and the others fail at once.
+ *
+ * Returns: (transfer full): a connection for the calling thread alone;
+ * give it back with sluice_redis_pool__release(). Or NULL and
+ * SLUICE_BROKER_ERROR_UNAVAILABLE (server unreachable: the message names
+ * the URL and what to check), _AUTH (credentials refused), _INVALID (no
+ * such database) or _CLOSED.
+ */
+SluiceRedisConn *sluice_redis_pool__acquire(SluiceRedisPool *pool,
+                                            GError **error);
+
+/**
+ * sluice_redis_pool__release:
+ * @conn: (transfer full) (nullable): checked in if healthy, freed if
+ *   broken or if the pool is closed
+ */
+void sluice_redis_pool__release(SluiceRedisPool *pool, SluiceRedisConn *conn);
+
+/**
+ * sluice_redis_conn__append:
+ * Appends one command to @conn's output buffer (nothing is sent yet).
+ * @argv and @lens are borrowed for the call only: hiredis copies them.
+ */
+void sluice_redis_conn__append(SluiceRedisConn *conn, int argc,
+                               const char **argv, const size_t *lens);
+
+/**
+ * sluice_redis_conn__exchange:
+ * @replies: (out) (array length=n_replies): set to the replies (transfer
+ *   full, free each with freeReplyObject()); error replies are replies too
+ *   (see sluice_redis_reply__check())
+ * @block_ms: >= 0: how long the server may block before answering (a
+ *   BLMPOP timeout); added to the command timeout, and while it runs the
+ *   connection can be woken by sluice_redis_pool__wakeup()
+ *
+ * Sends what was appended and reads @n_replies replies, in one round trip.
+ * Returns: TRUE, or FALSE with every reply NULL, @conn marked broken, and
+ * SLUICE_BROKER_ERROR_UNAVAILABLE (connection lost or no reply in time;
+ * the commands may or may not have run).
+ */
+gboolean sluice_redis_conn__exchange(SluiceRedisPool *pool,
+                                     SluiceRedisConn *conn, guint n_replies,
+                                     redisReply **replies, gint64 block_ms,
+                                     GError **error);
+
+/**
+ * sluice_redis_conn__read_within:
+ * @out_reply: (out): a reply (transfer full), or NULL when none came
+ *   within @timeout_ms
+ *
+ * Reads one unsolicited reply (a pub/sub message). A timeout is not an
+ * error and leaves @conn usable.
+ * Returns: FALSE (and @conn broken, UNAVAILABLE) only on I/O failure.
+ */
+gboolean sluice_redis_conn__read_within(SluiceRedisPool *pool,
+                                        SluiceRedisConn *conn,
+                                        gint64 timeout_ms,
+                                        redisReply **out_reply, GError **error);
+
+/**
+ * sluice_redis_reply__check:
+ * @reply: (nullable): a reply
+ * @what: what was being done, for the message ("enqueue")
+ *
+ * Returns: TRUE when @reply is not an error reply. Otherwise FALSE and an
+ * error mapped from the Redis error: OOM -> _FULL; NOAUTH, WRONGPASS,
+ * NOPERM -> _AUTH; MISCONF, LOADING, READONLY, BUSY, MASTERDOWN,
+ * TRYAGAIN, CLUSTERDOWN -> _UNAVAILABLE; anything else -> _FAILED. Each
+ * message names the URL (without password) and what to do.
+ */
+gboolean sluice_redis_reply__check(SluiceRedisPool *pool,
+                                   const redisReply *reply, const gchar *what,
+                                   GError **error);
+
+/** sluice_redis_reply__is_error_code: Returns: TRUE if @reply is an error
+ * reply whose code (first word) is @code ("NOSCRIPT"). */
+gboolean sluice_redis_reply__is_error_code(const redisReply *reply,
+                                           const gchar *code);
+
+/**
+ * sluice_redis_reply__steal_bytes:
+ * @reply: a string reply
+ * @skip: bytes to drop from the front (0, or 1 for a record's flag byte)
+ *
+ * Returns: (transfer full): the reply's bytes from @skip on, as a GBytes
+ * that takes over hiredis's buffer (no copy); @reply's string becomes
+ * NULL, and freeReplyObject() still frees the rest of @reply.
+ */
+GBytes *sluice_redis_reply__steal_bytes(redisReply *reply, gsize skip);
+
+/** sluice_redis_replies__free: frees @n replies (NULL entries skipped). */
+void sluice_redis_replies__free(redisReply **replies, guint n);
+
+/**
+ * sluice_redis_pool__wakeup:
+ * Sends CLIENT UNBLOCK for every connection blocked now in an exchange
+ * with @block_ms > 0, from another connection of the pool. Never waits for
+ * a reconnection: with no idle connection during an outage it does
+ * nothing (a blocked fetch fails by itself then).
+ */
+void sluice_redis_pool__wakeup(SluiceRedisPool *pool);
+
+G_END_DECLS

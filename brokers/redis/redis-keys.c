@@ -1,0 +1,124 @@
+/* redis-keys.c - key names for the Redis brokers (see redis-keys.h).
+ *
+ * Nothing else in Sluice pastes key strings together: C code calls
+ * sluice_redis_keys__append()/_make(), Lua scripts use the locals of the
+ * prelude below. To add a key, add its SLUICE_REDIS_K_* suffix to
+ * redis-keys.h, document it in the layout table there, and add one line to
+ * the prelude here; a per-task key must be written with a PX expiry.
+ *
+ * Why scripts build keys themselves instead of receiving them in KEYS:
+ * promotion learns a message's queue only inside the script, so scripts
+ * must be able to name keys anyway; passing just the partition prefix as
+ * KEYS[1] routes every script to the partition's slot on Redis Cluster and
+ * keeps each call's argument list short. Every key a script touches shares
+ * the prefix's hash tag, so it is always in the slot KEYS[1] names.
+ */
+#include "config.h"
+
+#include "core/sluice-private.h"
+
+#include "brokers/redis/redis-keys.h"
+
+gboolean
+sluice_redis_keys__valid_namespace(const gchar *ns, GError **error)
+{
+  if (ns == NULL || ns[0] == '\0') {
+    g_set_error_literal(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                        "the Redis namespace is empty: set namespace_ to a "
+                        "short name such as “sluice”, or leave it NULL");
+    return FALSE;
+  }
+  if (strlen(ns) > 256) {
+    g_set_error_literal(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                        "the Redis namespace is longer than 256 bytes: every "
+                        "key carries it, so choose a short one");
+    return FALSE;
+  }
+  for (const gchar *p = ns; *p != '\0'; p++) {
+    if (*p == '{' || *p == '}' || *p == '#' || g_ascii_iscntrl(*p)) {
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                  "the Redis namespace “%s” contains “%c”, which is not "
+                  "allowed (braces make the hash tag, “#” is reserved for "
+                  "partitions, control characters are refused): choose "
+                  "another name",
+                  ns, g_ascii_iscntrl(*p) ? '?' : *p);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+void
+sluice_redis_keys__init(SluiceRedisKeys *keys, const gchar *ns)
+{
+  g_return_if_fail(keys != NULL && ns != NULL);
+  keys->ns = g_strdup(ns);
+  keys->prefix = g_strdup_printf("{%s}:", ns);
+  keys->prefix_len = strlen(keys->prefix);
+}
+
+void
+sluice_redis_keys__init_partition(SluiceRedisKeys *keys, const gchar *ns,
+                                  guint index)
+{
+  g_return_if_fail(keys != NULL && ns != NULL);
+  keys->ns = g_strdup(ns);
+  keys->prefix = g_strdup_printf("{%s#%u}:", ns, index);
+  keys->prefix_len = strlen(keys->prefix);
+}
+
+void
+sluice_redis_keys__clear(SluiceRedisKeys *keys)
+{
+  if (keys == NULL)
+    return;
+  g_clear_pointer(&keys->ns, g_free);
+  g_clear_pointer(&keys->prefix, g_free);
+  keys->prefix_len = 0;
+}
+
+gsize
+sluice_redis_keys__append(const SluiceRedisKeys *keys, GString *buf,
+                          const gchar *suffix, const gchar *name)
+{
+  gsize offset = buf->len;
+
+  g_string_append_len(buf, keys->prefix, keys->prefix_len);
+  g_string_append(buf, suffix);
+  if (name != NULL)
+    g_string_append(buf, name);
+  return offset;
+}
+
+gchar *
+sluice_redis_keys__make(const SluiceRedisKeys *keys, const gchar *suffix,
+                        const gchar *name)
+{
+  return g_strconcat(keys->prefix, suffix, name, NULL);
+}
+
+/* Plain string locals rather than functions: creating a handful of
+ * closures on every script call costs Redis CPU for nothing. */
+static const gchar lua_prelude[] =
+    "local P = KEYS[1]\n"
+    "local K_QUEUE = P .. '" SLUICE_REDIS_K_QUEUE "'\n"
+    "local K_STREAM = P .. '" SLUICE_REDIS_K_STREAM "'\n"
+    "local K_RECORD = P .. '" SLUICE_REDIS_K_RECORD "'\n"
+    "local K_DONE = P .. '" SLUICE_REDIS_K_DONE "'\n"
+    "local K_PERIODIC = P .. '" SLUICE_REDIS_K_PERIODIC "'\n"
+    "local K_DEDUP = P .. '" SLUICE_REDIS_K_DEDUP "'\n"
+    "local K_ALIVE = P .. '" SLUICE_REDIS_K_ALIVE "'\n"
+    "local K_SCHEDULE = P .. '" SLUICE_REDIS_K_SCHEDULE "'\n"
+    "local K_SCHED_PAYLOAD = P .. '" SLUICE_REDIS_K_SCHED_PAYLOAD "'\n"
+    "local K_SCHED_QUEUE = P .. '" SLUICE_REDIS_K_SCHED_QUEUE "'\n"
+    "local K_REVOKED = P .. '" SLUICE_REDIS_K_REVOKED "'\n"
+    "local K_DLQ = P .. '" SLUICE_REDIS_K_DLQ "'\n"
+    "local K_DLQ_COUNT = P .. '" SLUICE_REDIS_K_DLQ_COUNT "'\n"
+    "local K_QUEUES = P .. '" SLUICE_REDIS_K_QUEUES "'\n"
+    "local K_WORKERS = P .. '" SLUICE_REDIS_K_WORKERS "'\n";
+
+const gchar *
+sluice_redis_keys__lua_prelude(void)
+{
+  return lua_prelude;
+}

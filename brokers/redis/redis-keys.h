@@ -1,0 +1,133 @@
+/* redis-keys.h - the one module that names Redis keys (internal).
+ *
+ * Every key of a namespace starts with the partition prefix "{ns}:", whose
+ * hash tag puts the whole namespace in one Redis Cluster slot, so every Lua
+ * script touches one slot. C code builds keys with the functions below; Lua
+ * scripts build them from the prelude that sluice_redis_keys__lua_prelude()
+ * returns. Both are made from the same SLUICE_REDIS_K_* suffixes, so the
+ * layout is written down exactly once.
+ *
+ * Layout (P = "{ns}:"):
+ *
+ *   P q:<queue>           list, fast mode (LPUSH in, pop RIGHT)
+ *   P s:<queue>           stream + consumer group, reliable mode
+ *   P schedule            zset: task id -> due time (ms)
+ *   P sched:payload       hash: task id -> payload of the scheduled message
+ *   P sched:queue         hash: task id -> queue it is promoted to
+ *   P r:<id>              result record: one flag byte ('F' final, 'P' not
+ *                         final) followed by the record bytes; always PX
+ *   P done:<id>           pub/sub channel: a final record was written
+ *   P revoked             zset: task id -> revocation expiry (ms)
+ *   P periodic:<name>     string: last dispatched occurrence (ms)
+ *   P dedup:<id>          string: idempotency claim; always PX
+ *   P dlq                 stream of dead letters, exactly capped
+ *   P dlq:count           hash: reason -> number of entries in P dlq
+ *   P queues              set of every queue name ever submitted to
+ *   P workers             zset: worker id -> last heartbeat (ms)
+ *   P alive:<worker>      liveness key with a PX lease, reliable mode
+ *
+ * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
+ * bounded by the code that writes them.
+ *
+ * PARTITIONS. A SluiceRedisKeys describes one partition. A namespace is one
+ * partition today ("{ns}"); DESIGN.md's partitioned namespaces ("{ns#k}")
+ * become an array of SluiceRedisKeys, one per partition, picked by a hash of
+ * the task id: sluice_redis_keys__init_partition() already makes their
+ * prefixes. Scripts never see the namespace itself, only KEYS[1] = the
+ * prefix, so they work unchanged on any partition.
+ */
+#pragma once
+
+#include "core/sluice-private.h"
+
+G_BEGIN_DECLS
+
+/* Key suffixes after the prefix. Used by C and spliced into Lua. */
+#define SLUICE_REDIS_K_QUEUE "q:"
+#define SLUICE_REDIS_K_STREAM "s:"
+#define SLUICE_REDIS_K_SCHEDULE "schedule"
+#define SLUICE_REDIS_K_SCHED_PAYLOAD "sched:payload"
+#define SLUICE_REDIS_K_SCHED_QUEUE "sched:queue"
+#define SLUICE_REDIS_K_RECORD "r:"
+#define SLUICE_REDIS_K_DONE "done:"
+#define SLUICE_REDIS_K_REVOKED "revoked"
+#define SLUICE_REDIS_K_PERIODIC "periodic:"
+#define SLUICE_REDIS_K_DEDUP "dedup:"
+#define SLUICE_REDIS_K_DLQ "dlq"
+#define SLUICE_REDIS_K_DLQ_COUNT "dlq:count"
+#define SLUICE_REDIS_K_QUEUES "queues"
+#define SLUICE_REDIS_K_WORKERS "workers"
+#define SLUICE_REDIS_K_ALIVE "alive:"
+
+/* The first byte of a stored record. */
+#define SLUICE_REDIS_RECORD_FINAL 'F'
+#define SLUICE_REDIS_RECORD_PENDING 'P'
+
+typedef struct {
+  gchar *ns;     /* the namespace as configured */
+  gchar *prefix; /* "{ns}:" or "{ns#k}:" */
+  gsize prefix_len;
+} SluiceRedisKeys;
+
+/**
+ * sluice_redis_keys__valid_namespace:
+ * Returns: TRUE when @ns can be a namespace: non-empty, at most 256 bytes,
+ * without '{', '}' (they would break the hash tag), '#' (reserved for
+ * partitions) or control characters. Otherwise sets @error
+ * (SLUICE_BROKER_ERROR_INVALID, saying what to change).
+ */
+gboolean sluice_redis_keys__valid_namespace(const gchar *ns, GError **error);
+
+/**
+ * sluice_redis_keys__init:
+ * @keys: (out caller-allocates): filled; free its contents with
+ *   sluice_redis_keys__clear()
+ * @ns: (transfer none): a valid namespace (copied)
+ *
+ * The keys of the single partition of @ns.
+ */
+void sluice_redis_keys__init(SluiceRedisKeys *keys, const gchar *ns);
+
+/**
+ * sluice_redis_keys__init_partition:
+ * Like sluice_redis_keys__init() for partition @index of a namespace split
+ * in several ("{ns#index}:"). Unused until partitions are configurable.
+ */
+void sluice_redis_keys__init_partition(SluiceRedisKeys *keys, const gchar *ns,
+                                       guint index);
+
+/** sluice_redis_keys__clear: frees what @keys holds; NULL-safe fields. */
+void sluice_redis_keys__clear(SluiceRedisKeys *keys);
+
+/**
+ * sluice_redis_keys__append:
+ * @keys: the partition
+ * @buf: (transfer none): the key is appended to it
+ * @suffix: one of SLUICE_REDIS_K_*
+ * @name: (nullable): the queue, id, name or worker for per-entity keys
+ *
+ * Appends prefix + suffix + name to @buf (no allocation when @buf is big
+ * enough, so callers reuse one GString for many keys). Returns the offset
+ * of the key in @buf.
+ */
+gsize sluice_redis_keys__append(const SluiceRedisKeys *keys, GString *buf,
+                                const gchar *suffix, const gchar *name);
+
+/**
+ * sluice_redis_keys__make:
+ * Returns: (transfer full): prefix + suffix + name as a new string.
+ */
+gchar *sluice_redis_keys__make(const SluiceRedisKeys *keys, const gchar *suffix,
+                               const gchar *name);
+
+/**
+ * sluice_redis_keys__lua_prelude:
+ * Returns: (transfer none): static Lua text that defines, from KEYS[1] (the
+ * partition prefix), one local per key above: K_QUEUE, K_STREAM, K_RECORD,
+ * K_DONE, K_PERIODIC, K_DEDUP, K_ALIVE (prefixes to which a name is
+ * appended) and K_SCHEDULE, K_SCHED_PAYLOAD, K_SCHED_QUEUE, K_REVOKED,
+ * K_DLQ, K_DLQ_COUNT, K_QUEUES, K_WORKERS (whole keys).
+ */
+const gchar *sluice_redis_keys__lua_prelude(void);
+
+G_END_DECLS

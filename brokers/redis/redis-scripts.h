@@ -1,0 +1,111 @@
+/* redis-scripts.h - the Lua scripts of the Redis brokers and how they are
+ * run (internal).
+ *
+ * Every atomic step that touches more than one key is one script. A
+ * script is assembled from four parts:
+ *
+ *   shebang    "#!lua" for steps that add work (refused when Redis is out
+ *              of memory, so producers feel the pressure) or "#!lua
+ *              flags=allow-oom" for steps that only drain
+ *   prelude    the key names (redis-keys.c)
+ *   transport  the queue transport's Lua fragment (redis-transport.h)
+ *   library    shared helpers: records, the schedule, submits, dead letters
+ *   body       the step itself
+ *
+ * and run with EVALSHA; on NOSCRIPT (a SCRIPT FLUSH, a restarted server)
+ * the text is loaded again and the call retried once, in one round trip.
+ * KEYS[1] is always the partition prefix "{ns}:" (see redis-keys.c).
+ */
+#pragma once
+
+#include "brokers/redis/redis-conn.h"
+#include "brokers/redis/redis-keys.h"
+
+G_BEGIN_DECLS
+
+/**
+ * SluiceRedisScriptId: the shared scripts; their ARGV are documented with
+ * their bodies in redis-scripts.c.
+ */
+typedef enum {
+  SLUICE_REDIS_SCRIPT_ENQUEUE,
+  SLUICE_REDIS_SCRIPT_PROMOTE,
+  SLUICE_REDIS_SCRIPT_SETTLE,
+  SLUICE_REDIS_SCRIPT_CANCEL,
+  SLUICE_REDIS_SCRIPT_RECORD,
+  SLUICE_REDIS_SCRIPT_CLAIM_PERIODIC,
+  SLUICE_REDIS_SCRIPT_DLQ_REPLAY,
+  SLUICE_REDIS_SCRIPT_DLQ_DELETE,
+  SLUICE_REDIS_SCRIPT_STATS,
+  SLUICE_REDIS_SCRIPT_PURGE,
+  SLUICE_REDIS_SCRIPT_HEARTBEAT,
+  SLUICE_REDIS_SCRIPT_LEAVE,
+  SLUICE_REDIS_SCRIPT_N
+} SluiceRedisScriptId;
+
+/* Shebang lines. */
+#define SLUICE_REDIS_LUA_ADDS_WORK "#!lua\n"
+#define SLUICE_REDIS_LUA_DRAINS "#!lua flags=allow-oom\n"
+#define SLUICE_REDIS_LUA_READS "#!lua flags=no-writes,allow-oom\n"
+
+/**
+ * SluiceRedisScript:
+ * @name: for error messages ("settle")
+ * @text: the whole script
+ * @sha: its SHA1 in hex, as EVALSHA wants it
+ */
+typedef struct {
+  const gchar *name;
+  gchar *text;
+  gsize text_len;
+  gchar sha[41];
+} SluiceRedisScript;
+
+/* argv[0..3] of a script call are EVALSHA, sha, "1", KEYS[1]; callers put
+ * the script's ARGV from this index on. */
+#define SLUICE_REDIS_SCRIPT_ARGV0 4
+
+/**
+ * sluice_redis_script__init:
+ * @name: (transfer none): static
+ * @shebang: one of SLUICE_REDIS_LUA_*
+ * @transport_lua: (nullable): the transport's fragment
+ * @body: the step
+ *
+ * Assembles shebang + prelude + @transport_lua + library + @body and
+ * computes its SHA1. Clear with sluice_redis_script__clear().
+ */
+void sluice_redis_script__init(SluiceRedisScript *script, const gchar *name,
+                               const gchar *shebang, const gchar *transport_lua,
+                               const gchar *body);
+
+void sluice_redis_script__clear(SluiceRedisScript *script);
+
+/**
+ * sluice_redis_scripts__init:
+ * @scripts: (array fixed-size=SLUICE_REDIS_SCRIPT_N): filled
+ * @transport_lua: the transport's fragment, spliced into every script
+ */
+void sluice_redis_scripts__init(SluiceRedisScript *scripts,
+                                const gchar *transport_lua);
+
+void sluice_redis_scripts__clear(SluiceRedisScript *scripts);
+
+/**
+ * sluice_redis_script__eval:
+ * @argv: (array length=argc): slots 0..3 are filled here; the script's
+ *   ARGV from SLUICE_REDIS_SCRIPT_ARGV0 on
+ * @lens: (array length=argc): likewise
+ * @out_reply: (out) (transfer full): the reply, never an error reply
+ *
+ * Runs @script on @conn in one round trip (two after a NOSCRIPT).
+ * Returns: TRUE, or FALSE with an error from sluice_redis_reply__check() or
+ * sluice_redis_conn__exchange().
+ */
+gboolean sluice_redis_script__eval(SluiceRedisPool *pool, SluiceRedisConn *conn,
+                                   const SluiceRedisScript *script,
+                                   const SluiceRedisKeys *keys, int argc,
+                                   const char **argv, size_t *lens,
+                                   redisReply **out_reply, GError **error);
+
+G_END_DECLS

@@ -1,0 +1,87 @@
+/* redis-transport.h - how a Redis queue carries messages: the one part that
+ * differs between redis-fast (lists) and redis-reliable (streams).
+ *
+ * Everything else (connections, keys, scripts, records, the schedule,
+ * revocations, periodic claims, dead letters, stats) is shared and lives in
+ * brokers/redis/. A transport is a static SluiceRedisTransport in its own
+ * file, in two halves:
+ *
+ * LUA. A fragment spliced into every shared script after the key prelude
+ * (so it may use K_QUEUE, K_STREAM, K_ALIVE, ... and redis.call), defining
+ * these local functions, which are all the shared scripts use to touch a
+ * queue:
+ *
+ *   t_push(queue, payload)       append a ready message (enqueue, promotion,
+ *                                periodic claims, replays)
+ *   t_check(queue, handle, consumer) -> boolean
+ *                                may this settlement proceed? (fencing:
+ *                                FALSE = another consumer owns the entry;
+ *                                the settle reports STALE). Must not write.
+ *   t_ack(queue, handle, consumer)
+ *                                acknowledge the delivery for good
+ *   t_release(queue, handle, consumer, payload)
+ *                                give it back for the next fetch
+ *   t_depth(queue) -> integer    ready messages (stats)
+ *   t_in_flight(queues) -> integer
+ *                                delivered and unsettled, or -1 if unknown
+ *   t_purge(queue) -> integer    delete the ready messages, say how many
+ *   t_heartbeat(consumer, lease_ms, argv, first)
+ *                                renew leases; argv[first..] are queue,
+ *                                handle pairs of the deliveries held
+ *   t_leave(consumer)            the consumer stops for good
+ *
+ * `handle` is SluiceDelivery.handle ('' when NULL) and `queue` its queue.
+ * The fragment must follow the script rules of redis-scripts.c (checks
+ * before writes; per-task keys with PX) and name keys only through the
+ * prelude.
+ *
+ * C. Callbacks for what is not a shared script: fetching (blocking reads
+ * differ completely between BLMPOP and XREADGROUP), reclaiming, and the
+ * transport's own state. They get the SluiceRedisBroker and use the shared
+ * helpers of redis-broker.h (connections, keys, scripts, wakeup-aware
+ * blocking exchanges).
+ *
+ * To add a transport: write brokers/redis-<name>/<name>-transport.c defining
+ * a SluiceRedisTransport and a getter, add the getter to the mode table in
+ * redis-broker.c (one line) and the file to brokers/redis.mk.
+ */
+#pragma once
+
+#include "core/sluice-private.h"
+
+G_BEGIN_DECLS
+
+typedef struct _SluiceRedisBroker SluiceRedisBroker;
+
+typedef struct {
+  /** name: the broker class name ("redis-fast"). */
+  const gchar *name;
+  /** caps: SluiceBrokerCaps of the class. SHARED | DURABLE at least. */
+  guint64 caps;
+  /** lua: the fragment described above. */
+  const gchar *lua;
+  /** ack_is_noop: TRUE when t_ack does nothing, so that an ACK settlement
+   * without a record is skipped entirely (fast mode: no round trip). */
+  gboolean ack_is_noop;
+
+  /** init: Optional. Sets up self->transport_data. */
+  gboolean (*init)(SluiceRedisBroker *self, GError **error);
+  /** finalize: Optional. Frees self->transport_data (may be NULL). */
+  void (*finalize)(SluiceRedisBroker *self);
+
+  /** fetch: Required. The `fetch` slot of sluice-broker.h, for this
+   * transport. */
+  gboolean (*fetch)(SluiceRedisBroker *self, const gchar *consumer,
+                    const gchar *const *queues, guint max, gint64 block_ms,
+                    GPtrArray *out, GError **error);
+  /** reclaim: Required with SLUICE_BROKER_CAP_LEASES, else NULL. The
+   * `reclaim` slot of sluice-broker.h. */
+  gboolean (*reclaim)(SluiceRedisBroker *self, const gchar *consumer,
+                      const gchar *const *queues, guint max, gint64 idle_ms,
+                      GPtrArray *out, GError **error);
+} SluiceRedisTransport;
+
+/** The list transport (brokers/redis-fast/fast-transport.c). */
+const SluiceRedisTransport *sluice_redis__fast_transport(void);
+
+G_END_DECLS
