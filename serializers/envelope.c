@@ -1,0 +1,751 @@
+/* envelope.c - the envelope's life cycle, the codec front door, and every
+ * field rule of the wire format.
+ *
+ * The two codecs differ only in how they walk their input and write their
+ * output. What a field may hold (its type, range, length, UTF-8) is decided
+ * here, once: each decoder hands every known field over as a SluiceMpValue
+ * (the JSON codec converts its nodes to that shape), and both encoders call
+ * sluice_envelope__validate() before writing, so that an encoder never
+ * produces bytes that a decoder refuses. PROTOCOL.md is the prose form of
+ * the rules below; keep them in step.
+ *
+ * sluice_envelope_decode() picks the codec by the first byte: msgpack map
+ * markers (0x80-0x8f, 0xde, 0xdf) and '{' (or JSON whitespace) cannot be
+ * confused, so no guessing or retrying with the other codec is ever needed.
+ */
+#include "config.h"
+
+#include "core/sluice-private.h"
+#include "serializers/mp-reader.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The quark's name is stringified: clang-format must not space it out. */
+/* clang-format off */
+G_DEFINE_QUARK(sluice-codec-error-quark, sluice_codec_error)
+/* clang-format on */
+
+static const guint8 nil_args[] = {SLUICE_MP_NIL_BYTE};
+
+/* Wire names, in the order the encoders write them. */
+static const gchar *const key_names[SLUICE_N_KEYS] = {
+    "v",           "id",  "task", "queue",         "args",    "attempt",
+    "enqueued_at", "eta", "opts", "unknown_since", "history", "headers",
+};
+
+static const gchar *const option_names[SLUICE_N_OPTS] = {
+    "max_attempts",  "initial_backoff_ms", "multiplier", "max_backoff_ms",
+    "jitter",        "timeout_ms",         "expires_at", "store_result",
+    "result_ttl_ms", "dead_letter",
+};
+
+/* The same, as error messages name them; static so that decoding a valid
+ * `opts` map allocates nothing. */
+static const gchar *const option_fields[SLUICE_N_OPTS] = {
+    "opts.max_attempts",  "opts.initial_backoff_ms",
+    "opts.multiplier",    "opts.max_backoff_ms",
+    "opts.jitter",        "opts.timeout_ms",
+    "opts.expires_at",    "opts.store_result",
+    "opts.result_ttl_ms", "opts.dead_letter",
+};
+
+/* The keys without which an envelope cannot be run. */
+#define REQUIRED_KEYS                                                          \
+  (1u << SLUICE_KEY_V | 1u << SLUICE_KEY_ID | 1u << SLUICE_KEY_TASK |          \
+   1u << SLUICE_KEY_QUEUE | 1u << SLUICE_KEY_ATTEMPT)
+
+/* ---- Life cycle -----------------------------------------------------------
+ */
+
+void
+sluice_message_options_init(SluiceMessageOptions *opts)
+{
+  g_return_if_fail(opts != NULL);
+  sluice_retry_policy_init_unset(&opts->retry);
+  opts->timeout_ms = 0;
+  opts->expires_at = 0;
+  opts->store_result = SLUICE_UNSET;
+  opts->result_ttl_ms = 0;
+  opts->dead_letter = SLUICE_UNSET;
+}
+
+void
+sluice_decode_limits_init(SluiceDecodeLimits *limits)
+{
+  g_return_if_fail(limits != NULL);
+  limits->max_bytes = SLUICE_DEFAULT_MAX_MESSAGE_BYTES;
+  limits->max_depth = SLUICE_DEFAULT_MAX_DEPTH;
+}
+
+SluiceEnvelope *
+sluice_envelope__new_for_decode(void)
+{
+  SluiceEnvelope *env = g_new0(SluiceEnvelope, 1);
+
+  sluice_message_options_init(&env->opts);
+  env->history = g_ptr_array_new_with_free_func(g_free);
+  env->headers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  return env;
+}
+
+SluiceEnvelope *
+sluice_envelope_new(void)
+{
+  SluiceEnvelope *env = sluice_envelope__new_for_decode();
+
+  env->version = SLUICE_ENVELOPE_VERSION;
+  env->attempt = 1;
+  env->args = g_bytes_new_static(nil_args, sizeof nil_args);
+  return env;
+}
+
+static gpointer
+copy_string(gconstpointer s, gpointer unused)
+{
+  return g_strdup(s);
+}
+
+SluiceEnvelope *
+sluice_envelope_copy(const SluiceEnvelope *env)
+{
+  SluiceEnvelope *copy;
+
+  g_return_val_if_fail(env != NULL, NULL);
+
+  copy = g_new0(SluiceEnvelope, 1);
+  *copy = *env;
+  copy->id = g_strdup(env->id);
+  copy->task = g_strdup(env->task);
+  copy->queue = g_strdup(env->queue);
+  /* GBytes is immutable: sharing it is as good as a deep copy. */
+  copy->args = env->args != NULL ? g_bytes_ref(env->args) : NULL;
+  copy->history = env->history != NULL
+                      ? g_ptr_array_copy(env->history, copy_string, NULL)
+                      : g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_set_free_func(copy->history, g_free);
+  copy->headers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  if (env->headers != NULL) {
+    GHashTableIter iter;
+    gpointer k, v;
+
+    g_hash_table_iter_init(&iter, env->headers);
+    while (g_hash_table_iter_next(&iter, &k, &v))
+      g_hash_table_insert(copy->headers, g_strdup(k), g_strdup(v));
+  }
+  return copy;
+}
+
+void
+sluice_envelope_free(SluiceEnvelope *env)
+{
+  if (env == NULL)
+    return;
+  g_free(env->id);
+  g_free(env->task);
+  g_free(env->queue);
+  if (env->args != NULL)
+    g_bytes_unref(env->args);
+  if (env->history != NULL)
+    g_ptr_array_unref(env->history);
+  if (env->headers != NULL)
+    g_hash_table_unref(env->headers);
+  g_free(env);
+}
+
+void
+sluice_envelope_add_history(SluiceEnvelope *env, const gchar *line)
+{
+  gchar *valid;
+  gsize len;
+
+  g_return_if_fail(env != NULL && env->history != NULL);
+  g_return_if_fail(line != NULL);
+
+  /* A task's error text may be anything (bytes from a socket, a path); the
+   * wire format wants UTF-8, so repair it rather than lose the line. */
+  valid = g_utf8_make_valid(line, -1);
+  len = strlen(valid);
+  if (len > SLUICE_HISTORY_MAX_LINE_BYTES) {
+    gsize cut = SLUICE_HISTORY_MAX_LINE_BYTES;
+
+    /* Back up over continuation bytes to the start of the character that
+     * straddles the limit, and cut before it. */
+    while (cut > 0 && ((guchar)valid[cut] & 0xc0) == 0x80)
+      cut--;
+    valid[cut] = '\0';
+  }
+  g_ptr_array_add(env->history, valid);
+  if (env->history->len > SLUICE_HISTORY_MAX_LINES)
+    g_ptr_array_remove_range(env->history, 0,
+                             env->history->len - SLUICE_HISTORY_MAX_LINES);
+}
+
+/* ---- Keys -----------------------------------------------------------------
+ */
+
+const gchar *
+sluice_envelope__key_name(SluiceEnvelopeKey key)
+{
+  g_return_val_if_fail(key >= 0 && key < SLUICE_N_KEYS, "?");
+  return key_names[key];
+}
+
+const gchar *
+sluice_envelope__option_name(SluiceOptionKey key)
+{
+  g_return_val_if_fail(key >= 0 && key < SLUICE_N_OPTS, "?");
+  return option_names[key];
+}
+
+static gint
+lookup(const gchar *const *names, gint n, const gchar *name, gsize len)
+{
+  for (gint i = 0; i < n; i++) {
+    if (strncmp(names[i], name, len) == 0 && names[i][len] == '\0')
+      return i;
+  }
+  return -1;
+}
+
+SluiceEnvelopeKey
+sluice_envelope__key_lookup(const gchar *name, gsize len)
+{
+  return (SluiceEnvelopeKey)lookup(key_names, SLUICE_N_KEYS, name, len);
+}
+
+SluiceOptionKey
+sluice_envelope__option_lookup(const gchar *name, gsize len)
+{
+  return (SluiceOptionKey)lookup(option_names, SLUICE_N_OPTS, name, len);
+}
+
+/* ---- Field rules ----------------------------------------------------------
+ *
+ * Error messages follow one shape: "<field>: <what is wrong> (byte offset
+ * N)", the offset only when the value came from msgpack bytes.
+ */
+
+static gchar *
+where(const SluiceMpValue *v)
+{
+  if (v->offset == G_MAXSIZE)
+    return g_strdup("");
+  return g_strdup_printf(" (byte offset %" G_GSIZE_FORMAT ")", v->offset);
+}
+
+static gboolean
+wrong_type(const gchar *field, const gchar *expected, const SluiceMpValue *v,
+           GError **error)
+{
+  g_autofree gchar *at = where(v);
+
+  g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_WRONG_TYPE,
+              "%s: expected %s, found %s%s", field, expected,
+              sluice_mp__type_name(v->type), at);
+  return FALSE;
+}
+
+gboolean
+sluice_codec__check_text(const gchar *what, const gchar *s, gsize len,
+                         GError **error)
+{
+  const gchar *end;
+
+  if (!g_utf8_validate_len(s, len, &end)) {
+    g_set_error(
+        error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+        "%s: not valid UTF-8 (or holds a NUL byte) at byte %" G_GSIZE_FORMAT
+        " of the string",
+        what, (gsize)(end - s));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* id, task, queue: non-empty UTF-8 of at most @max bytes. */
+static gboolean
+check_name(const gchar *field, const gchar *s, gsize len, gsize max,
+           GError **error)
+{
+  if (len == 0) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "%s: must not be empty", field);
+    return FALSE;
+  }
+  if (len > max) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "%s: %" G_GSIZE_FORMAT
+                " bytes long, the limit is %" G_GSIZE_FORMAT,
+                field, len, max);
+    return FALSE;
+  }
+  return sluice_codec__check_text(field, s, len, error);
+}
+
+/* Any integer in [@min, G_MAXINT64]. */
+static gboolean
+get_int64(const gchar *field, const SluiceMpValue *v, gint64 min, gint64 *out,
+          GError **error)
+{
+  gint64 value;
+
+  if (v->type == SLUICE_MP_UINT) {
+    if (v->u > G_MAXINT64) {
+      g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                  "%s: %" G_GUINT64_FORMAT
+                  " does not fit a signed 64-bit integer",
+                  field, v->u);
+      return FALSE;
+    }
+    value = (gint64)v->u;
+  } else if (v->type == SLUICE_MP_INT) {
+    value = v->i;
+  } else {
+    return wrong_type(field, "an integer", v, error);
+  }
+  if (value < min) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "%s: must be >= %" G_GINT64_FORMAT ", found %" G_GINT64_FORMAT,
+                field, min, value);
+    return FALSE;
+  }
+  *out = value;
+  return TRUE;
+}
+
+/* Any integer in [@min, G_MAXUINT32]. */
+static gboolean
+get_uint32(const gchar *field, const SluiceMpValue *v, guint32 min,
+           guint32 *out, GError **error)
+{
+  gint64 value = 0;
+
+  if (v->type == SLUICE_MP_UINT && v->u > G_MAXUINT32) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "%s: %" G_GUINT64_FORMAT " is above the limit of %u", field,
+                v->u, G_MAXUINT32);
+    return FALSE;
+  }
+  if (!get_int64(field, v, min, &value, error))
+    return FALSE;
+  *out = (guint32)value;
+  return TRUE;
+}
+
+static gboolean
+get_bool(const gchar *field, const SluiceMpValue *v, SluiceTristate *out,
+         GError **error)
+{
+  if (v->type != SLUICE_MP_BOOL)
+    return wrong_type(field, "a boolean", v, error);
+  *out = v->b ? SLUICE_ON : SLUICE_OFF;
+  return TRUE;
+}
+
+static gboolean
+get_string(const gchar *field, const SluiceMpValue *v, gsize max, gchar **out,
+           GError **error)
+{
+  if (v->type != SLUICE_MP_STR)
+    return wrong_type(field, "a string", v, error);
+  if (!check_name(field, v->raw.data, v->raw.len, max, error))
+    return FALSE;
+  g_free(*out);
+  *out = g_strndup(v->raw.data, v->raw.len);
+  return TRUE;
+}
+
+gboolean
+sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
+                           const SluiceMpValue *v, GError **error)
+{
+  const gchar *field = key_names[key];
+  guint32 u32;
+
+  switch (key) {
+  case SLUICE_KEY_V:
+    if (v->type != SLUICE_MP_UINT && v->type != SLUICE_MP_INT)
+      return wrong_type(field, "an integer (the format version)", v, error);
+    if (v->type != SLUICE_MP_UINT || v->u != SLUICE_ENVELOPE_VERSION) {
+      g_autofree gchar *version =
+          v->type == SLUICE_MP_UINT
+              ? g_strdup_printf("%" G_GUINT64_FORMAT, v->u)
+              : g_strdup_printf("%" G_GINT64_FORMAT, v->i);
+      g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_VERSION,
+                  "v: envelope format version %s is not supported (this "
+                  "build reads version %d)",
+                  version, SLUICE_ENVELOPE_VERSION);
+      return FALSE;
+    }
+    env->version = SLUICE_ENVELOPE_VERSION;
+    return TRUE;
+  case SLUICE_KEY_ID:
+    return get_string(field, v, SLUICE_ENVELOPE_MAX_ID_BYTES, &env->id, error);
+  case SLUICE_KEY_TASK:
+    return get_string(field, v, SLUICE_ENVELOPE_MAX_NAME_BYTES, &env->task,
+                      error);
+  case SLUICE_KEY_QUEUE:
+    return get_string(field, v, SLUICE_ENVELOPE_MAX_NAME_BYTES, &env->queue,
+                      error);
+  case SLUICE_KEY_ATTEMPT:
+    if (!get_uint32(field, v, 1, &u32, error))
+      return FALSE;
+    env->attempt = u32;
+    return TRUE;
+  case SLUICE_KEY_ENQUEUED_AT:
+    return get_int64(field, v, 0, &env->enqueued_at, error);
+  case SLUICE_KEY_ETA:
+    return get_int64(field, v, 0, &env->eta, error);
+  case SLUICE_KEY_UNKNOWN_SINCE:
+    return get_int64(field, v, 0, &env->unknown_since, error);
+  default:
+    break;
+  }
+  g_return_val_if_reached(FALSE);
+}
+
+gboolean
+sluice_envelope__set_option(SluiceMessageOptions *opts, SluiceOptionKey key,
+                            const SluiceMpValue *v, GError **error)
+{
+  const gchar *field = option_fields[key];
+  guint32 u32;
+
+  switch (key) {
+  case SLUICE_OPT_MAX_ATTEMPTS:
+    if (!get_uint32(field, v, 0, &u32, error))
+      return FALSE;
+    opts->retry.max_attempts = u32;
+    return TRUE;
+  case SLUICE_OPT_INITIAL_BACKOFF_MS:
+    return get_int64(field, v, 0, &opts->retry.initial_backoff_ms, error);
+  case SLUICE_OPT_MULTIPLIER: {
+    gdouble m;
+
+    /* Hand-written producers often write 2 for 2.0; accept it. */
+    if (v->type == SLUICE_MP_FLOAT64 || v->type == SLUICE_MP_FLOAT32)
+      m = v->f;
+    else if (v->type == SLUICE_MP_UINT)
+      m = (gdouble)v->u;
+    else if (v->type == SLUICE_MP_INT)
+      m = (gdouble)v->i;
+    else
+      return wrong_type(field, "a float", v, error);
+    if (!isfinite(m) || m < 0.0) {
+      g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                  "%s: must be a finite number >= 0, found %g", field, m);
+      return FALSE;
+    }
+    opts->retry.multiplier = m;
+    return TRUE;
+  }
+  case SLUICE_OPT_MAX_BACKOFF_MS:
+    return get_int64(field, v, 0, &opts->retry.max_backoff_ms, error);
+  case SLUICE_OPT_JITTER:
+    return get_bool(field, v, &opts->retry.jitter, error);
+  case SLUICE_OPT_TIMEOUT_MS:
+    return get_int64(field, v, 0, &opts->timeout_ms, error);
+  case SLUICE_OPT_EXPIRES_AT:
+    return get_int64(field, v, 0, &opts->expires_at, error);
+  case SLUICE_OPT_STORE_RESULT:
+    return get_bool(field, v, &opts->store_result, error);
+  case SLUICE_OPT_RESULT_TTL_MS:
+    return get_int64(field, v, 0, &opts->result_ttl_ms, error);
+  case SLUICE_OPT_DEAD_LETTER:
+    return get_bool(field, v, &opts->dead_letter, error);
+  default:
+    break;
+  }
+  g_return_val_if_reached(FALSE);
+}
+
+gboolean
+sluice_envelope__add_history_value(SluiceEnvelope *env, guint index,
+                                   const SluiceMpValue *v, GError **error)
+{
+  /* The field's name is only built on the way to an error. */
+  if (v->type != SLUICE_MP_STR) {
+    g_autofree gchar *field = g_strdup_printf("history[%u]", index);
+    return wrong_type(field, "a string", v, error);
+  }
+  if (G_UNLIKELY(!g_utf8_validate_len(v->raw.data, v->raw.len, NULL))) {
+    g_autofree gchar *field = g_strdup_printf("history[%u]", index);
+    return sluice_codec__check_text(field, v->raw.data, v->raw.len, error);
+  }
+  g_ptr_array_add(env->history, g_strndup(v->raw.data, v->raw.len));
+  return TRUE;
+}
+
+gboolean
+sluice_envelope__add_header_value(SluiceEnvelope *env,
+                                  const SluiceMpValue *name,
+                                  const SluiceMpValue *value, GError **error)
+{
+  gchar *key;
+
+  if (name->type != SLUICE_MP_STR)
+    return wrong_type("headers", "string names", name, error);
+  if (!sluice_codec__check_text("headers (a name)", name->raw.data,
+                                name->raw.len, error))
+    return FALSE;
+  key = g_strndup(name->raw.data, name->raw.len);
+  if (g_hash_table_contains(env->headers, key)) {
+    g_autofree gchar *at = where(name);
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "headers: duplicate name \"%s\"%s", key, at);
+    g_free(key);
+    return FALSE;
+  }
+  if (value->type != SLUICE_MP_STR) {
+    g_autofree gchar *field = g_strdup_printf("headers[\"%s\"]", key);
+    g_free(key);
+    return wrong_type(field, "a string", value, error);
+  }
+  if (!sluice_codec__check_text("headers (a value)", value->raw.data,
+                                value->raw.len, error)) {
+    g_free(key);
+    return FALSE;
+  }
+  g_hash_table_insert(env->headers, key,
+                      g_strndup(value->raw.data, value->raw.len));
+  return TRUE;
+}
+
+gboolean
+sluice_envelope__finish_decode(SluiceEnvelope *env, guint32 seen,
+                               GError **error)
+{
+  if ((seen & REQUIRED_KEYS) != REQUIRED_KEYS) {
+    for (gint key = 0; key < SLUICE_N_KEYS; key++) {
+      if ((REQUIRED_KEYS & (1u << key)) && !(seen & (1u << key))) {
+        g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_MISSING_FIELD,
+                    "%s: required key is missing", key_names[key]);
+        return FALSE;
+      }
+    }
+  }
+  if (env->args == NULL)
+    env->args = g_bytes_new_static(nil_args, sizeof nil_args);
+  return TRUE;
+}
+
+/* ---- Validation before encoding -------------------------------------------
+ */
+
+gboolean
+sluice_message_options__any_set(const SluiceMessageOptions *o)
+{
+  return o->retry.max_attempts > 0 || o->retry.initial_backoff_ms >= 0 ||
+         o->retry.multiplier > 0.0 || o->retry.max_backoff_ms >= 0 ||
+         o->retry.jitter != SLUICE_UNSET || o->timeout_ms > 0 ||
+         o->expires_at > 0 || o->store_result != SLUICE_UNSET ||
+         o->result_ttl_ms > 0 || o->dead_letter != SLUICE_UNSET;
+}
+
+static gint
+compare_names(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(const gchar *const *)a, *(const gchar *const *)b);
+}
+
+const gchar **
+sluice_envelope__sorted_header_names(const SluiceEnvelope *env, guint *n)
+{
+  const gchar **names;
+
+  *n = env->headers != NULL ? g_hash_table_size(env->headers) : 0;
+  if (*n == 0)
+    return NULL;
+  names = (const gchar **)g_hash_table_get_keys_as_array(env->headers, NULL);
+  if (*n > 1)
+    qsort(names, *n, sizeof *names, compare_names);
+  return names;
+}
+
+static gboolean
+validate_name(const gchar *field, const gchar *s, gsize max, GError **error)
+{
+  if (s == NULL) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_MISSING_FIELD,
+                "%s: required, but the envelope has none", field);
+    return FALSE;
+  }
+  return check_name(field, s, strlen(s), max, error);
+}
+
+static gboolean
+validate_not_negative(const gchar *field, gint64 value, GError **error)
+{
+  if (value < 0) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "%s: must be >= 0, found %" G_GINT64_FORMAT, field, value);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+validate_tristate(const gchar *field, SluiceTristate t, GError **error)
+{
+  if (t != SLUICE_UNSET && t != SLUICE_ON && t != SLUICE_OFF) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "%s: %d is not a SluiceTristate", field, (gint)t);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sluice_envelope__validate(const SluiceEnvelope *env, GError **error)
+{
+  const SluiceMessageOptions *o = &env->opts;
+
+  if (!validate_name("id", env->id, SLUICE_ENVELOPE_MAX_ID_BYTES, error) ||
+      !validate_name("task", env->task, SLUICE_ENVELOPE_MAX_NAME_BYTES,
+                     error) ||
+      !validate_name("queue", env->queue, SLUICE_ENVELOPE_MAX_NAME_BYTES,
+                     error))
+    return FALSE;
+  if (env->attempt < 1) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "attempt: must be >= 1 (it counts from 1), found %u",
+                env->attempt);
+    return FALSE;
+  }
+  if (!validate_not_negative("enqueued_at", env->enqueued_at, error) ||
+      !validate_not_negative("eta", env->eta, error) ||
+      !validate_not_negative("unknown_since", env->unknown_since, error) ||
+      !validate_not_negative("opts.timeout_ms", o->timeout_ms, error) ||
+      !validate_not_negative("opts.expires_at", o->expires_at, error) ||
+      !validate_not_negative("opts.result_ttl_ms", o->result_ttl_ms, error) ||
+      !validate_tristate("opts.jitter", o->retry.jitter, error) ||
+      !validate_tristate("opts.store_result", o->store_result, error) ||
+      !validate_tristate("opts.dead_letter", o->dead_letter, error))
+    return FALSE;
+  /* A negative multiplier means "unset" to the policy, like 0; only values
+   * that can never be written are refused. */
+  if (!isfinite(o->retry.multiplier)) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "opts.multiplier: must be finite, found %g",
+                o->retry.multiplier);
+    return FALSE;
+  }
+
+  if (env->history != NULL) {
+    for (guint i = 0; i < env->history->len; i++) {
+      const gchar *line = g_ptr_array_index(env->history, i);
+
+      if (line == NULL) {
+        g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                    "history[%u]: NULL line", i);
+        return FALSE;
+      }
+      if (G_UNLIKELY(!g_utf8_validate(line, -1, NULL))) {
+        g_autofree gchar *field = g_strdup_printf("history[%u]", i);
+        return sluice_codec__check_text(field, line, strlen(line), error);
+      }
+    }
+  }
+  if (env->headers != NULL) {
+    GHashTableIter iter;
+    gpointer k, v;
+
+    g_hash_table_iter_init(&iter, env->headers);
+    while (g_hash_table_iter_next(&iter, &k, &v)) {
+      if (k == NULL || v == NULL) {
+        g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                    "headers: NULL name or value");
+        return FALSE;
+      }
+      if (!sluice_codec__check_text("headers (a name)", k, strlen(k), error) ||
+          !sluice_codec__check_text("headers (a value)", v, strlen(v), error))
+        return FALSE;
+    }
+  }
+  if (env->args != NULL) {
+    gsize len;
+    gconstpointer data = g_bytes_get_data(env->args, &len);
+
+    GError *local = NULL;
+
+    if (!sluice_mp__check_one_value("args", data, len, G_MAXUINT, &local)) {
+      /* Whatever the reader said (TRUNCATED, TRAILING), args that are not
+       * one msgpack value are the caller's invalid value, not bad input. */
+      local->code = SLUICE_CODEC_ERROR_INVALID;
+      g_propagate_error(error, local);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* ---- The front door -------------------------------------------------------
+ */
+
+GBytes *
+sluice_envelope_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
+                       GError **error)
+{
+  g_return_val_if_fail(env != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  if (codec == NULL)
+    codec = sluice_codec_msgpack();
+  return codec->encode(codec, env, error);
+}
+
+static inline gboolean
+is_json_space(guint8 c)
+{
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+SluiceEnvelope *
+sluice_envelope_decode(GBytes *bytes, const SluiceDecodeLimits *limits,
+                       GError **error)
+{
+  SluiceDecodeLimits defaults;
+  const guint8 *data;
+  gsize len;
+  const SluiceCodec *codec;
+
+  g_return_val_if_fail(bytes != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  if (limits == NULL) {
+    sluice_decode_limits_init(&defaults);
+    limits = &defaults;
+  }
+  data = g_bytes_get_data(bytes, &len);
+  if (len > limits->max_bytes) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_TOO_LARGE,
+                "the envelope is %" G_GSIZE_FORMAT
+                " bytes long, over the limit of %" G_GSIZE_FORMAT,
+                len, limits->max_bytes);
+    return NULL;
+  }
+  if (len == 0) {
+    g_set_error_literal(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_TRUNCATED,
+                        "empty input: an envelope is a msgpack map or a JSON "
+                        "object");
+    return NULL;
+  }
+
+  if ((data[0] >= 0x80 && data[0] <= 0x8f) || data[0] == 0xde ||
+      data[0] == 0xdf)
+    codec = sluice_codec_msgpack();
+  else if (data[0] == '{' || is_json_space(data[0]))
+    codec = sluice_codec_json();
+  else {
+    g_set_error(
+        error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+        "byte offset 0: 0x%02x starts neither a msgpack map (0x80-0x8f, "
+        "0xde, 0xdf) nor a JSON object ('{')",
+        data[0]);
+    return NULL;
+  }
+  return codec->decode(codec, bytes, limits, error);
+}
