@@ -67,7 +67,7 @@ static SluiceTaskState
 state_lookup(const gchar *name, gsize len)
 {
   for (guint i = 1; i < G_N_ELEMENTS(state_names); i++) {
-    if (strncmp(state_names[i], name, len) == 0 && state_names[i][len] == '\0')
+    if (strlen(state_names[i]) == len && memcmp(state_names[i], name, len) == 0)
       return (SluiceTaskState)i;
   }
   return SLUICE_STATE_UNKNOWN;
@@ -434,7 +434,7 @@ static ResultKey
 key_lookup(const gchar *name, gsize len)
 {
   for (guint k = 0; k < N_KEYS; k++) {
-    if (strncmp(key_names[k], name, len) == 0 && key_names[k][len] == '\0')
+    if (strlen(key_names[k]) == len && memcmp(key_names[k], name, len) == 0)
       return (ResultKey)k;
   }
   return N_KEYS;

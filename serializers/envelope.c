@@ -204,7 +204,7 @@ static gint
 lookup(const gchar *const *names, gint n, const gchar *name, gsize len)
 {
   for (gint i = 0; i < n; i++) {
-    if (strncmp(names[i], name, len) == 0 && names[i][len] == '\0')
+    if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0)
       return i;
   }
   return -1;

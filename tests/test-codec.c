@@ -854,6 +854,31 @@ START_TEST(test_unknown_keys_skipped)
     g_bytes_unref(bytes);
   }
 
+  /* A key that is a known name plus a NUL and more is unknown (and must
+   * not make the lookup read past the known name). */
+  fields_add_raw(fields, "placeholder", hex_bytes("01"));
+  {
+    GBytes *plain = fields_msgpack(fields);
+    GByteArray *a = g_byte_array_new();
+    gsize len;
+    const guint8 *data = g_bytes_get_data(plain, &len);
+    static const guint8 key[] = {0xa7, 't', 'a', 's', 'k', 0x00, 'z', 'z'};
+
+    /* Swap the last key ("placeholder", 12 bytes with its header) for
+     * "task\0zz". */
+    g_byte_array_append(a, data, len - 13);
+    g_byte_array_append(a, key, sizeof key);
+    g_byte_array_append(a, data + len - 1, 1);
+    bytes = g_byte_array_free_to_bytes(a);
+    env = sluice_envelope_decode(bytes, NULL, &err);
+    assert_no_error(err);
+    ck_assert_str_eq(env->task, "tasks.add");
+    sluice_envelope_free(env);
+    g_bytes_unref(bytes);
+    g_bytes_unref(plain);
+  }
+  fields_remove(fields, "placeholder");
+
   /* Skipped only if well-formed: an unknown value that holds 0xc1. */
   fields_set_raw(fields, "priority", hex_bytes("92 01 c1"));
   assert_fields_fail(fields, SLUICE_CODEC_ERROR_INVALID, "priority");
@@ -2195,6 +2220,9 @@ typedef struct {
 } RecordCase;
 
 static const RecordCase record_cases[] = {
+    /* state "queued\0x": not a known name */
+    {"83 a1 76 01 a2 69 64 a1 61 a5 73 74 61 74 65 a8 71 75 65 75 65 64 00 78",
+     -1, NULL},
     /* {v:1, id:"a", state:"paused"}: a newer state reads as unknown */
     {"83 a1 76 01 a2 69 64 a1 61 a5 73 74 61 74 65 a6 70 61 75 73 65 64", -1,
      NULL},
