@@ -58,8 +58,7 @@
 
 #define SELF(b) ((SluiceRedisBroker *)(b))
 
-/* ---- Argument vectors -----------------------------------------------------
- */
+/* ---- Argument vectors ---------------------------------------------------- */
 
 void
 sluice_redis_argv__init(SluiceRedisArgv *a, guint cap, gsize scratch_hint)
@@ -180,8 +179,7 @@ sluice_redis_argv__finish(SluiceRedisArgv *a)
       a->argv[i] = a->scratch->str + a->scratch_at[i];
 }
 
-/* ---- Running commands ------------------------------------------------------
- */
+/* ---- Running commands ---------------------------------------------------- */
 
 SluiceRedisConn *
 sluice_redis_broker__acquire(SluiceRedisBroker *self, GError **error)
@@ -323,7 +321,7 @@ run_pipeline(SluiceRedisBroker *self, const gchar *what, gboolean idempotent,
   }
 }
 
-/* ---- Reply parsing ----------------------------------------------------- */
+/* ---- Reply parsing ------------------------------------------------------- */
 
 static gboolean
 unexpected_reply(SluiceRedisBroker *self, const gchar *what, GError **error)
@@ -404,7 +402,7 @@ valid_entry_id(const gchar *id)
   return TRUE;
 }
 
-/* ---- produce ------------------------------------------------------------ */
+/* ---- produce ------------------------------------------------------------- */
 
 static void
 add_submit(SluiceRedisArgv *a, const SluiceSubmit *item)
@@ -471,7 +469,7 @@ redis_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
   return TRUE;
 }
 
-/* ---- consume ------------------------------------------------------------ */
+/* ---- consume ------------------------------------------------------------- */
 
 static gboolean
 redis_fetch(SluiceBroker *broker, const gchar *consumer,
@@ -660,7 +658,7 @@ redis_wakeup(SluiceBroker *broker)
     sluice_redis_pool__wakeup(self->pool);
 }
 
-/* ---- schedule ----------------------------------------------------------- */
+/* ---- schedule ------------------------------------------------------------ */
 
 static gboolean
 redis_promote_due(SluiceBroker *broker, gint64 now_ms, guint max,
@@ -725,7 +723,7 @@ redis_cancel_scheduled(SluiceBroker *broker, const gchar *id, GBytes *record,
   return TRUE;
 }
 
-/* ---- results ------------------------------------------------------------ */
+/* ---- results ------------------------------------------------------------- */
 
 /* GET the record; @out_final tells whether it is final. */
 static gboolean
@@ -887,9 +885,9 @@ redis_wait_record(SluiceBroker *broker, const gchar *id, gint64 timeout_ms,
       break;
     /* Woken by the notification, or after the safety-net period; the
      * record is read again either way. */
-    ok = sluice_redis_conn__read_within(
-        self->pool, sub, MIN(remaining_ms, SLUICE_REDIS_WAIT_POLL_MS), &message,
-        error);
+    ok = sluice_redis_conn__read_within(self->pool, sub,
+                                        MIN(remaining_ms, self->wait_poll_ms),
+                                        &message, error);
     if (message != NULL)
       freeReplyObject(message);
     if (!ok)
@@ -908,8 +906,7 @@ redis_wait_record(SluiceBroker *broker, const gchar *id, gint64 timeout_ms,
   return TRUE;
 }
 
-/* ---- revocation -----------------------------------------------------------
- */
+/* ---- revocation ---------------------------------------------------------- */
 
 static gboolean
 redis_revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
@@ -992,8 +989,7 @@ redis_list_revocations(SluiceBroker *broker, gint64 after, gint64 now_ms,
   return TRUE;
 }
 
-/* ---- periodic tasks -------------------------------------------------------
- */
+/* ---- periodic tasks ------------------------------------------------------ */
 
 static gboolean
 redis_claim_periodic(SluiceBroker *broker, const gchar *name,
@@ -1058,8 +1054,7 @@ redis_last_periodic(SluiceBroker *broker, const gchar *name, gint64 *out_last,
   return TRUE;
 }
 
-/* ---- dead letters ---------------------------------------------------------
- */
+/* ---- dead letters -------------------------------------------------------- */
 
 /* One XRANGE element ([id, [field, value, ...]]) to a SluiceDeadLetter. */
 static SluiceDeadLetter *
@@ -1257,8 +1252,7 @@ redis_dlq_delete(SluiceBroker *broker, const gchar *entry_id,
   return TRUE;
 }
 
-/* ---- admin ----------------------------------------------------------------
- */
+/* ---- admin --------------------------------------------------------------- */
 
 static gboolean
 redis_stats(SluiceBroker *broker, const gchar *const *queues,
@@ -1350,8 +1344,7 @@ redis_purge(SluiceBroker *broker, const gchar *queue, guint64 *out_removed,
   return TRUE;
 }
 
-/* ---- lifecycle ------------------------------------------------------------
- */
+/* ---- lifecycle ----------------------------------------------------------- */
 
 static void
 redis_close(SluiceBroker *broker)
@@ -1410,8 +1403,7 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->finalize = redis_finalize;
 }
 
-/* ---- Public API ------------------------------------------------------------
- */
+/* ---- Public API ---------------------------------------------------------- */
 
 void
 sluice_redis_options_init(SluiceRedisOptions *options)
@@ -1494,6 +1486,7 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
   sluice_redis_url__clear(&url);
   sluice_redis_keys__init(&self->keys, ns);
   sluice_redis_scripts__init(self->scripts, transport->lua);
+  self->wait_poll_ms = SLUICE_REDIS_WAIT_POLL_MS;
   self->dead_letter_max = options->dead_letter_max > 0
                               ? options->dead_letter_max
                               : SLUICE_DEFAULT_DEAD_LETTER_MAX;

@@ -36,6 +36,9 @@ G_BEGIN_DECLS
  * @scripts: the shared scripts, with the transport's fragment spliced in
  * @dead_letter_max: the DLQ cap
  * @stale_settles: settlements refused by fencing (atomic)
+ * @wait_poll_ms: the safety-net period of wait_record
+ *   (SLUICE_REDIS_WAIT_POLL_MS; tests raise it to prove that wake-ups come
+ *   from the notification)
  */
 struct _SluiceRedisBroker {
   SluiceBroker parent;
@@ -46,6 +49,7 @@ struct _SluiceRedisBroker {
   SluiceRedisScript scripts[SLUICE_REDIS_SCRIPT_N];
   guint dead_letter_max;
   gint stale_settles;
+  gint64 wait_poll_ms;
 };
 
 /**

@@ -86,7 +86,7 @@ struct _SluiceRedisPool {
   GArray *blocked_ids;    /* gint64 CLIENT IDs blocked now */
 };
 
-/* ---- URLs ------------------------------------------------------------- */
+/* ---- URLs ---------------------------------------------------------------- */
 
 static gboolean
 url_invalid(GError **error, const gchar *shown, const gchar *why)
@@ -270,7 +270,7 @@ url_copy(const SluiceRedisUrl *from, SluiceRedisUrl *to)
   to->display = g_strdup(from->display);
 }
 
-/* ---- Replies ------------------------------------------------------------ */
+/* ---- Replies ------------------------------------------------------------- */
 
 void
 sluice_redis_replies__free(redisReply **replies, guint n)
@@ -378,7 +378,7 @@ sluice_redis_reply__check(SluiceRedisPool *pool, const redisReply *reply,
   return FALSE;
 }
 
-/* ---- Outage bookkeeping ------------------------------------------------- */
+/* ---- Outage bookkeeping -------------------------------------------------- */
 
 /* Called with pool->lock held. */
 static void
@@ -436,7 +436,7 @@ note_connected(SluiceRedisPool *pool)
         pool->url.display, (g_get_monotonic_time() - since) / 1000);
 }
 
-/* ---- Connections -------------------------------------------------------- */
+/* ---- Connections --------------------------------------------------------- */
 
 static struct timeval
 ms_to_timeval(gint64 ms)
@@ -784,7 +784,7 @@ unreachable:
   return NULL;
 }
 
-/* ---- The pool ----------------------------------------------------------- */
+/* ---- The pool ------------------------------------------------------------ */
 
 SluiceRedisPool *
 sluice_redis_pool__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,

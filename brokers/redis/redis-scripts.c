@@ -40,7 +40,7 @@
 
 #include "brokers/redis/redis-scripts.h"
 
-/* ---- The shared library ------------------------------------------------ */
+/* ---- The shared library -------------------------------------------------- */
 
 static const gchar lua_library[] =
     /* rec: flag byte + record, or '' for none. */
