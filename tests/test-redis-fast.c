@@ -737,6 +737,7 @@ END_TEST
 START_TEST(test_settle_release_goes_first)
 {
   g_autoptr(SluiceBroker) b = test_broker();
+  g_autofree gchar *ns = test_namespace();
   g_autoptr(GPtrArray) first = NULL;
   g_autoptr(GPtrArray) again = NULL;
   SluiceSettlement s = {0};
@@ -750,6 +751,9 @@ START_TEST(test_settle_release_goes_first)
   s.id = "a";
   settle(b, &s, 1);
   ck_assert_int_eq(s.status, SLUICE_SETTLE_DONE);
+  /* Repeating the settlement (after a lost reply) releases nothing more. */
+  settle(b, &s, 1);
+  ck_assert_int_eq(llen(shared, ns, "default"), 2);
   /* Released to the consuming end: fetched before B. */
   again = fetch(b, q_default, 2, 0);
   ck_assert_uint_eq(again->len, 2);

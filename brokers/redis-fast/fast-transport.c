@@ -23,7 +23,10 @@
  *            block_ms == 0 uses LMPOP, because a BLMPOP timeout of 0 means
  *            "forever". The socket waits block_ms plus the command timeout,
  *            and `wakeup` can interrupt the BLMPOP (CLIENT UNBLOCK).
- *   release  RPUSH back to the consuming end, so it is fetched next
+ *   release  RPUSH back to the consuming end, so it is fetched next;
+ *            skipped if the same bytes are there already, so a settle
+ *            repeated after a lost reply does not release twice (unless a
+ *            fetch took it in between: a possible duplicate at shutdown)
  *   ack      nothing (ack_is_noop): an ACK without record is not even sent
  *
  * Payloads are handed to the core without a copy: each delivery's GBytes
@@ -45,8 +48,13 @@ static const gchar fast_lua[] =
     "end\n"
     "local function t_check(queue, handle, consumer) return true end\n"
     "local function t_ack(queue, handle, consumer) end\n"
+    /* A settle repeated after a lost reply must not release twice: skip
+     * when the same bytes already sit at the consuming end. */
     "local function t_release(queue, handle, consumer, payload)\n"
-    "  redis.call('RPUSH', K_QUEUE .. queue, payload)\n"
+    "  local key = K_QUEUE .. queue\n"
+    "  if redis.call('LINDEX', key, -1) ~= payload then\n"
+    "    redis.call('RPUSH', key, payload)\n"
+    "  end\n"
     "end\n"
     "local function t_depth(queue)\n"
     "  return redis.call('LLEN', K_QUEUE .. queue)\n"

@@ -47,7 +47,9 @@
  * registers its CLIENT ID for the duration of the exchange; wakeup sends
  * CLIENT UNBLOCK for each registered id from another pooled connection. A
  * fetch whose command is still on its way to the server when wakeup runs
- * is not unblocked; the worker bounds every fetch anyway.
+ * is not unblocked; the worker bounds every fetch anyway. Wakeup must not
+ * block: it uses an idle connection, and only when there is none makes one
+ * with a short connect timeout (WAKEUP_CONNECT_MS), never during an outage.
  *
  * To extend: new connection-level setup (CLIENT SETNAME, a RESP3 HELLO once
  * hiredis has it) belongs in conn_handshake(); new error codes in
@@ -66,6 +68,8 @@
 #include "brokers/redis/redis-conn.h"
 
 #define INITIAL_BACKOFF_MS 100
+/* The longest a wakeup may spend making a connection. */
+#define WAKEUP_CONNECT_MS 250
 /* An output buffer larger than this is freed after use rather than kept by
  * an idle connection. */
 #define KEEP_OBUF_BYTES (256 * 1024)
@@ -666,8 +670,8 @@ sluice_redis_conn__read_within(SluiceRedisPool *pool, SluiceRedisConn *conn,
  * and either sets *reason (the server could not be talked to: an outage)
  * or @error (the server answered no). */
 static gboolean
-conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gchar **reason,
-               GError **error)
+conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
+               gchar **reason, GError **error)
 {
   const SluiceRedisUrl *url = &pool->url;
   redisReply *replies[3] = {NULL, NULL, NULL};
@@ -708,7 +712,7 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gchar **reason,
     sluice_redis_conn__append(conn, 2, argv, lens);
     id_at = n++;
   }
-  if (!exchange_raw(conn, n, replies, pool->connect_timeout_ms, reason))
+  if (!exchange_raw(conn, n, replies, timeout_ms, reason))
     return FALSE;
 
   if (auth_at != G_MAXUINT &&
@@ -740,12 +744,12 @@ out:
   return ok;
 }
 
-/* Makes a new connection; no lock held. */
+/* Makes a new connection within @timeout_ms; no lock held. */
 static SluiceRedisConn *
-conn_open(SluiceRedisPool *pool, GError **error)
+conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
 {
   const SluiceRedisUrl *url = &pool->url;
-  struct timeval tv = ms_to_timeval(pool->connect_timeout_ms);
+  struct timeval tv = ms_to_timeval(timeout_ms);
   g_autofree gchar *reason = NULL;
   SluiceRedisConn *conn;
   redisContext *ctx;
@@ -766,7 +770,7 @@ conn_open(SluiceRedisPool *pool, GError **error)
 
   conn = g_new0(SluiceRedisConn, 1);
   conn->ctx = ctx;
-  if (!conn_handshake(pool, conn, &reason, error)) {
+  if (!conn_handshake(pool, conn, timeout_ms, &reason, error)) {
     conn_free(conn);
     if (reason != NULL)
       goto unreachable;
@@ -881,7 +885,7 @@ sluice_redis_pool__acquire(SluiceRedisPool *pool, GError **error)
     pool->next_attempt_us = now + pool->backoff_ms * 1000;
   }
   g_mutex_unlock(&pool->lock);
-  return conn_open(pool, error);
+  return conn_open(pool, pool->connect_timeout_ms, error);
 }
 
 void
@@ -922,7 +926,8 @@ sluice_redis_pool__wakeup(SluiceRedisPool *pool)
   if (conn != NULL && !conn_is_alive(conn))
     g_clear_pointer(&conn, conn_free);
   if (conn == NULL && may_connect)
-    conn = conn_open(pool, NULL);
+    conn =
+        conn_open(pool, MIN(pool->connect_timeout_ms, WAKEUP_CONNECT_MS), NULL);
   if (conn == NULL)
     return;
 
