@@ -330,6 +330,48 @@ START_TEST(test_enqueue_idempotent)
 }
 END_TEST
 
+START_TEST(test_enqueue_mixed_batch_keeps_order)
+{
+  g_autoptr(SluiceBroker) b = test_broker();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) p1 = text("1");
+  g_autoptr(GBytes) p2 = text("2");
+  g_autoptr(GBytes) p3 = text("3");
+  g_autoptr(GBytes) p4 = text("4");
+  g_autoptr(GBytes) p5 = text("5");
+  g_autoptr(GBytes) p6 = text("6");
+  g_autoptr(GBytes) rec = text("queued");
+  g_autoptr(GPtrArray) got = NULL;
+  SluiceBrokerStats stats;
+  /* Plain pushes and full submits interleaved, two queues, one delayed. */
+  SluiceSubmit items[6] = {
+      {.id = "m1", .queue = "default", .payload = p1},
+      {.id = "m2", .queue = "default", .payload = p2, .dedup_ttl_ms = 60000},
+      {.id = "m3", .queue = "other", .payload = p3},
+      {.id = "m4",
+       .queue = "default",
+       .payload = p4,
+       .record = rec,
+       .record_ttl_ms = 60000},
+      {.id = "m5", .queue = "default", .payload = p5, .due_at = 5000},
+      {.id = "m6", .queue = "default", .payload = p6},
+  };
+
+  ck_assert(sluice_broker_enqueue(b, items, 6, &error));
+  got = fetch(b, q_default, 10, 0);
+  ck_assert_uint_eq(got->len, 4);
+  ck_assert(bytes_is(delivery_at(got, 0)->payload, "1"));
+  ck_assert(bytes_is(delivery_at(got, 1)->payload, "2"));
+  ck_assert(bytes_is(delivery_at(got, 2)->payload, "4"));
+  ck_assert(bytes_is(delivery_at(got, 3)->payload, "6"));
+  sluice_broker_stats_init(&stats);
+  ck_assert(sluice_broker_stats(b, NULL, &stats, &error));
+  ck_assert_int_eq(stats.scheduled, 1);
+  ck_assert_uint_eq(stats.queues->len, 2);
+  sluice_broker_stats_clear(&stats);
+}
+END_TEST
+
 START_TEST(test_schedule_and_promote)
 {
   g_autoptr(SluiceBroker) b = test_broker();
@@ -1698,6 +1740,7 @@ redis_suite(void)
   tcase_add_test(contract, test_enqueue_fetch_one);
   tcase_add_test(contract, test_enqueue_batch_one_round_trip);
   tcase_add_test(contract, test_enqueue_idempotent);
+  tcase_add_test(contract, test_enqueue_mixed_batch_keeps_order);
   tcase_add_test(contract, test_schedule_and_promote);
   tcase_add_test(contract, test_promote_concurrent_once);
   tcase_add_test(contract, test_fetch_priority_and_count);

@@ -46,6 +46,16 @@ static const gchar fast_lua[] =
     "local function t_push(queue, payload)\n"
     "  redis.call('LPUSH', K_QUEUE .. queue, payload)\n"
     "end\n"
+    /* One LPUSH per chunk: LPUSH k a b c leaves c b a, and popping from
+     * the right gives a b c, so the order holds. Chunks stay well below
+     * Lua's unpack limit. */
+    "local function t_push_many(queue, payloads)\n"
+    "  local key = K_QUEUE .. queue\n"
+    "  for s = 1, #payloads, 1000 do\n"
+    "    redis.call('LPUSH', key,\n"
+    "               unpack(payloads, s, math.min(s + 999, #payloads)))\n"
+    "  end\n"
+    "end\n"
     "local function t_check(queue, handle, consumer) return true end\n"
     "local function t_ack(queue, handle, consumer) end\n"
     /* A settle repeated after a lost reply must not release twice: skip

@@ -444,14 +444,25 @@ redis_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
   }
 
   sluice_redis_argv__init(
-      &a, SLUICE_REDIS_SCRIPT_ARGV0 + 1 + queues->len + 7 * n_items,
+      &a, SLUICE_REDIS_SCRIPT_ARGV0 + 1 + queues->len + 8 * n_items,
       n_items * 48);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_int(&a, queues->len);
   for (guint k = 0; k < queues->len; k++)
     sluice_redis_argv__add_str(&a, g_ptr_array_index(queues, k));
-  for (guint i = 0; i < n_items; i++)
-    add_submit(&a, &items[i]);
+  for (guint i = 0; i < n_items; i++) {
+    const SluiceSubmit *item = &items[i];
+
+    /* The compact form for a message that is only pushed. */
+    if (item->due_at <= 0 && item->dedup_ttl_ms <= 0 && item->record == NULL) {
+      sluice_redis_argv__add(&a, "r", 1);
+      sluice_redis_argv__add_str(&a, item->queue);
+      sluice_redis_argv__add_bytes(&a, item->payload);
+    } else {
+      sluice_redis_argv__add(&a, "s", 1);
+      add_submit(&a, item);
+    }
+  }
   sluice_redis_argv__finish(&a);
 
   ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_ENQUEUE, idempotent,
@@ -510,6 +521,14 @@ add_settlement(SluiceRedisBroker *self, SluiceRedisArgv *a,
                               [SLUICE_SETTLE_RELEASE] = 'L'};
   const SluiceDelivery *d = s->delivery;
 
+  if (s->action == SLUICE_SETTLE_ACK && self->transport->ack_is_noop) {
+    /* Only the record to write: the compact form. */
+    sluice_redis_argv__add(a, "a", 1);
+    sluice_redis_argv__add_str(a, s->id);
+    sluice_redis_argv__add_record(a, s->record, s->record_final);
+    sluice_redis_argv__add_int(a, record_ttl(s->record_ttl_ms));
+    return;
+  }
   sluice_redis_argv__add(a, &ops[s->action], 1);
   sluice_redis_argv__add_str(a, d->queue);
   sluice_redis_argv__add_str(a, d->handle);

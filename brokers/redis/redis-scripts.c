@@ -20,8 +20,9 @@
  *    doubles hold them exactly.
  *
  * A transport (redis-transport.h) supplies a Lua fragment defining t_push,
- * t_check, t_ack, t_release, t_depth, t_in_flight, t_purge, t_heartbeat and
- * t_leave; the library and bodies below call only those to touch a queue.
+ * t_push_many, t_check, t_ack, t_release, t_depth, t_in_flight, t_purge,
+ * t_heartbeat and t_leave; the library and bodies below call only those to
+ * touch a queue.
  *
  * Stored formats:
  *  - record at K_RECORD..id: one flag byte, 'F' (final) or 'P', then the
@@ -119,21 +120,60 @@ static const gchar lua_library[] =
  * (due 0 = ready now; dedup_ttl 0 = no claim; rec '' = no record).
  */
 
-/* ARGV: nq, the nq distinct queues of the batch, then the submits.
- * Returns one char per submit: '1' when its claim existed (not written). */
+/* ARGV: nq, the nq distinct queues of the batch, then the items, each
+ * one of:
+ *   'r' queue payload                      ready now, no id-keyed extras
+ *   's' id queue payload due dedup_ttl rec rec_ttl   (a full submit)
+ * Every check comes first (claims, including an id claimed earlier in the
+ * same batch), then the writes: the queues first, one push per queue (the
+ * likeliest write to fail, on a key of a wrong type, so a failure leaves no
+ * claim without its message), then schedule entries, claims and records.
+ * Returns one char per item: '1' when its claim existed (nothing written).
+ * The compact 'r' form and the grouped pushes keep Redis CPU per message
+ * low: argument count and redis.call count dominate a script's cost. */
 static const gchar body_enqueue[] =
     "local nq = tonumber(ARGV[1])\n"
-    "local out = {}\n"
+    "local out, pushes, order, writes, seen = {}, {}, {}, {}, {}\n"
     "local i = nq + 2\n"
     "while i <= #ARGV do\n"
-    "  if submit_claimed(ARGV[i], ARGV[i + 4]) then\n"
-    "    out[#out + 1] = '1'\n"
-    "  else\n"
-    "    submit_write(ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3],\n"
-    "                 ARGV[i + 4], ARGV[i + 5], ARGV[i + 6])\n"
+    "  local q, p\n"
+    "  if ARGV[i] == 'r' then\n"
+    "    q, p = ARGV[i + 1], ARGV[i + 2]\n"
     "    out[#out + 1] = '0'\n"
+    "    i = i + 3\n"
+    "  else\n"
+    "    local id, dedup = ARGV[i + 1], tonumber(ARGV[i + 5])\n"
+    "    if dedup > 0 and\n"
+    "       (seen[id] or redis.call('EXISTS', K_DEDUP .. id) == 1) then\n"
+    "      out[#out + 1] = '1'\n"
+    "    else\n"
+    "      if dedup > 0 then seen[id] = true end\n"
+    "      writes[#writes + 1] = i\n"
+    "      out[#out + 1] = '0'\n"
+    "      if tonumber(ARGV[i + 4]) <= 0 then\n"
+    "        q, p = ARGV[i + 2], ARGV[i + 3]\n"
+    "      end\n"
+    "    end\n"
+    "    i = i + 8\n"
     "  end\n"
-    "  i = i + 7\n"
+    "  if q then\n"
+    "    local list = pushes[q]\n"
+    "    if not list then\n"
+    "      list = {}; pushes[q] = list; order[#order + 1] = q\n"
+    "    end\n"
+    "    list[#list + 1] = p\n"
+    "  end\n"
+    "end\n"
+    "for _, q in ipairs(order) do t_push_many(q, pushes[q]) end\n"
+    "for _, j in ipairs(writes) do\n"
+    "  local id = ARGV[j + 1]\n"
+    "  if tonumber(ARGV[j + 5]) > 0 then\n"
+    "    redis.call('SET', K_DEDUP .. id, '1', 'PX', ARGV[j + 5])\n"
+    "  end\n"
+    "  if tonumber(ARGV[j + 4]) > 0 then\n"
+    "    schedule_add(id, ARGV[j + 2], ARGV[j + 3], ARGV[j + 4])\n"
+    "  end\n"
+    "  put_record(id, ARGV[j + 6], ARGV[j + 7])\n"
     "end\n"
     "if nq > 0 then redis.call('SADD', K_QUEUES, unpack(ARGV, 2, nq + 1)) end\n"
     "return table.concat(out)\n";
@@ -157,13 +197,15 @@ static const gchar body_promote[] =
     "local nxt = redis.call('ZRANGE', K_SCHEDULE, 0, 0, 'WITHSCORES')\n"
     "return {n, nxt[2] or '0'}\n";
 
-/* ARGV: dead_letter_max, consumer, then per settlement:
+/* ARGV: dead_letter_max, consumer, then per settlement one of:
+ *   'a' id rec rec_ttl       an ACK when the transport's ack is a no-op:
+ *                            only the record (compact: fewer arguments)
  *   op queue handle id rec rec_ttl, followed by
- *   op 'A' (ack):          nothing
- *   op 'R' (retry):        payload at
- *   op 'D' (dead letter):  payload task_id task reason detail source
- *                          deliveries at
- *   op 'L' (release):      payload
+ *     op 'A' (ack):          nothing
+ *     op 'R' (retry):        payload at
+ *     op 'D' (dead letter):  payload task_id task reason detail source
+ *                            deliveries at
+ *     op 'L' (release):      payload
  * Returns one char per settlement: 'D' done, 'S' stale (t_check refused:
  * nothing acknowledged, scheduled or buried; the record is still written,
  * the last to finish wins). */
@@ -173,30 +215,37 @@ static const gchar body_settle[] =
     "local out = {}\n"
     "local i = 3\n"
     "while i <= #ARGV do\n"
-    "  local op, queue, handle = ARGV[i], ARGV[i + 1], ARGV[i + 2]\n"
-    "  local id, rec, ttl = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]\n"
-    "  local f = i + 6\n"
-    "  if op == 'R' then i = f + 2\n"
-    "  elseif op == 'D' then i = f + 8\n"
-    "  elseif op == 'L' then i = f + 1\n"
-    "  else i = f end\n"
-    "  if t_check(queue, handle, consumer) then\n"
-    "    if op == 'L' then\n"
-    "      t_release(queue, handle, consumer, ARGV[f])\n"
-    "    else\n"
-    "      t_ack(queue, handle, consumer)\n"
-    "      if op == 'R' then\n"
-    "        schedule_add(id, queue, ARGV[f], ARGV[f + 1])\n"
-    "      elseif op == 'D' then\n"
-    "        dlq_add(max, ARGV[f], ARGV[f + 1], ARGV[f + 2], ARGV[f + 3],\n"
-    "                ARGV[f + 4], ARGV[f + 5], ARGV[f + 6], ARGV[f + 7])\n"
-    "      end\n"
-    "    end\n"
+    "  local op = ARGV[i]\n"
+    "  if op == 'a' then\n"
+    "    put_record(ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])\n"
     "    out[#out + 1] = 'D'\n"
+    "    i = i + 4\n"
     "  else\n"
-    "    out[#out + 1] = 'S'\n"
+    "    local queue, handle = ARGV[i + 1], ARGV[i + 2]\n"
+    "    local id, rec, ttl = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]\n"
+    "    local f = i + 6\n"
+    "    if op == 'R' then i = f + 2\n"
+    "    elseif op == 'D' then i = f + 8\n"
+    "    elseif op == 'L' then i = f + 1\n"
+    "    else i = f end\n"
+    "    if t_check(queue, handle, consumer) then\n"
+    "      if op == 'L' then\n"
+    "        t_release(queue, handle, consumer, ARGV[f])\n"
+    "      else\n"
+    "        t_ack(queue, handle, consumer)\n"
+    "        if op == 'R' then\n"
+    "          schedule_add(id, queue, ARGV[f], ARGV[f + 1])\n"
+    "        elseif op == 'D' then\n"
+    "          dlq_add(max, ARGV[f], ARGV[f + 1], ARGV[f + 2], ARGV[f + 3],\n"
+    "                  ARGV[f + 4], ARGV[f + 5], ARGV[f + 6], ARGV[f + 7])\n"
+    "        end\n"
+    "      end\n"
+    "      out[#out + 1] = 'D'\n"
+    "    else\n"
+    "      out[#out + 1] = 'S'\n"
+    "    end\n"
+    "    if id ~= '' then put_record(id, rec, ttl) end\n"
     "  end\n"
-    "  if id ~= '' then put_record(id, rec, ttl) end\n"
     "end\n"
     "return table.concat(out)\n";
 

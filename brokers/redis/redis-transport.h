@@ -11,8 +11,11 @@
  * these local functions, which are all the shared scripts use to touch a
  * queue:
  *
- *   t_push(queue, payload)       append a ready message (enqueue, promotion,
+ *   t_push(queue, payload)       append a ready message (promotion,
  *                                periodic claims, replays)
+ *   t_push_many(queue, payloads) append a Lua array of ready messages, in
+ *                                order (an enqueue batch; one command per
+ *                                chunk where the structure allows)
  *   t_check(queue, handle, consumer) -> boolean
  *                                may this settlement proceed? (fencing:
  *                                FALSE = another consumer owns the entry;
