@@ -234,14 +234,17 @@ node_to_value(JsonNode *node, SluiceMpValue *v)
     v->type = SLUICE_MP_BOOL;
     v->b = json_node_get_boolean(node);
     return;
-  default:
+  default: {
+    gsize len;
+
     v->type = SLUICE_MP_STR;
     v->raw.data = json_node_get_string(node);
-    /* The whole text is at most max_bytes, and a SluiceMpValue string at
-     * most 4 GiB; a longer one is cut and then refused by the length or
-     * UTF-8 rules rather than read past. */
-    v->raw.len = (guint32)MIN(strlen(v->raw.data), G_MAXUINT32);
+    /* A SluiceMpValue string holds at most 4 GiB; a longer one (only
+     * possible with a max_bytes above that) is cut, never read past. */
+    len = strlen(v->raw.data);
+    v->raw.len = (guint32)MIN(len, G_MAXUINT32);
     return;
+  }
   }
 }
 
@@ -313,11 +316,12 @@ read_headers(JsonNode *node, SluiceEnvelope *env, GError **error)
   json_object_iter_init_ordered(&iter, json_node_get_object(node));
   while (json_object_iter_next_ordered(&iter, &name, &member)) {
     SluiceMpValue k, v;
+    gsize name_len = strlen(name);
 
     k.type = SLUICE_MP_STR;
     k.offset = G_MAXSIZE;
     k.raw.data = name;
-    k.raw.len = (guint32)MIN(strlen(name), G_MAXUINT32);
+    k.raw.len = (guint32)MIN(name_len, G_MAXUINT32);
     node_to_value(member, &v);
     if (!sluice_envelope__add_header_value(env, &k, &v, error))
       return FALSE;

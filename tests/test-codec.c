@@ -1882,7 +1882,8 @@ mutate(GByteArray *a, GRand *rand)
       break;
     case 5: { /* duplicate a chunk in place */
       guint8 chunk[16];
-      guint n = MIN(a->len - pos, (guint)g_rand_int_range(rand, 1, 16));
+      guint want = (guint)g_rand_int_range(rand, 1, 16);
+      guint n = MIN(a->len - pos, want); /* MIN evaluates twice */
 
       memcpy(chunk, a->data + pos, n);
       for (guint k = 0; k < n; k++)
