@@ -200,10 +200,16 @@ sluice_envelope__option_name(SluiceOptionKey key)
   return option_names[key];
 }
 
+/* Runs for every key of every envelope decoded: the first byte rules out
+ * most names before any length is taken. */
 static gint
 lookup(const gchar *const *names, gint n, const gchar *name, gsize len)
 {
+  if (len == 0)
+    return -1;
   for (gint i = 0; i < n; i++) {
+    if (names[i][0] != name[0])
+      continue;
     if (strlen(names[i]) == len && memcmp(names[i], name, len) == 0)
       return i;
   }
