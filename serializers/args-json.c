@@ -44,6 +44,7 @@
 #include <math.h>
 #include <msgpack.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
