@@ -75,6 +75,8 @@ sluice_client_new(SluiceBroker *broker, const SluiceClientOptions *options,
     client->options.dedup_ttl_ms = SLUICE_DEFAULT_DEDUP_TTL_MS;
   if (client->options.max_message_bytes == 0)
     client->options.max_message_bytes = SLUICE_DEFAULT_MAX_MESSAGE_BYTES;
+  if (client->options.result_poll_interval_ms <= 0)
+    client->options.result_poll_interval_ms = SAFETY_POLL_MS;
   if (client->options.codec == NULL)
     client->options.codec = sluice_codec_msgpack();
   if (client->options.registry != NULL)
@@ -374,7 +376,8 @@ sluice_client_get_result(SluiceClient *client, const gchar *id,
   for (;;) {
     g_autoptr(GBytes) bytes = NULL;
     gint64 now = g_get_monotonic_time() / 1000;
-    gint64 wait = MIN(MAX(deadline - now, 0), SAFETY_POLL_MS);
+    gint64 wait =
+        MIN(MAX(deadline - now, 0), client->options.result_poll_interval_ms);
 
     if (!sluice_broker_wait_record(client->broker, id, wait, &bytes, error))
       return NULL;

@@ -114,7 +114,8 @@ struct _SluiceWorker {
   GAsyncQueue *settle_queue; /* Pending* */
 
   GMainContext *context;
-  GMainLoop *loop;
+  gint housekeeping_quit; /* atomic */
+  guint64 sync_done;      /* under lock: housekeeping syncs completed */
   GSource *promote_source;
   GSource *watchdog_source;
   GSource *periodic_source;
@@ -170,6 +171,7 @@ static const gchar settle_stop_marker[] = "stop";
 static void worker_core_unref(SluiceWorker *worker);
 static void drive_stop(SluiceWorker *worker);
 static void watchdog_arm(SluiceWorker *worker, gint64 deadline);
+static void sync_housekeeping(SluiceWorker *worker);
 
 /* ---- Options --------------------------------------------------------------
  */
@@ -304,7 +306,6 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
   worker->rand = g_rand_new();
   worker->settle_queue = g_async_queue_new();
   worker->context = g_main_context_new();
-  worker->loop = g_main_loop_new(worker->context, FALSE);
   g_mutex_init(&worker->revoke_lock);
   worker->revoked =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -328,7 +329,6 @@ worker_core_unref(SluiceWorker *worker)
   g_ptr_array_unref(worker->periodics);
   g_hash_table_unref(worker->revoked);
   g_mutex_clear(&worker->revoke_lock);
-  g_main_loop_unref(worker->loop);
   g_main_context_unref(worker->context);
   g_async_queue_unref(worker->settle_queue);
   g_rand_free(worker->rand);
@@ -855,6 +855,7 @@ execute(gpointer data, gpointer user_data)
   SluiceTaskContext ctx;
   g_autoptr(GError) error = NULL;
   gboolean ok;
+  gboolean claimed;
   gint64 now;
 
   if (!g_atomic_int_compare_and_exchange(&job->phase, JOB_QUEUED,
@@ -897,12 +898,16 @@ execute(gpointer data, gpointer user_data)
                             job->policy.max_attempts, job->cancellable);
   ok = job->entry->func(&ctx, job->entry->user_data, &error);
 
+  /* Claim before leaving `running`: the stop sequence releases running
+   * jobs it can claim once `running` drops to zero, and must not release a
+   * task that has in fact finished. */
+  claimed = job_claim(job);
   g_mutex_lock(&worker->lock);
   worker->running--;
   g_cond_broadcast(&worker->cond);
   g_mutex_unlock(&worker->lock);
 
-  if (!job_claim(job)) {
+  if (!claimed) {
     /* The watchdog (timeout) or the stop sequence settled it already. */
     g_mutex_lock(&worker->lock);
     worker->stats.late_results_discarded++;
@@ -1158,6 +1163,7 @@ fetcher_main(gpointer data)
     g_autoptr(GError) error = NULL;
     guint want;
     guint64 idle_gen;
+    guint64 settle_gen_before;
     guint held_before;
     gboolean ok;
 
@@ -1170,6 +1176,7 @@ fetcher_main(gpointer data)
     }
     want = worker->capacity - worker->held;
     held_before = worker->held;
+    settle_gen_before = worker->settle_gen;
     idle_gen = worker->idle_request_gen > worker->idle_done_gen
                    ? worker->idle_request_gen
                    : 0;
@@ -1178,8 +1185,10 @@ fetcher_main(gpointer data)
     /* run_until_idle: make due work visible before looking, and do not
      * block, so an empty answer means "nothing to do now". */
     ok = TRUE;
-    if (idle_gen > 0)
+    if (idle_gen > 0) {
+      sync_housekeeping(worker);
       ok = promote_all_due(worker, NULL, &error);
+    }
     if (ok)
       ok = sluice_broker_fetch(worker->broker, worker->id,
                                (const gchar *const *)worker->queues, want,
@@ -1214,9 +1223,11 @@ fetcher_main(gpointer data)
         worker->idle_done_gen = MAX(worker->idle_done_gen, idle_gen);
         g_cond_broadcast(&worker->cond);
       } else {
-        /* Work is in flight; wait for a settle instead of spinning. */
-        guint64 gen = worker->settle_gen;
-        while (!worker->stop_requested && worker->settle_gen == gen)
+        /* Work is in flight; wait for a settle instead of spinning. The
+         * generation was read with held_before, so a settle that landed
+         * during the fetch is not waited for twice. */
+        while (!worker->stop_requested &&
+               worker->settle_gen == settle_gen_before)
           g_cond_wait(&worker->cond, &worker->lock);
       }
       g_mutex_unlock(&worker->lock);
@@ -1541,8 +1552,12 @@ housekeeper_main(gpointer data)
 {
   SluiceWorker *worker = data;
 
+  /* Not a GMainLoop: g_main_loop_quit() before g_main_loop_run() is lost,
+   * and a worker may be stopped before this thread gets going. A flag plus
+   * g_main_context_wakeup() cannot miss. */
   g_main_context_push_thread_default(worker->context);
-  g_main_loop_run(worker->loop);
+  while (!g_atomic_int_get(&worker->housekeeping_quit))
+    g_main_context_iteration(worker->context, TRUE);
   g_main_context_pop_thread_default(worker->context);
   worker_core_unref(worker);
   return NULL;
@@ -1556,6 +1571,42 @@ add_interval(SluiceWorker *worker, guint interval_ms, GSourceFunc func)
   g_source_set_callback(source, func, worker, NULL);
   g_source_attach(source, worker->context);
   g_source_unref(source);
+}
+
+/* run_until_idle: periodic occurrences due now must be enqueued before
+ * the fetcher looks. Their state belongs to the housekeeping thread, so the
+ * fetcher asks that thread to tick and waits for it. */
+static gboolean
+sync_tick(gpointer data)
+{
+  SluiceWorker *worker = data;
+
+  if (worker->periodic_source != NULL)
+    periodic_tick(worker);
+  g_mutex_lock(&worker->lock);
+  worker->sync_done++;
+  g_cond_broadcast(&worker->cond);
+  g_mutex_unlock(&worker->lock);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+sync_housekeeping(SluiceWorker *worker)
+{
+  guint64 target;
+
+  if (worker->periodics->len == 0)
+    return;
+  g_mutex_lock(&worker->lock);
+  target = worker->sync_done + 1;
+  g_mutex_unlock(&worker->lock);
+  g_main_context_invoke_full(worker->context, G_PRIORITY_HIGH, sync_tick,
+                             worker_core_ref(worker),
+                             (GDestroyNotify)worker_core_unref);
+  g_mutex_lock(&worker->lock);
+  while (worker->sync_done < target && !worker->stop_requested)
+    g_cond_wait(&worker->cond, &worker->lock);
+  g_mutex_unlock(&worker->lock);
 }
 
 /* ---- Start, stop, idle -----------------------------------------------------
@@ -1790,7 +1841,8 @@ drive_stop(SluiceWorker *worker)
 
   if (worker->clock_watch != 0)
     sluice_clock_remove_watch(worker->clock, worker->clock_watch);
-  g_main_loop_quit(worker->loop);
+  g_atomic_int_set(&worker->housekeeping_quit, 1);
+  g_main_context_wakeup(worker->context);
   g_thread_join(worker->housekeeper);
   worker->housekeeper = NULL;
   g_clear_pointer(&worker->promote_source, destroy_source);

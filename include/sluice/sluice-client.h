@@ -54,6 +54,8 @@ typedef enum {
  * @dedup_ttl_ms: how long a caller-chosen id stays claimed (0 = 24 h)
  * @max_message_bytes: refuse larger messages (0 = 1 MiB)
  * @codec: (nullable): the codec messages are written with (NULL = msgpack)
+ * @result_poll_interval_ms: get_result re-reads the record at least this
+ *   often in case a notification was lost (0 = 5000)
  * @registry: (nullable): when set, an enqueue that names no queue uses the
  *   task's registered queue (SluiceTaskOptions.queue); the client takes a
  *   reference
@@ -65,6 +67,7 @@ typedef struct {
   gint64 dedup_ttl_ms;
   gsize max_message_bytes;
   const SluiceCodec *codec;
+  gint64 result_poll_interval_ms;
   SluiceRegistry *registry;
 } SluiceClientOptions;
 
@@ -180,10 +183,10 @@ GPtrArray *sluice_client_enqueue_batch(SluiceClient *client,
  *
  * Waits until the task's record is final. Wakes on the notification written
  * with the final record (not on a poll tick), re-reads the record after
- * every wake-up and re-reads it every 5 s in case a notification was lost.
- * Needs result storage for the task.
- * Returns: (transfer full): the final record, or NULL and
- * SLUICE_CLIENT_ERROR_TIMEOUT, or a broker error.
+ * every wake-up and re-reads it every result_poll_interval_ms (5 s by default)
+ * in case a notification was lost. Needs result storage for the task. Returns:
+ * (transfer full): the final record, or NULL and SLUICE_CLIENT_ERROR_TIMEOUT,
+ * or a broker error.
  */
 SLUICE_AVAILABLE_IN_0_1
 SluiceResult *sluice_client_get_result(SluiceClient *client, const gchar *id,

@@ -5,7 +5,7 @@
  *     executor slots plus the prefetch allowance;
  *   - an executor pool of @concurrency threads runs task functions;
  *   - a settler hands finished deliveries back to the broker in batches;
- *   - a housekeeping thread (a GMainLoop) promotes due scheduled messages,
+ *   - a housekeeping thread (its own GMainContext) promotes due scheduled messages,
  *     syncs revocations, renews leases and reclaims dead workers' messages
  *     (brokers with leases), dispatches periodic tasks and enforces task
  *     timeouts.

@@ -1,0 +1,1751 @@
+/* conformance.c - the semantics of DESIGN.md as Check scenarios, run
+ * against any broker through a SluiceConformanceFactory.
+ *
+ * Every scenario drives the public API the way a user does: a registry of
+ * small task functions, a client, a worker (through the test harness), and a
+ * fake clock advanced instead of sleeping. Task functions report what they
+ * saw to one recorder; assertions read the recorder, the records, the dead
+ * letters and the worker's counters.
+ *
+ * Each scenario runs in its own forked process (CK_FORK), so the recorder
+ * and the factory pointer, process globals, start fresh every time.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "tests/conformance/conformance.h"
+
+static const SluiceConformanceFactory *factory;
+
+/* ---- Log capture -----------------------------------------------------------
+ */
+
+static GMutex log_lock;
+static GString *log_text;
+
+static GLogWriterOutput
+capture_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
+               gpointer user_data)
+{
+  g_mutex_lock(&log_lock);
+  if (log_text == NULL)
+    log_text = g_string_new(NULL);
+  for (gsize i = 0; i < n_fields; i++) {
+    if (g_strcmp0(fields[i].key, "MESSAGE") == 0) {
+      if (fields[i].length < 0)
+        g_string_append(log_text, fields[i].value);
+      else
+        g_string_append_len(log_text, fields[i].value, fields[i].length);
+      g_string_append_c(log_text, '\n');
+    }
+  }
+  g_mutex_unlock(&log_lock);
+  /* Keep showing warnings on stderr: they help when a scenario fails. */
+  if (level & (G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_ERROR))
+    return g_log_writer_standard_streams(level, fields, n_fields, user_data);
+  return G_LOG_WRITER_HANDLED;
+}
+
+void
+sluice_test_log_capture_install(void)
+{
+  g_log_set_writer_func(capture_writer, NULL, NULL);
+}
+
+void
+sluice_test_log_capture_reset(void)
+{
+  g_mutex_lock(&log_lock);
+  if (log_text != NULL)
+    g_string_truncate(log_text, 0);
+  g_mutex_unlock(&log_lock);
+}
+
+gboolean
+sluice_test_log_capture_contains(const gchar *needle)
+{
+  gboolean found;
+
+  g_mutex_lock(&log_lock);
+  found = log_text != NULL && strstr(log_text->str, needle) != NULL;
+  g_mutex_unlock(&log_lock);
+  return found;
+}
+
+/* ---- The recorder: what task functions saw ----------------------------------
+ */
+
+static struct {
+  GMutex lock;
+  GCond cond;
+  GHashTable *attempts; /* id -> GArray of guint (attempt * 1000 + retries) */
+  guint runs;
+  guint running;
+  guint peak;
+  guint at_gate;
+  gboolean gate_open;
+  gboolean broken;
+  guint started_blockers;
+  guint cancelled_seen;
+  GPtrArray *order; /* task ids in the order they started */
+} rec;
+
+static void
+rec_reset(void)
+{
+  g_mutex_lock(&rec.lock);
+  g_clear_pointer(&rec.attempts, g_hash_table_unref);
+  g_clear_pointer(&rec.order, g_ptr_array_unref);
+  rec.attempts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                       (GDestroyNotify)g_array_unref);
+  rec.order = g_ptr_array_new_with_free_func(g_free);
+  rec.runs = rec.running = rec.peak = rec.at_gate = 0;
+  rec.gate_open = rec.broken = FALSE;
+  rec.started_blockers = rec.cancelled_seen = 0;
+  g_mutex_unlock(&rec.lock);
+}
+
+static void
+rec_run(SluiceTaskContext *ctx)
+{
+  const gchar *id = sluice_task_context_get_id(ctx);
+  GArray *a;
+  guint v;
+
+  g_mutex_lock(&rec.lock);
+  a = g_hash_table_lookup(rec.attempts, id);
+  if (a == NULL) {
+    a = g_array_new(FALSE, FALSE, sizeof(guint));
+    g_hash_table_insert(rec.attempts, g_strdup(id), a);
+  }
+  v = sluice_task_context_get_attempt(ctx) * 1000 +
+      sluice_task_context_get_retries(ctx);
+  g_array_append_val(a, v);
+  g_ptr_array_add(rec.order, g_strdup(id));
+  rec.runs++;
+  g_cond_broadcast(&rec.cond);
+  g_mutex_unlock(&rec.lock);
+}
+
+/* How many times @id ran. */
+static guint
+runs_of(const gchar *id)
+{
+  GArray *a;
+  guint n;
+
+  g_mutex_lock(&rec.lock);
+  a = g_hash_table_lookup(rec.attempts, id);
+  n = a != NULL ? a->len : 0;
+  g_mutex_unlock(&rec.lock);
+  return n;
+}
+
+/* The attempt seen by run @i of @id (0-based). */
+static guint
+attempt_of(const gchar *id, guint i)
+{
+  GArray *a;
+  guint v = 0;
+
+  g_mutex_lock(&rec.lock);
+  a = g_hash_table_lookup(rec.attempts, id);
+  if (a != NULL && i < a->len)
+    v = g_array_index(a, guint, i);
+  g_mutex_unlock(&rec.lock);
+  return v;
+}
+
+static guint
+total_runs(void)
+{
+  guint n;
+
+  g_mutex_lock(&rec.lock);
+  n = rec.runs;
+  g_mutex_unlock(&rec.lock);
+  return n;
+}
+
+static void
+on_cancelled(GCancellable *cancellable, gpointer data)
+{
+  g_mutex_lock(&rec.lock);
+  g_cond_broadcast(&rec.cond);
+  g_mutex_unlock(&rec.lock);
+}
+
+/* Waits (real time, bounded) until @check holds; for conditions reached by
+ * other threads that have no notification of their own. */
+static gboolean
+wait_until(gboolean (*check)(gpointer), gpointer data, gint64 timeout_ms)
+{
+  gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
+
+  g_mutex_lock(&rec.lock);
+  while (!check(data)) {
+    if (!g_cond_wait_until(&rec.cond, &rec.lock,
+                           MIN(deadline, g_get_monotonic_time() + 2000))) {
+      if (g_get_monotonic_time() >= deadline) {
+        gboolean ok = check(data);
+        g_mutex_unlock(&rec.lock);
+        return ok;
+      }
+    }
+  }
+  g_mutex_unlock(&rec.lock);
+  return TRUE;
+}
+
+/* ---- Task functions -------------------------------------------------------
+ */
+
+static gint64
+arg_int(SluiceTaskContext *ctx, const gchar *key, gint64 fallback)
+{
+  const msgpack_object *args = sluice_task_context_get_args(ctx);
+
+  if (args->type != MSGPACK_OBJECT_MAP)
+    return fallback;
+  for (guint32 i = 0; i < args->via.map.size; i++) {
+    const msgpack_object_kv *kv = &args->via.map.ptr[i];
+    if (kv->key.type == MSGPACK_OBJECT_STR &&
+        kv->key.via.str.size == strlen(key) &&
+        memcmp(kv->key.via.str.ptr, key, kv->key.via.str.size) == 0) {
+      if (kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return (gint64)kv->val.via.u64;
+      if (kv->val.type == MSGPACK_OBJECT_NEGATIVE_INTEGER)
+        return kv->val.via.i64;
+    }
+  }
+  return fallback;
+}
+
+static gboolean
+task_ok(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  rec_run(ctx);
+  sluice_task_context_set_result(ctx, sluice_task_context_get_args_bytes(ctx));
+  return TRUE;
+}
+
+static gboolean
+task_fail(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  rec_run(ctx);
+  g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "boom at attempt %u",
+              sluice_task_context_get_attempt(ctx));
+  return FALSE;
+}
+
+static gboolean
+task_fatal(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  rec_run(ctx);
+  return sluice_task_context_fail(ctx, error, "bad input, never retry");
+}
+
+static gboolean
+task_retry_in(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  rec_run(ctx);
+  return sluice_task_context_retry(ctx, arg_int(ctx, "delay", 0), error,
+                                   "asked to retry later");
+}
+
+static gboolean
+task_flaky(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  rec_run(ctx);
+  if (sluice_task_context_get_attempt(ctx) <= arg_int(ctx, "fail_times", 0)) {
+    g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED, "flaky");
+    return FALSE;
+  }
+  sluice_task_context_set_result(ctx, sluice_task_context_get_args_bytes(ctx));
+  return TRUE;
+}
+
+static gboolean
+task_long_error(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  g_autofree gchar *big = g_strnfill(1000, 'x');
+
+  rec_run(ctx);
+  g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "long failure %s", big);
+  return FALSE;
+}
+
+static gboolean
+task_broken_until_fixed(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  gboolean broken;
+
+  rec_run(ctx);
+  g_mutex_lock(&rec.lock);
+  broken = rec.broken;
+  g_mutex_unlock(&rec.lock);
+  if (broken) {
+    g_set_error_literal(error, G_IO_ERROR, G_IO_ERROR_FAILED, "still broken");
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Waits at the gate until the test opens it (or the task is cancelled). */
+static gboolean
+task_gate(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  GCancellable *cancellable = sluice_task_context_get_cancellable(ctx);
+  gulong handler =
+      g_cancellable_connect(cancellable, G_CALLBACK(on_cancelled), NULL, NULL);
+
+  rec_run(ctx);
+  g_mutex_lock(&rec.lock);
+  rec.running++;
+  rec.peak = MAX(rec.peak, rec.running);
+  rec.at_gate++;
+  g_cond_broadcast(&rec.cond);
+  while (!rec.gate_open && !g_cancellable_is_cancelled(cancellable))
+    g_cond_wait(&rec.cond, &rec.lock);
+  rec.at_gate--;
+  rec.running--;
+  g_mutex_unlock(&rec.lock);
+  g_cancellable_disconnect(cancellable, handler);
+  sluice_task_context_set_result(ctx, sluice_task_context_get_args_bytes(ctx));
+  return TRUE;
+}
+
+/* On its first run, blocks until cancelled; then returns TRUE (args
+ * "late": 1, a result that must be discarded) or the cancellation error. On
+ * later runs it succeeds at once. */
+static gboolean
+task_blocker(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  GCancellable *cancellable = sluice_task_context_get_cancellable(ctx);
+  gulong handler;
+  gboolean first = runs_of(sluice_task_context_get_id(ctx)) == 0;
+
+  rec_run(ctx);
+  if (!first)
+    return TRUE;
+  handler =
+      g_cancellable_connect(cancellable, G_CALLBACK(on_cancelled), NULL, NULL);
+  g_mutex_lock(&rec.lock);
+  rec.started_blockers++;
+  g_cond_broadcast(&rec.cond);
+  while (!g_cancellable_is_cancelled(cancellable))
+    g_cond_wait(&rec.cond, &rec.lock);
+  rec.cancelled_seen++;
+  g_cond_broadcast(&rec.cond);
+  g_mutex_unlock(&rec.lock);
+  g_cancellable_disconnect(cancellable, handler);
+  if (arg_int(ctx, "late", 0)) {
+    sluice_task_context_set_result(ctx,
+                                   sluice_task_context_get_args_bytes(ctx));
+    return TRUE;
+  }
+  return !g_cancellable_set_error_if_cancelled(cancellable, error);
+}
+
+static gboolean
+task_busy(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  rec_run(ctx);
+  g_mutex_lock(&rec.lock);
+  rec.running++;
+  rec.peak = MAX(rec.peak, rec.running);
+  g_mutex_unlock(&rec.lock);
+  g_usleep(2000);
+  g_mutex_lock(&rec.lock);
+  rec.running--;
+  g_mutex_unlock(&rec.lock);
+  return TRUE;
+}
+
+/* Counts runs per id only: the fast path of the throughput scenario. */
+static gboolean
+task_count(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  GHashTable *counts = data;
+  const gchar *id = sluice_task_context_get_id(ctx);
+  guint n;
+
+  g_mutex_lock(&rec.lock);
+  n = GPOINTER_TO_UINT(g_hash_table_lookup(counts, id));
+  g_hash_table_replace(counts, g_strdup(id), GUINT_TO_POINTER(n + 1));
+  rec.runs++;
+  g_cond_broadcast(&rec.cond);
+  g_mutex_unlock(&rec.lock);
+  return TRUE;
+}
+
+/* ---- The environment of one scenario
+ * ------------------------------------------ */
+
+typedef struct {
+  SluiceClock *clock;
+  SluiceBroker *broker;
+  SluiceRegistry *registry;
+  SluiceTestHarness *h;
+  SluiceClient *client;
+  SluiceWorker *worker;
+  gint64 t0;
+} Env;
+
+static void
+add_task(Env *e, const gchar *name, SluiceTaskFunc func,
+         const SluiceTaskOptions *options)
+{
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(
+      sluice_registry_add(e->registry, name, func, NULL, NULL, options, &error),
+      "%s", error != NULL ? error->message : "");
+}
+
+static Env *
+env_new_full(guint dead_letter_max, const SluiceWorkerOptions *options)
+{
+  Env *e = g_new0(Env, 1);
+  g_autoptr(GError) error = NULL;
+
+  rec_reset();
+  sluice_test_log_capture_reset();
+  e->t0 = SLUICE_TEST_EPOCH_MS;
+  e->clock = sluice_clock_new_fake(e->t0);
+  e->broker = factory->create(e->clock, dead_letter_max, factory->data, &error);
+  ck_assert_msg(e->broker != NULL, "%s: cannot create the broker: %s",
+                factory->name, error != NULL ? error->message : "?");
+  e->registry = sluice_registry_new();
+  add_task(e, "t.ok", task_ok, NULL);
+  add_task(e, "t.fail", task_fail, NULL);
+  add_task(e, "t.fatal", task_fatal, NULL);
+  add_task(e, "t.retry_in", task_retry_in, NULL);
+  add_task(e, "t.flaky", task_flaky, NULL);
+  add_task(e, "t.long_error", task_long_error, NULL);
+  add_task(e, "t.broken", task_broken_until_fixed, NULL);
+  add_task(e, "t.gate", task_gate, NULL);
+  add_task(e, "t.blocker", task_blocker, NULL);
+  add_task(e, "t.busy", task_busy, NULL);
+  e->h = sluice_test_harness_new_with_broker(e->broker, e->registry, options,
+                                             &error);
+  ck_assert_msg(e->h != NULL, "%s", error != NULL ? error->message : "");
+  e->client = sluice_test_harness_get_client(e->h);
+  e->worker = sluice_test_harness_get_worker(e->h);
+  return e;
+}
+
+/* The harness defaults (jitter off, track_state on), with a short
+ * revocation interval so cancellations show up quickly. */
+static void
+default_options(SluiceWorkerOptions *o)
+{
+  sluice_worker_options_init(o);
+  o->retry.jitter = SLUICE_OFF;
+  o->track_state = TRUE;
+  o->revocation_interval_ms = 20;
+}
+
+static Env *
+env_new(void)
+{
+  SluiceWorkerOptions o;
+
+  default_options(&o);
+  return env_new_full(100, &o);
+}
+
+static void
+env_free(Env *e)
+{
+  sluice_test_harness_free(e->h);
+  sluice_registry_unref(e->registry);
+  sluice_broker_unref(e->broker);
+  sluice_clock_unref(e->clock);
+  g_free(e);
+}
+
+static void
+run_idle(Env *e)
+{
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(sluice_test_harness_run_until_idle(e->h, &error), "%s",
+                error != NULL ? error->message : "");
+}
+
+static gchar *
+enqueue(Env *e, const gchar *task, const gchar *json_args,
+        const SluiceEnqueueOptions *options)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) args = NULL;
+  gchar *id;
+
+  if (json_args != NULL) {
+    args = sluice_args_from_json(json_args, -1, &error);
+    ck_assert_msg(args != NULL, "%s", error->message);
+  }
+  id = sluice_client_enqueue(e->client, task, args, options, &error);
+  ck_assert_msg(id != NULL, "enqueue %s: %s", task,
+                error != NULL ? error->message : "");
+  return id;
+}
+
+static SluiceTaskState
+state_of(Env *e, const gchar *id)
+{
+  return sluice_test_harness_get_state(e->h, id);
+}
+
+static GPtrArray *
+dead_letters(Env *e)
+{
+  return sluice_test_harness_dead_letters(e->h);
+}
+
+static SluiceDeadLetter *
+only_dead_letter(Env *e)
+{
+  g_autoptr(GPtrArray) all = dead_letters(e);
+  ck_assert_uint_eq(all->len, 1);
+  return sluice_dead_letter_copy(all->pdata[0]);
+}
+
+static SluiceWorkerStats
+stats_of(Env *e)
+{
+  SluiceWorkerStats s;
+  sluice_worker_get_stats(e->worker, &s);
+  return s;
+}
+
+#define ck_assert_state(e, id, want)                                           \
+  do {                                                                         \
+    SluiceTaskState _got = state_of(e, id);                                    \
+    ck_assert_msg(_got == (want), "task %s: state %s, expected %s", (id),      \
+                  sluice_task_state_to_string(_got),                           \
+                  sluice_task_state_to_string(want));                          \
+  } while (0)
+
+/* ---- 1. attempt is 1-based; retries = attempt - 1; a retry keeps its id -- */
+
+START_TEST(attempt_is_one_based_and_retry_keeps_id)
+{
+  Env *e = env_new();
+  g_autofree gchar *id = enqueue(e, "t.flaky", "{\"fail_times\": 1}", NULL);
+  g_autoptr(SluiceResult) r = NULL;
+
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 1);
+  ck_assert_uint_eq(attempt_of(id, 0), 1 * 1000 + 0);
+  ck_assert_state(e, id, SLUICE_STATE_RETRYING);
+
+  sluice_test_harness_advance(e->h, 1500);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 2);
+  ck_assert_uint_eq(attempt_of(id, 1), 2 * 1000 + 1);
+  r = sluice_test_harness_get_record(e->h, id);
+  ck_assert_ptr_nonnull(r);
+  ck_assert_str_eq(sluice_result_get_id(r), id);
+  ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_SUCCEEDED);
+  ck_assert_uint_eq(sluice_result_get_attempt(r), 2);
+  env_free(e);
+}
+END_TEST
+
+/* ---- 2. backoff
+ * --------------------------------------------------------------- */
+
+/* Asserts that the next attempt of @id comes exactly @delay ms later: not at
+ * delay - 1, and at delay. */
+static void
+expect_next_attempt_after(Env *e, const gchar *id, gint64 delay)
+{
+  guint before = runs_of(id);
+
+  sluice_test_harness_advance(e->h, delay - 1);
+  run_idle(e);
+  ck_assert_msg(runs_of(id) == before,
+                "attempt %u ran before its backoff of %" G_GINT64_FORMAT
+                " ms was over",
+                before + 1, delay);
+  sluice_test_harness_advance(e->h, 1);
+  run_idle(e);
+  ck_assert_msg(runs_of(id) == before + 1,
+                "attempt %u did not run after its backoff of %" G_GINT64_FORMAT
+                " ms",
+                before + 1, delay);
+}
+
+START_TEST(backoff_sequence_without_jitter)
+{
+  static const gint64 expected[] = {1500, 3000, 6000, 12000, 24000, 30000};
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autofree gchar *id = NULL;
+  g_autoptr(SluiceDeadLetter) dl = NULL;
+
+  default_options(&o);
+  o.retry.max_attempts = 7;
+  e = env_new_full(100, &o);
+  id = enqueue(e, "t.fail", NULL, NULL);
+  run_idle(e);
+  for (gsize i = 0; i < G_N_ELEMENTS(expected); i++)
+    expect_next_attempt_after(e, id, expected[i]);
+  ck_assert_uint_eq(runs_of(id), 7);
+  dl = only_dead_letter(e);
+  ck_assert_str_eq(dl->reason, SLUICE_DLQ_MAX_ATTEMPTS);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(backoff_with_jitter_stays_within_bounds)
+{
+  static const gint64 nominal[] = {1500, 3000, 6000, 12000};
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autofree gchar *id = NULL;
+
+  default_options(&o);
+  o.retry.jitter = SLUICE_ON;
+  o.retry.max_attempts = 5;
+  e = env_new_full(100, &o);
+  id = enqueue(e, "t.fail", NULL, NULL);
+  run_idle(e);
+  for (gsize i = 0; i < G_N_ELEMENTS(nominal); i++) {
+    guint before = runs_of(id);
+    /* Jitter draws from [d/2, d]: nothing before d/2, something by d. */
+    sluice_test_harness_advance(e->h, nominal[i] / 2 - 1);
+    run_idle(e);
+    ck_assert_uint_eq(runs_of(id), before);
+    sluice_test_harness_advance(e->h, nominal[i] - nominal[i] / 2 + 1);
+    run_idle(e);
+    ck_assert_uint_eq(runs_of(id), before + 1);
+  }
+  env_free(e);
+}
+END_TEST
+
+START_TEST(policy_resolves_global_then_task_then_message)
+{
+  SluiceWorkerOptions o;
+  SluiceTaskOptions task_options;
+  SluiceEnqueueOptions eo;
+  Env *e;
+  g_autofree gchar *id = NULL;
+  g_autoptr(SluiceDeadLetter) dl = NULL;
+
+  default_options(&o);
+  o.retry.max_attempts = 5;          /* global */
+  o.retry.initial_backoff_ms = 1000; /* global, overridden by the task */
+  e = env_new_full(100, &o);
+  sluice_task_options_init(&task_options);
+  task_options.retry.initial_backoff_ms = 200;
+  task_options.retry.multiplier = 3.0;
+  add_task(e, "t.policy", task_fail, &task_options);
+  sluice_enqueue_options_init(&eo);
+  eo.options.retry.max_attempts = 3; /* message, over the global 5 */
+  id = enqueue(e, "t.policy", NULL, &eo);
+
+  run_idle(e);
+  expect_next_attempt_after(e, id, 200); /* the task's backoff */
+  expect_next_attempt_after(e, id, 600); /* the task's multiplier */
+  ck_assert_uint_eq(runs_of(id), 3);     /* the message's max_attempts */
+  dl = only_dead_letter(e);
+  ck_assert_str_eq(dl->reason, SLUICE_DLQ_MAX_ATTEMPTS);
+  env_free(e);
+}
+END_TEST
+
+/* ---- 3. an explicit retry counts toward max_attempts --------------------- */
+
+START_TEST(explicit_retry_counts_toward_max_attempts)
+{
+  Env *e = env_new();
+  g_autofree gchar *id = enqueue(e, "t.retry_in", "{\"delay\": 10000}", NULL);
+  g_autoptr(SluiceDeadLetter) dl = NULL;
+
+  run_idle(e);
+  expect_next_attempt_after(e, id, 10000);
+  expect_next_attempt_after(e, id, 10000);
+  ck_assert_uint_eq(runs_of(id), 3);
+  sluice_test_harness_advance(e->h, 3600 * 1000);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 3);
+  dl = only_dead_letter(e);
+  ck_assert_str_eq(dl->reason, SLUICE_DLQ_MAX_ATTEMPTS);
+  env_free(e);
+}
+END_TEST
+
+/* ---- 4. a fatal error is dead-lettered at once ----------------------------
+ */
+
+START_TEST(fatal_error_dead_letters_at_once)
+{
+  Env *e = env_new();
+  g_autofree gchar *id = enqueue(e, "t.fatal", NULL, NULL);
+  g_autoptr(SluiceDeadLetter) dl = NULL;
+  g_autoptr(SluiceResult) r = NULL;
+
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 1);
+  dl = only_dead_letter(e);
+  ck_assert_str_eq(dl->reason, SLUICE_DLQ_NON_RETRYABLE);
+  ck_assert_str_eq(dl->task_id, id);
+  ck_assert_ptr_nonnull(strstr(dl->detail, "never retry"));
+  r = sluice_test_harness_get_record(e->h, id);
+  ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_DEAD_LETTERED);
+  ck_assert_str_eq(sluice_result_get_dead_letter_reason(r),
+                   SLUICE_DLQ_NON_RETRYABLE);
+  env_free(e);
+}
+END_TEST
+
+/* ---- 5. exhausted attempts: the dead letter's fields and capped history - */
+
+START_TEST(exhausted_attempts_dead_letter_with_fields_and_capped_history)
+{
+  static const gchar *const queues[] = {"billing", NULL};
+  SluiceWorkerOptions o;
+  SluiceEnqueueOptions eo;
+  Env *e;
+  g_autofree gchar *id = NULL;
+  g_autoptr(SluiceDeadLetter) dl = NULL;
+  g_autoptr(SluiceEnvelope) env = NULL;
+  g_autoptr(GError) error = NULL;
+  const gchar *last;
+
+  default_options(&o);
+  o.queues = queues;
+  e = env_new_full(100, &o);
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "billing";
+  eo.options.retry.max_attempts = 15;
+  eo.options.retry.initial_backoff_ms = 0; /* every retry due at once */
+  id = enqueue(e, "t.long_error", NULL, &eo);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 15);
+
+  dl = only_dead_letter(e);
+  ck_assert_str_eq(dl->reason, SLUICE_DLQ_MAX_ATTEMPTS);
+  ck_assert_str_eq(dl->task_id, id);
+  ck_assert_str_eq(dl->task, "t.long_error");
+  ck_assert_str_eq(dl->source, "billing");
+  ck_assert_uint_ge(dl->deliveries, 1);
+  ck_assert_int_eq(dl->at, sluice_clock_now_ms(e->clock));
+  ck_assert_ptr_nonnull(strstr(dl->detail, "15"));
+  ck_assert_ptr_nonnull(strstr(dl->detail, "long failure"));
+
+  env = sluice_envelope_decode(dl->payload, NULL, &error);
+  ck_assert_msg(env != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_str_eq(env->id, id);
+  ck_assert_uint_eq(env->attempt, 15);
+  ck_assert_uint_eq(env->history->len, SLUICE_HISTORY_MAX_LINES);
+  for (guint i = 0; i < env->history->len; i++)
+    ck_assert_uint_le(strlen(env->history->pdata[i]),
+                      SLUICE_HISTORY_MAX_LINE_BYTES);
+  last = env->history->pdata[env->history->len - 1];
+  ck_assert_msg(g_str_has_prefix(last, "attempt 14:"), "last line: %s", last);
+  env_free(e);
+}
+END_TEST
+
+/* ---- 6. timeouts ------------------------------------------------------------
+ */
+
+static gboolean
+blocker_started(gpointer n)
+{
+  return rec.started_blockers >= GPOINTER_TO_UINT(n);
+}
+
+static gboolean
+late_result_logged(gpointer data)
+{
+  Env *e = data;
+  return stats_of(e).late_results_discarded >= 1;
+}
+
+START_TEST(timeout_cancels_fails_and_discards_late_result)
+{
+  SluiceEnqueueOptions eo;
+  Env *e = env_new();
+  g_autofree gchar *id = NULL;
+  g_autoptr(SluiceDeadLetter) dl = NULL;
+  g_autoptr(GError) error = NULL;
+  SluiceWorkerStats s;
+
+  sluice_enqueue_options_init(&eo);
+  eo.options.timeout_ms = 1000;
+  eo.options.retry.max_attempts = 1;
+  id = enqueue(e, "t.blocker", "{\"late\": 1}", &eo);
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(blocker_started, GUINT_TO_POINTER(1), 30000));
+
+  sluice_test_harness_advance(e->h, 999);
+  ck_assert_uint_eq(stats_of(e).timed_out, 0);
+  sluice_test_harness_advance(e->h, 1);
+  run_idle(e);
+  ck_assert(wait_until(late_result_logged, e, 30000));
+
+  s = stats_of(e);
+  ck_assert_uint_eq(s.timed_out, 1);
+  ck_assert_uint_eq(s.late_results_discarded, 1);
+  ck_assert_uint_eq(s.succeeded, 0);
+  ck_assert_uint_eq(rec.cancelled_seen, 1);
+  dl = only_dead_letter(e);
+  ck_assert_str_eq(dl->reason, SLUICE_DLQ_MAX_ATTEMPTS);
+  ck_assert_ptr_nonnull(strstr(dl->detail, "timed out after 1000 ms"));
+  ck_assert_state(e, id, SLUICE_STATE_DEAD_LETTERED);
+  ck_assert(sluice_test_log_capture_contains("late result is discarded"));
+  env_free(e);
+}
+END_TEST
+
+/* ---- 7. malformed records
+ * ------------------------------------------------------ */
+
+START_TEST(malformed_record_dead_letters_with_raw_bytes)
+{
+  static const guint8 garbage[] = {0xc1, 0x00, 'j', 'u', 'n', 'k'};
+  static const gchar half_json[] = "{\"v\": 1, \"id\": ";
+  Env *e = env_new();
+  g_autoptr(GBytes) raw = g_bytes_new_static(garbage, sizeof garbage);
+  g_autoptr(GBytes) raw2 = g_bytes_new_static(half_json, sizeof half_json - 1);
+  SluiceSubmit submits[2] = {
+      {.id = "raw-1", .queue = SLUICE_DEFAULT_QUEUE, .payload = raw},
+      {.id = "raw-2", .queue = SLUICE_DEFAULT_QUEUE, .payload = raw2},
+  };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) all = NULL;
+
+  ck_assert(sluice_broker_enqueue(e->broker, submits, 2, &error));
+  run_idle(e);
+  ck_assert_uint_eq(total_runs(), 0);
+  all = dead_letters(e);
+  ck_assert_uint_eq(all->len, 2);
+  for (guint i = 0; i < 2; i++) {
+    SluiceDeadLetter *dl = all->pdata[i];
+    ck_assert_str_eq(dl->reason, SLUICE_DLQ_MALFORMED);
+    ck_assert_ptr_null(dl->task_id);
+    ck_assert_ptr_nonnull(strstr(dl->detail, "cannot decode"));
+    ck_assert(g_bytes_equal(dl->payload, submits[i].payload));
+  }
+  env_free(e);
+}
+END_TEST
+
+/* ---- 8. unknown task names --------------------------------------------------
+ */
+
+static void
+check_unknown_task_buried_by_time(gint64 defer_ms)
+{
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autofree gchar *id = NULL;
+  g_autoptr(SluiceDeadLetter) dl = NULL;
+  g_autoptr(SluiceEnvelope) env = NULL;
+  gint64 elapsed = 0;
+
+  default_options(&o);
+  o.unknown_task_timeout_ms = 60000;
+  o.unknown_task_defer_ms = defer_ms;
+  e = env_new_full(100, &o);
+  id = enqueue(e, "t.not_registered", NULL, NULL);
+  run_idle(e);
+  for (;;) {
+    g_autoptr(GPtrArray) all = dead_letters(e);
+    if (all->len > 0)
+      break;
+    ck_assert_msg(elapsed < 60000,
+                  "still not buried after %" G_GINT64_FORMAT " ms", elapsed);
+    sluice_test_harness_advance(e->h, defer_ms);
+    elapsed += defer_ms;
+    run_idle(e);
+  }
+  /* Buried by time, not by tries: the same elapsed time for any deferral. */
+  ck_assert_int_eq(elapsed, 60000);
+  ck_assert_uint_eq(stats_of(e).deferred, (guint64)(60000 / defer_ms));
+  dl = only_dead_letter(e);
+  ck_assert_str_eq(dl->reason, SLUICE_DLQ_UNKNOWN_TASK);
+  env = sluice_envelope_decode(dl->payload, NULL, NULL);
+  ck_assert_ptr_nonnull(env);
+  ck_assert_uint_eq(env->attempt, 1);
+  ck_assert_int_eq(env->unknown_since, e->t0);
+  env_free(e);
+}
+
+START_TEST(unknown_task_is_deferred_then_buried_by_time)
+{
+  check_unknown_task_buried_by_time(5000);
+}
+END_TEST
+
+START_TEST(unknown_task_burial_does_not_depend_on_deferral_count)
+{
+  check_unknown_task_buried_by_time(20000);
+}
+END_TEST
+
+/* ---- 9. expiry
+ * ----------------------------------------------------------------- */
+
+START_TEST(expired_message_dead_letters_without_running)
+{
+  SluiceEnqueueOptions eo;
+  Env *e = env_new();
+  g_autofree gchar *id = NULL;
+  g_autoptr(SluiceDeadLetter) dl = NULL;
+
+  sluice_enqueue_options_init(&eo);
+  eo.options.expires_at = e->t0 + 1000;
+  id = enqueue(e, "t.ok", NULL, &eo);
+  sluice_test_harness_advance(e->h, 2000);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 0);
+  dl = only_dead_letter(e);
+  ck_assert_str_eq(dl->reason, SLUICE_DLQ_EXPIRED);
+  ck_assert_state(e, id, SLUICE_STATE_DEAD_LETTERED);
+  env_free(e);
+}
+END_TEST
+
+/* ---- 10. states
+ * ------------------------------------------------------------------ */
+
+static gboolean
+at_gate(gpointer n)
+{
+  return rec.at_gate >= GPOINTER_TO_UINT(n);
+}
+
+static void
+open_gate(void)
+{
+  g_mutex_lock(&rec.lock);
+  rec.gate_open = TRUE;
+  g_cond_broadcast(&rec.cond);
+  g_mutex_unlock(&rec.lock);
+}
+
+START_TEST(states_with_track_state)
+{
+  SluiceEnqueueOptions delayed, once;
+  SluiceTaskOptions no_dlq;
+  Env *e = env_new();
+  g_autofree gchar *gate = NULL, *later = NULL, *flaky = NULL, *failed = NULL,
+                   *fatal = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceResult) r = NULL;
+  g_autoptr(GPtrArray) all = NULL;
+
+  sluice_task_options_init(&no_dlq);
+  no_dlq.dead_letter = SLUICE_OFF;
+  add_task(e, "t.fail_no_dlq", task_fail, &no_dlq);
+
+  gate = enqueue(e, "t.gate", "[1, 2]", NULL);
+  ck_assert_state(e, gate, SLUICE_STATE_QUEUED);
+  sluice_enqueue_options_init(&delayed);
+  delayed.delay_ms = 10000;
+  later = enqueue(e, "t.ok", NULL, &delayed);
+  ck_assert_state(e, later, SLUICE_STATE_SCHEDULED);
+
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(at_gate, GUINT_TO_POINTER(1), 30000));
+  ck_assert_state(e, gate, SLUICE_STATE_RUNNING);
+  open_gate();
+  run_idle(e);
+  r = sluice_test_harness_get_record(e->h, gate);
+  ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_SUCCEEDED);
+  {
+    g_autofree gchar *json =
+        sluice_args_to_json(sluice_result_get_value(r), &error);
+    ck_assert_str_eq(json, "[1,2]");
+  }
+  ck_assert_int_gt(sluice_result_get_finished_at(r), 0);
+
+  flaky = enqueue(e, "t.flaky", "{\"fail_times\": 1}", NULL);
+  run_idle(e);
+  ck_assert_state(e, flaky, SLUICE_STATE_RETRYING);
+  sluice_test_harness_advance(e->h, 1500);
+  run_idle(e);
+  ck_assert_state(e, flaky, SLUICE_STATE_SUCCEEDED);
+
+  sluice_enqueue_options_init(&once);
+  once.options.retry.max_attempts = 1;
+  failed = enqueue(e, "t.fail_no_dlq", NULL, &once);
+  fatal = enqueue(e, "t.fatal", NULL, NULL);
+  run_idle(e);
+  ck_assert_state(e, failed, SLUICE_STATE_FAILED);
+  ck_assert_state(e, fatal, SLUICE_STATE_DEAD_LETTERED);
+  all = dead_letters(e);
+  ck_assert_uint_eq(all->len, 1); /* the fatal one; the failed one is not */
+
+  ck_assert_int_eq(sluice_client_cancel(e->client, later, &error),
+                   SLUICE_CANCEL_REMOVED);
+  ck_assert_state(e, later, SLUICE_STATE_CANCELLED);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(states_without_track_state)
+{
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autofree gchar *id = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceResult) missing = NULL;
+
+  default_options(&o);
+  o.track_state = FALSE;
+  e = env_new_full(100, &o);
+  id = enqueue(e, "t.flaky", "{\"fail_times\": 1}", NULL);
+  missing = sluice_client_inspect(e->client, id, &error);
+  ck_assert_ptr_null(missing);
+  ck_assert(g_error_matches(error, SLUICE_CLIENT_ERROR,
+                            SLUICE_CLIENT_ERROR_NOT_FOUND));
+  run_idle(e);
+  /* A retry writes no record without track_state. */
+  ck_assert_state(e, id, SLUICE_STATE_UNKNOWN);
+  sluice_test_harness_advance(e->h, 1500);
+  run_idle(e);
+  ck_assert_state(e, id, SLUICE_STATE_SUCCEEDED);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(result_record_expires_after_its_ttl)
+{
+  SluiceEnqueueOptions eo;
+  Env *e = env_new();
+  g_autofree gchar *id = NULL;
+
+  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_CLOCK_TTL)) {
+    env_free(e);
+    return; /* TTLs follow the store's own time; its tests cover expiry */
+  }
+  sluice_enqueue_options_init(&eo);
+  eo.options.result_ttl_ms = 5000;
+  id = enqueue(e, "t.ok", NULL, &eo);
+  run_idle(e);
+  ck_assert_state(e, id, SLUICE_STATE_SUCCEEDED);
+  sluice_test_harness_advance(e->h, 4999);
+  ck_assert_state(e, id, SLUICE_STATE_SUCCEEDED);
+  sluice_test_harness_advance(e->h, 1);
+  ck_assert_state(e, id, SLUICE_STATE_UNKNOWN);
+  env_free(e);
+}
+END_TEST
+
+/* ---- 11. get_result
+ * ------------------------------------------------------------ */
+
+typedef struct {
+  SluiceClient *client;
+  const gchar *id;
+  SluiceResult *result;
+  GError *error;
+} Waiter;
+
+static gpointer
+waiter_main(gpointer data)
+{
+  Waiter *w = data;
+  w->result =
+      sluice_client_get_result(w->client, w->id, 3600 * 1000, &w->error);
+  return NULL;
+}
+
+START_TEST(get_result_wakes_on_completion_not_on_a_poll)
+{
+  SluiceClientOptions co;
+  Env *e = env_new();
+  g_autofree gchar *id = NULL;
+  g_autoptr(GError) error = NULL;
+  Waiter w = {0};
+  GThread *thread;
+
+  /* The safety-net poll is set to an hour, longer than the scenario's own
+   * time limit: if get_result returns, the notification woke it. */
+  sluice_client_options_init(&co);
+  co.result_poll_interval_ms = 3600 * 1000;
+  w.client = sluice_client_new(e->broker, &co, &error);
+  id = enqueue(e, "t.gate", "\"done\"", NULL);
+  w.id = id;
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(at_gate, GUINT_TO_POINTER(1), 30000));
+  thread = g_thread_new("waiter", waiter_main, &w);
+  g_usleep(100000); /* let the waiter block first; not a timing assertion */
+  open_gate();
+  g_thread_join(thread);
+  ck_assert_msg(w.result != NULL, "%s",
+                w.error != NULL ? w.error->message : "");
+  ck_assert_int_eq(sluice_result_get_state(w.result), SLUICE_STATE_SUCCEEDED);
+  sluice_result_unref(w.result);
+  sluice_client_unref(w.client);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(get_result_times_out_with_a_distinct_error)
+{
+  Env *e = env_new();
+  g_autofree gchar *id = enqueue(e, "t.ok", NULL, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceResult) r = NULL;
+
+  /* No worker runs: the record stays `queued`. */
+  r = sluice_client_get_result(e->client, id, 100, &error);
+  ck_assert_ptr_null(r);
+  ck_assert(
+      g_error_matches(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_TIMEOUT));
+  ck_assert_ptr_nonnull(strstr(error->message, id));
+  ck_assert_ptr_nonnull(strstr(error->message, "queued"));
+  env_free(e);
+}
+END_TEST
+
+/* ---- 12. cancellation
+ * -------------------------------------------------------------- */
+
+START_TEST(cancel_scheduled_task_is_certain)
+{
+  SluiceEnqueueOptions eo;
+  Env *e = env_new();
+  g_autofree gchar *id = NULL;
+  g_autoptr(GError) error = NULL;
+
+  sluice_enqueue_options_init(&eo);
+  eo.delay_ms = 10000;
+  id = enqueue(e, "t.ok", NULL, &eo);
+  ck_assert_int_eq(sluice_client_cancel(e->client, id, &error),
+                   SLUICE_CANCEL_REMOVED);
+  sluice_test_harness_advance(e->h, 20000);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 0);
+  ck_assert_state(e, id, SLUICE_STATE_CANCELLED);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(cancel_queued_task_revokes_and_skips_it)
+{
+  Env *e = env_new();
+  g_autofree gchar *id = enqueue(e, "t.ok", NULL, NULL);
+  g_autofree gchar *other = enqueue(e, "t.ok", NULL, NULL);
+  g_autoptr(GError) error = NULL;
+
+  ck_assert_int_eq(sluice_client_cancel(e->client, id, &error),
+                   SLUICE_CANCEL_REVOKED);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 0);
+  ck_assert_uint_eq(runs_of(other), 1);
+  ck_assert_state(e, id, SLUICE_STATE_CANCELLED);
+  ck_assert_uint_eq(stats_of(e).cancelled, 1);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(cancel_running_task_fires_its_cancellable)
+{
+  Env *e = env_new();
+  g_autofree gchar *id = enqueue(e, "t.blocker", NULL, NULL);
+  g_autoptr(GError) error = NULL;
+
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(blocker_started, GUINT_TO_POINTER(1), 30000));
+  ck_assert_int_eq(sluice_client_cancel(e->client, id, &error),
+                   SLUICE_CANCEL_REVOKED);
+  run_idle(e); /* returns once the cancelled task was settled */
+  ck_assert_uint_eq(rec.cancelled_seen, 1);
+  ck_assert_uint_eq(runs_of(id), 1);
+  ck_assert_state(e, id, SLUICE_STATE_CANCELLED);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(revocation_expires_after_revoke_ttl)
+{
+  SluiceClientOptions co;
+  Env *e = env_new();
+  g_autofree gchar *id = enqueue(e, "t.ok", NULL, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+
+  sluice_client_options_init(&co);
+  co.revoke_ttl_ms = 1000;
+  client = sluice_client_new(e->broker, &co, &error);
+  ck_assert_int_eq(sluice_client_cancel(client, id, &error),
+                   SLUICE_CANCEL_REVOKED);
+  sluice_test_harness_advance(e->h, 1000);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 1);
+  ck_assert_state(e, id, SLUICE_STATE_SUCCEEDED);
+  env_free(e);
+}
+END_TEST
+
+/* ---- 13. dead-letter cap and replay
+ * --------------------------------------------- */
+
+START_TEST(dead_letter_cap_drops_the_oldest)
+{
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autoptr(GPtrArray) all = NULL;
+  g_autoptr(GError) error = NULL;
+
+  default_options(&o);
+  e = env_new_full(3, &o);
+  for (guint i = 1; i <= 5; i++) {
+    SluiceEnqueueOptions eo;
+    g_autofree gchar *want = g_strdup_printf("f%u", i);
+    g_autofree gchar *id = NULL;
+    sluice_enqueue_options_init(&eo);
+    eo.id = want;
+    id = enqueue(e, "t.fatal", NULL, &eo);
+    run_idle(e); /* one at a time, so burial order is enqueue order */
+  }
+  all = dead_letters(e);
+  ck_assert_uint_eq(all->len, 3);
+  ck_assert_str_eq(((SluiceDeadLetter *)all->pdata[0])->task_id, "f3");
+  ck_assert_str_eq(((SluiceDeadLetter *)all->pdata[1])->task_id, "f4");
+  ck_assert_str_eq(((SluiceDeadLetter *)all->pdata[2])->task_id, "f5");
+  env_free(e);
+}
+END_TEST
+
+static gchar *
+bury_broken_task(Env *e)
+{
+  SluiceEnqueueOptions eo;
+  gchar *id;
+
+  g_mutex_lock(&rec.lock);
+  rec.broken = TRUE;
+  g_mutex_unlock(&rec.lock);
+  sluice_enqueue_options_init(&eo);
+  eo.options.retry.max_attempts = 2;
+  eo.options.retry.initial_backoff_ms = 0;
+  id = enqueue(e, "t.broken", "{\"order\": 7}", &eo);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 2);
+  return id;
+}
+
+START_TEST(replay_resets_attempt_and_the_task_runs)
+{
+  Env *e = env_new();
+  g_autofree gchar *id = bury_broken_task(e);
+  g_autoptr(SluiceDeadLetter) dl = only_dead_letter(e);
+  g_autofree gchar *replayed = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) after = NULL;
+
+  g_mutex_lock(&rec.lock);
+  rec.broken = FALSE;
+  g_mutex_unlock(&rec.lock);
+  ck_assert(sluice_client_dlq_replay(e->client, dl->entry_id, FALSE, &replayed,
+                                     &error));
+  ck_assert_str_eq(replayed, id);
+  /* The dead_lettered record was replaced at once (the running worker may
+   * already have moved it further). */
+  ck_assert_int_ne(state_of(e, id), SLUICE_STATE_DEAD_LETTERED);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 3);
+  ck_assert_uint_eq(attempt_of(id, 2) / 1000, 1);
+  ck_assert_state(e, id, SLUICE_STATE_SUCCEEDED);
+  after = dead_letters(e);
+  ck_assert_uint_eq(after->len, 0);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(replay_can_keep_the_attempt)
+{
+  Env *e = env_new();
+  g_autofree gchar *id = bury_broken_task(e);
+  g_autoptr(SluiceDeadLetter) dl = only_dead_letter(e);
+  g_autoptr(SluiceDeadLetter) again = NULL;
+  g_autoptr(GError) error = NULL;
+
+  ck_assert(
+      sluice_client_dlq_replay(e->client, dl->entry_id, TRUE, NULL, &error));
+  run_idle(e);
+  /* Attempt 2 of 2 again: it fails once more and goes straight back. */
+  ck_assert_uint_eq(runs_of(id), 3);
+  ck_assert_uint_eq(attempt_of(id, 2) / 1000, 2);
+  again = only_dead_letter(e);
+  ck_assert_str_eq(again->task_id, id);
+  ck_assert_str_ne(again->entry_id, dl->entry_id);
+  ck_assert(
+      !sluice_client_dlq_replay(e->client, dl->entry_id, FALSE, NULL, &error));
+  ck_assert(g_error_matches(error, SLUICE_CLIENT_ERROR,
+                            SLUICE_CLIENT_ERROR_NOT_FOUND));
+  env_free(e);
+}
+END_TEST
+
+/* ---- 14. graceful stop and the concurrency limit ---------------------------
+ */
+
+typedef struct {
+  SluiceWorker *worker;
+} Stopper;
+
+static gpointer
+stopper_main(gpointer data)
+{
+  sluice_worker_stop(data);
+  return NULL;
+}
+
+static guint64
+ready_depth(Env *e, const gchar *queue)
+{
+  SluiceBrokerStats st;
+  const gchar *queues[] = {queue, NULL};
+  g_autoptr(GError) error = NULL;
+  guint64 n;
+
+  ck_assert(sluice_client_get_stats(e->client, queues, &st, &error));
+  n = ((SluiceQueueStats *)st.queues->pdata[0])->ready;
+  sluice_broker_stats_clear(&st);
+  return n;
+}
+
+/* A second worker on the same broker drains what the first gave back. */
+static void
+drain_with_new_worker(Env *e)
+{
+  SluiceWorkerOptions o;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceWorker) w2 = NULL;
+
+  default_options(&o);
+  w2 = sluice_worker_new(e->broker, e->registry, &o, &error);
+  ck_assert(sluice_worker_run_until_idle(w2, 60000, &error));
+  sluice_worker_stop(w2);
+}
+
+START_TEST(graceful_stop_releases_unstarted_work_and_loses_nothing)
+{
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GError) error = NULL;
+  GThread *stopper;
+  SluiceWorkerStats s;
+
+  default_options(&o);
+  o.concurrency = 2;
+  o.prefetch = 6;
+  e = env_new_full(100, &o);
+  for (guint i = 0; i < 10; i++)
+    g_ptr_array_add(ids, enqueue(e, "t.gate", NULL, NULL));
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(at_gate, GUINT_TO_POINTER(2), 30000));
+
+  stopper = g_thread_new("stopper", stopper_main, e->worker);
+  g_usleep(100000); /* let the stop begin while both tasks still run */
+  open_gate();
+  g_thread_join(stopper);
+
+  s = stats_of(e);
+  ck_assert_uint_eq(s.succeeded, 2);
+  ck_assert_uint_eq(s.started, 2);
+  ck_assert_uint_eq(total_runs(), 2);
+  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_LEASES))
+    ck_assert_uint_eq(ready_depth(e, SLUICE_DEFAULT_QUEUE), 8);
+
+  drain_with_new_worker(e);
+  ck_assert_uint_eq(total_runs(), 10);
+  for (guint i = 0; i < ids->len; i++)
+    ck_assert_uint_eq(runs_of(ids->pdata[i]), 1);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(stop_timeout_releases_and_cancels_a_running_task)
+{
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autofree gchar *id = NULL;
+  g_autoptr(GError) error = NULL;
+
+  default_options(&o);
+  o.shutdown_timeout_ms = 200;
+  e = env_new_full(100, &o);
+  id = enqueue(e, "t.blocker", "{\"late\": 1}", NULL);
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(blocker_started, GUINT_TO_POINTER(1), 30000));
+  sluice_worker_stop(e->worker);
+  ck_assert_uint_eq(rec.cancelled_seen, 1);
+  ck_assert_uint_eq(stats_of(e).released, 1);
+  ck_assert_uint_eq(stats_of(e).succeeded, 0);
+
+  drain_with_new_worker(e);
+  ck_assert_uint_eq(runs_of(id), 2);
+  ck_assert_state(e, id, SLUICE_STATE_SUCCEEDED);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(concurrency_limit_is_never_exceeded)
+{
+  SluiceWorkerOptions o;
+  Env *e;
+
+  default_options(&o);
+  o.concurrency = 3;
+  o.prefetch = 10;
+  e = env_new_full(100, &o);
+  for (guint i = 0; i < 60; i++)
+    g_free(enqueue(e, "t.busy", NULL, NULL));
+  run_idle(e);
+  ck_assert_uint_eq(total_runs(), 60);
+  ck_assert_uint_le(rec.peak, 3);
+  ck_assert_uint_le(stats_of(e).peak_running, 3);
+  /* The limit is reached, not just respected by running one at a time. */
+  ck_assert_uint_eq(stats_of(e).peak_running, 3);
+  env_free(e);
+}
+END_TEST
+
+/* ---- 15. many producers, one worker: each task runs exactly once -----------
+ */
+
+typedef struct {
+  SluiceClient *client;
+  guint count;
+  GPtrArray *ids;
+} Producer;
+
+static gpointer
+producer_main(gpointer data)
+{
+  Producer *p = data;
+
+  for (guint i = 0; i < p->count; i++) {
+    g_autoptr(GError) error = NULL;
+    gchar *id = sluice_client_enqueue(p->client, "t.count", NULL, NULL, &error);
+    if (id == NULL)
+      g_error("enqueue failed: %s", error->message);
+    g_ptr_array_add(p->ids, id);
+  }
+  return NULL;
+}
+
+static gboolean
+runs_reached(gpointer n)
+{
+  return rec.runs >= GPOINTER_TO_UINT(n);
+}
+
+START_TEST(many_producers_each_task_runs_exactly_once)
+{
+  enum { PRODUCERS = 8 };
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autoptr(GHashTable) counts =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  Producer producers[PRODUCERS];
+  GThread *threads[PRODUCERS];
+  g_autoptr(GError) error = NULL;
+  guint per = (guint)(12500 * factory->scale);
+  guint total = per * PRODUCERS;
+
+  default_options(&o);
+  o.concurrency = 4;
+  o.track_state = FALSE;
+  e = env_new_full(100, &o);
+  ck_assert(sluice_registry_add(e->registry, "t.count", task_count, counts,
+                                NULL, NULL, &error));
+  ck_assert(sluice_worker_start(e->worker, &error));
+  for (guint i = 0; i < PRODUCERS; i++) {
+    producers[i].client = e->client;
+    producers[i].count = per;
+    producers[i].ids = g_ptr_array_new_with_free_func(g_free);
+    threads[i] = g_thread_new("producer", producer_main, &producers[i]);
+  }
+  for (guint i = 0; i < PRODUCERS; i++)
+    g_thread_join(threads[i]);
+  ck_assert_msg(wait_until(runs_reached, GUINT_TO_POINTER(total), 600000),
+                "only %u of %u tasks ran", total_runs(), total);
+  run_idle(e);
+
+  ck_assert_uint_eq(total_runs(), total);
+  ck_assert_uint_eq(g_hash_table_size(counts), total);
+  for (guint i = 0; i < PRODUCERS; i++) {
+    for (guint j = 0; j < producers[i].ids->len; j++) {
+      const gchar *id = producers[i].ids->pdata[j];
+      ck_assert_msg(GPOINTER_TO_UINT(g_hash_table_lookup(counts, id)) == 1,
+                    "task %s ran %u times", id,
+                    GPOINTER_TO_UINT(g_hash_table_lookup(counts, id)));
+    }
+    g_ptr_array_unref(producers[i].ids);
+  }
+  env_free(e);
+}
+END_TEST
+
+/* ---- The rest of the contract: queues, delays, idempotency, periodic -------
+ */
+
+START_TEST(queues_are_served_in_priority_order)
+{
+  SluiceWorkerOptions o;
+  SluiceEnqueueOptions low, high;
+  static const gchar *const queues[] = {"high", "low", NULL};
+  Env *e;
+  g_autofree gchar *a = NULL, *b = NULL, *c = NULL;
+
+  default_options(&o);
+  o.queues = queues;
+  o.concurrency = 1;
+  o.prefetch = 0;
+  e = env_new_full(100, &o);
+  sluice_enqueue_options_init(&low);
+  low.queue = "low";
+  sluice_enqueue_options_init(&high);
+  high.queue = "high";
+  a = enqueue(e, "t.ok", NULL, &low);
+  b = enqueue(e, "t.ok", NULL, &low);
+  c = enqueue(e, "t.ok", NULL, &high);
+  run_idle(e);
+  ck_assert_uint_eq(rec.order->len, 3);
+  ck_assert_str_eq(rec.order->pdata[0], c);
+  ck_assert_str_eq(rec.order->pdata[1], a);
+  ck_assert_str_eq(rec.order->pdata[2], b);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(delayed_task_runs_only_when_due)
+{
+  SluiceEnqueueOptions eo;
+  Env *e = env_new();
+  g_autofree gchar *id = NULL;
+
+  sluice_enqueue_options_init(&eo);
+  eo.delay_ms = 10000;
+  id = enqueue(e, "t.ok", NULL, &eo);
+  run_idle(e);
+  expect_next_attempt_after(e, id, 10000);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(enqueue_with_an_id_is_idempotent)
+{
+  SluiceEnqueueOptions eo;
+  Env *e = env_new();
+  g_autoptr(GError) error = NULL;
+  gboolean existed = TRUE;
+  g_autofree gchar *first = NULL, *second = NULL;
+
+  sluice_enqueue_options_init(&eo);
+  eo.id = "order-42";
+  first = sluice_client_enqueue_full(e->client, "t.ok", NULL, &eo, &existed,
+                                     &error);
+  ck_assert_str_eq(first, "order-42");
+  ck_assert(!existed);
+  second = sluice_client_enqueue_full(e->client, "t.ok", NULL, &eo, &existed,
+                                      &error);
+  ck_assert_str_eq(second, "order-42");
+  ck_assert(existed);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of("order-42"), 1);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(batch_enqueue_is_all_or_nothing)
+{
+  Env *e = env_new();
+  SluiceEnqueueRequest requests[50];
+  g_autoptr(GPtrArray) ids = NULL;
+  g_autoptr(GError) error = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS(requests); i++)
+    requests[i] = (SluiceEnqueueRequest){.task = "t.ok"};
+  ids = sluice_client_enqueue_batch(e->client, requests, G_N_ELEMENTS(requests),
+                                    &error);
+  ck_assert_uint_eq(ids->len, G_N_ELEMENTS(requests));
+
+  requests[7].task = "bad name";
+  ck_assert_ptr_null(sluice_client_enqueue_batch(
+      e->client, requests, G_N_ELEMENTS(requests), &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID));
+  ck_assert_ptr_nonnull(strstr(error->message, "request 7"));
+  run_idle(e);
+  ck_assert_uint_eq(total_runs(), G_N_ELEMENTS(requests));
+  env_free(e);
+}
+END_TEST
+
+START_TEST(oversized_message_is_refused_and_nothing_is_enqueued)
+{
+  Env *e = env_new();
+  g_autofree gchar *big = g_strnfill(SLUICE_DEFAULT_MAX_MESSAGE_BYTES, 'a');
+  g_autofree gchar *json = g_strdup_printf("\"%s\"", big);
+  g_autoptr(GBytes) args = sluice_args_from_json(json, -1, NULL);
+  g_autoptr(GError) error = NULL;
+  gchar *id;
+
+  id = sluice_client_enqueue(e->client, "t.ok", args, NULL, &error);
+  ck_assert_ptr_null(id);
+  ck_assert(g_error_matches(error, SLUICE_CLIENT_ERROR,
+                            SLUICE_CLIENT_ERROR_TOO_LARGE));
+  run_idle(e);
+  ck_assert_uint_eq(total_runs(), 0);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(periodic_occurrence_is_dispatched_once_by_many_workers)
+{
+  SluicePeriodicOptions po;
+  SluiceWorkerOptions o;
+  Env *e = env_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceWorker) w2 = NULL;
+  g_autofree gchar *first = NULL, *second = NULL;
+
+  sluice_periodic_options_init(&po);
+  po.name = "tick";
+  po.task = "t.ok";
+  po.interval_ms = 60000;
+  ck_assert(sluice_worker_add_periodic(e->worker, &po, &error));
+  default_options(&o);
+  w2 = sluice_worker_new(e->broker, e->registry, &o, &error);
+  ck_assert(sluice_worker_add_periodic(w2, &po, &error));
+
+  /* The fake clock starts on a whole minute: that occurrence is due now. */
+  run_idle(e);
+  ck_assert(sluice_worker_run_until_idle(w2, 60000, &error));
+  for (guint i = 0; i < 3; i++) {
+    sluice_test_harness_advance(e->h, 60000);
+    run_idle(e);
+    ck_assert(sluice_worker_run_until_idle(w2, 60000, &error));
+    run_idle(e);
+  }
+  first = g_strdup_printf("periodic:tick:%" G_GINT64_FORMAT, e->t0);
+  second = g_strdup_printf("periodic:tick:%" G_GINT64_FORMAT, e->t0 + 60000);
+  ck_assert_uint_eq(runs_of(first), 1);
+  ck_assert_uint_eq(runs_of(second), 1);
+  ck_assert_uint_eq(total_runs(), 4);
+  sluice_worker_stop(w2);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(periodic_missed_runs_follow_the_policy)
+{
+  SluicePeriodicOptions po;
+  SluiceWorkerOptions o;
+  Env *e = env_new();
+  g_autoptr(GError) error = NULL;
+  gint64 last = 0;
+
+  sluice_periodic_options_init(&po);
+  po.name = "catchup";
+  po.task = "t.ok";
+  po.interval_ms = 60000;
+  po.missed = SLUICE_MISSED_ALL;
+  po.missed_max = 3;
+  ck_assert(sluice_worker_add_periodic(e->worker, &po, &error));
+  run_idle(e);
+  ck_assert_uint_eq(total_runs(), 1); /* the occurrence at t0 */
+  sluice_worker_stop(e->worker);
+
+  /* Ten occurrences fall while no scheduler runs. */
+  sluice_test_harness_advance(e->h, 10 * 60000 + 30000);
+  default_options(&o);
+  {
+    g_autoptr(SluiceWorker) w2 =
+        sluice_worker_new(e->broker, e->registry, &o, &error);
+    ck_assert(sluice_worker_add_periodic(w2, &po, &error));
+    ck_assert(sluice_worker_run_until_idle(w2, 60000, &error));
+    sluice_worker_stop(w2);
+  }
+  /* ALL with a cap of 3: the three latest missed ones. */
+  ck_assert_uint_eq(total_runs(), 4);
+  for (gint64 minute = 7; minute <= 10; minute++) {
+    g_autofree gchar *occurrence = g_strdup_printf(
+        "periodic:catchup:%" G_GINT64_FORMAT, e->t0 + minute * 60000);
+    ck_assert_uint_eq(runs_of(occurrence), minute == 7 ? 0 : 1);
+  }
+  ck_assert(sluice_broker_last_periodic(e->broker, "catchup", &last, &error));
+  ck_assert_int_eq(last, e->t0 + 10 * 60000);
+  env_free(e);
+}
+END_TEST
+
+/* ---- The suite ------------------------------------------------------------
+ */
+
+Suite *
+sluice_conformance_suite(const SluiceConformanceFactory *f)
+{
+  Suite *s = suite_create(f->name);
+  TCase *semantics = tcase_create("semantics");
+  TCase *stop = tcase_create("stop");
+  TCase *load = tcase_create("load");
+
+  factory = f;
+  g_mutex_init(&rec.lock);
+  g_cond_init(&rec.cond);
+
+  tcase_set_timeout(semantics, 120);
+  tcase_add_test(semantics, attempt_is_one_based_and_retry_keeps_id);
+  tcase_add_test(semantics, backoff_sequence_without_jitter);
+  tcase_add_test(semantics, backoff_with_jitter_stays_within_bounds);
+  tcase_add_test(semantics, policy_resolves_global_then_task_then_message);
+  tcase_add_test(semantics, explicit_retry_counts_toward_max_attempts);
+  tcase_add_test(semantics, fatal_error_dead_letters_at_once);
+  tcase_add_test(semantics,
+                 exhausted_attempts_dead_letter_with_fields_and_capped_history);
+  tcase_add_test(semantics, timeout_cancels_fails_and_discards_late_result);
+  tcase_add_test(semantics, malformed_record_dead_letters_with_raw_bytes);
+  tcase_add_test(semantics, unknown_task_is_deferred_then_buried_by_time);
+  tcase_add_test(semantics,
+                 unknown_task_burial_does_not_depend_on_deferral_count);
+  tcase_add_test(semantics, expired_message_dead_letters_without_running);
+  tcase_add_test(semantics, states_with_track_state);
+  tcase_add_test(semantics, states_without_track_state);
+  tcase_add_test(semantics, result_record_expires_after_its_ttl);
+  tcase_add_test(semantics, get_result_wakes_on_completion_not_on_a_poll);
+  tcase_add_test(semantics, get_result_times_out_with_a_distinct_error);
+  tcase_add_test(semantics, cancel_scheduled_task_is_certain);
+  tcase_add_test(semantics, cancel_queued_task_revokes_and_skips_it);
+  tcase_add_test(semantics, cancel_running_task_fires_its_cancellable);
+  tcase_add_test(semantics, revocation_expires_after_revoke_ttl);
+  tcase_add_test(semantics, dead_letter_cap_drops_the_oldest);
+  tcase_add_test(semantics, replay_resets_attempt_and_the_task_runs);
+  tcase_add_test(semantics, replay_can_keep_the_attempt);
+  tcase_add_test(semantics, queues_are_served_in_priority_order);
+  tcase_add_test(semantics, delayed_task_runs_only_when_due);
+  tcase_add_test(semantics, enqueue_with_an_id_is_idempotent);
+  tcase_add_test(semantics, batch_enqueue_is_all_or_nothing);
+  tcase_add_test(semantics,
+                 oversized_message_is_refused_and_nothing_is_enqueued);
+  tcase_add_test(semantics,
+                 periodic_occurrence_is_dispatched_once_by_many_workers);
+  tcase_add_test(semantics, periodic_missed_runs_follow_the_policy);
+  suite_add_tcase(s, semantics);
+
+  tcase_set_timeout(stop, 120);
+  tcase_add_test(stop, graceful_stop_releases_unstarted_work_and_loses_nothing);
+  tcase_add_test(stop, stop_timeout_releases_and_cancels_a_running_task);
+  tcase_add_test(stop, concurrency_limit_is_never_exceeded);
+  suite_add_tcase(s, stop);
+
+  tcase_set_timeout(load, 900);
+  tcase_add_test(load, many_producers_each_task_runs_exactly_once);
+  suite_add_tcase(s, load);
+  return s;
+}

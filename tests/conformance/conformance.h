@@ -1,0 +1,45 @@
+/* conformance.h - the broker conformance suite.
+ *
+ * One set of scenarios, the semantics of DESIGN.md, run against every
+ * broker: the memory broker, both Redis brokers and the custom-broker
+ * example each link this suite into their own Check program with a factory
+ * that makes a fresh, empty broker. A broker is done when this passes.
+ *
+ * Scenarios that need a capability the broker does not declare are skipped
+ * by capability, never by broker name.
+ */
+#pragma once
+
+#include <check.h>
+
+#define SLUICE_BROKER_INSIDE
+#include <sluice/sluice-broker.h>
+#undef SLUICE_BROKER_INSIDE
+#include <sluice/sluice.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  /* Shown in test names and failure messages. */
+  const gchar *name;
+  /* Makes a fresh, empty broker on @clock that keeps at most
+   * @dead_letter_max dead letters. Runs in the forked test process. */
+  SluiceBroker *(*create)(SluiceClock *clock, guint dead_letter_max,
+                          gpointer data, GError **error);
+  gpointer data;
+  /* Scale of the throughput scenarios (1.0 = 100,000 tasks); slow brokers
+   * may lower it, never to zero. */
+  gdouble scale;
+} SluiceConformanceFactory;
+
+/* Returns: (transfer full): the suite, for srunner_create(). The factory
+ * must outlive the runner. */
+Suite *sluice_conformance_suite(const SluiceConformanceFactory *factory);
+
+/* Log capture for scenarios that check a log line was written. Install once
+ * per process, before the runner starts. */
+void sluice_test_log_capture_install(void);
+void sluice_test_log_capture_reset(void);
+gboolean sluice_test_log_capture_contains(const gchar *needle);
+
+G_END_DECLS
