@@ -612,7 +612,7 @@ fail_job(Job *job, const gchar *message, gint64 requested_delay_ms,
       record =
           make_record(job, SLUICE_STATE_RETRYING, NULL, message, NULL, now);
     sluice_log__task(
-        G_LOG_LEVEL_MESSAGE, env->id, env->task, env->queue, env->attempt,
+        G_LOG_LEVEL_INFO, env->id, env->task, env->queue, env->attempt,
         "attempt %u of %u failed: %s; retrying in %" G_GINT64_FORMAT " ms",
         env->attempt, job->policy.max_attempts, message, delay);
     settle_reschedule(job, next, now + delay, KIND_RETRIED, record);

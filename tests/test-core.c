@@ -1,0 +1,588 @@
+/* test-core.c - the core without a real broker: retry policy, registry,
+ * broker registration and the dispatch layer's fallbacks, cron.
+ *
+ * The dispatch layer is tested against a fake broker that implements only
+ * the required slots and counts calls, in the manner of libgit2's
+ * fake_backend: it proves that a feature-poor broker of contract version 1
+ * gets the documented fallbacks.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <string.h>
+
+#include "core/sluice-private.h"
+
+/* ---- Retry policy ---------------------------------------------------------
+ */
+
+START_TEST(default_backoff_sequence_and_cap)
+{
+  static const gint64 expected[] = {1500,  3000,  6000,  12000,
+                                    24000, 30000, 30000, 30000};
+  SluiceRetryPolicy p;
+
+  sluice_retry_policy_resolve(&p, NULL, NULL, NULL);
+  ck_assert_uint_eq(p.max_attempts, 3);
+  ck_assert_int_eq(p.jitter, SLUICE_ON);
+  p.jitter = SLUICE_OFF;
+  for (guint i = 0; i < G_N_ELEMENTS(expected); i++)
+    ck_assert_int_eq(sluice_retry_policy_backoff_ms(&p, i + 1, NULL),
+                     expected[i]);
+  /* Huge attempt numbers overflow pow() to infinity; the cap holds. */
+  ck_assert_int_eq(sluice_retry_policy_backoff_ms(&p, 100000, NULL), 30000);
+}
+END_TEST
+
+START_TEST(jitter_stays_within_half_to_full_delay)
+{
+  SluiceRetryPolicy p;
+  g_autoptr(GRand) rand = g_rand_new_with_seed(42);
+  gint64 lowest = G_MAXINT64, highest = 0;
+
+  sluice_retry_policy_init_default(&p);
+  for (guint attempt = 1; attempt <= 8; attempt++) {
+    gint64 nominal = MIN(1500 * (1 << (attempt - 1)), 30000);
+    for (guint i = 0; i < 2000; i++) {
+      gint64 d = sluice_retry_policy_backoff_ms(&p, attempt, rand);
+      ck_assert_int_ge(d, nominal / 2);
+      ck_assert_int_le(d, nominal);
+      if (attempt == 1) {
+        lowest = MIN(lowest, d);
+        highest = MAX(highest, d);
+      }
+    }
+  }
+  /* Jitter spreads: 2000 draws cover most of [750, 1500]. */
+  ck_assert_int_lt(lowest, 800);
+  ck_assert_int_gt(highest, 1450);
+}
+END_TEST
+
+START_TEST(policy_resolution_is_per_field)
+{
+  SluiceRetryPolicy global, task, message, out;
+
+  sluice_retry_policy_init_unset(&global);
+  sluice_retry_policy_init_unset(&task);
+  sluice_retry_policy_init_unset(&message);
+  global.max_attempts = 9;
+  global.initial_backoff_ms = 100;
+  global.jitter = SLUICE_OFF;
+  task.initial_backoff_ms = 0; /* 0 is a value: retry at once */
+  task.max_backoff_ms = 5000;
+  message.max_attempts = 2;
+
+  sluice_retry_policy_resolve(&out, &global, &task, &message);
+  ck_assert_uint_eq(out.max_attempts, 2);      /* message */
+  ck_assert_int_eq(out.initial_backoff_ms, 0); /* task */
+  ck_assert_int_eq(out.max_backoff_ms, 5000);  /* task */
+  ck_assert_int_eq(out.jitter, SLUICE_OFF);    /* global */
+  ck_assert(out.multiplier == 2.0);            /* default */
+
+  /* A level that sets nothing changes nothing. */
+  sluice_retry_policy_resolve(&out, &global, NULL, &message);
+  ck_assert_int_eq(out.initial_backoff_ms, 100);
+  ck_assert_int_eq(out.max_backoff_ms, 30000);
+}
+END_TEST
+
+/* ---- Registry ---------------------------------------------------------------
+ */
+
+static gboolean
+noop_task(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  return TRUE;
+}
+
+static void
+count_destroy(gpointer data)
+{
+  (*(guint *)data)++;
+}
+
+START_TEST(registry_rejects_duplicates_and_bad_names)
+{
+  g_autoptr(SluiceRegistry) registry = sluice_registry_new();
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) names = NULL;
+  guint destroyed = 0;
+  SluiceTaskOptions options, got;
+
+  sluice_task_options_init(&options);
+  options.queue = "mail";
+  options.timeout_ms = 500;
+  ck_assert(sluice_registry_add(registry, "mail.send", noop_task, &destroyed,
+                                count_destroy, &options, &error));
+  ck_assert(sluice_registry_add(registry, "a.first", noop_task, NULL, NULL,
+                                NULL, &error));
+
+  ck_assert(!sluice_registry_add(registry, "mail.send", noop_task, &destroyed,
+                                 count_destroy, NULL, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_DUPLICATE));
+  ck_assert_uint_eq(destroyed, 0); /* the caller keeps its data on failure */
+  g_clear_error(&error);
+
+  ck_assert(!sluice_registry_add(registry, "has space", noop_task, NULL, NULL,
+                                 NULL, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID));
+  g_clear_error(&error);
+  ck_assert(
+      !sluice_registry_add(registry, "", noop_task, NULL, NULL, NULL, &error));
+  g_clear_error(&error);
+
+  ck_assert(sluice_registry_get_options(registry, "mail.send", &got));
+  ck_assert_str_eq(got.queue, "mail");
+  ck_assert_int_eq(got.timeout_ms, 500);
+  ck_assert(!sluice_registry_contains(registry, "nope"));
+  names = sluice_registry_list(registry);
+  ck_assert_uint_eq(g_strv_length(names), 2);
+  ck_assert_str_eq(names[0], "a.first");
+  ck_assert_str_eq(names[1], "mail.send");
+
+  g_clear_pointer(&registry, sluice_registry_unref);
+  ck_assert_uint_eq(destroyed, 1);
+}
+END_TEST
+
+/* ---- A fake broker: required slots only, counting calls -------------------
+ */
+
+typedef struct {
+  SluiceBroker parent;
+  guint get_record_calls;
+  guint final_after;  /* get_record returns a final record from this call */
+  gboolean misbehave; /* enqueue returns FALSE without an error */
+} FakeBroker;
+
+static gboolean
+fake_enqueue(SluiceBroker *b, SluiceSubmit *items, guint n, GError **error)
+{
+  return !((FakeBroker *)b)->misbehave;
+}
+
+static gboolean
+fake_fetch(SluiceBroker *b, const gchar *consumer, const gchar *const *queues,
+           guint max, gint64 block_ms, GPtrArray *out, GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_settle(SluiceBroker *b, const gchar *consumer, SluiceSettlement *items,
+            guint n, GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_promote(SluiceBroker *b, gint64 now, guint max, guint *promoted,
+             gint64 *next_due, GError **error)
+{
+  *promoted = 0;
+  *next_due = 0;
+  return TRUE;
+}
+
+static gboolean
+fake_cancel(SluiceBroker *b, const gchar *id, GBytes *record, gint64 ttl,
+            gboolean *removed, GError **error)
+{
+  *removed = FALSE;
+  return TRUE;
+}
+
+static gboolean
+fake_get_record(SluiceBroker *b, const gchar *id, GBytes **out, GError **error)
+{
+  FakeBroker *self = (FakeBroker *)b;
+  g_autoptr(SluiceResult) r = NULL;
+
+  self->get_record_calls++;
+  r = sluice_result_new(id, self->get_record_calls >= self->final_after
+                                ? SLUICE_STATE_SUCCEEDED
+                                : SLUICE_STATE_RUNNING);
+  *out = sluice_result_encode(r);
+  return TRUE;
+}
+
+static gboolean
+fake_put_record(SluiceBroker *b, const gchar *id, GBytes *record,
+                gboolean final, gint64 ttl, GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_revoke(SluiceBroker *b, const gchar *id, gint64 expires_at, GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_list_revocations(SluiceBroker *b, gint64 after, gint64 now, GPtrArray *out,
+                      GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_dlq_list(SluiceBroker *b, const gchar *after, guint limit, GPtrArray *out,
+              GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_dlq_get(SluiceBroker *b, const gchar *entry_id, SluiceDeadLetter **out,
+             GError **error)
+{
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_NOT_FOUND,
+              "none");
+  return FALSE;
+}
+
+static gboolean
+fake_dlq_replay(SluiceBroker *b, const gchar *entry_id, SluiceSubmit *item,
+                gboolean *found, GError **error)
+{
+  *found = FALSE;
+  return TRUE;
+}
+
+static gboolean
+fake_dlq_delete(SluiceBroker *b, const gchar *entry_id, gboolean *found,
+                GError **error)
+{
+  *found = FALSE;
+  return TRUE;
+}
+
+static gboolean
+fake_stats(SluiceBroker *b, const gchar *const *queues, SluiceBrokerStats *out,
+           GError **error)
+{
+  return TRUE;
+}
+
+static void
+fake_finalize(SluiceBroker *b)
+{
+}
+
+static const SluiceBrokerClass fake_class = {
+    .version = 1,
+    .name = "fake",
+    .instance_size = sizeof(FakeBroker),
+    .enqueue = fake_enqueue,
+    .fetch = fake_fetch,
+    .settle = fake_settle,
+    .promote_due = fake_promote,
+    .cancel_scheduled = fake_cancel,
+    .get_record = fake_get_record,
+    .put_record = fake_put_record,
+    .revoke = fake_revoke,
+    .list_revocations = fake_list_revocations,
+    .dlq_list = fake_dlq_list,
+    .dlq_get = fake_dlq_get,
+    .dlq_replay = fake_dlq_replay,
+    .dlq_delete = fake_dlq_delete,
+    .stats = fake_stats,
+    .finalize = fake_finalize,
+};
+
+static const struct {
+  const gchar *name;
+  glong offset;
+} required[] = {
+#define SLOT(f)                                                                \
+  {                                                                            \
+    G_STRINGIFY(f), G_STRUCT_OFFSET(SluiceBrokerClass, f)                      \
+  }
+    SLOT(enqueue),          SLOT(fetch),
+    SLOT(settle),           SLOT(promote_due),
+    SLOT(cancel_scheduled), SLOT(get_record),
+    SLOT(put_record),       SLOT(revoke),
+    SLOT(list_revocations), SLOT(dlq_list),
+    SLOT(dlq_get),          SLOT(dlq_replay),
+    SLOT(dlq_delete),       SLOT(stats),
+    SLOT(finalize),
+#undef SLOT
+};
+
+START_TEST(registration_rejects_each_missing_required_slot)
+{
+  SluiceBrokerClass klass = fake_class;
+  g_autoptr(GError) error = NULL;
+  SluiceBroker *broker;
+
+  G_STRUCT_MEMBER(gpointer, &klass, required[_i].offset) = NULL;
+  broker = sluice_broker_new(&klass, NULL, &error);
+  ck_assert_ptr_null(broker);
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_INCOMPLETE));
+  ck_assert_msg(strstr(error->message, required[_i].name) != NULL,
+                "the error does not name the slot %s: %s", required[_i].name,
+                error->message);
+}
+END_TEST
+
+START_TEST(registration_rejects_unknown_versions_and_bad_sizes)
+{
+  SluiceBrokerClass klass = fake_class;
+  g_autoptr(GError) error = NULL;
+
+  klass.version = SLUICE_BROKER_CLASS_VERSION + 1;
+  ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_VERSION));
+  ck_assert_ptr_nonnull(strstr(error->message, "rebuild"));
+  g_clear_error(&error);
+
+  klass.version = 0;
+  ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_VERSION));
+  g_clear_error(&error);
+
+  klass = fake_class;
+  klass.instance_size = sizeof(SluiceBroker) - 1;
+  ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
+  g_clear_error(&error);
+
+  klass = fake_class;
+  klass.caps = SLUICE_BROKER_CAP_LEASES; /* without heartbeat and reclaim */
+  ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_INCOMPLETE));
+  ck_assert_ptr_nonnull(strstr(error->message, "heartbeat"));
+}
+END_TEST
+
+START_TEST(registration_copies_the_class)
+{
+  SluiceBrokerClass klass = fake_class;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) broker = sluice_broker_new(&klass, NULL, &error);
+
+  ck_assert_ptr_nonnull(broker);
+  /* Scribbling on the caller's table afterwards changes nothing. */
+  klass.enqueue = NULL;
+  klass.name = "changed";
+  ck_assert_str_eq(sluice_broker_get_name(broker), "fake");
+  ck_assert_ptr_nonnull(broker->klass->enqueue);
+  ck_assert(!sluice_clock_is_fake(sluice_broker_get_clock(broker)));
+}
+END_TEST
+
+START_TEST(optional_slots_fall_back_as_documented)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) broker = sluice_broker_new(&fake_class, NULL, &error);
+  FakeBroker *fake = (FakeBroker *)broker;
+  g_autoptr(GPtrArray) out = g_ptr_array_new();
+  g_autoptr(GBytes) record = NULL;
+  g_autoptr(SluiceResult) result = NULL;
+  g_autoptr(SluiceWorker) worker = NULL;
+  g_autoptr(SluiceRegistry) registry = sluice_registry_new();
+  const gchar *queues[] = {"q", NULL};
+  SluicePeriodicOptions po;
+  SluiceSubmit submit = {0};
+  guint64 removed;
+
+  ck_assert(sluice_broker_heartbeat(broker, "w", 1000, NULL, 0, &error));
+  ck_assert(sluice_broker_reclaim(broker, "w", queues, 10, 1000, out, &error));
+  ck_assert_uint_eq(out->len, 0);
+  ck_assert(sluice_broker_leave(broker, "w", &error));
+  sluice_broker_wakeup(broker);
+
+  /* No wait_record: the core reads the record until it is final. */
+  fake->final_after = 3;
+  ck_assert(sluice_broker_wait_record(broker, "t1", 10000, &record, &error));
+  ck_assert_uint_eq(fake->get_record_calls, 3);
+  result = sluice_result_decode(record, &error);
+  ck_assert_int_eq(sluice_result_get_state(result), SLUICE_STATE_SUCCEEDED);
+
+  ck_assert(!sluice_broker_purge(broker, "q", &removed, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_UNSUPPORTED));
+  g_clear_error(&error);
+  ck_assert(
+      !sluice_broker_claim_periodic(broker, "p", 1, &submit, NULL, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_UNSUPPORTED));
+  g_clear_error(&error);
+
+  worker = sluice_worker_new(broker, registry, NULL, &error);
+  sluice_periodic_options_init(&po);
+  po.name = "p";
+  po.task = "t";
+  po.interval_ms = 1000;
+  ck_assert(!sluice_worker_add_periodic(worker, &po, &error));
+  ck_assert(g_error_matches(error, SLUICE_WORKER_ERROR,
+                            SLUICE_WORKER_ERROR_UNSUPPORTED));
+}
+END_TEST
+
+static gboolean saw_critical;
+
+static GLogWriterOutput
+note_critical(GLogLevelFlags level, const GLogField *fields, gsize n,
+              gpointer data)
+{
+  if (level & G_LOG_LEVEL_CRITICAL)
+    saw_critical = TRUE;
+  return G_LOG_WRITER_HANDLED;
+}
+
+START_TEST(a_slot_breaking_the_gerror_rule_is_reported)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) broker = sluice_broker_new(&fake_class, NULL, &error);
+  g_autoptr(GBytes) payload = g_bytes_new_static("x", 1);
+  SluiceSubmit submit = {.id = "a", .queue = "q", .payload = payload};
+
+  g_log_set_writer_func(note_critical, NULL, NULL);
+  ((FakeBroker *)broker)->misbehave = TRUE;
+  ck_assert(!sluice_broker_enqueue(broker, &submit, 1, &error));
+  ck_assert(saw_critical);
+  /* The caller still gets an error it can act on. */
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FAILED));
+  ck_assert_ptr_nonnull(strstr(error->message, "fake"));
+}
+END_TEST
+
+/* ---- Cron
+ * -------------------------------------------------------------------- */
+
+static gint64
+utc_ms(gint year, gint month, gint day, gint hour, gint minute)
+{
+  g_autoptr(GDateTime) dt =
+      g_date_time_new_utc(year, month, day, hour, minute, 0);
+  return g_date_time_to_unix(dt) * 1000;
+}
+
+static void
+expect_next(const gchar *cron, gint64 after, gint64 want)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 got = 0;
+
+  ck_assert_msg(sluice_cron_next(cron, after, &got, &error), "%s: %s", cron,
+                error != NULL ? error->message : "");
+  ck_assert_msg(got == want,
+                "%s after %" G_GINT64_FORMAT ": got %" G_GINT64_FORMAT
+                ", want %" G_GINT64_FORMAT,
+                cron, after, got, want);
+}
+
+START_TEST(cron_next_occurrences)
+{
+  /* 2030-01-01 was a Tuesday. */
+  gint64 t = utc_ms(2030, 1, 1, 10, 7);
+
+  expect_next("* * * * *", t, utc_ms(2030, 1, 1, 10, 8));
+  expect_next("*/15 * * * *", t, utc_ms(2030, 1, 1, 10, 15));
+  expect_next("0 9-17 * * mon-fri", t, utc_ms(2030, 1, 1, 11, 0));
+  expect_next("30 2 * * *", t, utc_ms(2030, 1, 2, 2, 30));
+  expect_next("0 0 1 * *", t, utc_ms(2030, 2, 1, 0, 0));
+  expect_next("0 0 * feb *", t, utc_ms(2030, 2, 1, 0, 0));
+  expect_next("@daily", t, utc_ms(2030, 1, 2, 0, 0));
+  expect_next("0 12 * * 0", t, utc_ms(2030, 1, 6, 12, 0)); /* Sunday */
+  expect_next("0 12 * * 7", t, utc_ms(2030, 1, 6, 12, 0)); /* Sunday too */
+  /* Day of month OR day of week when both are restricted (Vixie cron). */
+  expect_next("0 0 15 * fri", t, utc_ms(2030, 1, 4, 0, 0));
+  expect_next("0 0 29 2 *", t, utc_ms(2032, 2, 29, 0, 0)); /* leap day */
+  expect_next("5,10 * * * *", utc_ms(2030, 1, 1, 10, 5),
+              utc_ms(2030, 1, 1, 10, 10));
+}
+END_TEST
+
+START_TEST(cron_rejects_bad_expressions)
+{
+  static const gchar *const bad[] = {
+      "",          "* * * *",    "* * * * * *", "60 * * * *",  "* 24 * * *",
+      "* * 0 * *", "* * * 13 *", "* * * * 8",   "*/0 * * * *", "5-1 * * * *",
+      "x * * * *", "0 0 30 2 *",
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(GError) error = NULL;
+    gint64 next;
+    ck_assert_msg(!sluice_cron_next(bad[i], 0, &next, &error),
+                  "“%s” was accepted", bad[i]);
+    ck_assert(g_error_matches(error, SLUICE_WORKER_ERROR,
+                              SLUICE_WORKER_ERROR_INVALID));
+    ck_assert_ptr_nonnull(strstr(error->message, "five fields"));
+  }
+}
+END_TEST
+
+/* ---- Options ----------------------------------------------------------------
+ */
+
+START_TEST(worker_rejects_bad_options)
+{
+  g_autoptr(SluiceBroker) broker = sluice_memory_broker_new(NULL, NULL);
+  g_autoptr(SluiceRegistry) registry = sluice_registry_new();
+  g_autoptr(GError) error = NULL;
+  SluiceWorkerOptions o;
+  static const gchar *const empty[] = {NULL};
+
+  sluice_worker_options_init(&o);
+  o.concurrency = 0;
+  ck_assert_ptr_null(sluice_worker_new(broker, registry, &o, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID));
+  ck_assert_ptr_nonnull(strstr(error->message, "concurrency"));
+  g_clear_error(&error);
+
+  sluice_worker_options_init(&o);
+  o.queues = empty;
+  ck_assert_ptr_null(sluice_worker_new(broker, registry, &o, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "queue"));
+}
+END_TEST
+
+int
+main(void)
+{
+  Suite *s = suite_create("core");
+  TCase *policy = tcase_create("policy");
+  TCase *registry = tcase_create("registry");
+  TCase *broker = tcase_create("broker");
+  TCase *cron = tcase_create("cron");
+  SRunner *runner;
+  int failed;
+
+  tcase_add_test(policy, default_backoff_sequence_and_cap);
+  tcase_add_test(policy, jitter_stays_within_half_to_full_delay);
+  tcase_add_test(policy, policy_resolution_is_per_field);
+  suite_add_tcase(s, policy);
+  tcase_add_test(registry, registry_rejects_duplicates_and_bad_names);
+  tcase_add_test(registry, worker_rejects_bad_options);
+  suite_add_tcase(s, registry);
+  tcase_add_loop_test(broker, registration_rejects_each_missing_required_slot,
+                      0, G_N_ELEMENTS(required));
+  tcase_add_test(broker, registration_rejects_unknown_versions_and_bad_sizes);
+  tcase_add_test(broker, registration_copies_the_class);
+  tcase_add_test(broker, optional_slots_fall_back_as_documented);
+  tcase_add_test(broker, a_slot_breaking_the_gerror_rule_is_reported);
+  suite_add_tcase(s, broker);
+  tcase_add_test(cron, cron_next_occurrences);
+  tcase_add_test(cron, cron_rejects_bad_expressions);
+  suite_add_tcase(s, cron);
+
+  runner = srunner_create(s);
+  srunner_run_all(runner, CK_ENV);
+  failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed == 0 ? 0 : 1;
+}
