@@ -1,0 +1,370 @@
+/* trace-broker.c - how to write a broker, by example.
+ *
+ * OVERVIEW
+ *
+ * This broker stores nothing itself: it wraps another broker and forwards
+ * every operation to it, logging each call (slot, duration, outcome) at
+ * debug level and counting calls per slot. Wrap a production broker in it
+ * to see what a worker asks of its store; wrap a broker you are writing to
+ * watch the conformance suite drive it. It is small enough to read in one
+ * sitting and shows every part of the contract in <sluice/sluice-broker.h>:
+ *
+ *   1. The instance struct embeds SluiceBroker first; the core allocates
+ *      instance_size bytes, zero-filled, and owns the reference count.
+ *   2. A static, const SluiceBrokerClass lists the slots. The core copies it
+ *      and validates it in sluice_broker_new(): a missing required slot is
+ *      an error naming the slot.
+ *   3. Each slot returns FALSE exactly when it sets its GError.
+ *   4. Optional slots may be left NULL; the core then applies the fallback
+ *      each slot documents. Here every slot is present and forwards to the
+ *      inner broker's dispatch function (sluice_broker_<slot>), which
+ *      applies the inner broker's own fallbacks.
+ *   5. finalize frees the broker's own state; it may run on a half-built
+ *      instance, so it checks what it frees.
+ *
+ * What it omits: it adds no durability or capability of its own; its
+ * capabilities are the inner broker's, and so are its atomicity guarantees.
+ *
+ * It is tested the way any broker is: tests/conformance/ runs against
+ * trace(memory) in test-trace-broker.c.
+ */
+#include "trace-broker.h"
+
+typedef struct {
+  SluiceBroker parent; /* must be first */
+  SluiceBroker *inner;
+  GMutex lock;       /* guards calls */
+  GHashTable *calls; /* static slot name -> count */
+} TraceBroker;
+
+static TraceBroker *
+trace(SluiceBroker *broker)
+{
+  return (TraceBroker *)broker;
+}
+
+/* Counts and logs one finished call. */
+static gboolean
+traced(SluiceBroker *broker, const gchar *slot, gint64 started_us, gboolean ok,
+       GError **error)
+{
+  TraceBroker *self = trace(broker);
+  gint64 us = g_get_monotonic_time() - started_us;
+
+  g_mutex_lock(&self->lock);
+  g_hash_table_insert(
+      self->calls, (gpointer)slot,
+      GUINT_TO_POINTER(
+          GPOINTER_TO_UINT(g_hash_table_lookup(self->calls, slot)) + 1));
+  g_mutex_unlock(&self->lock);
+  g_log_structured(
+      "sluice-trace", G_LOG_LEVEL_DEBUG, "SLUICE_SLOT", slot, "MESSAGE",
+      "%s: %s in %" G_GINT64_FORMAT " us", slot,
+      ok ? "ok"
+         : (error != NULL && *error != NULL ? (*error)->message : "failed"),
+      us);
+  return ok;
+}
+
+#define NOW() g_get_monotonic_time()
+
+static gboolean
+trace_enqueue(SluiceBroker *b, SluiceSubmit *items, guint n, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "enqueue", t,
+                sluice_broker_enqueue(trace(b)->inner, items, n, error), error);
+}
+
+static gboolean
+trace_fetch(SluiceBroker *b, const gchar *consumer, const gchar *const *queues,
+            guint max, gint64 block_ms, GPtrArray *out, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "fetch", t,
+                sluice_broker_fetch(trace(b)->inner, consumer, queues, max,
+                                    block_ms, out, error),
+                error);
+}
+
+static gboolean
+trace_settle(SluiceBroker *b, const gchar *consumer, SluiceSettlement *items,
+             guint n, GError **error)
+{
+  gint64 t = NOW();
+  return traced(
+      b, "settle", t,
+      sluice_broker_settle(trace(b)->inner, consumer, items, n, error), error);
+}
+
+static gboolean
+trace_heartbeat(SluiceBroker *b, const gchar *consumer, gint64 lease_ms,
+                SluiceDelivery *const *held, guint n, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "heartbeat", t,
+                sluice_broker_heartbeat(trace(b)->inner, consumer, lease_ms,
+                                        held, n, error),
+                error);
+}
+
+static gboolean
+trace_reclaim(SluiceBroker *b, const gchar *consumer,
+              const gchar *const *queues, guint max, gint64 idle_ms,
+              GPtrArray *out, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "reclaim", t,
+                sluice_broker_reclaim(trace(b)->inner, consumer, queues, max,
+                                      idle_ms, out, error),
+                error);
+}
+
+static gboolean
+trace_leave(SluiceBroker *b, const gchar *consumer, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "leave", t,
+                sluice_broker_leave(trace(b)->inner, consumer, error), error);
+}
+
+static void
+trace_wakeup(SluiceBroker *b)
+{
+  gint64 t = NOW();
+  sluice_broker_wakeup(trace(b)->inner);
+  traced(b, "wakeup", t, TRUE, NULL);
+}
+
+static gboolean
+trace_promote_due(SluiceBroker *b, gint64 now_ms, guint max, guint *promoted,
+                  gint64 *next_due, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "promote_due", t,
+                sluice_broker_promote_due(trace(b)->inner, now_ms, max,
+                                          promoted, next_due, error),
+                error);
+}
+
+static gboolean
+trace_cancel_scheduled(SluiceBroker *b, const gchar *id, GBytes *record,
+                       gint64 ttl_ms, gboolean *removed, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "cancel_scheduled", t,
+                sluice_broker_cancel_scheduled(trace(b)->inner, id, record,
+                                               ttl_ms, removed, error),
+                error);
+}
+
+static gboolean
+trace_get_record(SluiceBroker *b, const gchar *id, GBytes **out, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "get_record", t,
+                sluice_broker_get_record(trace(b)->inner, id, out, error),
+                error);
+}
+
+static gboolean
+trace_put_record(SluiceBroker *b, const gchar *id, GBytes *record,
+                 gboolean final, gint64 ttl_ms, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "put_record", t,
+                sluice_broker_put_record(trace(b)->inner, id, record, final,
+                                         ttl_ms, error),
+                error);
+}
+
+static gboolean
+trace_wait_record(SluiceBroker *b, const gchar *id, gint64 timeout_ms,
+                  GBytes **out, GError **error)
+{
+  gint64 t = NOW();
+  return traced(
+      b, "wait_record", t,
+      sluice_broker_wait_record(trace(b)->inner, id, timeout_ms, out, error),
+      error);
+}
+
+static gboolean
+trace_revoke(SluiceBroker *b, const gchar *id, gint64 expires_at,
+             GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "revoke", t,
+                sluice_broker_revoke(trace(b)->inner, id, expires_at, error),
+                error);
+}
+
+static gboolean
+trace_list_revocations(SluiceBroker *b, gint64 after, gint64 now_ms,
+                       GPtrArray *out, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "list_revocations", t,
+                sluice_broker_list_revocations(trace(b)->inner, after, now_ms,
+                                               out, error),
+                error);
+}
+
+static gboolean
+trace_claim_periodic(SluiceBroker *b, const gchar *name, gint64 at,
+                     SluiceSubmit *item, gboolean *claimed, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "claim_periodic", t,
+                sluice_broker_claim_periodic(trace(b)->inner, name, at, item,
+                                             claimed, error),
+                error);
+}
+
+static gboolean
+trace_last_periodic(SluiceBroker *b, const gchar *name, gint64 *last,
+                    GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "last_periodic", t,
+                sluice_broker_last_periodic(trace(b)->inner, name, last, error),
+                error);
+}
+
+static gboolean
+trace_dlq_list(SluiceBroker *b, const gchar *after, guint limit, GPtrArray *out,
+               GError **error)
+{
+  gint64 t = NOW();
+  return traced(
+      b, "dlq_list", t,
+      sluice_broker_dlq_list(trace(b)->inner, after, limit, out, error), error);
+}
+
+static gboolean
+trace_dlq_get(SluiceBroker *b, const gchar *entry_id, SluiceDeadLetter **out,
+              GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "dlq_get", t,
+                sluice_broker_dlq_get(trace(b)->inner, entry_id, out, error),
+                error);
+}
+
+static gboolean
+trace_dlq_replay(SluiceBroker *b, const gchar *entry_id, SluiceSubmit *item,
+                 gboolean *found, GError **error)
+{
+  gint64 t = NOW();
+  return traced(
+      b, "dlq_replay", t,
+      sluice_broker_dlq_replay(trace(b)->inner, entry_id, item, found, error),
+      error);
+}
+
+static gboolean
+trace_dlq_delete(SluiceBroker *b, const gchar *entry_id, gboolean *found,
+                 GError **error)
+{
+  gint64 t = NOW();
+  return traced(
+      b, "dlq_delete", t,
+      sluice_broker_dlq_delete(trace(b)->inner, entry_id, found, error), error);
+}
+
+static gboolean
+trace_stats(SluiceBroker *b, const gchar *const *queues, SluiceBrokerStats *out,
+            GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "stats", t,
+                sluice_broker_stats(trace(b)->inner, queues, out, error),
+                error);
+}
+
+static gboolean
+trace_purge(SluiceBroker *b, const gchar *queue, guint64 *removed,
+            GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "purge", t,
+                sluice_broker_purge(trace(b)->inner, queue, removed, error),
+                error);
+}
+
+static void
+trace_finalize(SluiceBroker *b)
+{
+  TraceBroker *self = trace(b);
+
+  /* May run on a zero-filled instance if construction failed half-way. */
+  g_clear_pointer(&self->inner, sluice_broker_unref);
+  g_clear_pointer(&self->calls, g_hash_table_unref);
+  g_mutex_clear(&self->lock);
+}
+
+/* The class. Its caps are filled in per instance below, because they are
+ * the inner broker's: the core copies the class, so a broker may build it
+ * at run time as long as it is complete when sluice_broker_new() sees it. */
+static const SluiceBrokerClass trace_class_template = {
+    .version = SLUICE_BROKER_CLASS_VERSION,
+    .name = "trace",
+    .instance_size = sizeof(TraceBroker),
+    .enqueue = trace_enqueue,
+    .fetch = trace_fetch,
+    .settle = trace_settle,
+    .heartbeat = trace_heartbeat,
+    .reclaim = trace_reclaim,
+    .leave = trace_leave,
+    .wakeup = trace_wakeup,
+    .promote_due = trace_promote_due,
+    .cancel_scheduled = trace_cancel_scheduled,
+    .get_record = trace_get_record,
+    .put_record = trace_put_record,
+    .wait_record = trace_wait_record,
+    .revoke = trace_revoke,
+    .list_revocations = trace_list_revocations,
+    .claim_periodic = trace_claim_periodic,
+    .last_periodic = trace_last_periodic,
+    .dlq_list = trace_dlq_list,
+    .dlq_get = trace_dlq_get,
+    .dlq_replay = trace_dlq_replay,
+    .dlq_delete = trace_dlq_delete,
+    .stats = trace_stats,
+    .purge = trace_purge,
+    .finalize = trace_finalize,
+};
+
+SluiceBroker *
+trace_broker_new(SluiceBroker *inner)
+{
+  SluiceBrokerClass klass = trace_class_template;
+  g_autoptr(GError) error = NULL;
+  SluiceBroker *broker;
+  TraceBroker *self;
+
+  g_return_val_if_fail(inner != NULL, NULL);
+  klass.caps = sluice_broker_get_caps(inner);
+  broker = sluice_broker_new(&klass, sluice_broker_get_clock(inner), &error);
+  if (broker == NULL) {
+    g_critical("trace broker: %s", error->message);
+    return NULL;
+  }
+  self = trace(broker);
+  g_mutex_init(&self->lock);
+  self->calls = g_hash_table_new(g_str_hash, g_str_equal);
+  self->inner = sluice_broker_ref(inner);
+  return broker;
+}
+
+guint
+trace_broker_get_calls(SluiceBroker *broker, const gchar *slot)
+{
+  TraceBroker *self = trace(broker);
+  guint n;
+
+  g_mutex_lock(&self->lock);
+  n = GPOINTER_TO_UINT(g_hash_table_lookup(self->calls, slot));
+  g_mutex_unlock(&self->lock);
+  return n;
+}
