@@ -13,3 +13,11 @@ TESTS += tests/test-redis-fast
 tests_test_redis_fast_SOURCES = tests/test-redis-fast.c
 tests_test_redis_fast_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_redis_fast_LDADD = $(REDIS_TEST_LIBS)
+
+# The broker conformance suite (tests/conformance/) against redis-fast.
+check_PROGRAMS += tests/test-redis-fast-conformance
+TESTS += tests/test-redis-fast-conformance
+tests_test_redis_fast_conformance_SOURCES = tests/test-redis-fast-conformance.c
+tests_test_redis_fast_conformance_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_redis_fast_conformance_LDADD = tests/libconformance.la \
+	$(REDIS_TEST_LIBS)

@@ -216,6 +216,7 @@ bury(SluiceBroker *b, const gchar *id, const gchar *reason)
 
 static gint lost_lines;
 static gint back_lines;
+static gint policy_lines;
 
 static GLogWriterOutput
 count_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
@@ -228,6 +229,8 @@ count_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
         g_atomic_int_inc(&lost_lines);
       if (strstr(m, "is back after") != NULL)
         g_atomic_int_inc(&back_lines);
+      if (strstr(m, "maxmemory-policy allkeys-lru") != NULL)
+        g_atomic_int_inc(&policy_lines);
     }
   }
   return g_log_writer_default(level, fields, n_fields, data);
@@ -1333,6 +1336,30 @@ START_TEST(test_restart_loses_nothing_acknowledged)
 }
 END_TEST
 
+START_TEST(test_eviction_policy_warned_once)
+{
+  g_autoptr(SluiceTestRedis) server = own_server(NULL);
+  g_autoptr(SluiceBroker) b =
+      broker_for(sluice_test_redis_url(server), "evict", 0);
+  g_autoptr(GError) error = NULL;
+  FetchJob job = {b, 600000, NULL, NULL, FALSE};
+  GThread *thread;
+
+  g_log_set_writer_func(count_writer, NULL, NULL);
+  freeReplyObject(sluice_test_redis_command(
+      server, "CONFIG SET maxmemory-policy allkeys-lru"));
+  /* Several connections (one blocked in a fetch), one warning. */
+  thread = g_thread_new("fetch", fetch_thread, &job);
+  wait_blocked(server, 1);
+  ck_assert(sluice_redis_broker_ping(b, &error));
+  enqueue(b, "e1", "other", "x", 0);
+  sluice_broker_wakeup(b);
+  g_thread_join(thread);
+  g_ptr_array_unref(job.got);
+  ck_assert_int_eq(g_atomic_int_get(&policy_lines), 1);
+}
+END_TEST
+
 START_TEST(test_noscript_after_flush)
 {
   g_autoptr(SluiceBroker) b = test_broker();
@@ -1768,6 +1795,7 @@ redis_suite(void)
   tcase_set_timeout(redis, 90);
   tcase_add_test(redis, test_reconnect_after_client_kill);
   tcase_add_test(redis, test_restart_loses_nothing_acknowledged);
+  tcase_add_test(redis, test_eviction_policy_warned_once);
   tcase_add_test(redis, test_noscript_after_flush);
   tcase_add_test(redis, test_auth);
   tcase_add_test(redis, test_unreachable_url);

@@ -13,7 +13,9 @@
  * a connection is redisConnectWithTimeout() (or ...UnixWithTimeout) with the
  * connect timeout, then one pipelined round trip of [AUTH] [SELECT] CLIENT
  * ID. AUTH takes an ACL user when the URL has one. The CLIENT ID is what
- * sluice_redis_pool__wakeup() names in CLIENT UNBLOCK.
+ * sluice_redis_pool__wakeup() names in CLIENT UNBLOCK. The pool's first
+ * connection also reads maxmemory-policy and warns (once) when Redis may
+ * evict Sluice's keys: only noeviction keeps every message.
  *
  * I/O. We let hiredis format commands into ctx->obuf and parse replies,
  * but move the bytes ourselves: send(MSG_NOSIGNAL), because a library must
@@ -84,10 +86,11 @@ struct _SluiceRedisPool {
   GQueue idle; /* SluiceRedisConn*, most recently used at the head */
   gboolean closed;
   gboolean outage;
-  gint64 outage_since_us; /* monotonic */
-  gint64 next_attempt_us; /* monotonic; no attempt before this */
-  gint64 backoff_ms;      /* the next pause after a failed attempt */
-  GArray *blocked_ids;    /* gint64 CLIENT IDs blocked now */
+  gint64 outage_since_us;  /* monotonic */
+  gint64 next_attempt_us;  /* monotonic; no attempt before this */
+  gint64 backoff_ms;       /* the next pause after a failed attempt */
+  GArray *blocked_ids;     /* gint64 CLIENT IDs blocked now */
+  gboolean policy_checked; /* maxmemory-policy looked at once */
 };
 
 /* ---- URLs ---------------------------------------------------------------- */
@@ -384,15 +387,23 @@ sluice_redis_reply__check(SluiceRedisPool *pool, const redisReply *reply,
 
 /* ---- Outage bookkeeping -------------------------------------------------- */
 
-/* Called with pool->lock held. */
-static void
-outage_begin_locked(SluiceRedisPool *pool, const gchar *reason)
+/* Called with pool->lock held. Returns TRUE when this failure starts an
+ * outage: the caller then logs it, after unlocking (a log writer may take
+ * locks of its own). */
+static gboolean
+outage_begin_locked(SluiceRedisPool *pool)
 {
   if (pool->outage)
-    return;
+    return FALSE;
   pool->outage = TRUE;
   pool->outage_since_us = g_get_monotonic_time();
   pool->backoff_ms = MIN(INITIAL_BACKOFF_MS, pool->max_backoff_ms);
+  return TRUE;
+}
+
+static void
+log_lost(SluiceRedisPool *pool, const gchar *reason)
+{
   sluice_log__message(G_LOG_LEVEL_WARNING,
                       "lost connection to %s: %s; retrying", pool->url.display,
                       reason);
@@ -403,20 +414,28 @@ outage_begin_locked(SluiceRedisPool *pool, const gchar *reason)
 static void
 note_lost(SluiceRedisPool *pool, const gchar *reason)
 {
+  gboolean began;
+
   g_mutex_lock(&pool->lock);
-  outage_begin_locked(pool, reason);
+  began = outage_begin_locked(pool);
   pool->next_attempt_us = g_get_monotonic_time();
   g_mutex_unlock(&pool->lock);
+  if (began)
+    log_lost(pool, reason);
 }
 
 static void
 note_connect_failed(SluiceRedisPool *pool, const gchar *reason)
 {
+  gboolean began;
+
   g_mutex_lock(&pool->lock);
-  outage_begin_locked(pool, reason);
+  began = outage_begin_locked(pool);
   pool->next_attempt_us = g_get_monotonic_time() + pool->backoff_ms * 1000;
   pool->backoff_ms = MIN(pool->backoff_ms * 2, pool->max_backoff_ms);
   g_mutex_unlock(&pool->lock);
+  if (began)
+    log_lost(pool, reason);
 }
 
 static void
@@ -666,7 +685,40 @@ sluice_redis_conn__read_within(SluiceRedisPool *pool, SluiceRedisConn *conn,
   return TRUE;
 }
 
-/* AUTH, SELECT and CLIENT ID in one round trip. On failure returns FALSE
+/* Warns once per pool when Redis may evict Sluice's keys: with allkeys-*
+ * any key may go (queued messages lost silently); with volatile-* the keys
+ * with a TTL (records, idempotency claims) may vanish early. A user
+ * without permission for CONFIG GET gets no warning. */
+static void
+check_eviction_policy(SluiceRedisPool *pool, const redisReply *reply)
+{
+  const gchar *policy;
+  gboolean first;
+
+  g_mutex_lock(&pool->lock);
+  first = !pool->policy_checked;
+  pool->policy_checked = TRUE;
+  g_mutex_unlock(&pool->lock);
+  if (!first || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+      reply->element[1]->type != REDIS_REPLY_STRING)
+    return;
+  policy = reply->element[1]->str;
+  if (g_str_has_prefix(policy, "allkeys-"))
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "Redis at %s has maxmemory-policy %s: when it is full "
+                        "it deletes any key, queued messages included, without "
+                        "a trace; set maxmemory-policy noeviction",
+                        pool->url.display, policy);
+  else if (g_str_has_prefix(policy, "volatile-"))
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "Redis at %s has maxmemory-policy %s: when it is full "
+                        "it deletes result records and idempotency claims "
+                        "before their time; set maxmemory-policy noeviction",
+                        pool->url.display, policy);
+}
+
+/* AUTH, SELECT, CLIENT ID (and, once, CONFIG GET maxmemory-policy) in one
+ * round trip. On failure returns FALSE
  * and either sets *reason (the server could not be talked to: an outage)
  * or @error (the server answered no). */
 static gboolean
@@ -674,9 +726,11 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
                gchar **reason, GError **error)
 {
   const SluiceRedisUrl *url = &pool->url;
-  redisReply *replies[3] = {NULL, NULL, NULL};
+  redisReply *replies[4] = {NULL, NULL, NULL, NULL};
   guint n = 0;
-  guint auth_at = G_MAXUINT, select_at = G_MAXUINT, id_at;
+  guint auth_at = G_MAXUINT, select_at = G_MAXUINT, policy_at = G_MAXUINT;
+  guint id_at;
+  gboolean check_policy;
   gboolean ok = FALSE;
 
   if (url->password != NULL) {
@@ -712,6 +766,15 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
     sluice_redis_conn__append(conn, 2, argv, lens);
     id_at = n++;
   }
+  g_mutex_lock(&pool->lock);
+  check_policy = !pool->policy_checked;
+  g_mutex_unlock(&pool->lock);
+  if (check_policy) {
+    const char *argv[3] = {"CONFIG", "GET", "maxmemory-policy"};
+    size_t lens[3] = {6, 3, 16};
+    sluice_redis_conn__append(conn, 3, argv, lens);
+    policy_at = n++;
+  }
   if (!exchange_raw(conn, n, replies, timeout_ms, reason))
     return FALSE;
 
@@ -738,6 +801,8 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
     goto out;
   }
   conn->client_id = replies[id_at]->integer;
+  if (policy_at != G_MAXUINT)
+    check_eviction_policy(pool, replies[policy_at]);
   ok = TRUE;
 out:
   sluice_redis_replies__free(replies, n);
