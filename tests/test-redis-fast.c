@@ -1272,6 +1272,157 @@ START_TEST(test_reconnect_after_client_kill)
 }
 END_TEST
 
+/* Producers, consumers and a client killer at once (REDIS-NOTES R19): the
+ * pool stays consistent, producers that retry after a lost reply create
+ * no duplicate (idempotency claims), and what is lost is bounded by the
+ * fetches whose reply was lost (at most once). */
+#define CHURN_PRODUCERS 3
+#define CHURN_PER_PRODUCER 400
+#define CHURN_FETCH_MAX 50
+
+typedef struct {
+  SluiceBroker *broker;
+  GMutex lock;
+  GHashTable *seen; /* payload -> count */
+  guint dups;
+  guint failed_fetches;
+  gint producers_left;
+  gint stop;
+  guint producer;
+  SluiceTestRedis *server;
+} Churn;
+
+typedef struct {
+  Churn *churn;
+  guint index;
+} ChurnProducer;
+
+static gpointer
+churn_producer(gpointer data)
+{
+  ChurnProducer *cp = data;
+  Churn *c = cp->churn;
+
+  for (guint i = 0; i < CHURN_PER_PRODUCER; i++) {
+    g_autofree gchar *id = g_strdup_printf("p%u-%04u", cp->index, i);
+    g_autoptr(GBytes) p = text(id);
+    SluiceSubmit item = {
+        .id = id, .queue = "default", .payload = p, .dedup_ttl_ms = 600000};
+
+    for (;;) {
+      g_autoptr(GError) error = NULL;
+      if (sluice_broker_enqueue(c->broker, &item, 1, &error))
+        break;
+      ck_assert_msg(g_error_matches(error, SLUICE_BROKER_ERROR,
+                                    SLUICE_BROKER_ERROR_UNAVAILABLE),
+                    "%s", error->message);
+      g_usleep(5 * 1000);
+    }
+  }
+  g_atomic_int_add(&c->producers_left, -1);
+  return NULL;
+}
+
+static gpointer
+churn_consumer(gpointer data)
+{
+  Churn *c = data;
+  GPtrArray *got =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
+
+  while (!g_atomic_int_get(&c->stop)) {
+    g_autoptr(GError) error = NULL;
+
+    g_ptr_array_set_size(got, 0);
+    if (!sluice_broker_fetch(c->broker, "c", q_default, CHURN_FETCH_MAX, 50,
+                             got, &error)) {
+      ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                                SLUICE_BROKER_ERROR_UNAVAILABLE));
+      g_mutex_lock(&c->lock);
+      c->failed_fetches++;
+      g_mutex_unlock(&c->lock);
+      g_usleep(5 * 1000);
+      continue;
+    }
+    g_mutex_lock(&c->lock);
+    for (guint k = 0; k < got->len; k++) {
+      gsize len;
+      const gchar *d = g_bytes_get_data(delivery_at(got, k)->payload, &len);
+      gchar *key = g_strndup(d, len);
+      if (g_hash_table_contains(c->seen, key)) {
+        c->dups++;
+        g_free(key);
+      } else {
+        g_hash_table_add(c->seen, key);
+      }
+    }
+    g_mutex_unlock(&c->lock);
+  }
+  g_ptr_array_unref(got);
+  return NULL;
+}
+
+static gpointer
+churn_killer(gpointer data)
+{
+  Churn *c = data;
+  redisContext *ctx = sluice_test_redis_connect(c->server);
+
+  ck_assert_ptr_nonnull(ctx);
+  while (g_atomic_int_get(&c->producers_left) > 0) {
+    redisReply *r = redisCommand(ctx, "CLIENT KILL TYPE normal SKIPME yes");
+    if (r != NULL)
+      freeReplyObject(r);
+    g_usleep(50 * 1000);
+  }
+  redisFree(ctx);
+  return NULL;
+}
+
+START_TEST(test_churn_with_killed_connections)
+{
+  g_autoptr(SluiceTestRedis) server = own_server(NULL);
+  Churn c = {0};
+  ChurnProducer producers[CHURN_PRODUCERS];
+  GThread *threads[CHURN_PRODUCERS + 3];
+  guint total = CHURN_PRODUCERS * CHURN_PER_PRODUCER;
+  guint fetched;
+
+  c.broker = broker_for(sluice_test_redis_url(server), "churn", 0);
+  c.server = server;
+  c.seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_mutex_init(&c.lock);
+  c.producers_left = CHURN_PRODUCERS;
+  for (guint i = 0; i < CHURN_PRODUCERS; i++) {
+    producers[i] = (ChurnProducer){&c, i};
+    threads[i] = g_thread_new("producer", churn_producer, &producers[i]);
+  }
+  threads[CHURN_PRODUCERS] = g_thread_new("consumer", churn_consumer, &c);
+  threads[CHURN_PRODUCERS + 1] = g_thread_new("consumer", churn_consumer, &c);
+  threads[CHURN_PRODUCERS + 2] = g_thread_new("killer", churn_killer, &c);
+  for (guint i = 0; i < CHURN_PRODUCERS; i++)
+    g_thread_join(threads[i]);
+  g_thread_join(threads[CHURN_PRODUCERS + 2]);
+  /* Let the consumers drain what is left. */
+  /* (A failed LLEN, on a connection the killer closed, is not 0.) */
+  while (llen(server, "churn", "default") != 0)
+    g_usleep(10 * 1000);
+  g_atomic_int_set(&c.stop, 1);
+  g_thread_join(threads[CHURN_PRODUCERS]);
+  g_thread_join(threads[CHURN_PRODUCERS + 1]);
+
+  fetched = g_hash_table_size(c.seen);
+  ck_assert_uint_eq(c.dups, 0);
+  ck_assert_uint_le(fetched, total);
+  ck_assert_msg(total - fetched <= c.failed_fetches * CHURN_FETCH_MAX,
+                "lost %u with %u failed fetches", total - fetched,
+                c.failed_fetches);
+  g_hash_table_unref(c.seen);
+  g_mutex_clear(&c.lock);
+  sluice_broker_unref(c.broker);
+}
+END_TEST
+
 START_TEST(test_restart_loses_nothing_acknowledged)
 {
   SluiceTestRedisOptions opts = {.appendonly = TRUE};
@@ -1794,6 +1945,7 @@ redis_suite(void)
   tcase_add_unchecked_fixture(redis, shared_setup, shared_teardown);
   tcase_set_timeout(redis, 90);
   tcase_add_test(redis, test_reconnect_after_client_kill);
+  tcase_add_test(redis, test_churn_with_killed_connections);
   tcase_add_test(redis, test_restart_loses_nothing_acknowledged);
   tcase_add_test(redis, test_eviction_policy_warned_once);
   tcase_add_test(redis, test_noscript_after_flush);
