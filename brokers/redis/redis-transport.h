@@ -36,7 +36,16 @@
  * `handle` is SluiceDelivery.handle ('' when NULL) and `queue` its queue.
  * The fragment must follow the script rules of redis-scripts.c (checks
  * before writes; per-task keys with PX) and name keys only through the
- * prelude.
+ * prelude. It runs inside scripts of both kinds: refused when Redis is out
+ * of memory (enqueue, promotion) and allowed then (settle, heartbeat,
+ * purge), so what t_ack and t_release write must stay small.
+ *
+ * What the shared layer does for the transport: settle sends an ACK
+ * without a record not at all when ack_is_noop is set, and in a compact
+ * form without queue and handle when it has a record; heartbeat passes the
+ * held deliveries to t_heartbeat only when caps has
+ * SLUICE_BROKER_CAP_LEASES; the `reclaim` slot exists only when the
+ * transport has a reclaim callback.
  *
  * C. Callbacks for what is not a shared script: fetching (blocking reads
  * differ completely between BLMPOP and XREADGROUP), reclaiming, and the
@@ -45,8 +54,9 @@
  * blocking exchanges).
  *
  * To add a transport: write brokers/redis-<name>/<name>-transport.c defining
- * a SluiceRedisTransport and a getter, add the getter to the mode table in
- * redis-broker.c (one line) and the file to brokers/redis.mk.
+ * a SluiceRedisTransport and a getter, declare the getter below, return it
+ * from transport_for_mode() in redis-broker.c (one line) and add the file
+ * to brokers/redis.mk.
  */
 #pragma once
 
