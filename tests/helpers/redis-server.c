@@ -10,7 +10,11 @@
  *    the log and the unix socket; it is removed by sluice_test_redis_stop();
  *  - on Linux the server gets PR_SET_PDEATHSIG, so a test process killed
  *    by a Check timeout does not leave servers behind;
- *  - signals go to the pid we started, never to a process found by name.
+ *  - signals go to the pid we started, never to a process found by name;
+ *  - a test that fails exits its (forked) process without running its
+ *    cleanup, so an atexit() handler stops the servers that process
+ *    started and removes their directories. Servers inherited from a
+ *    parent process are left to the parent.
  *
  * To add a server option, add a field to SluiceTestRedisOptions and its
  * command-line flags to build_argv().
@@ -40,6 +44,7 @@
 #define STOP_TIMEOUT_US (5 * G_USEC_PER_SEC)
 
 struct _SluiceTestRedis {
+  pid_t owner; /* the process that started it */
   gchar *binary;
   gchar *dir;
   guint16 port;
@@ -53,6 +58,49 @@ struct _SluiceTestRedis {
   gchar *socket_url;
   redisContext *ctx; /* for sluice_test_redis_command() */
 };
+
+/* Servers alive in this process, for the atexit() handler. Test code: a
+ * process-wide list is the point. */
+static GPtrArray *live_servers;
+static GMutex live_lock;
+
+static void
+stop_leftovers(void)
+{
+  GPtrArray *mine = g_ptr_array_new();
+
+  g_mutex_lock(&live_lock);
+  for (guint i = 0; live_servers != NULL && i < live_servers->len; i++) {
+    SluiceTestRedis *r = g_ptr_array_index(live_servers, i);
+    if (r->owner == getpid())
+      g_ptr_array_add(mine, r);
+  }
+  g_mutex_unlock(&live_lock);
+  for (guint i = 0; i < mine->len; i++)
+    sluice_test_redis_stop(g_ptr_array_index(mine, i));
+  g_ptr_array_unref(mine);
+}
+
+static void
+track(SluiceTestRedis *r)
+{
+  g_mutex_lock(&live_lock);
+  if (live_servers == NULL) {
+    live_servers = g_ptr_array_new();
+    atexit(stop_leftovers);
+  }
+  g_ptr_array_add(live_servers, r);
+  g_mutex_unlock(&live_lock);
+}
+
+static void
+untrack(SluiceTestRedis *r)
+{
+  g_mutex_lock(&live_lock);
+  if (live_servers != NULL)
+    g_ptr_array_remove_fast(live_servers, r);
+  g_mutex_unlock(&live_lock);
+}
 
 gchar *
 sluice_test_redis_require(void)
@@ -282,6 +330,7 @@ sluice_test_redis_start(const SluiceTestRedisOptions *options, GError **error)
 {
   SluiceTestRedis *r = g_new0(SluiceTestRedis, 1);
 
+  r->owner = getpid();
   r->binary = sluice_test_redis_require();
   if (options != NULL) {
     r->appendonly = options->appendonly;
@@ -304,6 +353,7 @@ sluice_test_redis_start(const SluiceTestRedisOptions *options, GError **error)
     res = spawn_and_wait(r, error);
     if (res == SPAWN_OK) {
       make_urls(r);
+      track(r);
       return r;
     }
     if (res == SPAWN_FAILED)
@@ -403,6 +453,7 @@ sluice_test_redis_stop(SluiceTestRedis *r)
 {
   if (r == NULL)
     return;
+  untrack(r);
   drop_ctx(r);
   if (r->pid != 0) {
     kill(r->pid, SIGTERM);
