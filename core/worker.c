@@ -172,6 +172,7 @@ static void worker_core_unref(SluiceWorker *worker);
 static void drive_stop(SluiceWorker *worker);
 static void watchdog_arm(SluiceWorker *worker, gint64 deadline);
 static void sync_housekeeping(SluiceWorker *worker);
+static gboolean reclaim_into(SluiceWorker *worker, guint room, GError **error);
 
 /* ---- Options --------------------------------------------------------------
  */
@@ -1188,6 +1189,10 @@ fetcher_main(gpointer data)
     if (idle_gen > 0) {
       sync_housekeeping(worker);
       ok = promote_all_due(worker, NULL, &error);
+      /* With leases, what a dead consumer left pending is work too. */
+      if (ok &&
+          (sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES))
+        ok = reclaim_into(worker, want, &error);
     }
     if (ok)
       ok = sluice_broker_fetch(worker->broker, worker->id,
@@ -1445,30 +1450,20 @@ heartbeat_tick(gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* Takes over up to @room deliveries of dead or stalled consumers and
+ * dispatches them like fetched ones. */
 static gboolean
-reclaim_tick(gpointer data)
+reclaim_into(SluiceWorker *worker, guint room, GError **error)
 {
-  SluiceWorker *worker = data;
   g_autoptr(GPtrArray) got = g_ptr_array_new();
-  g_autoptr(GError) error = NULL;
-  guint room;
 
-  g_mutex_lock(&worker->lock);
-  room = worker->state == WORKER_RUNNING && worker->held < worker->capacity
-             ? worker->capacity - worker->held
-             : 0;
-  g_mutex_unlock(&worker->lock);
   if (room == 0)
-    return G_SOURCE_CONTINUE;
-  if (!sluice_broker_reclaim(
-          worker->broker, worker->id, (const gchar *const *)worker->queues,
-          MIN(room, RECLAIM_BATCH), worker->options.visibility_timeout_ms, got,
-          &error)) {
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "cannot reclaim deliveries of dead workers: %s",
-                        error->message);
-    return G_SOURCE_CONTINUE;
-  }
+    return TRUE;
+  if (!sluice_broker_reclaim(worker->broker, worker->id,
+                             (const gchar *const *)worker->queues,
+                             MIN(room, RECLAIM_BATCH),
+                             worker->options.visibility_timeout_ms, got, error))
+    return FALSE;
   if (got->len > 0) {
     g_mutex_lock(&worker->lock);
     worker->stats.reclaimed += got->len;
@@ -1479,6 +1474,25 @@ reclaim_tick(gpointer data)
   }
   for (guint i = 0; i < got->len; i++)
     dispatch(worker, got->pdata[i]);
+  return TRUE;
+}
+
+static gboolean
+reclaim_tick(gpointer data)
+{
+  SluiceWorker *worker = data;
+  g_autoptr(GError) error = NULL;
+  guint room;
+
+  g_mutex_lock(&worker->lock);
+  room = worker->state == WORKER_RUNNING && worker->held < worker->capacity
+             ? worker->capacity - worker->held
+             : 0;
+  g_mutex_unlock(&worker->lock);
+  if (!reclaim_into(worker, room, &error))
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "cannot reclaim deliveries of dead workers: %s",
+                        error->message);
   return G_SOURCE_CONTINUE;
 }
 
