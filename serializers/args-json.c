@@ -38,7 +38,7 @@
 #include "config.h"
 
 #include "core/sluice-private.h"
-#include "serializers/mp-reader.h"
+#include "serializers/codec-private.h"
 
 #include <json-glib/json-glib.h>
 #include <math.h>

@@ -16,7 +16,7 @@
 #include "config.h"
 
 #include "core/sluice-private.h"
-#include "serializers/mp-reader.h"
+#include "serializers/codec-private.h"
 
 #include <math.h>
 #include <stdlib.h>

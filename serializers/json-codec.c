@@ -20,7 +20,7 @@
 #include "config.h"
 
 #include "core/sluice-private.h"
-#include "serializers/mp-reader.h"
+#include "serializers/codec-private.h"
 
 #include <json-glib/json-glib.h>
 #include <string.h>

@@ -23,7 +23,7 @@
 #include "config.h"
 
 #include "core/sluice-private.h"
-#include "serializers/mp-reader.h"
+#include "serializers/codec-private.h"
 
 #include <msgpack.h>
 #include <stdlib.h>

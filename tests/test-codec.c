@@ -21,7 +21,7 @@
 #include "config.h"
 
 #include "core/sluice-private.h"
-#include "serializers/mp-reader.h"
+#include "serializers/codec-private.h"
 
 #include <check.h>
 #include <math.h>

@@ -305,8 +305,10 @@ struct _SluiceBrokerClass {
    * store failed; the caller then calls again with the same settlements,
    * so a broker must make a repeated settlement harmless (an acknowledged
    * delivery acknowledged again changes nothing; a record or a schedule
-   * entry written again is overwritten). A dead letter may be appended
-   * twice in that case; that is documented as a possible duplicate.
+   * entry written again is overwritten). Two repeats cannot always be made
+   * harmless, and are documented as possible duplicates: a dead letter may
+   * be appended twice, and a RELEASE repeated after another consumer
+   * fetched the released message may deliver it once more.
    */
   gboolean (*settle)(SluiceBroker *self, const gchar *consumer,
                      SluiceSettlement *items, guint n_items, GError **error);

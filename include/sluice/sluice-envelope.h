@@ -227,7 +227,9 @@ SluiceEnvelope *sluice_envelope_decode(GBytes *bytes,
  *
  * Converts JSON to msgpack: integers stay integers, other numbers become
  * float64, strings stay strings, null/true/false/arrays/objects map 1:1.
- * A JSON syntax error names its line and column.
+ * A JSON syntax error names its line and column. The value may nest at
+ * most 63 deep (the envelope around it takes one level of the 64 a decoder
+ * accepts) and be at most SLUICE_DEFAULT_MAX_MESSAGE_BYTES long.
  * Returns: (transfer full): msgpack bytes, or NULL and @error.
  */
 SLUICE_AVAILABLE_IN_0_1

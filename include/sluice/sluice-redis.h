@@ -38,7 +38,9 @@ typedef enum {
 /**
  * SluiceRedisOptions:
  * @url: (nullable): `redis://[[user]:password@]host[:port][/db]` or
- *   `unix:///path/to/socket[?db=N]`; NULL = SLUICE_REDIS_DEFAULT_URL
+ *   `unix:///path/to/socket[?db=N]` (a socket URL carries no credentials:
+ *   protect the socket by its file permissions); NULL =
+ *   SLUICE_REDIS_DEFAULT_URL
  * @mode: fast or reliable
  * @namespace_: (nullable): key prefix and hash tag; NULL = "sluice"
  * @connect_timeout_ms: per connection attempt (0 = 5000)
@@ -65,9 +67,10 @@ void sluice_redis_options_init(SluiceRedisOptions *options);
 /**
  * sluice_redis_broker_new:
  * @options: (nullable): copied; NULL = defaults (fast mode)
- * @clock: (nullable) (transfer none): the clock due times are compared
- *   with; NULL = a real clock. TTLs (results, idempotency claims) follow
- *   the Redis server's time.
+ * @clock: (nullable) (transfer none): the clock due times and revocation
+ *   expiries are compared with; NULL = a real clock. TTLs of keys (result
+ *   records, idempotency claims, liveness) follow the Redis server's own
+ *   time.
  *
  * Checks the options (a malformed URL is SLUICE_BROKER_ERROR_INVALID) but
  * does not connect: use sluice_redis_broker_ping() to check the server.

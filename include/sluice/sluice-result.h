@@ -113,6 +113,9 @@ void sluice_result_set_task(SluiceResult *result, const gchar *task,
                             const gchar *queue);
 SLUICE_AVAILABLE_IN_0_1
 void sluice_result_set_attempt(SluiceResult *result, guint attempt);
+/* @value must hold exactly one msgpack value nested at most 63 deep (what
+ * a task's result must be); anything else is a programming error, reported
+ * with g_critical() and ignored. */
 SLUICE_AVAILABLE_IN_0_1
 void sluice_result_set_value(SluiceResult *result, GBytes *value);
 SLUICE_AVAILABLE_IN_0_1

@@ -5,9 +5,9 @@
  *     executor slots plus the prefetch allowance;
  *   - an executor pool of @concurrency threads runs task functions;
  *   - a settler hands finished deliveries back to the broker in batches;
- *   - a housekeeping thread (its own GMainContext) promotes due scheduled messages,
- *     syncs revocations, renews leases and reclaims dead workers' messages
- *     (brokers with leases), dispatches periodic tasks and enforces task
+ *   - a housekeeping thread (its own GMainContext) promotes due scheduled
+ * messages, syncs revocations, renews leases and reclaims dead workers'
+ * messages (brokers with leases), dispatches periodic tasks and enforces task
  *     timeouts.
  * Nothing polls in a loop: each thread blocks on the broker, on a GCond or
  * on its main loop.

@@ -1,0 +1,207 @@
+/* codec-private.h - what the envelope module and the two codecs share.
+ *
+ * Both decoders walk their input and hand every known field to the
+ * sluice_envelope__* functions, so the type, range and UTF-8 rules are
+ * written once; the JSON helpers serve the JSON codec and args-json.c.
+ * Never installed.
+ */
+#pragma once
+
+#include "serializers/mp-reader.h"
+
+G_BEGIN_DECLS
+
+/* ---- Envelope fields (serializers/envelope.c) -----------------------------
+ *
+ * Both decoders walk their input and hand every known field to these
+ * functions as a SluiceMpValue (the JSON codec converts its nodes), so the
+ * type, range and UTF-8 rules are written once.
+ */
+
+#define SLUICE_ENVELOPE_MAX_ID_BYTES 256
+#define SLUICE_ENVELOPE_MAX_NAME_BYTES 200
+
+typedef enum {
+  SLUICE_KEY_UNKNOWN = -1,
+  SLUICE_KEY_V = 0,
+  SLUICE_KEY_ID,
+  SLUICE_KEY_TASK,
+  SLUICE_KEY_QUEUE,
+  SLUICE_KEY_ARGS,
+  SLUICE_KEY_ATTEMPT,
+  SLUICE_KEY_ENQUEUED_AT,
+  SLUICE_KEY_ETA,
+  SLUICE_KEY_OPTS,
+  SLUICE_KEY_UNKNOWN_SINCE,
+  SLUICE_KEY_HISTORY,
+  SLUICE_KEY_HEADERS,
+  SLUICE_N_KEYS
+} SluiceEnvelopeKey;
+
+typedef enum {
+  SLUICE_OPT_UNKNOWN = -1,
+  SLUICE_OPT_MAX_ATTEMPTS = 0,
+  SLUICE_OPT_INITIAL_BACKOFF_MS,
+  SLUICE_OPT_MULTIPLIER,
+  SLUICE_OPT_MAX_BACKOFF_MS,
+  SLUICE_OPT_JITTER,
+  SLUICE_OPT_TIMEOUT_MS,
+  SLUICE_OPT_EXPIRES_AT,
+  SLUICE_OPT_STORE_RESULT,
+  SLUICE_OPT_RESULT_TTL_MS,
+  SLUICE_OPT_DEAD_LETTER,
+  SLUICE_N_OPTS
+} SluiceOptionKey;
+
+/* Returns: (transfer none): the wire name of @key ("enqueued_at"). */
+const gchar *sluice_envelope__key_name(SluiceEnvelopeKey key);
+const gchar *sluice_envelope__option_name(SluiceOptionKey key);
+/* Returns: the key spelled by @name[0..@len), or the UNKNOWN value. */
+SluiceEnvelopeKey sluice_envelope__key_lookup(const gchar *name, gsize len);
+SluiceOptionKey sluice_envelope__option_lookup(const gchar *name, gsize len);
+
+/**
+ * sluice_envelope__new_for_decode:
+ * Returns: (transfer full): an envelope like sluice_envelope_new() but with
+ * version 0, attempt 0 and args NULL, for a decoder to fill in and hand to
+ * sluice_envelope__finish_decode().
+ */
+SluiceEnvelope *sluice_envelope__new_for_decode(void);
+
+/**
+ * sluice_envelope__set_field:
+ * @key: any key but ARGS, OPTS, HISTORY and HEADERS (the decoders walk those
+ *   containers themselves)
+ * @value: (transfer none): the value found for it
+ *
+ * Checks @value's type and range for @key and stores it in @env. Errors
+ * name the key: WRONG_TYPE, VERSION (for `v`), INVALID (range, UTF-8).
+ */
+gboolean sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
+                                    const SluiceMpValue *value, GError **error);
+
+/** sluice_envelope__set_option: as set_field, for one key inside `opts`. */
+gboolean sluice_envelope__set_option(SluiceMessageOptions *opts,
+                                     SluiceOptionKey key,
+                                     const SluiceMpValue *value,
+                                     GError **error);
+
+/** Appends one `history` element (a string). @index is for messages. */
+gboolean sluice_envelope__add_history_value(SluiceEnvelope *env, guint index,
+                                            const SluiceMpValue *value,
+                                            GError **error);
+
+/** Adds one `headers` pair: both strings, the name not yet present. */
+gboolean sluice_envelope__add_header_value(SluiceEnvelope *env,
+                                           const SluiceMpValue *name,
+                                           const SluiceMpValue *value,
+                                           GError **error);
+
+/**
+ * sluice_envelope__finish_decode:
+ * @seen: bit (1 << key) set for every key the decoder met
+ *
+ * Fails with MISSING_FIELD naming the first absent required key; otherwise
+ * gives @env nil args if it had none. On failure @env is left to the
+ * caller to free.
+ */
+gboolean sluice_envelope__finish_decode(SluiceEnvelope *env, guint32 seen,
+                                        GError **error);
+
+/**
+ * sluice_envelope__validate:
+ *
+ * What both encoders check before writing a byte: id/task/queue present,
+ * non-empty, valid UTF-8 and within their lengths (MISSING_FIELD when NULL),
+ * attempt >= 1, timestamps >= 0, options in range, history and headers valid
+ * UTF-8, and args (NULL meaning nil) exactly one well-formed msgpack value
+ * (INVALID). An encoder never writes what a decoder would refuse, except for
+ * the size and depth limits, which belong to the consumer.
+ */
+gboolean sluice_envelope__validate(const SluiceEnvelope *env, GError **error);
+
+/**
+ * sluice_envelope__sorted_header_names:
+ * @n: (out): how many
+ *
+ * Both encoders write headers sorted by name, so that one envelope always
+ * encodes to the same bytes whatever the hash table's order.
+ * Returns: (transfer container) (nullable): the names, NULL when there are
+ * none; free with g_free().
+ */
+const gchar **sluice_envelope__sorted_header_names(const SluiceEnvelope *env,
+                                                   guint *n);
+
+/** Returns: TRUE when some option of @opts is set (so `opts` is written). */
+gboolean sluice_message_options__any_set(const SluiceMessageOptions *opts);
+
+/**
+ * sluice_codec__check_text:
+ * @what: the field, for the message
+ *
+ * Fails with INVALID unless @s[0..@len) is valid UTF-8 without NUL bytes.
+ */
+gboolean sluice_codec__check_text(const gchar *what, const gchar *s, gsize len,
+                                  GError **error);
+
+/* ---- JSON (serializers/args-json.c) ---------------------------------------
+ */
+
+typedef struct _JsonNode JsonNode;
+
+/* json-glib parses recursively, so no JSON input may nest deeper than this,
+ * whatever a SluiceDecodeLimits says. */
+#define SLUICE_JSON_MAX_DEPTH 1000
+
+/* sluice_args_from_json() accepts what a worker with the default limits
+ * accepts inside an envelope: the envelope map takes one level. */
+#define SLUICE_ARGS_FROM_JSON_MAX_DEPTH (SLUICE_DEFAULT_MAX_DEPTH - 1)
+
+/**
+ * sluice_json__parse:
+ * @text: (transfer none): @len bytes, not necessarily NUL-terminated
+ * @max_depth: nesting limit (the outermost container is depth 1), at most
+ *   SLUICE_JSON_MAX_DEPTH
+ *
+ * Parses strict RFC 8259 JSON. A lexical pre-pass comes first: it enforces
+ * @max_depth before json-glib recurses, rejects what json-glib would
+ * silently accept (comments, single quotes, hex and leading-zero numbers,
+ * raw control characters, \u0000, lone surrogates, integers beyond 64 bits,
+ * numbers beyond float64) and classifies input that ends early (TRUNCATED) or
+ * goes on after the value (TRAILING). Duplicate object keys are INVALID.
+ * Errors name the line and column.
+ * Returns: (transfer full): the root node, or NULL and @error.
+ */
+JsonNode *sluice_json__parse(const gchar *text, gsize len, guint max_depth,
+                             GError **error);
+
+/**
+ * sluice_args__from_json_node:
+ * @node: (transfer none): a node from sluice_json__parse()
+ *
+ * Returns: (transfer full): the msgpack encoding of @node, or NULL and
+ * INVALID (for instance an unreadable {"$bin": ...}).
+ */
+GBytes *sluice_args__from_json_node(JsonNode *node, GError **error);
+
+/**
+ * sluice_args__append_json:
+ * @out: where the JSON text goes; on failure it may hold a partial text
+ * @data: (transfer none): msgpack bytes holding exactly one value
+ *
+ * Writes @data as compact JSON. Fails with INVALID for what JSON cannot
+ * carry (ext, non-string or duplicate map keys, a map that would read back
+ * as {"$bin"}, integers above 2^63-1, NaN/infinity, strings that are not
+ * UTF-8 or hold U+0000), TOO_DEEP beyond @max_depth, and the reader's errors
+ * for malformed msgpack.
+ */
+gboolean sluice_args__append_json(GString *out, gconstpointer data, gsize len,
+                                  guint max_depth, GError **error);
+
+/** Appends @s (valid UTF-8, @len bytes) as a JSON string literal. */
+void sluice_json__append_string(GString *out, const gchar *s, gsize len);
+
+/** Appends a finite @d so that it reads back as the same float64. */
+void sluice_json__append_double(GString *out, gdouble d);
+
+G_END_DECLS
