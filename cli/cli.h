@@ -1,0 +1,429 @@
+/* cli.h - what the files of the `sluice` command share.
+ *
+ * The command is one program with a subcommand per file:
+ *
+ *   main.c         dispatch, `sluice --help`, `sluice --version`
+ *   cmd-worker.c   `sluice worker` (and `sluice run`, its in-process twin)
+ *   cmd-enqueue.c  `sluice enqueue`
+ *   cmd-task.c     `sluice result`, `sluice inspect`, `sluice cancel`
+ *   cmd-dlq.c      `sluice dlq list|show|replay|purge`
+ *   cmd-stats.c    `sluice stats`
+ *
+ * and helpers:
+ *
+ *   settings.c     connection settings (flags, environment, key file) and
+ *                  the broker they describe
+ *   parse.c        durations, ISO 8601 times, numbers
+ *   output.c       tables, JSON, the one-line error report, exit statuses
+ *   log.c          the log writer (journald, text or JSON lines)
+ *   modules.c      task modules (GModule)
+ *
+ * The command uses only the public API (it links libsluice.la, which
+ * exports nothing else). It keeps no global state of its own: each
+ * subcommand builds what it needs on its stack and frees it before it
+ * returns. The only process-wide things are GLib's: the program name
+ * (g_set_prgname, set once per process from the subcommand) and the log
+ * writer (g_log_set_writer_func, installed once).
+ */
+#pragma once
+
+#include <stdio.h>
+
+#include <sluice/sluice.h>
+
+G_BEGIN_DECLS
+
+/* ---- Exit statuses (documented in sluice(1), EXIT STATUS) ---------------- */
+
+enum {
+  CLI_EXIT_OK = 0,
+  CLI_EXIT_FAILURE = 1,      /* a runtime failure: Redis, not found, ... */
+  CLI_EXIT_USAGE = 2,        /* the command line or configuration is wrong */
+  CLI_EXIT_TASK_FAILED = 3,  /* result: failed, dead_lettered or cancelled */
+  CLI_EXIT_NOT_FINISHED = 4, /* result: not final (yet, or within --wait) */
+};
+
+/* Errors of the command itself. USAGE maps to exit status 2, FAILED to 1. */
+#define CLI_ERROR (cli_error_quark())
+GQuark cli_error_quark(void);
+typedef enum {
+  CLI_ERROR_FAILED,
+  CLI_ERROR_USAGE,
+} CliError;
+
+/**
+ * cli_report:
+ * @error: (transfer none): what went wrong
+ *
+ * Prints "<prgname>: <message>" on one line to stderr (newlines in the
+ * message become spaces, so a caller can rely on one line per error).
+ * Returns: the exit status for @error: 2 for usage errors (CLI_ERROR_USAGE,
+ * G_OPTION_ERROR, SLUICE_BROKER_ERROR_INVALID), 1 for anything else.
+ */
+int cli_report(const GError *error);
+
+/** cli_exit_status_for: Returns: the exit status cli_report() would. */
+int cli_exit_status_for(const GError *error);
+
+/**
+ * cli_usage_error:
+ * Sets @error to CLI_ERROR_USAGE with a printf-style message.
+ * Returns: FALSE, always, so `return cli_usage_error (...)` reads well.
+ */
+gboolean cli_usage_error(GError **error, const gchar *format, ...)
+    G_GNUC_PRINTF(2, 3);
+
+/* The process's log writer settings (see log.c). */
+typedef struct _CliLog CliLog;
+
+/* ---- Option parsing ------------------------------------------------------ */
+
+/* What a subcommand's options may include besides its own. */
+typedef enum {
+  CLI_OPTIONS_CONNECTION = 1 << 0, /* --url --mode --namespace --config */
+  CLI_OPTIONS_JSON = 1 << 1,       /* --json */
+} CliOptionSets;
+
+/**
+ * CliCommon:
+ * The options every subcommand shares, as given on its command line (NULL
+ * or FALSE when not given). Owns its strings: clear with cli_common_clear().
+ */
+typedef struct {
+  gchar *url;
+  gchar *mode;
+  gchar *namespace_;
+  gchar *config;
+  gboolean json;
+} CliCommon;
+
+void cli_common_clear(CliCommon *common);
+
+/**
+ * cli_parse_options:
+ * @common: (out caller-allocates): zero-filled; receives the shared options
+ * @sets: which shared options the subcommand takes
+ * @entries: (nullable): the subcommand's own options (NULL-terminated)
+ * @parameters: e.g. "TASK [ARGS_JSON]", for the usage line
+ * @summary: one paragraph shown by --help above the options
+ * @description: (nullable): shown by --help below the options
+ * @argc, @argv: the subcommand's arguments (argv[0] = its name); on
+ *   return they hold only the positional arguments after argv[0], with a
+ *   "--" separator removed
+ *
+ * Builds a GOptionContext for one subcommand (with its own --help) and
+ * parses. Returns: TRUE, or FALSE and a usage error naming the problem.
+ */
+gboolean cli_parse_options(CliCommon *common, CliOptionSets sets,
+                           const GOptionEntry *entries, const gchar *parameters,
+                           const gchar *summary, const gchar *description,
+                           int *argc, char ***argv, GError **error);
+
+/* ---- Settings and the broker (settings.c) -------------------------------- */
+
+typedef enum {
+  CLI_MODE_FAST,
+  CLI_MODE_RELIABLE,
+  CLI_MODE_MEMORY,
+} CliMode;
+
+/**
+ * CliSettings:
+ * @url: the Redis URL (never NULL once loaded)
+ * @mode: fast, reliable or memory
+ * @namespace_: the key namespace (never NULL once loaded)
+ * @keyfile: (nullable): the configuration file, when one was given; other
+ *   sections ([worker]) are read from it by the subcommands
+ * @config_path: (nullable): its path, for messages
+ *
+ * Resolved, each setting on its own, from: the command line, else the
+ * environment (SLUICE_URL, SLUICE_MODE, SLUICE_NAMESPACE), else the
+ * [connection] group of the key file (--config, else SLUICE_CONFIG), else
+ * the defaults. Owns everything; clear with cli_settings_clear().
+ */
+typedef struct {
+  gchar *url;
+  CliMode mode;
+  gchar *namespace_;
+  GKeyFile *keyfile;
+  gchar *config_path;
+} CliSettings;
+
+gboolean cli_settings_load(const CliCommon *common, CliSettings *out,
+                           GError **error);
+void cli_settings_clear(CliSettings *settings);
+
+/** cli_mode_name: Returns: (transfer none): "fast", "reliable", "memory". */
+const gchar *cli_mode_name(CliMode mode);
+
+/**
+ * cli_connect:
+ * @settings: loaded settings
+ * @dead_letter_max: the broker's cap on dead letters (0 = the default)
+ * @log: (nullable): the log writer, muted during the ping: a failed ping
+ *   is reported once, by the error, not also by the library's warning
+ *
+ * Makes the Redis broker the settings describe and pings it, so that an
+ * unreachable server or a refused password is reported before anything
+ * else happens. The memory mode is refused: its messages live inside one
+ * process, so no other `sluice` process (nor a worker) could see them.
+ * Returns: (transfer full): the broker, or NULL and @error.
+ */
+SluiceBroker *cli_connect(const CliSettings *settings, guint dead_letter_max,
+                          CliLog *log, GError **error);
+
+/**
+ * cli_client_new:
+ * Returns: (transfer full): a client of @broker with state tracking on, so
+ * that `sluice inspect` shows queued and scheduled tasks; or NULL and
+ * @error.
+ */
+SluiceClient *cli_client_new(SluiceBroker *broker, GError **error);
+
+/**
+ * cli_open_client:
+ * @out_settings: (out caller-allocates) (optional): the settings used, set
+ *   only on success; clear them with cli_settings_clear()
+ *
+ * What a one-shot command (enqueue, result, dlq, stats, ...) does first:
+ * installs the log writer (text lines, warnings and worse), loads the
+ * settings, connects and pings (cli_connect()) and makes a client
+ * (cli_client_new()).
+ * Returns: (transfer full): the client, or NULL and @error.
+ */
+SluiceClient *cli_open_client(const CliCommon *common,
+                              CliSettings *out_settings, GError **error);
+
+/**
+ * cli_keyfile_check_keys:
+ * @settings: the settings, with the configuration file if any
+ * @group: a group name
+ * @known: (array zero-terminated=1): the keys the command understands
+ *
+ * A misspelled key would otherwise be silently ignored.
+ * Returns: FALSE and a usage error naming the first unknown key.
+ */
+gboolean cli_keyfile_check_keys(const CliSettings *settings, const gchar *group,
+                                const gchar *const *known, GError **error);
+
+/* ---- Parsing values (parse.c) -------------------------------------------- */
+
+/**
+ * cli_parse_duration:
+ * @what: the option's name, for the message ("--delay")
+ * @text: "0", or a whole number followed by ms, s, m or h
+ * @out_ms: (out): the duration in milliseconds
+ * Returns: FALSE and a usage error explaining the format.
+ */
+gboolean cli_parse_duration(const gchar *what, const gchar *text,
+                            gint64 *out_ms, GError **error);
+
+/**
+ * cli_parse_time:
+ * @text: an ISO 8601 date and time; without an offset it is local time
+ * @out_ms: (out): milliseconds since the epoch
+ * Returns: FALSE and a usage error with an example.
+ */
+gboolean cli_parse_time(const gchar *what, const gchar *text, gint64 *out_ms,
+                        GError **error);
+
+/**
+ * cli_parse_count:
+ * Parses a whole number in [@min, @max]. Returns: FALSE and a usage error.
+ */
+gboolean cli_parse_count(const gchar *what, const gchar *text, guint64 min,
+                         guint64 max, guint64 *out, GError **error);
+
+/**
+ * cli_check_reason:
+ * @reason: (nullable): a dead-letter reason given with --reason
+ * Returns: TRUE if NULL or a known reason; else FALSE and a usage error
+ * listing the reasons.
+ */
+gboolean cli_check_reason(const gchar *reason, GError **error);
+
+/**
+ * cli_read_args:
+ * @text: JSON text, or "-" to read it from standard input
+ * Returns: (transfer full): the arguments as msgpack, or NULL and a usage
+ * error naming the line and column of a JSON syntax error.
+ */
+GBytes *cli_read_args(const gchar *text, GError **error);
+
+/* ---- Output (output.c) --------------------------------------------------- */
+
+/**
+ * CliJson:
+ * A small JSON writer into a GString: objects, arrays, strings, integers,
+ * booleans, null and pre-rendered JSON values (the task's arguments and
+ * results, already converted by sluice_args_to_json()), pretty-printed
+ * with two-space indentation. It never renders a floating-point number
+ * itself. Nesting is limited to 32 levels.
+ */
+typedef struct {
+  GString *out;
+  guint depth;
+  gboolean first[32]; /* whether the container at each depth is empty */
+  gboolean after_key;
+} CliJson;
+
+/** cli_json_new: Returns: (transfer full): free with cli_json_free(). */
+CliJson *cli_json_new(void);
+void cli_json_free(CliJson *json);
+void cli_json_begin_object(CliJson *json);
+void cli_json_end_object(CliJson *json);
+void cli_json_begin_array(CliJson *json);
+void cli_json_end_array(CliJson *json);
+void cli_json_key(CliJson *json, const gchar *key);
+/** cli_json_string: writes @value, or null when it is NULL. */
+void cli_json_string(CliJson *json, const gchar *value);
+void cli_json_int(CliJson *json, gint64 value);
+void cli_json_bool(CliJson *json, gboolean value);
+void cli_json_null(CliJson *json);
+/** cli_json_raw: writes @text, which must be one valid JSON value. */
+void cli_json_raw(CliJson *json, const gchar *text);
+/** cli_json_time: writes @ms, or null when it is 0 (not reached). */
+void cli_json_time(CliJson *json, gint64 ms);
+/**
+ * cli_json_append_string:
+ * @length: bytes of @text, or -1 if NUL-terminated
+ * Appends @text to @out as a quoted JSON string (made valid UTF-8 first).
+ */
+void cli_json_append_string(GString *out, const gchar *text, gssize length);
+/** cli_json_print: writes the document and a newline to stdout. */
+void cli_json_print(CliJson *json);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliJson, cli_json_free)
+
+/**
+ * CliTable:
+ * Rows of text cells printed in aligned columns. Cells are copied.
+ */
+typedef struct {
+  GPtrArray *rows; /* GPtrArray of gchar* per row; row 0 is the header */
+  guint columns;
+} CliTable;
+
+/**
+ * cli_table_new:
+ * @header: (nullable) (array zero-terminated=1): column titles; NULL for a
+ *   table without a header line (key/value views)
+ * @columns: the number of columns
+ */
+CliTable *cli_table_new(const gchar *const *header, guint columns);
+void cli_table_free(CliTable *table);
+/** cli_table_add: adds a row of @table->columns cells (NULL prints "-"). */
+void cli_table_add(CliTable *table, ...);
+/** cli_table_print: prints the table to stdout. */
+void cli_table_print(CliTable *table);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliTable, cli_table_free)
+
+/**
+ * cli_format_time:
+ * Returns: (transfer full): @ms as "2025-06-01T12:00:00.123Z" (UTC), or
+ * NULL when @ms is 0 (not reached).
+ */
+gchar *cli_format_time(gint64 ms);
+
+/** cli_format_age: Returns: (transfer full): "3s ago", "2m ago", ... */
+gchar *cli_format_age(gint64 then_ms, gint64 now_ms);
+
+/** cli_format_duration: Returns: (transfer full): "1500ms", "30s", ... */
+gchar *cli_format_duration(gint64 ms);
+
+/**
+ * cli_msgpack_to_json:
+ * @value: (nullable): msgpack bytes
+ * Returns: (transfer full) (nullable): compact JSON text; NULL when @value
+ * is NULL; an object {"$msgpack": "<base64>"} when the value has no JSON
+ * form (msgpack ext types).
+ */
+gchar *cli_msgpack_to_json(GBytes *value);
+
+/**
+ * cli_result_print:
+ * @result: a task's record
+ * @json: print JSON (see sluice(1), JSON OUTPUT) instead of a table
+ */
+void cli_result_print(const SluiceResult *result, gboolean json);
+
+/** cli_result_to_json: writes the record's JSON object into @json. */
+void cli_result_to_json(CliJson *json, const SluiceResult *result);
+
+/* ---- Logging (log.c) ----------------------------------------------------- */
+
+typedef enum {
+  CLI_LOG_TEXT,
+  CLI_LOG_JSON,
+} CliLogFormat;
+
+/**
+ * cli_parse_log_format:
+ * @text: (nullable): "text" or "json"; NULL = text
+ * Returns: FALSE and a usage error for anything else.
+ */
+gboolean cli_parse_log_format(const gchar *text, CliLogFormat *out,
+                              GError **error);
+
+/**
+ * cli_log_init:
+ * @format: text or JSON lines on stderr (unused when stderr is the journal)
+ * @threshold: the least severe level shown: G_LOG_LEVEL_INFO shows info,
+ *   notices (G_LOG_LEVEL_MESSAGE), warnings, criticals and errors. Debug
+ *   lines are also shown for the domains listed in G_MESSAGES_DEBUG.
+ *
+ * Installs the process's log writer (once per process: GLib allows one).
+ * When stderr is connected to the systemd journal, records go to the
+ * journal with their structured fields (SLUICE_TASK_ID, ...); otherwise
+ * one line per record on stderr.
+ * Returns: (transfer none): the writer's settings, which live as long as
+ * the process (GLib keeps them with the writer).
+ */
+CliLog *cli_log_init(CliLogFormat format, GLogLevelFlags threshold);
+
+/**
+ * cli_log_set_threshold:
+ * @log: (nullable): from cli_log_init(); NULL does nothing
+ * Changes the least severe level shown. Call from the main thread.
+ * Returns: the previous threshold.
+ */
+GLogLevelFlags cli_log_set_threshold(CliLog *log, GLogLevelFlags threshold);
+
+/* ---- Task modules (modules.c) -------------------------------------------- */
+
+/**
+ * cli_modules_load:
+ * @paths: (array zero-terminated=1): shared objects to load
+ * @registry: (transfer none): where their tasks are registered
+ *
+ * Opens each module with G_MODULE_BIND_LOCAL, finds its
+ * `sluice_module_init` and calls it with @registry. Modules are made
+ * resident (never unloaded): a task that ignored its cancellable may still
+ * run module code on an executor thread after the worker has stopped.
+ * Returns: FALSE and an error naming the module and what went wrong.
+ */
+gboolean cli_modules_load(const gchar *const *paths, SluiceRegistry *registry,
+                          GError **error);
+
+/* ---- Subcommands --------------------------------------------------------- */
+
+/* Each takes its own arguments (argv[0] = its name) and returns the exit
+ * status. */
+int cli_cmd_worker(int argc, char **argv);
+int cli_cmd_run(int argc, char **argv);
+int cli_cmd_enqueue(int argc, char **argv);
+int cli_cmd_result(int argc, char **argv);
+int cli_cmd_inspect(int argc, char **argv);
+int cli_cmd_cancel(int argc, char **argv);
+int cli_cmd_dlq(int argc, char **argv);
+int cli_cmd_stats(int argc, char **argv);
+
+/* The texts --help shows at the bottom of every subcommand. */
+#define CLI_HELP_CONNECTION                                                    \
+  "Connection: --url, --mode and --namespace, else SLUICE_URL, SLUICE_MODE\n"  \
+  "and SLUICE_NAMESPACE, else the [connection] group of the --config file\n"   \
+  "(or $SLUICE_CONFIG), else redis://127.0.0.1:6379/0, reliable, sluice.\n"    \
+  "Durations: 500ms, 30s, 5m, 1h. See sluice(1)."
+
+G_END_DECLS

@@ -1,0 +1,585 @@
+/* cmd-dlq.c - the dead-letter queue: `sluice dlq list|show|replay|purge`.
+ *
+ * Dead letters are read and changed only through the client API
+ * (sluice_client_dlq_list/get/replay/delete). `replay --all` and `purge`
+ * first take a snapshot of the matching entries and then act on exactly
+ * those: a replayed task that fails again while the command runs is buried
+ * as a new entry at the tail, and acting on a live listing would replay it
+ * again in a loop.
+ *
+ * The broker contract has no slot to purge the dead-letter queue in one
+ * step, so `purge` deletes entry by entry; an entry buried meanwhile is
+ * kept (it was not in the snapshot).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* Entries per broker listing while taking a snapshot. */
+#define SNAPSHOT_PAGE 500
+
+/* The longest detail a table shows; `dlq show` and --json show it all. */
+#define DETAIL_WIDTH 60
+
+/* Reads one entry; an unknown entry id is named in the CLI's words. */
+static SluiceDeadLetter *
+get_entry(SluiceClient *client, const gchar *entry_id, GError **error)
+{
+  g_autoptr(GError) local = NULL;
+  SluiceDeadLetter *entry = sluice_client_dlq_get(client, entry_id, &local);
+
+  if (entry != NULL)
+    return entry;
+  if (g_error_matches(local, SLUICE_CLIENT_ERROR,
+                      SLUICE_CLIENT_ERROR_NOT_FOUND))
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_NOT_FOUND,
+                "no dead letter with entry id %s (sluice dlq list shows "
+                "them; a replayed or purged entry is gone)",
+                entry_id);
+  else
+    g_propagate_error(error, g_steal_pointer(&local));
+  return NULL;
+}
+
+/* Every entry matching the filters, oldest first. */
+static GPtrArray *
+snapshot(SluiceClient *client, const gchar *reason, const gchar *task,
+         GError **error)
+{
+  g_autoptr(GPtrArray) all =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
+  g_autofree gchar *cursor = NULL;
+
+  for (;;) {
+    g_autoptr(GPtrArray) page = sluice_client_dlq_list(
+        client, cursor, SNAPSHOT_PAGE, reason, task, error);
+    if (page == NULL)
+      return NULL;
+    for (guint i = 0; i < page->len; i++)
+      g_ptr_array_add(all, g_steal_pointer(&page->pdata[i]));
+    if (page->len < SNAPSHOT_PAGE)
+      break;
+    g_free(cursor);
+    cursor = g_strdup(((SluiceDeadLetter *)all->pdata[all->len - 1])->entry_id);
+  }
+  return g_steal_pointer(&all);
+}
+
+static void
+entry_to_json(CliJson *json, const SluiceDeadLetter *entry)
+{
+  cli_json_key(json, "entry_id");
+  cli_json_string(json, entry->entry_id);
+  cli_json_key(json, "task_id");
+  cli_json_string(json, entry->task_id);
+  cli_json_key(json, "task");
+  cli_json_string(json, entry->task);
+  cli_json_key(json, "reason");
+  cli_json_string(json, entry->reason);
+  cli_json_key(json, "detail");
+  cli_json_string(json, entry->detail);
+  cli_json_key(json, "source");
+  cli_json_string(json, entry->source);
+  cli_json_key(json, "deliveries");
+  cli_json_int(json, entry->deliveries);
+  cli_json_key(json, "at");
+  cli_json_time(json, entry->at);
+}
+
+/* @text cut to @width characters, with an ellipsis when cut. */
+static gchar *
+shorten(const gchar *text, glong width)
+{
+  g_autofree gchar *valid = NULL;
+  g_autofree gchar *head = NULL;
+  glong length;
+
+  if (text == NULL)
+    return NULL;
+  valid = g_utf8_make_valid(text, -1);
+  length = g_utf8_strlen(valid, -1);
+  if (length <= width)
+    return g_steal_pointer(&valid);
+  head = g_utf8_substring(valid, 0, width - 1);
+  return g_strconcat(head, "…", NULL);
+}
+
+/* ---- sluice dlq list ----------------------------------------------------- */
+
+static int
+dlq_list(int argc, char **argv)
+{
+  CliCommon common = {0};
+  g_autofree gchar *limit_text = NULL;
+  g_autofree gchar *reason = NULL;
+  g_autofree gchar *task = NULL;
+  g_autofree gchar *after = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  g_autoptr(GPtrArray) entries = NULL;
+  guint64 limit = 100;
+  int status = CLI_EXIT_OK;
+  const GOptionEntry options[] = {
+      {"limit", 'n', 0, G_OPTION_ARG_STRING, &limit_text,
+       "At most N entries (default 100)", "N"},
+      {"reason", 0, 0, G_OPTION_ARG_STRING, &reason,
+       "Only entries buried for this reason", "R"},
+      {"task", 0, 0, G_OPTION_ARG_STRING, &task,
+       "Only entries of this task name", "T"},
+      {"after", 0, 0, G_OPTION_ARG_STRING, &after,
+       "Start after this entry (paging: give the last entry listed)", "ENTRY"},
+      {NULL}};
+
+  if (!cli_parse_options(
+          &common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON, options, "",
+          "List dead letters, oldest first.",
+          "Reasons: max_attempts, max_deliveries, unknown_task, malformed, "
+          "non_retryable, expired.",
+          &argc, &argv, &error) ||
+      (limit_text != NULL &&
+       !cli_parse_count("--limit", limit_text, 1, 100000, &limit, &error)) ||
+      !cli_check_reason(reason, &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  if (argc > 1) {
+    cli_usage_error(&error, "unexpected argument “%s”", argv[1]);
+    status = cli_report(error);
+    goto out;
+  }
+  if ((client = cli_open_client(&common, NULL, &error)) == NULL ||
+      (entries = sluice_client_dlq_list(client, after, (guint)limit, reason,
+                                        task, &error)) == NULL) {
+    status = cli_report(error);
+    goto out;
+  }
+
+  if (common.json) {
+    g_autoptr(CliJson) json = cli_json_new();
+    cli_json_begin_object(json);
+    cli_json_key(json, "entries");
+    cli_json_begin_array(json);
+    for (guint i = 0; i < entries->len; i++) {
+      cli_json_begin_object(json);
+      entry_to_json(json, entries->pdata[i]);
+      cli_json_end_object(json);
+    }
+    cli_json_end_array(json);
+    /* Where the next page starts, when there may be one. */
+    cli_json_key(json, "next_after");
+    cli_json_string(
+        json,
+        entries->len == limit
+            ? ((SluiceDeadLetter *)entries->pdata[entries->len - 1])->entry_id
+            : NULL);
+    cli_json_end_object(json);
+    cli_json_print(json);
+  } else if (entries->len == 0) {
+    printf("no dead letters%s\n",
+           reason != NULL || task != NULL || after != NULL ? " match" : "");
+  } else {
+    const gchar *header[] = {"ENTRY",   "BURIED", "REASON", "TASK",
+                             "TASK ID", "DETAIL", NULL};
+    g_autoptr(CliTable) table = cli_table_new(header, 6);
+    for (guint i = 0; i < entries->len; i++) {
+      const SluiceDeadLetter *e = entries->pdata[i];
+      g_autofree gchar *at = cli_format_time(e->at);
+      g_autofree gchar *detail = shorten(e->detail, DETAIL_WIDTH);
+      cli_table_add(table, e->entry_id, at, e->reason, e->task, e->task_id,
+                    detail);
+    }
+    cli_table_print(table);
+    if (entries->len == limit)
+      printf("(more may follow: --after %s)\n",
+             ((SluiceDeadLetter *)entries->pdata[entries->len - 1])->entry_id);
+  }
+out:
+  cli_common_clear(&common);
+  return status;
+}
+
+/* ---- sluice dlq show ----------------------------------------------------- */
+
+static void
+show_json(const SluiceDeadLetter *entry, const SluiceEnvelope *env)
+{
+  g_autoptr(CliJson) json = cli_json_new();
+  gsize size = 0;
+  const guchar *data =
+      entry->payload != NULL ? g_bytes_get_data(entry->payload, &size) : NULL;
+  g_autofree gchar *base64 = g_base64_encode(data, size);
+
+  cli_json_begin_object(json);
+  entry_to_json(json, entry);
+  cli_json_key(json, "malformed");
+  cli_json_bool(json, env == NULL);
+  cli_json_key(json, "queue");
+  cli_json_string(json, env != NULL ? env->queue : NULL);
+  cli_json_key(json, "attempt");
+  if (env != NULL)
+    cli_json_int(json, env->attempt);
+  else
+    cli_json_null(json);
+  cli_json_key(json, "enqueued_at");
+  cli_json_time(json, env != NULL ? env->enqueued_at : 0);
+  cli_json_key(json, "args");
+  if (env != NULL) {
+    g_autofree gchar *args = cli_msgpack_to_json(env->args);
+    cli_json_raw(json, args);
+  } else {
+    cli_json_null(json);
+  }
+  cli_json_key(json, "history");
+  if (env != NULL) {
+    cli_json_begin_array(json);
+    for (guint i = 0; i < env->history->len; i++)
+      cli_json_string(json, env->history->pdata[i]);
+    cli_json_end_array(json);
+  } else {
+    cli_json_null(json);
+  }
+  cli_json_key(json, "headers");
+  if (env != NULL) {
+    g_autoptr(GList) keys = g_hash_table_get_keys(env->headers);
+    keys = g_list_sort(keys, (GCompareFunc)strcmp);
+    cli_json_begin_object(json);
+    for (GList *k = keys; k != NULL; k = k->next) {
+      cli_json_key(json, k->data);
+      cli_json_string(json, g_hash_table_lookup(env->headers, k->data));
+    }
+    cli_json_end_object(json);
+  } else {
+    cli_json_null(json);
+  }
+  cli_json_key(json, "payload_base64");
+  cli_json_string(json, base64);
+  cli_json_end_object(json);
+  cli_json_print(json);
+}
+
+static void
+show_table(const SluiceDeadLetter *entry, const SluiceEnvelope *env,
+           const GError *decode_error)
+{
+  g_autoptr(CliTable) table = cli_table_new(NULL, 2);
+  g_autofree gchar *at = cli_format_time(entry->at);
+  g_autofree gchar *deliveries = g_strdup_printf("%u", entry->deliveries);
+  g_autofree gchar *size = g_strdup_printf(
+      "%" G_GSIZE_FORMAT " bytes%s",
+      entry->payload != NULL ? g_bytes_get_size(entry->payload) : 0,
+      env == NULL ? " (malformed)" : "");
+
+  cli_table_add(table, "entry", entry->entry_id);
+  cli_table_add(table, "task id", entry->task_id);
+  cli_table_add(table, "task", entry->task);
+  cli_table_add(table, "reason", entry->reason);
+  cli_table_add(table, "detail", entry->detail);
+  cli_table_add(table, "source", entry->source);
+  cli_table_add(table, "deliveries", deliveries);
+  cli_table_add(table, "buried at", at);
+  cli_table_add(table, "payload", size);
+  if (env != NULL) {
+    g_autofree gchar *attempt = g_strdup_printf("%u", env->attempt);
+    g_autofree gchar *enqueued = cli_format_time(env->enqueued_at);
+    g_autofree gchar *args = cli_msgpack_to_json(env->args);
+    cli_table_add(table, "attempt", attempt);
+    cli_table_add(table, "enqueued at", enqueued);
+    cli_table_add(table, "args", args);
+    for (guint i = 0; i < env->history->len; i++)
+      cli_table_add(table, i == 0 ? "history" : "",
+                    (const gchar *)env->history->pdata[i]);
+  } else {
+    cli_table_add(table, "decoding", decode_error->message);
+  }
+  cli_table_print(table);
+}
+
+static int
+dlq_show(int argc, char **argv)
+{
+  CliCommon common = {0};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GError) decode_error = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  g_autoptr(SluiceDeadLetter) entry = NULL;
+  g_autoptr(SluiceEnvelope) env = NULL;
+  int status = CLI_EXIT_OK;
+
+  if (!cli_parse_options(&common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON,
+                         NULL, "ENTRY",
+                         "Show one dead letter: why it was buried, its "
+                         "arguments and its history of failures.",
+                         NULL, &argc, &argv, &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  if (argc != 2) {
+    cli_usage_error(&error, "give one entry id (sluice dlq list shows them)");
+    status = cli_report(error);
+    goto out;
+  }
+  if ((client = cli_open_client(&common, NULL, &error)) == NULL ||
+      (entry = get_entry(client, argv[1], &error)) == NULL) {
+    status = cli_report(error);
+    goto out;
+  }
+  if (entry->payload != NULL)
+    env = sluice_envelope_decode(entry->payload, NULL, &decode_error);
+  if (common.json)
+    show_json(entry, env);
+  else
+    show_table(entry, env, decode_error);
+out:
+  cli_common_clear(&common);
+  return status;
+}
+
+/* ---- sluice dlq replay --------------------------------------------------- */
+
+static int
+dlq_replay(int argc, char **argv)
+{
+  CliCommon common = {0};
+  gboolean all = FALSE, keep_attempt = FALSE, dry_run = FALSE;
+  g_autofree gchar *reason = NULL;
+  g_autofree gchar *task = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  g_autoptr(GPtrArray) entries = NULL;
+  g_autoptr(CliJson) json = NULL;
+  guint done = 0, failed = 0;
+  int status = CLI_EXIT_OK;
+  const GOptionEntry options[] = {
+      {"all", 'a', 0, G_OPTION_ARG_NONE, &all,
+       "Replay every dead letter (that matches --reason and --task)", NULL},
+      {"reason", 0, 0, G_OPTION_ARG_STRING, &reason,
+       "With --all: only entries buried for this reason", "R"},
+      {"task", 0, 0, G_OPTION_ARG_STRING, &task,
+       "With --all: only entries of this task name", "T"},
+      {"keep-attempt", 0, 0, G_OPTION_ARG_NONE, &keep_attempt,
+       "Keep the attempt count (default: start again at attempt 1)", NULL},
+      {"dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry_run,
+       "Say what would be replayed, and replay nothing", NULL},
+      {NULL}};
+
+  if (!cli_parse_options(
+          &common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON, options,
+          "ENTRY... | --all",
+          "Re-enqueue dead letters: each entry is deleted and its original "
+          "message\nenqueued again, in one atomic step, with the same task "
+          "id and arguments.",
+          "Exit status: 0 all replayed; 1 any entry missing or an error.",
+          &argc, &argv, &error) ||
+      !cli_check_reason(reason, &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  if (all == (argc > 1) || (!all && (reason != NULL || task != NULL))) {
+    cli_usage_error(&error, all ? "give entry ids or --all, not both"
+                            : argc > 1
+                                ? "--reason and --task go with --all"
+                                : "which entries? give their ids (sluice dlq "
+                                  "list shows them) or --all");
+    status = cli_report(error);
+    goto out;
+  }
+  if ((client = cli_open_client(&common, NULL, &error)) == NULL) {
+    status = cli_report(error);
+    goto out;
+  }
+
+  if (all) {
+    entries = snapshot(client, reason, task, &error);
+    if (entries == NULL) {
+      status = cli_report(error);
+      goto out;
+    }
+  } else {
+    entries =
+        g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
+    for (int i = 1; i < argc; i++) {
+      SluiceDeadLetter *entry = get_entry(client, argv[i], &error);
+      if (entry == NULL) {
+        cli_report(error);
+        g_clear_error(&error);
+        failed++;
+        continue;
+      }
+      g_ptr_array_add(entries, entry);
+    }
+  }
+
+  if (common.json) {
+    json = cli_json_new();
+    cli_json_begin_object(json);
+    cli_json_key(json, "dry_run");
+    cli_json_bool(json, dry_run);
+    cli_json_key(json, "replayed");
+    cli_json_begin_array(json);
+  }
+  for (guint i = 0; i < entries->len; i++) {
+    const SluiceDeadLetter *e = entries->pdata[i];
+    g_autofree gchar *id = NULL;
+
+    if (!dry_run && !sluice_client_dlq_replay(client, e->entry_id, keep_attempt,
+                                              &id, &error)) {
+      cli_report(error);
+      g_clear_error(&error);
+      failed++;
+      continue;
+    }
+    done++;
+    if (json != NULL) {
+      cli_json_begin_object(json);
+      cli_json_key(json, "entry_id");
+      cli_json_string(json, e->entry_id);
+      cli_json_key(json, "task_id");
+      cli_json_string(json, id != NULL ? id : e->task_id);
+      cli_json_key(json, "task");
+      cli_json_string(json, e->task);
+      cli_json_end_object(json);
+    } else {
+      printf("%s %s: task %s (%s, %s)\n", dry_run ? "would replay" : "replayed",
+             e->entry_id,
+             id != NULL ? id : (e->task_id != NULL ? e->task_id : "-"),
+             e->task != NULL ? e->task : "malformed", e->reason);
+    }
+  }
+  if (json != NULL) {
+    cli_json_end_array(json);
+    cli_json_key(json, "failed");
+    cli_json_int(json, failed);
+    cli_json_end_object(json);
+    cli_json_print(json);
+  } else if (done == 0 && failed == 0) {
+    printf("no dead letters%s\n",
+           reason != NULL || task != NULL ? " match" : "");
+  } else if (all) {
+    printf("%s %u dead letter%s\n", dry_run ? "would replay" : "replayed", done,
+           done == 1 ? "" : "s");
+  }
+  if (failed > 0)
+    status = CLI_EXIT_FAILURE;
+out:
+  cli_common_clear(&common);
+  return status;
+}
+
+/* ---- sluice dlq purge ---------------------------------------------------- */
+
+static int
+dlq_purge(int argc, char **argv)
+{
+  CliCommon common = {0};
+  gboolean dry_run = FALSE;
+  g_autofree gchar *reason = NULL;
+  g_autofree gchar *task = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  g_autoptr(GPtrArray) entries = NULL;
+  guint done = 0;
+  int status = CLI_EXIT_OK;
+  const GOptionEntry options[] = {
+      {"reason", 0, 0, G_OPTION_ARG_STRING, &reason,
+       "Only entries buried for this reason", "R"},
+      {"task", 0, 0, G_OPTION_ARG_STRING, &task,
+       "Only entries of this task name", "T"},
+      {"dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry_run,
+       "Count what would be deleted, and delete nothing", NULL},
+      {NULL}};
+
+  if (!cli_parse_options(&common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON,
+                         options, "",
+                         "Delete dead letters for good (all of them, or those "
+                         "matching --reason and --task).",
+                         NULL, &argc, &argv, &error) ||
+      !cli_check_reason(reason, &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  if (argc > 1) {
+    cli_usage_error(&error,
+                    "unexpected argument “%s”: purge takes no entry ids "
+                    "(filter with --reason and --task)",
+                    argv[1]);
+    status = cli_report(error);
+    goto out;
+  }
+  if ((client = cli_open_client(&common, NULL, &error)) == NULL ||
+      (entries = snapshot(client, reason, task, &error)) == NULL) {
+    status = cli_report(error);
+    goto out;
+  }
+  for (guint i = 0; i < entries->len && !dry_run; i++) {
+    const SluiceDeadLetter *e = entries->pdata[i];
+    if (sluice_client_dlq_delete(client, e->entry_id, &error)) {
+      done++;
+    } else if (g_error_matches(error, SLUICE_CLIENT_ERROR,
+                               SLUICE_CLIENT_ERROR_NOT_FOUND)) {
+      /* Replayed or purged by someone else meanwhile: already gone. */
+      g_clear_error(&error);
+    } else {
+      status = cli_report(error);
+      break;
+    }
+  }
+  if (dry_run)
+    done = entries->len;
+  if (common.json) {
+    g_autoptr(CliJson) json = cli_json_new();
+    cli_json_begin_object(json);
+    cli_json_key(json, "dry_run");
+    cli_json_bool(json, dry_run);
+    cli_json_key(json, "purged");
+    cli_json_int(json, done);
+    cli_json_end_object(json);
+    cli_json_print(json);
+  } else {
+    printf("%s %u dead letter%s\n", dry_run ? "would purge" : "purged", done,
+           done == 1 ? "" : "s");
+  }
+out:
+  cli_common_clear(&common);
+  return status;
+}
+
+/* ---- sluice dlq ---------------------------------------------------------- */
+
+int
+cli_cmd_dlq(int argc, char **argv)
+{
+  static const struct {
+    const gchar *name;
+    int (*run)(int argc, char **argv);
+  } commands[] = {{"list", dlq_list},
+                  {"show", dlq_show},
+                  {"replay", dlq_replay},
+                  {"purge", dlq_purge}};
+  g_autofree gchar *name = NULL;
+
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+      strcmp(argv[1], "-h") == 0) {
+    FILE *out = argc < 2 ? stderr : stdout;
+    fprintf(out, "Usage:\n  sluice dlq COMMAND [OPTION…]\n\n"
+                 "Commands:\n"
+                 "  list     List dead letters\n"
+                 "  show     Show one dead letter\n"
+                 "  replay   Re-enqueue dead letters\n"
+                 "  purge    Delete dead letters\n\n"
+                 "sluice dlq COMMAND --help describes each.\n");
+    return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+    if (strcmp(argv[1], commands[i].name) == 0) {
+      name = g_strdup_printf("sluice dlq %s", commands[i].name);
+      g_set_prgname(name);
+      return commands[i].run(argc - 1, argv + 1);
+    }
+  fprintf(stderr,
+          "sluice dlq: unknown command “%s”: use list, show, replay or purge "
+          "(see sluice dlq --help)\n",
+          argv[1]);
+  return CLI_EXIT_USAGE;
+}

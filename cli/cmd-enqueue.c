@@ -1,0 +1,199 @@
+/* cmd-enqueue.c - `sluice enqueue TASK [ARGS_JSON]`: put one task on a
+ * queue (or on the schedule) and print its id.
+ *
+ * The arguments are JSON on the command line (or "-" for standard input),
+ * converted to msgpack by sluice_args_from_json(): integers stay integers,
+ * other numbers become float64. The producer needs no task module: the
+ * name is only checked for its form, and a name no worker knows is
+ * deferred by the workers and buried `unknown_task` after 10 minutes.
+ *
+ * The client tracks state, so the task has a `queued` (or `scheduled`)
+ * record from the start and `sluice inspect` finds it at once.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct {
+  gchar *queue;
+  gchar *delay;
+  gchar *at;
+  gchar *max_attempts;
+  gchar *timeout;
+  gchar *expires;
+  gchar *id;
+  gchar **headers;
+} EnqueueArgs;
+
+static void
+enqueue_args_clear(EnqueueArgs *args)
+{
+  g_free(args->queue);
+  g_free(args->delay);
+  g_free(args->at);
+  g_free(args->max_attempts);
+  g_free(args->timeout);
+  g_free(args->expires);
+  g_free(args->id);
+  g_strfreev(args->headers);
+}
+
+/* Turns the options into @out; @headers receives the --header pairs. */
+static gboolean
+resolve(const EnqueueArgs *args, SluiceEnqueueOptions *out, GHashTable *headers,
+        GError **error)
+{
+  guint64 n;
+  gint64 ms;
+
+  sluice_enqueue_options_init(out);
+  out->queue = args->queue;
+  out->id = args->id;
+  if (args->delay != NULL && args->at != NULL)
+    return cli_usage_error(error, "--delay and --at cannot be combined: "
+                                  "give one of them");
+  if (args->delay != NULL &&
+      !cli_parse_duration("--delay", args->delay, &out->delay_ms, error))
+    return FALSE;
+  if (args->at != NULL &&
+      !cli_parse_time("--at", args->at, &out->eta_ms, error))
+    return FALSE;
+  if (args->max_attempts != NULL) {
+    if (!cli_parse_count("--max-attempts", args->max_attempts, 1, 1000, &n,
+                         error))
+      return FALSE;
+    out->options.retry.max_attempts = (guint)n;
+  }
+  if (args->timeout != NULL) {
+    if (!cli_parse_duration("--timeout", args->timeout,
+                            &out->options.timeout_ms, error))
+      return FALSE;
+    if (out->options.timeout_ms == 0)
+      return cli_usage_error(error, "--timeout: give a duration above 0 "
+                                    "(no --timeout means no limit)");
+  }
+  if (args->expires != NULL) {
+    if (!cli_parse_duration("--expires", args->expires, &ms, error))
+      return FALSE;
+    out->options.expires_at = g_get_real_time() / 1000 + ms;
+  }
+  for (guint i = 0; args->headers != NULL && args->headers[i] != NULL; i++) {
+    const gchar *eq = strchr(args->headers[i], '=');
+    if (eq == NULL || eq == args->headers[i])
+      return cli_usage_error(error,
+                             "--header: “%s” is not NAME=VALUE (e.g. "
+                             "--header tenant=acme)",
+                             args->headers[i]);
+    g_hash_table_insert(
+        headers, g_strndup(args->headers[i], (gsize)(eq - args->headers[i])),
+        g_strdup(eq + 1));
+  }
+  if (g_hash_table_size(headers) > 0)
+    out->headers = headers;
+  return TRUE;
+}
+
+static int
+enqueue(const CliCommon *common, const gchar *task, GBytes *task_args,
+        const SluiceEnqueueOptions *options)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  g_autofree gchar *id = NULL;
+  gboolean existed = FALSE;
+  int status = CLI_EXIT_OK;
+
+  if ((client = cli_open_client(common, NULL, &error)) == NULL ||
+      (id = sluice_client_enqueue_full(client, task, task_args, options,
+                                       &existed, &error)) == NULL)
+    return cli_report(error);
+  if (common->json) {
+    g_autoptr(CliJson) json = cli_json_new();
+    cli_json_begin_object(json);
+    cli_json_key(json, "id");
+    cli_json_string(json, id);
+    cli_json_key(json, "existed");
+    cli_json_bool(json, existed);
+    cli_json_end_object(json);
+    cli_json_print(json);
+  } else {
+    printf("%s\n", id);
+  }
+  if (existed)
+    fprintf(stderr,
+            "%s: task %s was enqueued before (within 24 h): nothing new was "
+            "written\n",
+            g_get_prgname(), id);
+  return status;
+}
+
+int
+cli_cmd_enqueue(int argc, char **argv)
+{
+  EnqueueArgs args = {0};
+  CliCommon common = {0};
+  SluiceEnqueueOptions options;
+  g_autoptr(GHashTable) headers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) task_args = NULL;
+  int status;
+  const GOptionEntry entries[] = {
+      {"queue", 'q', 0, G_OPTION_ARG_STRING, &args.queue,
+       "The queue (default: default)", "Q"},
+      {"delay", 0, 0, G_OPTION_ARG_STRING, &args.delay,
+       "Run no earlier than this long from now", "DURATION"},
+      {"at", 0, 0, G_OPTION_ARG_STRING, &args.at,
+       "Run no earlier than this time (local time without an offset)",
+       "ISO8601"},
+      {"max-attempts", 0, 0, G_OPTION_ARG_STRING, &args.max_attempts,
+       "Attempts in all, the first included (default: the task's, else 3)",
+       "N"},
+      {"timeout", 0, 0, G_OPTION_ARG_STRING, &args.timeout,
+       "Fail an attempt that runs longer than this", "DURATION"},
+      {"expires", 0, 0, G_OPTION_ARG_STRING, &args.expires,
+       "Bury it (reason expired) if it has not started within this long",
+       "DURATION"},
+      {"id", 0, 0, G_OPTION_ARG_STRING, &args.id,
+       "Use this task id; enqueueing the same id again within 24 h writes "
+       "nothing",
+       "ID"},
+      {"header", 0, 0, G_OPTION_ARG_STRING_ARRAY, &args.headers,
+       "A message header (repeat it)", "NAME=VALUE"},
+      {NULL}};
+
+  if (!cli_parse_options(
+          &common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON, entries,
+          "TASK [ARGS_JSON]",
+          "Enqueue a task and print its id.\nARGS_JSON is one JSON value "
+          "(\"-\" reads it from standard input); it is converted to "
+          "msgpack.",
+          "Arguments that begin with \"-\" go after \"--\":  sluice enqueue "
+          "math.neg -- -5\nExample:\n  sluice enqueue demo.echo '{\"to\": "
+          "\"world\"}' --queue default --delay 30s",
+          &argc, &argv, &error) ||
+      !resolve(&args, &options, headers, &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  if (argc < 2 || argc > 3) {
+    cli_usage_error(&error,
+                    argc < 2 ? "which task? give its name, e.g. sluice "
+                               "enqueue demo.echo '{\"a\": 1}'"
+                             : "too many arguments: the task's arguments are "
+                               "one JSON value (quote it)");
+    status = cli_report(error);
+    goto out;
+  }
+  if (argc == 3 && (task_args = cli_read_args(argv[2], &error)) == NULL) {
+    status = cli_report(error);
+    goto out;
+  }
+  status = enqueue(&common, argv[1], task_args, &options);
+out:
+  cli_common_clear(&common);
+  enqueue_args_clear(&args);
+  return status;
+}

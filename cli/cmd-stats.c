@@ -1,0 +1,193 @@
+/* cmd-stats.c - `sluice stats`: what is waiting, running and buried, and
+ * which workers are alive.
+ *
+ * Everything comes from one sluice_client_get_stats() call (one Lua script
+ * on Redis, so the figures are one consistent snapshot). The broker
+ * reports the scheduled and in-flight counts for the whole namespace, not
+ * per queue; redis-fast cannot count in-flight tasks at all (a popped
+ * message is no longer in Redis) and says so.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static int
+compare_names(const void *a, const void *b)
+{
+  return strcmp(*(const gchar *const *)a, *(const gchar *const *)b);
+}
+
+static void
+stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
+           const gchar *const *reasons)
+{
+  g_autoptr(CliJson) json = cli_json_new();
+
+  cli_json_begin_object(json);
+  cli_json_key(json, "mode");
+  cli_json_string(json, cli_mode_name(settings->mode));
+  cli_json_key(json, "namespace");
+  cli_json_string(json, settings->namespace_);
+  cli_json_key(json, "queues");
+  cli_json_begin_array(json);
+  for (guint i = 0; i < stats->queues->len; i++) {
+    const SluiceQueueStats *q = stats->queues->pdata[i];
+    cli_json_begin_object(json);
+    cli_json_key(json, "name");
+    cli_json_string(json, q->name);
+    cli_json_key(json, "ready");
+    cli_json_int(json, q->ready);
+    cli_json_end_object(json);
+  }
+  cli_json_end_array(json);
+  cli_json_key(json, "scheduled");
+  cli_json_int(json, stats->scheduled);
+  cli_json_key(json, "in_flight");
+  if (stats->in_flight >= 0)
+    cli_json_int(json, stats->in_flight);
+  else
+    cli_json_null(json);
+  cli_json_key(json, "dead_letters");
+  cli_json_int(json, stats->dead_letters);
+  cli_json_key(json, "dead_letters_by_reason");
+  cli_json_begin_object(json);
+  for (guint i = 0; reasons[i] != NULL; i++) {
+    cli_json_key(json, reasons[i]);
+    cli_json_int(json, *(const gint64 *)g_hash_table_lookup(
+                           stats->dead_letters_by_reason, reasons[i]));
+  }
+  cli_json_end_object(json);
+  cli_json_key(json, "workers");
+  cli_json_begin_array(json);
+  for (guint i = 0; i < stats->workers->len; i++) {
+    const SluiceWorkerInfo *w = stats->workers->pdata[i];
+    cli_json_begin_object(json);
+    cli_json_key(json, "id");
+    cli_json_string(json, w->id);
+    cli_json_key(json, "last_seen");
+    cli_json_time(json, w->last_seen_ms);
+    cli_json_end_object(json);
+  }
+  cli_json_end_array(json);
+  cli_json_end_object(json);
+  cli_json_print(json);
+}
+
+static void
+stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
+            const gchar *const *reasons)
+{
+  gint64 now = g_get_real_time() / 1000;
+  g_autofree gchar *scheduled =
+      g_strdup_printf("%" G_GINT64_FORMAT, stats->scheduled);
+  g_autofree gchar *in_flight =
+      stats->in_flight >= 0
+          ? g_strdup_printf("%" G_GINT64_FORMAT, stats->in_flight)
+          : g_strdup_printf("unknown (%s mode cannot tell)",
+                            cli_mode_name(settings->mode));
+  g_autofree gchar *dead =
+      g_strdup_printf("%" G_GINT64_FORMAT, stats->dead_letters);
+
+  if (stats->queues->len == 0) {
+    printf("no queues yet (nothing was enqueued in namespace %s)\n",
+           settings->namespace_);
+  } else {
+    const gchar *header[] = {"QUEUE", "READY", NULL};
+    g_autoptr(CliTable) table = cli_table_new(header, 2);
+    for (guint i = 0; i < stats->queues->len; i++) {
+      const SluiceQueueStats *q = stats->queues->pdata[i];
+      g_autofree gchar *ready = g_strdup_printf("%" G_GINT64_FORMAT, q->ready);
+      cli_table_add(table, q->name, ready);
+    }
+    cli_table_print(table);
+  }
+  printf("\n");
+  {
+    g_autoptr(CliTable) table = cli_table_new(NULL, 2);
+    cli_table_add(table, "scheduled", scheduled);
+    cli_table_add(table, "in flight", in_flight);
+    cli_table_add(table, "dead letters", dead);
+    for (guint i = 0; reasons[i] != NULL; i++) {
+      g_autofree gchar *label = g_strdup_printf("  %s", reasons[i]);
+      g_autofree gchar *n = g_strdup_printf(
+          "%" G_GINT64_FORMAT, *(const gint64 *)g_hash_table_lookup(
+                                   stats->dead_letters_by_reason, reasons[i]));
+      cli_table_add(table, label, n);
+    }
+    cli_table_print(table);
+  }
+  printf("\n");
+  if (stats->workers->len == 0) {
+    printf("no workers alive\n");
+  } else {
+    const gchar *header[] = {"WORKER", "LAST HEARTBEAT", "AGE", NULL};
+    g_autoptr(CliTable) table = cli_table_new(header, 3);
+    for (guint i = 0; i < stats->workers->len; i++) {
+      const SluiceWorkerInfo *w = stats->workers->pdata[i];
+      g_autofree gchar *seen = cli_format_time(w->last_seen_ms);
+      g_autofree gchar *age = cli_format_age(w->last_seen_ms, now);
+      cli_table_add(table, w->id, seen, age);
+    }
+    cli_table_print(table);
+  }
+}
+
+int
+cli_cmd_stats(int argc, char **argv)
+{
+  CliCommon common = {0};
+  CliSettings settings = {0};
+  g_auto(GStrv) queues = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  g_autofree const gchar **reasons = NULL;
+  SluiceBrokerStats stats;
+  gboolean have_stats = FALSE;
+  int status = CLI_EXIT_OK;
+  const GOptionEntry entries[] = {
+      {"queue", 'q', 0, G_OPTION_ARG_STRING_ARRAY, &queues,
+       "Only this queue (repeat it; default: every queue)", "Q"},
+      {NULL}};
+
+  if (!cli_parse_options(
+          &common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON, entries, "",
+          "Show queue depths, scheduled and in-flight tasks, dead letters "
+          "by reason,\nand the workers alive with their last heartbeat.",
+          NULL, &argc, &argv, &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  if (argc > 1) {
+    cli_usage_error(&error,
+                    "unexpected argument “%s” (queues are given "
+                    "with --queue)",
+                    argv[1]);
+    status = cli_report(error);
+    goto out;
+  }
+  if ((client = cli_open_client(&common, &settings, &error)) == NULL ||
+      !(have_stats = sluice_client_get_stats(
+            client, (const gchar *const *)queues, &stats, &error))) {
+    status = cli_report(error);
+    goto out;
+  }
+
+  /* Reasons in a stable order, for tables and JSON alike. */
+  reasons = (const gchar **)g_hash_table_get_keys_as_array(
+      stats.dead_letters_by_reason, NULL);
+  qsort(reasons, g_strv_length((gchar **)reasons), sizeof *reasons,
+        compare_names);
+  if (common.json)
+    stats_json(&settings, &stats, reasons);
+  else
+    stats_table(&settings, &stats, reasons);
+out:
+  if (have_stats)
+    sluice_broker_stats_clear(&stats);
+  cli_settings_clear(&settings);
+  cli_common_clear(&common);
+  return status;
+}

@@ -1,0 +1,604 @@
+/* cmd-worker.c - `sluice worker` runs the library's worker on the tasks of
+ * one or more modules; `sluice run` runs one task in this process.
+ *
+ * `sluice worker` is sluice_worker_* and nothing more: the same fetcher,
+ * executors, settler and housekeeping as any program embedding Sluice.
+ * SIGTERM and SIGINT start the graceful stop (sluice_worker_handle_signals):
+ * stop fetching, give back what has not started, wait up to
+ * --shutdown-timeout for running tasks, cancel and give back the rest, and
+ * exit 0.
+ *
+ * Every worker setting comes from its option, else from the [worker]
+ * group of the configuration file, else the library's default. The backoff
+ * options exist so that operators (and the tests) can shorten retries
+ * without rebuilding the task module.
+ *
+ * `sluice run` is the one command the memory broker makes sense for: it
+ * loads the modules, runs the task on an in-process worker with its
+ * retries, prints the final record and exits. Nothing leaves the process.
+ */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#define GROUP_WORKER "worker"
+
+static const gchar *const worker_keys[] = {"queues",
+                                           "concurrency",
+                                           "prefetch",
+                                           "modules",
+                                           "log-format",
+                                           "max-attempts",
+                                           "backoff",
+                                           "backoff-max",
+                                           "backoff-multiplier",
+                                           "jitter",
+                                           "shutdown-timeout",
+                                           "visibility-timeout",
+                                           "max-deliveries",
+                                           "worker-id",
+                                           "track-state",
+                                           "dead-letter-max",
+                                           NULL};
+
+/* The retry options `worker` and `run` share, as typed. */
+typedef struct {
+  gchar *max_attempts;
+  gchar *backoff;
+  gchar *backoff_max;
+  gchar *backoff_multiplier;
+  gboolean no_jitter;
+} RetryArgs;
+
+static void
+retry_args_clear(RetryArgs *args)
+{
+  g_free(args->max_attempts);
+  g_free(args->backoff);
+  g_free(args->backoff_max);
+  g_free(args->backoff_multiplier);
+}
+
+/* The value of a setting: its option if given, else its key in [worker] of
+ * the configuration file (stored in *owned), else NULL. */
+static const gchar *
+setting(const gchar *option, const CliSettings *settings, const gchar *key,
+        gchar **owned)
+{
+  if (option != NULL)
+    return option;
+  if (settings == NULL || settings->keyfile == NULL)
+    return NULL;
+  g_free(*owned);
+  *owned = g_key_file_get_string(settings->keyfile, GROUP_WORKER, key, NULL);
+  return *owned;
+}
+
+/* A boolean of [worker] (absent = @fallback). */
+static gboolean
+setting_bool(const CliSettings *settings, const gchar *key, gboolean fallback,
+             gboolean *out, GError **error)
+{
+  g_autoptr(GError) local = NULL;
+
+  *out = fallback;
+  if (settings == NULL || settings->keyfile == NULL ||
+      !g_key_file_has_key(settings->keyfile, GROUP_WORKER, key, NULL))
+    return TRUE;
+  *out = g_key_file_get_boolean(settings->keyfile, GROUP_WORKER, key, &local);
+  if (local != NULL)
+    return cli_usage_error(error, "%s: [worker] %s: %s", settings->config_path,
+                           key, local->message);
+  return TRUE;
+}
+
+/* A list of [worker] (for queues and modules), or NULL. */
+static gchar **
+setting_list(const CliSettings *settings, const gchar *key)
+{
+  if (settings == NULL || settings->keyfile == NULL)
+    return NULL;
+  return g_key_file_get_string_list(settings->keyfile, GROUP_WORKER, key, NULL,
+                                    NULL);
+}
+
+/* Fills @policy from the retry options (or the file). */
+static gboolean
+resolve_retry(const RetryArgs *args, const CliSettings *settings,
+              SluiceRetryPolicy *policy, GError **error)
+{
+  g_autofree gchar *owned = NULL;
+  const gchar *value;
+  gboolean jitter;
+  guint64 n;
+
+  if ((value = setting(args->max_attempts, settings, "max-attempts", &owned)) !=
+      NULL) {
+    if (!cli_parse_count("--max-attempts", value, 1, 1000, &n, error))
+      return FALSE;
+    policy->max_attempts = (guint)n;
+  }
+  if ((value = setting(args->backoff, settings, "backoff", &owned)) != NULL &&
+      !cli_parse_duration("--backoff", value, &policy->initial_backoff_ms,
+                          error))
+    return FALSE;
+  if ((value = setting(args->backoff_max, settings, "backoff-max", &owned)) !=
+          NULL &&
+      !cli_parse_duration("--backoff-max", value, &policy->max_backoff_ms,
+                          error))
+    return FALSE;
+  if ((value = setting(args->backoff_multiplier, settings, "backoff-multiplier",
+                       &owned)) != NULL) {
+    gchar *end = NULL;
+    gdouble x = g_ascii_strtod(value, &end);
+    if (end == value || *end != '\0' || !isfinite(x) || x < 1.0 || x > 100.0)
+      return cli_usage_error(error,
+                             "--backoff-multiplier: “%s” is not a number "
+                             "from 1 to 100 (e.g. 2 or 1.5)",
+                             value);
+    policy->multiplier = x;
+  }
+  if (!setting_bool(settings, "jitter", TRUE, &jitter, error))
+    return FALSE;
+  if (args->no_jitter)
+    jitter = FALSE;
+  policy->jitter = jitter ? SLUICE_ON : SLUICE_OFF;
+  return TRUE;
+}
+
+/* The retry options' entries, pointing into @args. */
+static void
+retry_entries(RetryArgs *args, GOptionEntry out[6])
+{
+  const GOptionEntry entries[] = {
+      {"max-attempts", 0, 0, G_OPTION_ARG_STRING, &args->max_attempts,
+       "Attempts per task unless the task or message says otherwise "
+       "(default 3)",
+       "N"},
+      {"backoff", 0, 0, G_OPTION_ARG_STRING, &args->backoff,
+       "Delay after the first failure (default 1500ms)", "DURATION"},
+      {"backoff-max", 0, 0, G_OPTION_ARG_STRING, &args->backoff_max,
+       "Longest delay between attempts (default 30s)", "DURATION"},
+      {"backoff-multiplier", 0, 0, G_OPTION_ARG_STRING,
+       &args->backoff_multiplier, "Growth of the delay per attempt (default 2)",
+       "X"},
+      {"no-jitter", 0, 0, G_OPTION_ARG_NONE, &args->no_jitter,
+       "Exact delays instead of a random draw in [d/2, d]", NULL},
+      {NULL}};
+
+  G_STATIC_ASSERT(G_N_ELEMENTS(entries) == 6);
+  memcpy(out, entries, sizeof entries);
+}
+
+/* Returns: (transfer full): @a's entries, then @b's, NULL-terminated. */
+static GOptionEntry *
+join_entries(const GOptionEntry *a, const GOptionEntry *b)
+{
+  GArray *all = g_array_new(TRUE, TRUE, sizeof(GOptionEntry));
+
+  for (; a->long_name != NULL; a++)
+    g_array_append_val(all, *a);
+  for (; b->long_name != NULL; b++)
+    g_array_append_val(all, *b);
+  return (GOptionEntry *)(void *)g_array_free(all, FALSE);
+}
+
+/* Logs what the registry holds, so an operator sees which tasks a worker
+ * serves. */
+static gchar *
+task_list(SluiceRegistry *registry)
+{
+  g_auto(GStrv) names = sluice_registry_list(registry);
+
+  return g_strjoinv(", ", names);
+}
+
+/* ---- sluice worker ------------------------------------------------------- */
+
+typedef struct {
+  gchar **queues;
+  gchar **modules;
+  gchar *concurrency;
+  gchar *prefetch;
+  gchar *log_format;
+  gboolean verbose;
+  RetryArgs retry;
+  gchar *shutdown_timeout;
+  gchar *visibility_timeout;
+  gchar *max_deliveries;
+  gchar *worker_id;
+  gboolean no_track_state;
+  gchar *dead_letter_max;
+} WorkerArgs;
+
+static void
+worker_args_clear(WorkerArgs *args)
+{
+  g_strfreev(args->queues);
+  g_strfreev(args->modules);
+  g_free(args->concurrency);
+  g_free(args->prefetch);
+  g_free(args->log_format);
+  retry_args_clear(&args->retry);
+  g_free(args->shutdown_timeout);
+  g_free(args->visibility_timeout);
+  g_free(args->max_deliveries);
+  g_free(args->worker_id);
+  g_free(args->dead_letter_max);
+}
+
+/* Everything `sluice worker` resolved from its options and the file. */
+typedef struct {
+  SluiceWorkerOptions options;
+  gchar **queues;   /* owned; options.queues points here */
+  gchar **modules;  /* owned */
+  gchar *worker_id; /* owned; options.worker_id points here */
+  CliLogFormat log_format;
+  guint dead_letter_max;
+} WorkerPlan;
+
+static void
+worker_plan_clear(WorkerPlan *plan)
+{
+  g_strfreev(plan->queues);
+  g_strfreev(plan->modules);
+  g_free(plan->worker_id);
+}
+
+static gboolean
+resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
+               GError **error)
+{
+  g_autofree gchar *owned = NULL;
+  const gchar *value;
+  guint64 n;
+  gboolean track_state;
+
+  memset(plan, 0, sizeof *plan);
+  sluice_worker_options_init(&plan->options);
+  if (!cli_keyfile_check_keys(settings, GROUP_WORKER, worker_keys, error))
+    return FALSE;
+
+  plan->queues = args->queues != NULL ? g_steal_pointer(&args->queues)
+                                      : setting_list(settings, "queues");
+  plan->options.queues = (const gchar *const *)plan->queues;
+  plan->modules = args->modules != NULL ? g_steal_pointer(&args->modules)
+                                        : setting_list(settings, "modules");
+  if (plan->modules == NULL || plan->modules[0] == NULL)
+    return cli_usage_error(error,
+                           "no task module: give one with --module PATH.so "
+                           "(a shared object exporting sluice_module_init), "
+                           "or modules= in the [worker] group of --config");
+
+  if ((value = setting(args->concurrency, settings, "concurrency", &owned)) !=
+      NULL) {
+    if (!cli_parse_count("--concurrency", value, 1, 1024, &n, error))
+      return FALSE;
+    plan->options.concurrency = (guint)n;
+  }
+  if ((value = setting(args->prefetch, settings, "prefetch", &owned)) != NULL) {
+    if (!cli_parse_count("--prefetch", value, 0, 1024, &n, error))
+      return FALSE;
+    plan->options.prefetch = (guint)n;
+  }
+  if (!cli_parse_log_format(
+          setting(args->log_format, settings, "log-format", &owned),
+          &plan->log_format, error))
+    return FALSE;
+  if (!resolve_retry(&args->retry, settings, &plan->options.retry, error))
+    return FALSE;
+  if ((value = setting(args->shutdown_timeout, settings, "shutdown-timeout",
+                       &owned)) != NULL &&
+      !cli_parse_duration("--shutdown-timeout", value,
+                          &plan->options.shutdown_timeout_ms, error))
+    return FALSE;
+  if ((value = setting(args->visibility_timeout, settings, "visibility-timeout",
+                       &owned)) != NULL) {
+    if (!cli_parse_duration("--visibility-timeout", value,
+                            &plan->options.visibility_timeout_ms, error))
+      return FALSE;
+    if (plan->options.visibility_timeout_ms < 300)
+      return cli_usage_error(error,
+                             "--visibility-timeout: %s is too short; "
+                             "the shortest lease is 300ms",
+                             value);
+  }
+  if ((value = setting(args->max_deliveries, settings, "max-deliveries",
+                       &owned)) != NULL) {
+    if (!cli_parse_count("--max-deliveries", value, 1, 1000, &n, error))
+      return FALSE;
+    plan->options.max_deliveries = (guint)n;
+  }
+  if ((value = setting(args->dead_letter_max, settings, "dead-letter-max",
+                       &owned)) != NULL) {
+    if (!cli_parse_count("--dead-letter-max", value, 1, G_MAXUINT32, &n, error))
+      return FALSE;
+    plan->dead_letter_max = (guint)n;
+  }
+  if ((value = setting(args->worker_id, settings, "worker-id", &owned)) !=
+      NULL) {
+    plan->worker_id = g_strdup(value);
+    plan->options.worker_id = plan->worker_id;
+  }
+  if (!setting_bool(settings, "track-state", TRUE, &track_state, error))
+    return FALSE;
+  plan->options.track_state = track_state && !args->no_track_state;
+  return TRUE;
+}
+
+static int
+worker_run(WorkerPlan *plan, const CliSettings *settings, CliLog *log)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceRegistry) registry = sluice_registry_new();
+  g_autoptr(SluiceBroker) broker = NULL;
+  g_autoptr(SluiceWorker) worker = NULL;
+  g_autofree gchar *tasks = NULL;
+  g_autofree gchar *queues = NULL;
+
+  /* Redis first, so that a worker that cannot reach it says so in one
+   * line, before the modules log what they register. */
+  broker = cli_connect(settings, plan->dead_letter_max, log, &error);
+  if (broker == NULL ||
+      !cli_modules_load((const gchar *const *)plan->modules, registry, &error))
+    return cli_report(error);
+  worker = sluice_worker_new(broker, registry, &plan->options, &error);
+  if (worker == NULL || !sluice_worker_handle_signals(worker, &error) ||
+      !sluice_worker_start(worker, &error))
+    return cli_report(error);
+
+  tasks = task_list(registry);
+  queues = plan->queues != NULL ? g_strjoinv(", ", plan->queues)
+                                : g_strdup(SLUICE_DEFAULT_QUEUE);
+  g_info("worker %s ready: %s mode, namespace %s, queues %s; tasks %s",
+         sluice_worker_get_id(worker), cli_mode_name(settings->mode),
+         settings->namespace_, queues, tasks);
+
+  /* A signal makes the worker stop itself (and log it); wait returns once
+   * a stop was asked for, and stop returns when it is complete. */
+  sluice_worker_wait(worker);
+  sluice_worker_stop(worker);
+  g_info("worker %s exits", sluice_worker_get_id(worker));
+  return CLI_EXIT_OK;
+}
+
+int
+cli_cmd_worker(int argc, char **argv)
+{
+  WorkerArgs args = {0};
+  CliCommon common = {0};
+  CliSettings settings = {0};
+  WorkerPlan plan = {0};
+  CliLog *log;
+  GOptionEntry retry[6];
+  g_autofree GOptionEntry *all = NULL;
+  g_autoptr(GError) error = NULL;
+  int status;
+  const GOptionEntry entries[] = {
+      {"queue", 'q', 0, G_OPTION_ARG_STRING_ARRAY, &args.queues,
+       "A queue to take tasks from, highest priority first (repeat it; "
+       "default: default)",
+       "Q"},
+      {"concurrency", 'c', 0, G_OPTION_ARG_STRING, &args.concurrency,
+       "Tasks run at once (default 4)", "N"},
+      {"module", 'm', 0, G_OPTION_ARG_FILENAME_ARRAY, &args.modules,
+       "A task module to load (repeat it)", "PATH.so"},
+      {"prefetch", 0, 0, G_OPTION_ARG_STRING, &args.prefetch,
+       "Tasks held ready beyond --concurrency (default 4)", "N"},
+      {"log-format", 0, 0, G_OPTION_ARG_STRING, &args.log_format,
+       "Log lines on stderr as text (default) or json; the journal when "
+       "stderr is connected to it",
+       "text|json"},
+      {"verbose", 'v', 0, G_OPTION_ARG_NONE, &args.verbose,
+       "Log debug lines too", NULL},
+      {"shutdown-timeout", 0, 0, G_OPTION_ARG_STRING, &args.shutdown_timeout,
+       "On SIGTERM, how long running tasks may take (default 30s)", "DURATION"},
+      {"visibility-timeout", 0, 0, G_OPTION_ARG_STRING,
+       &args.visibility_timeout,
+       "Reliable mode: the lease, renewed every third of it (default 30s)",
+       "DURATION"},
+      {"max-deliveries", 0, 0, G_OPTION_ARG_STRING, &args.max_deliveries,
+       "Reliable mode: bury a task taken from dead workers this often "
+       "(default 5)",
+       "N"},
+      {"dead-letter-max", 0, 0, G_OPTION_ARG_STRING, &args.dead_letter_max,
+       "Keep at most N dead letters, dropping the oldest (default 10000)", "N"},
+      {"worker-id", 0, 0, G_OPTION_ARG_STRING, &args.worker_id,
+       "This worker's unique name (default HOST-PID-RANDOM)", "ID"},
+      {"no-track-state", 0, 0, G_OPTION_ARG_NONE, &args.no_track_state,
+       "Do not write running/retrying records", NULL},
+      {NULL}};
+
+  retry_entries(&args.retry, retry);
+  all = join_entries(entries, retry);
+  if (!cli_parse_options(
+          &common, CLI_OPTIONS_CONNECTION, all, "",
+          "Run a worker: load task modules and run their tasks from the "
+          "queues.\nSIGTERM or SIGINT stops it gracefully (exit status 0).",
+          "Example:\n  sluice worker --mode fast --module "
+          "./examples/demo-module/.libs/demo.so -q default -c 8",
+          &argc, &argv, &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  if (argc > 1) {
+    cli_usage_error(&error,
+                    "unexpected argument “%s”: queues are given with "
+                    "--queue and modules with --module",
+                    argv[1]);
+    status = cli_report(error);
+    goto out;
+  }
+  if (!cli_settings_load(&common, &settings, &error) ||
+      !resolve_worker(&args, &settings, &plan, &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  log = cli_log_init(plan.log_format,
+                     args.verbose ? G_LOG_LEVEL_DEBUG : G_LOG_LEVEL_INFO);
+  status = worker_run(&plan, &settings, log);
+out:
+  worker_plan_clear(&plan);
+  cli_settings_clear(&settings);
+  cli_common_clear(&common);
+  worker_args_clear(&args);
+  return status;
+}
+
+/* ---- sluice run ---------------------------------------------------------- */
+
+typedef struct {
+  gchar **modules;
+  RetryArgs retry;
+  gchar *timeout;
+  gchar *wait;
+  gchar *log_format;
+  gboolean verbose;
+} RunArgs;
+
+static void
+run_args_clear(RunArgs *args)
+{
+  g_strfreev(args->modules);
+  retry_args_clear(&args->retry);
+  g_free(args->timeout);
+  g_free(args->wait);
+  g_free(args->log_format);
+}
+
+/* Exit status for a final record, as `sluice result` decides it. */
+static int
+status_of(const SluiceResult *result)
+{
+  return sluice_result_get_state(result) == SLUICE_STATE_SUCCEEDED
+             ? CLI_EXIT_OK
+             : CLI_EXIT_TASK_FAILED;
+}
+
+static int
+run_task(const RunArgs *args, const gchar *task, GBytes *task_args,
+         gboolean json)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceRegistry) registry = sluice_registry_new();
+  g_autoptr(SluiceBroker) broker = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  g_autoptr(SluiceWorker) worker = NULL;
+  g_autoptr(SluiceResult) result = NULL;
+  g_autofree gchar *id = NULL;
+  SluiceWorkerOptions options;
+  SluiceEnqueueOptions enqueue;
+  gint64 wait_ms = -1;
+
+  sluice_worker_options_init(&options);
+  options.concurrency = 1;
+  options.prefetch = 0;
+  options.track_state = TRUE;
+  sluice_enqueue_options_init(&enqueue);
+  if (!resolve_retry(&args->retry, NULL, &options.retry, &error) ||
+      (args->timeout != NULL &&
+       !cli_parse_duration("--timeout", args->timeout,
+                           &enqueue.options.timeout_ms, &error)) ||
+      (args->wait != NULL &&
+       !cli_parse_duration("--wait", args->wait, &wait_ms, &error)))
+    return cli_report(error);
+  if (args->modules == NULL) {
+    cli_usage_error(&error, "no task module: give one with --module PATH.so");
+    return cli_report(error);
+  }
+  if (!cli_modules_load((const gchar *const *)args->modules, registry, &error))
+    return cli_report(error);
+  if (!sluice_registry_contains(registry, task)) {
+    g_autofree gchar *tasks = task_list(registry);
+    g_set_error(&error, CLI_ERROR, CLI_ERROR_FAILED,
+                "no task named “%s” in the modules given; they register: %s",
+                task, tasks);
+    return cli_report(error);
+  }
+
+  broker = sluice_memory_broker_new(NULL, NULL);
+  client = cli_client_new(broker, &error);
+  if (client == NULL)
+    return cli_report(error);
+  /* No signal handling here: a stopped worker would leave the wait below
+   * hanging, and Ctrl-C ending the process at once is what `run` wants. */
+  worker = sluice_worker_new(broker, registry, &options, &error);
+  if (worker == NULL)
+    return cli_report(error);
+  id = sluice_client_enqueue(client, task, task_args, &enqueue, &error);
+  if (id == NULL || !sluice_worker_start(worker, &error))
+    return cli_report(error);
+  result = sluice_client_get_result(client, id, wait_ms, &error);
+  sluice_worker_stop(worker);
+  if (result == NULL) {
+    int status = cli_report(error);
+    return g_error_matches(error, SLUICE_CLIENT_ERROR,
+                           SLUICE_CLIENT_ERROR_TIMEOUT)
+               ? CLI_EXIT_NOT_FINISHED
+               : status;
+  }
+  cli_result_print(result, json);
+  return status_of(result);
+}
+
+int
+cli_cmd_run(int argc, char **argv)
+{
+  RunArgs args = {0};
+  CliCommon common = {0};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) task_args = NULL;
+  CliLogFormat format = CLI_LOG_TEXT;
+  GOptionEntry retry[6];
+  g_autofree GOptionEntry *all = NULL;
+  int status;
+  const GOptionEntry entries[] = {
+      {"module", 'm', 0, G_OPTION_ARG_FILENAME_ARRAY, &args.modules,
+       "A task module to load (repeat it)", "PATH.so"},
+      {"timeout", 0, 0, G_OPTION_ARG_STRING, &args.timeout,
+       "Fail an attempt that runs longer than this", "DURATION"},
+      {"wait", 0, 0, G_OPTION_ARG_STRING, &args.wait,
+       "Give up after this long (exit status 4; default: wait)", "DURATION"},
+      {"log-format", 0, 0, G_OPTION_ARG_STRING, &args.log_format,
+       "Log lines as text (default) or json", "text|json"},
+      {"verbose", 'v', 0, G_OPTION_ARG_NONE, &args.verbose,
+       "Log every attempt, not only warnings", NULL},
+      {NULL}};
+
+  retry_entries(&args.retry, retry);
+  all = join_entries(entries, retry);
+  if (!cli_parse_options(
+          &common, CLI_OPTIONS_JSON, all, "TASK [ARGS_JSON]",
+          "Run one task in this process, with its retries, and print its "
+          "final record.\nNo Redis is involved: the task runs on an "
+          "in-process memory broker, so this is the way to try a module.",
+          "Exit status: 0 succeeded; 3 failed, dead-lettered or cancelled; "
+          "4 still running after --wait.\nExample:\n  sluice run demo.echo "
+          "'{\"hello\": 1}' --module ./examples/demo-module/.libs/demo.so",
+          &argc, &argv, &error) ||
+      !cli_parse_log_format(args.log_format, &format, &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  if (argc < 2 || argc > 3) {
+    cli_usage_error(&error,
+                    argc < 2 ? "which task? give its name: %s"
+                             : "too many arguments: %s",
+                    "sluice run TASK [ARGS_JSON]");
+    status = cli_report(error);
+    goto out;
+  }
+  if (argc == 3 && (task_args = cli_read_args(argv[2], &error)) == NULL) {
+    status = cli_report(error);
+    goto out;
+  }
+  cli_log_init(format, args.verbose ? G_LOG_LEVEL_INFO : G_LOG_LEVEL_WARNING);
+  status = run_task(&args, argv[1], task_args, common.json);
+out:
+  cli_common_clear(&common);
+  run_args_clear(&args);
+  return status;
+}

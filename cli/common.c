@@ -1,0 +1,135 @@
+/* common.c - errors, exit statuses and option parsing for every subcommand.
+ *
+ * Every subcommand parses its command line with its own GOptionContext
+ * (so each has its own --help) built by cli_parse_options(), and reports a
+ * failure with cli_report(): one line on stderr, then an exit status that
+ * tells usage errors (2) from runtime failures (1).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "cli/cli.h"
+
+GQuark
+cli_error_quark(void)
+{
+  return g_quark_from_static_string("sluice-cli-error-quark");
+}
+
+int
+cli_exit_status_for(const GError *error)
+{
+  if (error == NULL)
+    return CLI_EXIT_FAILURE;
+  if (g_error_matches(error, CLI_ERROR, CLI_ERROR_USAGE) ||
+      error->domain == G_OPTION_ERROR ||
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID))
+    return CLI_EXIT_USAGE;
+  return CLI_EXIT_FAILURE;
+}
+
+int
+cli_report(const GError *error)
+{
+  g_autofree gchar *line = NULL;
+
+  line = g_strdup(error != NULL ? error->message : "failed for no reason");
+  /* One line per error: scripts and log collectors split on newlines. */
+  g_strdelimit(line, "\r\n", ' ');
+  fprintf(stderr, "%s: %s\n", g_get_prgname(), line);
+  return cli_exit_status_for(error);
+}
+
+gboolean
+cli_usage_error(GError **error, const gchar *format, ...)
+{
+  va_list ap;
+  g_autofree gchar *message = NULL;
+
+  va_start(ap, format);
+  message = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  g_set_error_literal(error, CLI_ERROR, CLI_ERROR_USAGE, message);
+  return FALSE;
+}
+
+void
+cli_common_clear(CliCommon *common)
+{
+  g_clear_pointer(&common->url, g_free);
+  g_clear_pointer(&common->mode, g_free);
+  g_clear_pointer(&common->namespace_, g_free);
+  g_clear_pointer(&common->config, g_free);
+}
+
+/* Removes argv[i] by shifting the rest down. */
+static void
+remove_arg(int *argc, char **argv, int i)
+{
+  memmove(&argv[i], &argv[i + 1], (gsize)(*argc - i) * sizeof *argv);
+  (*argc)--;
+}
+
+gboolean
+cli_parse_options(CliCommon *common, CliOptionSets sets,
+                  const GOptionEntry *entries, const gchar *parameters,
+                  const gchar *summary, const gchar *description, int *argc,
+                  char ***argv, GError **error)
+{
+  /* The shared entries point into @common, so they are built here rather
+   * than kept in a static table. */
+  const GOptionEntry connection[] = {
+      {"url", 0, 0, G_OPTION_ARG_STRING, &common->url,
+       "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or unix:///PATH[?db=N] "
+       "(default redis://127.0.0.1:6379/0)",
+       "URL"},
+      {"mode", 0, 0, G_OPTION_ARG_STRING, &common->mode,
+       "Queue transport: reliable (default) or fast; it must match the "
+       "workers'",
+       "fast|reliable"},
+      {"namespace", 0, 0, G_OPTION_ARG_STRING, &common->namespace_,
+       "Key namespace (default sluice)", "NS"},
+      {"config", 0, 0, G_OPTION_ARG_FILENAME, &common->config,
+       "Read settings from this key file (default $SLUICE_CONFIG)", "FILE"},
+      {NULL}};
+  const GOptionEntry json[] = {
+      {"json", 0, 0, G_OPTION_ARG_NONE, &common->json,
+       "Print JSON (stable fields, see sluice(1)) instead of a table", NULL},
+      {NULL}};
+  g_autoptr(GOptionContext) context = g_option_context_new(parameters);
+  g_autofree gchar *full_description = NULL;
+  g_autoptr(GError) local = NULL;
+
+  g_option_context_set_summary(context, summary);
+  if (sets & CLI_OPTIONS_CONNECTION)
+    full_description =
+        description != NULL
+            ? g_strconcat(description, "\n\n", CLI_HELP_CONNECTION, NULL)
+            : g_strdup(CLI_HELP_CONNECTION);
+  else if (description != NULL)
+    full_description = g_strdup(description);
+  if (full_description != NULL)
+    g_option_context_set_description(context, full_description);
+  if (entries != NULL)
+    g_option_context_add_main_entries(context, entries, NULL);
+  if (sets & CLI_OPTIONS_JSON)
+    g_option_context_add_main_entries(context, json, NULL);
+  if (sets & CLI_OPTIONS_CONNECTION)
+    g_option_context_add_main_entries(context, connection, NULL);
+
+  if (!g_option_context_parse(context, argc, argv, &local)) {
+    cli_usage_error(error, "%s (see %s --help)", local->message,
+                    g_get_prgname());
+    return FALSE;
+  }
+
+  /* GOption leaves "--" in place: drop the first one, so that
+   * `sluice enqueue t -- -5` passes "-5" as the arguments. */
+  for (int i = 1; i < *argc; i++)
+    if (strcmp((*argv)[i], "--") == 0) {
+      remove_arg(argc, *argv, i);
+      break;
+    }
+  return TRUE;
+}

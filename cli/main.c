@@ -1,0 +1,86 @@
+/* main.c - `sluice`: the entry point, which hands over to a subcommand.
+ *
+ *   sluice worker|run|enqueue|result|inspect|cancel|dlq|stats [OPTION…]
+ *
+ * Each subcommand parses its own options (and has its own --help), so
+ * this file only picks one, names the process after it (messages then
+ * start with "sluice enqueue: ..."), and runs it. See sluice(1).
+ */
+#include "config.h"
+
+#include <locale.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct {
+  const gchar *name;
+  int (*run)(int argc, char **argv);
+  const gchar *summary;
+} Command;
+
+static const Command commands[] = {
+    {"worker", cli_cmd_worker, "Run a worker on the tasks of task modules"},
+    {"enqueue", cli_cmd_enqueue, "Enqueue a task and print its id"},
+    {"result", cli_cmd_result, "Print a task's final record (--wait for it)"},
+    {"inspect", cli_cmd_inspect, "Print a task's record, in any state"},
+    {"cancel", cli_cmd_cancel, "Cancel a scheduled, queued or running task"},
+    {"dlq", cli_cmd_dlq, "List, show, replay or purge dead letters"},
+    {"stats", cli_cmd_stats, "Queue depths, dead letters and live workers"},
+    {"run", cli_cmd_run, "Run one task in this process, without Redis"},
+};
+
+static void
+usage(FILE *out)
+{
+  fprintf(out, "Usage:\n  sluice COMMAND [OPTION…]\n\nCommands:\n");
+  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+    fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+  fprintf(out, "\nsluice COMMAND --help describes a command and its options.\n"
+               "Connection: --url, --mode, --namespace, or SLUICE_URL, "
+               "SLUICE_MODE,\nSLUICE_NAMESPACE, or a key file (--config); "
+               "defaults redis://127.0.0.1:6379/0,\nreliable, sluice. "
+               "See sluice(1).\n");
+}
+
+int
+main(int argc, char **argv)
+{
+  setlocale(LC_ALL, "");
+
+  if (argc < 2) {
+    g_set_prgname("sluice");
+    usage(stderr);
+    return CLI_EXIT_USAGE;
+  }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return CLI_EXIT_OK;
+  }
+  if (strcmp(argv[1], "--version") == 0) {
+    printf("sluice %s\n", PACKAGE_VERSION);
+    return CLI_EXIT_OK;
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+    if (strcmp(argv[1], commands[i].name) == 0) {
+      /* `sluice dlq` names itself after its own subcommand. */
+      if (commands[i].run != cli_cmd_dlq) {
+        g_autofree gchar *name = g_strdup_printf("sluice %s", commands[i].name);
+        g_set_prgname(name);
+      }
+      return commands[i].run(argc - 1, argv + 1);
+    }
+  if (argv[1][0] == '-') {
+    fprintf(stderr,
+            "sluice: unknown option %s: options go after the command (see "
+            "sluice --help)\n",
+            argv[1]);
+    return CLI_EXIT_USAGE;
+  }
+  fprintf(stderr,
+          "sluice: unknown command “%s”: the commands are worker, enqueue, "
+          "result, inspect, cancel, dlq, stats and run (see sluice --help)\n",
+          argv[1]);
+  return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,91 @@
+/* modules.c - task modules: shared objects that register tasks.
+ *
+ * A module is a shared object exporting
+ *
+ *     gboolean sluice_module_init (SluiceRegistry *registry, GError **error);
+ *
+ * which registers its tasks with sluice_registry_add() and returns TRUE, or
+ * returns FALSE with @error set (a missing configuration, a duplicate task
+ * name). examples/demo-module/ is one; build yours with
+ *
+ *     cc -shared -fPIC -o mytasks.so mytasks.c $(pkg-config --cflags \
+ *        --libs sluice)
+ *
+ * Modules are opened with G_MODULE_BIND_LOCAL, so two modules may have
+ * private symbols of the same name, and are never unloaded (see
+ * cli_modules_load()).
+ */
+#include "config.h"
+
+#include <gmodule.h>
+
+#include "cli/cli.h"
+
+#define MODULE_INIT_SYMBOL "sluice_module_init"
+
+typedef gboolean (*ModuleInitFunc)(SluiceRegistry *registry, GError **error);
+
+/* Loads one module into @registry. */
+static gboolean
+load_one(const gchar *path, SluiceRegistry *registry, GError **error)
+{
+  GModule *module;
+  gpointer symbol = NULL;
+  ModuleInitFunc init;
+  g_autoptr(GError) local = NULL;
+  g_auto(GStrv) before = sluice_registry_list(registry);
+  g_auto(GStrv) after = NULL;
+  g_autoptr(GString) added = g_string_new(NULL);
+
+  module = g_module_open(path, G_MODULE_BIND_LOCAL);
+  if (module == NULL) {
+    g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
+                "cannot load the task module %s: %s (give the path of a "
+                "shared object, e.g. examples/demo-module/.libs/demo.so)",
+                path, g_module_error());
+    return FALSE;
+  }
+  if (!g_module_symbol(module, MODULE_INIT_SYMBOL, &symbol) || symbol == NULL) {
+    g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
+                "%s is not a task module: it has no %s symbol (%s); a "
+                "module exports gboolean " MODULE_INIT_SYMBOL
+                " (SluiceRegistry *registry, GError **error)",
+                path, MODULE_INIT_SYMBOL, g_module_error());
+    g_module_close(module);
+    return FALSE;
+  }
+  /* Task functions stay in the registry, and a task that ignores its
+   * cancellable may still run on an executor thread after the worker has
+   * stopped: unloading the code under it would crash the process on its
+   * way out. So a module stays mapped until the process ends. */
+  g_module_make_resident(module);
+
+  init = (ModuleInitFunc)symbol;
+  if (!init(registry, &local)) {
+    g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
+                "the task module %s failed to initialise: %s", path,
+                local != NULL ? local->message
+                              : MODULE_INIT_SYMBOL
+                    " returned FALSE without saying why");
+    return FALSE;
+  }
+
+  after = sluice_registry_list(registry);
+  for (guint i = 0; after[i] != NULL; i++)
+    if (!g_strv_contains((const gchar *const *)before, after[i]))
+      g_string_append_printf(added, "%s%s", added->len > 0 ? ", " : "",
+                             after[i]);
+  g_info("loaded the task module %s: %s", path,
+         added->len > 0 ? added->str : "it registered no task");
+  return TRUE;
+}
+
+gboolean
+cli_modules_load(const gchar *const *paths, SluiceRegistry *registry,
+                 GError **error)
+{
+  for (guint i = 0; paths != NULL && paths[i] != NULL; i++)
+    if (!load_one(paths[i], registry, error))
+      return FALSE;
+  return TRUE;
+}

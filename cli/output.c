@@ -1,0 +1,429 @@
+/* output.c - what read commands print: aligned tables for people, JSON for
+ * programs.
+ *
+ * The JSON is written by hand (CliJson) rather than with json-glib's
+ * generator for two reasons: task arguments and results arrive already
+ * rendered as JSON text by sluice_args_to_json(), which this writer
+ * splices in as they are (re-parsing them would round-trip their numbers
+ * through a generator that renders some doubles wrongly); and the output
+ * is small and made only of strings, integers, booleans and nulls.
+ *
+ * Every string is made valid UTF-8 before it is printed (error messages
+ * come from task code and may hold anything), so the JSON always parses.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "cli/cli.h"
+
+#define JSON_MAX_DEPTH 31
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+CliJson *
+cli_json_new(void)
+{
+  CliJson *json = g_new0(CliJson, 1);
+
+  json->out = g_string_new(NULL);
+  return json;
+}
+
+void
+cli_json_free(CliJson *json)
+{
+  if (json == NULL)
+    return;
+  g_string_free(json->out, TRUE);
+  g_free(json);
+}
+
+static void
+json_indent(CliJson *json)
+{
+  g_string_append_c(json->out, '\n');
+  for (guint i = 0; i < json->depth; i++)
+    g_string_append(json->out, "  ");
+}
+
+/* Called before every value and key: a comma and a new line inside a
+ * container, nothing after a key. */
+static void
+json_separate(CliJson *json)
+{
+  if (json->after_key) {
+    json->after_key = FALSE;
+    return;
+  }
+  if (json->depth == 0)
+    return;
+  if (!json->first[json->depth])
+    g_string_append_c(json->out, ',');
+  json->first[json->depth] = FALSE;
+  json_indent(json);
+}
+
+static void
+json_open(CliJson *json, gchar bracket)
+{
+  json_separate(json);
+  g_return_if_fail(json->depth < JSON_MAX_DEPTH);
+  g_string_append_c(json->out, bracket);
+  json->depth++;
+  json->first[json->depth] = TRUE;
+}
+
+static void
+json_close(CliJson *json, gchar bracket)
+{
+  gboolean empty;
+
+  g_return_if_fail(json->depth > 0);
+  empty = json->first[json->depth];
+  json->depth--;
+  if (!empty)
+    json_indent(json);
+  g_string_append_c(json->out, bracket);
+}
+
+void
+cli_json_begin_object(CliJson *json)
+{
+  json_open(json, '{');
+}
+
+void
+cli_json_end_object(CliJson *json)
+{
+  json_close(json, '}');
+}
+
+void
+cli_json_begin_array(CliJson *json)
+{
+  json_open(json, '[');
+}
+
+void
+cli_json_end_array(CliJson *json)
+{
+  json_close(json, ']');
+}
+
+void
+cli_json_append_string(GString *out, const gchar *text, gssize length)
+{
+  g_autofree gchar *valid = g_utf8_make_valid(text, length);
+
+  g_string_append_c(out, '"');
+  for (const guchar *p = (const guchar *)valid; *p != '\0'; p++) {
+    switch (*p) {
+    case '"':
+      g_string_append(out, "\\\"");
+      break;
+    case '\\':
+      g_string_append(out, "\\\\");
+      break;
+    case '\n':
+      g_string_append(out, "\\n");
+      break;
+    case '\r':
+      g_string_append(out, "\\r");
+      break;
+    case '\t':
+      g_string_append(out, "\\t");
+      break;
+    default:
+      if (*p < 0x20)
+        g_string_append_printf(out, "\\u%04x", *p);
+      else
+        g_string_append_c(out, (gchar)*p);
+    }
+  }
+  g_string_append_c(out, '"');
+}
+
+void
+cli_json_key(CliJson *json, const gchar *key)
+{
+  json_separate(json);
+  cli_json_append_string(json->out, key, -1);
+  g_string_append(json->out, ": ");
+  json->after_key = TRUE;
+}
+
+void
+cli_json_string(CliJson *json, const gchar *value)
+{
+  if (value == NULL) {
+    cli_json_null(json);
+    return;
+  }
+  json_separate(json);
+  cli_json_append_string(json->out, value, -1);
+}
+
+void
+cli_json_int(CliJson *json, gint64 value)
+{
+  json_separate(json);
+  g_string_append_printf(json->out, "%" G_GINT64_FORMAT, value);
+}
+
+void
+cli_json_bool(CliJson *json, gboolean value)
+{
+  json_separate(json);
+  g_string_append(json->out, value ? "true" : "false");
+}
+
+void
+cli_json_null(CliJson *json)
+{
+  json_separate(json);
+  g_string_append(json->out, "null");
+}
+
+void
+cli_json_raw(CliJson *json, const gchar *text)
+{
+  json_separate(json);
+  g_string_append(json->out, text);
+}
+
+void
+cli_json_time(CliJson *json, gint64 ms)
+{
+  if (ms == 0)
+    cli_json_null(json);
+  else
+    cli_json_int(json, ms);
+}
+
+void
+cli_json_print(CliJson *json)
+{
+  g_warn_if_fail(json->depth == 0);
+  fwrite(json->out->str, 1, json->out->len, stdout);
+  fputc('\n', stdout);
+}
+
+/* ---- Tables -------------------------------------------------------------- */
+
+CliTable *
+cli_table_new(const gchar *const *header, guint columns)
+{
+  CliTable *table = g_new0(CliTable, 1);
+
+  table->rows = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+  table->columns = columns;
+  if (header != NULL)
+    g_ptr_array_add(table->rows, g_strdupv((gchar **)header));
+  return table;
+}
+
+void
+cli_table_free(CliTable *table)
+{
+  if (table == NULL)
+    return;
+  g_ptr_array_unref(table->rows);
+  g_free(table);
+}
+
+/* A cell on one line, in valid UTF-8: what a terminal shows in a column. */
+static gchar *
+cell_text(const gchar *value)
+{
+  gchar *text = g_utf8_make_valid(value != NULL ? value : "-", -1);
+
+  g_strdelimit(text, "\t\r\n", ' ');
+  return text;
+}
+
+void
+cli_table_add(CliTable *table, ...)
+{
+  va_list ap;
+  gchar **row = g_new0(gchar *, table->columns + 1);
+
+  va_start(ap, table);
+  for (guint i = 0; i < table->columns; i++)
+    row[i] = cell_text(va_arg(ap, const gchar *));
+  va_end(ap);
+  g_ptr_array_add(table->rows, row);
+}
+
+void
+cli_table_print(CliTable *table)
+{
+  g_autofree glong *widths = g_new0(glong, table->columns);
+  g_autoptr(GString) line = g_string_new(NULL);
+
+  for (guint r = 0; r < table->rows->len; r++) {
+    gchar **row = table->rows->pdata[r];
+    for (guint c = 0; c < table->columns && row[c] != NULL; c++)
+      widths[c] = MAX(widths[c], g_utf8_strlen(row[c], -1));
+  }
+  for (guint r = 0; r < table->rows->len; r++) {
+    gchar **row = table->rows->pdata[r];
+    g_string_truncate(line, 0);
+    for (guint c = 0; c < table->columns && row[c] != NULL; c++) {
+      g_string_append(line, row[c]);
+      /* No padding after the last column: no trailing blanks. */
+      if (c + 1 < table->columns)
+        for (glong pad = g_utf8_strlen(row[c], -1); pad < widths[c] + 2; pad++)
+          g_string_append_c(line, ' ');
+    }
+    g_string_append_c(line, '\n');
+    fputs(line->str, stdout);
+  }
+}
+
+/* ---- Values -------------------------------------------------------------- */
+
+gchar *
+cli_format_time(gint64 ms)
+{
+  g_autoptr(GDateTime) seconds = NULL;
+  g_autofree gchar *text = NULL;
+
+  if (ms == 0)
+    return NULL;
+  seconds = g_date_time_new_from_unix_utc(ms / 1000);
+  if (seconds == NULL)
+    return g_strdup_printf("%" G_GINT64_FORMAT " ms", ms);
+  text = g_date_time_format(seconds, "%Y-%m-%dT%H:%M:%S");
+  return g_strdup_printf("%s.%03dZ", text, (int)(ms % 1000));
+}
+
+gchar *
+cli_format_age(gint64 then_ms, gint64 now_ms)
+{
+  gint64 s = (now_ms - then_ms) / 1000;
+
+  if (s < 0)
+    return g_strdup("now");
+  if (s < 120)
+    return g_strdup_printf("%" G_GINT64_FORMAT "s ago", s);
+  if (s < 120 * 60)
+    return g_strdup_printf("%" G_GINT64_FORMAT "m ago", s / 60);
+  if (s < 48 * 3600)
+    return g_strdup_printf("%" G_GINT64_FORMAT "h ago", s / 3600);
+  return g_strdup_printf("%" G_GINT64_FORMAT "d ago", s / 86400);
+}
+
+gchar *
+cli_format_duration(gint64 ms)
+{
+  if (ms != 0 && ms % (3600 * 1000) == 0)
+    return g_strdup_printf("%" G_GINT64_FORMAT "h", ms / (3600 * 1000));
+  if (ms != 0 && ms % (60 * 1000) == 0)
+    return g_strdup_printf("%" G_GINT64_FORMAT "m", ms / (60 * 1000));
+  if (ms != 0 && ms % 1000 == 0)
+    return g_strdup_printf("%" G_GINT64_FORMAT "s", ms / 1000);
+  return g_strdup_printf("%" G_GINT64_FORMAT "ms", ms);
+}
+
+gchar *
+cli_msgpack_to_json(GBytes *value)
+{
+  g_autofree gchar *base64 = NULL;
+  gchar *json;
+  gsize size = 0;
+  const guchar *data;
+  GString *out;
+
+  if (value == NULL)
+    return NULL;
+  json = sluice_args_to_json(value, NULL);
+  if (json != NULL)
+    return json;
+  /* msgpack ext values have no JSON form: keep the bytes, base64. */
+  data = g_bytes_get_data(value, &size);
+  base64 = g_base64_encode(data, size);
+  out = g_string_new("{\"$msgpack\": ");
+  cli_json_append_string(out, base64, -1);
+  g_string_append_c(out, '}');
+  return g_string_free(out, FALSE);
+}
+
+/* ---- Task records -------------------------------------------------------- */
+
+void
+cli_result_to_json(CliJson *json, const SluiceResult *result)
+{
+  g_autofree gchar *value =
+      cli_msgpack_to_json(sluice_result_get_value(result));
+
+  cli_json_begin_object(json);
+  cli_json_key(json, "id");
+  cli_json_string(json, sluice_result_get_id(result));
+  cli_json_key(json, "state");
+  cli_json_string(json,
+                  sluice_task_state_to_string(sluice_result_get_state(result)));
+  cli_json_key(json, "task");
+  cli_json_string(json, sluice_result_get_task(result));
+  cli_json_key(json, "queue");
+  cli_json_string(json, sluice_result_get_queue(result));
+  cli_json_key(json, "attempt");
+  cli_json_int(json, sluice_result_get_attempt(result));
+  cli_json_key(json, "worker");
+  cli_json_string(json, sluice_result_get_worker(result));
+  cli_json_key(json, "enqueued_at");
+  cli_json_time(json, sluice_result_get_enqueued_at(result));
+  cli_json_key(json, "started_at");
+  cli_json_time(json, sluice_result_get_started_at(result));
+  cli_json_key(json, "finished_at");
+  cli_json_time(json, sluice_result_get_finished_at(result));
+  cli_json_key(json, "result");
+  if (value != NULL)
+    cli_json_raw(json, value);
+  else
+    cli_json_null(json);
+  cli_json_key(json, "error");
+  cli_json_string(json, sluice_result_get_error(result));
+  cli_json_key(json, "dead_letter_reason");
+  cli_json_string(json, sluice_result_get_dead_letter_reason(result));
+  cli_json_end_object(json);
+}
+
+void
+cli_result_print(const SluiceResult *result, gboolean json)
+{
+  g_autofree gchar *value = NULL;
+  g_autofree gchar *attempt = NULL;
+  g_autofree gchar *enqueued = NULL;
+  g_autofree gchar *started = NULL;
+  g_autofree gchar *finished = NULL;
+  g_autoptr(CliTable) table = NULL;
+
+  if (json) {
+    g_autoptr(CliJson) out = cli_json_new();
+    cli_result_to_json(out, result);
+    cli_json_print(out);
+    return;
+  }
+  value = cli_msgpack_to_json(sluice_result_get_value(result));
+  attempt = g_strdup_printf("%u", sluice_result_get_attempt(result));
+  enqueued = cli_format_time(sluice_result_get_enqueued_at(result));
+  started = cli_format_time(sluice_result_get_started_at(result));
+  finished = cli_format_time(sluice_result_get_finished_at(result));
+  table = cli_table_new(NULL, 2);
+  cli_table_add(table, "id", sluice_result_get_id(result));
+  cli_table_add(table, "state",
+                sluice_task_state_to_string(sluice_result_get_state(result)));
+  cli_table_add(table, "task", sluice_result_get_task(result));
+  cli_table_add(table, "queue", sluice_result_get_queue(result));
+  cli_table_add(table, "attempt", attempt);
+  cli_table_add(table, "worker", sluice_result_get_worker(result));
+  cli_table_add(table, "enqueued at", enqueued);
+  cli_table_add(table, "started at", started);
+  cli_table_add(table, "finished at", finished);
+  cli_table_add(table, "result", value);
+  cli_table_add(table, "error", sluice_result_get_error(result));
+  cli_table_add(table, "dead-letter reason",
+                sluice_result_get_dead_letter_reason(result));
+  cli_table_print(table);
+}

@@ -1,0 +1,142 @@
+/* parse.c - the values a user types: durations, times, counts, reasons and
+ * JSON arguments.
+ *
+ * Every parser refuses what it does not understand with a usage error
+ * (exit status 2) that names the option and shows a valid example:
+ * guessing ("5" meaning seconds? milliseconds?) is how a 5 ms timeout
+ * ends up in production.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* Durations above this are refused: no timeout or delay needs more than a
+ * year, and it keeps every multiplication far from overflowing. */
+#define DURATION_MAX_MS (G_GINT64_CONSTANT(366) * 24 * 3600 * 1000)
+
+gboolean
+cli_parse_duration(const gchar *what, const gchar *text, gint64 *out_ms,
+                   GError **error)
+{
+  static const struct {
+    const gchar *suffix;
+    gint64 ms;
+  } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60 * 1000}, {"h", 3600 * 1000}};
+  const gchar *end = text;
+  guint64 number;
+
+  while (g_ascii_isdigit(*end))
+    end++;
+  if (end != text && end - text <= 12) {
+    g_autofree gchar *digits = g_strndup(text, (gsize)(end - text));
+
+    number = g_ascii_strtoull(digits, NULL, 10);
+    if (*end == '\0' && number == 0) {
+      *out_ms = 0;
+      return TRUE;
+    }
+    for (gsize i = 0; i < G_N_ELEMENTS(units); i++)
+      if (strcmp(end, units[i].suffix) == 0) {
+        if (number > (guint64)(DURATION_MAX_MS / units[i].ms))
+          return cli_usage_error(error,
+                                 "%s: %s is too long; the longest duration "
+                                 "is 366 days (8784h)",
+                                 what, text);
+        *out_ms = (gint64)number * units[i].ms;
+        return TRUE;
+      }
+  }
+  return cli_usage_error(error,
+                         "%s: “%s” is not a duration: write a whole number "
+                         "followed by ms, s, m or h (500ms, 30s, 5m, 1h)",
+                         what, text);
+}
+
+gboolean
+cli_parse_time(const gchar *what, const gchar *text, gint64 *out_ms,
+               GError **error)
+{
+  g_autoptr(GTimeZone) local = g_time_zone_new_local();
+  g_autoptr(GDateTime) time = g_date_time_new_from_iso8601(text, local);
+
+  if (time == NULL)
+    return cli_usage_error(error,
+                           "%s: “%s” is not an ISO 8601 date and time: write "
+                           "e.g. 2030-06-01T12:00:00Z, "
+                           "2030-06-01T14:00:00+02:00, or "
+                           "2030-06-01T12:00:00 for local time",
+                           what, text);
+  *out_ms = g_date_time_to_unix(time) * 1000 +
+            g_date_time_get_microsecond(time) / 1000;
+  return TRUE;
+}
+
+gboolean
+cli_parse_count(const gchar *what, const gchar *text, guint64 min, guint64 max,
+                guint64 *out, GError **error)
+{
+  g_autoptr(GError) local = NULL;
+
+  if (!g_ascii_string_to_unsigned(text, 10, min, max, out, &local))
+    return cli_usage_error(
+        error,
+        "%s: “%s” is not a whole number from %" G_GUINT64_FORMAT
+        " to %" G_GUINT64_FORMAT,
+        what, text, min, max);
+  return TRUE;
+}
+
+gboolean
+cli_check_reason(const gchar *reason, GError **error)
+{
+  static const gchar *const reasons[] = {SLUICE_DLQ_MAX_ATTEMPTS,
+                                         SLUICE_DLQ_MAX_DELIVERIES,
+                                         SLUICE_DLQ_UNKNOWN_TASK,
+                                         SLUICE_DLQ_MALFORMED,
+                                         SLUICE_DLQ_NON_RETRYABLE,
+                                         SLUICE_DLQ_EXPIRED,
+                                         NULL};
+
+  if (reason == NULL || g_strv_contains(reasons, reason))
+    return TRUE;
+  return cli_usage_error(error,
+                         "--reason: unknown dead-letter reason “%s”; the "
+                         "reasons are max_attempts, max_deliveries, "
+                         "unknown_task, malformed, non_retryable and expired",
+                         reason);
+}
+
+GBytes *
+cli_read_args(const gchar *text, GError **error)
+{
+  g_autofree gchar *from_stdin = NULL;
+  g_autoptr(GError) local = NULL;
+  gssize length = -1;
+  GBytes *args;
+
+  if (strcmp(text, "-") == 0) {
+    g_autoptr(GIOChannel) in = g_io_channel_unix_new(0);
+    gsize read = 0;
+
+    /* Raw bytes: the JSON parser checks the UTF-8 and says where it breaks,
+     * which is more useful than the channel's "invalid byte sequence". */
+    g_io_channel_set_encoding(in, NULL, NULL);
+    if (g_io_channel_read_to_end(in, &from_stdin, &read, &local) !=
+        G_IO_STATUS_NORMAL) {
+      g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
+                  "cannot read the JSON arguments from standard input: %s",
+                  local->message);
+      return NULL;
+    }
+    text = from_stdin != NULL ? from_stdin : "";
+    length = (gssize)read;
+  }
+  args = sluice_args_from_json(text, length, &local);
+  if (args == NULL)
+    cli_usage_error(error, "the arguments are not valid JSON: %s",
+                    local->message);
+  return args;
+}

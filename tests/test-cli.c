@@ -1,0 +1,1357 @@
+/* test-cli.c - the `sluice` command, end to end.
+ *
+ * Every test drives the built binary (cli/sluice) as a user would: it runs
+ * commands with GSubprocess, reads their stdout, stderr and exit status,
+ * and parses --json output with json-glib. Workers are `sluice worker`
+ * processes loading the demo module (examples/demo-module/.libs/demo.so),
+ * started in the background, stopped with SIGTERM and waited for.
+ *
+ * One redis-server is shared by the suite (started once, before Check
+ * forks a process per test); each test works in its own namespace
+ * ("t<pid>"), so tests cannot see each other's queues. Tests that need a
+ * server of their own (a password) start one.
+ *
+ * The end-to-end tests are loop tests over the Redis modes: fast always,
+ * and reliable when this build supports it (sluice_redis_broker_new with
+ * SLUICE_REDIS_RELIABLE does not fail with UNSUPPORTED). Until then the
+ * reliable iterations, and the reliable-only poison-message test, are not
+ * registered, and main() says so on stderr.
+ *
+ * No assertion depends on timing: a test waits for a state (polling the
+ * CLI, or blocking in `sluice result --wait`) with a generous bound, and
+ * Check's timeout is the backstop.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <json-glib/json-glib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <sluice/sluice.h>
+
+#include "tests/helpers/redis-server.h"
+
+#define SLUICE_BIN TEST_BUILDDIR "/cli/sluice"
+#define DEMO_MODULE TEST_BUILDDIR "/examples/demo-module/.libs/demo.so"
+#define NO_INIT_MODULE TEST_BUILDDIR "/tests/cli/.libs/no-init.so"
+
+/* How long a test waits for something that should happen in well under a
+ * second: a bound for broken code, not a timing assertion. */
+#define PATIENCE_US (60 * G_USEC_PER_SEC)
+
+static SluiceTestRedis *shared;
+
+/* The modes the end-to-end tests loop over (_i indexes it); the reliable
+ * iteration is registered only if the build supports it. */
+static const gchar *const modes[] = {"fast", "reliable"};
+
+/* ---- Fixtures and helpers ------------------------------------------------ */
+
+static void
+shared_setup(void)
+{
+  g_autoptr(GError) error = NULL;
+
+  shared = sluice_test_redis_start(NULL, &error);
+  if (shared == NULL) {
+    fprintf(stderr, "cannot start redis-server: %s\n", error->message);
+    exit(1);
+  }
+}
+
+static void
+shared_teardown(void)
+{
+  g_clear_pointer(&shared, sluice_test_redis_stop);
+}
+
+/* One test's world: its mode, namespace, environment and scratch dir. */
+typedef struct {
+  const gchar *mode;
+  gchar *ns;
+  gchar **env;
+  gchar *dir;
+  guint n_workers; /* to name their log files */
+} Ctx;
+
+static void
+ctx_free(Ctx *ctx)
+{
+  g_free(ctx->ns);
+  g_strfreev(ctx->env);
+  if (ctx->dir != NULL) {
+    g_autoptr(GDir) d = g_dir_open(ctx->dir, 0, NULL);
+    const gchar *name;
+    while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+      g_autofree gchar *path = g_build_filename(ctx->dir, name, NULL);
+      g_unlink(path);
+    }
+    g_rmdir(ctx->dir);
+  }
+  g_free(ctx->dir);
+  g_free(ctx);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Ctx, ctx_free)
+
+/* An environment for the CLI: the caller's, without any SLUICE_* setting
+ * or debug switch, in a fixed locale, plus @url, @mode and @ns (each
+ * nullable). */
+static gchar **
+cli_environ(const gchar *url, const gchar *mode, const gchar *ns)
+{
+  gchar **env = g_get_environ();
+
+  env = g_environ_unsetenv(env, "SLUICE_URL");
+  env = g_environ_unsetenv(env, "SLUICE_MODE");
+  env = g_environ_unsetenv(env, "SLUICE_NAMESPACE");
+  env = g_environ_unsetenv(env, "SLUICE_CONFIG");
+  env = g_environ_unsetenv(env, "G_MESSAGES_DEBUG");
+  env = g_environ_setenv(env, "LC_ALL", "C.UTF-8", TRUE);
+  if (url != NULL)
+    env = g_environ_setenv(env, "SLUICE_URL", url, TRUE);
+  if (mode != NULL)
+    env = g_environ_setenv(env, "SLUICE_MODE", mode, TRUE);
+  if (ns != NULL)
+    env = g_environ_setenv(env, "SLUICE_NAMESPACE", ns, TRUE);
+  return env;
+}
+
+static Ctx *
+ctx_new(int mode_index)
+{
+  Ctx *ctx = g_new0(Ctx, 1);
+  g_autoptr(GError) error = NULL;
+
+  ctx->mode = modes[mode_index];
+  ctx->ns = g_strdup_printf("t%d", (int)getpid());
+  ctx->env = cli_environ(sluice_test_redis_url(shared), ctx->mode, ctx->ns);
+  ctx->dir = g_dir_make_tmp("sluice-cli-XXXXXX", &error);
+  ck_assert_msg(ctx->dir != NULL, "%s", error != NULL ? error->message : "");
+  return ctx;
+}
+
+/* What a command did. */
+typedef struct {
+  int status; /* exit status, or -signal */
+  gchar *out;
+  gchar *err;
+} Run;
+
+static void
+run_free(Run *run)
+{
+  g_free(run->out);
+  g_free(run->err);
+  g_free(run);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Run, run_free)
+
+/* Child setup: no core files from demo.crash, and no worker outliving a
+ * test process that failed half-way. */
+static void
+child_setup(gpointer data)
+{
+  struct rlimit none = {0, 0};
+
+  setrlimit(RLIMIT_CORE, &none);
+#ifdef __linux__
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+}
+
+static int
+exit_status_of(GSubprocess *proc)
+{
+  if (g_subprocess_get_if_exited(proc))
+    return g_subprocess_get_exit_status(proc);
+  if (g_subprocess_get_if_signaled(proc))
+    return -g_subprocess_get_term_sig(proc);
+  return -1000;
+}
+
+/* Runs `sluice ARGV...` with @env, feeding @input (nullable) on stdin. */
+static Run *
+run_argv(gchar **env, const gchar *input, const gchar *const *argv)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+      G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+      G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_autoptr(GPtrArray) args = g_ptr_array_new();
+  g_autoptr(GSubprocess) proc = NULL;
+  g_autoptr(GError) error = NULL;
+  Run *run = g_new0(Run, 1);
+
+  g_ptr_array_add(args, (gpointer)SLUICE_BIN);
+  for (guint i = 0; argv[i] != NULL; i++)
+    g_ptr_array_add(args, (gpointer)argv[i]);
+  g_ptr_array_add(args, NULL);
+  g_subprocess_launcher_set_environ(launcher, env);
+  g_subprocess_launcher_set_child_setup(launcher, child_setup, NULL, NULL);
+  proc = g_subprocess_launcher_spawnv(
+      launcher, (const gchar *const *)args->pdata, &error);
+  ck_assert_msg(proc != NULL, "spawn: %s", error->message);
+  ck_assert_msg(g_subprocess_communicate_utf8(proc, input, NULL, &run->out,
+                                              &run->err, &error),
+                "communicate: %s", error != NULL ? error->message : "");
+  run->status = exit_status_of(proc);
+  return run;
+}
+
+static Run *
+run_v(gchar **env, const gchar *input, const gchar *first, va_list ap)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+
+  for (const gchar *a = first; a != NULL; a = va_arg(ap, const gchar *))
+    g_ptr_array_add(argv, (gpointer)a);
+  g_ptr_array_add(argv, NULL);
+  return run_argv(env, input, (const gchar *const *)argv->pdata);
+}
+
+/* `sluice ARGS... NULL` in the test's namespace and mode. */
+static Run *cli(Ctx *ctx, const gchar *first, ...) G_GNUC_NULL_TERMINATED;
+static Run *
+cli(Ctx *ctx, const gchar *first, ...)
+{
+  va_list ap;
+  Run *run;
+
+  va_start(ap, first);
+  run = run_v(ctx->env, NULL, first, ap);
+  va_end(ap);
+  return run;
+}
+
+/* As cli(), with an explicit environment and standard input. */
+static Run *cli_env(gchar **env, const gchar *input, const gchar *first,
+                    ...) G_GNUC_NULL_TERMINATED;
+static Run *
+cli_env(gchar **env, const gchar *input, const gchar *first, ...)
+{
+  va_list ap;
+  Run *run;
+
+  va_start(ap, first);
+  run = run_v(env, input, first, ap);
+  va_end(ap);
+  return run;
+}
+
+#define assert_status(run, expected)                                           \
+  ck_assert_msg((run)->status == (expected),                                   \
+                "exit status %d, expected %d\nstdout: %s\nstderr: %s",         \
+                (run)->status, (expected), (run)->out, (run)->err)
+
+/* A failing command says what went wrong on exactly one line. */
+static void
+assert_one_line_error(const Run *run, const gchar *needle)
+{
+  const gchar *newline = strchr(run->err, '\n');
+
+  ck_assert_msg(run->status != 0, "succeeded: %s", run->out);
+  ck_assert_msg(newline != NULL && newline[1] == '\0',
+                "not one line on stderr: [%s]", run->err);
+  ck_assert_msg(g_str_has_prefix(run->err, "sluice"), "no program name: %s",
+                run->err);
+  if (needle != NULL)
+    ck_assert_msg(strstr(run->err, needle) != NULL, "“%s” not in: %s", needle,
+                  run->err);
+}
+
+/* The task id `sluice enqueue` printed. */
+static gchar *enqueue(Ctx *ctx, const gchar *first, ...) G_GNUC_NULL_TERMINATED;
+static gchar *
+enqueue(Ctx *ctx, const gchar *first, ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_autoptr(Run) run = NULL;
+  va_list ap;
+
+  g_ptr_array_add(argv, (gpointer) "enqueue");
+  va_start(ap, first);
+  for (const gchar *a = first; a != NULL; a = va_arg(ap, const gchar *))
+    g_ptr_array_add(argv, (gpointer)a);
+  va_end(ap);
+  g_ptr_array_add(argv, NULL);
+  run = run_argv(ctx->env, NULL, (const gchar *const *)argv->pdata);
+  assert_status(run, 0);
+  ck_assert_msg(g_str_has_suffix(run->out, "\n") && strlen(run->out) > 1,
+                "enqueue printed: [%s]", run->out);
+  return g_strndup(run->out, strlen(run->out) - 1);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static JsonNode *
+parse_json(const gchar *text)
+{
+  g_autoptr(JsonParser) parser = json_parser_new();
+  g_autoptr(GError) error = NULL;
+
+  ck_assert_msg(json_parser_load_from_data(parser, text, -1, &error),
+                "not JSON (%s): %s", error != NULL ? error->message : "", text);
+  return json_node_copy(json_parser_get_root(parser));
+}
+
+static JsonObject *
+object_of(JsonNode *node)
+{
+  ck_assert_msg(JSON_NODE_HOLDS_OBJECT(node), "not an object");
+  return json_node_get_object(node);
+}
+
+static const gchar *
+member_string(JsonObject *o, const gchar *name)
+{
+  JsonNode *n = json_object_get_member(o, name);
+
+  ck_assert_msg(n != NULL, "no member %s", name);
+  if (JSON_NODE_HOLDS_NULL(n))
+    return NULL;
+  ck_assert_msg(json_node_get_value_type(n) == G_TYPE_STRING,
+                "%s is not a string", name);
+  return json_node_get_string(n);
+}
+
+static gint64
+member_int(JsonObject *o, const gchar *name)
+{
+  JsonNode *n = json_object_get_member(o, name);
+
+  ck_assert_msg(n != NULL, "no member %s", name);
+  ck_assert_msg(JSON_NODE_HOLDS_VALUE(n) &&
+                    json_node_get_value_type(n) == G_TYPE_INT64,
+                "%s is not an integer", name);
+  return json_node_get_int(n);
+}
+
+static gboolean
+member_is_null(JsonObject *o, const gchar *name)
+{
+  JsonNode *n = json_object_get_member(o, name);
+
+  ck_assert_msg(n != NULL, "no member %s", name);
+  return JSON_NODE_HOLDS_NULL(n);
+}
+
+/* The record of @id, as `sluice inspect --json` prints it. */
+static JsonNode *
+inspect(Ctx *ctx, const gchar *id)
+{
+  g_autoptr(Run) run = cli(ctx, "inspect", id, "--json", NULL);
+
+  assert_status(run, 0);
+  return parse_json(run->out);
+}
+
+static gchar *
+state_of(Ctx *ctx, const gchar *id)
+{
+  g_autoptr(JsonNode) record = inspect(ctx, id);
+
+  return g_strdup(member_string(object_of(record), "state"));
+}
+
+/* Polls `sluice inspect` until @id is in @state or @or_state (nullable);
+ * returns the state it found. */
+static gchar *
+wait_for_state(Ctx *ctx, const gchar *id, const gchar *state,
+               const gchar *or_state)
+{
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+
+  for (;;) {
+    gchar *now = state_of(ctx, id);
+    if (g_strcmp0(now, state) == 0 || g_strcmp0(now, or_state) == 0)
+      return now;
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "task %s stayed %s, never %s", id, now, state);
+    g_free(now);
+    g_usleep(20 * 1000);
+  }
+}
+
+/* ---- Workers ------------------------------------------------------------- */
+
+typedef struct {
+  GSubprocess *proc;
+  gchar *log;
+} Worker;
+
+static gchar *
+worker_log(const Worker *w)
+{
+  gchar *text = NULL;
+
+  if (!g_file_get_contents(w->log, &text, NULL, NULL))
+    return g_strdup("");
+  return text;
+}
+
+/* Starts `sluice worker` with the demo module, JSON logs to a file, and
+ * the extra arguments (NULL-terminated; @first may be the NULL); returns
+ * once it logged that it is ready. */
+static Worker *
+worker_start(Ctx *ctx, const gchar *first, ...)
+{
+  g_autoptr(GSubprocessLauncher) launcher =
+      g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_autoptr(GError) error = NULL;
+  Worker *w = g_new0(Worker, 1);
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+  va_list ap;
+
+  w->log = g_strdup_printf("%s/worker-%u.log", ctx->dir, ctx->n_workers++);
+  g_ptr_array_add(argv, (gpointer)SLUICE_BIN);
+  g_ptr_array_add(argv, (gpointer) "worker");
+  g_ptr_array_add(argv, (gpointer) "--module");
+  g_ptr_array_add(argv, (gpointer)DEMO_MODULE);
+  g_ptr_array_add(argv, (gpointer) "--log-format=json");
+  va_start(ap, first);
+  for (const gchar *a = first; a != NULL; a = va_arg(ap, const gchar *))
+    g_ptr_array_add(argv, (gpointer)a);
+  va_end(ap);
+  g_ptr_array_add(argv, NULL);
+  g_subprocess_launcher_set_environ(launcher, ctx->env);
+  g_subprocess_launcher_set_stderr_file_path(launcher, w->log);
+  g_subprocess_launcher_set_child_setup(launcher, child_setup, NULL, NULL);
+  w->proc = g_subprocess_launcher_spawnv(
+      launcher, (const gchar *const *)argv->pdata, &error);
+  ck_assert_msg(w->proc != NULL, "spawn: %s", error->message);
+
+  for (;;) {
+    g_autofree gchar *log = worker_log(w);
+    if (strstr(log, " ready: ") != NULL)
+      return w;
+    ck_assert_msg(g_subprocess_get_identifier(w->proc) != NULL,
+                  "the worker exited before it was ready:\n%s", log);
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "the worker never got ready:\n%s", log);
+    g_usleep(20 * 1000);
+  }
+}
+
+static void
+worker_free(Worker *w)
+{
+  if (w->proc != NULL && g_subprocess_get_identifier(w->proc) != NULL)
+    g_subprocess_force_exit(w->proc);
+  g_clear_object(&w->proc);
+  g_free(w->log);
+  g_free(w);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Worker, worker_free)
+
+/* SIGTERM, then waits: a graceful stop exits 0. Returns the log. */
+static gchar *
+worker_stop(Worker *w)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *log = NULL;
+
+  g_subprocess_send_signal(w->proc, SIGTERM);
+  ck_assert_msg(g_subprocess_wait(w->proc, NULL, &error), "wait: %s",
+                error != NULL ? error->message : "");
+  log = worker_log(w);
+  ck_assert_msg(g_subprocess_get_if_exited(w->proc) &&
+                    g_subprocess_get_exit_status(w->proc) == 0,
+                "the worker did not exit 0 after SIGTERM (status %d):\n%s",
+                exit_status_of(w->proc), log);
+  return g_steal_pointer(&log);
+}
+
+/* Every line of a --log-format=json log is one JSON object with the
+ * documented fields; returns those that mention @task_id. */
+static guint
+check_json_log(const gchar *log, const gchar *task_id, guint *out_attempts)
+{
+  g_auto(GStrv) lines = g_strsplit(log, "\n", -1);
+  guint mentions = 0;
+
+  *out_attempts = 0;
+  for (guint i = 0; lines[i] != NULL; i++) {
+    g_autoptr(JsonNode) node = NULL;
+    JsonObject *o;
+
+    if (lines[i][0] == '\0')
+      continue;
+    node = parse_json(lines[i]);
+    o = object_of(node);
+    ck_assert(member_string(o, "time") != NULL);
+    ck_assert(member_string(o, "level") != NULL);
+    ck_assert(member_string(o, "message") != NULL);
+    if (json_object_has_member(o, "task_id") &&
+        g_strcmp0(member_string(o, "task_id"), task_id) == 0) {
+      mentions++;
+      ck_assert(member_string(o, "task") != NULL);
+      ck_assert(member_string(o, "queue") != NULL);
+      *out_attempts = MAX(*out_attempts, (guint)member_int(o, "attempt"));
+    }
+  }
+  return mentions;
+}
+
+/* A TCP port nothing listens on (bound, then closed). */
+static guint16
+closed_port(void)
+{
+  struct sockaddr_in addr = {0};
+  socklen_t len = sizeof addr;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+  ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+/* ---- End to end, per mode ------------------------------------------------ */
+
+START_TEST(test_enqueue_worker_result)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, "--concurrency", "2", NULL);
+  g_autofree gchar *id = enqueue(ctx, "demo.echo",
+                                 "{\"greeting\": \"héllo\", \"n\": [1, -2, 3], "
+                                 "\"nested\": {\"ok\": true}}",
+                                 NULL);
+  g_autoptr(Run) result =
+      cli(ctx, "result", id, "--wait", "60s", "--json", NULL);
+  g_autoptr(Run) table = NULL;
+  g_autoptr(JsonNode) record = NULL;
+  g_autofree gchar *log = NULL;
+  JsonObject *o, *value;
+  guint attempts;
+
+  assert_status(result, 0);
+  record = parse_json(result->out);
+  o = object_of(record);
+  ck_assert_str_eq(member_string(o, "id"), id);
+  ck_assert_str_eq(member_string(o, "state"), "succeeded");
+  ck_assert_str_eq(member_string(o, "task"), "demo.echo");
+  ck_assert_str_eq(member_string(o, "queue"), "default");
+  ck_assert_int_eq(member_int(o, "attempt"), 1);
+  ck_assert(member_string(o, "worker") != NULL);
+  ck_assert(member_int(o, "enqueued_at") > 0);
+  ck_assert(member_int(o, "finished_at") >= member_int(o, "started_at"));
+  ck_assert(member_is_null(o, "error"));
+  /* demo.echo's result is its arguments, back through msgpack. */
+  value = json_object_get_object_member(o, "result");
+  ck_assert_str_eq(json_object_get_string_member(value, "greeting"), "héllo");
+  ck_assert_int_eq(
+      json_array_get_int_element(json_object_get_array_member(value, "n"), 1),
+      -2);
+  ck_assert(json_object_get_boolean_member(
+      json_object_get_object_member(value, "nested"), "ok"));
+
+  table = cli(ctx, "result", id, NULL);
+  assert_status(table, 0);
+  ck_assert_msg(strstr(table->out, "succeeded") != NULL &&
+                    strstr(table->out, "\"greeting\":\"héllo\"") != NULL,
+                "%s", table->out);
+
+  log = worker_stop(w);
+  ck_assert_msg(check_json_log(log, id, &attempts) == 0 || attempts == 1, "%s",
+                log);
+}
+END_TEST
+
+START_TEST(test_flaky_retries_then_succeeds)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, "--backoff", "20ms", "--backoff-max",
+                                     "50ms", "--no-jitter", NULL);
+  g_autofree gchar *id = enqueue(ctx, "demo.flaky", "{\"fail_times\": 2}",
+                                 "--max-attempts", "5", NULL);
+  g_autoptr(Run) result =
+      cli(ctx, "result", id, "--wait", "60s", "--json", NULL);
+  g_autoptr(JsonNode) record = NULL;
+  g_autofree gchar *log = NULL;
+  JsonObject *o;
+  guint attempts = 0;
+
+  assert_status(result, 0);
+  record = parse_json(result->out);
+  o = object_of(record);
+  ck_assert_str_eq(member_string(o, "state"), "succeeded");
+  ck_assert_int_eq(member_int(o, "attempt"), 3);
+  ck_assert_int_eq(json_object_get_int_member(
+                       json_object_get_object_member(o, "result"), "attempt"),
+                   3);
+
+  /* The two failed attempts were logged with the task's fields. */
+  log = worker_stop(w);
+  ck_assert_msg(check_json_log(log, id, &attempts) >= 2, "%s", log);
+  ck_assert_msg(attempts >= 2, "%s", log);
+}
+END_TEST
+
+START_TEST(test_fail_dead_letter_replay_runs_again)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w =
+      worker_start(ctx, "--backoff", "20ms", "--no-jitter", NULL);
+  g_autofree gchar *id = enqueue(ctx, "demo.fail", "--max-attempts", "2", NULL);
+  g_autoptr(Run) result = NULL;
+  g_autoptr(Run) list = NULL;
+  g_autoptr(Run) show = NULL;
+  g_autoptr(Run) replay = NULL;
+  g_autoptr(Run) stats = NULL;
+  g_autoptr(Run) purge = NULL;
+  g_autoptr(Run) empty = NULL;
+  g_autoptr(JsonNode) record = NULL;
+  g_autoptr(JsonNode) entries = NULL;
+  g_autoptr(JsonNode) entry = NULL;
+  g_autoptr(JsonNode) queued = NULL;
+  g_autoptr(JsonNode) stats_json = NULL;
+  g_autoptr(JsonNode) again = NULL;
+  g_autoptr(JsonNode) purged = NULL;
+  g_autofree gchar *entry_id = NULL;
+  g_autofree gchar *log = NULL;
+  JsonObject *o, *e;
+  JsonArray *a;
+
+  /* Exit status 3: the task ended, and not well. */
+  result = cli(ctx, "result", id, "--wait", "60s", "--json", NULL);
+  assert_status(result, 3);
+  record = parse_json(result->out);
+  o = object_of(record);
+  ck_assert_str_eq(member_string(o, "state"), "dead_lettered");
+  ck_assert_str_eq(member_string(o, "dead_letter_reason"), "max_attempts");
+  ck_assert_int_eq(member_int(o, "attempt"), 2);
+  ck_assert(strstr(member_string(o, "error"), "demo.fail") != NULL);
+  log = worker_stop(w);
+
+  list = cli(ctx, "dlq", "list", "--json", NULL);
+  assert_status(list, 0);
+  entries = parse_json(list->out);
+  a = json_object_get_array_member(object_of(entries), "entries");
+  ck_assert_int_eq(json_array_get_length(a), 1);
+  e = json_array_get_object_element(a, 0);
+  entry_id = g_strdup(member_string(e, "entry_id"));
+  ck_assert_str_eq(member_string(e, "task_id"), id);
+  ck_assert_str_eq(member_string(e, "task"), "demo.fail");
+  ck_assert_str_eq(member_string(e, "reason"), "max_attempts");
+  ck_assert_str_eq(member_string(e, "source"), "default");
+  ck_assert(strstr(member_string(e, "detail"), "demo.fail") != NULL);
+  ck_assert(member_int(e, "deliveries") >= 1);
+  ck_assert(member_int(e, "at") > 0);
+  ck_assert(member_is_null(object_of(entries), "next_after"));
+
+  {
+    g_autoptr(Run) other =
+        cli(ctx, "dlq", "list", "--reason", "non_retryable", NULL);
+    g_autoptr(Run) table = cli(ctx, "dlq", "list", NULL);
+    assert_status(other, 0);
+    ck_assert_msg(strstr(other->out, "no dead letters match") != NULL, "%s",
+                  other->out);
+    assert_status(table, 0);
+    ck_assert(strstr(table->out, entry_id) != NULL);
+    ck_assert(strstr(table->out, "max_attempts") != NULL);
+  }
+
+  show = cli(ctx, "dlq", "show", entry_id, "--json", NULL);
+  assert_status(show, 0);
+  entry = parse_json(show->out);
+  e = object_of(entry);
+  ck_assert(!json_object_get_boolean_member(e, "malformed"));
+  ck_assert_int_eq(member_int(e, "attempt"), 2);
+  ck_assert_int_eq(
+      json_array_get_length(json_object_get_array_member(e, "history")), 1);
+  ck_assert(member_string(e, "payload_base64") != NULL);
+
+  /* Replay: the entry goes, the task is queued again under the same id. */
+  replay = cli(ctx, "dlq", "replay", entry_id, NULL);
+  assert_status(replay, 0);
+  ck_assert(strstr(replay->out, "replayed") != NULL);
+  ck_assert(strstr(replay->out, id) != NULL);
+  queued = inspect(ctx, id);
+  ck_assert_str_eq(member_string(object_of(queued), "state"), "queued");
+  stats = cli(ctx, "stats", "--json", NULL);
+  assert_status(stats, 0);
+  stats_json = parse_json(stats->out);
+  ck_assert_int_eq(member_int(object_of(stats_json), "dead_letters"), 0);
+
+  /* ... and runs again: a new worker takes it and buries it anew. */
+  {
+    g_autoptr(Worker) w2 =
+        worker_start(ctx, "--backoff", "20ms", "--no-jitter", NULL);
+    g_autoptr(Run) second =
+        cli(ctx, "result", id, "--wait", "60s", "--json", NULL);
+    g_autoptr(Run) relist = cli(ctx, "dlq", "list", "--json", NULL);
+    g_autofree gchar *log2 = NULL;
+    JsonArray *b;
+
+    assert_status(second, 3);
+    assert_status(relist, 0);
+    again = parse_json(relist->out);
+    b = json_object_get_array_member(object_of(again), "entries");
+    ck_assert_int_eq(json_array_get_length(b), 1);
+    e = json_array_get_object_element(b, 0);
+    ck_assert_str_eq(member_string(e, "task_id"), id);
+    ck_assert_str_ne(member_string(e, "entry_id"), entry_id);
+    log2 = worker_stop(w2);
+    ck_assert_msg(strstr(log2, id) != NULL, "the replay did not run:\n%s",
+                  log2);
+  }
+
+  /* A dry run changes nothing; purge empties the queue. */
+  {
+    g_autoptr(Run) dry = cli(ctx, "dlq", "replay", "--all", "--dry-run", NULL);
+    assert_status(dry, 0);
+    ck_assert(strstr(dry->out, "would replay 1 dead letter") != NULL);
+  }
+  purge = cli(ctx, "dlq", "purge", "--json", NULL);
+  assert_status(purge, 0);
+  purged = parse_json(purge->out);
+  ck_assert_int_eq(member_int(object_of(purged), "purged"), 1);
+  empty = cli(ctx, "dlq", "list", NULL);
+  assert_status(empty, 0);
+  ck_assert_str_eq(empty->out, "no dead letters\n");
+}
+END_TEST
+
+START_TEST(test_cancel_delayed_is_certain)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *id = enqueue(ctx, "demo.noop", "--delay", "1h", NULL);
+  g_autofree gchar *at =
+      enqueue(ctx, "demo.noop", "--at", "2099-01-01T00:00:00Z", NULL);
+  g_autofree gchar *state = state_of(ctx, id);
+  g_autofree gchar *at_state = state_of(ctx, at);
+  g_autoptr(Run) cancel = NULL;
+  g_autoptr(Run) cancel_json = NULL;
+  g_autoptr(Run) twice = NULL;
+  g_autoptr(JsonNode) outcome = NULL;
+  g_autofree gchar *after = NULL;
+
+  ck_assert_str_eq(state, "scheduled");
+  ck_assert_str_eq(at_state, "scheduled");
+
+  cancel = cli(ctx, "cancel", id, NULL);
+  assert_status(cancel, 0);
+  ck_assert_msg(strstr(cancel->out, "certainly") != NULL, "%s", cancel->out);
+  after = state_of(ctx, id);
+  ck_assert_str_eq(after, "cancelled");
+
+  cancel_json = cli(ctx, "cancel", at, "--json", NULL);
+  assert_status(cancel_json, 0);
+  outcome = parse_json(cancel_json->out);
+  ck_assert_str_eq(member_string(object_of(outcome), "outcome"), "removed");
+  ck_assert(json_object_get_boolean_member(object_of(outcome), "certain"));
+
+  /* Nothing left to cancel: said on one line, exit status 1. */
+  twice = cli(ctx, "cancel", id, NULL);
+  assert_status(twice, 1);
+  assert_one_line_error(twice, "already finished");
+}
+END_TEST
+
+START_TEST(test_cancel_queued_records_revocation)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *id = enqueue(ctx, "demo.noop", NULL);
+  g_autoptr(Run) cancel = cli(ctx, "cancel", id, "--json", NULL);
+  g_autoptr(JsonNode) outcome = NULL;
+  g_autoptr(Worker) w = NULL;
+  g_autoptr(Run) result = NULL;
+  g_autoptr(JsonNode) record = NULL;
+  g_autofree gchar *log = NULL;
+
+  assert_status(cancel, 0);
+  outcome = parse_json(cancel->out);
+  ck_assert_str_eq(member_string(object_of(outcome), "outcome"), "revoked");
+  ck_assert(!json_object_get_boolean_member(object_of(outcome), "certain"));
+
+  /* The worker loads revocations before it fetches: the task is skipped. */
+  w = worker_start(ctx, NULL);
+  result = cli(ctx, "result", id, "--wait", "60s", "--json", NULL);
+  assert_status(result, 3);
+  record = parse_json(result->out);
+  ck_assert_str_eq(member_string(object_of(record), "state"), "cancelled");
+  log = worker_stop(w);
+}
+END_TEST
+
+START_TEST(test_stats_and_inspect_json_fields)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *queued = enqueue(ctx, "demo.noop", "--queue", "q1", NULL);
+  g_autofree gchar *later =
+      enqueue(ctx, "demo.noop", "--queue", "q1", "--delay", "1h", NULL);
+  g_autoptr(Worker) w =
+      worker_start(ctx, "--queue", "elsewhere", "--worker-id", "w-stats", NULL);
+  g_autoptr(Run) stats = cli(ctx, "stats", "--json", NULL);
+  g_autoptr(Run) only = cli(ctx, "stats", "--json", "--queue", "q1", NULL);
+  g_autoptr(Run) table = cli(ctx, "stats", NULL);
+  g_autoptr(JsonNode) s = NULL;
+  g_autoptr(JsonNode) s1 = NULL;
+  g_autoptr(JsonNode) record = NULL;
+  g_autofree gchar *log = NULL;
+  JsonObject *o, *r;
+  JsonArray *queues, *workers;
+  gboolean found_q1 = FALSE, found_worker = FALSE;
+
+  assert_status(stats, 0);
+  s = parse_json(stats->out);
+  o = object_of(s);
+  ck_assert_str_eq(member_string(o, "mode"), ctx->mode);
+  ck_assert_str_eq(member_string(o, "namespace"), ctx->ns);
+  ck_assert_int_eq(member_int(o, "scheduled"), 1);
+  ck_assert_int_eq(member_int(o, "dead_letters"), 0);
+  ck_assert(JSON_NODE_HOLDS_OBJECT(
+      json_object_get_member(o, "dead_letters_by_reason")));
+  if (strcmp(ctx->mode, "fast") == 0)
+    ck_assert(member_is_null(o, "in_flight"));
+  else
+    ck_assert_int_eq(member_int(o, "in_flight"), 0);
+  queues = json_object_get_array_member(o, "queues");
+  for (guint i = 0; i < json_array_get_length(queues); i++) {
+    JsonObject *q = json_array_get_object_element(queues, i);
+    if (g_strcmp0(member_string(q, "name"), "q1") == 0) {
+      found_q1 = TRUE;
+      ck_assert_int_eq(member_int(q, "ready"), 1);
+    }
+  }
+  ck_assert_msg(found_q1, "%s", stats->out);
+  workers = json_object_get_array_member(o, "workers");
+  for (guint i = 0; i < json_array_get_length(workers); i++) {
+    JsonObject *wk = json_array_get_object_element(workers, i);
+    if (g_strcmp0(member_string(wk, "id"), "w-stats") == 0) {
+      found_worker = TRUE;
+      ck_assert(member_int(wk, "last_seen") > 0);
+    }
+  }
+  ck_assert_msg(found_worker, "%s", stats->out);
+
+  assert_status(only, 0);
+  s1 = parse_json(only->out);
+  queues = json_object_get_array_member(object_of(s1), "queues");
+  ck_assert_int_eq(json_array_get_length(queues), 1);
+
+  assert_status(table, 0);
+  ck_assert_msg(strstr(table->out, "q1") != NULL &&
+                    strstr(table->out, "w-stats") != NULL &&
+                    strstr(table->out, "scheduled") != NULL,
+                "%s", table->out);
+
+  /* Every documented field of a record, with its type. */
+  record = inspect(ctx, queued);
+  r = object_of(record);
+  ck_assert_int_eq(json_object_get_size(r), 12);
+  ck_assert_str_eq(member_string(r, "id"), queued);
+  ck_assert_str_eq(member_string(r, "state"), "queued");
+  ck_assert_str_eq(member_string(r, "task"), "demo.noop");
+  ck_assert_str_eq(member_string(r, "queue"), "q1");
+  ck_assert_int_eq(member_int(r, "attempt"), 0);
+  ck_assert(member_is_null(r, "worker"));
+  ck_assert(member_int(r, "enqueued_at") > 0);
+  ck_assert(member_is_null(r, "started_at"));
+  ck_assert(member_is_null(r, "finished_at"));
+  ck_assert(member_is_null(r, "result"));
+  ck_assert(member_is_null(r, "error"));
+  ck_assert(member_is_null(r, "dead_letter_reason"));
+  log = worker_stop(w);
+}
+END_TEST
+
+START_TEST(test_sigterm_stops_gracefully)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, "--shutdown-timeout", "200ms", NULL);
+  g_autofree gchar *long_id =
+      enqueue(ctx, "demo.sleep", "{\"ms\": 600000}", NULL);
+  g_autofree gchar *log = NULL;
+  g_autofree gchar *state = NULL;
+  g_autoptr(Run) cancel = NULL;
+  g_autoptr(Run) result = NULL;
+  g_autoptr(JsonNode) record = NULL;
+
+  /* A task that would run for 10 minutes is running; SIGTERM still stops
+   * the worker promptly (exit 0), and the task is cancelled and given
+   * back, not lost and not recorded as failed. */
+  g_free(wait_for_state(ctx, long_id, "running", NULL));
+  log = worker_stop(w);
+  state = state_of(ctx, long_id);
+  ck_assert_msg(
+      !g_str_equal(state, "failed") && !g_str_equal(state, "dead_lettered") &&
+          !g_str_equal(state, "cancelled") && !g_str_equal(state, "succeeded"),
+      "released task is %s", state);
+
+  /* Given back: a new worker meets it again. Revoke it first so it is
+   * skipped instead of sleeping for 10 minutes. */
+  cancel = cli(ctx, "cancel", long_id, NULL);
+  assert_status(cancel, 0);
+  ck_assert(strstr(cancel->out, "revocation recorded") != NULL);
+  {
+    g_autoptr(Worker) w2 = worker_start(ctx, NULL);
+    g_autofree gchar *log2 = NULL;
+    result = cli(ctx, "result", long_id, "--wait", "60s", "--json", NULL);
+    assert_status(result, 3);
+    record = parse_json(result->out);
+    ck_assert_str_eq(member_string(object_of(record), "state"), "cancelled");
+    log2 = worker_stop(w2);
+  }
+}
+END_TEST
+
+START_TEST(test_sigterm_lets_short_task_finish)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, NULL);
+  g_autofree gchar *id = enqueue(ctx, "demo.sleep", "{\"ms\": 1500}", NULL);
+  g_autofree gchar *log = NULL;
+  g_autoptr(Run) result = NULL;
+
+  /* Within the default 30 s shutdown timeout the task finishes (if it had
+   * not already) and its result is stored before the worker exits. */
+  g_free(wait_for_state(ctx, id, "running", "succeeded"));
+  log = worker_stop(w);
+  result = cli(ctx, "result", id, NULL);
+  assert_status(result, 0);
+  ck_assert(strstr(result->out, "succeeded") != NULL);
+  ck_assert(strstr(result->out, "{\"slept_ms\":1500}") != NULL);
+}
+END_TEST
+
+/* Reliable mode only: a task that kills its worker is buried
+ * max_deliveries instead of killing workers forever. */
+START_TEST(test_poison_message_buried)
+{
+  g_autoptr(Ctx) ctx = ctx_new(1);
+  g_autofree gchar *id = enqueue(ctx, "demo.crash", NULL);
+  gint64 deadline = g_get_monotonic_time() + 4 * PATIENCE_US;
+  g_autoptr(Run) result = NULL;
+  g_autoptr(JsonNode) record = NULL;
+
+  for (;;) {
+    g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+        G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+    g_autoptr(GSubprocess) proc = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *state = NULL;
+    const gchar *argv[] = {SLUICE_BIN,
+                           "worker",
+                           "--module",
+                           DEMO_MODULE,
+                           "--visibility-timeout",
+                           "500ms",
+                           "--max-deliveries",
+                           "2",
+                           NULL};
+
+    state = state_of(ctx, id);
+    if (g_str_equal(state, "dead_lettered"))
+      break;
+    ck_assert_msg(g_get_monotonic_time() < deadline, "still %s", state);
+    g_subprocess_launcher_set_environ(launcher, ctx->env);
+    g_subprocess_launcher_set_child_setup(launcher, child_setup, NULL, NULL);
+    proc = g_subprocess_launcher_spawnv(launcher, argv, &error);
+    ck_assert(proc != NULL);
+    /* It either crashes on the task, or buries it and keeps running. */
+    while (g_subprocess_get_identifier(proc) != NULL) {
+      g_autofree gchar *now = state_of(ctx, id);
+      if (g_str_equal(now, "dead_lettered")) {
+        g_subprocess_send_signal(proc, SIGTERM);
+        break;
+      }
+      ck_assert(g_get_monotonic_time() < deadline);
+      g_usleep(50 * 1000);
+    }
+    ck_assert(g_subprocess_wait(proc, NULL, NULL));
+  }
+  result = cli(ctx, "result", id, "--json", NULL);
+  assert_status(result, 3);
+  record = parse_json(result->out);
+  ck_assert_str_eq(member_string(object_of(record), "dead_letter_reason"),
+                   "max_deliveries");
+}
+END_TEST
+
+/* ---- Errors a user will make --------------------------------------------- */
+
+START_TEST(test_error_unreachable_redis)
+{
+  guint16 port = closed_port();
+  g_autofree gchar *url =
+      g_strdup_printf("redis://:hunter2@127.0.0.1:%u/0", port);
+  g_autofree gchar *shown = g_strdup_printf("127.0.0.1:%u", port);
+  g_auto(GStrv) env = cli_environ(url, "fast", NULL);
+  g_autoptr(Run) enq = cli_env(env, NULL, "enqueue", "demo.noop", NULL);
+  g_autoptr(Run) stats = cli_env(env, NULL, "stats", NULL);
+  g_autoptr(Run) worker =
+      cli_env(env, NULL, "worker", "--module", DEMO_MODULE, NULL);
+
+  assert_status(enq, 1);
+  assert_one_line_error(enq, shown);
+  ck_assert(strstr(enq->err, "hunter2") == NULL);
+  assert_status(stats, 1);
+  assert_one_line_error(stats, shown);
+  assert_status(worker, 1);
+  assert_one_line_error(worker, shown);
+}
+END_TEST
+
+START_TEST(test_error_wrong_password)
+{
+  SluiceTestRedisOptions options = {.requirepass = "right-one"};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(&options, &error);
+  g_autofree gchar *wrong = NULL;
+  g_autofree gchar *none = NULL;
+  g_auto(GStrv) wrong_env = NULL;
+  g_auto(GStrv) none_env = NULL;
+  g_auto(GStrv) right_env = NULL;
+  g_autoptr(Run) refused = NULL;
+  g_autoptr(Run) missing = NULL;
+  g_autoptr(Run) fine = NULL;
+
+  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
+  wrong = g_strdup_printf("redis://:wrong-one@127.0.0.1:%u/0",
+                          sluice_test_redis_port(server));
+  none =
+      g_strdup_printf("redis://127.0.0.1:%u/0", sluice_test_redis_port(server));
+  wrong_env = cli_environ(wrong, "fast", "pw");
+  none_env = cli_environ(none, "fast", "pw");
+  right_env = cli_environ(sluice_test_redis_url(server), "fast", "pw");
+
+  refused = cli_env(wrong_env, NULL, "stats", NULL);
+  assert_status(refused, 1);
+  assert_one_line_error(refused, "password");
+  ck_assert(strstr(refused->err, "wrong-one") == NULL);
+  missing = cli_env(none_env, NULL, "enqueue", "demo.noop", NULL);
+  assert_status(missing, 1);
+  assert_one_line_error(missing, "requires a password");
+  fine = cli_env(right_env, NULL, "stats", NULL);
+  assert_status(fine, 0);
+}
+END_TEST
+
+START_TEST(test_error_usage)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  struct {
+    const gchar *argv[6];
+    int status;
+    const gchar *needle;
+  } cases[] = {
+      {{"frobnicate", NULL}, 2, "unknown command “frobnicate”"},
+      {{"--frob", NULL}, 2, "unknown option --frob"},
+      {{"enqueue", "demo.noop", "--frob", NULL}, 2, "Unknown option --frob"},
+      {{"stats", "--json", "--limit", "3", NULL}, 2, "--limit"},
+      {{"enqueue", "demo.echo", "{\"a\": 1,, }", NULL}, 2, "line 1, column "},
+      {{"enqueue", "demo.echo", "[1,\n 2", NULL}, 2, "line 2"},
+      {{"enqueue", "demo.noop", "--delay", "5x", NULL}, 2, "“5x”"},
+      {{"enqueue", "demo.noop", "--delay", "1s", "--at", NULL}, 2, "--at"},
+      {{"enqueue", "demo.noop", "--at", "2030-13-01", NULL}, 2, "ISO 8601"},
+      {{"enqueue", "demo.noop", "--max-attempts", "0", NULL},
+       2,
+       "--max-attempts"},
+      {{"result", "x", "--wait", "10", NULL}, 2, "--wait"},
+      {{"enqueue", NULL}, 2, "which task"},
+      {{"inspect", "a", "b", NULL}, 2, "too many"},
+      {{"worker", NULL}, 2, "--module"},
+      {{"worker", "--concurrency", "0", "--module", DEMO_MODULE, NULL},
+       2,
+       "--concurrency"},
+      {{"stats", "--mode", "memory", NULL}, 2, "memory"},
+      {{"stats", "--mode", "fsat", NULL}, 2, "“fsat” (from --mode)"},
+      {{"dlq", "list", "--reason", "tired", NULL}, 2, "“tired”"},
+      {{"dlq", "frob", NULL}, 2, "unknown command “frob”"},
+      {{"dlq", "replay", NULL}, 2, "--all"},
+      {{"worker", "--module", "/nonexistent/tasks.so", NULL},
+       1,
+       "/nonexistent/tasks.so"},
+      {{"worker", "--module", NO_INIT_MODULE, NULL}, 1, "sluice_module_init"},
+      {{"inspect", "no-such-task", NULL}, 1, "no task with id no-such-task"},
+      {{"result", "no-such-task", NULL}, 1, "no task with id no-such-task"},
+      {{"cancel", "no-such-task", NULL}, 1, "no task with id no-such-task"},
+      {{"dlq", "show", "1-1", NULL}, 1, "no dead letter with entry id 1-1"},
+      {{"dlq", "replay", "1-1", NULL}, 1, "no dead letter with entry id 1-1"},
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(Run) run = run_argv(ctx->env, NULL, cases[i].argv);
+    assert_status(run, cases[i].status);
+    assert_one_line_error(run, cases[i].needle);
+    if (cases[i].status == 1 && strstr(cases[i].needle, "module") != NULL)
+      ck_assert(strstr(run->err, cases[i].argv[2]) != NULL);
+  }
+}
+END_TEST
+
+START_TEST(test_error_reliable_unavailable)
+{
+  g_auto(GStrv) env =
+      cli_environ(sluice_test_redis_url(shared), NULL, "unavailable");
+  g_autoptr(Run) run = cli_env(env, NULL, "stats", NULL);
+
+  /* Registered only while this build lacks the reliable mode: the
+   * default mode then fails, and says how to get going. */
+  assert_status(run, 1);
+  assert_one_line_error(run, "--mode fast");
+}
+END_TEST
+
+/* ---- Help, configuration, stdin, `run` ----------------------------------- */
+
+START_TEST(test_help_everywhere)
+{
+  const gchar *commands[][3] = {
+      {"worker", NULL},        {"enqueue", NULL},      {"result", NULL},
+      {"inspect", NULL},       {"cancel", NULL},       {"stats", NULL},
+      {"run", NULL},           {"dlq", "list", NULL},  {"dlq", "show", NULL},
+      {"dlq", "replay", NULL}, {"dlq", "purge", NULL},
+  };
+  g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
+  g_autoptr(Run) top = cli_env(env, NULL, "--help", NULL);
+  g_autoptr(Run) dlq = cli_env(env, NULL, "dlq", "--help", NULL);
+  g_autoptr(Run) version = cli_env(env, NULL, "--version", NULL);
+
+  assert_status(top, 0);
+  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+    ck_assert_msg(strstr(top->out, commands[i][0]) != NULL, "%s", top->out);
+  assert_status(dlq, 0);
+  ck_assert(strstr(dlq->out, "replay") != NULL);
+  assert_status(version, 0);
+  ck_assert(g_str_has_prefix(version->out, "sluice "));
+
+  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++) {
+    const gchar *argv[4] = {commands[i][0], commands[i][1], NULL, NULL};
+    g_autofree gchar *usage = NULL;
+    g_autoptr(Run) run = NULL;
+
+    argv[commands[i][1] != NULL ? 2 : 1] = "--help";
+    run = run_argv(env, NULL, argv);
+    assert_status(run, 0);
+    usage = g_strdup_printf("sluice %s%s%s", commands[i][0],
+                            commands[i][1] != NULL ? " " : "",
+                            commands[i][1] != NULL ? commands[i][1] : "");
+    ck_assert_msg(g_str_has_prefix(run->out, "Usage:") &&
+                      strstr(run->out, usage) != NULL,
+                  "%s", run->out);
+  }
+}
+END_TEST
+
+START_TEST(test_config_file_and_environment)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *path = g_build_filename(ctx->dir, "sluice.conf", NULL);
+  g_autofree gchar *bad = g_build_filename(ctx->dir, "bad.conf", NULL);
+  g_autofree gchar *config =
+      g_strdup_printf("[connection]\nurl=%s\nmode=fast\nnamespace=%s-file\n\n"
+                      "[worker]\nmodules=%s\nqueues=cfg;\nworker-id=w-config\n",
+                      sluice_test_redis_url(shared), ctx->ns, DEMO_MODULE);
+  g_autofree gchar *file_ns = g_strdup_printf("%s-file", ctx->ns);
+  g_autofree gchar *env_ns = g_strdup_printf("%s-env", ctx->ns);
+  g_autofree gchar *flag_ns = g_strdup_printf("%s-flag", ctx->ns);
+  g_auto(GStrv) bare = cli_environ(NULL, NULL, NULL);
+  g_auto(GStrv) with_ns = cli_environ(NULL, NULL, env_ns);
+  g_auto(GStrv) with_config = NULL;
+  g_autoptr(Run) from_file = NULL;
+  g_autoptr(Run) from_env = NULL;
+  g_autoptr(Run) from_flag = NULL;
+  g_autoptr(Run) unknown = NULL;
+  g_autoptr(Run) stats = NULL;
+  g_autoptr(JsonNode) a = NULL;
+  g_autoptr(JsonNode) b = NULL;
+  g_autoptr(JsonNode) c = NULL;
+  g_autoptr(JsonNode) s = NULL;
+  g_autoptr(GSubprocessLauncher) launcher = NULL;
+  g_autoptr(GSubprocess) worker = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *worker_log_path = g_build_filename(ctx->dir, "w.log", NULL);
+
+  ck_assert(g_file_set_contents(path, config, -1, NULL));
+  ck_assert(g_file_set_contents(bad, "[connection]\nurll=x\n", -1, NULL));
+
+  /* Flag over environment over file. */
+  from_file = cli_env(bare, NULL, "stats", "--json", "--config", path, NULL);
+  assert_status(from_file, 0);
+  a = parse_json(from_file->out);
+  ck_assert_str_eq(member_string(object_of(a), "namespace"), file_ns);
+  ck_assert_str_eq(member_string(object_of(a), "mode"), "fast");
+  from_env = cli_env(with_ns, NULL, "stats", "--json", "--config", path, NULL);
+  assert_status(from_env, 0);
+  b = parse_json(from_env->out);
+  ck_assert_str_eq(member_string(object_of(b), "namespace"), env_ns);
+  from_flag = cli_env(with_ns, NULL, "stats", "--json", "--config", path,
+                      "--namespace", flag_ns, NULL);
+  assert_status(from_flag, 0);
+  c = parse_json(from_flag->out);
+  ck_assert_str_eq(member_string(object_of(c), "namespace"), flag_ns);
+
+  unknown = cli_env(bare, NULL, "stats", "--config", bad, NULL);
+  assert_status(unknown, 2);
+  assert_one_line_error(unknown, "unknown key “urll”");
+
+  /* A worker configured by the file alone, found through SLUICE_CONFIG. */
+  with_config = cli_environ(NULL, NULL, NULL);
+  with_config = g_environ_setenv(with_config, "SLUICE_CONFIG", path, TRUE);
+  launcher = g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
+  g_subprocess_launcher_set_environ(launcher, with_config);
+  g_subprocess_launcher_set_stderr_file_path(launcher, worker_log_path);
+  g_subprocess_launcher_set_child_setup(launcher, child_setup, NULL, NULL);
+  worker =
+      g_subprocess_launcher_spawn(launcher, &error, SLUICE_BIN, "worker", NULL);
+  ck_assert(worker != NULL);
+  for (gint64 deadline = g_get_monotonic_time() + PATIENCE_US;;) {
+    g_autofree gchar *log = NULL;
+    g_file_get_contents(worker_log_path, &log, NULL, NULL);
+    if (log != NULL && strstr(log, " ready: ") != NULL) {
+      ck_assert_msg(strstr(log, "queues cfg") != NULL, "%s", log);
+      break;
+    }
+    ck_assert_msg(g_get_monotonic_time() < deadline &&
+                      g_subprocess_get_identifier(worker) != NULL,
+                  "%s", log);
+    g_usleep(20 * 1000);
+  }
+  stats = cli_env(with_config, NULL, "stats", "--json", NULL);
+  assert_status(stats, 0);
+  s = parse_json(stats->out);
+  ck_assert(strstr(stats->out, "w-config") != NULL);
+  g_subprocess_send_signal(worker, SIGTERM);
+  ck_assert(g_subprocess_wait(worker, NULL, NULL));
+  ck_assert(g_subprocess_get_if_exited(worker) &&
+            g_subprocess_get_exit_status(worker) == 0);
+}
+END_TEST
+
+START_TEST(test_args_from_stdin_and_dash)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autoptr(Run) from_stdin = cli_env(ctx->env, "{\"from\": \"stdin\"}",
+                                      "enqueue", "demo.echo", "-", NULL);
+  g_autoptr(Run) dash = cli(ctx, "enqueue", "demo.echo", "--", "-5", NULL);
+  g_autoptr(Run) bad_stdin =
+      cli_env(ctx->env, "{", "enqueue", "demo.echo", "-", NULL);
+
+  assert_status(from_stdin, 0);
+  assert_status(dash, 0);
+  assert_status(bad_stdin, 2);
+  assert_one_line_error(bad_stdin, "line 1");
+}
+END_TEST
+
+START_TEST(test_run_in_process)
+{
+  g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
+  g_autoptr(Run) echo = cli_env(env, NULL, "run", "demo.echo", "[1, \"a\"]",
+                                "--module", DEMO_MODULE, "--json", NULL);
+  g_autoptr(Run) flaky =
+      cli_env(env, NULL, "run", "demo.flaky", "{\"fail_times\": 1}", "--module",
+              DEMO_MODULE, "--backoff", "10ms", NULL);
+  g_autoptr(Run) fatal =
+      cli_env(env, NULL, "run", "demo.fatal", "--module", DEMO_MODULE, NULL);
+  g_autoptr(Run) unknown =
+      cli_env(env, NULL, "run", "demo.nope", "--module", DEMO_MODULE, NULL);
+  g_autoptr(JsonNode) record = NULL;
+  JsonArray *value;
+
+  assert_status(echo, 0);
+  record = parse_json(echo->out);
+  value = json_object_get_array_member(object_of(record), "result");
+  ck_assert_int_eq(json_array_get_int_element(value, 0), 1);
+  ck_assert_str_eq(json_array_get_string_element(value, 1), "a");
+  assert_status(flaky, 0);
+  ck_assert(strstr(flaky->out, "{\"attempt\":2}") != NULL);
+  assert_status(fatal, 3);
+  ck_assert(strstr(fatal->out, "non_retryable") != NULL);
+  assert_status(unknown, 1);
+  assert_one_line_error(unknown, "demo.echo");
+}
+END_TEST
+
+/* ---- The suite ----------------------------------------------------------- */
+
+static gboolean
+reliable_mode_available(void)
+{
+  SluiceRedisOptions options;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) broker = NULL;
+
+  sluice_redis_options_init(&options);
+  options.mode = SLUICE_REDIS_RELIABLE;
+  broker = sluice_redis_broker_new(&options, NULL, &error);
+  return broker != NULL || !g_error_matches(error, SLUICE_BROKER_ERROR,
+                                            SLUICE_BROKER_ERROR_UNSUPPORTED);
+}
+
+static Suite *
+cli_suite(gboolean reliable)
+{
+  Suite *s = suite_create("cli");
+  TCase *e2e = tcase_create("end-to-end");
+  TCase *errors = tcase_create("errors");
+  TCase *misc = tcase_create("misc");
+  int n_modes = reliable ? 2 : 1;
+
+  tcase_add_unchecked_fixture(e2e, shared_setup, shared_teardown);
+  tcase_set_timeout(e2e, 300);
+  tcase_add_loop_test(e2e, test_enqueue_worker_result, 0, n_modes);
+  tcase_add_loop_test(e2e, test_flaky_retries_then_succeeds, 0, n_modes);
+  tcase_add_loop_test(e2e, test_fail_dead_letter_replay_runs_again, 0, n_modes);
+  tcase_add_loop_test(e2e, test_cancel_delayed_is_certain, 0, n_modes);
+  tcase_add_loop_test(e2e, test_cancel_queued_records_revocation, 0, n_modes);
+  tcase_add_loop_test(e2e, test_stats_and_inspect_json_fields, 0, n_modes);
+  tcase_add_loop_test(e2e, test_sigterm_stops_gracefully, 0, n_modes);
+  tcase_add_loop_test(e2e, test_sigterm_lets_short_task_finish, 0, n_modes);
+  if (reliable)
+    tcase_add_test(e2e, test_poison_message_buried);
+  suite_add_tcase(s, e2e);
+
+  tcase_add_unchecked_fixture(errors, shared_setup, shared_teardown);
+  tcase_set_timeout(errors, 300);
+  tcase_add_test(errors, test_error_unreachable_redis);
+  tcase_add_test(errors, test_error_wrong_password);
+  tcase_add_test(errors, test_error_usage);
+  if (!reliable)
+    tcase_add_test(errors, test_error_reliable_unavailable);
+  suite_add_tcase(s, errors);
+
+  tcase_add_unchecked_fixture(misc, shared_setup, shared_teardown);
+  tcase_set_timeout(misc, 300);
+  tcase_add_test(misc, test_help_everywhere);
+  tcase_add_test(misc, test_config_file_and_environment);
+  tcase_add_test(misc, test_args_from_stdin_and_dash);
+  tcase_add_test(misc, test_run_in_process);
+  suite_add_tcase(s, misc);
+  return s;
+}
+
+int
+main(void)
+{
+  g_autofree gchar *server = sluice_test_redis_require();
+  gboolean reliable = reliable_mode_available();
+  SRunner *runner;
+  int failed;
+
+  if (!reliable)
+    fprintf(stderr,
+            "test-cli: this build has no reliable Redis mode yet: the "
+            "reliable-mode iterations and the poison-message test are not "
+            "run (they are registered once it exists)\n");
+  runner = srunner_create(cli_suite(reliable));
+  srunner_set_fork_status(runner, CK_FORK);
+  srunner_run_all(runner, CK_ENV);
+  failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed == 0 ? 0 : 1;
+}
