@@ -1,0 +1,674 @@
+/* bench.c - throughput, latency and cost per task, per broker.
+ *
+ * Every figure is printed as one line of key=value pairs with the settings
+ * that produced it, for example
+ *
+ *   bench broker=redis-fast op=process tasks=200000 concurrency=8
+ *         results=off rate_per_s=... worker_cpu_us_per_task=... rss_mb=...
+ *         redis_cmds_per_task=... redis_cpu_us_per_task=...
+ *
+ * Operations:
+ *   enqueue        single enqueues from one thread
+ *   enqueue-batch  sluice_client_enqueue_batch() in batches of --batch
+ *   process        no-op tasks through a worker: the queue is filled first
+ *                  (not timed), then a worker runs them to the end, each
+ *                  one fetched, run, acknowledged and (results=on) its
+ *                  record written. For Redis brokers the worker runs in a
+ *                  child process, so its CPU time and peak RSS are its own.
+ *   latency        enqueue-to-start delay at a fixed --rate, p50/p99
+ *   wakeup         delay from a task's return to get_result() returning
+ *
+ * Costs per task (CPU microseconds of the worker, Redis commands and Redis
+ * CPU microseconds from INFO deltas) hold up on a noisy machine better than
+ * rates; docs/performance.md quotes them first. bench/run.sh starts its own
+ * redis-server and runs the full set.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <sluice/sluice.h>
+
+typedef struct {
+  gchar *broker;
+  gchar *url;
+  gchar *ns;
+  gchar *op;
+  gint tasks;
+  gint concurrency;
+  gint prefetch;
+  gint batch;
+  gchar *results;
+  gint rate;
+  gint samples;
+} Settings;
+
+static Settings settings = {
+    .broker = NULL,
+    .tasks = 0,
+    .concurrency = 8,
+    .prefetch = -1,
+    .batch = 1000,
+    .rate = 1000,
+    .samples = 500,
+};
+
+/* ---- Brokers --------------------------------------------------------------
+ */
+
+static gboolean
+is_redis(void)
+{
+  return g_str_has_prefix(settings.broker, "redis-");
+}
+
+static SluiceBroker *
+make_broker(GError **error)
+{
+  SluiceRedisOptions options;
+
+  if (g_strcmp0(settings.broker, "memory") == 0)
+    return sluice_memory_broker_new(NULL, NULL);
+  sluice_redis_options_init(&options);
+  options.url = settings.url;
+  options.namespace_ = settings.ns;
+  if (g_strcmp0(settings.broker, "redis-fast") == 0)
+    options.mode = SLUICE_REDIS_FAST;
+  else if (g_strcmp0(settings.broker, "redis-reliable") == 0)
+    options.mode = SLUICE_REDIS_RELIABLE;
+  else {
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                "unknown broker “%s” (memory, redis-fast, redis-reliable)",
+                settings.broker);
+    return NULL;
+  }
+  {
+    SluiceBroker *broker = sluice_redis_broker_new(&options, NULL, error);
+    if (broker != NULL && !sluice_redis_broker_ping(broker, error))
+      g_clear_pointer(&broker, sluice_broker_unref);
+    return broker;
+  }
+}
+
+/* ---- Redis's own counters ----------------------------------------------- */
+
+typedef struct {
+  gdouble cpu_s; /* used_cpu_sys + used_cpu_user */
+  guint64 calls; /* sum of cmdstat_*:calls */
+} RedisCounters;
+
+static redisContext *
+redis_stats_connect(void)
+{
+  g_autoptr(GUri) uri = NULL;
+  redisContext *c;
+
+  if (!is_redis())
+    return NULL;
+  uri = g_uri_parse(settings.url, G_URI_FLAGS_NONE, NULL);
+  if (uri == NULL || g_strcmp0(g_uri_get_scheme(uri), "redis") != 0)
+    return NULL;
+  c = redisConnect(g_uri_get_host(uri),
+                   g_uri_get_port(uri) > 0 ? g_uri_get_port(uri) : 6379);
+  if (c == NULL || c->err) {
+    if (c != NULL)
+      redisFree(c);
+    return NULL;
+  }
+  return c;
+}
+
+static RedisCounters
+redis_counters(redisContext *c)
+{
+  RedisCounters out = {0};
+  redisReply *reply;
+  g_auto(GStrv) lines = NULL;
+
+  if (c == NULL)
+    return out;
+  reply = redisCommand(c, "INFO all");
+  if (reply == NULL || reply->type != REDIS_REPLY_STRING) {
+    if (reply != NULL)
+      freeReplyObject(reply);
+    return out;
+  }
+  lines = g_strsplit(reply->str, "\r\n", -1);
+  freeReplyObject(reply);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    const gchar *l = lines[i];
+    if (g_str_has_prefix(l, "used_cpu_sys:") ||
+        g_str_has_prefix(l, "used_cpu_user:"))
+      out.cpu_s += g_ascii_strtod(strchr(l, ':') + 1, NULL);
+    else if (g_str_has_prefix(l, "cmdstat_")) {
+      const gchar *calls = strstr(l, "calls=");
+      if (calls != NULL)
+        out.calls += g_ascii_strtoull(calls + 6, NULL, 10);
+    }
+  }
+  return out;
+}
+
+static void
+print_redis_costs(GString *line, RedisCounters before, RedisCounters after,
+                  gint tasks)
+{
+  if (after.calls == 0)
+    return;
+  /* The INFO call that read `after` counted itself: take it off. */
+  g_string_append_printf(line,
+                         " redis_cmds_per_task=%.3f redis_cpu_us_per_task=%.2f",
+                         (gdouble)(after.calls - before.calls - 1) / tasks,
+                         (after.cpu_s - before.cpu_s) * 1e6 / tasks);
+}
+
+/* ---- Process CPU and memory -------------------------------------------------
+ */
+
+static gdouble
+cpu_seconds(void)
+{
+  struct rusage ru;
+
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec / 1e6;
+}
+
+static gdouble
+peak_rss_mb(void)
+{
+  struct rusage ru;
+
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;
+}
+
+/* ---- Tasks ------------------------------------------------------------------
+ */
+
+typedef struct {
+  GMutex lock;
+  GCond done;
+  gint target;
+  gint count;
+  gint64 *latencies; /* latency op: µs from enqueue to start */
+  gint n_latencies;
+  gint64 last_end_us; /* wakeup op */
+} Counter;
+
+static Counter counter;
+
+static gboolean
+task_noop(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  if (g_atomic_int_add(&counter.count, 1) + 1 == counter.target) {
+    g_mutex_lock(&counter.lock);
+    g_cond_broadcast(&counter.done);
+    g_mutex_unlock(&counter.lock);
+  }
+  return TRUE;
+}
+
+static gboolean
+task_latency(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  const msgpack_object *args = sluice_task_context_get_args(ctx);
+  gint64 now = g_get_monotonic_time();
+  gint i;
+
+  if (args->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+    i = g_atomic_int_add(&counter.n_latencies, 1);
+    if (i < counter.target)
+      counter.latencies[i] = now - (gint64)args->via.u64;
+  }
+  return task_noop(ctx, data, error);
+}
+
+static gboolean
+task_stamp(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  g_mutex_lock(&counter.lock);
+  counter.last_end_us = g_get_monotonic_time();
+  g_mutex_unlock(&counter.lock);
+  return TRUE;
+}
+
+static SluiceRegistry *
+make_registry(gboolean results)
+{
+  SluiceRegistry *registry = sluice_registry_new();
+  SluiceTaskOptions options;
+
+  sluice_task_options_init(&options);
+  options.store_result = results ? SLUICE_ON : SLUICE_OFF;
+  sluice_registry_add(registry, "bench.noop", task_noop, NULL, NULL, &options,
+                      NULL);
+  sluice_registry_add(registry, "bench.latency", task_latency, NULL, NULL,
+                      &options, NULL);
+  options.store_result = SLUICE_ON;
+  sluice_registry_add(registry, "bench.stamp", task_stamp, NULL, NULL, &options,
+                      NULL);
+  return registry;
+}
+
+static void
+counter_reset(gint target)
+{
+  g_atomic_int_set(&counter.count, 0);
+  counter.target = target;
+}
+
+static void
+counter_wait(void)
+{
+  g_mutex_lock(&counter.lock);
+  while (g_atomic_int_get(&counter.count) < counter.target)
+    g_cond_wait(&counter.done, &counter.lock);
+  g_mutex_unlock(&counter.lock);
+}
+
+static SluiceWorker *
+make_worker(SluiceBroker *broker, SluiceRegistry *registry, GError **error)
+{
+  SluiceWorkerOptions options;
+
+  sluice_worker_options_init(&options);
+  options.concurrency = (guint)settings.concurrency;
+  options.prefetch = settings.prefetch >= 0 ? (guint)settings.prefetch
+                                            : (guint)settings.concurrency * 32;
+  options.settle_batch = 256;
+  return sluice_worker_new(broker, registry, &options, error);
+}
+
+/* Fills the queue with @n messages of @task, in batches. */
+static gboolean
+fill(SluiceClient *client, const gchar *task, gint n, GError **error)
+{
+  g_autofree SluiceEnqueueRequest *requests =
+      g_new0(SluiceEnqueueRequest, settings.batch);
+
+  for (gint i = 0; i < settings.batch; i++)
+    requests[i].task = task;
+  for (gint done = 0; done < n;) {
+    guint k = (guint)MIN(settings.batch, n - done);
+    g_autoptr(GPtrArray) ids =
+        sluice_client_enqueue_batch(client, requests, k, error);
+    if (ids == NULL)
+      return FALSE;
+    done += (gint)k;
+  }
+  return TRUE;
+}
+
+/* ---- Operations
+ * -------------------------------------------------------------- */
+
+static gboolean
+op_enqueue(gboolean batched, GError **error)
+{
+  g_autoptr(SluiceBroker) broker = make_broker(error);
+  g_autoptr(SluiceClient) client = NULL;
+  redisContext *rc = redis_stats_connect();
+  RedisCounters before, after;
+  gint n = settings.tasks > 0 ? settings.tasks : (batched ? 200000 : 20000);
+  g_autoptr(GString) line = g_string_new(NULL);
+  gint64 t0, t1;
+  gdouble cpu0;
+
+  if (broker == NULL)
+    return FALSE;
+  client = sluice_client_new(broker, NULL, error);
+  before = redis_counters(rc);
+  cpu0 = cpu_seconds();
+  t0 = g_get_monotonic_time();
+  if (batched) {
+    if (!fill(client, "bench.noop", n, error))
+      return FALSE;
+  } else {
+    for (gint i = 0; i < n; i++) {
+      g_autofree gchar *id =
+          sluice_client_enqueue(client, "bench.noop", NULL, NULL, error);
+      if (id == NULL)
+        return FALSE;
+    }
+  }
+  t1 = g_get_monotonic_time();
+  after = redis_counters(rc);
+  g_string_printf(line,
+                  "bench broker=%s op=%s tasks=%d batch=%d rate_per_s=%.0f "
+                  "client_cpu_us_per_task=%.2f",
+                  settings.broker, batched ? "enqueue-batch" : "enqueue", n,
+                  batched ? settings.batch : 1, n / ((t1 - t0) / 1e6),
+                  (cpu_seconds() - cpu0) * 1e6 / n);
+  print_redis_costs(line, before, after, n);
+  puts(line->str);
+  if (rc != NULL)
+    redisFree(rc);
+  return TRUE;
+}
+
+/* Runs the worker over a pre-filled queue of @n tasks and prints its line.
+ * Runs in the calling process. */
+static gboolean
+run_worker_phase(gint n, gboolean results, RedisCounters *before,
+                 redisContext *rc, GString *line, GError **error)
+{
+  g_autoptr(SluiceBroker) broker = make_broker(error);
+  g_autoptr(SluiceRegistry) registry = make_registry(results);
+  g_autoptr(SluiceWorker) worker = NULL;
+  RedisCounters after;
+  gint64 t0, t1;
+  gdouble cpu0;
+
+  if (broker == NULL)
+    return FALSE;
+  worker = make_worker(broker, registry, error);
+  if (worker == NULL)
+    return FALSE;
+  counter_reset(n);
+  *before = redis_counters(rc);
+  cpu0 = cpu_seconds();
+  t0 = g_get_monotonic_time();
+  if (!sluice_worker_start(worker, error))
+    return FALSE;
+  counter_wait();
+  /* Settles of the last tasks may still be in flight: wait for them, so
+   * the cost includes every acknowledgement and record. */
+  if (!sluice_worker_run_until_idle(worker, 600000, error))
+    return FALSE;
+  t1 = g_get_monotonic_time();
+  after = redis_counters(rc);
+  g_string_append_printf(
+      line, " rate_per_s=%.0f worker_cpu_us_per_task=%.2f rss_mb=%.1f",
+      n / ((t1 - t0) / 1e6), (cpu_seconds() - cpu0) * 1e6 / n, peak_rss_mb());
+  print_redis_costs(line, *before, after, n);
+  sluice_worker_stop(worker);
+  return TRUE;
+}
+
+static gboolean
+op_process(gboolean results, GError **error)
+{
+  gint n =
+      settings.tasks > 0 ? settings.tasks : (is_redis() ? 200000 : 1000000);
+  g_autoptr(GString) line = g_string_new(NULL);
+  RedisCounters before;
+
+  g_string_printf(line,
+                  "bench broker=%s op=process tasks=%d concurrency=%d "
+                  "prefetch=%d results=%s",
+                  settings.broker, n, settings.concurrency,
+                  settings.prefetch >= 0 ? settings.prefetch
+                                         : settings.concurrency * 32,
+                  results ? "on" : "off");
+
+  if (!is_redis()) {
+    /* In process: the queue lives in this process's memory, so rss_mb
+     * includes the queued messages. */
+    g_autoptr(SluiceBroker) broker = make_broker(error);
+    g_autoptr(SluiceRegistry) registry = make_registry(results);
+    g_autoptr(SluiceWorker) worker = make_worker(broker, registry, error);
+    g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, error);
+    gint64 t0, t1;
+    gdouble cpu0;
+
+    if (!fill(client, "bench.noop", n, error))
+      return FALSE;
+    counter_reset(n);
+    cpu0 = cpu_seconds();
+    t0 = g_get_monotonic_time();
+    if (!sluice_worker_start(worker, error))
+      return FALSE;
+    counter_wait();
+    if (!sluice_worker_run_until_idle(worker, 600000, error))
+      return FALSE;
+    t1 = g_get_monotonic_time();
+    g_string_append_printf(
+        line, " rate_per_s=%.0f worker_cpu_us_per_task=%.2f rss_mb=%.1f",
+        n / ((t1 - t0) / 1e6), (cpu_seconds() - cpu0) * 1e6 / n, peak_rss_mb());
+    sluice_worker_stop(worker);
+    puts(line->str);
+    return TRUE;
+  }
+
+  /* Redis: fill from this process, then run the worker in a child, so the
+   * worker's CPU time and peak RSS are measured alone. */
+  {
+    g_autoptr(SluiceBroker) broker = make_broker(error);
+    g_autoptr(SluiceClient) client = NULL;
+    int pipefd[2];
+    pid_t pid;
+    int status;
+    gchar buffer[512] = {0};
+    ssize_t got;
+
+    if (broker == NULL)
+      return FALSE;
+    client = sluice_client_new(broker, NULL, error);
+    if (!fill(client, "bench.noop", n, error))
+      return FALSE;
+    g_clear_pointer(&client, sluice_client_unref);
+    g_clear_pointer(&broker, sluice_broker_unref);
+
+    if (pipe(pipefd) != 0) {
+      g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "pipe: %s",
+                  g_strerror(errno));
+      return FALSE;
+    }
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+      g_autoptr(GString) child = g_string_new(NULL);
+      g_autoptr(GError) child_error = NULL;
+      redisContext *rc = redis_stats_connect();
+      close(pipefd[0]);
+      if (!run_worker_phase(n, results, &before, rc, child, &child_error))
+        g_string_printf(child, " error=\"%s\"", child_error->message);
+      if (write(pipefd[1], child->str, child->len) < 0)
+        _exit(1);
+      _exit(0);
+    }
+    close(pipefd[1]);
+    got = read(pipefd[0], buffer, sizeof buffer - 1);
+    close(pipefd[0]);
+    waitpid(pid, &status, 0);
+    if (got > 0)
+      g_string_append_len(line, buffer, got);
+    puts(line->str);
+    return TRUE;
+  }
+}
+
+static int
+compare_gint64(gconstpointer a, gconstpointer b)
+{
+  gint64 x = *(const gint64 *)a, y = *(const gint64 *)b;
+  return x < y ? -1 : x > y;
+}
+
+static gboolean
+op_latency(GError **error)
+{
+  gint n = settings.tasks > 0 ? settings.tasks : 3000;
+  g_autoptr(SluiceBroker) broker = make_broker(error);
+  g_autoptr(SluiceRegistry) registry = make_registry(FALSE);
+  g_autoptr(SluiceWorker) worker = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  gint64 interval_us = G_USEC_PER_SEC / MAX(settings.rate, 1);
+  gint64 next;
+  gint m;
+
+  if (broker == NULL)
+    return FALSE;
+  worker = make_worker(broker, registry, error);
+  client = sluice_client_new(broker, NULL, error);
+  counter.latencies = g_new0(gint64, n);
+  counter.n_latencies = 0;
+  counter_reset(n);
+  if (!sluice_worker_start(worker, error))
+    return FALSE;
+  next = g_get_monotonic_time();
+  for (gint i = 0; i < n; i++) {
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    g_autoptr(GBytes) args = NULL;
+    g_autofree gchar *id = NULL;
+    gint64 now = g_get_monotonic_time();
+
+    /* Paced sends: sleep to the next slot (the benchmark may sleep; the
+     * library never polls). */
+    if (next > now)
+      g_usleep((gulong)(next - now));
+    next += interval_us;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_uint64(&pk, (uint64_t)g_get_monotonic_time());
+    args = g_bytes_new(sb.data, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    id = sluice_client_enqueue(client, "bench.latency", args, NULL, error);
+    if (id == NULL)
+      return FALSE;
+  }
+  counter_wait();
+  sluice_worker_stop(worker);
+  m = MIN(counter.n_latencies, n);
+  qsort(counter.latencies, m, sizeof(gint64), compare_gint64);
+  printf("bench broker=%s op=latency rate=%d tasks=%d concurrency=%d "
+         "p50_us=%" G_GINT64_FORMAT " p99_us=%" G_GINT64_FORMAT "\n",
+         settings.broker, settings.rate, n, settings.concurrency,
+         counter.latencies[m / 2], counter.latencies[m * 99 / 100]);
+  g_free(counter.latencies);
+  return TRUE;
+}
+
+static gboolean
+op_wakeup(GError **error)
+{
+  gint n = settings.samples;
+  g_autoptr(SluiceBroker) broker = make_broker(error);
+  g_autoptr(SluiceRegistry) registry = make_registry(TRUE);
+  g_autoptr(SluiceWorker) worker = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  g_autofree gint64 *samples = g_new0(gint64, n);
+
+  if (broker == NULL)
+    return FALSE;
+  worker = make_worker(broker, registry, error);
+  client = sluice_client_new(broker, NULL, error);
+  if (!sluice_worker_start(worker, error))
+    return FALSE;
+  for (gint i = 0; i < n; i++) {
+    g_autofree gchar *id =
+        sluice_client_enqueue(client, "bench.stamp", NULL, NULL, error);
+    g_autoptr(SluiceResult) result = NULL;
+    gint64 returned;
+
+    if (id == NULL)
+      return FALSE;
+    result = sluice_client_get_result(client, id, 10000, error);
+    returned = g_get_monotonic_time();
+    if (result == NULL)
+      return FALSE;
+    g_mutex_lock(&counter.lock);
+    samples[i] = returned - counter.last_end_us;
+    g_mutex_unlock(&counter.lock);
+  }
+  sluice_worker_stop(worker);
+  qsort(samples, n, sizeof(gint64), compare_gint64);
+  printf("bench broker=%s op=wakeup samples=%d p50_us=%" G_GINT64_FORMAT
+         " p99_us=%" G_GINT64_FORMAT "\n",
+         settings.broker, n, samples[n / 2], samples[n * 99 / 100]);
+  return TRUE;
+}
+
+static GLogWriterOutput
+quiet_writer(GLogLevelFlags level, const GLogField *fields, gsize n,
+             gpointer data)
+{
+  if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING))
+    return g_log_writer_default(level, fields, n, data);
+  return G_LOG_WRITER_HANDLED;
+}
+
+int
+main(int argc, char **argv)
+{
+  GOptionEntry entries[] = {
+      {"broker", 'b', 0, G_OPTION_ARG_STRING, &settings.broker,
+       "memory, redis-fast or redis-reliable (default memory)", "NAME"},
+      {"url", 'u', 0, G_OPTION_ARG_STRING, &settings.url,
+       "Redis URL (default redis://127.0.0.1:6379/0)", "URL"},
+      {"namespace", 'n', 0, G_OPTION_ARG_STRING, &settings.ns,
+       "Redis namespace (default: a fresh one per run)", "NS"},
+      {"op", 'o', 0, G_OPTION_ARG_STRING, &settings.op,
+       "all, enqueue, enqueue-batch, process, latency or wakeup", "OP"},
+      {"tasks", 't', 0, G_OPTION_ARG_INT, &settings.tasks,
+       "tasks per operation (default: per operation)", "N"},
+      {"concurrency", 'c', 0, G_OPTION_ARG_INT, &settings.concurrency,
+       "worker concurrency (default 8)", "N"},
+      {"prefetch", 'p', 0, G_OPTION_ARG_INT, &settings.prefetch,
+       "worker prefetch (default 32 x concurrency)", "N"},
+      {"batch", 0, 0, G_OPTION_ARG_INT, &settings.batch,
+       "enqueue batch size (default 1000)", "N"},
+      {"results", 'r', 0, G_OPTION_ARG_STRING, &settings.results,
+       "on, off or both (default both)", "WHICH"},
+      {"rate", 0, 0, G_OPTION_ARG_INT, &settings.rate,
+       "tasks per second of the latency operation (default 1000)", "N"},
+      {"samples", 0, 0, G_OPTION_ARG_INT, &settings.samples,
+       "samples of the wakeup operation (default 500)", "N"},
+      {NULL},
+  };
+  g_autoptr(GOptionContext) context =
+      g_option_context_new("- benchmark a Sluice broker");
+  g_autoptr(GError) error = NULL;
+  gboolean all;
+  gboolean ok = TRUE;
+
+  g_option_context_add_main_entries(context, entries, NULL);
+  if (!g_option_context_parse(context, &argc, &argv, &error)) {
+    fprintf(stderr, "bench: %s\n", error->message);
+    return 2;
+  }
+  g_log_set_writer_func(quiet_writer, NULL, NULL);
+  g_mutex_init(&counter.lock);
+  g_cond_init(&counter.done);
+  if (settings.broker == NULL)
+    settings.broker = g_strdup("memory");
+  if (settings.url == NULL)
+    settings.url = g_strdup(SLUICE_REDIS_DEFAULT_URL);
+  if (settings.ns == NULL)
+    settings.ns = g_strdup_printf("bench-%d-%" G_GINT64_FORMAT, (int)getpid(),
+                                  g_get_real_time());
+  if (settings.op == NULL)
+    settings.op = g_strdup("all");
+  if (settings.results == NULL)
+    settings.results = g_strdup("both");
+  all = g_strcmp0(settings.op, "all") == 0;
+
+  if (ok && (all || g_strcmp0(settings.op, "enqueue") == 0))
+    ok = op_enqueue(FALSE, &error);
+  if (ok && (all || g_strcmp0(settings.op, "enqueue-batch") == 0))
+    ok = op_enqueue(TRUE, &error);
+  if (ok && (all || g_strcmp0(settings.op, "process") == 0)) {
+    if (g_strcmp0(settings.results, "on") != 0)
+      ok = op_process(FALSE, &error);
+    if (ok && g_strcmp0(settings.results, "off") != 0)
+      ok = op_process(TRUE, &error);
+  }
+  if (ok && (all || g_strcmp0(settings.op, "latency") == 0))
+    ok = op_latency(&error);
+  if (ok && (all || g_strcmp0(settings.op, "wakeup") == 0))
+    ok = op_wakeup(&error);
+  if (!ok) {
+    fprintf(stderr, "bench: %s\n", error->message);
+    return 1;
+  }
+  return 0;
+}
