@@ -1281,7 +1281,7 @@ redis_stats(SluiceBroker *broker, const gchar *const *queues,
   SluiceRedisArgv a;
   redisReply *reply = NULL;
   redisReply *depths, *reasons, *workers;
-  gint64 scheduled, dead, in_flight;
+  gint64 scheduled, dead, in_flight, stale;
   gboolean ok;
 
   sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 8, 0);
@@ -1297,13 +1297,14 @@ redis_stats(SluiceBroker *broker, const gchar *const *queues,
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 6 ||
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 7 ||
       reply->element[0]->type != REDIS_REPLY_ARRAY ||
       !reply_to_int(reply->element[1], &scheduled) ||
       !reply_to_int(reply->element[2], &dead) ||
       reply->element[3]->type != REDIS_REPLY_ARRAY ||
       reply->element[4]->type != REDIS_REPLY_ARRAY ||
-      !reply_to_int(reply->element[5], &in_flight)) {
+      !reply_to_int(reply->element[5], &in_flight) ||
+      !reply_to_int(reply->element[6], &stale)) {
     freeReplyObject(reply);
     return unexpected_reply(self, "stats", error);
   }
@@ -1331,7 +1332,9 @@ redis_stats(SluiceBroker *broker, const gchar *const *queues,
   out->scheduled = scheduled;
   out->dead_letters = dead;
   out->in_flight = in_flight;
-  out->stale_settles = g_atomic_int_get(&self->stale_settles);
+  /* The namespace's counter (every process's fenced settles), or this
+   * broker's own if that is higher (the key was deleted by hand). */
+  out->stale_settles = MAX(stale, g_atomic_int_get(&self->stale_settles));
   freeReplyObject(reply);
   return TRUE;
 }

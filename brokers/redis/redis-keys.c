@@ -115,7 +115,8 @@ static const gchar lua_prelude[] =
     "local K_DLQ = P .. '" SLUICE_REDIS_K_DLQ "'\n"
     "local K_DLQ_COUNT = P .. '" SLUICE_REDIS_K_DLQ_COUNT "'\n"
     "local K_QUEUES = P .. '" SLUICE_REDIS_K_QUEUES "'\n"
-    "local K_WORKERS = P .. '" SLUICE_REDIS_K_WORKERS "'\n";
+    "local K_WORKERS = P .. '" SLUICE_REDIS_K_WORKERS "'\n"
+    "local K_STALE = P .. '" SLUICE_REDIS_K_STALE "'\n";
 
 const gchar *
 sluice_redis_keys__lua_prelude(void)

@@ -25,6 +25,8 @@
  *   P queues              set of every queue name ever submitted to
  *   P workers             zset: worker id -> last heartbeat (ms)
  *   P alive:<worker>      liveness key with a PX lease, reliable mode
+ *   P stale               integer: settlements refused by fencing, counted
+ *                         by the settle script (namespace-wide, for stats)
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
@@ -58,6 +60,7 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_QUEUES "queues"
 #define SLUICE_REDIS_K_WORKERS "workers"
 #define SLUICE_REDIS_K_ALIVE "alive:"
+#define SLUICE_REDIS_K_STALE "stale"
 
 /* The first byte of a stored record. */
 #define SLUICE_REDIS_RECORD_FINAL 'F'
@@ -126,7 +129,7 @@ gchar *sluice_redis_keys__make(const SluiceRedisKeys *keys, const gchar *suffix,
  * partition prefix), one local per key above: K_QUEUE, K_STREAM, K_RECORD,
  * K_DONE, K_PERIODIC, K_DEDUP, K_ALIVE (prefixes to which a name is
  * appended) and K_SCHEDULE, K_SCHED_PAYLOAD, K_SCHED_QUEUE, K_REVOKED,
- * K_DLQ, K_DLQ_COUNT, K_QUEUES, K_WORKERS (whole keys).
+ * K_DLQ, K_DLQ_COUNT, K_QUEUES, K_WORKERS, K_STALE (whole keys).
  */
 const gchar *sluice_redis_keys__lua_prelude(void);
 

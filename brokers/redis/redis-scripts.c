@@ -208,11 +208,13 @@ static const gchar body_promote[] =
  *     op 'L' (release):      payload
  * Returns one char per settlement: 'D' done, 'S' stale (t_check refused:
  * nothing acknowledged, scheduled or buried; the record is still written,
- * the last to finish wins). */
+ * the last to finish wins). Stale ones are added to K_STALE, so stats see
+ * fenced settles of every process, not only of the one that asks. */
 static const gchar body_settle[] =
     "local max = tonumber(ARGV[1])\n"
     "local consumer = ARGV[2]\n"
     "local out = {}\n"
+    "local stale = 0\n"
     "local i = 3\n"
     "while i <= #ARGV do\n"
     "  local op = ARGV[i]\n"
@@ -243,10 +245,12 @@ static const gchar body_settle[] =
     "      out[#out + 1] = 'D'\n"
     "    else\n"
     "      out[#out + 1] = 'S'\n"
+    "      stale = stale + 1\n"
     "    end\n"
     "    if id ~= '' then put_record(id, rec, ttl) end\n"
     "  end\n"
     "end\n"
+    "if stale > 0 then redis.call('INCRBY', K_STALE, stale) end\n"
     "return table.concat(out)\n";
 
 /* ARGV: id rec rec_ttl. Returns 1 if id was scheduled (now removed and the
@@ -295,7 +299,7 @@ static const gchar body_dlq_delete[] =
 
 /* ARGV: '*' (every known queue) or the queues. Returns {{queue, depth,
  * ...}, scheduled, dead letters, {reason, count, ...}, {worker, seen,
- * ...}, in_flight}. */
+ * ...}, in_flight, stale settles}. */
 static const gchar body_stats[] =
     "local queues\n"
     "if ARGV[1] == '*' then\n"
@@ -312,14 +316,16 @@ static const gchar body_stats[] =
     "return {depths, redis.call('ZCARD', K_SCHEDULE),\n"
     "        redis.call('XLEN', K_DLQ), redis.call('HGETALL', K_DLQ_COUNT),\n"
     "        redis.call('ZRANGE', K_WORKERS, 0, -1, 'WITHSCORES'),\n"
-    "        t_in_flight(queues)}\n";
+    "        t_in_flight(queues), redis.call('GET', K_STALE) or '0'}\n";
 
 /* ARGV: queue. Returns how many ready messages were deleted. */
 static const gchar body_purge[] = "return t_purge(ARGV[1])\n";
 
 /* ARGV: consumer now lease_ms, then queue handle pairs of the deliveries
  * it holds. Registers the worker for stats, forgets workers silent for
- * three leases, and lets the transport renew leases. */
+ * three leases, and lets the transport renew leases. Returns 1, or what
+ * t_heartbeat returned if anything (an error reply makes the heartbeat
+ * fail after its writes: the lease had lapsed before this renewal). */
 static const gchar body_heartbeat[] =
     "local now, lease = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
     "redis.call('ZADD', K_WORKERS, ARGV[2], ARGV[1])\n"
@@ -327,8 +333,7 @@ static const gchar body_heartbeat[] =
     "  redis.call('ZREMRANGEBYSCORE', K_WORKERS, '-inf',\n"
     "             string.format('(%.0f', now - 3 * lease))\n"
     "end\n"
-    "t_heartbeat(ARGV[1], lease, ARGV, 4)\n"
-    "return 1\n";
+    "return t_heartbeat(ARGV[1], lease, ARGV, 4) or 1\n";
 
 /* ARGV: consumer. */
 static const gchar body_leave[] = "redis.call('ZREM', K_WORKERS, ARGV[1])\n"

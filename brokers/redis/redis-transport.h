@@ -30,7 +30,12 @@
  *   t_purge(queue) -> integer    delete the ready messages, say how many
  *   t_heartbeat(consumer, lease_ms, argv, first)
  *                                renew leases; argv[first..] are queue,
- *                                handle pairs of the deliveries held
+ *                                handle pairs of the deliveries held.
+ *                                Returns nothing, or redis.error_reply()
+ *                                to make the heartbeat slot fail after
+ *                                its writes (the consumer's lease had
+ *                                lapsed before this renewal, so the
+ *                                worker logs "lease lost")
  *   t_leave(consumer)            the consumer stops for good
  *
  * `handle` is SluiceDelivery.handle ('' when NULL) and `queue` its queue.
