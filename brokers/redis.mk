@@ -11,4 +11,6 @@ libsluice_internal_la_SOURCES += \
 	brokers/redis/redis-transport.h \
 	brokers/redis/redis-broker.h \
 	brokers/redis/redis-broker.c \
-	brokers/redis-fast/fast-transport.c
+	brokers/redis-fast/fast-transport.c \
+	brokers/redis-reliable/reliable-transport.h \
+	brokers/redis-reliable/reliable-transport.c

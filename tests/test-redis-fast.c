@@ -1658,12 +1658,20 @@ START_TEST(test_options_checked)
   g_clear_error(&error);
 
   options.namespace_ = NULL;
-  options.mode = SLUICE_REDIS_RELIABLE;
+  options.mode = (SluiceRedisMode)42;
   ck_assert_ptr_null(sluice_redis_broker_new(&options, NULL, &error));
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_UNSUPPORTED));
   ck_assert(strstr(error->message, "SLUICE_REDIS_FAST") != NULL);
   g_clear_error(&error);
+
+  /* The reliable mode is built too (tests/test-redis-reliable.c). */
+  options.mode = SLUICE_REDIS_RELIABLE;
+  {
+    g_autoptr(SluiceBroker) b = sluice_redis_broker_new(&options, NULL, &error);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_str_eq(sluice_broker_get_name(b), "redis-reliable");
+  }
 
   /* Defaults: fast mode, a valid broker without connecting. */
   {

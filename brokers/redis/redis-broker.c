@@ -1435,8 +1435,7 @@ sluice_redis_options_init(SluiceRedisOptions *options)
   options->mode = SLUICE_REDIS_FAST;
 }
 
-/* The transports by mode. The reliable transport's author replaces NULL by
- * its getter. */
+/* The transports by mode. */
 static const SluiceRedisTransport *
 transport_for_mode(SluiceRedisMode mode)
 {
@@ -1444,7 +1443,7 @@ transport_for_mode(SluiceRedisMode mode)
   case SLUICE_REDIS_FAST:
     return sluice_redis__fast_transport();
   case SLUICE_REDIS_RELIABLE:
-    return NULL;
+    return sluice_redis__reliable_transport();
   default:
     return NULL;
   }
@@ -1470,14 +1469,10 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
 
   transport = transport_for_mode(options->mode);
   if (transport == NULL) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNSUPPORTED,
-                "%s",
-                options->mode == SLUICE_REDIS_RELIABLE
-                    ? "the reliable Redis mode (streams and consumer groups) "
-                      "is not available in this build of Sluice yet: use "
-                      "SLUICE_REDIS_FAST, or the memory broker for tests"
-                    : "unknown Redis mode: use SLUICE_REDIS_FAST or "
-                      "SLUICE_REDIS_RELIABLE");
+    g_set_error_literal(error, SLUICE_BROKER_ERROR,
+                        SLUICE_BROKER_ERROR_UNSUPPORTED,
+                        "unknown Redis mode: use SLUICE_REDIS_FAST or "
+                        "SLUICE_REDIS_RELIABLE");
     return NULL;
   }
   ns = options->namespace_ != NULL ? options->namespace_

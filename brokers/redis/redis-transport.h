@@ -102,4 +102,7 @@ typedef struct {
 /** The list transport (brokers/redis-fast/fast-transport.c). */
 const SluiceRedisTransport *sluice_redis__fast_transport(void);
 
+/** The stream transport (brokers/redis-reliable/reliable-transport.c). */
+const SluiceRedisTransport *sluice_redis__reliable_transport(void);
+
 G_END_DECLS
