@@ -62,19 +62,39 @@ retry_args_clear(RetryArgs *args)
   g_free(args->backoff_multiplier);
 }
 
-/* The value of a setting: its option if given, else its key in [worker] of
- * the configuration file (stored in *owned), else NULL. */
-static const gchar *
-setting(const gchar *option, const CliSettings *settings, const gchar *key,
-        gchar **owned)
+/* One setting being resolved: its value and how to name it in a message
+ * (the option, or the file and key it came from). */
+typedef struct {
+  gchar *owned;
+  gchar *what;
+} Setting;
+
+static void
+setting_clear(Setting *s)
 {
-  if (option != NULL)
+  g_clear_pointer(&s->owned, g_free);
+  g_clear_pointer(&s->what, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Setting, setting_clear)
+
+/* The value of a setting: @option if given, else the key @key of [worker]
+ * in the configuration file, else NULL. Valid until the next call with
+ * @s, or setting_clear(). */
+static const gchar *
+setting(Setting *s, const gchar *option, const CliSettings *settings,
+        const gchar *key)
+{
+  setting_clear(s);
+  if (option != NULL) {
+    s->what = g_strconcat("--", key, NULL);
     return option;
+  }
   if (settings == NULL || settings->keyfile == NULL)
     return NULL;
-  g_free(*owned);
-  *owned = g_key_file_get_string(settings->keyfile, GROUP_WORKER, key, NULL);
-  return *owned;
+  s->owned = g_key_file_get_string(settings->keyfile, GROUP_WORKER, key, NULL);
+  s->what =
+      g_strdup_printf("%s: [%s] %s", settings->config_path, GROUP_WORKER, key);
+  return s->owned;
 }
 
 /* A boolean of [worker] (absent = @fallback). */
@@ -110,35 +130,33 @@ static gboolean
 resolve_retry(const RetryArgs *args, const CliSettings *settings,
               SluiceRetryPolicy *policy, GError **error)
 {
-  g_autofree gchar *owned = NULL;
+  g_auto(Setting) s = {0};
   const gchar *value;
   gboolean jitter;
   guint64 n;
 
-  if ((value = setting(args->max_attempts, settings, "max-attempts", &owned)) !=
+  if ((value = setting(&s, args->max_attempts, settings, "max-attempts")) !=
       NULL) {
-    if (!cli_parse_count("--max-attempts", value, 1, 1000, &n, error))
+    if (!cli_parse_count(s.what, value, 1, 1000, &n, error))
       return FALSE;
     policy->max_attempts = (guint)n;
   }
-  if ((value = setting(args->backoff, settings, "backoff", &owned)) != NULL &&
-      !cli_parse_duration("--backoff", value, &policy->initial_backoff_ms,
-                          error))
+  if ((value = setting(&s, args->backoff, settings, "backoff")) != NULL &&
+      !cli_parse_duration(s.what, value, &policy->initial_backoff_ms, error))
     return FALSE;
-  if ((value = setting(args->backoff_max, settings, "backoff-max", &owned)) !=
+  if ((value = setting(&s, args->backoff_max, settings, "backoff-max")) !=
           NULL &&
-      !cli_parse_duration("--backoff-max", value, &policy->max_backoff_ms,
-                          error))
+      !cli_parse_duration(s.what, value, &policy->max_backoff_ms, error))
     return FALSE;
-  if ((value = setting(args->backoff_multiplier, settings, "backoff-multiplier",
-                       &owned)) != NULL) {
+  if ((value = setting(&s, args->backoff_multiplier, settings,
+                       "backoff-multiplier")) != NULL) {
     gchar *end = NULL;
     gdouble x = g_ascii_strtod(value, &end);
     if (end == value || *end != '\0' || !isfinite(x) || x < 1.0 || x > 100.0)
       return cli_usage_error(error,
-                             "--backoff-multiplier: “%s” is not a number "
-                             "from 1 to 100 (e.g. 2 or 1.5)",
-                             value);
+                             "%s: “%s” is not a number from 1 to 100 (e.g. 2 "
+                             "or 1.5)",
+                             s.what, value);
     policy->multiplier = x;
   }
   if (!setting_bool(settings, "jitter", TRUE, &jitter, error))
@@ -252,7 +270,7 @@ static gboolean
 resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
                GError **error)
 {
-  g_autofree gchar *owned = NULL;
+  g_auto(Setting) s = {0};
   const gchar *value;
   guint64 n;
   gboolean track_state;
@@ -273,53 +291,52 @@ resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
                            "(a shared object exporting sluice_module_init), "
                            "or modules= in the [worker] group of --config");
 
-  if ((value = setting(args->concurrency, settings, "concurrency", &owned)) !=
+  if ((value = setting(&s, args->concurrency, settings, "concurrency")) !=
       NULL) {
-    if (!cli_parse_count("--concurrency", value, 1, 1024, &n, error))
+    if (!cli_parse_count(s.what, value, 1, 1024, &n, error))
       return FALSE;
     plan->options.concurrency = (guint)n;
   }
-  if ((value = setting(args->prefetch, settings, "prefetch", &owned)) != NULL) {
-    if (!cli_parse_count("--prefetch", value, 0, 1024, &n, error))
+  if ((value = setting(&s, args->prefetch, settings, "prefetch")) != NULL) {
+    if (!cli_parse_count(s.what, value, 0, 1024, &n, error))
       return FALSE;
     plan->options.prefetch = (guint)n;
   }
   if (!cli_parse_log_format(
-          setting(args->log_format, settings, "log-format", &owned),
+          setting(&s, args->log_format, settings, "log-format"),
           &plan->log_format, error))
     return FALSE;
   if (!resolve_retry(&args->retry, settings, &plan->options.retry, error))
     return FALSE;
-  if ((value = setting(args->shutdown_timeout, settings, "shutdown-timeout",
-                       &owned)) != NULL &&
-      !cli_parse_duration("--shutdown-timeout", value,
-                          &plan->options.shutdown_timeout_ms, error))
+  if ((value = setting(&s, args->shutdown_timeout, settings,
+                       "shutdown-timeout")) != NULL &&
+      !cli_parse_duration(s.what, value, &plan->options.shutdown_timeout_ms,
+                          error))
     return FALSE;
-  if ((value = setting(args->visibility_timeout, settings, "visibility-timeout",
-                       &owned)) != NULL) {
-    if (!cli_parse_duration("--visibility-timeout", value,
-                            &plan->options.visibility_timeout_ms, error))
+  if ((value = setting(&s, args->visibility_timeout, settings,
+                       "visibility-timeout")) != NULL) {
+    if (!cli_parse_duration(s.what, value, &plan->options.visibility_timeout_ms,
+                            error))
       return FALSE;
     if (plan->options.visibility_timeout_ms < 300)
       return cli_usage_error(error,
-                             "--visibility-timeout: %s is too short; "
-                             "the shortest lease is 300ms",
-                             value);
+                             "%s: %s is too short; the shortest lease is "
+                             "300ms",
+                             s.what, value);
   }
-  if ((value = setting(args->max_deliveries, settings, "max-deliveries",
-                       &owned)) != NULL) {
-    if (!cli_parse_count("--max-deliveries", value, 1, 1000, &n, error))
+  if ((value = setting(&s, args->max_deliveries, settings, "max-deliveries")) !=
+      NULL) {
+    if (!cli_parse_count(s.what, value, 1, 1000, &n, error))
       return FALSE;
     plan->options.max_deliveries = (guint)n;
   }
-  if ((value = setting(args->dead_letter_max, settings, "dead-letter-max",
-                       &owned)) != NULL) {
-    if (!cli_parse_count("--dead-letter-max", value, 1, G_MAXUINT32, &n, error))
+  if ((value = setting(&s, args->dead_letter_max, settings,
+                       "dead-letter-max")) != NULL) {
+    if (!cli_parse_count(s.what, value, 1, G_MAXUINT32, &n, error))
       return FALSE;
     plan->dead_letter_max = (guint)n;
   }
-  if ((value = setting(args->worker_id, settings, "worker-id", &owned)) !=
-      NULL) {
+  if ((value = setting(&s, args->worker_id, settings, "worker-id")) != NULL) {
     plan->worker_id = g_strdup(value);
     plan->options.worker_id = plan->worker_id;
   }

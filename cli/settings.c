@@ -70,9 +70,9 @@ cli_keyfile_check_keys(const CliSettings *settings, const gchar *group,
   return TRUE;
 }
 
-/* Picks the first of: @flag, the environment variable @env, the key @key of
- * [connection], @fallback. Sets @out_source to a description of where it
- * came from (static or owned by @settings' key file path). */
+/* Returns (transfer full) the first of: @flag (the option @option), the
+ * environment variable @env, the key @key of [connection], @fallback; sets
+ * @out_source (transfer full) to where it came from, for messages. */
 static gchar *
 pick(const gchar *flag, const gchar *option, const gchar *env,
      const CliSettings *settings, const gchar *key, const gchar *fallback,
@@ -172,7 +172,7 @@ cli_connect(const CliSettings *settings, guint dead_letter_max, CliLog *log,
 
   if (settings->mode == CLI_MODE_MEMORY) {
     cli_usage_error(error,
-                    "--mode memory is refused: the memory broker keeps its "
+                    "the memory mode is refused: the memory broker keeps its "
                     "messages inside one process, so `%s` could not share "
                     "them with workers or other commands. Use --mode fast or "
                     "reliable with a Redis server, or `sluice run` to run a "
