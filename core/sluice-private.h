@@ -45,9 +45,9 @@ struct _SluiceTaskContext {
   const SluiceEnvelope *envelope; /* borrowed from the job */
   guint delivery_count;
   guint max_attempts;
-  GCancellable *cancellable; /* borrowed from the job */
-  GBytes *result;            /* owned */
-  gint64 retry_delay_ms;     /* >= 0 after sluice_task_context_retry() */
+  gpointer job;          /* the worker's job: owns the cancellable */
+  GBytes *result;        /* owned */
+  gint64 retry_delay_ms; /* >= 0 after sluice_task_context_retry() */
   gboolean args_unpacked;
   msgpack_zone zone;
   msgpack_object args;
@@ -61,12 +61,19 @@ const SluiceTaskEntry *sluice_registry__lookup(SluiceRegistry *registry,
 
 void sluice_task_context__init(SluiceTaskContext *ctx,
                                const SluiceEnvelope *env, guint delivery_count,
-                               guint max_attempts, GCancellable *cancellable);
+                               guint max_attempts, gpointer job);
+
+/* Returns: (transfer none): the cancellable of a worker job, made on first
+ * use (worker.c). */
+GCancellable *sluice_worker__job_cancellable(gpointer job);
 void sluice_task_context__clear(SluiceTaskContext *ctx);
 
 /* ---- Client
  * ------------------------------------------------------------------
  */
+
+/* Returns: (transfer full): a new random task id (a version 4 UUID). */
+gchar *sluice_client__new_id(void);
 
 /* Checks a queue name, task id, ...: non-empty, at most @max bytes, UTF-8. */
 gboolean sluice_client__check_name(const gchar *what, const gchar *value,

@@ -224,13 +224,13 @@ sluice_registry_list(SluiceRegistry *registry)
 void
 sluice_task_context__init(SluiceTaskContext *ctx, const SluiceEnvelope *env,
                           guint delivery_count, guint max_attempts,
-                          GCancellable *cancellable)
+                          gpointer job)
 {
   memset(ctx, 0, sizeof *ctx);
   ctx->envelope = env;
   ctx->delivery_count = delivery_count;
   ctx->max_attempts = max_attempts;
-  ctx->cancellable = cancellable;
+  ctx->job = job;
   ctx->retry_delay_ms = -1;
 }
 
@@ -334,7 +334,7 @@ GCancellable *
 sluice_task_context_get_cancellable(SluiceTaskContext *ctx)
 {
   g_return_val_if_fail(ctx != NULL, NULL);
-  return ctx->cancellable;
+  return sluice_worker__job_cancellable(ctx->job);
 }
 
 void

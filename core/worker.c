@@ -95,11 +95,12 @@ struct _SluiceWorker {
   GCond cond;  /* broadcast on every change of state, held, running */
   WorkerState state;
   gboolean stop_requested;
-  gboolean stop_driver; /* a thread is running the stop sequence */
-  gboolean accepting;   /* dispatch still accepts deliveries */
-  guint held;           /* fetched, not yet settled */
-  guint running;        /* task functions running */
-  GHashTable *jobs;     /* Job* (held) */
+  gboolean stop_driver;    /* a thread is running the stop sequence */
+  gboolean accepting;      /* dispatch still accepts deliveries */
+  guint held;              /* fetched, not yet settled */
+  guint running;           /* task functions running */
+  gboolean running_waited; /* the stop sequence waits for running == 0 */
+  GHashTable *jobs;        /* Job* (held) */
   guint64 settle_gen;
   guint64 idle_request_gen;
   guint64 idle_done_gen;
@@ -124,6 +125,7 @@ struct _SluiceWorker {
 
   GMutex revoke_lock;
   GHashTable *revoked; /* id -> gint64* expires_at */
+  gint n_revoked;      /* atomic: size of `revoked`, read without the lock */
   gint64 revoke_cursor;
 
   GPtrArray *periodics; /* SluicePeriodic* */
@@ -145,7 +147,11 @@ struct _Job {
   gboolean store_result;
   gboolean dead_letter;
   gint64 result_ttl_ms;
+  /* Made on first use: most tasks never look at it, and a GObject per
+   * message is a measurable share of a no-op task's cost. */
+  GMutex cancel_lock;
   GCancellable *cancellable;
+  gboolean cancel_requested;
   gint phase;          /* JobPhase, atomic */
   gint settle_claimed; /* atomic */
   gint revoked;        /* atomic */
@@ -389,6 +395,7 @@ job_new(SluiceWorker *worker, SluiceDelivery *delivery)
   job->worker = worker_core_ref(worker);
   job->delivery = delivery;
   job->phase = JOB_QUEUED;
+  g_mutex_init(&job->cancel_lock);
   return job;
 }
 
@@ -408,10 +415,47 @@ job_unref(Job *job)
     return;
   worker = job->worker;
   g_clear_object(&job->cancellable);
+  g_mutex_clear(&job->cancel_lock);
   sluice_envelope_free(job->env);
   sluice_delivery_free(job->delivery);
   g_free(job);
   worker_core_unref(worker);
+}
+
+/* The job's cancellable, made on first use; if the job was cancelled
+ * before, the new cancellable is cancelled at once. */
+GCancellable *
+sluice_worker__job_cancellable(gpointer data)
+{
+  Job *job = data;
+  gboolean cancel_now = FALSE;
+
+  g_mutex_lock(&job->cancel_lock);
+  if (job->cancellable == NULL) {
+    job->cancellable = g_cancellable_new();
+    cancel_now = job->cancel_requested;
+  }
+  g_mutex_unlock(&job->cancel_lock);
+  /* Outside the lock: cancelling runs the task's handlers. */
+  if (cancel_now)
+    g_cancellable_cancel(job->cancellable);
+  return job->cancellable;
+}
+
+static void
+job_cancel(Job *job)
+{
+  GCancellable *cancellable;
+
+  g_mutex_lock(&job->cancel_lock);
+  job->cancel_requested = TRUE;
+  cancellable =
+      job->cancellable != NULL ? g_object_ref(job->cancellable) : NULL;
+  g_mutex_unlock(&job->cancel_lock);
+  if (cancellable != NULL) {
+    g_cancellable_cancel(cancellable);
+    g_object_unref(cancellable);
+  }
 }
 
 static gboolean
@@ -652,6 +696,9 @@ is_revoked(SluiceWorker *worker, const gchar *id, gint64 now)
   gint64 *expires_at;
   gboolean revoked;
 
+  /* Nearly always nothing is revoked: skip the lock per message. */
+  if (g_atomic_int_get(&worker->n_revoked) == 0)
+    return FALSE;
   g_mutex_lock(&worker->revoke_lock);
   expires_at = g_hash_table_lookup(worker->revoked, id);
   revoked = expires_at != NULL && *expires_at > now;
@@ -692,6 +739,8 @@ sync_revocations(SluiceWorker *worker, GError **error)
   while (g_hash_table_iter_next(&iter, &key, &value))
     if (*(gint64 *)value <= now)
       g_hash_table_iter_remove(&iter);
+  g_atomic_int_set(&worker->n_revoked,
+                   (gint)g_hash_table_size(worker->revoked));
   g_mutex_unlock(&worker->revoke_lock);
 
   if (fresh->len == 0)
@@ -711,7 +760,7 @@ sync_revocations(SluiceWorker *worker, GError **error)
       sluice_log__task(G_LOG_LEVEL_MESSAGE, job->env->id, job->env->task,
                        job->env->queue, job->env->attempt,
                        "revoked while running; cancelling it");
-      g_cancellable_cancel(job->cancellable);
+      job_cancel(job);
     }
     job_unref(job);
   }
@@ -809,7 +858,6 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
   }
   job->entry = sluice_registry__lookup(worker->registry, job->env->task);
   resolve_job_options(job);
-  job->cancellable = g_cancellable_new();
   now = sluice_clock_now_ms(worker->clock);
 
   if ((sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) &&
@@ -896,7 +944,7 @@ execute(gpointer data, gpointer user_data)
   }
 
   sluice_task_context__init(&ctx, env, job->delivery->delivery_count,
-                            job->policy.max_attempts, job->cancellable);
+                            job->policy.max_attempts, job);
   ok = job->entry->func(&ctx, job->entry->user_data, &error);
 
   /* Claim before leaving `running`: the stop sequence releases running
@@ -905,7 +953,10 @@ execute(gpointer data, gpointer user_data)
   claimed = job_claim(job);
   g_mutex_lock(&worker->lock);
   worker->running--;
-  g_cond_broadcast(&worker->cond);
+  /* A broadcast is a system call: make it only when the stop sequence
+   * waits for running tasks. */
+  if (worker->running_waited)
+    g_cond_broadcast(&worker->cond);
   g_mutex_unlock(&worker->lock);
 
   if (!claimed) {
@@ -1393,7 +1444,7 @@ watchdog_tick(gpointer data)
       g_mutex_lock(&worker->lock);
       worker->stats.timed_out++;
       g_mutex_unlock(&worker->lock);
-      g_cancellable_cancel(job->cancellable);
+      job_cancel(job);
       sluice_log__task(G_LOG_LEVEL_WARNING, job->env->id, job->env->task,
                        job->env->queue, job->env->attempt,
                        "%s; its cancellable is cancelled", message);
@@ -1775,6 +1826,7 @@ wait_for_running(SluiceWorker *worker)
   guint left;
 
   g_mutex_lock(&worker->lock);
+  worker->running_waited = TRUE;
   while (worker->running > 0 &&
          g_cond_wait_until(&worker->cond, &worker->lock, deadline))
     ;
@@ -1791,7 +1843,7 @@ wait_for_running(SluiceWorker *worker)
             " ms): cancelled and released for "
             "redelivery; a late result will be discarded",
             worker->options.shutdown_timeout_ms);
-      g_cancellable_cancel(job->cancellable);
+      job_cancel(job);
       settle_release(job);
     }
   }

@@ -84,9 +84,10 @@ sluice_envelope__new_for_decode(void)
 {
   SluiceEnvelope *env = g_new0(SluiceEnvelope, 1);
 
+  /* history and headers stay NULL until something is put in them: most
+   * messages have neither, and this runs once per message on the worker's
+   * hot path. */
   sluice_message_options_init(&env->opts);
-  env->history = g_ptr_array_new_with_free_func(g_free);
-  env->headers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   return env;
 }
 
@@ -121,16 +122,18 @@ sluice_envelope_copy(const SluiceEnvelope *env)
   copy->queue = g_strdup(env->queue);
   /* GBytes is immutable: sharing it is as good as a deep copy. */
   copy->args = env->args != NULL ? g_bytes_ref(env->args) : NULL;
-  copy->history = env->history != NULL
-                      ? g_ptr_array_copy(env->history, copy_string, NULL)
-                      : g_ptr_array_new_with_free_func(g_free);
-  g_ptr_array_set_free_func(copy->history, g_free);
-  copy->headers =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-  if (env->headers != NULL) {
+  copy->history = NULL;
+  if (env->history != NULL && env->history->len > 0) {
+    copy->history = g_ptr_array_copy(env->history, copy_string, NULL);
+    g_ptr_array_set_free_func(copy->history, g_free);
+  }
+  copy->headers = NULL;
+  if (env->headers != NULL && g_hash_table_size(env->headers) > 0) {
     GHashTableIter iter;
     gpointer k, v;
 
+    copy->headers =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     g_hash_table_iter_init(&iter, env->headers);
     while (g_hash_table_iter_next(&iter, &k, &v))
       g_hash_table_insert(copy->headers, g_strdup(k), g_strdup(v));
@@ -156,12 +159,31 @@ sluice_envelope_free(SluiceEnvelope *env)
 }
 
 void
+sluice_envelope_set_header(SluiceEnvelope *env, const gchar *name,
+                           const gchar *value)
+{
+  g_return_if_fail(env != NULL);
+  g_return_if_fail(name != NULL && value != NULL);
+  if (env->headers == NULL)
+    env->headers =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_hash_table_replace(env->headers, g_strdup(name), g_strdup(value));
+}
+
+const gchar *
+sluice_envelope_get_header(const SluiceEnvelope *env, const gchar *name)
+{
+  g_return_val_if_fail(env != NULL && name != NULL, NULL);
+  return env->headers != NULL ? g_hash_table_lookup(env->headers, name) : NULL;
+}
+
+void
 sluice_envelope_add_history(SluiceEnvelope *env, const gchar *line)
 {
   gchar *valid;
   gsize len;
 
-  g_return_if_fail(env != NULL && env->history != NULL);
+  g_return_if_fail(env != NULL);
   g_return_if_fail(line != NULL);
 
   /* A task's error text may be anything (bytes from a socket, a path); the
@@ -177,6 +199,8 @@ sluice_envelope_add_history(SluiceEnvelope *env, const gchar *line)
       cut--;
     valid[cut] = '\0';
   }
+  if (env->history == NULL)
+    env->history = g_ptr_array_new_with_free_func(g_free);
   g_ptr_array_add(env->history, valid);
   if (env->history->len > SLUICE_HISTORY_MAX_LINES)
     g_ptr_array_remove_range(env->history, 0,
@@ -254,12 +278,37 @@ wrong_type(const gchar *field, const gchar *expected, const SluiceMpValue *v,
   return FALSE;
 }
 
+static gboolean
+ascii_without_nul(const gchar *s, gsize len)
+{
+  const guint64 ones = G_GUINT64_CONSTANT(0x0101010101010101);
+  const guint64 highs = G_GUINT64_CONSTANT(0x8080808080808080);
+  gsize i = 0;
+
+  for (; i + 8 <= len; i += 8) {
+    guint64 w;
+    memcpy(&w, s + i, 8);
+    /* (w - ones) & ~w & highs is non-zero iff some byte of w is zero. */
+    if ((w & highs) != 0 || ((w - ones) & ~w & highs) != 0)
+      return FALSE;
+  }
+  for (; i < len; i++)
+    if ((guchar)s[i] >= 0x80 || s[i] == '\0')
+      return FALSE;
+  return TRUE;
+}
+
 gboolean
 sluice_codec__check_text(const gchar *what, const gchar *s, gsize len,
                          GError **error)
 {
   const gchar *end;
 
+  /* Ids, task names and queue names are nearly always ASCII: check eight
+   * bytes at a time for "no byte >= 0x80 and no NUL", and leave anything
+   * else to g_utf8_validate_len(), which walks byte by byte. */
+  if (G_LIKELY(ascii_without_nul(s, len)))
+    return TRUE;
   if (!g_utf8_validate_len(s, len, &end)) {
     g_set_error(
         error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
@@ -481,6 +530,8 @@ sluice_envelope__add_history_value(SluiceEnvelope *env, guint index,
     g_autofree gchar *field = g_strdup_printf("history[%u]", index);
     return sluice_codec__check_text(field, v->raw.data, v->raw.len, error);
   }
+  if (env->history == NULL)
+    env->history = g_ptr_array_new_with_free_func(g_free);
   g_ptr_array_add(env->history, g_strndup(v->raw.data, v->raw.len));
   return TRUE;
 }
@@ -498,6 +549,9 @@ sluice_envelope__add_header_value(SluiceEnvelope *env,
                                 name->raw.len, error))
     return FALSE;
   key = g_strndup(name->raw.data, name->raw.len);
+  if (env->headers == NULL)
+    env->headers =
+        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   if (g_hash_table_contains(env->headers, key)) {
     g_autofree gchar *at = where(name);
     g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,

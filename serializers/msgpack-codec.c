@@ -367,7 +367,8 @@ read_history(SluiceMpReader *r, SluiceEnvelope *env, guint max_depth,
   /* The reader checked the count against the bytes left, so this cannot
    * reserve more than the input's size. */
   if (array.count > 0) {
-    g_ptr_array_unref(env->history);
+    if (env->history != NULL)
+      g_ptr_array_unref(env->history);
     env->history = g_ptr_array_new_full(array.count, g_free);
   }
   for (guint32 i = 0; i < array.count; i++) {

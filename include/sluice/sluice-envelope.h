@@ -106,8 +106,10 @@ void sluice_message_options_init(SluiceMessageOptions *opts);
  * @headers: (element-type utf8 utf8): free metadata
  *
  * An envelope owns every field: sluice_envelope_free() frees them all.
- * Replace a string field with g_free() + g_strdup(); @history and @headers
- * are never NULL in an envelope made by this module.
+ * Replace a string field with g_free() + g_strdup(). @history and @headers
+ * are NULL while empty (most messages have neither, and envelopes are made
+ * once per message on the worker's hot path): add to them with
+ * sluice_envelope_add_history() and sluice_envelope_set_header().
  */
 typedef struct {
   guint version;
@@ -139,6 +141,24 @@ SluiceEnvelope *sluice_envelope_copy(const SluiceEnvelope *env);
 /** sluice_envelope_free: frees @env and all it owns. NULL-safe. */
 SLUICE_AVAILABLE_IN_0_1
 void sluice_envelope_free(SluiceEnvelope *env);
+
+/**
+ * sluice_envelope_set_header:
+ * @name: (transfer none): copied
+ * @value: (transfer none): copied; replaces a header of the same name
+ */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_envelope_set_header(SluiceEnvelope *env, const gchar *name,
+                                const gchar *value);
+
+/**
+ * sluice_envelope_get_header:
+ * Returns: (transfer none) (nullable): the header @name, valid while @env is
+ * and the header is not replaced.
+ */
+SLUICE_AVAILABLE_IN_0_1
+const gchar *sluice_envelope_get_header(const SluiceEnvelope *env,
+                                        const gchar *name);
 
 /**
  * sluice_envelope_add_history:
