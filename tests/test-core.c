@@ -525,6 +525,43 @@ START_TEST(cron_rejects_bad_expressions)
 }
 END_TEST
 
+/* ---- Task ids -------------------------------------------------------------
+ */
+
+static gpointer
+make_ids(gpointer table)
+{
+  g_autoptr(GPtrArray) ids = g_ptr_array_new();
+
+  for (guint i = 0; i < 50000; i++)
+    g_ptr_array_add(ids, sluice_client__new_id());
+  return g_steal_pointer(&ids);
+}
+
+START_TEST(task_ids_are_unique_version_4_uuids)
+{
+  g_autoptr(GHashTable) seen =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GThread *threads[4];
+
+  /* Four threads, each with its own generator. */
+  for (guint t = 0; t < G_N_ELEMENTS(threads); t++)
+    threads[t] = g_thread_new("ids", make_ids, NULL);
+  for (guint t = 0; t < G_N_ELEMENTS(threads); t++) {
+    GPtrArray *ids = g_thread_join(threads[t]);
+    for (guint i = 0; i < ids->len; i++) {
+      gchar *id = ids->pdata[i];
+      ck_assert_msg(g_uuid_string_is_valid(id), "not a UUID: %s", id);
+      ck_assert_int_eq(id[14], '4');
+      ck_assert_ptr_nonnull(strchr("89ab", id[19]));
+      ck_assert_msg(g_hash_table_add(seen, id), "duplicate id %s", id);
+    }
+    g_ptr_array_unref(ids);
+  }
+  ck_assert_uint_eq(g_hash_table_size(seen), 200000);
+}
+END_TEST
+
 /* ---- Options ----------------------------------------------------------------
  */
 
@@ -568,6 +605,7 @@ main(void)
   suite_add_tcase(s, policy);
   tcase_add_test(registry, registry_rejects_duplicates_and_bad_names);
   tcase_add_test(registry, worker_rejects_bad_options);
+  tcase_add_test(registry, task_ids_are_unique_version_4_uuids);
   suite_add_tcase(s, registry);
   tcase_add_loop_test(broker, registration_rejects_each_missing_required_slot,
                       0, G_N_ELEMENTS(required));
