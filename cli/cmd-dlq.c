@@ -233,8 +233,9 @@ show_json(const SluiceDeadLetter *entry, const SluiceEnvelope *env)
   }
   cli_json_key(json, "history");
   if (env != NULL) {
+    /* History and headers are NULL while empty (sluice-envelope.h). */
     cli_json_begin_array(json);
-    for (guint i = 0; i < env->history->len; i++)
+    for (guint i = 0; env->history != NULL && i < env->history->len; i++)
       cli_json_string(json, env->history->pdata[i]);
     cli_json_end_array(json);
   } else {
@@ -242,7 +243,8 @@ show_json(const SluiceDeadLetter *entry, const SluiceEnvelope *env)
   }
   cli_json_key(json, "headers");
   if (env != NULL) {
-    g_autoptr(GList) keys = g_hash_table_get_keys(env->headers);
+    g_autoptr(GList) keys =
+        env->headers != NULL ? g_hash_table_get_keys(env->headers) : NULL;
     keys = g_list_sort(keys, (GCompareFunc)strcmp);
     cli_json_begin_object(json);
     for (GList *k = keys; k != NULL; k = k->next) {
@@ -287,7 +289,20 @@ show_table(const SluiceDeadLetter *entry, const SluiceEnvelope *env,
     cli_table_add(table, "attempt", attempt);
     cli_table_add(table, "enqueued at", enqueued);
     cli_table_add(table, "args", args);
-    for (guint i = 0; i < env->history->len; i++)
+    g_autoptr(GString) headers = g_string_new(NULL);
+    g_autoptr(GList) names =
+        env->headers != NULL ? g_hash_table_get_keys(env->headers) : NULL;
+
+    names = g_list_sort(names, (GCompareFunc)strcmp);
+    for (GList *k = names; k != NULL; k = k->next)
+      g_string_append_printf(
+          headers, "%s%s=%s", headers->len > 0 ? ", " : "",
+          (const gchar *)k->data,
+          (const gchar *)g_hash_table_lookup(env->headers, k->data));
+    cli_table_add(table, "headers", headers->len > 0 ? headers->str : NULL);
+    if (env->history == NULL || env->history->len == 0)
+      cli_table_add(table, "history", NULL);
+    for (guint i = 0; env->history != NULL && i < env->history->len; i++)
       cli_table_add(table, i == 0 ? "history" : "",
                     (const gchar *)env->history->pdata[i]);
   } else {

@@ -25,9 +25,11 @@
 
 typedef gboolean (*ModuleInitFunc)(SluiceRegistry *registry, GError **error);
 
-/* Loads one module into @registry. */
+/* Loads one module into @registry; appends to @loaded a line saying what
+ * it registered. */
 static gboolean
-load_one(const gchar *path, SluiceRegistry *registry, GError **error)
+load_one(const gchar *path, SluiceRegistry *registry, GPtrArray *loaded,
+         GError **error)
 {
   GModule *module;
   gpointer symbol = NULL;
@@ -75,8 +77,10 @@ load_one(const gchar *path, SluiceRegistry *registry, GError **error)
     if (!g_strv_contains((const gchar *const *)before, after[i]))
       g_string_append_printf(added, "%s%s", added->len > 0 ? ", " : "",
                              after[i]);
-  g_info("loaded the task module %s: %s", path,
-         added->len > 0 ? added->str : "it registered no task");
+  g_ptr_array_add(
+      loaded,
+      g_strdup_printf("loaded the task module %s: %s", path,
+                      added->len > 0 ? added->str : "it registered no task"));
   return TRUE;
 }
 
@@ -84,8 +88,14 @@ gboolean
 cli_modules_load(const gchar *const *paths, SluiceRegistry *registry,
                  GError **error)
 {
+  g_autoptr(GPtrArray) loaded = g_ptr_array_new_with_free_func(g_free);
+
   for (guint i = 0; paths != NULL && paths[i] != NULL; i++)
-    if (!load_one(paths[i], registry, error))
+    if (!load_one(paths[i], registry, loaded, error))
       return FALSE;
+  /* Logged once all are in, so that a module that fails is reported on
+   * one line of its own rather than after its predecessors' news. */
+  for (guint i = 0; i < loaded->len; i++)
+    g_info("%s", (const gchar *)loaded->pdata[i]);
   return TRUE;
 }

@@ -927,6 +927,80 @@ START_TEST(test_sigterm_lets_short_task_finish)
 }
 END_TEST
 
+START_TEST(test_enqueue_options)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *fixed_id = g_strdup_printf("order-%s", ctx->ns);
+  g_autoptr(Run) first = cli(ctx, "enqueue", "demo.fatal", "--id", fixed_id,
+                             "--header", "tenant=acme", NULL);
+  g_autoptr(Run) again =
+      cli(ctx, "enqueue", "demo.fatal", "--id", fixed_id, "--json", NULL);
+  g_autofree gchar *slow =
+      enqueue(ctx, "demo.sleep", "{\"ms\": 600000}", "--timeout", "100ms",
+              "--max-attempts", "1", NULL);
+  g_autofree gchar *stale = enqueue(ctx, "demo.noop", "--expires", "1ms", NULL);
+  g_autoptr(JsonNode) existed = NULL;
+  g_autoptr(Worker) w = NULL;
+  g_autoptr(Run) fatal = NULL;
+  g_autoptr(Run) timed_out = NULL;
+  g_autoptr(Run) expired = NULL;
+  g_autoptr(Run) list = NULL;
+  g_autoptr(Run) show = NULL;
+  g_autoptr(JsonNode) a = NULL;
+  g_autoptr(JsonNode) b = NULL;
+  g_autoptr(JsonNode) c = NULL;
+  g_autoptr(JsonNode) entries = NULL;
+  g_autoptr(JsonNode) entry = NULL;
+  g_autofree gchar *log = NULL;
+  JsonArray *arr;
+  JsonObject *headers;
+
+  /* A caller-chosen id is enqueued once; the second time says so. */
+  assert_status(first, 0);
+  ck_assert(g_str_has_prefix(first->out, fixed_id));
+  ck_assert_str_eq(first->out + strlen(fixed_id), "\n");
+  assert_status(again, 0);
+  existed = parse_json(again->out);
+  ck_assert_str_eq(member_string(object_of(existed), "id"), fixed_id);
+  ck_assert(json_object_get_boolean_member(object_of(existed), "existed"));
+  ck_assert(strstr(again->err, "enqueued before") != NULL);
+
+  w = worker_start(ctx, NULL);
+  fatal = cli(ctx, "result", fixed_id, "--wait", "60s", "--json", NULL);
+  assert_status(fatal, 3);
+  a = parse_json(fatal->out);
+  ck_assert_str_eq(member_string(object_of(a), "dead_letter_reason"),
+                   "non_retryable");
+  /* --timeout: the attempt is cancelled and fails; one attempt allowed. */
+  timed_out = cli(ctx, "result", slow, "--wait", "60s", "--json", NULL);
+  assert_status(timed_out, 3);
+  b = parse_json(timed_out->out);
+  ck_assert_str_eq(member_string(object_of(b), "dead_letter_reason"),
+                   "max_attempts");
+  /* --expires: it was still waiting when it expired. */
+  expired = cli(ctx, "result", stale, "--wait", "60s", "--json", NULL);
+  assert_status(expired, 3);
+  c = parse_json(expired->out);
+  ck_assert_str_eq(member_string(object_of(c), "dead_letter_reason"),
+                   "expired");
+  log = worker_stop(w);
+
+  /* The header travelled with the message into the dead-letter queue. */
+  list = cli(ctx, "dlq", "list", "--reason", "non_retryable", "--json", NULL);
+  assert_status(list, 0);
+  entries = parse_json(list->out);
+  arr = json_object_get_array_member(object_of(entries), "entries");
+  ck_assert_int_eq(json_array_get_length(arr), 1);
+  show = cli(ctx, "dlq", "show",
+             member_string(json_array_get_object_element(arr, 0), "entry_id"),
+             "--json", NULL);
+  assert_status(show, 0);
+  entry = parse_json(show->out);
+  headers = json_object_get_object_member(object_of(entry), "headers");
+  ck_assert_str_eq(json_object_get_string_member(headers, "tenant"), "acme");
+}
+END_TEST
+
 /* Reliable mode only: a task that kills its worker is buried
  * max_deliveries instead of killing workers forever. */
 START_TEST(test_poison_message_buried)
@@ -1076,6 +1150,9 @@ START_TEST(test_error_usage)
        1,
        "/nonexistent/tasks.so"},
       {{"worker", "--module", NO_INIT_MODULE, NULL}, 1, "sluice_module_init"},
+      {{"worker", "--module", DEMO_MODULE, "--module", DEMO_MODULE, NULL},
+       1,
+       "failed to initialise"},
       {{"inspect", "no-such-task", NULL}, 1, "no task with id no-such-task"},
       {{"result", "no-such-task", NULL}, 1, "no task with id no-such-task"},
       {{"cancel", "no-such-task", NULL}, 1, "no task with id no-such-task"},
@@ -1312,6 +1389,7 @@ cli_suite(gboolean reliable)
   tcase_add_loop_test(e2e, test_stats_and_inspect_json_fields, 0, n_modes);
   tcase_add_loop_test(e2e, test_sigterm_stops_gracefully, 0, n_modes);
   tcase_add_loop_test(e2e, test_sigterm_lets_short_task_finish, 0, n_modes);
+  tcase_add_loop_test(e2e, test_enqueue_options, 0, n_modes);
   if (reliable)
     tcase_add_test(e2e, test_poison_message_buried);
   suite_add_tcase(s, e2e);
