@@ -3,7 +3,7 @@
  * The command is one program with a subcommand per file:
  *
  *   main.c         dispatch, `sluice --help`, `sluice --version`
- *   cmd-worker.c   `sluice worker` (and `sluice run`, its in-process twin)
+ *   cmd-worker.c   `sluice worker`, and `sluice run` (one task, in process)
  *   cmd-enqueue.c  `sluice enqueue`
  *   cmd-task.c     `sluice result`, `sluice inspect`, `sluice cancel`
  *   cmd-dlq.c      `sluice dlq list|show|replay|purge`
@@ -11,10 +11,11 @@
  *
  * and helpers:
  *
+ *   common.c       option parsing, one-line errors, exit statuses
  *   settings.c     connection settings (flags, environment, key file) and
  *                  the broker they describe
  *   parse.c        durations, ISO 8601 times, numbers
- *   output.c       tables, JSON, the one-line error report, exit statuses
+ *   output.c       tables, JSON, times, task records
  *   log.c          the log writer (journald, text or JSON lines)
  *   modules.c      task modules (GModule)
  *
@@ -58,7 +59,8 @@ typedef enum {
  * Prints "<prgname>: <message>" on one line to stderr (newlines in the
  * message become spaces, so a caller can rely on one line per error).
  * Returns: the exit status for @error: 2 for usage errors (CLI_ERROR_USAGE,
- * G_OPTION_ERROR, SLUICE_BROKER_ERROR_INVALID), 1 for anything else.
+ * G_OPTION_ERROR, SLUICE_BROKER_ERROR_INVALID, SLUICE_CLIENT_ERROR_INVALID
+ * and _TOO_LARGE), 1 for anything else.
  */
 int cli_report(const GError *error);
 

@@ -22,9 +22,16 @@ cli_exit_status_for(const GError *error)
 {
   if (error == NULL)
     return CLI_EXIT_FAILURE;
+  /* What the user typed or configured is wrong: the task name, queue or id
+   * (the client refuses them), the URL or namespace (the broker does). */
   if (g_error_matches(error, CLI_ERROR, CLI_ERROR_USAGE) ||
       error->domain == G_OPTION_ERROR ||
-      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID))
+      g_error_matches(error, SLUICE_BROKER_ERROR,
+                      SLUICE_BROKER_ERROR_INVALID) ||
+      g_error_matches(error, SLUICE_CLIENT_ERROR,
+                      SLUICE_CLIENT_ERROR_INVALID) ||
+      g_error_matches(error, SLUICE_CLIENT_ERROR,
+                      SLUICE_CLIENT_ERROR_TOO_LARGE))
     return CLI_EXIT_USAGE;
   return CLI_EXIT_FAILURE;
 }

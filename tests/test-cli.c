@@ -1136,6 +1136,8 @@ START_TEST(test_error_usage)
        "--max-attempts"},
       {{"result", "x", "--wait", "10", NULL}, 2, "--wait"},
       {{"enqueue", NULL}, 2, "which task"},
+      {{"enqueue", "no spaces allowed", NULL}, 2, "task"},
+      {{"enqueue", "demo.noop", "--queue", "", NULL}, 2, "queue"},
       {{"inspect", "a", "b", NULL}, 2, "too many"},
       {{"worker", NULL}, 2, "--module"},
       {{"worker", "--concurrency", "0", "--module", DEMO_MODULE, NULL},
