@@ -21,8 +21,8 @@
  *
  * A transport (redis-transport.h) supplies a Lua fragment defining t_push,
  * t_push_many, t_check, t_ack, t_release, t_depth, t_in_flight, t_purge,
- * t_heartbeat and t_leave; the library and bodies below call only those to
- * touch a queue.
+ * t_heartbeat and t_leave, and optionally t_flush; the library and bodies
+ * below call only those to touch a queue.
  *
  * Stored formats:
  *  - record at K_RECORD..id: one flag byte, 'F' (final) or 'P', then the
@@ -40,6 +40,15 @@
 #include "core/sluice-private.h"
 
 #include "brokers/redis/redis-scripts.h"
+
+/* ---- Optional transport hooks ------------------------------------------
+ *
+ * Spliced in before the transport's fragment, which may redefine them (a
+ * later `local function` of the same name shadows these). */
+static const gchar lua_hook_defaults[] =
+    /* Called once at the end of every settle script, after each item's
+     * writes: a transport may defer the work of t_ack to it. */
+    "local function t_flush() end\n";
 
 /* ---- The shared library -------------------------------------------------- */
 
@@ -272,6 +281,7 @@ static const gchar body_settle[] =
     "    if n[j] > 0 then redis.call('PUBLISH', n[j - 1], 'F') end\n"
     "  end\n"
     "end\n"
+    "t_flush()\n"
     "if stale > 0 then redis.call('INCRBY', K_STALE, stale) end\n"
     "return table.concat(out)\n";
 
@@ -372,9 +382,9 @@ sluice_redis_script__init(SluiceRedisScript *script, const gchar *name,
   g_autoptr(GChecksum) sum = NULL;
 
   script->name = name;
-  script->text = g_strconcat(shebang, sluice_redis_keys__lua_prelude(),
-                             transport_lua != NULL ? transport_lua : "",
-                             lua_library, body, NULL);
+  script->text = g_strconcat(
+      shebang, sluice_redis_keys__lua_prelude(), lua_hook_defaults,
+      transport_lua != NULL ? transport_lua : "", lua_library, body, NULL);
   script->text_len = strlen(script->text);
   sum = g_checksum_new(G_CHECKSUM_SHA1);
   g_checksum_update(sum, (const guchar *)script->text,

@@ -37,6 +37,15 @@
  *                                lapsed before this renewal, so the
  *                                worker logs "lease lost")
  *   t_leave(consumer)            the consumer stops for good
+ *   t_flush()                    optional (the default does nothing):
+ *                                called once at the end of every settle
+ *                                script, after every item's writes, so a
+ *                                transport may defer what t_ack does and
+ *                                do it with one command per queue; a
+ *                                deferred ack then lands after the item's
+ *                                record, retry or dead letter, never
+ *                                before (a script failing half-way leaves
+ *                                a duplicate, never a loss)
  *
  * `handle` is SluiceDelivery.handle ('' when NULL) and `queue` its queue.
  * The fragment must follow the script rules of redis-scripts.c (checks
