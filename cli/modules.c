@@ -21,9 +21,9 @@
 
 #include "cli/cli.h"
 
-#define MODULE_INIT_SYMBOL "sluice_module_init"
+#define MODULE_INIT_SYMBOL SLUICE_MODULE_INIT_SYMBOL
 
-typedef gboolean (*ModuleInitFunc)(SluiceRegistry *registry, GError **error);
+typedef SluiceModuleInitFunc ModuleInitFunc;
 
 /* Loads one module into @registry; appends to @loaded a line saying what
  * it registered. */

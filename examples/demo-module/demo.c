@@ -28,10 +28,6 @@
 
 #include <sluice/sluice.h>
 
-/* The entry point `sluice worker` looks up. Exported (default visibility),
- * declared here because no public header declares it. */
-gboolean sluice_module_init(SluiceRegistry *registry, GError **error);
-
 /* ---- Arguments ----------------------------------------------------------- */
 
 /* The value of key @name in the map @args, or NULL. */
@@ -183,7 +179,7 @@ demo_crash(SluiceTaskContext *ctx, gpointer user_data, GError **error)
   abort();
 }
 
-gboolean
+SLUICE_MODULE_EXPORT gboolean
 sluice_module_init(SluiceRegistry *registry, GError **error)
 {
   static const struct {

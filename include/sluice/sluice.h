@@ -15,6 +15,7 @@
 #include <sluice/sluice-clock.h>
 #include <sluice/sluice-envelope.h>
 #include <sluice/sluice-macros.h>
+#include <sluice/sluice-module.h>
 #include <sluice/sluice-policy.h>
 #include <sluice/sluice-redis.h>
 #include <sluice/sluice-result.h>
