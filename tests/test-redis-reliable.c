@@ -1796,8 +1796,8 @@ START_TEST(test_redis_restart_loses_nothing_acknowledged)
 END_TEST
 
 /* R17: Redis stalled for more than three leases (SIGSTOP), then resumed:
- * every liveness key looks expired to it, yet no worker mass-reclaims the
- * tasks its live peers hold. */
+ * every liveness key and every pending entry looks expired to it, yet the
+ * idle peer does not take over the tasks its live neighbour still runs. */
 START_TEST(test_redis_stall_causes_no_mass_reclaim)
 {
   g_autoptr(SluiceTestRedis) server = own_server(NULL);
@@ -1808,15 +1808,16 @@ START_TEST(test_redis_stall_causes_no_mass_reclaim)
   g_autoptr(GPtrArray) log = NULL;
   guint twice = 0;
 
-  a = proc_start(s, "wA", "--concurrency=2", "--prefetch=0",
+  /* A runs all four; B, beside it, has room for four more. */
+  a = proc_start(s, "wA", "--concurrency=4", "--prefetch=0",
                  "--visibility-timeout=600", NULL);
-  b = proc_start(s, "wB", "--concurrency=2", "--prefetch=0",
-                 "--visibility-timeout=600", NULL);
-  proc_wait_ready(s, a);
-  proc_wait_ready(s, b);
   for (guint i = 0; i < 4; i++)
     g_ptr_array_add(ids, enqueue_task(s, "t.sleep", "{\"ms\": 4000}"));
   wait_log_lines(s, 4);
+  b = proc_start(s, "wB", "--concurrency=4", "--prefetch=0",
+                 "--visibility-timeout=600", NULL);
+  proc_wait_ready(s, b);
+  g_usleep(400 * 1000); /* B's reclaimer is ticking */
   kill(sluice_test_redis_pid(server), SIGSTOP);
   g_usleep(2000 * 1000);
   kill(sluice_test_redis_pid(server), SIGCONT);
