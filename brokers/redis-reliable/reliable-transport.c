@@ -87,10 +87,11 @@
  *            when its PEL is empty and it has been idle past idle_ms.
  *            Liveness is judged by the server (key expiry, PEL idle
  *            time), never by worker clocks. After a contact gap (no
- *            successful reclaim for longer than idle_ms, or a PING that
- *            took longer than idle_ms / 4: Redis itself was stalled and
- *            every liveness key looks expired) the reclaimer skips one
- *            round, so live workers renew first (REDIS-NOTES R17).
+ *            successful reclaim for 2/3 of idle_ms, or a PING that took
+ *            longer than idle_ms / 4: Redis was down or stalled, and live
+ *            consumers' liveness keys and entries may look expired until
+ *            their next renewal) the reclaimer skips one round, so live
+ *            workers renew first (REDIS-NOTES R17).
  *   leave    deletes the liveness key and removes the consumer from every
  *            group where it holds nothing.
  *   stats    depth = XLEN - pending per queue; in_flight = the pending
@@ -939,18 +940,20 @@ reliable_fetch(SluiceRedisBroker *self, const gchar *consumer,
  */
 
 /* The contact-gap rule (see the top of the file): TRUE when @consumer's
- * last successful reclaim ended more than @idle_ms ago. Notes the time of
- * this look either way, so exactly one round is skipped. */
+ * last successful reclaim ended more than two thirds of @idle_ms ago (a
+ * stall that long may have let live consumers' liveness keys or entries
+ * look expired, until their next renewal). A gap restarts the clock, so
+ * one round is skipped, not every round. A consumer seen for the first
+ * time has no gap. */
 static gboolean
 after_contact_gap(ReliableData *d, const gchar *consumer, gint64 idle_ms,
                   gint64 now_us)
 {
   gint64 *last;
-  gboolean gap;
+  gboolean gap = FALSE;
 
   g_mutex_lock(&d->lock);
   last = g_hash_table_lookup(d->contact, consumer);
-  gap = last != NULL && now_us - *last > idle_ms * 1000;
   if (last == NULL) {
     if (g_hash_table_size(d->contact) >= CONTACT_PRUNE_AT) {
       /* Consumers silent for long are gone: bound the table. */
@@ -962,9 +965,12 @@ after_contact_gap(ReliableData *d, const gchar *consumer, gint64 idle_ms,
           g_hash_table_iter_remove(&iter);
     }
     last = g_new(gint64, 1);
+    *last = now_us;
     g_hash_table_insert(d->contact, g_strdup(consumer), last);
+  } else if (now_us - *last > idle_ms * 1000 * 2 / 3) {
+    gap = TRUE;
+    *last = now_us;
   }
-  *last = now_us;
   g_mutex_unlock(&d->lock);
   return gap;
 }
@@ -1021,8 +1027,10 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
   idle_ms = MAX(idle_ms, 1);
 
   if (after_contact_gap(d, consumer, idle_ms, g_get_monotonic_time())) {
-    sluice_log__message(G_LOG_LEVEL_MESSAGE,
-                        "reclaim: no contact with Redis for more than the "
+    /* INFO: a worker that was busy (no room to reclaim) for long gets here
+     * too, harmlessly. */
+    sluice_log__message(G_LOG_LEVEL_INFO,
+                        "reclaim: no reclaim reached Redis for most of a "
                         "lease (%" G_GINT64_FORMAT
                         " ms); skipping one round so that live workers renew "
                         "their leases first",
