@@ -8,7 +8,7 @@
  *    one shared server; each test runs in its own process (CK_FORK) and
  *    namespace ("t<pid>").
  *  - "faults": rows of the fault matrix of REDIS-NOTES.md (R1, R2/R3, R5,
- *    R6, R8, R13, R16, R17, R19, R23), with worker processes
+ *    R6, R8, R13, R17, R19, R23, R24), with worker processes
  *    (tests/helpers/worker-proc) killed, stopped and signalled by pid, and
  *    Redis killed, restarted and stalled. The oracle is the execution log
  *    the worker processes append to (one line per execution: task id,
@@ -949,8 +949,11 @@ END_TEST
 /* ---- Worker processes ------------------------------------------------------
  */
 
+typedef struct _Scenario Scenario;
+
 /* One worker process (tests/helpers/worker-proc). */
 typedef struct {
+  Scenario *s; /* borrowed: what it runs on */
   GPid pid;
   gchar *id;
   gchar *err_path; /* its stderr */
@@ -959,14 +962,14 @@ typedef struct {
 } Proc;
 
 /* Everything one process-level scenario uses. */
-typedef struct {
+struct _Scenario {
   SluiceTestRedis *server; /* borrowed */
   gchar *ns;
   gchar *dir;      /* scratch directory */
   gchar *log_path; /* the execution log of every worker process */
   SluiceBroker *broker;
   SluiceClient *client;
-} Scenario;
+};
 
 static Scenario *
 scenario_new(SluiceTestRedis *server, const gchar *name)
@@ -1037,6 +1040,7 @@ proc_start(Scenario *s, const gchar *id, ...)
   va_end(ap);
   g_ptr_array_add(argv, NULL);
 
+  p->s = s;
   p->id = g_strdup(id);
   p->err_path = g_strdup_printf("%s/%s.err", s->dir, id);
   fd = open(p->err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -1083,10 +1087,15 @@ proc_exited_ok(Proc *p)
   return p->reaped && WIFEXITED(p->status) && WEXITSTATUS(p->status) == 0;
 }
 
-/* A graceful stop: SIGTERM, then the exit status must be 0. */
+static void proc_wait_ready(Scenario *s, Proc *p);
+
+/* A graceful stop: SIGTERM once it runs (before, SIGTERM just kills it),
+ * then the exit status must be 0. */
 static void
 proc_stop(Proc *p)
 {
+  if (!p->reaped)
+    proc_wait_ready(p->s, p);
   proc_signal(p, SIGTERM);
   ck_assert_msg(proc_wait(p, 60000), "worker %s did not stop", p->id);
   ck_assert_msg(proc_exited_ok(p), "worker %s: status 0x%x", p->id,
@@ -1710,6 +1719,38 @@ START_TEST(test_sigterm_finishes_and_acks_short_tasks)
 }
 END_TEST
 
+/* R24: SIGTERM while the worker is blocked in XREADGROUP, with a task
+ * arriving at that moment: whether the stopping worker ran it, handed it
+ * back pending, or never fetched it, a peer sees it through. */
+START_TEST(test_sigterm_during_a_blocked_fetch_loses_nothing)
+{
+  Scenario *s = scenario_new(shared, "r24");
+  g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(Proc) b = NULL;
+
+  for (guint i = 0; i < 5; i++) {
+    g_autofree gchar *name = g_strdup_printf("w%u", i);
+    g_autoptr(Proc) a = proc_start(s, name, "--concurrency=1", "--prefetch=0",
+                                   "--visibility-timeout=1000", NULL);
+    proc_wait_ready(s, a);
+    g_usleep(100 * 1000); /* blocked in its fetch by now */
+    proc_signal(a, SIGTERM);
+    g_ptr_array_add(ids, enqueue_task(s, "t.sleep", "{\"ms\": 50}"));
+    ck_assert(proc_wait(a, 30000));
+    ck_assert_msg(proc_exited_ok(a), "worker %s: status 0x%x", name,
+                  (unsigned)a->status);
+  }
+  b = proc_start(s, "wB", "--visibility-timeout=1000", NULL);
+  for (guint i = 0; i < ids->len; i++) {
+    g_autoptr(SluiceResult) r = final_result(s, ids->pdata[i]);
+    ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_SUCCEEDED);
+  }
+  proc_stop(b);
+  wait_drained(s, 10000);
+  scenario_free(s);
+}
+END_TEST
+
 typedef struct {
   Scenario *s;
   GPtrArray *ids; /* acknowledged to the producer */
@@ -2069,6 +2110,7 @@ reliable_suite(void)
   tcase_add_test(faults, test_long_task_of_a_live_worker_is_never_reclaimed);
   tcase_add_test(faults, test_sigterm_leaves_a_long_task_for_a_peer);
   tcase_add_test(faults, test_sigterm_finishes_and_acks_short_tasks);
+  tcase_add_test(faults, test_sigterm_during_a_blocked_fetch_loses_nothing);
   tcase_add_test(faults, test_redis_restart_loses_nothing_acknowledged);
   tcase_add_test(faults, test_redis_stall_causes_no_mass_reclaim);
   tcase_add_test(faults, test_killed_connections_lose_nothing);
