@@ -385,6 +385,9 @@ START_TEST(test_fetch_ack_deletes_the_entry)
   }
   ck_assert_int_eq(xlen(shared, ns, "default"), 4);
   ck_assert_int_eq(pending(shared, ns, "default"), 4);
+  /* R15: the test server keeps nothing on disk, and the first fetch says
+   * what that means for reliable mode. */
+  ck_assert(log_contains("runs with appendonly no"));
 
   dl.task_id = "m4";
   dl.task = "t.x";

@@ -96,6 +96,8 @@
  *            group where it holds nothing.
  *   stats    depth = XLEN - pending per queue; in_flight = the pending
  *            counts summed; stale settles from {ns}:stale.
+ *   persistence  the first fetch reads appendonly and appendfsync and
+ *            warns when they can lose acknowledged work (R15).
  *
  * Payloads are handed to the core without a copy: each delivery's GBytes
  * takes over the buffer hiredis allocated for the reply element.
@@ -491,6 +493,7 @@ typedef struct {
   /* Consumer name (owned) -> gint64* (owned): monotonic time (us) at the
    * end of its last successful reclaim, for the contact-gap rule. */
   GHashTable *contact;
+  gboolean persistence_checked;
   gboolean skip_priority_read; /* test hook */
 } ReliableData;
 
@@ -670,6 +673,79 @@ ensure_groups(SluiceRedisBroker *self, const gchar *const *queues, guint n,
     g_hash_table_add(d->groups, g_strdup(todo->pdata[i]));
   g_mutex_unlock(&d->lock);
   return TRUE;
+}
+
+/* ---- Persistence ----------------------------------------------------------
+ */
+
+/* At-least-once holds only for what Redis keeps: says once, at the first
+ * fetch, when its persistence settings can lose acknowledged work (REDIS-
+ * NOTES R15). A server that refuses CONFIG (ACL, renamed command) is not
+ * an error: it is only not checked. */
+static void
+check_persistence(SluiceRedisBroker *self)
+{
+  ReliableData *d = data_of(self);
+  const gchar *url = sluice_redis_pool__get_display_url(self->pool);
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *aof = NULL;
+  g_autofree gchar *fsync = NULL;
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean first;
+
+  g_mutex_lock(&d->lock);
+  first = !d->persistence_checked;
+  d->persistence_checked = TRUE;
+  g_mutex_unlock(&d->lock);
+  if (!first)
+    return;
+
+  sluice_redis_argv__init(&a, 4, 0);
+  sluice_redis_argv__add_str(&a, "CONFIG");
+  sluice_redis_argv__add_str(&a, "GET");
+  sluice_redis_argv__add_str(&a, "appendonly");
+  sluice_redis_argv__add_str(&a, "appendfsync");
+  sluice_redis_argv__finish(&a);
+  if (!sluice_redis_broker__command(self, "CONFIG GET", TRUE, &a, 0, &reply,
+                                    &error)) {
+    sluice_log__message(G_LOG_LEVEL_INFO,
+                        "could not read the persistence settings of Redis "
+                        "at %s (%s); make sure it runs with appendonly yes",
+                        url, error->message);
+    sluice_redis_argv__clear(&a);
+    return;
+  }
+  sluice_redis_argv__clear(&a);
+  if (reply->type == REDIS_REPLY_ARRAY) {
+    for (size_t i = 0; i + 1 < reply->elements; i += 2) {
+      redisReply *k = reply->element[i];
+      redisReply *v = reply->element[i + 1];
+      if (!is_string(k) || !is_string(v))
+        continue;
+      if (k->len == 10 && memcmp(k->str, "appendonly", 10) == 0)
+        aof = g_strndup(v->str, v->len);
+      else if (k->len == 11 && memcmp(k->str, "appendfsync", 11) == 0)
+        fsync = g_strndup(v->str, v->len);
+    }
+  }
+  freeReplyObject(reply);
+  if (g_strcmp0(aof, "no") == 0)
+    sluice_log__message(
+        G_LOG_LEVEL_WARNING,
+        "Redis at %s runs with appendonly no: if it dies, every message, "
+        "retry and result written since its last snapshot is lost, "
+        "acknowledged or not; for reliable mode set appendonly yes (and "
+        "appendfsync always to lose nothing on a power failure)",
+        url);
+  else if (g_strcmp0(aof, "yes") == 0 && fsync != NULL &&
+           g_strcmp0(fsync, "always") != 0)
+    sluice_log__message(
+        G_LOG_LEVEL_MESSAGE,
+        "Redis at %s runs with appendfsync %s: a power failure loses "
+        "what it acknowledged in about the last second; appendfsync always "
+        "loses nothing",
+        url, fsync);
 }
 
 /* ---- fetch ----------------------------------------------------------------
@@ -900,6 +976,7 @@ reliable_fetch(SluiceRedisBroker *self, const gchar *consumer,
   g_mutex_unlock(&d->lock);
   if (!ensure_groups(self, queues, n, FALSE, error))
     return FALSE;
+  check_persistence(self);
 
   for (guint round = 0; round < 2; round++) {
     gboolean nogroup = FALSE;
