@@ -264,20 +264,36 @@ START_TEST(test_enqueue_batch_one_round_trip)
   SluiceSubmit items[50];
   GBytes *payloads[50];
   gchar *ids[50];
-  gint64 before, fetches;
+  gint64 before, pushes, fetches;
   guint seen = 0;
 
-  enqueue(b, "warm-up", "other", "x", 0); /* loads the script */
+  /* A scheduled item goes through the script: this loads it. */
+  enqueue(b, "warm-up", "other", "x", 1);
   for (guint i = 0; i < 50; i++) {
     ids[i] = g_strdup_printf("id-%02u", i);
     payloads[i] = text(ids[i]);
     items[i] = (SluiceSubmit){
         .id = ids[i], .queue = "default", .payload = payloads[i]};
   }
+  /* Plain items (no claim, record or due time) skip Lua: one LPUSH for
+   * the whole batch, sent with its SADD in one round trip. */
+  before = cmd_calls(shared, "evalsha");
+  pushes = cmd_calls(shared, "lpush");
+  ck_assert(sluice_broker_enqueue(b, items, 50, &error));
+  ck_assert_int_eq(cmd_calls(shared, "evalsha") - before, 0);
+  ck_assert_int_eq(cmd_calls(shared, "lpush") - pushes, 1);
+  ck_assert_int_eq(llen(shared, ns, "default"), 50);
+  /* With idempotency claims the batch needs the script: still one call. */
+  for (guint i = 0; i < 50; i++)
+    items[i].dedup_ttl_ms = 60000;
   before = cmd_calls(shared, "evalsha");
   ck_assert(sluice_broker_enqueue(b, items, 50, &error));
   ck_assert_int_eq(cmd_calls(shared, "evalsha") - before, 1);
-  ck_assert_int_eq(llen(shared, ns, "default"), 50);
+  ck_assert_int_eq(llen(shared, ns, "default"), 100);
+  for (guint i = 0; i < 50; i++) {
+    g_autoptr(GPtrArray) got = fetch(b, q_default, 1, 0);
+    ck_assert_uint_eq(got->len, 1); /* drop the claimed copies */
+  }
 
   /* Many per fetch, first in first out. */
   fetches = cmd_calls(shared, "lmpop");

@@ -16,7 +16,8 @@
  * periodic claims, dead letters, stats, reconnection) is the shared Redis
  * layer in brokers/redis/; this file only says how a list carries messages:
  *
- *   push     LPUSH {ns}:q:<queue>             (enqueue, promotion, replay)
+ *   push     LPUSH {ns}:q:<queue>             (enqueue, promotion, replay);
+ *            a plain enqueue batch sends LPUSH itself, without a script
  *   fetch    BLMPOP <s> n key... RIGHT COUNT max, the queues in priority
  *            order: BLMPOP pops from the first non-empty list, so a
  *            message of queues[i] always goes before one of queues[i+1].
@@ -161,6 +162,32 @@ out:
   return ok;
 }
 
+/* One LPUSH per chunk of payloads, as t_push_many does in Lua. */
+#define PUSH_CHUNK 1000
+
+static guint
+fast_push_native(SluiceRedisBroker *self, SluiceRedisConn *conn,
+                 const gchar *queue, GBytes *const *payloads, guint n)
+{
+  guint commands = 0;
+
+  for (guint start = 0; start < n; start += PUSH_CHUNK) {
+    guint k = MIN(PUSH_CHUNK, n - start);
+    SluiceRedisArgv a;
+
+    sluice_redis_argv__init(&a, 2 + k, 64);
+    sluice_redis_argv__add(&a, "LPUSH", 5);
+    sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_QUEUE, queue);
+    for (guint i = 0; i < k; i++)
+      sluice_redis_argv__add_bytes(&a, payloads[start + i]);
+    sluice_redis_argv__finish(&a);
+    sluice_redis_conn__append(conn, (int)a.len, a.argv, a.lens);
+    sluice_redis_argv__clear(&a);
+    commands++;
+  }
+  return commands;
+}
+
 static const SluiceRedisTransport fast_transport = {
     .name = "redis-fast",
     .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE,
@@ -170,6 +197,7 @@ static const SluiceRedisTransport fast_transport = {
     .finalize = NULL,
     .fetch = fast_fetch,
     .reclaim = NULL,
+    .push_native = fast_push_native,
 };
 
 const SluiceRedisTransport *

@@ -416,6 +416,55 @@ add_submit(SluiceRedisArgv *a, const SluiceSubmit *item)
   sluice_redis_argv__add_int(a, record_ttl(item->record_ttl_ms));
 }
 
+/* An enqueue batch of plain items (ready now, no claim, no record) through
+ * the transport's native push: one SADD of the batch's queues, then the
+ * transport's commands per queue, in one round trip and without Lua. Not
+ * replayed after an unknown outcome: these items have no idempotency key
+ * (the caller may retry with ids, as for the script). */
+static gboolean
+enqueue_native(SluiceRedisBroker *self, SluiceSubmit *items, guint n_items,
+               GPtrArray *queues, GError **error)
+{
+  g_autofree GBytes **payloads = g_new(GBytes *, n_items);
+  g_autofree redisReply **replies = NULL;
+  SluiceRedisConn *conn;
+  SluiceRedisArgv a;
+  guint n_replies = 1;
+  gboolean ok;
+
+  conn = sluice_redis_pool__acquire(self->pool, error);
+  if (conn == NULL)
+    return FALSE;
+  sluice_redis_argv__init(&a, 2 + queues->len, 64);
+  sluice_redis_argv__add(&a, "SADD", 4);
+  sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_QUEUES, "");
+  for (guint k = 0; k < queues->len; k++)
+    sluice_redis_argv__add_str(&a, g_ptr_array_index(queues, k));
+  sluice_redis_argv__finish(&a);
+  sluice_redis_conn__append(conn, (int)a.len, a.argv, a.lens);
+  sluice_redis_argv__clear(&a);
+  for (guint k = 0; k < queues->len; k++) {
+    const gchar *q = g_ptr_array_index(queues, k);
+    guint n = 0;
+
+    /* The batch's order within each queue is kept. */
+    for (guint i = 0; i < n_items; i++)
+      if (strcmp(items[i].queue, q) == 0)
+        payloads[n++] = items[i].payload;
+    n_replies += self->transport->push_native(self, conn, q, payloads, n);
+  }
+  replies = g_new0(redisReply *, n_replies);
+  ok = sluice_redis_conn__exchange(self->pool, conn, n_replies, replies, -1,
+                                   error);
+  sluice_redis_pool__release(self->pool, conn);
+  if (!ok)
+    return FALSE;
+  for (guint r = 0; ok && r < n_replies; r++)
+    ok = sluice_redis_reply__check(self->pool, replies[r], "enqueue", error);
+  sluice_redis_replies__free(replies, n_replies);
+  return ok;
+}
+
 static gboolean
 redis_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
               GError **error)
@@ -425,6 +474,7 @@ redis_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
   SluiceRedisArgv a;
   redisReply *reply = NULL;
   gboolean idempotent = TRUE;
+  gboolean plain = TRUE;
   const gchar *last = NULL;
   gboolean ok;
 
@@ -441,7 +491,12 @@ redis_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
     last = q;
     if (items[i].dedup_ttl_ms <= 0)
       idempotent = FALSE;
+    if (items[i].due_at > 0 || items[i].dedup_ttl_ms > 0 ||
+        items[i].record != NULL)
+      plain = FALSE;
   }
+  if (plain && self->transport->push_native != NULL)
+    return enqueue_native(self, items, n_items, queues, error);
 
   sluice_redis_argv__init(
       &a, SLUICE_REDIS_SCRIPT_ARGV0 + 1 + queues->len + 8 * n_items,

@@ -106,6 +106,17 @@ typedef struct {
   gboolean (*reclaim)(SluiceRedisBroker *self, const gchar *consumer,
                       const gchar *const *queues, guint max, gint64 idle_ms,
                       GPtrArray *out, GError **error);
+
+  /** push_native: Optional. Appends to @conn the plain Redis commands that
+   * push @n payloads, in this order, onto @queue's ready messages (what
+   * t_push_many does), and returns how many commands it appended. Each
+   * command must be atomic on its own. The enqueue of a batch whose items
+   * need nothing but that push (no idempotency claim, record or due time)
+   * then skips Lua: a script argument costs Redis an interned Lua string
+   * and a redis.call, several times a plain command's parsing. NULL: such
+   * batches go through the enqueue script. */
+  guint (*push_native)(SluiceRedisBroker *self, SluiceRedisConn *conn,
+                       const gchar *queue, GBytes *const *payloads, guint n);
 } SluiceRedisTransport;
 
 /** The list transport (brokers/redis-fast/fast-transport.c). */
