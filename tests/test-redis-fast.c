@@ -658,7 +658,8 @@ START_TEST(test_settle_batch_one_round_trip)
   g_autoptr(GBytes) retry = text("retry-payload");
   g_autoptr(SluiceDeadLetter) dl = dead_letter("b3", "max_attempts", "b3");
   SluiceSettlement s[4] = {{0}};
-  gint64 before;
+  SluiceSettlement loader = {0};
+  gint64 before, sets;
 
   for (guint i = 0; i < 5; i++) {
     g_autofree gchar *id = g_strdup_printf("b%u", i);
@@ -684,9 +685,21 @@ START_TEST(test_settle_batch_one_round_trip)
   s[3].action = SLUICE_SETTLE_DEAD_LETTER;
   s[3].id = "b3";
   s[3].dead_letter = dl;
-  settle(b, s, 1); /* loads the script */
+  /* Records only (results on, fast mode): no script, pipelined SETs. */
   before = cmd_calls(shared, "evalsha");
-  settle(b, s + 1, 3);
+  sets = cmd_calls(shared, "set");
+  settle(b, s, 2);
+  ck_assert_int_eq(cmd_calls(shared, "evalsha") - before, 0);
+  ck_assert_int_eq(cmd_calls(shared, "set") - sets, 2);
+  /* A retry and a dead letter need the script: one call for both. */
+  loader.delivery = delivery_at(got, 4);
+  loader.action = SLUICE_SETTLE_RETRY;
+  loader.id = "b4";
+  loader.reschedule_payload = retry;
+  loader.reschedule_at = 5000;
+  settle(b, &loader, 1); /* loads the script */
+  before = cmd_calls(shared, "evalsha");
+  settle(b, s + 2, 2);
   ck_assert_int_eq(cmd_calls(shared, "evalsha") - before, 1);
 }
 END_TEST
@@ -1892,8 +1905,9 @@ START_TEST(test_oom_refuses_work_but_drains)
 
   enqueue(b, "o1", "default", "one", 0);
   enqueue(b, "o2", "default", "two", 0);
-  got = fetch(b, q_default, 2, 0);
-  ck_assert_uint_eq(got->len, 2);
+  enqueue(b, "o3", "default", "three", 0);
+  got = fetch(b, q_default, 3, 0);
+  ck_assert_uint_eq(got->len, 3);
   /* Fresh scripts on the server, so the drain below also loads one. */
   freeReplyObject(sluice_test_redis_command(server, "SCRIPT FLUSH"));
   r = sluice_test_redis_command(server, "CONFIG SET maxmemory 1");
@@ -1920,6 +1934,18 @@ START_TEST(test_oom_refuses_work_but_drains)
   ck_assert_msg(sluice_broker_settle(b, "w", s, 2, &error), "%s",
                 error != NULL ? error->message : "");
   ck_assert(sluice_broker_get_record(b, "o1", &read, &error));
+  ck_assert(bytes_is(read, "done"));
+  g_clear_pointer(&read, g_bytes_unref);
+  /* Records only: the plain SET is refused, the allow-oom script is not. */
+  s[0] = (SluiceSettlement){.delivery = delivery_at(got, 2),
+                            .action = SLUICE_SETTLE_ACK,
+                            .id = "o3",
+                            .record = rec,
+                            .record_final = TRUE,
+                            .record_ttl_ms = 60000};
+  ck_assert_msg(sluice_broker_settle(b, "w", s, 1, &error), "%s",
+                error != NULL ? error->message : "");
+  ck_assert(sluice_broker_get_record(b, "o3", &read, &error));
   ck_assert(bytes_is(read, "done"));
 
   r = sluice_test_redis_command(server, "CONFIG SET maxmemory 0");

@@ -619,6 +619,99 @@ add_settlement(SluiceRedisBroker *self, SluiceRedisArgv *a,
   }
 }
 
+/* A settle batch whose every sent item only writes a record (an ACK on a
+ * transport whose ack does nothing: fast mode with results on), without
+ * Lua: pipelined SET ... PX, plus one PUBSUB NUMSUB over the channels of
+ * the final ones; PUBLISH goes, in a second round trip, only to channels
+ * someone listens to. Not atomic, and it need not be: each SET is atomic,
+ * it precedes the NUMSUB, and a waiter subscribes before it reads, so it
+ * is either counted or finds the record. Sets *out_refused when Redis
+ * refused a write (out of memory): the caller then uses the allow-oom
+ * script, and the SETs that went through are simply written again. */
+static gboolean
+settle_records_native(SluiceRedisBroker *self, SluiceSettlement *items,
+                      guint n_items, gboolean *out_refused, GError **error)
+{
+  g_autoptr(GPtrArray) listened = g_ptr_array_new();
+  g_autofree redisReply **replies = g_new0(redisReply *, n_items + 1);
+  SluiceRedisArgv channels;
+  SluiceRedisConn *conn;
+  guint n_replies = 0;
+  guint n_final = 0;
+  gboolean ok;
+
+  *out_refused = FALSE;
+  conn = sluice_redis_pool__acquire(self->pool, error);
+  if (conn == NULL)
+    return FALSE;
+  sluice_redis_argv__init(&channels, 2 + n_items, n_items * 48);
+  sluice_redis_argv__add(&channels, "PUBSUB", 6);
+  sluice_redis_argv__add(&channels, "NUMSUB", 6);
+  for (guint i = 0; i < n_items; i++) {
+    const SluiceSettlement *s = &items[i];
+    SluiceRedisArgv a;
+
+    if (settle_is_noop(self, s))
+      continue;
+    sluice_redis_argv__init(&a, 5, 64);
+    sluice_redis_argv__add(&a, "SET", 3);
+    sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_RECORD, s->id);
+    sluice_redis_argv__add_record(&a, s->record, s->record_final);
+    sluice_redis_argv__add(&a, "PX", 2);
+    sluice_redis_argv__add_int(&a, record_ttl(s->record_ttl_ms));
+    sluice_redis_argv__finish(&a);
+    sluice_redis_conn__append(conn, (int)a.len, a.argv, a.lens);
+    sluice_redis_argv__clear(&a);
+    n_replies++;
+    if (s->record_final) {
+      sluice_redis_argv__add_key(&channels, &self->keys, SLUICE_REDIS_K_DONE,
+                                 s->id);
+      n_final++;
+    }
+  }
+  sluice_redis_argv__finish(&channels);
+  if (n_final > 0) {
+    sluice_redis_conn__append(conn, (int)channels.len, channels.argv,
+                              channels.lens);
+    n_replies++;
+  }
+  sluice_redis_argv__clear(&channels);
+
+  ok = sluice_redis_conn__exchange(self->pool, conn, n_replies, replies, -1,
+                                   error);
+  for (guint r = 0; ok && r < n_replies; r++) {
+    if (sluice_redis_reply__is_error_code(replies[r], "OOM")) {
+      *out_refused = TRUE;
+      ok = FALSE;
+    } else {
+      ok = sluice_redis_reply__check(self->pool, replies[r], "settle", error);
+    }
+  }
+  if (ok && n_final > 0) {
+    const redisReply *counts = replies[n_replies - 1];
+    for (gsize j = 1; counts->type == REDIS_REPLY_ARRAY && j < counts->elements;
+         j += 2)
+      if (counts->element[j]->integer > 0)
+        g_ptr_array_add(listened, counts->element[j - 1]);
+  }
+  if (ok && listened->len > 0) {
+    g_autofree redisReply **published = g_new0(redisReply *, listened->len);
+
+    for (guint k = 0; k < listened->len; k++) {
+      const redisReply *channel = g_ptr_array_index(listened, k);
+      const char *argv[] = {"PUBLISH", channel->str, "F"};
+      size_t lens[] = {7, channel->len, 1};
+      sluice_redis_conn__append(conn, 3, argv, lens);
+    }
+    ok = sluice_redis_conn__exchange(self->pool, conn, listened->len, published,
+                                     -1, error);
+    sluice_redis_replies__free(published, listened->len);
+  }
+  sluice_redis_pool__release(self->pool, conn);
+  sluice_redis_replies__free(replies, n_replies);
+  return ok;
+}
+
 static gboolean
 redis_settle(SluiceBroker *broker, const gchar *consumer,
              SluiceSettlement *items, guint n_items, GError **error)
@@ -628,15 +721,33 @@ redis_settle(SluiceBroker *broker, const gchar *consumer,
   redisReply *reply = NULL;
   guint n_sent = 0;
   guint stale = 0;
+  gboolean only_records = TRUE;
   gboolean ok;
 
   for (guint i = 0; i < n_items; i++) {
     items[i].status = SLUICE_SETTLE_DONE;
-    if (!settle_is_noop(self, &items[i]))
+    if (!settle_is_noop(self, &items[i])) {
       n_sent++;
+      if (items[i].action != SLUICE_SETTLE_ACK ||
+          !self->transport->ack_is_noop || items[i].id == NULL)
+        only_records = FALSE;
+    }
   }
   if (n_sent == 0)
     return TRUE; /* nothing to write: no round trip */
+  if (only_records) {
+    gboolean refused = FALSE;
+    GError *local = NULL;
+
+    if (settle_records_native(self, items, n_items, &refused, &local))
+      return TRUE;
+    if (!refused) {
+      g_propagate_error(error, local);
+      return FALSE;
+    }
+    g_clear_error(&local);
+    /* Out of memory: the allow-oom script below still drains. */
+  }
 
   sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2 + 14 * n_sent,
                           n_sent * 32);
