@@ -780,6 +780,161 @@ START_TEST(test_reclaim_reports_trimmed_entries)
 }
 END_TEST
 
+/* Acknowledged entries are removed by trimming where that provably keeps
+ * every unacknowledged one, and one by one above a still-pending entry;
+ * ids with different numbers of digits (written by hand here) must not
+ * fool the comparison. */
+START_TEST(test_trim_removes_only_acknowledged_entries)
+{
+  g_autoptr(SluiceBroker) b = test_broker();
+  g_autofree gchar *ns = test_namespace();
+  static const gchar *const ids[] = {"9-9", "10-0", "10-10", "100-1", "100-2"};
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GError) error = NULL;
+  SluiceSettlement s[3] = {{0}};
+
+  for (guint i = 0; i < G_N_ELEMENTS(ids); i++) {
+    redisReply *r = sluice_test_redis_command(
+        shared, "XADD {%s}:s:default %s p %s", ns, ids[i], ids[i]);
+    ck_assert(r != NULL && r->type == REDIS_REPLY_STRING);
+    freeReplyObject(r);
+  }
+  got = fetch_as(b, "c1", q_default, 10, 0);
+  ck_assert_uint_eq(got->len, 5);
+  ck_assert_str_eq(delivery_at(got, 2)->handle, "10-10");
+
+  /* 9-9 stays pending: 10-0, 100-1 and 100-2 go, 10-10 stays pending. */
+  s[0] = (SluiceSettlement){.delivery = delivery_at(got, 4),
+                            .action = SLUICE_SETTLE_ACK};
+  s[1] = (SluiceSettlement){.delivery = delivery_at(got, 1),
+                            .action = SLUICE_SETTLE_ACK};
+  s[2] = (SluiceSettlement){.delivery = delivery_at(got, 3),
+                            .action = SLUICE_SETTLE_ACK};
+  ck_assert(sluice_broker_settle(b, "c1", s, 3, &error));
+  ck_assert_int_eq(xlen(shared, ns, "default"), 2);
+  ck_assert_int_eq(pending(shared, ns, "default"), 2);
+  {
+    g_autofree gchar *o1 = owner_of(shared, ns, "default", "9-9", NULL);
+    g_autofree gchar *o2 = owner_of(shared, ns, "default", "10-10", NULL);
+    redisReply *r =
+        sluice_test_redis_command(shared, "XRANGE {%s}:s:default - +", ns);
+    ck_assert_str_eq(o1, "c1");
+    ck_assert_str_eq(o2, "c1");
+    ck_assert(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ck_assert_str_eq(r->element[0]->element[0]->str, "9-9");
+    ck_assert_str_eq(r->element[1]->element[0]->str, "10-10");
+    freeReplyObject(r);
+  }
+
+  /* The oldest goes: the trim may now reach up to the newest acked. */
+  ck_assert_int_eq(ack(b, "c1", delivery_at(got, 0)), SLUICE_SETTLE_DONE);
+  ck_assert_int_eq(xlen(shared, ns, "default"), 1);
+  ck_assert_int_eq(ack(b, "c1", delivery_at(got, 2)), SLUICE_SETTLE_DONE);
+  ck_assert_int_eq(xlen(shared, ns, "default"), 0);
+  ck_assert_int_eq(pending(shared, ns, "default"), 0);
+}
+END_TEST
+
+/* The trimming proof, checked: consumers fetch, take over each other's
+ * entries and settle random subsets in random order, over ids of several
+ * milliseconds with sequence numbers of one to three digits; after every
+ * settle the stream holds exactly the entries not acknowledged. */
+START_TEST(test_trim_is_exact_under_random_settles)
+{
+  enum { BATCHES = 6, PER_BATCH = 150, ENTRIES = BATCHES * PER_BATCH };
+  static const gchar *const names[] = {"A", "B", "C"};
+  g_autoptr(SluiceBroker) b = test_broker();
+  g_autofree gchar *ns = test_namespace();
+  g_autoptr(GRand) rand = g_rand_new_with_seed(20240607);
+  GPtrArray *held[3] = {NULL, NULL, NULL};
+  g_autoptr(GHashTable) acked =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GBytes) p = text("p");
+  g_autoptr(GError) error = NULL;
+  guint fetched = 0;
+
+  for (guint k = 0; k < BATCHES; k++) {
+    SluiceSubmit items[PER_BATCH];
+    for (guint i = 0; i < PER_BATCH; i++)
+      items[i] = (SluiceSubmit){.id = "x", .queue = "default", .payload = p};
+    ck_assert(sluice_broker_enqueue(b, items, PER_BATCH, &error));
+    g_usleep(3000); /* the next batch gets ids of a later millisecond */
+  }
+  for (guint i = 0; i < 3; i++)
+    held[i] =
+        g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
+
+  for (guint round = 0; round < 400; round++) {
+    guint who = (guint)g_rand_int_range(rand, 0, 3);
+    gint op = g_rand_int_range(rand, 0, 3);
+
+    if (op == 0) {
+      g_autoptr(GPtrArray) got = fetch_as(
+          b, names[who], q_default, (guint)g_rand_int_range(rand, 1, 40), 0);
+      fetched += got->len;
+      while (got->len > 0)
+        g_ptr_array_add(held[who], g_ptr_array_steal_index(got, 0));
+    } else if (op == 1) {
+      /* Take some of another consumer's entries over (as reclaim does). */
+      guint from = (who + 1) % 3;
+      for (guint i = 0; i < held[from]->len;) {
+        SluiceDelivery *d = held[from]->pdata[i];
+        if (g_rand_int_range(rand, 0, 8) != 0) {
+          i++;
+          continue;
+        }
+        freeReplyObject(sluice_test_redis_command(
+            shared, "XCLAIM {%s}:s:default " GROUP " %s 0 %s JUSTID", ns,
+            names[who], d->handle));
+        g_ptr_array_add(held[who], g_ptr_array_steal_index(held[from], i));
+      }
+    } else if (held[who]->len > 0) {
+      guint n = 0;
+      g_autofree SluiceSettlement *s = g_new0(SluiceSettlement, held[who]->len);
+      g_autoptr(GPtrArray) done =
+          g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
+      redisReply *r;
+
+      /* A random subset, in random order. */
+      for (guint i = 0; i < held[who]->len;) {
+        if (g_rand_boolean(rand)) {
+          guint at = n > 0 ? (guint)g_rand_int_range(rand, 0, (gint)n + 1) : 0;
+          g_ptr_array_insert(done, (gint)at,
+                             g_ptr_array_steal_index(held[who], i));
+          n++;
+        } else {
+          i++;
+        }
+      }
+      for (guint i = 0; i < n; i++)
+        s[i] = (SluiceSettlement){.delivery = done->pdata[i],
+                                  .action = SLUICE_SETTLE_ACK};
+      ck_assert(sluice_broker_settle(b, names[who], s, n, &error));
+      for (guint i = 0; i < n; i++) {
+        ck_assert_int_eq(s[i].status, SLUICE_SETTLE_DONE);
+        g_hash_table_add(acked,
+                         g_strdup(((SluiceDelivery *)done->pdata[i])->handle));
+      }
+      r = sluice_test_redis_command(shared, "XRANGE {%s}:s:default - +", ns);
+      ck_assert(r != NULL && r->type == REDIS_REPLY_ARRAY);
+      ck_assert_msg(r->elements == ENTRIES - g_hash_table_size(acked),
+                    "round %u: %zu entries in the stream, %u expected", round,
+                    r->elements, ENTRIES - g_hash_table_size(acked));
+      for (size_t i = 0; i < r->elements; i++)
+        ck_assert_msg(
+            !g_hash_table_contains(acked, r->element[i]->element[0]->str),
+            "round %u: acknowledged %s still in the stream", round,
+            r->element[i]->element[0]->str);
+      freeReplyObject(r);
+    }
+  }
+  ck_assert_uint_gt(fetched, ENTRIES / 2);
+  ck_assert_uint_gt(g_hash_table_size(acked), ENTRIES / 4);
+  for (guint i = 0; i < 3; i++)
+    g_ptr_array_unref(held[i]);
+}
+END_TEST
+
 /* R27: consumers of departed workers do not pile up in the group, and one
  * that still holds entries is never deleted with them. */
 START_TEST(test_consumers_do_not_pile_up)
@@ -1340,16 +1495,45 @@ queue_drained(gpointer data)
          pending(c->s->server, c->s->ns, c->queue) == 0;
 }
 
+/* What is left in a queue's stream, for failure messages. */
+static gchar *
+stream_dump(SluiceTestRedis *server, const gchar *ns, const gchar *queue)
+{
+  GString *out = g_string_new(NULL);
+  redisReply *r = sluice_test_redis_command(
+      server, "XRANGE {%s}:s:%s - + COUNT 10", ns, queue);
+
+  if (r != NULL && r->type == REDIS_REPLY_ARRAY)
+    for (size_t i = 0; i < r->elements; i++)
+      g_string_append_printf(out, " %s", r->element[i]->element[0]->str);
+  if (r != NULL)
+    freeReplyObject(r);
+  r = sluice_test_redis_command(server, "XINFO GROUPS {%s}:s:%s", ns, queue);
+  if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
+    redisReply *g = r->element[0];
+    for (size_t i = 0; i + 1 < g->elements; i += 2)
+      if (g->element[i + 1]->type == REDIS_REPLY_STRING)
+        g_string_append_printf(out, "; %s %s", g->element[i]->str,
+                               g->element[i + 1]->str);
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  return g_string_free(out, FALSE);
+}
+
 static void
 wait_drained(Scenario *s, gint64 timeout_ms)
 {
   DrainCheck c = {s, "default"};
+  g_autofree gchar *dump = NULL;
 
-  ck_assert_msg(wait_for(queue_drained, &c, timeout_ms),
-                "queue not drained: %" G_GINT64_FORMAT
-                " in the stream, %" G_GINT64_FORMAT " pending",
-                xlen(s->server, s->ns, "default"),
-                pending(s->server, s->ns, "default"));
+  if (wait_for(queue_drained, &c, timeout_ms))
+    return;
+  dump = stream_dump(s->server, s->ns, "default");
+  ck_abort_msg("queue not drained: %" G_GINT64_FORMAT
+               " in the stream, %" G_GINT64_FORMAT " pending:%s",
+               xlen(s->server, s->ns, "default"),
+               pending(s->server, s->ns, "default"), dump);
 }
 
 /* ---- faults ---------------------------------------------------------------
@@ -2097,6 +2281,8 @@ reliable_suite(void)
                  test_heartbeat_keeps_held_deliveries_and_reports_a_lapse);
   tcase_add_test(contract, test_release_stays_pending_until_leave);
   tcase_add_test(contract, test_reclaim_reports_trimmed_entries);
+  tcase_add_test(contract, test_trim_removes_only_acknowledged_entries);
+  tcase_add_test(contract, test_trim_is_exact_under_random_settles);
   tcase_add_test(contract, test_consumers_do_not_pile_up);
   tcase_add_test(contract,
                  test_group_recreated_after_restart_without_persistence);
