@@ -21,3 +21,16 @@ tests_test_redis_fast_conformance_SOURCES = tests/test-redis-fast-conformance.c
 tests_test_redis_fast_conformance_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_redis_fast_conformance_LDADD = tests/libconformance.la \
 	$(REDIS_TEST_LIBS)
+
+# Producers and workers as separate processes, both modes (the process
+# helpers come from tests/reliable.mk and below).
+check_PROGRAMS += tests/helpers/producer-proc
+tests_helpers_producer_proc_SOURCES = tests/helpers/producer-proc.c
+tests_helpers_producer_proc_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_helpers_producer_proc_LDADD = libsluice-internal.la $(SLUICE_DEP_LIBS)
+
+check_PROGRAMS += tests/test-redis-processes
+TESTS += tests/test-redis-processes
+tests_test_redis_processes_SOURCES = tests/test-redis-processes.c
+tests_test_redis_processes_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_redis_processes_LDADD = $(REDIS_TEST_LIBS)
