@@ -1734,6 +1734,14 @@ proc_logged_lease_lost(gpointer data)
                               "lease lost; message may be executed again");
 }
 
+/* Logged right after the settle returns, so possibly a moment after the
+ * stale counter moved in Redis. */
+static gboolean
+proc_logged_settle_refused(gpointer data)
+{
+  return proc_stderr_contains(data, "settle refused");
+}
+
 typedef struct {
   SluiceBroker *broker;
   gint64 at_least;
@@ -1781,7 +1789,8 @@ START_TEST(test_stalled_worker_loses_its_lease_and_its_settle)
                 "the stalled worker did not log that it lost its lease");
   ck_assert_msg(wait_for(stale_reached, &stale, 20000),
                 "the stalled worker's late settle was not refused");
-  ck_assert(proc_stderr_contains(a, "settle refused"));
+  ck_assert_msg(wait_for(proc_logged_settle_refused, a, 20000),
+                "the stalled worker did not log its refused settle");
   r = final_result(s, id);
   ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_SUCCEEDED);
   ck_assert_uint_eq(sluice_result_get_attempt(r), 1);
