@@ -36,7 +36,10 @@
  * periodic claims, dead letters, stats, reconnection) is the shared Redis
  * layer in brokers/redis/. Decisions of this transport, and why:
  *
- *   stream   {ns}:s:<queue>, one field "p" holding the payload bytes.
+ *   stream   {ns}:s:<queue>, one field "p" holding the payload bytes. A
+ *            plain enqueue batch (no claims, records or due times) is
+ *            pipelined XADDs without a script; others use the shared
+ *            enqueue script (t_push_many: one XADD per message).
  *   group    "sluice", one per stream, created at id 0 with MKSTREAM (so
  *            messages added before any worker existed are delivered), by
  *            an allow-oom script (a full Redis still drains) that
@@ -1207,6 +1210,32 @@ unexpected:
   return unexpected(self, "reclaim", error);
 }
 
+/* ---- push_native ---------------------------------------------------------
+ */
+
+/* A plain enqueue batch (no claims, records or due times) as one XADD per
+ * message, pipelined by the shared layer: what t_push_many does, without
+ * Lua, whose per-argument cost is most of an enqueue's Redis CPU. XADD is
+ * refused by a full Redis like the enqueue script is. */
+static guint
+reliable_push_native(SluiceRedisBroker *self, SluiceRedisConn *conn,
+                     const gchar *queue, GBytes *const *payloads, guint n)
+{
+  g_autofree gchar *key =
+      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_STREAM, queue);
+  gsize key_len = strlen(key);
+
+  for (guint i = 0; i < n; i++) {
+    gsize len = 0;
+    gconstpointer data = g_bytes_get_data(payloads[i], &len);
+    const char *argv[5] = {"XADD", key, "*", "p", data != NULL ? data : ""};
+    size_t lens[5] = {4, key_len, 1, 1, len};
+
+    sluice_redis_conn__append(conn, 5, argv, lens);
+  }
+  return n;
+}
+
 /* ---- The transport ---------------------------------------------------------
  */
 
@@ -1221,6 +1250,7 @@ static const SluiceRedisTransport reliable_transport = {
     .finalize = reliable_finalize,
     .fetch = reliable_fetch,
     .reclaim = reliable_reclaim,
+    .push_native = reliable_push_native,
 };
 
 const SluiceRedisTransport *
