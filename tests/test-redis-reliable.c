@@ -574,6 +574,7 @@ START_TEST(test_fencing_refuses_a_late_settle)
   /* c1 never heartbeats: it has no lease, so c2 may take its entries. */
   got = fetch_as(b, "c1", q_default, 3, 0);
   ck_assert_uint_eq(got->len, 3);
+  heartbeat(b, "c2", 60000, NULL);
   taken = reclaim_as(b, "c2", q_default, 10, 60000);
   ck_assert_uint_eq(taken->len, 3);
   for (guint i = 0; i < 3; i++) {
@@ -629,6 +630,7 @@ START_TEST(test_reclaim_takes_only_dead_or_overdue_deliveries)
   g_autoptr(SluiceBroker) b = test_broker();
   g_autoptr(GPtrArray) live = NULL;
   g_autoptr(GPtrArray) dead = NULL;
+  g_autoptr(GPtrArray) r0 = NULL;
   g_autoptr(GPtrArray) r1 = NULL;
   g_autoptr(GPtrArray) r2 = NULL;
   g_autoptr(GPtrArray) r3 = NULL;
@@ -643,9 +645,17 @@ START_TEST(test_reclaim_takes_only_dead_or_overdue_deliveries)
   ck_assert_uint_eq(live->len, 2);
   ck_assert_uint_eq(dead->len, 1);
 
+  /* A reclaimer without a lease of its own takes nothing: it may be back
+   * from a stall in which every key lapsed. */
+  r0 = reclaim_as(b, "r0", q_default, 10, 60000);
+  ck_assert_uint_eq(r0->len, 0);
+  ck_assert(log_contains("consumer r0 holds no lease"));
+
   /* Only the dead consumer's entry; never a live one's under the limit
    * (r1 itself holds a lease, so r2 finds nothing to take). */
   heartbeat(b, "r1", 60000, NULL);
+  heartbeat(b, "r2", 60000, NULL);
+  heartbeat(b, "r3", 60000, NULL);
   r1 = reclaim_as(b, "r1", q_default, 10, 60000);
   ck_assert_uint_eq(r1->len, 1);
   ck_assert_str_eq(delivery_at(r1, 0)->handle, delivery_at(dead, 0)->handle);
@@ -684,6 +694,7 @@ START_TEST(test_heartbeat_keeps_held_deliveries_and_reports_a_lapse)
     g_usleep(250 * 1000);
     heartbeat(b, "c1", 600, held);
   }
+  heartbeat(b, "c2", 60000, NULL);
   none = reclaim_as(b, "c2", q_default, 10, 600);
   ck_assert_uint_eq(none->len, 0);
   owner = owner_of(shared, ns, "default", delivery_at(held, 0)->handle, &count);
@@ -693,6 +704,7 @@ START_TEST(test_heartbeat_keeps_held_deliveries_and_reports_a_lapse)
   /* Renewals stop (a paused process): the lease lapses and a peer takes
    * the entry over. */
   g_usleep(800 * 1000);
+  heartbeat(b, "c3", 60000, NULL);
   taken = reclaim_as(b, "c3", q_default, 10, 600);
   ck_assert_uint_eq(taken->len, 1);
   ck_assert_uint_eq(delivery_at(taken, 0)->delivery_count, 2);
@@ -735,6 +747,7 @@ START_TEST(test_release_stays_pending_until_leave)
   ck_assert_int_eq(settle_one(b, "c1", &s), SLUICE_SETTLE_DONE);
   owner = owner_of(shared, ns, "default", delivery_at(got, 0)->handle, NULL);
   ck_assert_str_eq(owner, "c1");
+  heartbeat(b, "c2", 60000, NULL);
   before = reclaim_as(b, "c2", q_default, 10, 60000);
   ck_assert_uint_eq(before->len, 0);
 
@@ -743,6 +756,7 @@ START_TEST(test_release_stays_pending_until_leave)
       sluice_test_redis_integer(shared, "EXISTS {%s}:alive:c1", ns), 0);
   /* Still in the group: it holds an entry. */
   ck_assert_int_eq(consumers_in_group(shared, ns, "default"), 1);
+  heartbeat(b, "c3", 60000, NULL);
   after = reclaim_as(b, "c3", q_default, 10, 60000);
   ck_assert_uint_eq(after->len, 1);
   ck_assert(bytes_is(delivery_at(after, 0)->payload, "r1"));
@@ -769,6 +783,7 @@ START_TEST(test_reclaim_reports_trimmed_entries)
       sluice_test_redis_integer(shared, "XTRIM {%s}:s:default MAXLEN 0", ns),
       3);
   ck_assert_int_eq(pending(shared, ns, "default"), 3);
+  heartbeat(b, "c2", 60000, NULL);
   r1 = reclaim_as(b, "c2", q_default, 10, 60000);
   ck_assert_uint_eq(r1->len, 0);
   ck_assert(log_contains("3 pending messages of queue “default” had been "
@@ -969,6 +984,7 @@ START_TEST(test_consumers_do_not_pile_up)
   ck_assert_int_eq(consumers_in_group(shared, ns, "default"), 51);
 
   g_usleep(400 * 1000);
+  heartbeat(b, "reclaimer", 60000, NULL);
   taken = reclaim_as(b, "reclaimer", q_default, 10, 300);
   ck_assert_uint_eq(taken->len, 1);
   /* Every dead one is gone, the holder too once its entry was taken; the
@@ -1092,6 +1108,7 @@ START_TEST(test_oom_refuses_work_but_drains)
   heartbeat(b, "c1", 60000, got);
   fresh = fetch_as(b, "c1", new_queue, 5, 0); /* makes a group: allowed */
   ck_assert_uint_eq(fresh->len, 0);
+  heartbeat(b, "c2", 60000, NULL);
   taken = reclaim_as(b, "c2", q_default, 5, 60000);
   ck_assert_uint_eq(taken->len, 1);
   ck_assert_int_eq(ack(b, "c1", delivery_at(got, 0)), SLUICE_SETTLE_DONE);

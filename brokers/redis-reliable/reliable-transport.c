@@ -95,12 +95,15 @@
  *            consumer is deleted from the group in the same script, only
  *            when its PEL is empty and it has been idle past idle_ms.
  *            Liveness is judged by the server (key expiry, PEL idle
- *            time), never by worker clocks. After a contact gap (no
- *            successful reclaim for 2/3 of idle_ms, or a PING that took
- *            longer than idle_ms / 4: Redis was down or stalled, and live
- *            consumers' liveness keys and entries may look expired until
- *            their next renewal) the reclaimer skips one round, so live
- *            workers renew first (REDIS-NOTES R17).
+ *            time), never by worker clocks. A reclaimer must hold a lease
+ *            itself: one whose own liveness key lapsed is back from a
+ *            stall (its own, or Redis's, which lets every key lapse at
+ *            once) and takes nothing until it has renewed. After a
+ *            contact gap (no successful reclaim for 2/3 of idle_ms, or a
+ *            PING that took longer than idle_ms / 4: Redis was down or
+ *            stalled, and live consumers' liveness keys and entries may
+ *            look expired until their next renewal) the reclaimer skips
+ *            one round, so live workers renew first (REDIS-NOTES R17).
  *   leave    deletes the liveness key and removes the consumer from every
  *            group where it holds nothing.
  *   stats    depth = XLEN - pending per queue; in_flight = the pending
@@ -412,10 +415,17 @@ static const gchar body_fetch[] =
  * idle_ms, up to max in all; forgets dead consumers that hold nothing.
  * Every check comes before the writes of its queue. Returns {{queue index,
  * id, delivery count, payload, ...}, {queue index, entries found deleted,
- * ...}, consumers forgotten}. */
+ * ...}, consumers forgotten} or, when the caller holds no lease itself,
+ * {{}, {}, 0, 'nolease'} without looking: a consumer whose own liveness key
+ * lapsed has just come back from a stall (its own, or Redis's, which let
+ * every key lapse at once), and the owners it would judge dead may simply
+ * not have renewed yet. */
 static const gchar body_reclaim[] =
     "local me, max, idle = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
     "local out, deleted, forgotten, taken = {}, {}, 0, 0\n"
+    "if redis.call('EXISTS', K_ALIVE .. me) == 0 then\n"
+    "  return {out, deleted, 0, 'nolease'}\n"
+    "end\n"
     "for qi = 4, #ARGV do\n"
     "  if taken >= max then break end\n"
     "  local key = K_STREAM .. ARGV[qi]\n"
@@ -1169,6 +1179,15 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
+  if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 4) {
+    sluice_log__message(G_LOG_LEVEL_INFO,
+                        "reclaim: consumer %s holds no lease (it lapsed in "
+                        "a stall, or it never heartbeated); taking nothing "
+                        "over until it is renewed",
+                        consumer);
+    freeReplyObject(reply);
+    return TRUE;
+  }
   note_contact(d, consumer);
   if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
       reply->element[0]->type != REDIS_REPLY_ARRAY ||
