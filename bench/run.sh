@@ -55,8 +55,8 @@ done
 # The raw limit of this server, pipelined 16 deep, 50 clients.
 limit() {
   redis-cli -p "$port" flushall >/dev/null
-  redis-benchmark -p "$port" -P 16 -n 1000000 -q "$@" 2>/dev/null |
-    awk -F'[:,]' '/requests per second/ {gsub(/[^0-9.]/, "", $2); print $2; exit}'
+  redis-benchmark -p "$port" -P 16 -n 1000000 --csv "$@" 2>/dev/null |
+    awk -F'","' 'NR == 2 {print $2}'
 }
 lpush=$(limit -t lpush)
 rpop=$(limit -t rpop)
