@@ -1538,6 +1538,7 @@ heartbeat_tick(gpointer data)
   gpointer key;
   gint64 now_us = g_get_monotonic_time();
   gint64 lease = worker->options.visibility_timeout_ms;
+  gboolean ok;
 
   g_mutex_lock(&worker->lock);
   g_hash_table_iter_init(&iter, worker->jobs);
@@ -1548,21 +1549,26 @@ heartbeat_tick(gpointer data)
   for (guint i = 0; i < jobs->len; i++)
     held[i] = ((Job *)jobs->pdata[i])->delivery;
 
-  if (sluice_broker_heartbeat(worker->broker, worker->id, lease, held,
-                              jobs->len, &error)) {
-    worker->last_lease_ok_us = g_get_monotonic_time();
-    worker->lease_lost = FALSE;
-  } else if (!worker->lease_lost &&
-             now_us - worker->last_lease_ok_us > lease * 1000) {
+  ok = sluice_broker_heartbeat(worker->broker, worker->id, lease, held,
+                               jobs->len, &error);
+  /* Lost if it could not be renewed for a whole lease, whether this
+   * attempt failed or came too late (the process was stopped, or the
+   * housekeeping thread starved): a peer may have taken our work. */
+  if ((sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) &&
+      !worker->lease_lost && now_us - worker->last_lease_ok_us > lease * 1000) {
     worker->lease_lost = TRUE;
     g_mutex_lock(&worker->lock);
     worker->stats.leases_lost++;
     g_mutex_unlock(&worker->lock);
     sluice_log__message(G_LOG_LEVEL_WARNING,
                         "lease lost; message may be executed again (%u held; "
-                        "could not renew for %" G_GINT64_FORMAT " ms: %s)",
+                        "not renewed for %" G_GINT64_FORMAT " ms%s%s)",
                         jobs->len, (now_us - worker->last_lease_ok_us) / 1000,
-                        error->message);
+                        ok ? "" : ": ", ok ? "" : error->message);
+  }
+  if (ok) {
+    worker->last_lease_ok_us = g_get_monotonic_time();
+    worker->lease_lost = FALSE;
   }
   return G_SOURCE_CONTINUE;
 }
@@ -1981,14 +1987,9 @@ drive_stop(SluiceWorker *worker)
   g_thread_join(worker->settler);
   worker->settler = NULL;
 
-  /* 5. Leave, so a broker with leases lets peers take what we released. */
-  if (!sluice_broker_leave(worker->broker, worker->id, &error))
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "could not unregister from the broker: %s; peers "
-                        "reclaim what this worker released once its lease "
-                        "lapses",
-                        error->message);
-
+  /* 5. Stop housekeeping, and with it the heartbeat: one that ran after
+   * `leave` would renew the liveness key, and peers would wait a whole
+   * lease for what this worker released. */
   if (worker->clock_watch != 0)
     sluice_clock_remove_watch(worker->clock, worker->clock_watch);
   g_atomic_int_set(&worker->housekeeping_quit, 1);
@@ -1998,6 +1999,14 @@ drive_stop(SluiceWorker *worker)
   g_clear_pointer(&worker->promote_source, destroy_source);
   g_clear_pointer(&worker->watchdog_source, destroy_source);
   g_clear_pointer(&worker->periodic_source, destroy_source);
+
+  /* 6. Leave, so a broker with leases lets peers take what we released. */
+  if (!sluice_broker_leave(worker->broker, worker->id, &error))
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "could not unregister from the broker: %s; peers "
+                        "reclaim what this worker released once its lease "
+                        "lapses",
+                        error->message);
 
   /* Executors leave once the ready queue is empty. Tasks stuck past the
    * timeout keep their threads: those are not waited for, and each holds a

@@ -185,7 +185,8 @@ typedef struct {
  * @SLUICE_SETTLE_RELEASE: do not acknowledge: give the delivery back so
  *   that it is delivered again as soon as possible (graceful shutdown).
  *   A broker with LEASES may instead leave it pending and rely on the
- *   consumer's departure (`leave`) so a peer reclaims it at once.
+ *   consumer's departure (`leave`) so a peer reclaims it at once; the
+ *   reclaim then counts as a delivery toward max_deliveries.
  */
 typedef enum {
   SLUICE_SETTLE_ACK,
@@ -308,7 +309,10 @@ struct _SluiceBrokerClass {
    * entry written again is overwritten). Two repeats cannot always be made
    * harmless, and are documented as possible duplicates: a dead letter may
    * be appended twice, and a RELEASE repeated after another consumer
-   * fetched the released message may deliver it once more.
+   * fetched the released message may deliver it once more. With LEASES, a
+   * settlement repeated after its first reply was lost finds the entry
+   * gone and may report STALE: the work was done, only the report is
+   * conservative.
    */
   gboolean (*settle)(SluiceBroker *self, const gchar *consumer,
                      SluiceSettlement *items, guint n_items, GError **error);

@@ -140,7 +140,8 @@ typedef struct {
  *   values are gint64 pointers
  * @workers: (element-type SluiceWorkerInfo): workers known alive
  * @stale_settles: settles refused because another consumer owned the
- *   delivery by then (fencing), since the broker started; -1 if unknown
+ *   delivery by then (fencing): on Redis, counted for the whole namespace
+ *   by every process; -1 if the broker cannot tell
  *
  * Filled by sluice_client_get_stats(); free with sluice_broker_stats_clear().
  */
