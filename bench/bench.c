@@ -59,6 +59,19 @@ static Settings settings = {
     .samples = 500,
 };
 
+/* Each operation works in a namespace of its own, so what one leaves in a
+ * queue (the enqueue operations do not consume) is not timed by the next. */
+static gchar *op_namespace;
+
+static void
+begin_op(const gchar *op, const gchar *variant)
+{
+  g_free(op_namespace);
+  op_namespace =
+      g_strdup_printf("%s-%s%s%s", settings.ns, op, variant != NULL ? "-" : "",
+                      variant != NULL ? variant : "");
+}
+
 /* ---- Brokers --------------------------------------------------------------
  */
 
@@ -77,7 +90,7 @@ make_broker(GError **error)
     return sluice_memory_broker_new(NULL, NULL);
   sluice_redis_options_init(&options);
   options.url = settings.url;
-  options.namespace_ = settings.ns;
+  options.namespace_ = op_namespace != NULL ? op_namespace : settings.ns;
   if (g_strcmp0(settings.broker, "redis-fast") == 0)
     options.mode = SLUICE_REDIS_FAST;
   else if (g_strcmp0(settings.broker, "redis-reliable") == 0)
@@ -653,20 +666,32 @@ main(int argc, char **argv)
     settings.results = g_strdup("both");
   all = g_strcmp0(settings.op, "all") == 0;
 
-  if (ok && (all || g_strcmp0(settings.op, "enqueue") == 0))
+  if (ok && (all || g_strcmp0(settings.op, "enqueue") == 0)) {
+    begin_op("enqueue", NULL);
     ok = op_enqueue(FALSE, &error);
-  if (ok && (all || g_strcmp0(settings.op, "enqueue-batch") == 0))
-    ok = op_enqueue(TRUE, &error);
-  if (ok && (all || g_strcmp0(settings.op, "process") == 0)) {
-    if (g_strcmp0(settings.results, "on") != 0)
-      ok = op_process(FALSE, &error);
-    if (ok && g_strcmp0(settings.results, "off") != 0)
-      ok = op_process(TRUE, &error);
   }
-  if (ok && (all || g_strcmp0(settings.op, "latency") == 0))
+  if (ok && (all || g_strcmp0(settings.op, "enqueue-batch") == 0)) {
+    begin_op("enqueue-batch", NULL);
+    ok = op_enqueue(TRUE, &error);
+  }
+  if (ok && (all || g_strcmp0(settings.op, "process") == 0)) {
+    if (g_strcmp0(settings.results, "on") != 0) {
+      begin_op("process", "off");
+      ok = op_process(FALSE, &error);
+    }
+    if (ok && g_strcmp0(settings.results, "off") != 0) {
+      begin_op("process", "on");
+      ok = op_process(TRUE, &error);
+    }
+  }
+  if (ok && (all || g_strcmp0(settings.op, "latency") == 0)) {
+    begin_op("latency", NULL);
     ok = op_latency(&error);
-  if (ok && (all || g_strcmp0(settings.op, "wakeup") == 0))
+  }
+  if (ok && (all || g_strcmp0(settings.op, "wakeup") == 0)) {
+    begin_op("wakeup", NULL);
     ok = op_wakeup(&error);
+  }
   if (!ok) {
     fprintf(stderr, "bench: %s\n", error->message);
     return 1;
