@@ -657,7 +657,7 @@ ensure_groups(SluiceRedisBroker *self, const gchar *const *queues, guint n,
               gboolean lost, GError **error)
 {
   ReliableData *d = data_of(self);
-  g_autoptr(GPtrArray) todo = g_ptr_array_new();
+  g_autoptr(GPtrArray) missing = g_ptr_array_new();
   g_autoptr(GArray) known = g_array_new(FALSE, FALSE, sizeof(gboolean));
   SluiceRedisArgv a;
   redisReply *reply = NULL;
@@ -669,17 +669,17 @@ ensure_groups(SluiceRedisBroker *self, const gchar *const *queues, guint n,
     if (seen && !lost)
       continue;
     g_hash_table_remove(d->groups, queues[i]);
-    g_ptr_array_add(todo, (gpointer)queues[i]);
+    g_ptr_array_add(missing, (gpointer)queues[i]);
     g_array_append_val(known, seen);
   }
   g_mutex_unlock(&d->lock);
-  if (todo->len == 0)
+  if (missing->len == 0)
     return TRUE;
 
-  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + todo->len, 0);
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + missing->len, 0);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
-  for (guint i = 0; i < todo->len; i++)
-    sluice_redis_argv__add_str(&a, todo->pdata[i]);
+  for (guint i = 0; i < missing->len; i++)
+    sluice_redis_argv__add_str(&a, missing->pdata[i]);
   sluice_redis_argv__finish(&a);
   /* Creating a group that exists is a no-op: safe to repeat. */
   ok = sluice_redis_broker__eval_script(self, &d->ensure, TRUE, &a, &reply,
@@ -687,11 +687,11 @@ ensure_groups(SluiceRedisBroker *self, const gchar *const *queues, guint n,
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
-  if (!is_string(reply) || reply->len != todo->len) {
+  if (!is_string(reply) || reply->len != missing->len) {
     freeReplyObject(reply);
     return unexpected(self, "ensure_groups", error);
   }
-  for (guint i = 0; i < todo->len; i++) {
+  for (guint i = 0; i < missing->len; i++) {
     if (reply->str[i] == '1' && g_array_index(known, gboolean, i))
       sluice_log__message(
           G_LOG_LEVEL_WARNING,
@@ -699,14 +699,14 @@ ensure_groups(SluiceRedisBroker *self, const gchar *const *queues, guint n,
           "(restarted without persistence, or its stream deleted): "
           "re-created it; every message still in the stream is delivered "
           "again",
-          (const gchar *)todo->pdata[i],
+          (const gchar *)missing->pdata[i],
           sluice_redis_pool__get_display_url(self->pool));
   }
   freeReplyObject(reply);
 
   g_mutex_lock(&d->lock);
-  for (guint i = 0; i < todo->len; i++)
-    g_hash_table_add(d->groups, g_strdup(todo->pdata[i]));
+  for (guint i = 0; i < missing->len; i++)
+    g_hash_table_add(d->groups, g_strdup(missing->pdata[i]));
   g_mutex_unlock(&d->lock);
   return TRUE;
 }

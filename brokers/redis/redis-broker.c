@@ -878,6 +878,27 @@ redis_promote_due(SluiceBroker *broker, gint64 now_ms, guint max,
   return TRUE;
 }
 
+/* Runs shared script @id with @a (finished; cleared here) and reads its
+ * integer reply into @out. */
+static gboolean
+eval_integer(SluiceRedisBroker *self, SluiceRedisScriptId id, const gchar *what,
+             SluiceRedisArgv *a, gint64 *out, GError **error)
+{
+  redisReply *reply = NULL;
+  gboolean ok = sluice_redis_broker__eval(self, id, FALSE, a, &reply, error);
+
+  sluice_redis_argv__clear(a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_INTEGER) {
+    freeReplyObject(reply);
+    return unexpected_reply(self, what, error);
+  }
+  *out = reply->integer;
+  freeReplyObject(reply);
+  return TRUE;
+}
+
 static gboolean
 redis_cancel_scheduled(SluiceBroker *broker, const gchar *id, GBytes *record,
                        gint64 record_ttl_ms, gboolean *out_removed,
@@ -885,8 +906,7 @@ redis_cancel_scheduled(SluiceBroker *broker, const gchar *id, GBytes *record,
 {
   SluiceRedisBroker *self = SELF(broker);
   SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
+  gint64 n;
 
   sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 3, 32);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
@@ -894,17 +914,10 @@ redis_cancel_scheduled(SluiceBroker *broker, const gchar *id, GBytes *record,
   sluice_redis_argv__add_record(&a, record, TRUE);
   sluice_redis_argv__add_int(&a, record_ttl(record_ttl_ms));
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_CANCEL, FALSE, &a,
-                                 &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
+  if (!eval_integer(self, SLUICE_REDIS_SCRIPT_CANCEL, "cancel_scheduled", &a,
+                    &n, error))
     return FALSE;
-  if (reply->type != REDIS_REPLY_INTEGER) {
-    freeReplyObject(reply);
-    return unexpected_reply(self, "cancel_scheduled", error);
-  }
-  *out_removed = reply->integer == 1;
-  freeReplyObject(reply);
+  *out_removed = n == 1;
   return TRUE;
 }
 
@@ -1413,8 +1426,7 @@ redis_dlq_delete(SluiceBroker *broker, const gchar *entry_id,
 {
   SluiceRedisBroker *self = SELF(broker);
   SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
+  gint64 n;
 
   *out_found = FALSE;
   if (!valid_entry_id(entry_id))
@@ -1423,17 +1435,10 @@ redis_dlq_delete(SluiceBroker *broker, const gchar *entry_id,
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_str(&a, entry_id);
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_DLQ_DELETE, FALSE,
-                                 &a, &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
+  if (!eval_integer(self, SLUICE_REDIS_SCRIPT_DLQ_DELETE, "dlq_delete", &a, &n,
+                    error))
     return FALSE;
-  if (reply->type != REDIS_REPLY_INTEGER) {
-    freeReplyObject(reply);
-    return unexpected_reply(self, "dlq_delete", error);
-  }
-  *out_found = reply->integer == 1;
-  freeReplyObject(reply);
+  *out_found = n == 1;
   return TRUE;
 }
 
@@ -1511,24 +1516,15 @@ redis_purge(SluiceBroker *broker, const gchar *queue, guint64 *out_removed,
 {
   SluiceRedisBroker *self = SELF(broker);
   SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
+  gint64 n;
 
   sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 1, 0);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_str(&a, queue);
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_PURGE, FALSE, &a,
-                                 &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
+  if (!eval_integer(self, SLUICE_REDIS_SCRIPT_PURGE, "purge", &a, &n, error))
     return FALSE;
-  if (reply->type != REDIS_REPLY_INTEGER) {
-    freeReplyObject(reply);
-    return unexpected_reply(self, "purge", error);
-  }
-  *out_removed = (guint64)MAX(reply->integer, 0);
-  freeReplyObject(reply);
+  *out_removed = (guint64)MAX(n, 0);
   return TRUE;
 }
 
