@@ -17,7 +17,8 @@ tests_test_redis_fast_LDADD = $(REDIS_TEST_LIBS)
 # The broker conformance suite (tests/conformance/) against redis-fast.
 check_PROGRAMS += tests/test-redis-fast-conformance
 TESTS += tests/test-redis-fast-conformance
-tests_test_redis_fast_conformance_SOURCES = tests/test-redis-fast-conformance.c
+tests_test_redis_fast_conformance_SOURCES = tests/test-redis-fast-conformance.c \
+	tests/helpers/redis-conformance.c tests/helpers/redis-conformance.h
 tests_test_redis_fast_conformance_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_redis_fast_conformance_LDADD = tests/libconformance.la \
 	$(REDIS_TEST_LIBS)

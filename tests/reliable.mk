@@ -15,7 +15,8 @@ tests_test_redis_reliable_LDADD = $(REDIS_TEST_LIBS)
 check_PROGRAMS += tests/test-redis-reliable-conformance
 TESTS += tests/test-redis-reliable-conformance
 tests_test_redis_reliable_conformance_SOURCES = \
-	tests/test-redis-reliable-conformance.c
+	tests/test-redis-reliable-conformance.c \
+	tests/helpers/redis-conformance.c tests/helpers/redis-conformance.h
 tests_test_redis_reliable_conformance_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_redis_reliable_conformance_LDADD = tests/libconformance.la \
 	$(REDIS_TEST_LIBS)

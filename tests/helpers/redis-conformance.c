@@ -1,0 +1,83 @@
+/* redis-conformance.c - the conformance suite against a Redis broker, the
+ * same for every mode, so the modes cannot drift apart in how they are
+ * tested.
+ *
+ * Each scenario gets a namespace of its own ("c<pid>-<n>") on one shared
+ * redis-server, so scenarios never see each other's keys. Scenarios gated
+ * on capabilities a mode lacks are skipped by the suite itself (record TTLs
+ * follow the Redis server's clock, so SLUICE_BROKER_CAP_CLOCK_TTL never
+ * holds here).
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "brokers/redis/redis-broker.h"
+#include "tests/conformance/conformance.h"
+#include "tests/helpers/redis-conformance.h"
+#include "tests/helpers/redis-server.h"
+
+typedef struct {
+  SluiceTestRedis *server;
+  SluiceRedisMode mode;
+  gint serial;
+} RedisFactoryData;
+
+static SluiceBroker *
+create_redis(SluiceClock *clock, guint dead_letter_max, gpointer data,
+             GError **error)
+{
+  RedisFactoryData *d = data;
+  g_autofree gchar *ns = NULL;
+  SluiceRedisOptions options;
+  SluiceBroker *broker;
+
+  ns =
+      g_strdup_printf("c%d-%d", (int)getpid(), g_atomic_int_add(&d->serial, 1));
+  sluice_redis_options_init(&options);
+  options.mode = d->mode;
+  options.url = sluice_test_redis_url(d->server);
+  options.namespace_ = ns;
+  options.dead_letter_max = dead_letter_max;
+  options.reconnect_max_backoff_ms = 500;
+  broker = sluice_redis_broker_new(&options, clock, error);
+  /* No safety-net poll in wait_record: the scenario "get_result wakes on
+   * completion" must then be woken by the notification the settle
+   * publishes, or it does not end. */
+  if (broker != NULL)
+    ((SluiceRedisBroker *)broker)->wait_poll_ms = G_MAXINT;
+  return broker;
+}
+
+int
+sluice_test_redis_conformance_main(SluiceRedisMode mode, const gchar *name)
+{
+  g_autofree gchar *binary = sluice_test_redis_require();
+  g_autoptr(GError) error = NULL;
+  RedisFactoryData data = {NULL, mode, 0};
+  SluiceConformanceFactory factory = {
+      .name = name,
+      .create = create_redis,
+      .data = &data,
+      .scale = 0.2,
+  };
+  SRunner *runner;
+  int failed;
+
+  data.server = sluice_test_redis_start(NULL, &error);
+  if (data.server == NULL) {
+    fprintf(stderr, "cannot start redis-server: %s\n", error->message);
+    return 1;
+  }
+  sluice_test_log_capture_install();
+  runner = srunner_create(sluice_conformance_suite(&factory));
+  /* Each scenario in its own process, even when CK_FORK=no is set for a
+   * sanitizer run: a scenario's broker threads end with its process. */
+  srunner_set_fork_status(runner, CK_FORK);
+  srunner_run_all(runner, CK_ENV);
+  failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  sluice_test_redis_stop(data.server);
+  return failed == 0 ? 0 : 1;
+}
