@@ -899,6 +899,29 @@ eval_integer(SluiceRedisBroker *self, SluiceRedisScriptId id, const gchar *what,
   return TRUE;
 }
 
+/* Runs shared script @id with @a (finished; cleared here) and reads its
+ * reply of two integers, {found or claimed, existed}. */
+static gboolean
+eval_pair(SluiceRedisBroker *self, SluiceRedisScriptId id, const gchar *what,
+          SluiceRedisArgv *a, gint64 *out_first, gint64 *out_second,
+          GError **error)
+{
+  redisReply *reply = NULL;
+  gboolean ok = sluice_redis_broker__eval(self, id, FALSE, a, &reply, error);
+
+  sluice_redis_argv__clear(a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+      !reply_to_int(reply->element[0], out_first) ||
+      !reply_to_int(reply->element[1], out_second)) {
+    freeReplyObject(reply);
+    return unexpected_reply(self, what, error);
+  }
+  freeReplyObject(reply);
+  return TRUE;
+}
+
 static gboolean
 redis_cancel_scheduled(SluiceBroker *broker, const gchar *id, GBytes *record,
                        gint64 record_ttl_ms, gboolean *out_removed,
@@ -1196,9 +1219,7 @@ redis_claim_periodic(SluiceBroker *broker, const gchar *name,
 {
   SluiceRedisBroker *self = SELF(broker);
   SluiceRedisArgv a;
-  redisReply *reply = NULL;
   gint64 claimed, existed;
-  gboolean ok;
 
   sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 9, 64);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
@@ -1206,18 +1227,9 @@ redis_claim_periodic(SluiceBroker *broker, const gchar *name,
   sluice_redis_argv__add_int(&a, occurrence_at);
   add_submit(&a, item);
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_CLAIM_PERIODIC,
-                                 FALSE, &a, &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
+  if (!eval_pair(self, SLUICE_REDIS_SCRIPT_CLAIM_PERIODIC, "claim_periodic", &a,
+                 &claimed, &existed, error))
     return FALSE;
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-      !reply_to_int(reply->element[0], &claimed) ||
-      !reply_to_int(reply->element[1], &existed)) {
-    freeReplyObject(reply);
-    return unexpected_reply(self, "claim_periodic", error);
-  }
-  freeReplyObject(reply);
   *out_claimed = claimed == 1;
   item->existed = existed == 1;
   return TRUE;
@@ -1391,9 +1403,7 @@ redis_dlq_replay(SluiceBroker *broker, const gchar *entry_id,
 {
   SluiceRedisBroker *self = SELF(broker);
   SluiceRedisArgv a;
-  redisReply *reply = NULL;
   gint64 found, existed;
-  gboolean ok;
 
   *out_found = FALSE;
   if (!valid_entry_id(entry_id))
@@ -1403,18 +1413,9 @@ redis_dlq_replay(SluiceBroker *broker, const gchar *entry_id,
   sluice_redis_argv__add_str(&a, entry_id);
   add_submit(&a, item);
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_DLQ_REPLAY, FALSE,
-                                 &a, &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
+  if (!eval_pair(self, SLUICE_REDIS_SCRIPT_DLQ_REPLAY, "dlq_replay", &a, &found,
+                 &existed, error))
     return FALSE;
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-      !reply_to_int(reply->element[0], &found) ||
-      !reply_to_int(reply->element[1], &existed)) {
-    freeReplyObject(reply);
-    return unexpected_reply(self, "dlq_replay", error);
-  }
-  freeReplyObject(reply);
   *out_found = found == 1;
   item->existed = existed == 1;
   return TRUE;
