@@ -57,6 +57,7 @@ main(void)
   int failed;
 
   sluice_test_log_capture_install();
+  tcase_set_timeout(own, 120); /* never Check's 4 s default: a busy machine */
   tcase_add_test(own, trace_sees_every_operation_of_a_round_trip);
   suite_add_tcase(suite, own);
   runner = srunner_create(suite);
