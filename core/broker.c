@@ -16,6 +16,8 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "core/sluice-private.h"
 
 G_DEFINE_QUARK(sluice - broker - error - quark, sluice_broker_error)
@@ -44,6 +46,15 @@ static const struct {
     REQUIRED_SLOT(dlq_delete),       REQUIRED_SLOT(stats),
     REQUIRED_SLOT(finalize),
 };
+
+/* The bytes of SluiceBrokerClass that a broker of @version defines. */
+static gsize
+class_size_of_version(guint32 version)
+{
+  if (version == 1)
+    return G_STRUCT_OFFSET(SluiceBrokerClass, check);
+  return sizeof(SluiceBrokerClass);
+}
 
 static gboolean
 slot_missing(const SluiceBrokerClass *klass, glong offset)
@@ -120,10 +131,10 @@ sluice_broker_new(const SluiceBrokerClass *klass, SluiceClock *clock,
 
   priv = g_new0(SluiceBrokerPrivate, 1);
   g_atomic_ref_count_init(&priv->ref_count);
-  /* Version 1 is the only version so far: the whole struct is valid. A
-   * version 2 would copy only the version-1 prefix of an older broker's
-   * class and leave the rest NULL. */
-  priv->klass = *klass;
+  /* A broker built against an older contract has a shorter class: copy only
+   * what its version defines, and the later slots read as NULL (their
+   * documented fallbacks). */
+  memcpy(&priv->klass, klass, class_size_of_version(klass->version));
   priv->clock =
       clock != NULL ? sluice_clock_ref(clock) : sluice_clock_new_real();
 
@@ -627,6 +638,98 @@ sluice_broker_purge(SluiceBroker *broker, const gchar *queue,
   return finish(broker, "purge", ok, local, error);
 }
 
+gboolean
+sluice_broker_check(SluiceBroker *broker, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  if (broker->klass->check == NULL)
+    return TRUE;
+  ok = broker->klass->check(broker, &local);
+  return finish(broker, "check", ok, local, error);
+}
+
+gboolean
+sluice_broker_list_revocations_since(SluiceBroker *broker, gint64 *inout_cursor,
+                                     gint64 now_ms, GPtrArray *out,
+                                     GError **error)
+{
+  GError *local = NULL;
+  gint64 next;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(inout_cursor != NULL && out != NULL, FALSE);
+  if (broker->klass->list_revocations_since == NULL) {
+    /* Every live revocation, every time: correct whatever the TTLs. */
+    ok = broker->klass->list_revocations(broker, 0, now_ms, out, &local);
+    return finish(broker, "list_revocations", ok, local, error);
+  }
+  next = *inout_cursor;
+  ok = broker->klass->list_revocations_since(broker, *inout_cursor, now_ms, out,
+                                             &next, &local);
+  if (ok && next >= *inout_cursor)
+    *inout_cursor = next;
+  return finish(broker, "list_revocations_since", ok, local, error);
+}
+
+gboolean
+sluice_broker_count_reclaimable(SluiceBroker *broker, const gchar *consumer,
+                                const gchar *const *queues, guint max,
+                                gint64 idle_ms, guint *out_n, GError **error)
+{
+  GError *local = NULL;
+  guint n = 0;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(consumer != NULL && queues != NULL, FALSE);
+  g_return_val_if_fail(out_n != NULL, FALSE);
+  *out_n = 0;
+  if (broker->klass->count_reclaimable == NULL)
+    return unsupported(broker, "count what it could reclaim", error);
+  ok = broker->klass->count_reclaimable(broker, consumer, queues, max, idle_ms,
+                                        &n, &local);
+  if (ok)
+    *out_n = MIN(n, max);
+  return finish(broker, "count_reclaimable", ok, local, error);
+}
+
+gboolean
+sluice_broker_lookup_task(SluiceBroker *broker, const gchar *id,
+                          SluiceTaskLocation *out, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(id != NULL && out != NULL, FALSE);
+  memset(out, 0, sizeof *out);
+  if (broker->klass->lookup_task == NULL)
+    return TRUE;
+  ok = broker->klass->lookup_task(broker, id, out, &local);
+  if (!ok)
+    sluice_task_location_clear(out);
+  return finish(broker, "lookup_task", ok, local, error);
+}
+
+gboolean
+sluice_broker_announce(SluiceBroker *broker, const gchar *consumer,
+                       GBytes *info, gint64 ttl_ms, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(consumer != NULL && info != NULL, FALSE);
+  if (broker->klass->announce == NULL)
+    return TRUE;
+  ok = broker->klass->announce(broker, consumer, info, MAX(ttl_ms, 1), &local);
+  return finish(broker, "announce", ok, local, error);
+}
+
 /* ---- Value types that cross the contract --------------------------------- */
 
 SluiceDelivery *
@@ -676,6 +779,18 @@ sluice_revocation_free(SluiceRevocation *revocation)
     return;
   g_free(revocation->id);
   g_free(revocation);
+}
+
+void
+sluice_task_location_clear(SluiceTaskLocation *location)
+{
+  if (location == NULL)
+    return;
+  g_clear_pointer(&location->payload, g_bytes_unref);
+  g_clear_pointer(&location->queue, g_free);
+  g_clear_pointer(&location->dead_letter, sluice_dead_letter_free);
+  location->place = SLUICE_TASK_PLACE_NONE;
+  location->due_at = 0;
 }
 
 SluiceDeadLetter *
@@ -735,6 +850,11 @@ worker_info_free(gpointer data)
 {
   SluiceWorkerInfo *w = data;
   g_free(w->id);
+  if (w->info != NULL)
+    g_bytes_unref(w->info);
+  g_free(w->host);
+  g_strfreev(w->queues);
+  g_strfreev(w->tasks);
   g_free(w);
 }
 
@@ -747,6 +867,8 @@ sluice_broker_stats_init(SluiceBrokerStats *stats)
   stats->dead_letters_by_reason =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   stats->workers = g_ptr_array_new_with_free_func(worker_info_free);
+  stats->dead_letters_dropped_by_reason =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 }
 
 void
@@ -756,6 +878,7 @@ sluice_broker_stats_clear(SluiceBrokerStats *stats)
   g_clear_pointer(&stats->queues, g_ptr_array_unref);
   g_clear_pointer(&stats->dead_letters_by_reason, g_hash_table_unref);
   g_clear_pointer(&stats->workers, g_ptr_array_unref);
+  g_clear_pointer(&stats->dead_letters_dropped_by_reason, g_hash_table_unref);
 }
 
 void
@@ -771,24 +894,39 @@ sluice_broker_stats_add_queue(SluiceBrokerStats *stats, const gchar *name,
   g_ptr_array_add(stats->queues, q);
 }
 
-void
-sluice_broker_stats_add_dead_letters(SluiceBrokerStats *stats,
-                                     const gchar *reason, gint64 n)
+static void
+count_by_reason(GHashTable *table, const gchar *reason, gint64 n)
 {
-  gint64 *count;
+  gint64 *count = g_hash_table_lookup(table, reason);
 
-  g_return_if_fail(stats != NULL && reason != NULL);
-  count = g_hash_table_lookup(stats->dead_letters_by_reason, reason);
   if (count == NULL) {
     count = g_new0(gint64, 1);
-    g_hash_table_insert(stats->dead_letters_by_reason, g_strdup(reason), count);
+    g_hash_table_insert(table, g_strdup(reason), count);
   }
   *count += n;
 }
 
 void
-sluice_broker_stats_add_worker(SluiceBrokerStats *stats, const gchar *id,
-                               gint64 last_seen_ms)
+sluice_broker_stats_add_dead_letters(SluiceBrokerStats *stats,
+                                     const gchar *reason, gint64 n)
+{
+  g_return_if_fail(stats != NULL && reason != NULL);
+  count_by_reason(stats->dead_letters_by_reason, reason, n);
+}
+
+void
+sluice_broker_stats_add_dropped(SluiceBrokerStats *stats, const gchar *reason,
+                                gint64 n)
+{
+  g_return_if_fail(stats != NULL && reason != NULL);
+  count_by_reason(stats->dead_letters_dropped_by_reason, reason, n);
+  stats->dead_letters_dropped = MAX(stats->dead_letters_dropped, 0) + n;
+}
+
+void
+sluice_broker_stats_add_worker_info(SluiceBrokerStats *stats, const gchar *id,
+                                    gint64 last_seen_ms, gboolean alive,
+                                    GBytes *info)
 {
   SluiceWorkerInfo *w;
 
@@ -796,5 +934,14 @@ sluice_broker_stats_add_worker(SluiceBrokerStats *stats, const gchar *id,
   w = g_new0(SluiceWorkerInfo, 1);
   w->id = g_strdup(id);
   w->last_seen_ms = last_seen_ms;
+  w->alive = alive;
+  w->info = info != NULL ? g_bytes_ref(info) : NULL;
   g_ptr_array_add(stats->workers, w);
+}
+
+void
+sluice_broker_stats_add_worker(SluiceBrokerStats *stats, const gchar *id,
+                               gint64 last_seen_ms)
+{
+  sluice_broker_stats_add_worker_info(stats, id, last_seen_ms, TRUE, NULL);
 }

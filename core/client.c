@@ -484,24 +484,92 @@ sluice_client_get_result(SluiceClient *client, const gchar *id,
   return NULL;
 }
 
+/* What inspect says of a task it found on the schedule: scheduled (a delay
+ * or an ETA), retrying (waiting for its next attempt), or deferred because
+ * no worker knows its name. */
+static SluiceResult *
+result_of_scheduled(const gchar *id, const SluiceTaskLocation *loc)
+{
+  g_autoptr(SluiceEnvelope) env =
+      sluice_envelope_decode(loc->payload, NULL, NULL);
+  SluiceResult *r;
+
+  if (env == NULL) {
+    r = sluice_result_new(id, SLUICE_STATE_SCHEDULED);
+    sluice_result_set_task(r, NULL, loc->queue);
+    sluice_result_set_error(r, "its message on the schedule cannot be "
+                               "decoded; it is buried `malformed` when due");
+  } else {
+    r = sluice_result_new(id, env->attempt > 1 ? SLUICE_STATE_RETRYING
+                                               : SLUICE_STATE_SCHEDULED);
+    sluice_result_set_task(r, env->task, env->queue);
+    sluice_result_set_attempt(r, env->attempt);
+    sluice_result_set_times(r, env->enqueued_at, 0, 0);
+    if (env->unknown_since > 0) {
+      g_autoptr(GDateTime) since =
+          g_date_time_new_from_unix_utc(env->unknown_since / 1000);
+      g_autofree gchar *when =
+          since != NULL ? g_date_time_format_iso8601(since) : NULL;
+      g_autofree gchar *note = g_strdup_printf(
+          "deferred: no worker knows a task named “%s” (since %s); it is "
+          "buried unknown_task if none does by unknown_task_timeout",
+          env->task, when != NULL ? when : "an unknown time");
+      sluice_result_set_error(r, note);
+    } else if (env->history != NULL && env->history->len > 0) {
+      sluice_result_set_error(
+          r, g_ptr_array_index(env->history, env->history->len - 1));
+    }
+  }
+  sluice_result_set_due_at(r, loc->due_at);
+  return r;
+}
+
+static SluiceResult *
+result_of_dead_letter(const gchar *id, const SluiceDeadLetter *dl)
+{
+  g_autoptr(SluiceEnvelope) env =
+      sluice_envelope_decode(dl->payload, NULL, NULL);
+  SluiceResult *r = sluice_result_new(id, SLUICE_STATE_DEAD_LETTERED);
+
+  sluice_result_set_task(r, dl->task, dl->source);
+  if (env != NULL) {
+    sluice_result_set_attempt(r, env->attempt);
+    sluice_result_set_times(r, env->enqueued_at, 0, dl->at);
+  }
+  sluice_result_set_error(r, dl->detail);
+  sluice_result_set_dead_letter_reason(r, dl->reason);
+  return r;
+}
+
 SluiceResult *
 sluice_client_inspect(SluiceClient *client, const gchar *id, GError **error)
 {
   g_autoptr(GBytes) bytes = NULL;
+  SluiceTaskLocation loc;
+  SluiceResult *found = NULL;
 
   g_return_val_if_fail(client != NULL, NULL);
   g_return_val_if_fail(id != NULL, NULL);
 
   if (!sluice_broker_get_record(client->broker, id, &bytes, error))
     return NULL;
-  if (bytes == NULL) {
+  if (bytes != NULL)
+    return decode_record(bytes, id, error);
+  /* Without track_state a waiting task has no record, but it is still
+   * somewhere a lookup by id finds it. */
+  if (!sluice_broker_lookup_task(client->broker, id, &loc, error))
+    return NULL;
+  if (loc.place == SLUICE_TASK_PLACE_SCHEDULED)
+    found = result_of_scheduled(id, &loc);
+  else if (loc.place == SLUICE_TASK_PLACE_DEAD)
+    found = result_of_dead_letter(id, loc.dead_letter);
+  sluice_task_location_clear(&loc);
+  if (found == NULL)
     g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_NOT_FOUND,
                 "no record of task %s: it does not exist, its record "
                 "expired, or it is queued or running with track_state off",
                 id);
-    return NULL;
-  }
-  return decode_record(bytes, id, error);
+  return found;
 }
 
 SluiceCancelOutcome
@@ -544,7 +612,45 @@ sluice_client_get_stats(SluiceClient *client, const gchar *const *queues,
     sluice_broker_stats_clear(out);
     return FALSE;
   }
+  for (guint i = 0; i < out->workers->len; i++)
+    sluice_worker_info__decode(out->workers->pdata[i]);
   return TRUE;
+}
+
+gboolean
+sluice_client_count_servers(SluiceClient *client, const gchar *task,
+                            guint *out_serving, guint *out_announced,
+                            GError **error)
+{
+  static const gchar *const no_queues[] = {NULL};
+  SluiceBrokerStats stats;
+  guint serving = 0, announced = 0;
+
+  g_return_val_if_fail(client != NULL && task != NULL, FALSE);
+  if (!sluice_client_get_stats(client, no_queues, &stats, error))
+    return FALSE;
+  for (guint i = 0; i < stats.workers->len; i++) {
+    SluiceWorkerInfo *w = stats.workers->pdata[i];
+    if (!w->alive || w->info == NULL)
+      continue;
+    announced++;
+    if (w->tasks != NULL &&
+        g_strv_contains((const gchar *const *)w->tasks, task))
+      serving++;
+  }
+  sluice_broker_stats_clear(&stats);
+  if (out_serving != NULL)
+    *out_serving = serving;
+  if (out_announced != NULL)
+    *out_announced = announced;
+  return TRUE;
+}
+
+gboolean
+sluice_client_check(SluiceClient *client, GError **error)
+{
+  g_return_val_if_fail(client != NULL, FALSE);
+  return sluice_broker_check(client->broker, error);
 }
 
 /* ---- Dead letters ----------------------------------------------------------

@@ -42,6 +42,8 @@ struct _SluiceResult {
   gint64 enqueued_at;
   gint64 started_at;
   gint64 finished_at;
+  /* Not stored: set by inspect for a task it found on the schedule. */
+  gint64 due_at;
 };
 
 #define RESULT_VERSION 1
@@ -215,6 +217,20 @@ sluice_result_get_started_at(const SluiceResult *result)
 {
   g_return_val_if_fail(result != NULL, 0);
   return result->started_at;
+}
+
+gint64
+sluice_result_get_due_at(const SluiceResult *result)
+{
+  g_return_val_if_fail(result != NULL, 0);
+  return result->due_at;
+}
+
+void
+sluice_result_set_due_at(SluiceResult *result, gint64 due_at)
+{
+  g_return_if_fail(result != NULL);
+  result->due_at = due_at;
 }
 
 gint64

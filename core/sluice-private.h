@@ -98,6 +98,15 @@ gboolean sluice_periodic__tick(SluicePeriodic *periodic, SluiceBroker *broker,
 /* Returns: the next occurrence, or 0 before a successful start. */
 gint64 sluice_periodic__get_next_due(SluicePeriodic *periodic);
 
+/* ---- Worker announcements (worker-info.c) ---------------------------------
+ */
+
+/* Returns: (transfer full): @w's fields (not id, info, last_seen, alive) as
+ * the bytes a worker announces. */
+GBytes *sluice_worker_info__encode(const SluiceWorkerInfo *w);
+/* Fills @w's fields from @w->info; leaves what it cannot read unset. */
+void sluice_worker_info__decode(SluiceWorkerInfo *w);
+
 /* ---- Brokers ---------------------------------------------------------------
  */
 

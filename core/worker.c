@@ -52,9 +52,14 @@ G_DEFINE_QUARK(sluice - worker - error - quark, sluice_worker_error)
 
 #define FETCH_BLOCK_MS 1000
 #define PROMOTE_BATCH 256
-#define RECLAIM_BATCH 64
 #define OUTAGE_BACKOFF_MIN_MS 50
 #define OUTAGE_BACKOFF_MAX_MS 5000
+/* After the shutdown timeout, running tasks are cancelled; this is how long
+ * they then have to return before the stop calls them stuck. */
+#define CANCEL_GRACE_MS 2000
+/* A broker error other than "unavailable" is logged at most this often
+ * per operation, and an unknown task name at most this often per name. */
+#define REPEAT_LOG_MS (60 * 1000)
 
 typedef enum {
   WORKER_NEW,
@@ -134,17 +139,39 @@ struct _SluiceWorker {
   guint clock_watch;
   gboolean handle_signals;
 
+  /* Quarantine (brokers with leases): a delivery that was taken over from
+   * a dead or stalled consumer (delivery_count >= 2) runs alone, so that a
+   * crash is charged to the one delivery that caused it. Guarded by lock. */
+  gboolean reclaim_wanted;  /* housekeeping saw something to reclaim */
+  guint64 reclaim_idle_gen; /* run_until_idle request that reclaimed */
+  guint suspects_held;      /* held deliveries with delivery_count >= 2 */
+  GQueue quarantined;       /* Job* (a reference each): suspects not started */
+
+  /* Outages: one line when the broker becomes unreachable, one (with the
+   * duration) when it is back, whatever thread notices. */
+  GMutex outage_lock;
+  gint outage;          /* atomic: read without the lock on success paths */
+  gint64 outage_since;  /* monotonic us */
+  GHashTable *repeated; /* what -> gint64* monotonic us of its last line */
+
+  gint signalled;    /* atomic: SIGTERM/SIGINT seen once */
+  gint force_stop;   /* atomic: stop at once (a second signal, stop_now) */
+  gboolean forced;   /* under lock: the stop was forced */
+  gint64 started_at; /* clock ms */
+
   GMutex revoke_lock;
-  GHashTable *revoked; /* id -> gint64* expires_at */
-  gint n_revoked;      /* atomic: size of `revoked`, read without the lock */
-  gint64 revoke_cursor;
+  GHashTable *revoked;  /* id -> gint64* expires_at */
+  gint n_revoked;       /* atomic: size of `revoked`, read without the lock */
+  gint64 revoke_cursor; /* the broker's insertion-order cursor */
 
   GPtrArray *periodics; /* SluicePeriodic* */
 
-  /* Housekeeping-thread only: */
+  /* Under lock: when the lease was last renewed (monotonic us), and until
+   * when a worker back from a lost lease takes nothing over. */
   gint64 last_lease_ok_us;
+  gint64 reclaim_quiet_until_us;
+  /* Housekeeping-thread only: */
   gboolean lease_lost;
-  gboolean promote_outage;
 };
 
 struct _Job {
@@ -166,6 +193,8 @@ struct _Job {
   gint phase;          /* JobPhase, atomic */
   gint settle_claimed; /* atomic */
   gint revoked;        /* atomic */
+  gint in_task;        /* atomic: the task function is running now */
+  gboolean suspect;    /* taken over once at least: runs in quarantine */
   gint64 started_at;   /* clock ms; under worker lock */
   gint64 deadline;     /* clock ms; 0 = none; under worker lock */
 };
@@ -189,7 +218,6 @@ static void worker_core_unref(SluiceWorker *worker);
 static void drive_stop(SluiceWorker *worker);
 static void watchdog_arm(SluiceWorker *worker, gint64 deadline);
 static void sync_housekeeping(SluiceWorker *worker);
-static gboolean reclaim_into(SluiceWorker *worker, guint room, GError **error);
 
 /* ---- Options --------------------------------------------------------------
  */
@@ -326,6 +354,10 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
   g_queue_init(&worker->ready);
   worker->executors = g_ptr_array_new();
   worker->context = g_main_context_new();
+  g_queue_init(&worker->quarantined);
+  g_mutex_init(&worker->outage_lock);
+  worker->repeated =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   g_mutex_init(&worker->revoke_lock);
   worker->revoked =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -349,6 +381,8 @@ worker_core_unref(SluiceWorker *worker)
   g_ptr_array_unref(worker->periodics);
   g_hash_table_unref(worker->revoked);
   g_mutex_clear(&worker->revoke_lock);
+  g_hash_table_unref(worker->repeated);
+  g_mutex_clear(&worker->outage_lock);
   g_main_context_unref(worker->context);
   g_async_queue_unref(worker->settle_queue);
   g_ptr_array_unref(worker->executors);
@@ -498,6 +532,103 @@ job_attempt(Job *job)
   return job->env != NULL ? job->env->attempt : 0;
 }
 
+/* ---- Broker trouble ------------------------------------------------------
+ *
+ * Every thread of the worker talks to the broker, and during an outage all
+ * of them fail, every tick. The operator wants one line when the broker
+ * goes away and one when it is back, with how long it was gone; anything
+ * else that goes wrong is logged, but the same operation's failure at most
+ * once a minute.
+ */
+
+/* Notes a failed broker call of operation @what. */
+static void
+broker_failed(SluiceWorker *worker, const gchar *what, const GError *error)
+{
+  gint64 now = g_get_monotonic_time();
+  gboolean log_it = FALSE;
+
+  if (g_error_matches(error, SLUICE_BROKER_ERROR,
+                      SLUICE_BROKER_ERROR_UNAVAILABLE)) {
+    g_mutex_lock(&worker->outage_lock);
+    if (!g_atomic_int_get(&worker->outage)) {
+      g_atomic_int_set(&worker->outage, 1);
+      worker->outage_since = now;
+      log_it = TRUE;
+    }
+    g_mutex_unlock(&worker->outage_lock);
+    if (log_it)
+      sluice_log__message(G_LOG_LEVEL_WARNING,
+                          "the broker is unreachable (%s: %s); waiting for it: "
+                          "finished tasks are kept and settled once it is "
+                          "back",
+                          what, error->message);
+    return;
+  }
+  g_mutex_lock(&worker->outage_lock);
+  {
+    gint64 *last = g_hash_table_lookup(worker->repeated, what);
+    if (last == NULL) {
+      last = g_new0(gint64, 1);
+      g_hash_table_insert(worker->repeated, g_strdup(what), last);
+      log_it = TRUE;
+    } else {
+      log_it = now - *last >= REPEAT_LOG_MS * 1000;
+    }
+    if (log_it)
+      *last = now;
+  }
+  g_mutex_unlock(&worker->outage_lock);
+  if (log_it)
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "%s failed: %s; will try again (said at most once a "
+                        "minute)",
+                        what, error->message);
+}
+
+/* Notes a successful broker call: ends an outage. */
+static void
+broker_ok(SluiceWorker *worker)
+{
+  gint64 since = 0;
+
+  if (G_LIKELY(!g_atomic_int_get(&worker->outage)))
+    return;
+  g_mutex_lock(&worker->outage_lock);
+  if (g_atomic_int_get(&worker->outage)) {
+    g_atomic_int_set(&worker->outage, 0);
+    since = worker->outage_since;
+  }
+  g_mutex_unlock(&worker->outage_lock);
+  if (since > 0)
+    sluice_log__message(G_LOG_LEVEL_MESSAGE,
+                        "the broker is reachable again after %.1f s",
+                        (g_get_monotonic_time() - since) / 1e6);
+}
+
+/* TRUE once per REPEAT_LOG_MS for @key (for notices that would repeat). */
+static gboolean
+first_in_a_while(SluiceWorker *worker, const gchar *key)
+{
+  gint64 now = g_get_monotonic_time();
+  gboolean yes;
+  gint64 *last;
+
+  g_mutex_lock(&worker->outage_lock);
+  last = g_hash_table_lookup(worker->repeated, key);
+  if (last == NULL) {
+    last = g_new0(gint64, 1);
+    g_hash_table_insert(worker->repeated, g_strdup(key), last);
+    yes = TRUE;
+  } else {
+    yes = now - *last >= REPEAT_LOG_MS * 1000;
+  }
+  if (yes)
+    *last = now;
+  g_mutex_unlock(&worker->outage_lock);
+  return yes;
+}
+
 /* ---- Building settlements
  * ----------------------------------------------------
  */
@@ -603,11 +734,24 @@ settle_cancelled(Job *job, const gchar *why)
   push_pending(job->worker, p);
 }
 
+/* Gives the delivery back for anyone to take at once. With track_state,
+ * its record says `queued` again, not `running` on a stopped worker. */
 static void
 settle_release(Job *job)
 {
-  push_pending(job->worker,
-               pending_new(job, KIND_RELEASED, SLUICE_SETTLE_RELEASE));
+  Pending *p = pending_new(job, KIND_RELEASED, SLUICE_SETTLE_RELEASE);
+
+  if (job->env != NULL && job->worker->options.track_state &&
+      job->store_result) {
+    g_autoptr(SluiceResult) r =
+        sluice_result_new(job->env->id, SLUICE_STATE_QUEUED);
+    sluice_result_set_task(r, job->env->task, job->env->queue);
+    sluice_result_set_attempt(r, job->env->attempt);
+    sluice_result_set_times(r, job->env->enqueued_at, 0, 0);
+    p->record = sluice_result_encode(r);
+    p->record_final = FALSE;
+  }
+  push_pending(job->worker, p);
 }
 
 /* Puts a new version of the job's envelope on the schedule. */
@@ -739,17 +883,20 @@ sync_revocations(SluiceWorker *worker, GError **error)
   cursor = worker->revoke_cursor;
   g_mutex_unlock(&worker->revoke_lock);
 
-  if (!sluice_broker_list_revocations(worker->broker, cursor, now, fresh,
-                                      error))
+  /* The cursor is the broker's order of insertion, never an expiry:
+   * clients may revoke with different TTLs, and two revocations may share
+   * a millisecond. */
+  if (!sluice_broker_list_revocations_since(worker->broker, &cursor, now, fresh,
+                                            error))
     return FALSE;
 
   g_mutex_lock(&worker->revoke_lock);
+  worker->revoke_cursor = cursor;
   for (guint i = 0; i < fresh->len; i++) {
     SluiceRevocation *r = fresh->pdata[i];
     gint64 *expires_at = g_new(gint64, 1);
     *expires_at = r->expires_at;
     g_hash_table_replace(worker->revoked, g_strdup(r->id), expires_at);
-    worker->revoke_cursor = MAX(worker->revoke_cursor, r->expires_at);
   }
   g_hash_table_iter_init(&iter, worker->revoked);
   while (g_hash_table_iter_next(&iter, &key, &value))
@@ -771,8 +918,10 @@ sync_revocations(SluiceWorker *worker, GError **error)
   g_mutex_unlock(&worker->lock);
   for (guint i = 0; i < to_cancel->len; i++) {
     Job *job = to_cancel->pdata[i];
-    if (is_revoked(worker, job->env->id, now)) {
-      g_atomic_int_set(&job->revoked, 1);
+    /* A broker without an insertion-order cursor lists every live
+     * revocation at each sync: cancel each job once. */
+    if (is_revoked(worker, job->env->id, now) &&
+        g_atomic_int_compare_and_exchange(&job->revoked, 0, 1)) {
       sluice_log__task(G_LOG_LEVEL_MESSAGE, job->env->id, job->env->task,
                        job->env->queue, job->env->attempt,
                        "revoked while running; cancelling it");
@@ -819,8 +968,11 @@ defer_unknown(Job *job, gint64 now)
 {
   SluiceWorker *worker = job->worker;
   SluiceEnvelope *env = job->env;
-  gint64 since = env->unknown_since > 0 ? env->unknown_since : now;
+  /* A time taken from a message is clamped to our clock: a message that
+   * says it became unknown in the future would be deferred forever. */
+  gint64 since = env->unknown_since > 0 ? MIN(env->unknown_since, now) : now;
   g_autoptr(SluiceEnvelope) next = NULL;
+  g_autofree gchar *log_key = NULL;
 
   if (now - since >= worker->options.unknown_task_timeout_ms) {
     g_autofree gchar *detail = g_strdup_printf(
@@ -833,11 +985,17 @@ defer_unknown(Job *job, gint64 now)
   next = sluice_envelope_copy(env);
   next->unknown_since = since;
   next->eta = now + worker->options.unknown_task_defer_ms;
-  sluice_log__task(
-      G_LOG_LEVEL_MESSAGE, env->id, env->task, env->queue, env->attempt,
-      "no task named “%s” is registered here; deferring it by %" G_GINT64_FORMAT
-      " ms",
-      env->task, worker->options.unknown_task_defer_ms);
+  /* Once per name per minute: the same message comes back every few
+   * seconds for ten minutes, and a rollout may bring many of them. */
+  log_key = g_strconcat("unknown-task:", env->task, NULL);
+  if (first_in_a_while(worker, log_key))
+    sluice_log__task(
+        G_LOG_LEVEL_MESSAGE, env->id, env->task, env->queue, env->attempt,
+        "no task named “%s” is registered here; deferring messages of it "
+        "(this one by %" G_GINT64_FORMAT " ms) and burying them once it has "
+        "been unknown for %" G_GINT64_FORMAT " ms; said once a minute",
+        env->task, worker->options.unknown_task_defer_ms,
+        worker->options.unknown_task_timeout_ms);
   settle_reschedule(job, next, next->eta, KIND_DEFERRED, NULL);
 }
 
@@ -861,7 +1019,14 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
     return NULL;
   }
   job = job_new(worker, delivery);
+  /* Taken over from a consumer that died or stalled holding it: it may be
+   * the one that crashed it (see the quarantine in the fetcher). */
+  job->suspect =
+      (sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) &&
+      delivery->delivery_count >= 2;
   worker->held++;
+  if (job->suspect)
+    worker->suspects_held++;
   g_hash_table_add(worker->jobs, job);
   g_mutex_unlock(&worker->lock);
 
@@ -962,7 +1127,9 @@ execute(Job *job)
 
   sluice_task_context__init(&ctx, env, job->delivery->delivery_count,
                             job->policy.max_attempts, job);
+  g_atomic_int_set(&job->in_task, 1);
   ok = job->entry->func(&ctx, job->entry->user_data, &error);
+  g_atomic_int_set(&job->in_task, 0);
 
   /* Claim before leaving `running`: the stop sequence releases running
    * jobs it can claim once `running` drops to zero, and must not release a
@@ -977,15 +1144,16 @@ execute(Job *job)
   g_mutex_unlock(&worker->lock);
 
   if (!claimed) {
-    /* The watchdog (timeout) or the stop sequence settled it already. */
-    g_mutex_lock(&worker->lock);
-    worker->stats.late_results_discarded++;
-    g_mutex_unlock(&worker->lock);
+    /* The watchdog (timeout) or the stop sequence settled it already. The
+     * line first: whoever sees the count must find the line written. */
     sluice_log__task(G_LOG_LEVEL_WARNING, env->id, env->task, env->queue,
                      env->attempt,
                      "task returned after it was timed out or released; its "
                      "late %s is discarded",
                      ok ? "result" : "error");
+    g_mutex_lock(&worker->lock);
+    worker->stats.late_results_discarded++;
+    g_mutex_unlock(&worker->lock);
     sluice_task_context__clear(&ctx);
     job_unref(job);
     return;
@@ -1110,29 +1278,22 @@ send_batch(SluiceWorker *worker, SluiceSettlement *items, guint n,
            gint64 give_up_at_us)
 {
   gint64 backoff_ms = OUTAGE_BACKOFF_MIN_MS;
-  gboolean in_outage = FALSE;
 
   for (;;) {
     g_autoptr(GError) error = NULL;
     gboolean stopping;
 
     if (sluice_broker_settle(worker->broker, worker->id, items, n, &error)) {
-      if (in_outage)
-        sluice_log__message(G_LOG_LEVEL_MESSAGE,
-                            "settling works again; %u deliveries settled", n);
+      broker_ok(worker);
       return TRUE;
     }
-    if (!in_outage)
-      sluice_log__message(G_LOG_LEVEL_WARNING,
-                          "cannot settle %u deliveries: %s; retrying until "
-                          "the broker is back",
-                          n, error->message);
-    in_outage = TRUE;
+    broker_failed(worker, "settling", error);
 
     g_mutex_lock(&worker->lock);
     stopping = worker->state == WORKER_STOPPING;
-    if (stopping && give_up_at_us > 0 &&
-        g_get_monotonic_time() >= give_up_at_us) {
+    if (stopping &&
+        (g_atomic_int_get(&worker->force_stop) ||
+         (give_up_at_us > 0 && g_get_monotonic_time() >= give_up_at_us))) {
       g_mutex_unlock(&worker->lock);
       sluice_log__message(G_LOG_LEVEL_CRITICAL,
                           "giving up settling %u deliveries at shutdown: %s. "
@@ -1203,25 +1364,35 @@ settler_main(gpointer data)
     g_mutex_unlock(&worker->lock);
     if (send_batch(worker, items, n, give_up_at_us)) {
       for (guint i = 0; i < n; i++) {
-        if (items[i].status == SLUICE_SETTLE_STALE) {
-          Job *job = batch[i]->job;
+        Job *job = batch[i]->job;
+        if (items[i].status == SLUICE_SETTLE_STALE)
           sluice_log__task(G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
                            job->delivery->queue, job_attempt(job),
                            "settle refused: another worker owns this delivery "
                            "now (lease lost); the task may run again");
-        }
+        else if (items[i].status == SLUICE_SETTLE_GONE)
+          sluice_log__task(
+              G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
+              job->delivery->queue, job_attempt(job),
+              "settle refused: no worker holds this delivery any more: it "
+              "was settled already, or the broker lost it (a Redis "
+              "restarted without its latest writes, or an entry deleted by "
+              "hand); its record was written, nothing else");
       }
     }
 
     g_mutex_lock(&worker->lock);
     for (guint i = 0; i < n; i++) {
       Pending *p = batch[i];
-      if (items[i].status == SLUICE_SETTLE_STALE)
+      if (items[i].status == SLUICE_SETTLE_STALE ||
+          items[i].status == SLUICE_SETTLE_GONE)
         worker->stats.stale_settles++;
       else
         count_settled(worker, p->kind);
       if (g_hash_table_remove(worker->jobs, p->job)) {
         worker->held--;
+        if (p->job->suspect)
+          worker->suspects_held--;
         job_unref(p->job); /* the reference of the jobs table */
       }
     }
@@ -1262,36 +1433,172 @@ promote_all_due(SluiceWorker *worker, gint64 *out_next_due, GError **error)
   return TRUE;
 }
 
+/* Whether the fetcher is in quarantine: something may be reclaimed, or a
+ * suspect is held. Called with the lock held. */
+static gboolean
+quarantine_active(SluiceWorker *worker)
+{
+  return worker->reclaim_wanted || worker->suspects_held > 0;
+}
+
+/* Dispatches what a fetch returned. A suspect (taken over before, and so
+ * possibly the delivery that crashed its last consumer) is set aside to
+ * run alone; a second one is given back at once (it keeps its delivery
+ * count), so that a crash of this worker is never charged to a suspect
+ * that was only waiting beside another. */
+static void
+dispatch_fetched(SluiceWorker *worker, GPtrArray *got)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < got->len; i++) {
+    Job *job = dispatch(worker, got->pdata[i]);
+    gboolean keep = TRUE;
+
+    if (job == NULL)
+      continue;
+    if (job->suspect) {
+      g_mutex_lock(&worker->lock);
+      if (g_queue_is_empty(&worker->quarantined) && worker->suspects_held == 1)
+        g_queue_push_tail(&worker->quarantined, job);
+      else {
+        if (job_claim(job))
+          settle_release(job);
+        job_unref(job);
+      }
+      g_cond_broadcast(&worker->cond);
+      g_mutex_unlock(&worker->lock);
+      keep = FALSE;
+    }
+    if (keep)
+      got->pdata[n++] = job;
+  }
+  hand_over(worker, (Job **)got->pdata, n);
+}
+
+/* Quarantine, one step, with nothing else held: takes over one delivery of
+ * a dead or stalled consumer and runs it alone. Clears reclaim_wanted when
+ * there is nothing left to take. */
+static gboolean
+reclaim_one(SluiceWorker *worker, GError **error)
+{
+  g_autoptr(GPtrArray) got = g_ptr_array_new();
+  gint64 now_us = g_get_monotonic_time();
+  gboolean may;
+
+  /* Only with a lease of our own that is not fresh from a stall (see
+   * heartbeat_tick): a worker that has not renewed for two thirds of a
+   * lease may be the one that stalls, and the peers it would judge dead may
+   * just not have renewed yet. The housekeeping tick asks again. */
+  g_mutex_lock(&worker->lock);
+  may = now_us - worker->last_lease_ok_us <=
+            worker->options.visibility_timeout_ms * 1000 * 2 / 3 &&
+        now_us >= worker->reclaim_quiet_until_us;
+  if (!may) {
+    worker->reclaim_wanted = FALSE;
+    g_cond_broadcast(&worker->cond);
+  }
+  g_mutex_unlock(&worker->lock);
+  if (!may)
+    return TRUE;
+  if (!sluice_broker_reclaim(worker->broker, worker->id,
+                             (const gchar *const *)worker->queues, 1,
+                             worker->options.visibility_timeout_ms, got, error))
+    return FALSE;
+  if (got->len == 0) {
+    g_mutex_lock(&worker->lock);
+    worker->reclaim_wanted = FALSE;
+    g_cond_broadcast(&worker->cond);
+    g_mutex_unlock(&worker->lock);
+    return TRUE;
+  }
+  g_mutex_lock(&worker->lock);
+  worker->stats.reclaimed += got->len;
+  g_mutex_unlock(&worker->lock);
+  for (guint i = 0; i < got->len; i++) {
+    SluiceDelivery *d = got->pdata[i];
+    Job *job;
+
+    sluice_log__message(G_LOG_LEVEL_MESSAGE,
+                        "reclaimed %u deliveries from dead or stalled workers "
+                        "(queue “%s”, delivery %u); running it alone",
+                        got->len, d->queue, d->delivery_count);
+    job = dispatch(worker, d);
+    if (job != NULL)
+      hand_over(worker, &job, 1);
+  }
+  return TRUE;
+}
+
 static gpointer
 fetcher_main(gpointer data)
 {
   SluiceWorker *worker = data;
   g_autoptr(GPtrArray) got = g_ptr_array_new();
   gint64 backoff_ms = OUTAGE_BACKOFF_MIN_MS;
-  gboolean in_outage = FALSE;
+  gboolean leases =
+      (sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) != 0;
 
   for (;;) {
     g_autoptr(GError) error = NULL;
-    guint want;
+    guint want = 0;
     guint64 idle_gen;
     guint64 settle_gen_before;
     guint held_before;
+    gboolean quarantine;
+    Job *next = NULL;
     gboolean ok;
 
     g_mutex_lock(&worker->lock);
-    while (!worker->stop_requested && worker->held >= worker->capacity)
+    for (;;) {
+      if (worker->stop_requested)
+        break;
+      if (quarantine_active(worker)) {
+        /* Drain: nothing may run beside a suspect. */
+        if (worker->held <= g_queue_get_length(&worker->quarantined))
+          break;
+      } else if (worker->held < worker->capacity) {
+        break;
+      }
       g_cond_wait(&worker->cond, &worker->lock);
+    }
     if (worker->stop_requested) {
       g_mutex_unlock(&worker->lock);
       break;
     }
-    want = worker->capacity - worker->held;
+    quarantine = quarantine_active(worker);
+    if (quarantine)
+      next = g_queue_pop_head(&worker->quarantined);
+    else
+      want = worker->capacity - worker->held;
     held_before = worker->held;
     settle_gen_before = worker->settle_gen;
     idle_gen = worker->idle_request_gen > worker->idle_done_gen
                    ? worker->idle_request_gen
                    : 0;
+    /* run_until_idle: what a dead consumer left pending is work too; look
+     * once per request (quarantine then takes it all, one by one). */
+    if (!quarantine && idle_gen > 0 && leases &&
+        worker->reclaim_idle_gen < idle_gen) {
+      worker->reclaim_idle_gen = idle_gen;
+      worker->reclaim_wanted = TRUE;
+      g_mutex_unlock(&worker->lock);
+      continue;
+    }
     g_mutex_unlock(&worker->lock);
+
+    if (quarantine) {
+      if (next != NULL) {
+        hand_over(worker, &next, 1);
+        continue;
+      }
+      if (reclaim_one(worker, &error)) {
+        broker_ok(worker);
+        continue;
+      }
+      broker_failed(worker, "reclaiming deliveries of dead workers", error);
+      goto backoff;
+    }
 
     /* run_until_idle: make due work visible before looking, and do not
      * block, so an empty answer means "nothing to do now". */
@@ -1299,43 +1606,18 @@ fetcher_main(gpointer data)
     if (idle_gen > 0) {
       sync_housekeeping(worker);
       ok = promote_all_due(worker, NULL, &error);
-      /* With leases, what a dead consumer left pending is work too. */
-      if (ok &&
-          (sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES))
-        ok = reclaim_into(worker, want, &error);
     }
     if (ok)
       ok = sluice_broker_fetch(worker->broker, worker->id,
                                (const gchar *const *)worker->queues, want,
                                idle_gen > 0 ? 0 : FETCH_BLOCK_MS, got, &error);
     if (!ok) {
-      if (!in_outage)
-        sluice_log__message(G_LOG_LEVEL_WARNING,
-                            "cannot fetch from the broker: %s; waiting for it",
-                            error->message);
-      in_outage = TRUE;
-      g_mutex_lock(&worker->lock);
-      if (!worker->stop_requested)
-        g_cond_wait_until(&worker->cond, &worker->lock,
-                          g_get_monotonic_time() + backoff_ms * 1000);
-      g_mutex_unlock(&worker->lock);
-      backoff_ms = MIN(backoff_ms * 2, OUTAGE_BACKOFF_MAX_MS);
-      continue;
+      broker_failed(worker, "fetching", error);
+      goto backoff;
     }
-    if (in_outage)
-      sluice_log__message(G_LOG_LEVEL_MESSAGE, "fetching works again");
-    in_outage = FALSE;
+    broker_ok(worker);
     backoff_ms = OUTAGE_BACKOFF_MIN_MS;
-
-    {
-      guint n = 0;
-      for (guint i = 0; i < got->len; i++) {
-        Job *job = dispatch(worker, got->pdata[i]);
-        if (job != NULL)
-          got->pdata[n++] = job;
-      }
-      hand_over(worker, (Job **)got->pdata, n);
-    }
+    dispatch_fetched(worker, got);
 
     if (got->len == 0 && idle_gen > 0) {
       g_mutex_lock(&worker->lock);
@@ -1355,6 +1637,16 @@ fetcher_main(gpointer data)
       g_mutex_unlock(&worker->lock);
     }
     g_ptr_array_set_size(got, 0);
+    continue;
+
+  backoff:
+    g_ptr_array_set_size(got, 0);
+    g_mutex_lock(&worker->lock);
+    if (!worker->stop_requested)
+      g_cond_wait_until(&worker->cond, &worker->lock,
+                        g_get_monotonic_time() + backoff_ms * 1000);
+    g_mutex_unlock(&worker->lock);
+    backoff_ms = MIN(backoff_ms * 2, OUTAGE_BACKOFF_MAX_MS);
   }
   worker_core_unref(worker);
   return NULL;
@@ -1427,16 +1719,12 @@ promote_tick(gpointer data)
   if (!worker_is_running(worker))
     return G_SOURCE_CONTINUE;
   if (!promote_all_due(worker, &next_due, &error)) {
-    if (!worker->promote_outage)
-      sluice_log__message(G_LOG_LEVEL_WARNING,
-                          "cannot promote scheduled messages: %s",
-                          error->message);
-    worker->promote_outage = TRUE;
+    broker_failed(worker, "promoting scheduled messages", error);
     g_source_set_ready_time(worker->promote_source,
                             g_get_monotonic_time() + poll * 1000);
     return G_SOURCE_CONTINUE;
   }
-  worker->promote_outage = FALSE;
+  broker_ok(worker);
   /* Sleep until the earliest known due time, never longer than the poll
    * interval: other processes may schedule earlier work meanwhile. */
   g_source_set_ready_time(worker->promote_source,
@@ -1451,10 +1739,12 @@ revocation_tick(gpointer data)
   SluiceWorker *worker = data;
   g_autoptr(GError) error = NULL;
 
-  if (worker_is_running(worker) && !sync_revocations(worker, &error))
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "cannot read revocations: %s; will try again",
-                        error->message);
+  if (!worker_is_running(worker))
+    return G_SOURCE_CONTINUE;
+  if (sync_revocations(worker, &error))
+    broker_ok(worker);
+  else
+    broker_failed(worker, "reading revocations", error);
   return G_SOURCE_CONTINUE;
 }
 
@@ -1524,6 +1814,36 @@ watchdog_tick(gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
+/* Tells the broker who this worker is and what it serves, for as long as
+ * its lease: stats show it (dead once this lapses), and producers can tell
+ * whether anyone serves a task name. */
+static void
+announce(SluiceWorker *worker)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  g_auto(GStrv) tasks = sluice_registry_list(worker->registry);
+  SluiceWorkerInfo info = {0};
+
+  info.host = (gchar *)g_get_host_name();
+  info.pid = (gint)getpid();
+  info.queues = worker->queues;
+  info.tasks = tasks;
+  info.concurrency = worker->options.concurrency;
+  info.started_at_ms = worker->started_at;
+  g_mutex_lock(&worker->lock);
+  info.running = worker->running;
+  info.succeeded = worker->stats.succeeded;
+  info.failed = worker->stats.failed_attempts;
+  info.retried = worker->stats.retried;
+  info.dead_lettered = worker->stats.dead_lettered;
+  g_mutex_unlock(&worker->lock);
+  bytes = sluice_worker_info__encode(&info);
+  if (!sluice_broker_announce(worker->broker, worker->id, bytes,
+                              worker->options.visibility_timeout_ms, &error))
+    broker_failed(worker, "announcing the worker", error);
+}
+
 /* Renews the worker's liveness and the leases of what it holds. Runs on the
  * housekeeping thread, which task code never blocks. */
 static gboolean
@@ -1538,6 +1858,7 @@ heartbeat_tick(gpointer data)
   gpointer key;
   gint64 now_us = g_get_monotonic_time();
   gint64 lease = worker->options.visibility_timeout_ms;
+  gint64 last_ok_us;
   gboolean ok;
 
   g_mutex_lock(&worker->lock);
@@ -1551,11 +1872,14 @@ heartbeat_tick(gpointer data)
 
   ok = sluice_broker_heartbeat(worker->broker, worker->id, lease, held,
                                jobs->len, &error);
+  g_mutex_lock(&worker->lock);
+  last_ok_us = worker->last_lease_ok_us;
+  g_mutex_unlock(&worker->lock);
   /* Lost if it could not be renewed for a whole lease, whether this
    * attempt failed or came too late (the process was stopped, or the
    * housekeeping thread starved): a peer may have taken our work. */
   if ((sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) &&
-      !worker->lease_lost && now_us - worker->last_lease_ok_us > lease * 1000) {
+      !worker->lease_lost && now_us - last_ok_us > lease * 1000) {
     worker->lease_lost = TRUE;
     g_mutex_lock(&worker->lock);
     worker->stats.leases_lost++;
@@ -1563,66 +1887,69 @@ heartbeat_tick(gpointer data)
     sluice_log__message(G_LOG_LEVEL_WARNING,
                         "lease lost; message may be executed again (%u held; "
                         "not renewed for %" G_GINT64_FORMAT " ms%s%s)",
-                        jobs->len, (now_us - worker->last_lease_ok_us) / 1000,
-                        ok ? "" : ": ", ok ? "" : error->message);
+                        jobs->len, (now_us - last_ok_us) / 1000, ok ? "" : ": ",
+                        ok ? "" : error->message);
   }
   if (ok) {
-    worker->last_lease_ok_us = g_get_monotonic_time();
+    gint64 renewed_us = g_get_monotonic_time();
+
+    g_mutex_lock(&worker->lock);
+    /* Renewals come every third of a lease. A longer gap is a stall (ours,
+     * or the broker's, which lets every lease lapse at once): peers that
+     * stalled with us may not have renewed yet, and would look dead. Take
+     * nothing over for half a lease. */
+    if (renewed_us - worker->last_lease_ok_us > lease * 1000 * 2 / 3)
+      worker->reclaim_quiet_until_us = renewed_us + lease * 1000 / 2;
+    worker->last_lease_ok_us = renewed_us;
+    g_mutex_unlock(&worker->lock);
     worker->lease_lost = FALSE;
+    broker_ok(worker);
+    announce(worker);
+  } else {
+    broker_failed(worker, "renewing the worker's lease", error);
   }
   return G_SOURCE_CONTINUE;
 }
 
-/* Takes over up to @room deliveries of dead or stalled consumers and
- * dispatches them like fetched ones. */
-static gboolean
-reclaim_into(SluiceWorker *worker, guint room, GError **error)
-{
-  g_autoptr(GPtrArray) got = g_ptr_array_new();
-
-  if (room == 0)
-    return TRUE;
-  if (!sluice_broker_reclaim(worker->broker, worker->id,
-                             (const gchar *const *)worker->queues,
-                             MIN(room, RECLAIM_BATCH),
-                             worker->options.visibility_timeout_ms, got, error))
-    return FALSE;
-  if (got->len > 0) {
-    g_mutex_lock(&worker->lock);
-    worker->stats.reclaimed += got->len;
-    g_mutex_unlock(&worker->lock);
-    sluice_log__message(G_LOG_LEVEL_MESSAGE,
-                        "reclaimed %u deliveries from dead or stalled workers",
-                        got->len);
-  }
-  {
-    guint n = 0;
-    for (guint i = 0; i < got->len; i++) {
-      Job *job = dispatch(worker, got->pdata[i]);
-      if (job != NULL)
-        got->pdata[n++] = job;
-    }
-    hand_over(worker, (Job **)got->pdata, n);
-  }
-  return TRUE;
-}
-
+/* Decides whether the fetcher should go into quarantine to reclaim: at
+ * once when the worker is idle; when it is busy, only if the broker says
+ * there is something to take (draining is not free). The reclaiming itself
+ * is the fetcher's, one delivery at a time. */
 static gboolean
 reclaim_tick(gpointer data)
 {
   SluiceWorker *worker = data;
   g_autoptr(GError) error = NULL;
-  guint room;
+  gboolean wanted;
+  guint held;
+  guint n = 0;
 
   g_mutex_lock(&worker->lock);
-  room = worker->state == WORKER_RUNNING && worker->held < worker->capacity
-             ? worker->capacity - worker->held
-             : 0;
+  wanted = worker->reclaim_wanted;
+  held = worker->held;
   g_mutex_unlock(&worker->lock);
-  if (!reclaim_into(worker, room, &error))
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "cannot reclaim deliveries of dead workers: %s",
-                        error->message);
+  if (!worker_is_running(worker) || wanted)
+    return G_SOURCE_CONTINUE;
+  if (held > 0) {
+    if (!sluice_broker_count_reclaimable(
+            worker->broker, worker->id, (const gchar *const *)worker->queues, 1,
+            worker->options.visibility_timeout_ms, &n, &error)) {
+      if (!g_error_matches(error, SLUICE_BROKER_ERROR,
+                           SLUICE_BROKER_ERROR_UNSUPPORTED))
+        broker_failed(worker, "looking for deliveries of dead workers", error);
+      return G_SOURCE_CONTINUE;
+    }
+    broker_ok(worker);
+    if (n == 0)
+      return G_SOURCE_CONTINUE;
+  }
+  /* The fetcher sees it when its fetch returns, within a second: waking
+   * it would cost this thread a round trip, which a stalled broker
+   * answers late, delaying the heartbeat. */
+  g_mutex_lock(&worker->lock);
+  worker->reclaim_wanted = TRUE;
+  g_cond_broadcast(&worker->cond);
+  g_mutex_unlock(&worker->lock);
   return G_SOURCE_CONTINUE;
 }
 
@@ -1640,10 +1967,11 @@ periodic_tick(gpointer data)
     g_autoptr(GError) error = NULL;
     gint64 due;
 
-    if (!sluice_periodic__tick(periodic, worker->broker, now, &error))
-      sluice_log__message(G_LOG_LEVEL_WARNING,
-                          "periodic schedule “%s”: %s; will try again",
-                          sluice_periodic__get_name(periodic), error->message);
+    if (!sluice_periodic__tick(periodic, worker->broker, now, &error)) {
+      g_autofree gchar *what = g_strdup_printf(
+          "periodic schedule “%s”", sluice_periodic__get_name(periodic));
+      broker_failed(worker, what, error);
+    }
     due = sluice_periodic__get_next_due(periodic);
     if (due > 0 && (next == 0 || due < next))
       next = due;
@@ -1659,12 +1987,19 @@ signal_stop(gpointer data)
 {
   SluiceWorker *worker = data;
 
-  sluice_log__message(
-      G_LOG_LEVEL_MESSAGE,
-      "signal received: stopping gracefully (waiting up to %" G_GINT64_FORMAT
-      " ms for running tasks)",
-      worker->options.shutdown_timeout_ms);
-  sluice_worker_request_stop(worker);
+  if (g_atomic_int_compare_and_exchange(&worker->signalled, 0, 1)) {
+    sluice_log__message(
+        G_LOG_LEVEL_MESSAGE,
+        "signal received: stopping gracefully (waiting up to %" G_GINT64_FORMAT
+        " ms for running tasks); send it again to stop at once",
+        worker->options.shutdown_timeout_ms);
+    sluice_worker_request_stop(worker);
+  } else {
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "second signal: stopping at once; running tasks are "
+                        "cancelled and given back for redelivery");
+    sluice_worker_stop_now(worker);
+  }
   return G_SOURCE_CONTINUE;
 }
 
@@ -1717,14 +2052,16 @@ add_interval(SluiceWorker *worker, guint interval_ms, GSourceFunc func)
   g_source_unref(source);
 }
 
-/* run_until_idle: periodic occurrences due now must be enqueued before
- * the fetcher looks. Their state belongs to the housekeeping thread, so the
- * fetcher asks that thread to tick and waits for it. */
+/* run_until_idle: periodic occurrences due now must be enqueued, and
+ * revocations made before the call must be known, before the fetcher
+ * looks. That state belongs to the housekeeping thread, so the fetcher asks
+ * that thread to tick and waits for it. */
 static gboolean
 sync_tick(gpointer data)
 {
   SluiceWorker *worker = data;
 
+  revocation_tick(worker);
   if (worker->periodic_source != NULL)
     periodic_tick(worker);
   g_mutex_lock(&worker->lock);
@@ -1739,8 +2076,6 @@ sync_housekeeping(SluiceWorker *worker)
 {
   guint64 target;
 
-  if (worker->periodics->len == 0)
-    return;
   g_mutex_lock(&worker->lock);
   target = worker->sync_done + 1;
   g_mutex_unlock(&worker->lock);
@@ -1789,17 +2124,32 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
                         "a worker can be started only once; make a new one");
     return FALSE;
   }
+  g_mutex_unlock(&worker->lock);
+
+  /* A broker that is down is waited out like any outage (under systemd,
+   * Redis often starts after its workers); one that answers no (a
+   * namespace used in the other mode, bad credentials) fails the start. */
+  if (!sluice_broker_check(worker->broker, &local)) {
+    if (!g_error_matches(local, SLUICE_BROKER_ERROR,
+                         SLUICE_BROKER_ERROR_UNAVAILABLE)) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return FALSE;
+    }
+    broker_failed(worker, "connecting", local);
+    g_clear_error(&local);
+  }
+
+  g_mutex_lock(&worker->lock);
   worker->state = WORKER_RUNNING;
   worker->accepting = TRUE;
+  worker->started_at = sluice_clock_now_ms(worker->clock);
   g_mutex_unlock(&worker->lock);
 
   /* Revocations are loaded before the first fetch, so a task cancelled
    * while no worker ran is skipped. A broker that is down now is waited
    * out by the periodic sync instead. */
   if (!sync_revocations(worker, &local))
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "cannot read revocations at start: %s; will retry",
-                        local->message);
+    broker_failed(worker, "reading revocations", local);
   for (guint i = 0; i < worker->periodics->len; i++) {
     g_autoptr(GError) perror = NULL;
     if (!sluice_periodic__start(worker->periodics->pdata[i], worker->broker,
@@ -1828,7 +2178,9 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
   }
   add_interval(worker, (guint)worker->options.revocation_interval_ms,
                revocation_tick);
+  g_mutex_lock(&worker->lock);
   worker->last_lease_ok_us = g_get_monotonic_time();
+  g_mutex_unlock(&worker->lock);
   add_interval(worker, (guint)MAX(worker->options.visibility_timeout_ms / 3, 1),
                heartbeat_tick);
   if (caps & SLUICE_BROKER_CAP_LEASES)
@@ -1877,12 +2229,36 @@ sluice_worker_request_stop(SluiceWorker *worker)
   sluice_broker_wakeup(worker->broker);
 }
 
+void
+sluice_worker_stop_now(SluiceWorker *worker)
+{
+  g_return_if_fail(worker != NULL);
+  g_atomic_int_set(&worker->force_stop, 1);
+  g_mutex_lock(&worker->lock);
+  worker->forced = TRUE;
+  g_mutex_unlock(&worker->lock);
+  sluice_worker_request_stop(worker);
+}
+
+gboolean
+sluice_worker_stopped_forcibly(SluiceWorker *worker)
+{
+  gboolean forced;
+
+  g_return_val_if_fail(worker != NULL, FALSE);
+  g_mutex_lock(&worker->lock);
+  forced = worker->forced;
+  g_mutex_unlock(&worker->lock);
+  return forced;
+}
+
 static void
 release_queued_jobs(SluiceWorker *worker)
 {
   GHashTableIter iter;
   gpointer key;
   GQueue waiting = G_QUEUE_INIT;
+  GQueue quarantined = G_QUEUE_INIT;
 
   /* Take the ready queue away from the executors; the phase CAS below
    * decides each job, so a job an executor took meanwhile is left to it. */
@@ -1892,6 +2268,8 @@ release_queued_jobs(SluiceWorker *worker)
   g_mutex_unlock(&worker->exec_lock);
 
   g_mutex_lock(&worker->lock);
+  quarantined = worker->quarantined;
+  g_queue_init(&worker->quarantined);
   g_hash_table_iter_init(&iter, worker->jobs);
   while (g_hash_table_iter_next(&iter, &key, NULL)) {
     Job *job = key;
@@ -1902,25 +2280,29 @@ release_queued_jobs(SluiceWorker *worker)
   }
   g_mutex_unlock(&worker->lock);
   g_queue_clear_full(&waiting, (GDestroyNotify)job_unref);
+  g_queue_clear_full(&quarantined, (GDestroyNotify)job_unref);
 }
 
-/* Waits for running tasks up to the shutdown timeout; releases and cancels
- * what still runs after it. Returns the number of tasks left running. */
+/* Waits for running tasks up to the shutdown timeout (not at all when the
+ * stop is forced); cancels what still runs and gives it back; then lets
+ * the cancelled tasks return for a short grace. Returns how many still run
+ * after it: those ignored their cancellable, and each is logged by id. */
 static guint
 wait_for_running(SluiceWorker *worker)
 {
   gint64 deadline =
       g_get_monotonic_time() + worker->options.shutdown_timeout_ms * 1000;
+  g_autoptr(GPtrArray) cancelled =
+      g_ptr_array_new_with_free_func((GDestroyNotify)job_unref);
   GHashTableIter iter;
   gpointer key;
-  guint left;
+  guint stuck = 0;
 
   g_mutex_lock(&worker->lock);
   worker->running_waited = TRUE;
-  while (worker->running > 0 &&
+  while (worker->running > 0 && !g_atomic_int_get(&worker->force_stop) &&
          g_cond_wait_until(&worker->cond, &worker->lock, deadline))
     ;
-  left = worker->running;
   g_hash_table_iter_init(&iter, worker->jobs);
   while (g_hash_table_iter_next(&iter, &key, NULL)) {
     Job *job = key;
@@ -1929,16 +2311,40 @@ wait_for_running(SluiceWorker *worker)
         sluice_log__task(
             G_LOG_LEVEL_WARNING, job->env->id, job->env->task, job->env->queue,
             job->env->attempt,
-            "still running after the shutdown timeout (%" G_GINT64_FORMAT
-            " ms): cancelled and released for "
-            "redelivery; a late result will be discarded",
-            worker->options.shutdown_timeout_ms);
+            "still running %s: cancelled and released for redelivery; a "
+            "late result will be discarded",
+            g_atomic_int_get(&worker->force_stop)
+                ? "when the stop was forced"
+                : "after the shutdown timeout");
       job_cancel(job);
       settle_release(job);
+      g_ptr_array_add(cancelled, job_ref(job));
     }
   }
+  if (cancelled->len > 0 && !g_atomic_int_get(&worker->force_stop)) {
+    /* Most tasks return promptly once cancelled; only the ones that do
+     * not are stuck. */
+    deadline = g_get_monotonic_time() + CANCEL_GRACE_MS * 1000;
+    while (worker->running > 0 &&
+           g_cond_wait_until(&worker->cond, &worker->lock, deadline))
+      ;
+  }
   g_mutex_unlock(&worker->lock);
-  return left;
+  for (guint i = 0; i < cancelled->len; i++) {
+    Job *job = cancelled->pdata[i];
+    if (!g_atomic_int_get(&job->in_task))
+      continue;
+    stuck++;
+    sluice_log__task(G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
+                     job->delivery->queue, job_attempt(job),
+                     "task %s ignored its cancellable: still running %s after "
+                     "it was cancelled; its thread is left behind",
+                     job_id(job) != NULL ? job_id(job) : "(unknown)",
+                     g_atomic_int_get(&worker->force_stop) ? "when the stop "
+                                                             "was forced"
+                                                           : "2 s");
+  }
+  return stuck;
 }
 
 /* The stop sequence. Exactly one thread runs it; others wait for it. */
@@ -2023,8 +2429,13 @@ drive_stop(SluiceWorker *worker)
   }
   g_ptr_array_set_size(worker->executors, 0);
 
-  sluice_log__message(G_LOG_LEVEL_INFO, "worker %s stopped%s", worker->id,
-                      left > 0 ? "; some tasks ignored their cancellable" : "");
+  if (left > 0)
+    sluice_log__message(G_LOG_LEVEL_INFO,
+                        "worker %s stopped; %u tasks ignored their "
+                        "cancellable (logged above by id)",
+                        worker->id, left);
+  else
+    sluice_log__message(G_LOG_LEVEL_INFO, "worker %s stopped", worker->id);
   g_mutex_lock(&worker->lock);
   worker->state = WORKER_STOPPED;
   g_cond_broadcast(&worker->cond);

@@ -75,6 +75,7 @@ broker_for(const gchar *url, const gchar *ns, guint dead_letter_max)
   SluiceBroker *broker;
 
   sluice_redis_options_init(&options);
+  options.mode = SLUICE_REDIS_FAST;
   options.url = url;
   options.namespace_ = ns;
   options.dead_letter_max = dead_letter_max;
@@ -1702,9 +1703,16 @@ START_TEST(test_options_checked)
     ck_assert_str_eq(sluice_broker_get_name(b), "redis-reliable");
   }
 
-  /* Defaults: fast mode, a valid broker without connecting. */
+  /* Defaults: reliable mode (the CLI's too), a valid broker without
+   * connecting. */
   {
     g_autoptr(SluiceBroker) b = sluice_redis_broker_new(NULL, NULL, &error);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_str_eq(sluice_broker_get_name(b), "redis-reliable");
+  }
+  options.mode = SLUICE_REDIS_FAST;
+  {
+    g_autoptr(SluiceBroker) b = sluice_redis_broker_new(&options, NULL, &error);
     ck_assert_ptr_nonnull(b);
     ck_assert_str_eq(sluice_broker_get_name(b), "redis-fast");
     ck_assert_uint_eq(sluice_broker_get_caps(b),
@@ -1819,11 +1827,23 @@ START_TEST(test_every_key_tagged_and_per_task_keys_expire)
   g_autoptr(SluiceTestRedis) server = own_server(NULL);
   g_autoptr(SluiceBroker) b =
       broker_for(sluice_test_redis_url(server), "tagged", 0);
-  const gchar *shared_keys[] = {
-      "{tagged}:q:q1",          "{tagged}:q:q3",        "{tagged}:schedule",
-      "{tagged}:sched:payload", "{tagged}:sched:queue", "{tagged}:revoked",
-      "{tagged}:periodic:tick", "{tagged}:dlq",         "{tagged}:dlq:count",
-      "{tagged}:queues",        "{tagged}:workers",     NULL};
+  const gchar *shared_keys[] = {"{tagged}:q:q1",
+                                "{tagged}:q:q3",
+                                "{tagged}:schedule",
+                                "{tagged}:sched:payload",
+                                "{tagged}:sched:queue",
+                                "{tagged}:revoked",
+                                "{tagged}:periodic:tick",
+                                "{tagged}:dlq",
+                                "{tagged}:dlq:count",
+                                "{tagged}:queues",
+                                "{tagged}:workers",
+                                "{tagged}:meta",
+                                "{tagged}:revoked:seq",
+                                "{tagged}:revoked:n",
+                                "{tagged}:dlq:ids",
+                                "{tagged}:dlq:dropped",
+                                NULL};
   gchar *cursor = g_strdup("0");
   guint keys = 0, per_task = 0;
 
@@ -1849,7 +1869,9 @@ START_TEST(test_every_key_tagged_and_per_task_keys_expire)
   g_free(cursor);
   /* r:v1, r:v2, r:v3, dedup:v1, dedup:tick@1 */
   ck_assert_uint_eq(per_task, 5);
-  ck_assert_uint_eq(keys, 5 + 11);
+  /* The 11 shared keys the workload makes, plus meta, revoked:seq,
+   * revoked:n and dlq:ids. */
+  ck_assert_uint_eq(keys, 5 + 15);
 }
 END_TEST
 

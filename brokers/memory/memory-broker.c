@@ -13,9 +13,14 @@
  *   schedule     a GSequence ordered by (due time, insertion order) plus an
  *                index by task id, so cancel_scheduled is O(log n)
  *   records      id -> Record (bytes, final flag, expiry on the clock)
- *   revocations  id -> expiry; periodic: name -> last occurrence;
- *                dedup: id -> expiry of the idempotency claim
- *   dead letters a GQueue, oldest first, capped at dead_letter_max
+ *   revocations  id -> (expiry, sequence number), listed by sequence so
+ *                that a sync cursor never misses one (TTLs differ, and two
+ *                revocations may share a millisecond)
+ *   periodic     name -> last occurrence
+ *   dedup        id -> expiry of the idempotency claim
+ *   dead letters a GQueue, oldest first, capped at dead_letter_max (the
+ *                drops counted by reason), indexed by task id
+ *   workers      id -> what the worker announced, until it lapses
  *
  * Waiting: `fetch` sleeps on `ready` (signalled by every push and by
  * `wakeup`); `wait_record` sleeps on `records_changed` (broadcast by every
@@ -60,6 +65,17 @@ typedef struct {
 } Record;
 
 typedef struct {
+  gint64 expires_at;
+  gint64 seq;
+} Revocation;
+
+typedef struct {
+  GBytes *info;
+  gint64 last_seen;
+  gint64 expires_at;
+} Announced;
+
+typedef struct {
   SluiceBroker parent;
 
   GMutex lock;
@@ -73,11 +89,15 @@ typedef struct {
   GHashTable *scheduled_by_id; /* borrowed id -> GSequenceIter* */
   guint64 schedule_seq;
   GHashTable *records;     /* gchar* -> Record* */
-  GHashTable *revocations; /* gchar* -> gint64* */
-  GHashTable *periodic;    /* gchar* -> gint64* */
-  GHashTable *dedup;       /* gchar* -> gint64* */
-  GQueue *dead_letters;    /* SluiceDeadLetter*, oldest first */
+  GHashTable *revocations; /* gchar* -> Revocation* */
+  gint64 revocation_seq;
+  GHashTable *periodic;     /* gchar* -> gint64* */
+  GHashTable *dedup;        /* gchar* -> gint64* */
+  GQueue *dead_letters;     /* SluiceDeadLetter*, oldest first */
+  GHashTable *dead_by_task; /* borrowed task id -> GList* (newest entry) */
   guint64 dead_letter_seq;
+  GHashTable *dropped; /* reason -> gint64*: dropped by the cap */
+  GHashTable *workers; /* gchar* -> Announced* */
   gint64 in_flight;
   guint writes_since_sweep;
 } MemoryBroker;
@@ -132,6 +152,14 @@ record_free(gpointer data)
   Record *r = data;
   g_bytes_unref(r->bytes);
   g_free(r);
+}
+
+static void
+announced_free(gpointer data)
+{
+  Announced *a = data;
+  g_bytes_unref(a->info);
+  g_free(a);
 }
 
 static gint
@@ -203,7 +231,6 @@ schedule(MemoryBroker *self, const gchar *id, const gchar *queue,
 static void
 sweep_expired(MemoryBroker *self, gint64 now)
 {
-  GHashTable *tables[] = {self->revocations, self->dedup};
   GHashTableIter iter;
   gpointer key, value;
 
@@ -211,12 +238,14 @@ sweep_expired(MemoryBroker *self, gint64 now)
   while (g_hash_table_iter_next(&iter, &key, &value))
     if (((Record *)value)->expires_at <= now)
       g_hash_table_iter_remove(&iter);
-  for (gsize i = 0; i < G_N_ELEMENTS(tables); i++) {
-    g_hash_table_iter_init(&iter, tables[i]);
-    while (g_hash_table_iter_next(&iter, &key, &value))
-      if (*(gint64 *)value <= now)
-        g_hash_table_iter_remove(&iter);
-  }
+  g_hash_table_iter_init(&iter, self->revocations);
+  while (g_hash_table_iter_next(&iter, &key, &value))
+    if (((Revocation *)value)->expires_at <= now)
+      g_hash_table_iter_remove(&iter);
+  g_hash_table_iter_init(&iter, self->dedup);
+  while (g_hash_table_iter_next(&iter, &key, &value))
+    if (*(gint64 *)value <= now)
+      g_hash_table_iter_remove(&iter);
 }
 
 static void
@@ -278,18 +307,59 @@ submit_locked(MemoryBroker *self, SluiceSubmit *item, gint64 now)
   count_write(self, now);
 }
 
+/* Unlinks and frees dead letter @l, keeping the task-id index right: if
+ * @l was its task's newest entry, an older entry of the task (rare: a task
+ * buried, replayed and buried again) takes its place. */
 static void
+unbury_locked(MemoryBroker *self, GList *l)
+{
+  SluiceDeadLetter *dl = l->data;
+
+  if (dl->task_id != NULL &&
+      g_hash_table_lookup(self->dead_by_task, dl->task_id) == l) {
+    GList *older = l->prev;
+    while (older != NULL &&
+           g_strcmp0(((SluiceDeadLetter *)older->data)->task_id, dl->task_id))
+      older = older->prev;
+    if (older != NULL)
+      g_hash_table_replace(self->dead_by_task,
+                           ((SluiceDeadLetter *)older->data)->task_id, older);
+    else
+      g_hash_table_remove(self->dead_by_task, dl->task_id);
+  }
+  g_queue_delete_link(self->dead_letters, l);
+  sluice_dead_letter_free(dl);
+}
+
+/* Returns how many old entries the cap dropped to make room. */
+static guint
 bury_locked(MemoryBroker *self, const SluiceDeadLetter *entry)
 {
   SluiceDeadLetter *copy = sluice_dead_letter_copy(entry);
+  guint dropped = 0;
 
   g_free(copy->entry_id);
   /* Zero-padded so entry ids sort as they were buried, like stream ids. */
   copy->entry_id =
       g_strdup_printf("%020" G_GUINT64_FORMAT, ++self->dead_letter_seq);
   g_queue_push_tail(self->dead_letters, copy);
-  while (g_queue_get_length(self->dead_letters) > self->dead_letter_max)
-    sluice_dead_letter_free(g_queue_pop_head(self->dead_letters));
+  if (copy->task_id != NULL)
+    g_hash_table_replace(self->dead_by_task, copy->task_id,
+                         self->dead_letters->tail);
+  while (g_queue_get_length(self->dead_letters) > self->dead_letter_max) {
+    SluiceDeadLetter *oldest = self->dead_letters->head->data;
+    const gchar *reason = oldest->reason != NULL ? oldest->reason : "unknown";
+    gint64 *count = g_hash_table_lookup(self->dropped, reason);
+
+    if (count == NULL) {
+      count = g_new0(gint64, 1);
+      g_hash_table_insert(self->dropped, g_strdup(reason), count);
+    }
+    (*count)++;
+    unbury_locked(self, self->dead_letters->head);
+    dropped++;
+  }
+  return dropped;
 }
 
 static GList *
@@ -361,6 +431,7 @@ memory_settle(SluiceBroker *broker, const gchar *consumer,
 {
   MemoryBroker *self = memory(broker);
   gint64 now = now_ms(self);
+  guint dropped = 0;
 
   g_mutex_lock(&self->lock);
   for (guint i = 0; i < n_items; i++) {
@@ -370,7 +441,8 @@ memory_settle(SluiceBroker *broker, const gchar *consumer,
     case SLUICE_SETTLE_RELEASE: {
       Message *m = g_new0(Message, 1);
       m->payload = g_bytes_ref(s->delivery->payload);
-      m->delivery_count = s->delivery->delivery_count;
+      /* Not a failed delivery: the next fetch reports the same count. */
+      m->delivery_count = s->delivery->delivery_count - 1;
       g_queue_push_head(get_queue(self, s->delivery->queue), m);
       g_cond_signal(&self->ready);
       break;
@@ -380,7 +452,7 @@ memory_settle(SluiceBroker *broker, const gchar *consumer,
                s->reschedule_at);
       break;
     case SLUICE_SETTLE_DEAD_LETTER:
-      bury_locked(self, s->dead_letter);
+      dropped += bury_locked(self, s->dead_letter);
       break;
     case SLUICE_SETTLE_ACK:
       break;
@@ -392,6 +464,11 @@ memory_settle(SluiceBroker *broker, const gchar *consumer,
     s->status = SLUICE_SETTLE_DONE;
   }
   g_mutex_unlock(&self->lock);
+  if (dropped > 0)
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "the dead-letter queue is full (dead_letter_max %u): "
+                        "dropped the %u oldest dead letters for good",
+                        self->dead_letter_max, dropped);
   return TRUE;
 }
 
@@ -509,11 +586,43 @@ memory_revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
               GError **error)
 {
   MemoryBroker *self = memory(broker);
+  Revocation *r;
 
   g_mutex_lock(&self->lock);
-  g_hash_table_replace(self->revocations, g_strdup(id), new_time(expires_at));
+  r = g_hash_table_lookup(self->revocations, id);
+  if (r == NULL) {
+    r = g_new0(Revocation, 1);
+    g_hash_table_insert(self->revocations, g_strdup(id), r);
+  }
+  /* Revoking again never shortens a revocation, and is recorded anew. */
+  r->expires_at = MAX(r->expires_at, expires_at);
+  r->seq = ++self->revocation_seq;
   g_mutex_unlock(&self->lock);
   return TRUE;
+}
+
+/* Lists live revocations recorded after @cursor (0: all) and sets
+ * @out_cursor past the newest; drops lapsed ones on the way. */
+static void
+list_revocations_locked(MemoryBroker *self, gint64 cursor, gint64 now,
+                        GPtrArray *out, gint64 *out_cursor)
+{
+  GHashTableIter iter;
+  gpointer key, value;
+  gint64 newest = cursor;
+
+  g_hash_table_iter_init(&iter, self->revocations);
+  while (g_hash_table_iter_next(&iter, &key, &value)) {
+    Revocation *r = value;
+    if (r->expires_at <= now) {
+      g_hash_table_iter_remove(&iter);
+    } else if (r->seq > cursor) {
+      g_ptr_array_add(out, sluice_revocation_new(key, r->expires_at));
+      newest = MAX(newest, r->seq);
+    }
+  }
+  /* Everything recorded so far was seen, listed or lapsed. */
+  *out_cursor = MAX(newest, self->revocation_seq);
 }
 
 static gboolean
@@ -521,18 +630,30 @@ memory_list_revocations(SluiceBroker *broker, gint64 after, gint64 now,
                         GPtrArray *out, GError **error)
 {
   MemoryBroker *self = memory(broker);
-  GHashTableIter iter;
-  gpointer key, value;
+  g_autoptr(GPtrArray) live =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_revocation_free);
+  gint64 cursor;
 
   g_mutex_lock(&self->lock);
-  g_hash_table_iter_init(&iter, self->revocations);
-  while (g_hash_table_iter_next(&iter, &key, &value)) {
-    gint64 expires_at = *(gint64 *)value;
-    if (expires_at <= now)
-      g_hash_table_iter_remove(&iter);
-    else if (expires_at > after)
-      g_ptr_array_add(out, sluice_revocation_new(key, expires_at));
+  list_revocations_locked(self, 0, now, live, &cursor);
+  g_mutex_unlock(&self->lock);
+  for (guint i = 0; i < live->len; i++) {
+    SluiceRevocation *r = live->pdata[i];
+    if (r->expires_at > after)
+      g_ptr_array_add(out, g_steal_pointer(&live->pdata[i]));
   }
+  return TRUE;
+}
+
+static gboolean
+memory_list_revocations_since(SluiceBroker *broker, gint64 cursor, gint64 now,
+                              GPtrArray *out, gint64 *out_cursor,
+                              GError **error)
+{
+  MemoryBroker *self = memory(broker);
+
+  g_mutex_lock(&self->lock);
+  list_revocations_locked(self, cursor, now, out, out_cursor);
   g_mutex_unlock(&self->lock);
   return TRUE;
 }
@@ -622,8 +743,7 @@ memory_dlq_replay(SluiceBroker *broker, const gchar *entry_id,
   l = find_dead_letter(self, entry_id);
   *out_found = l != NULL;
   if (l != NULL) {
-    sluice_dead_letter_free(l->data);
-    g_queue_delete_link(self->dead_letters, l);
+    unbury_locked(self, l);
     submit_locked(self, item, now_ms(self));
   }
   g_mutex_unlock(&self->lock);
@@ -640,10 +760,8 @@ memory_dlq_delete(SluiceBroker *broker, const gchar *entry_id,
   g_mutex_lock(&self->lock);
   l = find_dead_letter(self, entry_id);
   *out_found = l != NULL;
-  if (l != NULL) {
-    sluice_dead_letter_free(l->data);
-    g_queue_delete_link(self->dead_letters, l);
-  }
+  if (l != NULL)
+    unbury_locked(self, l);
   g_mutex_unlock(&self->lock);
   return TRUE;
 }
@@ -676,6 +794,67 @@ memory_stats(SluiceBroker *broker, const gchar *const *queues,
     sluice_broker_stats_add_dead_letters(
         out, ((SluiceDeadLetter *)l->data)->reason, 1);
   out->stale_settles = 0;
+  {
+    GHashTableIter iter;
+    gpointer key, value;
+    gint64 now = now_ms(self);
+
+    g_hash_table_iter_init(&iter, self->dropped);
+    while (g_hash_table_iter_next(&iter, &key, &value))
+      sluice_broker_stats_add_dropped(out, key, *(gint64 *)value);
+    g_hash_table_iter_init(&iter, self->workers);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+      Announced *a = value;
+      gint64 ttl = a->expires_at - a->last_seen;
+      /* A lapsed worker is shown dead for two more of its periods. */
+      if (now >= a->expires_at + 2 * ttl)
+        g_hash_table_iter_remove(&iter);
+      else
+        sluice_broker_stats_add_worker_info(out, key, a->last_seen,
+                                            now < a->expires_at, a->info);
+    }
+  }
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+static gboolean
+memory_lookup_task(SluiceBroker *broker, const gchar *id,
+                   SluiceTaskLocation *out, GError **error)
+{
+  MemoryBroker *self = memory(broker);
+  GSequenceIter *iter;
+  GList *dead;
+
+  g_mutex_lock(&self->lock);
+  iter = g_hash_table_lookup(self->scheduled_by_id, id);
+  dead = g_hash_table_lookup(self->dead_by_task, id);
+  if (iter != NULL) {
+    Scheduled *s = g_sequence_get(iter);
+    out->place = SLUICE_TASK_PLACE_SCHEDULED;
+    out->payload = g_bytes_ref(s->payload);
+    out->queue = g_strdup(s->queue);
+    out->due_at = s->due_at;
+  } else if (dead != NULL) {
+    out->place = SLUICE_TASK_PLACE_DEAD;
+    out->dead_letter = sluice_dead_letter_copy(dead->data);
+  }
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+static gboolean
+memory_announce(SluiceBroker *broker, const gchar *consumer, GBytes *info,
+                gint64 ttl_ms, GError **error)
+{
+  MemoryBroker *self = memory(broker);
+  Announced *a = g_new0(Announced, 1);
+
+  a->info = g_bytes_ref(info);
+  a->last_seen = now_ms(self);
+  a->expires_at = a->last_seen + ttl_ms;
+  g_mutex_lock(&self->lock);
+  g_hash_table_replace(self->workers, g_strdup(consumer), a);
   g_mutex_unlock(&self->lock);
   return TRUE;
 }
@@ -709,6 +888,9 @@ memory_finalize(SluiceBroker *broker)
   g_clear_pointer(&self->revocations, g_hash_table_unref);
   g_clear_pointer(&self->periodic, g_hash_table_unref);
   g_clear_pointer(&self->dedup, g_hash_table_unref);
+  g_clear_pointer(&self->dead_by_task, g_hash_table_unref);
+  g_clear_pointer(&self->dropped, g_hash_table_unref);
+  g_clear_pointer(&self->workers, g_hash_table_unref);
   if (self->dead_letters != NULL)
     g_queue_free_full(self->dead_letters,
                       (GDestroyNotify)sluice_dead_letter_free);
@@ -733,6 +915,9 @@ static const SluiceBrokerClass memory_broker_class = {
     .wait_record = memory_wait_record,
     .revoke = memory_revoke,
     .list_revocations = memory_list_revocations,
+    .list_revocations_since = memory_list_revocations_since,
+    .lookup_task = memory_lookup_task,
+    .announce = memory_announce,
     .claim_periodic = memory_claim_periodic,
     .last_periodic = memory_last_periodic,
     .dlq_list = memory_dlq_list,
@@ -769,6 +954,11 @@ sluice_memory_broker_new(SluiceClock *clock,
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, record_free);
   self->revocations =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  self->dead_by_task = g_hash_table_new(g_str_hash, g_str_equal);
+  self->dropped =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  self->workers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, announced_free);
   self->periodic =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->dedup = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);

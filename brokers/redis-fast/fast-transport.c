@@ -61,7 +61,7 @@ static const gchar fast_lua[] =
     "local function t_ack(queue, handle, consumer) end\n"
     /* A settle repeated after a lost reply must not release twice: skip
      * when the same bytes already sit at the consuming end. */
-    "local function t_release(queue, handle, consumer, payload)\n"
+    "local function t_release(queue, handle, consumer, payload, count)\n"
     "  local key = K_QUEUE .. queue\n"
     "  if redis.call('LINDEX', key, -1) ~= payload then\n"
     "    redis.call('RPUSH', key, payload)\n"

@@ -28,9 +28,8 @@
  * than noeviction; the pool warns about it).
  *
  * What it omits: Redis 7.0 has no XNACK, so a delivery cannot be made
- * "undelivered" again: RELEASE leaves it pending and relies on `leave`
- * (below), and every redelivery counts toward max_deliveries, graceful
- * ones included. There is no per-message lease: liveness is per consumer.
+ * "undelivered" again in place: RELEASE requeues a copy (below). There is
+ * no per-message lease: liveness is per consumer.
  *
  * Everything that is not the queue itself (records, schedule, revocations,
  * periodic claims, dead letters, stats, reconnection) is the shared Redis
@@ -72,10 +71,12 @@
  *            at the fragment), so a stream holds only undelivered and
  *            pending entries and XLEN and the PEL return to 0 after a
  *            run. A refused (stale) settle is counted in {ns}:stale.
- *   release  nothing: the entry stays pending for its consumer, and the
- *            worker's `leave` (after its last settle) deletes the
- *            consumer's liveness key, so the next reclaim of any peer
- *            takes it at once.
+ *   release  a requeue in the settle script: a copy at the end of the
+ *            stream (a blocked XREADGROUP of any peer wakes at once),
+ *            carrying in field "d" how many deliveries came before (a
+ *            release is not a delivery toward max_deliveries), then the
+ *            original acknowledged and deleted. The cost: a released
+ *            message goes to the end of its queue.
  *   heartbeat SET {ns}:alive:<consumer> PX lease (GET tells whether it had
  *            expired), and a self-claim XCLAIM key group <me> 0 ids JUSTID
  *            of every held entry still pending for this consumer: resets
@@ -98,12 +99,13 @@
  *            time), never by worker clocks. A reclaimer must hold a lease
  *            itself: one whose own liveness key lapsed is back from a
  *            stall (its own, or Redis's, which lets every key lapse at
- *            once) and takes nothing until it has renewed. After a
- *            contact gap (no successful reclaim for 2/3 of idle_ms, or a
- *            PING that took longer than idle_ms / 4: Redis was down or
- *            stalled, and live consumers' liveness keys and entries may
- *            look expired until their next renewal) the reclaimer skips
- *            one round, so live workers renew first (REDIS-NOTES R17).
+ *            once) and takes nothing until it has renewed. When a PING
+ *            takes longer than idle_ms / 4 (Redis itself is stalling, and
+ *            live consumers' liveness keys and entries may look expired
+ *            until their next renewal) the reclaimer skips one round. The
+ *            worker adds its own rule: after a gap in its renewals it
+ *            takes nothing over for half a lease, so live peers renew
+ *            first (R17).
  *   leave    deletes the liveness key and removes the consumer from every
  *            group where it holds nothing.
  *   stats    depth = XLEN - pending per queue; in_flight = the pending
@@ -130,8 +132,6 @@
 #define GROUP "sluice"
 /* The most entries one reclaim takes (keeps Lua's argument lists short). */
 #define RECLAIM_MAX 1000
-/* Per-consumer reclaim bookkeeping is pruned beyond this many consumers. */
-#define CONTACT_PRUNE_AT 64
 
 /* ---- The Lua fragment ----------------------------------------------------
  *
@@ -269,8 +269,42 @@ static const gchar reliable_lua[] =
     "    end\n"
     "  end\n"
     "end\n"
-    /* Stays pending; `leave` lets peers reclaim it at once. */
-    "local function t_release(queue, handle, consumer, payload) end\n"
+    /* A release is a requeue: a copy at the end of the stream, for any
+     * consumer to read at once, carrying the deliveries that came before
+     * this one in field d (the release itself is not one), then the
+     * original acknowledged and deleted, all in the settle script. Leaving
+     * it pending for a peer's reclaim would wait for a reclaim tick and
+     * count as one more delivery. */
+    "local function t_release(queue, handle, consumer, payload, count)\n"
+    "  local key = K_STREAM .. queue\n"
+    "  local prior = (tonumber(count) or 1) - 1\n"
+    "  if prior > 0 then\n"
+    "    redis.call('XADD', key, '*', 'p', payload, 'd', prior)\n"
+    "  else\n"
+    "    redis.call('XADD', key, '*', 'p', payload)\n"
+    "  end\n"
+    "  redis.call('XACK', key, GROUP, handle)\n"
+    "  redis.call('XDEL', key, handle)\n"
+    "  if owned[key] then owned[key][handle] = false end\n"
+    "end\n"
+    /* Refused by t_check: is the entry pending for nobody (settled
+     * already, or lost with Redis's data) rather than for a peer? */
+    "local function t_gone(queue, handle)\n"
+    "  local ok, r = pcall(redis.call, 'XPENDING', K_STREAM .. queue, GROUP,\n"
+    "                      handle, handle, 1)\n"
+    "  return not ok or #r == 0\n"
+    "end\n"
+    /* The payload and the prior deliveries of a stream entry's fields. */
+    "local function t_fields(f)\n"
+    "  local p, d = '', 0\n"
+    "  if f then\n"
+    "    for j = 1, #f - 1, 2 do\n"
+    "      if f[j] == 'p' then p = f[j + 1]\n"
+    "      elseif f[j] == 'd' then d = tonumber(f[j + 1]) or 0 end\n"
+    "    end\n"
+    "  end\n"
+    "  return p, d\n"
+    "end\n"
     "local function t_pending(key)\n"
     "  local ok, r = pcall(redis.call, 'XPENDING', key, GROUP)\n"
     "  if ok then return r[1] end\n"
@@ -382,7 +416,8 @@ static const gchar body_ensure[] =
 
 /* ARGV: consumer, max, the queues in priority order. Reads them in order
  * without blocking, each for what is still missing. Returns {{queue index
- * (1-based), id, payload, ...}, {indexes of queues without a group}}. */
+ * (1-based), id, payload, prior deliveries, ...}, {indexes of queues
+ * without a group}}. */
 static const gchar body_fetch[] =
     "local me, left = ARGV[1], tonumber(ARGV[2])\n"
     "local out, missing = {}, {}\n"
@@ -399,11 +434,9 @@ static const gchar body_fetch[] =
     "    end\n"
     "  elseif r then\n"
     "    for _, e in ipairs(r[1][2]) do\n"
-    "      local p, f = '', e[2]\n"
-    "      if f then\n"
-    "        for j = 1, #f - 1, 2 do if f[j] == 'p' then p = f[j + 1] end end\n"
-    "      end\n"
+    "      local p, d = t_fields(e[2])\n"
     "      out[#out + 1] = qi - 2; out[#out + 1] = e[1]; out[#out + 1] = p\n"
+    "      out[#out + 1] = d\n"
     "      left = left - 1\n"
     "    end\n"
     "  end\n"
@@ -466,14 +499,10 @@ static const gchar body_reclaim[] =
     "      for _, id in ipairs(ids) do cmd[#cmd + 1] = id end\n"
     "      local present, gone = {}, 0\n"
     "      for _, e in ipairs(redis.call(unpack(cmd))) do\n"
-    "        local p, f = '', e[2]\n"
-    "        if f then\n"
-    "          for j = 1, #f - 1, 2 do if f[j] == 'p' then p = f[j + 1] end "
-    "end\n"
-    "        end\n"
+    "        local p, d = t_fields(e[2])\n"
     "        present[e[1]] = true\n"
     "        out[#out + 1] = qi - 3; out[#out + 1] = e[1]\n"
-    "        out[#out + 1] = counts[e[1]] + 1; out[#out + 1] = p\n"
+    "        out[#out + 1] = counts[e[1]] + 1 + d; out[#out + 1] = p\n"
     "        taken = taken + 1\n"
     "      end\n"
     "      for _, id in ipairs(ids) do\n"
@@ -495,22 +524,53 @@ static const gchar body_reclaim[] =
     "end\n"
     "return {out, deleted, forgotten}\n";
 
-/* ARGV: consumer, then queue id payload triples of deliveries read beyond
- * what fetch was asked for. Each one still pending for the consumer is
- * re-added as a new entry, then acknowledged and deleted. Returns how many
- * were handed back. Repeating it is harmless (the originals are gone). */
+/* ARGV: consumer, then queue id payload delivery_count quadruples of
+ * deliveries read beyond what fetch was asked for. Each one still pending
+ * for the consumer is handed back as a release is (t_release: a copy at
+ * the end, the original acknowledged and deleted). Returns how many were
+ * handed back. Repeating it is harmless (the originals are gone). */
 static const gchar body_requeue[] =
     "local me, n = ARGV[1], 0\n"
-    "for i = 2, #ARGV - 2, 3 do\n"
+    "for i = 2, #ARGV - 3, 4 do\n"
     "  local key = K_STREAM .. ARGV[i]\n"
     "  if t_owns(key, ARGV[i + 1], me) then\n"
-    "    redis.call('XADD', key, '*', 'p', ARGV[i + 2])\n"
-    "    redis.call('XACK', key, GROUP, ARGV[i + 1])\n"
-    "    redis.call('XDEL', key, ARGV[i + 1])\n"
+    "    t_release(ARGV[i], ARGV[i + 1], me, ARGV[i + 2], ARGV[i + 3])\n"
     "    n = n + 1\n"
     "  end\n"
     "end\n"
     "return n\n";
+
+/* ARGV: consumer, max, idle_ms, the queues. What body_reclaim would take
+ * over now, without taking anything: entries of consumers whose liveness
+ * key is gone, and entries idle past idle_ms. Returns min(count, max). */
+static const gchar body_count_reclaimable[] =
+    "local me, max, idle = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+    "local n = 0\n"
+    "if redis.call('EXISTS', K_ALIVE .. me) == 0 then return 0 end\n"
+    "for qi = 4, #ARGV do\n"
+    "  if n >= max then break end\n"
+    "  local key = K_STREAM .. ARGV[qi]\n"
+    "  local ok, consumers = pcall(redis.call, 'XINFO', 'CONSUMERS', key,\n"
+    "                              GROUP)\n"
+    "  if ok then\n"
+    "    for _, c in ipairs(consumers) do\n"
+    "      local name, pending = '', 0\n"
+    "      for j = 1, #c - 1, 2 do\n"
+    "        if c[j] == 'name' then name = c[j + 1]\n"
+    "        elseif c[j] == 'pending' then pending = c[j + 1] end\n"
+    "      end\n"
+    "      if name ~= me and pending > 0 and\n"
+    "         redis.call('EXISTS', K_ALIVE .. name) == 0 then\n"
+    "        n = n + pending\n"
+    "      end\n"
+    "    end\n"
+    "    if n < max then\n"
+    "      n = n + #redis.call('XPENDING', key, GROUP, 'IDLE', idle, '-',\n"
+    "                          '+', max - n)\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "return math.min(n, max)\n";
 
 /* ---- Transport state -----------------------------------------------------
  */
@@ -522,13 +582,11 @@ typedef struct {
   SluiceRedisScript fetch;
   SluiceRedisScript reclaim;
   SluiceRedisScript requeue;
+  SluiceRedisScript count_reclaimable;
 
   GMutex lock; /* guards what follows */
   /* Queue names (owned) whose group this broker created or found. */
   GHashTable *groups;
-  /* Consumer name (owned) -> gint64* (owned): monotonic time (us) at the
-   * end of its last successful reclaim, for the contact-gap rule. */
-  GHashTable *contact;
   gboolean persistence_checked;
   gboolean skip_priority_read; /* test hook */
 } ReliableData;
@@ -552,9 +610,11 @@ reliable_init(SluiceRedisBroker *self, GError **error)
                             reliable_lua, body_reclaim);
   sluice_redis_script__init(&d->requeue, "requeue", SLUICE_REDIS_LUA_DRAINS,
                             reliable_lua, body_requeue);
+  sluice_redis_script__init(&d->count_reclaimable, "count_reclaimable",
+                            SLUICE_REDIS_LUA_READS, reliable_lua,
+                            body_count_reclaimable);
   g_mutex_init(&d->lock);
   d->groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  d->contact = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->transport_data = d;
   return TRUE;
 }
@@ -570,8 +630,8 @@ reliable_finalize(SluiceRedisBroker *self)
   sluice_redis_script__clear(&d->fetch);
   sluice_redis_script__clear(&d->reclaim);
   sluice_redis_script__clear(&d->requeue);
+  sluice_redis_script__clear(&d->count_reclaimable);
   g_hash_table_unref(d->groups);
-  g_hash_table_unref(d->contact);
   g_mutex_clear(&d->lock);
   g_free(d);
   self->transport_data = NULL;
@@ -633,6 +693,23 @@ entry_payload(redisReply *fields)
     }
   }
   return g_bytes_new(NULL, 0);
+}
+
+/* The deliveries before this one that a released entry carries (field
+ * "d", see t_release); 0 when absent. */
+static guint
+entry_prior(const redisReply *fields)
+{
+  if (fields != NULL && fields->type == REDIS_REPLY_ARRAY) {
+    for (size_t j = 0; j + 1 < fields->elements; j += 2) {
+      const redisReply *f = fields->element[j];
+      gint64 d;
+      if (is_string(f) && f->len == 1 && f->str[0] == 'd' &&
+          to_int(fields->element[j + 1], &d) && d > 0)
+        return (guint)MIN(d, G_MAXUINT - 1);
+    }
+  }
+  return 0;
 }
 
 static void
@@ -798,7 +875,7 @@ hand_back(SluiceRedisBroker *self, const gchar *consumer, GPtrArray *surplus)
   SluiceRedisArgv a;
   redisReply *reply = NULL;
 
-  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 1 + 3 * surplus->len,
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 1 + 4 * surplus->len,
                           0);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_str(&a, consumer);
@@ -807,6 +884,7 @@ hand_back(SluiceRedisBroker *self, const gchar *consumer, GPtrArray *surplus)
     sluice_redis_argv__add_str(&a, del->queue);
     sluice_redis_argv__add_str(&a, del->handle);
     sluice_redis_argv__add_bytes(&a, del->payload);
+    sluice_redis_argv__add_int(&a, del->delivery_count);
   }
   sluice_redis_argv__finish(&a);
   if (sluice_redis_broker__eval_script(self, &d->requeue, TRUE, &a, &reply,
@@ -912,7 +990,8 @@ read_group(SluiceRedisBroker *self, const gchar *consumer,
           !is_string(e->element[0]))
         goto unexpected;
       add_delivery(by_queue->pdata[qi], queues[qi], e->element[0],
-                   entry_payload(e->element[1]), 1);
+                   entry_payload(e->element[1]),
+                   1 + entry_prior(e->element[1]));
     }
   }
   {
@@ -971,19 +1050,20 @@ read_in_order(SluiceRedisBroker *self, const gchar *consumer,
   if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
       reply->element[0]->type != REDIS_REPLY_ARRAY ||
       reply->element[1]->type != REDIS_REPLY_ARRAY ||
-      reply->element[0]->elements % 3 != 0)
+      reply->element[0]->elements % 4 != 0)
     goto unexpected;
   entries = reply->element[0];
   missing = reply->element[1];
-  for (size_t i = 0; i < entries->elements; i += 3) {
-    gint64 qi;
+  for (size_t i = 0; i < entries->elements; i += 4) {
+    gint64 qi, prior;
     if (!to_int(entries->element[i], &qi) || qi < 1 || qi > n ||
         !is_string(entries->element[i + 1]) ||
-        entries->element[i + 2]->type != REDIS_REPLY_STRING)
+        entries->element[i + 2]->type != REDIS_REPLY_STRING ||
+        !to_int(entries->element[i + 3], &prior))
       goto unexpected;
     add_delivery(out, queues[qi - 1], entries->element[i + 1],
                  sluice_redis_reply__steal_bytes(entries->element[i + 2], 0),
-                 1);
+                 1 + (guint)CLAMP(prior, 0, G_MAXUINT - 1));
   }
   if (missing->elements > 0)
     *nogroup = TRUE;
@@ -1052,54 +1132,6 @@ reliable_fetch(SluiceRedisBroker *self, const gchar *consumer,
 /* ---- reclaim --------------------------------------------------------------
  */
 
-/* The contact-gap rule (see the top of the file): TRUE when @consumer's
- * last successful reclaim ended more than two thirds of @idle_ms ago (a
- * stall that long may have let live consumers' liveness keys or entries
- * look expired, until their next renewal). A gap restarts the clock, so
- * one round is skipped, not every round. A consumer seen for the first
- * time has no gap. */
-static gboolean
-after_contact_gap(ReliableData *d, const gchar *consumer, gint64 idle_ms,
-                  gint64 now_us)
-{
-  gint64 *last;
-  gboolean gap = FALSE;
-
-  g_mutex_lock(&d->lock);
-  last = g_hash_table_lookup(d->contact, consumer);
-  if (last == NULL) {
-    if (g_hash_table_size(d->contact) >= CONTACT_PRUNE_AT) {
-      /* Consumers silent for long are gone: bound the table. */
-      GHashTableIter iter;
-      gpointer value;
-      g_hash_table_iter_init(&iter, d->contact);
-      while (g_hash_table_iter_next(&iter, NULL, &value))
-        if (now_us - *(gint64 *)value > 10 * idle_ms * 1000)
-          g_hash_table_iter_remove(&iter);
-    }
-    last = g_new(gint64, 1);
-    *last = now_us;
-    g_hash_table_insert(d->contact, g_strdup(consumer), last);
-  } else if (now_us - *last > idle_ms * 1000 * 2 / 3) {
-    gap = TRUE;
-    *last = now_us;
-  }
-  g_mutex_unlock(&d->lock);
-  return gap;
-}
-
-static void
-note_contact(ReliableData *d, const gchar *consumer)
-{
-  gint64 *last;
-
-  g_mutex_lock(&d->lock);
-  last = g_hash_table_lookup(d->contact, consumer);
-  if (last != NULL)
-    *last = g_get_monotonic_time();
-  g_mutex_unlock(&d->lock);
-}
-
 /* How long a PING takes now (us), or -1 with @error. */
 static gint64
 ping_us(SluiceRedisBroker *self, GError **error)
@@ -1139,17 +1171,6 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
   max = MIN(max, RECLAIM_MAX);
   idle_ms = MAX(idle_ms, 1);
 
-  if (after_contact_gap(d, consumer, idle_ms, g_get_monotonic_time())) {
-    /* INFO: a worker that was busy (no room to reclaim) for long gets here
-     * too, harmlessly. */
-    sluice_log__message(G_LOG_LEVEL_INFO,
-                        "reclaim: no reclaim reached Redis for most of a "
-                        "lease (%" G_GINT64_FORMAT
-                        " ms); skipping one round so that live workers renew "
-                        "their leases first",
-                        idle_ms);
-    return TRUE;
-  }
   rtt_us = ping_us(self, error);
   if (rtt_us < 0)
     return FALSE;
@@ -1160,7 +1181,6 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
                         " ms to answer a PING; skipping one round so that "
                         "live workers renew their leases first",
                         rtt_us / 1000);
-    note_contact(d, consumer);
     return TRUE;
   }
 
@@ -1188,7 +1208,6 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
     freeReplyObject(reply);
     return TRUE;
   }
-  note_contact(d, consumer);
   if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
       reply->element[0]->type != REDIS_REPLY_ARRAY ||
       reply->element[1]->type != REDIS_REPLY_ARRAY ||
@@ -1227,6 +1246,42 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
 unexpected:
   freeReplyObject(reply);
   return unexpected(self, "reclaim", error);
+}
+
+static gboolean
+reliable_count_reclaimable(SluiceRedisBroker *self, const gchar *consumer,
+                           const gchar *const *queues, guint max,
+                           gint64 idle_ms, guint *out_n, GError **error)
+{
+  ReliableData *d = data_of(self);
+  guint n = g_strv_length((gchar **)queues);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  *out_n = 0;
+  if (max == 0 || n == 0)
+    return TRUE;
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 3 + n, 0);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, consumer);
+  sluice_redis_argv__add_int(&a, MIN(max, RECLAIM_MAX));
+  sluice_redis_argv__add_int(&a, MAX(idle_ms, 1));
+  for (guint i = 0; i < n; i++)
+    sluice_redis_argv__add_str(&a, queues[i]);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__eval_script(self, &d->count_reclaimable, TRUE, &a,
+                                        &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_INTEGER || reply->integer < 0) {
+    freeReplyObject(reply);
+    return unexpected(self, "count_reclaimable", error);
+  }
+  *out_n = (guint)MIN(reply->integer, (long long)max);
+  freeReplyObject(reply);
+  return TRUE;
 }
 
 /* ---- push_native ---------------------------------------------------------
@@ -1269,6 +1324,7 @@ static const SluiceRedisTransport reliable_transport = {
     .finalize = reliable_finalize,
     .fetch = reliable_fetch,
     .reclaim = reliable_reclaim,
+    .count_reclaimable = reliable_count_reclaimable,
     .push_native = reliable_push_native,
 };
 

@@ -284,43 +284,6 @@ sluice_redis_broker__command(SluiceRedisBroker *self, const gchar *what,
   }
 }
 
-/* Pipelines @n commands on one connection and checks every reply. */
-static gboolean
-run_pipeline(SluiceRedisBroker *self, const gchar *what, gboolean idempotent,
-             SluiceRedisArgv *cmds, guint n, redisReply **replies,
-             GError **error)
-{
-  for (guint attempt = 0;; attempt++) {
-    GError *local = NULL;
-    SluiceRedisConn *conn;
-    gboolean ok, broke;
-
-    conn = sluice_redis_pool__acquire(self->pool, error);
-    if (conn == NULL)
-      return FALSE;
-    for (guint i = 0; i < n; i++)
-      sluice_redis_conn__append(conn, (int)cmds[i].len, cmds[i].argv,
-                                cmds[i].lens);
-    ok = sluice_redis_conn__exchange(self->pool, conn, n, replies, 0, &local);
-    broke = conn->broken;
-    sluice_redis_pool__release(self->pool, conn);
-    if (ok) {
-      for (guint i = 0; i < n; i++) {
-        if (!sluice_redis_reply__check(self->pool, replies[i], what, error)) {
-          sluice_redis_replies__free(replies, n);
-          return FALSE;
-        }
-      }
-      return TRUE;
-    }
-    if (!may_retry(idempotent, attempt, broke, local)) {
-      g_propagate_error(error, local);
-      return FALSE;
-    }
-    g_error_free(local);
-  }
-}
-
 /* ---- Reply parsing ------------------------------------------------------- */
 
 static gboolean
@@ -471,6 +434,7 @@ redis_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
 {
   SluiceRedisBroker *self = SELF(broker);
   g_autoptr(GPtrArray) queues = g_ptr_array_new();
+  g_autofree gchar *token = NULL;
   SluiceRedisArgv a;
   redisReply *reply = NULL;
   gboolean idempotent = TRUE;
@@ -497,11 +461,16 @@ redis_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
   }
   if (plain && self->transport->push_native != NULL)
     return enqueue_native(self, items, n_items, queues, error);
+  token = sluice_client__new_id();
 
   sluice_redis_argv__init(
-      &a, SLUICE_REDIS_SCRIPT_ARGV0 + 1 + queues->len + 8 * n_items,
+      &a, SLUICE_REDIS_SCRIPT_ARGV0 + 2 + queues->len + 8 * n_items,
       n_items * 48);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  /* The claims this call makes hold its token, so the one retry on a fresh
+   * connection (below) recognises its own writes instead of reporting
+   * them as "existed". */
+  sluice_redis_argv__add_str(&a, token);
   sluice_redis_argv__add_int(&a, queues->len);
   for (guint k = 0; k < queues->len; k++)
     sluice_redis_argv__add_str(&a, g_ptr_array_index(queues, k));
@@ -612,6 +581,7 @@ add_settlement(SluiceRedisBroker *self, SluiceRedisArgv *a,
   }
   case SLUICE_SETTLE_RELEASE:
     sluice_redis_argv__add_bytes(a, d->payload);
+    sluice_redis_argv__add_int(a, d->delivery_count);
     break;
   case SLUICE_SETTLE_ACK:
   default:
@@ -721,6 +691,7 @@ redis_settle(SluiceBroker *broker, const gchar *consumer,
   redisReply *reply = NULL;
   guint n_sent = 0;
   guint stale = 0;
+  gint64 dropped = 0;
   gboolean only_records = TRUE;
   gboolean ok;
 
@@ -764,21 +735,32 @@ redis_settle(SluiceBroker *broker, const gchar *consumer,
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
-  if (!reply_is_string(reply) || reply->len != n_sent) {
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+      !reply_is_string(reply->element[0]) || reply->element[0]->len != n_sent ||
+      !reply_to_int(reply->element[1], &dropped)) {
     freeReplyObject(reply);
     return unexpected_reply(self, "settle", error);
   }
   for (guint i = 0, k = 0; i < n_items; i++) {
+    gchar c;
+
     if (settle_is_noop(self, &items[i]))
       continue;
-    if (reply->str[k++] == 'S') {
-      items[i].status = SLUICE_SETTLE_STALE;
+    c = reply->element[0]->str[k++];
+    if (c == 'S' || c == 'G') {
+      items[i].status = c == 'S' ? SLUICE_SETTLE_STALE : SLUICE_SETTLE_GONE;
       stale++;
     }
   }
   freeReplyObject(reply);
   if (stale > 0)
     g_atomic_int_add(&self->stale_settles, (gint)stale);
+  if (dropped > 0)
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "the dead-letter queue of namespace “%s” is full "
+                        "(dead_letter_max %u): dropped the %" G_GINT64_FORMAT
+                        " oldest dead letters for good",
+                        self->keys.ns, self->dead_letter_max, dropped);
   return TRUE;
 }
 
@@ -1134,21 +1116,18 @@ redis_revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
              GError **error)
 {
   SluiceRedisBroker *self = SELF(broker);
-  g_autofree gchar *key =
-      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_REVOKED, NULL);
   SluiceRedisArgv a;
   redisReply *reply = NULL;
   gboolean ok;
 
-  /* GT: revoking again never shortens a revocation. */
-  sluice_redis_argv__init(&a, 5, 32);
-  sluice_redis_argv__add_str(&a, "ZADD");
-  sluice_redis_argv__add_str(&a, key);
-  sluice_redis_argv__add_str(&a, "GT");
-  sluice_redis_argv__add_int(&a, expires_at);
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2, 32);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_str(&a, id);
+  sluice_redis_argv__add_int(&a, expires_at);
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__command(self, "revoke", TRUE, &a, 0, &reply, error);
+  /* Repeating it records the revocation once more: harmless. */
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_REVOKE, TRUE, &a,
+                                 &reply, error);
   sluice_redis_argv__clear(&a);
   if (ok)
     freeReplyObject(reply);
@@ -1156,57 +1135,59 @@ redis_revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
 }
 
 static gboolean
-redis_list_revocations(SluiceBroker *broker, gint64 after, gint64 now_ms,
-                       GPtrArray *out, GError **error)
+redis_list_revocations_since(SluiceBroker *broker, gint64 cursor, gint64 now_ms,
+                             GPtrArray *out, gint64 *out_cursor, GError **error)
 {
   SluiceRedisBroker *self = SELF(broker);
-  g_autofree gchar *key =
-      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_REVOKED, NULL);
-  g_autofree gchar *lapsed = g_strdup_printf("%" G_GINT64_FORMAT, now_ms);
-  g_autofree gchar *from =
-      g_strdup_printf("(%" G_GINT64_FORMAT, MAX(after, now_ms));
-  SluiceRedisArgv cmds[2];
-  redisReply *replies[2] = {NULL, NULL};
-  redisReply *list;
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gint64 next;
   gboolean ok;
 
-  /* Prune what lapsed, then list what expires after both the cursor and
-   * now; pipelined, one round trip. */
-  sluice_redis_argv__init(&cmds[0], 4, 0);
-  sluice_redis_argv__add_str(&cmds[0], "ZREMRANGEBYSCORE");
-  sluice_redis_argv__add_str(&cmds[0], key);
-  sluice_redis_argv__add_str(&cmds[0], "-inf");
-  sluice_redis_argv__add_str(&cmds[0], lapsed);
-  sluice_redis_argv__finish(&cmds[0]);
-  sluice_redis_argv__init(&cmds[1], 5, 0);
-  sluice_redis_argv__add_str(&cmds[1], "ZRANGEBYSCORE");
-  sluice_redis_argv__add_str(&cmds[1], key);
-  sluice_redis_argv__add_str(&cmds[1], from);
-  sluice_redis_argv__add_str(&cmds[1], "+inf");
-  sluice_redis_argv__add_str(&cmds[1], "WITHSCORES");
-  sluice_redis_argv__finish(&cmds[1]);
-  ok = run_pipeline(self, "list_revocations", TRUE, cmds, 2, replies, error);
-  sluice_redis_argv__clear(&cmds[0]);
-  sluice_redis_argv__clear(&cmds[1]);
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2, 0);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_int(&a, MAX(cursor, 0));
+  sluice_redis_argv__add_int(&a, now_ms);
+  sluice_redis_argv__finish(&a);
+  /* Repeating it is harmless: the pruning is of what lapsed. */
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_REVOCATIONS_SINCE,
+                                 TRUE, &a, &reply, error);
+  sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
-
-  list = replies[1];
-  if (list->type != REDIS_REPLY_ARRAY || list->elements % 2 != 0) {
-    sluice_redis_replies__free(replies, 2);
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 1 ||
+      !reply_to_int(reply->element[0], &next)) {
+    freeReplyObject(reply);
     return unexpected_reply(self, "list_revocations", error);
   }
-  for (size_t i = 0; i + 1 < list->elements; i += 2) {
+  for (size_t i = 1; i + 1 < reply->elements; i += 2) {
     gint64 expires;
     g_autofree gchar *rid = NULL;
 
-    if (!reply_is_string(list->element[i]) ||
-        !reply_to_int(list->element[i + 1], &expires))
+    if (!reply_is_string(reply->element[i]) ||
+        !reply_to_int(reply->element[i + 1], &expires))
       continue;
-    rid = reply_dup(list->element[i]);
+    rid = reply_dup(reply->element[i]);
     g_ptr_array_add(out, sluice_revocation_new(rid, expires));
   }
-  sluice_redis_replies__free(replies, 2);
+  freeReplyObject(reply);
+  *out_cursor = MAX(next, cursor);
+  return TRUE;
+}
+
+static gboolean
+redis_list_revocations(SluiceBroker *broker, gint64 after, gint64 now_ms,
+                       GPtrArray *out, GError **error)
+{
+  g_autoptr(GPtrArray) live =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_revocation_free);
+  gint64 cursor = 0;
+
+  if (!redis_list_revocations_since(broker, 0, now_ms, live, &cursor, error))
+    return FALSE;
+  for (guint i = 0; i < live->len; i++)
+    if (((SluiceRevocation *)live->pdata[i])->expires_at > after)
+      g_ptr_array_add(out, g_steal_pointer(&live->pdata[i]));
   return TRUE;
 }
 
@@ -1452,7 +1433,7 @@ redis_stats(SluiceBroker *broker, const gchar *const *queues,
   SluiceRedisBroker *self = SELF(broker);
   SluiceRedisArgv a;
   redisReply *reply = NULL;
-  redisReply *depths, *reasons, *workers;
+  redisReply *depths, *reasons, *workers, *dropped;
   gint64 scheduled, dead, in_flight, stale;
   gboolean ok;
 
@@ -1469,20 +1450,23 @@ redis_stats(SluiceBroker *broker, const gchar *const *queues,
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 7 ||
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 8 ||
       reply->element[0]->type != REDIS_REPLY_ARRAY ||
       !reply_to_int(reply->element[1], &scheduled) ||
       !reply_to_int(reply->element[2], &dead) ||
       reply->element[3]->type != REDIS_REPLY_ARRAY ||
       reply->element[4]->type != REDIS_REPLY_ARRAY ||
+      reply->element[4]->elements % 3 != 0 ||
       !reply_to_int(reply->element[5], &in_flight) ||
-      !reply_to_int(reply->element[6], &stale)) {
+      !reply_to_int(reply->element[6], &stale) ||
+      reply->element[7]->type != REDIS_REPLY_ARRAY) {
     freeReplyObject(reply);
     return unexpected_reply(self, "stats", error);
   }
   depths = reply->element[0];
   reasons = reply->element[3];
   workers = reply->element[4];
+  dropped = reply->element[7];
   for (size_t i = 0; i + 1 < depths->elements; i += 2) {
     g_autofree gchar *name = reply_dup(depths->element[i]);
     gint64 n = 0;
@@ -1495,11 +1479,23 @@ redis_stats(SluiceBroker *broker, const gchar *const *queues,
     if (reply_to_int(reasons->element[i + 1], &n) && n > 0)
       sluice_broker_stats_add_dead_letters(out, reason, n);
   }
-  for (size_t i = 0; i + 1 < workers->elements; i += 2) {
+  for (size_t i = 0; i + 2 < workers->elements; i += 3) {
     g_autofree gchar *worker = reply_dup(workers->element[i]);
+    redisReply *info = workers->element[i + 2];
+    g_autoptr(GBytes) bytes = NULL;
     gint64 seen = 0;
+
     reply_to_int(workers->element[i + 1], &seen);
-    sluice_broker_stats_add_worker(out, worker, seen);
+    if (info->type == REDIS_REPLY_STRING)
+      bytes = sluice_redis_reply__steal_bytes(info, 0);
+    sluice_broker_stats_add_worker_info(out, worker, seen, bytes != NULL,
+                                        bytes);
+  }
+  for (size_t i = 0; i + 1 < dropped->elements; i += 2) {
+    g_autofree gchar *reason = reply_dup(dropped->element[i]);
+    gint64 n = 0;
+    if (reply_to_int(dropped->element[i + 1], &n) && n > 0)
+      sluice_broker_stats_add_dropped(out, reason, n);
   }
   out->scheduled = scheduled;
   out->dead_letters = dead;
@@ -1527,6 +1523,106 @@ redis_purge(SluiceBroker *broker, const gchar *queue, guint64 *out_removed,
     return FALSE;
   *out_removed = (guint64)MAX(n, 0);
   return TRUE;
+}
+
+static gboolean
+redis_announce(SluiceBroker *broker, const gchar *consumer, GBytes *info,
+               gint64 ttl_ms, GError **error)
+{
+  SluiceRedisBroker *self = SELF(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 4, 64);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, consumer);
+  sluice_redis_argv__add_int(&a, sluice_redis_broker__now_ms(self));
+  sluice_redis_argv__add_int(&a, MAX(ttl_ms, 1));
+  sluice_redis_argv__add_bytes(&a, info);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_ANNOUNCE, TRUE, &a,
+                                 &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (ok)
+    freeReplyObject(reply);
+  return ok;
+}
+
+static gboolean
+redis_lookup_task(SluiceBroker *broker, const gchar *id,
+                  SluiceTaskLocation *out, GError **error)
+{
+  SluiceRedisBroker *self = SELF(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gint64 place = 0;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 1, 0);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, id);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_LOOKUP, TRUE, &a,
+                                 &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
+      !reply_to_int(reply->element[0], &place))
+    goto unexpected;
+  if (place == 1) {
+    if (reply->elements != 4 ||
+        !reply_to_int(reply->element[1], &out->due_at) ||
+        !reply_is_string(reply->element[2]) ||
+        reply->element[3]->type != REDIS_REPLY_STRING)
+      goto unexpected;
+    out->place = SLUICE_TASK_PLACE_SCHEDULED;
+    out->queue = reply_dup(reply->element[2]);
+    out->payload = sluice_redis_reply__steal_bytes(reply->element[3], 0);
+  } else if (place == 2) {
+    if (reply->elements != 2 ||
+        (out->dead_letter = dead_letter_from_reply(reply->element[1])) == NULL)
+      goto unexpected;
+    out->place = SLUICE_TASK_PLACE_DEAD;
+  }
+  freeReplyObject(reply);
+  return TRUE;
+
+unexpected:
+  freeReplyObject(reply);
+  return unexpected_reply(self, "lookup_task", error);
+}
+
+static gboolean
+redis_count_reclaimable(SluiceBroker *broker, const gchar *consumer,
+                        const gchar *const *queues, guint max, gint64 idle_ms,
+                        guint *out_n, GError **error)
+{
+  SluiceRedisBroker *self = SELF(broker);
+
+  return self->transport->count_reclaimable(self, consumer, queues, max,
+                                            idle_ms, out_n, error);
+}
+
+/* A PING on a connection of the pool: making the connection checks the
+ * credentials and the namespace's mode (see the pool's handshake). */
+static gboolean
+redis_check(SluiceBroker *broker, GError **error)
+{
+  SluiceRedisBroker *self = SELF(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, 1, 0);
+  sluice_redis_argv__add_str(&a, "PING");
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "PING", TRUE, &a, 0, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (ok)
+    freeReplyObject(reply);
+  return ok;
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */
@@ -1576,6 +1672,12 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->wait_record = redis_wait_record;
   klass->revoke = redis_revoke;
   klass->list_revocations = redis_list_revocations;
+  klass->list_revocations_since = redis_list_revocations_since;
+  klass->check = redis_check;
+  klass->count_reclaimable =
+      t->count_reclaimable != NULL ? redis_count_reclaimable : NULL;
+  klass->lookup_task = redis_lookup_task;
+  klass->announce = redis_announce;
   klass->claim_periodic = redis_claim_periodic;
   klass->last_periodic = redis_last_periodic;
   klass->dlq_list = redis_dlq_list;
@@ -1595,7 +1697,9 @@ sluice_redis_options_init(SluiceRedisOptions *options)
 {
   g_return_if_fail(options != NULL);
   memset(options, 0, sizeof *options);
-  options->mode = SLUICE_REDIS_FAST;
+  /* The safe mode, and the CLI's: a library producer and a CLI worker of
+   * one namespace meet without being told. */
+  options->mode = SLUICE_REDIS_RELIABLE;
 }
 
 /* The transports by mode. */
@@ -1665,6 +1769,13 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                                             : SLUICE_REDIS_DEFAULT_BACKOFF_MS);
   sluice_redis_url__clear(&url);
   sluice_redis_keys__init(&self->keys, ns);
+  {
+    g_autofree gchar *meta =
+        sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_META, NULL);
+    sluice_redis_pool__set_mode_check(
+        self->pool, meta,
+        options->mode == SLUICE_REDIS_FAST ? "fast" : "reliable");
+  }
   sluice_redis_scripts__init(self->scripts, transport->lua);
   self->wait_poll_ms = SLUICE_REDIS_WAIT_POLL_MS;
   self->dead_letter_max = options->dead_letter_max > 0
@@ -1680,20 +1791,7 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
 gboolean
 sluice_redis_broker_ping(SluiceBroker *broker, GError **error)
 {
-  SluiceRedisBroker *self = SELF(broker);
-  SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
-
   g_return_val_if_fail(broker != NULL, FALSE);
   g_return_val_if_fail(broker->klass->finalize == redis_finalize, FALSE);
-
-  sluice_redis_argv__init(&a, 1, 0);
-  sluice_redis_argv__add_str(&a, "PING");
-  sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__command(self, "PING", TRUE, &a, 0, &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (ok)
-    freeReplyObject(reply);
-  return ok;
+  return redis_check(broker, error);
 }

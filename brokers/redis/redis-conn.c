@@ -91,6 +91,11 @@ struct _SluiceRedisPool {
   gint64 backoff_ms;       /* the next pause after a failed attempt */
   GArray *blocked_ids;     /* gint64 CLIENT IDs blocked now */
   gboolean policy_checked; /* maxmemory-policy looked at once */
+
+  /* Set once, before the first connection: the namespace's meta key and
+   * this client's mode, checked on every new connection. */
+  gchar *meta_key;
+  gchar *mode;
 };
 
 /* ---- URLs ---------------------------------------------------------------- */
@@ -401,12 +406,14 @@ outage_begin_locked(SluiceRedisPool *pool)
   return TRUE;
 }
 
+/* Debug level: a worker says once that its broker is gone and once that it
+ * is back (with how long), and a producer gets the error itself; a line
+ * per connection pool on top would say it twice. */
 static void
 log_lost(SluiceRedisPool *pool, const gchar *reason)
 {
-  sluice_log__message(G_LOG_LEVEL_WARNING,
-                      "lost connection to %s: %s; retrying", pool->url.display,
-                      reason);
+  sluice_log__message(G_LOG_LEVEL_DEBUG, "lost connection to %s: %s; retrying",
+                      pool->url.display, reason);
 }
 
 /* A connection that worked before failed: the server may be gone, or just
@@ -454,7 +461,7 @@ note_connected(SluiceRedisPool *pool)
   g_mutex_unlock(&pool->lock);
   if (was_out)
     sluice_log__message(
-        G_LOG_LEVEL_MESSAGE,
+        G_LOG_LEVEL_DEBUG,
         "connection to %s is back after %" G_GINT64_FORMAT " ms",
         pool->url.display, (g_get_monotonic_time() - since) / 1000);
 }
@@ -726,9 +733,10 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
                gchar **reason, GError **error)
 {
   const SluiceRedisUrl *url = &pool->url;
-  redisReply *replies[4] = {NULL, NULL, NULL, NULL};
+  redisReply *replies[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
   guint n = 0;
   guint auth_at = G_MAXUINT, select_at = G_MAXUINT, policy_at = G_MAXUINT;
+  guint mode_at = G_MAXUINT;
   guint id_at;
   gboolean check_policy;
   gboolean ok = FALSE;
@@ -775,6 +783,19 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
     sluice_redis_conn__append(conn, 3, argv, lens);
     policy_at = n++;
   }
+  if (pool->meta_key != NULL) {
+    /* The first client of a namespace records its mode; every client
+     * compares. HSETNX may be refused to a read-only user: only the HGET
+     * decides. */
+    const char *set[4] = {"HSETNX", pool->meta_key, "mode", pool->mode};
+    size_t set_lens[4] = {6, strlen(pool->meta_key), 4, strlen(pool->mode)};
+    const char *get[3] = {"HGET", pool->meta_key, "mode"};
+    size_t get_lens[3] = {4, strlen(pool->meta_key), 4};
+    sluice_redis_conn__append(conn, 4, set, set_lens);
+    n++;
+    sluice_redis_conn__append(conn, 3, get, get_lens);
+    mode_at = n++;
+  }
   if (!exchange_raw(conn, n, replies, timeout_ms, reason))
     return FALSE;
 
@@ -803,6 +824,26 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
   conn->client_id = replies[id_at]->integer;
   if (policy_at != G_MAXUINT)
     check_eviction_policy(pool, replies[policy_at]);
+  if (mode_at != G_MAXUINT) {
+    const redisReply *mode = replies[mode_at];
+    if (!sluice_redis_reply__check(pool, mode, "reading the namespace's mode",
+                                   error))
+      goto out;
+    if (mode->type == REDIS_REPLY_STRING &&
+        (mode->len != strlen(pool->mode) ||
+         memcmp(mode->str, pool->mode, mode->len) != 0)) {
+      g_autofree gchar *theirs = g_strndup(mode->str, mode->len);
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                  "the namespace of %s on Redis at %s is used in %s mode, but "
+                  "this client is set up for %s mode: producers, workers and "
+                  "commands of one namespace must use the same mode; set "
+                  "SluiceRedisOptions.mode (or --mode %s / SLUICE_MODE=%s "
+                  "for the sluice command), or use another namespace",
+                  pool->meta_key, url->display, theirs, pool->mode, theirs,
+                  theirs);
+      goto out;
+    }
+  }
   ok = TRUE;
 out:
   sluice_redis_replies__free(replies, n);
@@ -855,6 +896,17 @@ unreachable:
 
 /* ---- The pool ------------------------------------------------------------ */
 
+void
+sluice_redis_pool__set_mode_check(SluiceRedisPool *pool, const gchar *meta_key,
+                                  const gchar *mode)
+{
+  g_return_if_fail(pool != NULL && meta_key != NULL && mode != NULL);
+  g_free(pool->meta_key);
+  g_free(pool->mode);
+  pool->meta_key = g_strdup(meta_key);
+  pool->mode = g_strdup(mode);
+}
+
 SluiceRedisPool *
 sluice_redis_pool__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
                        gint64 command_timeout_ms, gint64 max_backoff_ms)
@@ -896,6 +948,8 @@ sluice_redis_pool__free(SluiceRedisPool *pool)
   g_array_unref(pool->blocked_ids);
   g_mutex_clear(&pool->lock);
   sluice_redis_url__clear(&pool->url);
+  g_free(pool->meta_key);
+  g_free(pool->mode);
   g_free(pool);
 }
 

@@ -93,6 +93,20 @@ SluiceRedisPool *sluice_redis_pool__new(const SluiceRedisUrl *url,
                                         gint64 max_backoff_ms);
 
 /**
+ * sluice_redis_pool__set_mode_check:
+ * @meta_key: the namespace's meta hash ("{ns}:meta")
+ * @mode: this client's mode ("fast", "reliable")
+ *
+ * Every new connection then records @mode in @meta_key if nothing is
+ * recorded yet (HSETNX), and fails with SLUICE_BROKER_ERROR_INVALID, naming
+ * both modes, when another mode is recorded. Call before the first
+ * connection.
+ */
+void sluice_redis_pool__set_mode_check(SluiceRedisPool *pool,
+                                       const gchar *meta_key,
+                                       const gchar *mode);
+
+/**
  * sluice_redis_pool__close:
  * Frees the idle connections and refuses new check-outs
  * (SLUICE_BROKER_ERROR_CLOSED). Connections checked out now are freed when

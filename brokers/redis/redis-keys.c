@@ -116,7 +116,13 @@ static const gchar lua_prelude[] =
     "local K_DLQ_COUNT = P .. '" SLUICE_REDIS_K_DLQ_COUNT "'\n"
     "local K_QUEUES = P .. '" SLUICE_REDIS_K_QUEUES "'\n"
     "local K_WORKERS = P .. '" SLUICE_REDIS_K_WORKERS "'\n"
-    "local K_STALE = P .. '" SLUICE_REDIS_K_STALE "'\n";
+    "local K_STALE = P .. '" SLUICE_REDIS_K_STALE "'\n"
+    "local K_META = P .. '" SLUICE_REDIS_K_META "'\n"
+    "local K_REVOKED_SEQ = P .. '" SLUICE_REDIS_K_REVOKED_SEQ "'\n"
+    "local K_REVOKED_N = P .. '" SLUICE_REDIS_K_REVOKED_N "'\n"
+    "local K_DLQ_IDS = P .. '" SLUICE_REDIS_K_DLQ_IDS "'\n"
+    "local K_DLQ_DROPPED = P .. '" SLUICE_REDIS_K_DLQ_DROPPED "'\n"
+    "local K_WINFO = P .. '" SLUICE_REDIS_K_WINFO "'\n";
 
 const gchar *
 sluice_redis_keys__lua_prelude(void)

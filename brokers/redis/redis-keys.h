@@ -27,6 +27,15 @@
  *   P alive:<worker>      liveness key with a PX lease, reliable mode
  *   P stale               integer: settlements refused by fencing, counted
  *                         by the settle script (namespace-wide, for stats)
+ *   P meta                hash: what the namespace is: "mode" (fast or
+ *                         reliable), recorded by its first client
+ *   P revoked:seq         zset: task id -> insertion number of its latest
+ *                         revocation (the workers' sync cursor)
+ *   P revoked:n           integer: the last insertion number given
+ *   P dlq:ids             hash: task id -> entry id of its newest dead letter
+ *   P dlq:dropped         hash: reason -> dead letters dropped by the cap
+ *   P winfo:<worker>      string: what a worker announced (opaque bytes of
+ *                         the core), PX its lease: gone = not alive
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
@@ -61,6 +70,12 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_WORKERS "workers"
 #define SLUICE_REDIS_K_ALIVE "alive:"
 #define SLUICE_REDIS_K_STALE "stale"
+#define SLUICE_REDIS_K_META "meta"
+#define SLUICE_REDIS_K_REVOKED_SEQ "revoked:seq"
+#define SLUICE_REDIS_K_REVOKED_N "revoked:n"
+#define SLUICE_REDIS_K_DLQ_IDS "dlq:ids"
+#define SLUICE_REDIS_K_DLQ_DROPPED "dlq:dropped"
+#define SLUICE_REDIS_K_WINFO "winfo:"
 
 /* The first byte of a stored record. */
 #define SLUICE_REDIS_RECORD_FINAL 'F'
@@ -127,9 +142,10 @@ gchar *sluice_redis_keys__make(const SluiceRedisKeys *keys, const gchar *suffix,
  * sluice_redis_keys__lua_prelude:
  * Returns: (transfer none): static Lua text that defines, from KEYS[1] (the
  * partition prefix), one local per key above: K_QUEUE, K_STREAM, K_RECORD,
- * K_DONE, K_PERIODIC, K_DEDUP, K_ALIVE (prefixes to which a name is
- * appended) and K_SCHEDULE, K_SCHED_PAYLOAD, K_SCHED_QUEUE, K_REVOKED,
- * K_DLQ, K_DLQ_COUNT, K_QUEUES, K_WORKERS, K_STALE (whole keys).
+ * K_DONE, K_PERIODIC, K_DEDUP, K_ALIVE, K_WINFO (prefixes to which a name
+ * is appended) and K_SCHEDULE, K_SCHED_PAYLOAD, K_SCHED_QUEUE, K_REVOKED,
+ * K_REVOKED_SEQ, K_REVOKED_N, K_DLQ, K_DLQ_COUNT, K_DLQ_IDS,
+ * K_DLQ_DROPPED, K_QUEUES, K_WORKERS, K_STALE, K_META (whole keys).
  */
 const gchar *sluice_redis_keys__lua_prelude(void);
 

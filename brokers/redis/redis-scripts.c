@@ -21,8 +21,8 @@
  *
  * A transport (redis-transport.h) supplies a Lua fragment defining t_push,
  * t_push_many, t_check, t_ack, t_release, t_depth, t_in_flight, t_purge,
- * t_heartbeat and t_leave, and optionally t_flush; the library and bodies
- * below call only those to touch a queue.
+ * t_heartbeat and t_leave, and optionally t_flush and t_gone; the library
+ * and bodies below call only those to touch a queue.
  *
  * Stored formats:
  *  - record at K_RECORD..id: one flag byte, 'F' (final) or 'P', then the
@@ -48,7 +48,11 @@
 static const gchar lua_hook_defaults[] =
     /* Called once at the end of every settle script, after each item's
      * writes: a transport may defer the work of t_ack to it. */
-    "local function t_flush() end\n";
+    "local function t_flush() end\n"
+    /* Called when t_check refused a settlement: true when no consumer
+     * holds the entry at all (settled already, or lost), rather than
+     * another one (stale). Without fencing, nothing is ever refused. */
+    "local function t_gone(queue, handle) return false end\n";
 
 /* ---- The shared library -------------------------------------------------- */
 
@@ -100,16 +104,23 @@ static const gchar lua_library[] =
     "    redis.call('HDEL', K_DLQ_COUNT, reason)\n"
     "  end\n"
     "end\n"
-    /* entry: one element of an XRANGE reply. */
+    /* entry: one element of an XRANGE reply. Returns its reason. */
     "local function dlq_remove(entry)\n"
     "  redis.call('XDEL', K_DLQ, entry[1])\n"
-    "  local f = entry[2]\n"
+    "  local f, reason = entry[2], 'unknown'\n"
     "  for j = 1, #f, 2 do\n"
-    "    if f[j] == 'reason' then dlq_count_add(f[j + 1], -1) end\n"
+    "    if f[j] == 'reason' then\n"
+    "      reason = f[j + 1]; dlq_count_add(reason, -1)\n"
+    "    elseif f[j] == 'task_id' and\n"
+    "           redis.call('HGET', K_DLQ_IDS, f[j + 1]) == entry[1] then\n"
+    "      redis.call('HDEL', K_DLQ_IDS, f[j + 1])\n"
+    "    end\n"
     "  end\n"
+    "  return reason\n"
     "end\n"
     /* Appends a dead letter, first dropping the oldest entries so that at
-     * most max remain: exact, and every count kept exact. */
+     * most max remain: exact, every count kept exact, and every drop
+     * counted by reason. Returns how many were dropped. */
     "local function dlq_add(max, payload, task_id, task, reason, detail,\n"
     "                       source, deliveries, at)\n"
     "  local over = redis.call('XLEN', K_DLQ) - max + 1\n"
@@ -117,7 +128,9 @@ static const gchar lua_library[] =
     "  if over > 0 then\n"
     "    old = redis.call('XRANGE', K_DLQ, '-', '+', 'COUNT', over)\n"
     "  end\n"
-    "  for _, e in ipairs(old) do dlq_remove(e) end\n"
+    "  for _, e in ipairs(old) do\n"
+    "    redis.call('HINCRBY', K_DLQ_DROPPED, dlq_remove(e), 1)\n"
+    "  end\n"
     "  local f = {'XADD', K_DLQ, '*', 'payload', payload, 'reason', reason,\n"
     "             'source', source, 'deliveries', deliveries, 'at', at}\n"
     "  if task_id ~= '' then\n"
@@ -125,8 +138,10 @@ static const gchar lua_library[] =
     "  end\n"
     "  if task ~= '' then f[#f + 1] = 'task'; f[#f + 1] = task end\n"
     "  if detail ~= '' then f[#f + 1] = 'detail'; f[#f + 1] = detail end\n"
-    "  redis.call(unpack(f))\n"
+    "  local eid = redis.call(unpack(f))\n"
+    "  if task_id ~= '' then redis.call('HSET', K_DLQ_IDS, task_id, eid) end\n"
     "  dlq_count_add(reason, 1)\n"
+    "  return #old\n"
     "end\n";
 
 /* ---- The steps ----------------------------------------------------------
@@ -135,8 +150,8 @@ static const gchar lua_library[] =
  * (due 0 = ready now; dedup_ttl 0 = no claim; rec '' = no record).
  */
 
-/* ARGV: nq, the nq distinct queues of the batch, then the items, each
- * one of:
+/* ARGV: token, nq, the nq distinct queues of the batch, then the items,
+ * each one of:
  *   'r' queue payload                      ready now, no id-keyed extras
  *   's' id queue payload due dedup_ttl rec rec_ttl   (a full submit)
  * Every check comes first (claims, including an id claimed earlier in the
@@ -144,12 +159,15 @@ static const gchar lua_library[] =
  * likeliest write to fail, on a key of a wrong type, so a failure leaves no
  * claim without its message), then schedule entries, claims and records.
  * Returns one char per item: '1' when its claim existed (nothing written).
+ * A claim holds the token of the call that made it (unique per call): a
+ * call replayed after its reply was lost finds its own claims and answers
+ * '0' for them, without writing twice (REDIS-NOTES-style replay safety).
  * The compact 'r' form and the grouped pushes keep Redis CPU per message
  * low: argument count and redis.call count dominate a script's cost. */
 static const gchar body_enqueue[] =
-    "local nq = tonumber(ARGV[1])\n"
+    "local token, nq = ARGV[1], tonumber(ARGV[2])\n"
     "local out, pushes, order, writes, seen = {}, {}, {}, {}, {}\n"
-    "local i = nq + 2\n"
+    "local i = nq + 3\n"
     "while i <= #ARGV do\n"
     "  local q, p\n"
     "  if ARGV[i] == 'r' then\n"
@@ -158,8 +176,12 @@ static const gchar body_enqueue[] =
     "    i = i + 3\n"
     "  else\n"
     "    local id, dedup = ARGV[i + 1], tonumber(ARGV[i + 5])\n"
-    "    if dedup > 0 and\n"
-    "       (seen[id] or redis.call('EXISTS', K_DEDUP .. id) == 1) then\n"
+    "    local claim = dedup > 0 and not seen[id] and\n"
+    "                  redis.call('GET', K_DEDUP .. id)\n"
+    "    if claim == token then\n"
+    "      out[#out + 1] = '0'\n"
+    "      seen[id] = true\n"
+    "    elseif dedup > 0 and (seen[id] or claim) then\n"
     "      out[#out + 1] = '1'\n"
     "    else\n"
     "      if dedup > 0 then seen[id] = true end\n"
@@ -183,14 +205,14 @@ static const gchar body_enqueue[] =
     "for _, j in ipairs(writes) do\n"
     "  local id = ARGV[j + 1]\n"
     "  if tonumber(ARGV[j + 5]) > 0 then\n"
-    "    redis.call('SET', K_DEDUP .. id, '1', 'PX', ARGV[j + 5])\n"
+    "    redis.call('SET', K_DEDUP .. id, token, 'PX', ARGV[j + 5])\n"
     "  end\n"
     "  if tonumber(ARGV[j + 4]) > 0 then\n"
     "    schedule_add(id, ARGV[j + 2], ARGV[j + 3], ARGV[j + 4])\n"
     "  end\n"
     "  put_record(id, ARGV[j + 6], ARGV[j + 7])\n"
     "end\n"
-    "if nq > 0 then redis.call('SADD', K_QUEUES, unpack(ARGV, 2, nq + 1)) end\n"
+    "if nq > 0 then redis.call('SADD', K_QUEUES, unpack(ARGV, 3, nq + 2)) end\n"
     "return table.concat(out)\n";
 
 /* ARGV: now, max. Moves due entries, earliest first. Returns {promoted,
@@ -220,11 +242,13 @@ static const gchar body_promote[] =
  *     op 'R' (retry):        payload at
  *     op 'D' (dead letter):  payload task_id task reason detail source
  *                            deliveries at
- *     op 'L' (release):      payload
- * Returns one char per settlement: 'D' done, 'S' stale (t_check refused:
+ *     op 'L' (release):      payload delivery_count
+ * Returns {one char per settlement, dead letters dropped by the cap}: 'D'
+ * done, 'S' stale (t_check refused: another consumer holds the entry;
  * nothing acknowledged, scheduled or buried; the record is still written,
- * the last to finish wins). Stale ones are added to K_STALE, so stats see
- * fenced settles of every process, not only of the one that asks.
+ * the last to finish wins), 'G' gone (refused too: no consumer holds it,
+ * t_gone). Refused ones are added to K_STALE, so stats see fenced settles
+ * of every process, not only of the one that asks.
  *
  * Final records are announced only on channels someone listens to: one
  * PUBSUB NUMSUB over the batch's channels replaces a PUBLISH per task
@@ -235,7 +259,7 @@ static const gchar body_settle[] =
     "local max = tonumber(ARGV[1])\n"
     "local consumer = ARGV[2]\n"
     "local out, done = {}, {}\n"
-    "local stale = 0\n"
+    "local stale, dropped = 0, 0\n"
     "local i = 3\n"
     "while i <= #ARGV do\n"
     "  local op = ARGV[i]\n"
@@ -251,23 +275,24 @@ static const gchar body_settle[] =
     "    local f = i + 6\n"
     "    if op == 'R' then i = f + 2\n"
     "    elseif op == 'D' then i = f + 8\n"
-    "    elseif op == 'L' then i = f + 1\n"
+    "    elseif op == 'L' then i = f + 2\n"
     "    else i = f end\n"
     "    if t_check(queue, handle, consumer) then\n"
     "      if op == 'L' then\n"
-    "        t_release(queue, handle, consumer, ARGV[f])\n"
+    "        t_release(queue, handle, consumer, ARGV[f], ARGV[f + 1])\n"
     "      else\n"
     "        t_ack(queue, handle, consumer)\n"
     "        if op == 'R' then\n"
     "          schedule_add(id, queue, ARGV[f], ARGV[f + 1])\n"
     "        elseif op == 'D' then\n"
-    "          dlq_add(max, ARGV[f], ARGV[f + 1], ARGV[f + 2], ARGV[f + 3],\n"
-    "                  ARGV[f + 4], ARGV[f + 5], ARGV[f + 6], ARGV[f + 7])\n"
+    "          dropped = dropped + dlq_add(max, ARGV[f], ARGV[f + 1],\n"
+    "                  ARGV[f + 2], ARGV[f + 3], ARGV[f + 4], ARGV[f + 5],\n"
+    "                  ARGV[f + 6], ARGV[f + 7])\n"
     "        end\n"
     "      end\n"
     "      out[#out + 1] = 'D'\n"
     "    else\n"
-    "      out[#out + 1] = 'S'\n"
+    "      out[#out + 1] = t_gone(queue, handle) and 'G' or 'S'\n"
     "      stale = stale + 1\n"
     "    end\n"
     "    if id ~= '' and set_record(id, rec, ttl) then\n"
@@ -283,7 +308,7 @@ static const gchar body_settle[] =
     "end\n"
     "t_flush()\n"
     "if stale > 0 then redis.call('INCRBY', K_STALE, stale) end\n"
-    "return table.concat(out)\n";
+    "return {table.concat(out), dropped}\n";
 
 /* ARGV: id rec rec_ttl. Returns 1 if id was scheduled (now removed and the
  * record written), else 0 and nothing written. */
@@ -329,9 +354,12 @@ static const gchar body_dlq_delete[] =
     "dlq_remove(e[1])\n"
     "return 1\n";
 
-/* ARGV: '*' (every known queue) or the queues. Returns {{queue, depth,
- * ...}, scheduled, dead letters, {reason, count, ...}, {worker, seen,
- * ...}, in_flight, stale settles}. */
+/* ARGV: '*' (every known queue) or the queues (none: figures without
+ * queues). Returns {{queue, depth, ...}, scheduled, dead letters, {reason,
+ * count, ...}, {worker, seen, announcement or false, ...}, in_flight,
+ * stale settles, {reason, dropped, ...}}. A worker without an
+ * announcement has lapsed: it is shown as not alive until the heartbeat
+ * prunes it. */
 static const gchar body_stats[] =
     "local queues\n"
     "if ARGV[1] == '*' then\n"
@@ -345,10 +373,17 @@ static const gchar body_stats[] =
     "  depths[#depths + 1] = q\n"
     "  depths[#depths + 1] = t_depth(q)\n"
     "end\n"
+    "local seen = redis.call('ZRANGE', K_WORKERS, 0, -1, 'WITHSCORES')\n"
+    "local workers = {}\n"
+    "for j = 1, #seen, 2 do\n"
+    "  workers[#workers + 1] = seen[j]\n"
+    "  workers[#workers + 1] = seen[j + 1]\n"
+    "  workers[#workers + 1] = redis.call('GET', K_WINFO .. seen[j])\n"
+    "end\n"
     "return {depths, redis.call('ZCARD', K_SCHEDULE),\n"
     "        redis.call('XLEN', K_DLQ), redis.call('HGETALL', K_DLQ_COUNT),\n"
-    "        redis.call('ZRANGE', K_WORKERS, 0, -1, 'WITHSCORES'),\n"
-    "        t_in_flight(queues), redis.call('GET', K_STALE) or '0'}\n";
+    "        workers, t_in_flight(queues), redis.call('GET', K_STALE) or '0',\n"
+    "        redis.call('HGETALL', K_DLQ_DROPPED)}\n";
 
 /* ARGV: queue. Returns how many ready messages were deleted. */
 static const gchar body_purge[] = "return t_purge(ARGV[1])\n";
@@ -369,8 +404,58 @@ static const gchar body_heartbeat[] =
 
 /* ARGV: consumer. */
 static const gchar body_leave[] = "redis.call('ZREM', K_WORKERS, ARGV[1])\n"
+                                  "redis.call('DEL', K_WINFO .. ARGV[1])\n"
                                   "t_leave(ARGV[1])\n"
                                   "return 1\n";
+
+/* ARGV: consumer now ttl_ms info. The announcement lapses with the lease,
+ * so a worker killed with -9 shows as not alive within a lease. */
+static const gchar body_announce[] =
+    "redis.call('SET', K_WINFO .. ARGV[1], ARGV[4], 'PX', ARGV[3])\n"
+    "redis.call('ZADD', K_WORKERS, ARGV[2], ARGV[1])\n"
+    "return 1\n";
+
+/* ARGV: id expires_at. A revocation never gets shorter (GT), and each one
+ * gets the next insertion number: the workers' sync cursor. */
+static const gchar body_revoke[] =
+    "redis.call('ZADD', K_REVOKED, 'GT', ARGV[2], ARGV[1])\n"
+    "local n = redis.call('INCR', K_REVOKED_N)\n"
+    "redis.call('ZADD', K_REVOKED_SEQ, n, ARGV[1])\n"
+    "return n\n";
+
+/* ARGV: cursor now. Drops lapsed revocations, then returns {cursor', id,
+ * expiry, ...}: those recorded after the cursor, in insertion order.
+ * cursor' covers every number given so far. */
+static const gchar body_revocations_since[] =
+    "local lapsed = redis.call('ZRANGEBYSCORE', K_REVOKED, '-inf', ARGV[2])\n"
+    "for s = 1, #lapsed, 1000 do\n"
+    "  local chunk = {unpack(lapsed, s, math.min(s + 999, #lapsed))}\n"
+    "  redis.call('ZREM', K_REVOKED, unpack(chunk))\n"
+    "  redis.call('ZREM', K_REVOKED_SEQ, unpack(chunk))\n"
+    "end\n"
+    "local out = {redis.call('GET', K_REVOKED_N) or '0'}\n"
+    "local ids = redis.call('ZRANGEBYSCORE', K_REVOKED_SEQ,\n"
+    "                       '(' .. ARGV[1], '+inf')\n"
+    "for _, id in ipairs(ids) do\n"
+    "  local e = redis.call('ZSCORE', K_REVOKED, id)\n"
+    "  if e then out[#out + 1] = id; out[#out + 1] = e end\n"
+    "end\n"
+    "return out\n";
+
+/* ARGV: id. Returns {1, due, queue, payload} when it is on the schedule,
+ * {2, entry} (an XRANGE element) for its newest dead letter, else {0}. */
+static const gchar body_lookup[] =
+    "local due = redis.call('ZSCORE', K_SCHEDULE, ARGV[1])\n"
+    "if due then\n"
+    "  return {1, due, redis.call('HGET', K_SCHED_QUEUE, ARGV[1]) or '',\n"
+    "          redis.call('HGET', K_SCHED_PAYLOAD, ARGV[1]) or ''}\n"
+    "end\n"
+    "local eid = redis.call('HGET', K_DLQ_IDS, ARGV[1])\n"
+    "if eid then\n"
+    "  local e = redis.call('XRANGE', K_DLQ, eid, eid)\n"
+    "  if #e == 1 then return {2, e[1]} end\n"
+    "end\n"
+    "return {0}\n";
 
 /* ---- Assembly ------------------------------------------------------------ */
 
@@ -431,6 +516,14 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
       {SLUICE_REDIS_SCRIPT_HEARTBEAT, "heartbeat", SLUICE_REDIS_LUA_DRAINS,
        body_heartbeat},
       {SLUICE_REDIS_SCRIPT_LEAVE, "leave", SLUICE_REDIS_LUA_DRAINS, body_leave},
+      {SLUICE_REDIS_SCRIPT_ANNOUNCE, "announce", SLUICE_REDIS_LUA_DRAINS,
+       body_announce},
+      {SLUICE_REDIS_SCRIPT_REVOKE, "revoke", SLUICE_REDIS_LUA_DRAINS,
+       body_revoke},
+      {SLUICE_REDIS_SCRIPT_REVOCATIONS_SINCE, "list_revocations_since",
+       SLUICE_REDIS_LUA_DRAINS, body_revocations_since},
+      {SLUICE_REDIS_SCRIPT_LOOKUP, "lookup_task", SLUICE_REDIS_LUA_READS,
+       body_lookup},
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(table) == SLUICE_REDIS_SCRIPT_N);
 

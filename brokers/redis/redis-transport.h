@@ -22,8 +22,10 @@
  *                                the settle reports STALE). Must not write.
  *   t_ack(queue, handle, consumer)
  *                                acknowledge the delivery for good
- *   t_release(queue, handle, consumer, payload)
- *                                give it back for the next fetch
+ *   t_release(queue, handle, consumer, payload, count)
+ *                                give it back for the next fetch, so
+ *                                that the next delivery reports the same
+ *                                delivery count (count, as a string)
  *   t_depth(queue) -> integer    ready messages (stats)
  *   t_in_flight(queues) -> integer
  *                                delivered and unsettled, or -1 if unknown
@@ -37,6 +39,11 @@
  *                                lapsed before this renewal, so the
  *                                worker logs "lease lost")
  *   t_leave(consumer)            the consumer stops for good
+ *   t_gone(queue, handle) -> boolean
+ *                                optional (the default says no): when
+ *                                t_check refused a settlement, TRUE if no
+ *                                consumer holds the entry at all (the
+ *                                settle reports GONE instead of STALE)
  *   t_flush()                    optional (the default does nothing):
  *                                called once at the end of every settle
  *                                script, after every item's writes, so a
@@ -106,6 +113,11 @@ typedef struct {
   gboolean (*reclaim)(SluiceRedisBroker *self, const gchar *consumer,
                       const gchar *const *queues, guint max, gint64 idle_ms,
                       GPtrArray *out, GError **error);
+  /** count_reclaimable: Optional (with reclaim). The `count_reclaimable`
+   * slot of sluice-broker.h. */
+  gboolean (*count_reclaimable)(SluiceRedisBroker *self, const gchar *consumer,
+                                const gchar *const *queues, guint max,
+                                gint64 idle_ms, guint *out_n, GError **error);
 
   /** push_native: Optional. Appends to @conn the plain Redis commands that
    * push @n payloads, in this order, onto @queue's ready messages (what

@@ -210,6 +210,63 @@ trace_list_revocations(SluiceBroker *b, gint64 after, gint64 now_ms,
                 error);
 }
 
+/* ---- Version 2 of the contract: optional slots, forwarded all the same */
+
+static gboolean
+trace_check(SluiceBroker *b, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "check", t, sluice_broker_check(trace(b)->inner, error),
+                error);
+}
+
+static gboolean
+trace_list_revocations_since(SluiceBroker *b, gint64 cursor, gint64 now_ms,
+                             GPtrArray *out, gint64 *out_cursor, GError **error)
+{
+  gint64 t = NOW();
+  gboolean ok;
+
+  *out_cursor = cursor;
+  ok = sluice_broker_list_revocations_since(trace(b)->inner, out_cursor, now_ms,
+                                            out, error);
+  return traced(b, "list_revocations_since", t, ok, error);
+}
+
+static gboolean
+trace_count_reclaimable(SluiceBroker *b, const gchar *consumer,
+                        const gchar *const *queues, guint max, gint64 idle_ms,
+                        guint *out_n, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "count_reclaimable", t,
+                sluice_broker_count_reclaimable(trace(b)->inner, consumer,
+                                                queues, max, idle_ms, out_n,
+                                                error),
+                error);
+}
+
+static gboolean
+trace_lookup_task(SluiceBroker *b, const gchar *id, SluiceTaskLocation *out,
+                  GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "lookup_task", t,
+                sluice_broker_lookup_task(trace(b)->inner, id, out, error),
+                error);
+}
+
+static gboolean
+trace_announce(SluiceBroker *b, const gchar *consumer, GBytes *info,
+               gint64 ttl_ms, GError **error)
+{
+  gint64 t = NOW();
+  return traced(
+      b, "announce", t,
+      sluice_broker_announce(trace(b)->inner, consumer, info, ttl_ms, error),
+      error);
+}
+
 static gboolean
 trace_claim_periodic(SluiceBroker *b, const gchar *name, gint64 at,
                      SluiceSubmit *item, gboolean *claimed, GError **error)
@@ -333,6 +390,11 @@ static const SluiceBrokerClass trace_class_template = {
     .stats = trace_stats,
     .purge = trace_purge,
     .finalize = trace_finalize,
+    .check = trace_check,
+    .list_revocations_since = trace_list_revocations_since,
+    .count_reclaimable = trace_count_reclaimable,
+    .lookup_task = trace_lookup_task,
+    .announce = trace_announce,
 };
 
 SluiceBroker *

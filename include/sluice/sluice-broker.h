@@ -183,10 +183,14 @@ typedef struct {
  *   dead-letter queue, dropping the oldest entries beyond the broker's
  *   dead_letter_max.
  * @SLUICE_SETTLE_RELEASE: do not acknowledge: give the delivery back so
- *   that it is delivered again as soon as possible (graceful shutdown).
- *   A broker with LEASES may instead leave it pending and rely on the
- *   consumer's departure (`leave`) so a peer reclaims it at once; the
- *   reclaim then counts as a delivery toward max_deliveries.
+ *   that any live consumer (this one included) can fetch it at once
+ *   (graceful shutdown). A release is not a failed delivery: the next
+ *   delivery of the message reports the same delivery_count as this one.
+ *   The message may go to the end of its queue. With LEASES, leaving it
+ *   pending for a peer's next reclaim is not enough (that waits for a
+ *   reclaim tick and counts as a delivery): requeue it.
+ *   With @record set (a `queued` record, when track_state is on), the
+ *   record is written in the same step.
  */
 typedef enum {
   SLUICE_SETTLE_ACK,
@@ -201,10 +205,17 @@ typedef enum {
  * @SLUICE_SETTLE_STALE: refused by fencing: another consumer owns the
  *   delivery now. Nothing was acknowledged, scheduled or buried; the record
  *   may still have been written (the last to finish wins).
+ * @SLUICE_SETTLE_GONE: (since version 2) refused by fencing: no consumer
+ *   holds the delivery any more: it was settled already (a settle repeated
+ *   after its reply was lost), or the store lost it (a Redis restarted
+ *   without its latest writes, an entry deleted by hand). As for STALE,
+ *   nothing but the record was written. A version-1 broker reports STALE
+ *   for both.
  */
 typedef enum {
   SLUICE_SETTLE_DONE,
   SLUICE_SETTLE_STALE,
+  SLUICE_SETTLE_GONE,
 } SluiceSettleStatus;
 
 /**
@@ -249,7 +260,39 @@ typedef struct {
   gint64 expires_at;
 } SluiceRevocation;
 
-#define SLUICE_BROKER_CLASS_VERSION 1
+/**
+ * SluiceTaskPlace:
+ * @SLUICE_TASK_PLACE_NONE: neither on the schedule nor buried
+ * @SLUICE_TASK_PLACE_SCHEDULED: waiting on the schedule (a delay, an ETA,
+ *   a retry or a deferral)
+ * @SLUICE_TASK_PLACE_DEAD: in the dead-letter queue
+ */
+typedef enum {
+  SLUICE_TASK_PLACE_NONE,
+  SLUICE_TASK_PLACE_SCHEDULED,
+  SLUICE_TASK_PLACE_DEAD,
+} SluiceTaskPlace;
+
+/**
+ * SluiceTaskLocation:
+ * @place: where the task was found
+ * @payload: (nullable): SCHEDULED: the envelope bytes as stored (owned)
+ * @queue: (nullable): SCHEDULED: the queue it goes to when due (owned)
+ * @due_at: SCHEDULED: when it is due (ms since epoch)
+ * @dead_letter: (nullable): DEAD: the newest dead letter of the task
+ *   (owned)
+ *
+ * What `lookup_task` found. Clear with sluice_task_location_clear().
+ */
+typedef struct {
+  SluiceTaskPlace place;
+  GBytes *payload;
+  gchar *queue;
+  gint64 due_at;
+  SluiceDeadLetter *dead_letter;
+} SluiceTaskLocation;
+
+#define SLUICE_BROKER_CLASS_VERSION 2
 
 /**
  * SluiceBrokerClass:
@@ -417,9 +460,12 @@ struct _SluiceBrokerClass {
   /**
    * list_revocations: Required.
    * Appends to @out (SluiceRevocation, transfer full) every revocation
-   * that expires after @after (the cursor: the largest expiry the caller
-   * has seen) and has not lapsed at @now_ms. Lapsed ones may be deleted.
-   * Revocations carry the same TTL, so newer revocations expire later.
+   * that expires after @after and has not lapsed at @now_ms. Lapsed ones
+   * may be deleted. The core passes @after = 0 (every live revocation):
+   * an expiry is no cursor, since clients may use different TTLs and two
+   * revocations may share a millisecond. Brokers that can list by
+   * insertion order provide `list_revocations_since` (version 2), which
+   * the core then uses instead for its periodic sync.
    */
   gboolean (*list_revocations)(SluiceBroker *self, gint64 after, gint64 now_ms,
                                GPtrArray *out, GError **error);
@@ -517,6 +563,76 @@ struct _SluiceBrokerClass {
   void (*finalize)(SluiceBroker *self);
 
   /* Slots above are valid for version 1 */
+
+  /* ---- version 2 ------------------------------------------------------ */
+
+  /**
+   * check: Optional. If NULL, nothing is checked.
+   * Contacts the store and checks that it can serve this broker as
+   * configured: reachable, credentials accepted, and the namespace used in
+   * the same way by everyone (a Redis namespace records its mode on first
+   * use; a client of the other mode is refused with
+   * SLUICE_BROKER_ERROR_INVALID naming both). A worker calls it when it
+   * starts (UNAVAILABLE is waited out there, any other error fails the
+   * start); clients call it through sluice_client_check().
+   */
+  gboolean (*check)(SluiceBroker *self, GError **error);
+
+  /**
+   * list_revocations_since: Optional. If NULL, the core calls
+   * `list_revocations` with @after = 0 at every sync (correct, but it
+   * reads every live revocation each time).
+   * Appends to @out (SluiceRevocation, transfer full) the revocations
+   * recorded after @cursor, in the order they were recorded, that have not
+   * lapsed at @now_ms, and sets @out_cursor to a cursor past the last one
+   * (or to @cursor when there were none). @cursor 0 means "from the
+   * beginning": every live revocation. A revocation recorded again (a
+   * second cancel of the same id) is recorded anew, after the cursor.
+   * Cursors only grow, and never skip a revocation recorded in the same
+   * millisecond as another.
+   */
+  gboolean (*list_revocations_since)(SluiceBroker *self, gint64 cursor,
+                                     gint64 now_ms, GPtrArray *out,
+                                     gint64 *out_cursor, GError **error);
+
+  /**
+   * count_reclaimable: Optional; only used with LEASES. If NULL, a worker
+   * that holds deliveries reclaims only once it is idle.
+   * Sets @out_n to how many deliveries `reclaim` would take over now for
+   * @consumer (at most @max), without taking any. Lets a busy worker stop
+   * fetching and drain before it reclaims: the core runs reclaimed
+   * deliveries alone (quarantine), so that a crash is charged to the one
+   * delivery that caused it.
+   */
+  gboolean (*count_reclaimable)(SluiceBroker *self, const gchar *consumer,
+                                const gchar *const *queues, guint max,
+                                gint64 idle_ms, guint *out_n, GError **error);
+
+  /**
+   * lookup_task: Optional. If NULL, `inspect` finds only tasks that have a
+   * record.
+   * Fills @out (zeroed by the caller) with where task @id is now: on the
+   * schedule (its payload, queue and due time) or in the dead-letter queue
+   * (its newest dead letter), or SLUICE_TASK_PLACE_NONE. Costs one lookup
+   * by id, never a scan.
+   */
+  gboolean (*lookup_task)(SluiceBroker *self, const gchar *id,
+                          SluiceTaskLocation *out, GError **error);
+
+  /**
+   * announce: Optional. If NULL, stats list workers by heartbeat only, and
+   * nobody can tell which task names are served.
+   * Stores @info (opaque bytes, encoded by the core: host, pid, queues,
+   * tasks served, counters) as @consumer's description for @ttl_ms,
+   * replacing the previous one. `stats` reports each announced worker
+   * with SluiceWorkerInfo.info set, and alive while its description has
+   * not lapsed; a worker whose description lapsed may still be listed, as
+   * not alive, for a grace period.
+   */
+  gboolean (*announce)(SluiceBroker *self, const gchar *consumer, GBytes *info,
+                       gint64 ttl_ms, GError **error);
+
+  /* Slots above are valid for version 2 */
 };
 
 /* ---- For broker authors: construction ----------------------------------- */
@@ -563,6 +679,10 @@ SluiceRevocation *sluice_revocation_new(const gchar *id, gint64 expires_at);
 /** sluice_revocation_free: NULL-safe. */
 SLUICE_BROKER_API
 void sluice_revocation_free(SluiceRevocation *revocation);
+
+/** sluice_task_location_clear: frees what @location holds and zeroes it. */
+SLUICE_BROKER_API
+void sluice_task_location_clear(SluiceTaskLocation *location);
 
 /* ---- The one dispatch point per slot ------------------------------------
  *
@@ -649,5 +769,26 @@ gboolean sluice_broker_stats(SluiceBroker *broker, const gchar *const *queues,
 SLUICE_BROKER_API
 gboolean sluice_broker_purge(SluiceBroker *broker, const gchar *queue,
                              guint64 *out_removed, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_check(SluiceBroker *broker, GError **error);
+/* @inout_cursor: in, the caller's cursor (0 at first); out, the next one. */
+SLUICE_BROKER_API
+gboolean sluice_broker_list_revocations_since(SluiceBroker *broker,
+                                              gint64 *inout_cursor,
+                                              gint64 now_ms, GPtrArray *out,
+                                              GError **error);
+/* Returns FALSE with UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_count_reclaimable(SluiceBroker *broker,
+                                         const gchar *consumer,
+                                         const gchar *const *queues, guint max,
+                                         gint64 idle_ms, guint *out_n,
+                                         GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_lookup_task(SluiceBroker *broker, const gchar *id,
+                                   SluiceTaskLocation *out, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_announce(SluiceBroker *broker, const gchar *consumer,
+                                GBytes *info, gint64 ttl_ms, GError **error);
 
 G_END_DECLS

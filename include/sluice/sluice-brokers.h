@@ -123,10 +123,40 @@ typedef struct {
  * SluiceWorkerInfo:
  * @id: a worker's id
  * @last_seen_ms: its last heartbeat (ms since epoch)
+ * @alive: FALSE once its liveness lapsed (it died or lost the store); such
+ *   a worker is listed for a grace period, then dropped
+ * @info: (nullable): what the worker announced, encoded by the core;
+ *   brokers store and return it untouched (see the `announce` slot)
+ * @host: (nullable): the host it runs on
+ * @pid: its process id (0 if unknown)
+ * @queues: (nullable): the queues it takes from, highest priority first
+ * @tasks: (nullable): the task names it serves
+ * @concurrency: its executor slots
+ * @running: tasks running when it last announced itself
+ * @started_at_ms: when it started (ms since epoch)
+ * @succeeded, @failed, @retried, @dead_lettered: its counts since it
+ *   started, as of its last announcement
+ *
+ * The fields after @info are decoded from @info by the client
+ * (sluice_client_get_stats()); they are empty when a worker announced
+ * nothing. Owned by the SluiceBrokerStats that holds it.
  */
 typedef struct {
   gchar *id;
   gint64 last_seen_ms;
+  gboolean alive;
+  GBytes *info;
+  gchar *host;
+  gint pid;
+  gchar **queues;
+  gchar **tasks;
+  guint concurrency;
+  guint running;
+  gint64 started_at_ms;
+  guint64 succeeded;
+  guint64 failed;
+  guint64 retried;
+  guint64 dead_lettered;
 } SluiceWorkerInfo;
 
 /**
@@ -138,10 +168,15 @@ typedef struct {
  * @dead_letters: entries in the dead-letter queue
  * @dead_letters_by_reason: (element-type utf8 gint64): reason -> count,
  *   values are gint64 pointers
- * @workers: (element-type SluiceWorkerInfo): workers known alive
+ * @workers: (element-type SluiceWorkerInfo): workers seen lately, alive
+ *   or not (see SluiceWorkerInfo.alive)
  * @stale_settles: settles refused because another consumer owned the
  *   delivery by then (fencing): on Redis, counted for the whole namespace
  *   by every process; -1 if the broker cannot tell
+ * @dead_letters_dropped: dead letters dropped by the dead_letter_max cap
+ *   (oldest first) since the namespace began; -1 if the broker cannot tell
+ * @dead_letters_dropped_by_reason: (element-type utf8 gint64): the same,
+ *   by reason of the dropped entries
  *
  * Filled by sluice_client_get_stats(); free with sluice_broker_stats_clear().
  */
@@ -153,6 +188,8 @@ typedef struct {
   GHashTable *dead_letters_by_reason;
   GPtrArray *workers;
   gint64 stale_settles;
+  gint64 dead_letters_dropped;
+  GHashTable *dead_letters_dropped_by_reason;
 } SluiceBrokerStats;
 
 /** sluice_broker_stats_init: empty containers, counts 0. */
@@ -176,10 +213,28 @@ SLUICE_AVAILABLE_IN_0_1
 void sluice_broker_stats_add_dead_letters(SluiceBrokerStats *stats,
                                           const gchar *reason, gint64 n);
 
-/** sluice_broker_stats_add_worker: appends a worker (copies @id). */
+/** sluice_broker_stats_add_worker: appends a worker (copies @id), alive
+ * and without an announcement. */
 SLUICE_AVAILABLE_IN_0_1
 void sluice_broker_stats_add_worker(SluiceBrokerStats *stats, const gchar *id,
                                     gint64 last_seen_ms);
+
+/**
+ * sluice_broker_stats_add_worker_info:
+ * @info: (nullable) (transfer none): what the worker announced; referenced
+ *
+ * Appends a worker (copies @id). For broker authors.
+ */
+SLUICE_AVAILABLE_IN_0_2
+void sluice_broker_stats_add_worker_info(SluiceBrokerStats *stats,
+                                         const gchar *id, gint64 last_seen_ms,
+                                         gboolean alive, GBytes *info);
+
+/** sluice_broker_stats_add_dropped: adds @n to the dead letters dropped by
+ * the cap, for @reason. */
+SLUICE_AVAILABLE_IN_0_2
+void sluice_broker_stats_add_dropped(SluiceBrokerStats *stats,
+                                     const gchar *reason, gint64 n);
 
 /* ---- Dead letters ------------------------------------------------------- */
 

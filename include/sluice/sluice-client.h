@@ -194,9 +194,13 @@ SluiceResult *sluice_client_get_result(SluiceClient *client, const gchar *id,
 
 /**
  * sluice_client_inspect:
- * Returns: (transfer full): the task's current record (any state), or NULL
- * and SLUICE_CLIENT_ERROR_NOT_FOUND when there is none (never written,
- * track_state off, or expired).
+ * Returns: (transfer full): the task's current record (any state); without
+ * a record (track_state off), what the broker holds of it: a task on the
+ * schedule is reported scheduled or retrying (with its due time,
+ * sluice_result_get_due_at(), and for a deferral of an unknown task name
+ * a note saying so), a buried one dead_lettered with its reason. NULL and
+ * SLUICE_CLIENT_ERROR_NOT_FOUND when there is nothing (never enqueued,
+ * queued or running with track_state off, or expired).
  */
 SLUICE_AVAILABLE_IN_0_1
 SluiceResult *sluice_client_inspect(SluiceClient *client, const gchar *id,
@@ -236,6 +240,32 @@ SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_get_stats(SluiceClient *client,
                                  const gchar *const *queues,
                                  SluiceBrokerStats *out, GError **error);
+
+/**
+ * sluice_client_count_servers:
+ * @task: a task name
+ * @out_serving: (out) (optional): live workers that announced they serve
+ *   @task
+ * @out_announced: (out) (optional): live workers that announced anything
+ *
+ * Tells a producer whether anyone will run @task now: 0 serving out of a
+ * non-zero number announced means no live worker of the namespace knows
+ * the name (a typo, or a rollout not done yet). One stats read.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_client_count_servers(SluiceClient *client, const gchar *task,
+                                     guint *out_serving, guint *out_announced,
+                                     GError **error);
+
+/**
+ * sluice_client_check:
+ * Contacts the broker and checks it can serve this client as configured
+ * (for Redis: reachable, credentials accepted, the namespace used in the
+ * same mode). For producers that want to fail at start, not at the first
+ * enqueue.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_client_check(SluiceClient *client, GError **error);
 
 /* ---- Dead letters ---------------------------------------------------------
  */

@@ -165,7 +165,10 @@ const gchar *sluice_worker_get_id(SluiceWorker *worker);
 
 /**
  * sluice_worker_start:
- * Starts the threads and returns. A worker starts once.
+ * Checks the broker (sluice_broker_check: a namespace used in the other
+ * mode, refused credentials fail the start; a broker that is unreachable
+ * is waited out, with one log line), starts the threads and returns. A
+ * worker starts once.
  */
 SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_worker_start(SluiceWorker *worker, GError **error);
@@ -176,6 +179,25 @@ gboolean sluice_worker_start(SluiceWorker *worker, GError **error);
  */
 SLUICE_AVAILABLE_IN_0_1
 void sluice_worker_request_stop(SluiceWorker *worker);
+
+/**
+ * sluice_worker_stop_now:
+ * Asks for an immediate stop and returns at once: running tasks are
+ * cancelled and given back for redelivery without waiting for
+ * shutdown_timeout, and settling gives up at the first failure. What a
+ * second SIGTERM/SIGINT does after sluice_worker_handle_signals().
+ * Thread-safe.
+ */
+SLUICE_AVAILABLE_IN_0_2
+void sluice_worker_stop_now(SluiceWorker *worker);
+
+/**
+ * sluice_worker_stopped_forcibly:
+ * Returns: TRUE when the stop was forced (sluice_worker_stop_now() or a
+ * second signal), so a program can exit with a failure status.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_worker_stopped_forcibly(SluiceWorker *worker);
 
 /**
  * sluice_worker_wait:

@@ -62,6 +62,20 @@ sluice_test_log_capture_reset(void)
   g_mutex_unlock(&log_lock);
 }
 
+/* How many captured lines contain @needle. */
+static guint
+log_capture_count(const gchar *needle)
+{
+  guint n = 0;
+
+  g_mutex_lock(&log_lock);
+  for (const gchar *p = log_text != NULL ? log_text->str : NULL;
+       p != NULL && (p = strstr(p, needle)) != NULL; p += strlen(needle))
+    n++;
+  g_mutex_unlock(&log_lock);
+  return n;
+}
+
 gboolean
 sluice_test_log_capture_contains(const gchar *needle)
 {
@@ -88,7 +102,10 @@ static struct {
   gboolean broken;
   guint started_blockers;
   guint cancelled_seen;
-  GPtrArray *order; /* task ids in the order they started */
+  GPtrArray *order;       /* task ids in the order they started */
+  GHashTable *deliveries; /* id -> delivery count of its last run */
+  guint suspects_running; /* t.watch runs with a delivery count >= 2 */
+  guint beside_suspect;   /* t.watch runs that overlapped such a run */
 } rec;
 
 static void
@@ -97,9 +114,12 @@ rec_reset(void)
   g_mutex_lock(&rec.lock);
   g_clear_pointer(&rec.attempts, g_hash_table_unref);
   g_clear_pointer(&rec.order, g_ptr_array_unref);
+  g_clear_pointer(&rec.deliveries, g_hash_table_unref);
   rec.attempts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        (GDestroyNotify)g_array_unref);
   rec.order = g_ptr_array_new_with_free_func(g_free);
+  rec.deliveries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  rec.suspects_running = rec.beside_suspect = 0;
   rec.runs = rec.running = rec.peak = rec.at_gate = 0;
   rec.gate_open = rec.broken = FALSE;
   rec.started_blockers = rec.cancelled_seen = 0;
@@ -123,6 +143,9 @@ rec_run(SluiceTaskContext *ctx)
       sluice_task_context_get_retries(ctx);
   g_array_append_val(a, v);
   g_ptr_array_add(rec.order, g_strdup(id));
+  g_hash_table_replace(
+      rec.deliveries, g_strdup(id),
+      GUINT_TO_POINTER(sluice_task_context_get_delivery_count(ctx)));
   rec.runs++;
   g_cond_broadcast(&rec.cond);
   g_mutex_unlock(&rec.lock);
@@ -363,6 +386,60 @@ task_busy(SluiceTaskContext *ctx, gpointer data, GError **error)
   return TRUE;
 }
 
+/* The delivery count seen by the last run of @id. */
+static guint
+delivery_count_of(const gchar *id)
+{
+  guint n;
+
+  g_mutex_lock(&rec.lock);
+  n = GPOINTER_TO_UINT(g_hash_table_lookup(rec.deliveries, id));
+  g_mutex_unlock(&rec.lock);
+  return n;
+}
+
+/* Runs a few milliseconds and notes whether it overlapped a run of a
+ * delivery taken over from a dead consumer (delivery count >= 2): those
+ * must run alone. */
+static gboolean
+task_watch(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  gboolean suspect = sluice_task_context_get_delivery_count(ctx) >= 2;
+
+  rec_run(ctx);
+  g_mutex_lock(&rec.lock);
+  if (rec.suspects_running > 0 || (suspect && rec.running > 0))
+    rec.beside_suspect++;
+  rec.running++;
+  if (suspect)
+    rec.suspects_running++;
+  g_mutex_unlock(&rec.lock);
+  g_usleep(3000);
+  g_mutex_lock(&rec.lock);
+  if (rec.suspects_running > 0 && !suspect)
+    rec.beside_suspect++;
+  rec.running--;
+  if (suspect)
+    rec.suspects_running--;
+  g_mutex_unlock(&rec.lock);
+  return TRUE;
+}
+
+/* Ignores its cancellable: waits at the gate until the test opens it. */
+static gboolean
+task_stubborn(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  rec_run(ctx);
+  g_mutex_lock(&rec.lock);
+  rec.at_gate++;
+  g_cond_broadcast(&rec.cond);
+  while (!rec.gate_open)
+    g_cond_wait(&rec.cond, &rec.lock);
+  rec.at_gate--;
+  g_mutex_unlock(&rec.lock);
+  return TRUE;
+}
+
 /* Counts runs per id only: the fast path of the throughput scenario. */
 static gboolean
 task_count(SluiceTaskContext *ctx, gpointer data, GError **error)
@@ -427,6 +504,8 @@ env_new_full(guint dead_letter_max, const SluiceWorkerOptions *options)
   add_task(e, "t.gate", task_gate, NULL);
   add_task(e, "t.blocker", task_blocker, NULL);
   add_task(e, "t.busy", task_busy, NULL);
+  add_task(e, "t.watch", task_watch, NULL);
+  add_task(e, "t.stubborn", task_stubborn, NULL);
   e->h = sluice_test_harness_new_with_broker(e->broker, e->registry, options,
                                              &error);
   ck_assert_msg(e->h != NULL, "%s", error != NULL ? error->message : "");
@@ -1013,11 +1092,74 @@ START_TEST(states_without_track_state)
   ck_assert(g_error_matches(error, SLUICE_CLIENT_ERROR,
                             SLUICE_CLIENT_ERROR_NOT_FOUND));
   run_idle(e);
-  /* A retry writes no record without track_state. */
-  ck_assert_state(e, id, SLUICE_STATE_UNKNOWN);
+  /* A retry writes no record without track_state, but the task waits on
+   * the schedule, where inspect finds it. */
+  {
+    g_autoptr(SluiceResult) r = sluice_client_inspect(e->client, id, &error);
+    ck_assert_msg(r != NULL, "%s", error != NULL ? error->message : "");
+    ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_RETRYING);
+    ck_assert_uint_eq(sluice_result_get_attempt(r), 2);
+    ck_assert_str_eq(sluice_result_get_task(r), "t.flaky");
+    ck_assert_int_eq(sluice_result_get_due_at(r), e->t0 + 1500);
+    ck_assert_ptr_nonnull(strstr(sluice_result_get_error(r), "attempt 1"));
+  }
   sluice_test_harness_advance(e->h, 1500);
   run_idle(e);
   ck_assert_state(e, id, SLUICE_STATE_SUCCEEDED);
+  env_free(e);
+}
+END_TEST
+
+/* Without track_state, a delayed task, a deferred one (its name unknown)
+ * and a buried one without a result record are still found by inspect:
+ * the schedule and the dead letters are looked up by id. */
+START_TEST(inspect_finds_scheduled_deferred_and_dead_without_records)
+{
+  SluiceWorkerOptions o;
+  SluiceEnqueueOptions delayed, quiet;
+  Env *e;
+  g_autoptr(SluiceClient) plain = NULL;
+  g_autofree gchar *later = NULL;
+  g_autofree gchar *unknown = NULL;
+  g_autofree gchar *buried = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceResult) r1 = NULL;
+  g_autoptr(SluiceResult) r2 = NULL;
+  g_autoptr(SluiceResult) r3 = NULL;
+
+  default_options(&o);
+  o.track_state = FALSE;
+  e = env_new_full(100, &o);
+  plain = sluice_client_new(e->broker, NULL, &error);
+  sluice_enqueue_options_init(&delayed);
+  delayed.delay_ms = 60000;
+  later = sluice_client_enqueue(plain, "t.ok", NULL, &delayed, &error);
+  unknown = sluice_client_enqueue(plain, "t.nobody_knows", NULL, NULL, &error);
+  sluice_enqueue_options_init(&quiet);
+  quiet.options.store_result = SLUICE_OFF;
+  buried = sluice_client_enqueue(plain, "t.fatal", NULL, &quiet, &error);
+  ck_assert_msg(later && unknown && buried, "%s", error ? error->message : "");
+  run_idle(e);
+
+  r1 = sluice_client_inspect(plain, later, &error);
+  ck_assert_msg(r1 != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_int_eq(sluice_result_get_state(r1), SLUICE_STATE_SCHEDULED);
+  ck_assert_int_eq(sluice_result_get_due_at(r1), e->t0 + 60000);
+  ck_assert_str_eq(sluice_result_get_task(r1), "t.ok");
+
+  r2 = sluice_client_inspect(plain, unknown, &error);
+  ck_assert_msg(r2 != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_int_eq(sluice_result_get_state(r2), SLUICE_STATE_SCHEDULED);
+  ck_assert_ptr_nonnull(sluice_result_get_error(r2));
+  ck_assert_ptr_nonnull(strstr(sluice_result_get_error(r2),
+                               "no worker knows a task named "
+                               "“t.nobody_knows”"));
+
+  r3 = sluice_client_inspect(plain, buried, &error);
+  ck_assert_msg(r3 != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_int_eq(sluice_result_get_state(r3), SLUICE_STATE_DEAD_LETTERED);
+  ck_assert_str_eq(sluice_result_get_dead_letter_reason(r3),
+                   SLUICE_DLQ_NON_RETRYABLE);
   env_free(e);
 }
 END_TEST
@@ -1219,6 +1361,63 @@ START_TEST(dead_letter_cap_drops_the_oldest)
   ck_assert_str_eq(((SluiceDeadLetter *)all->pdata[0])->task_id, "f3");
   ck_assert_str_eq(((SluiceDeadLetter *)all->pdata[1])->task_id, "f4");
   ck_assert_str_eq(((SluiceDeadLetter *)all->pdata[2])->task_id, "f5");
+  /* What the cap dropped leaves a trace: counted by reason, and logged. */
+  {
+    SluiceBrokerStats st;
+    gint64 *by_reason;
+    ck_assert(sluice_client_get_stats(e->client, NULL, &st, &error));
+    ck_assert_int_eq(st.dead_letters_dropped, 2);
+    by_reason = g_hash_table_lookup(st.dead_letters_dropped_by_reason,
+                                    SLUICE_DLQ_NON_RETRYABLE);
+    ck_assert_ptr_nonnull(by_reason);
+    ck_assert_int_eq(*by_reason, 2);
+    sluice_broker_stats_clear(&st);
+  }
+  ck_assert(sluice_test_log_capture_contains("dropped the 1 oldest"));
+  env_free(e);
+}
+END_TEST
+
+/* The sync cursor is the order revocations were made in, not their expiry:
+ * clients may use different revoke TTLs, and two revocations may fall in
+ * one millisecond (the fake clock never moves here). */
+START_TEST(revocations_are_never_missed_whatever_ttl_or_millisecond)
+{
+  SluiceClientOptions co;
+  SluiceEnqueueOptions eo;
+  Env *e = env_new();
+  g_autoptr(SluiceClient) short_ttl = NULL;
+  g_autoptr(GError) error = NULL;
+  const gchar *const victims[] = {"victim", "twin-a", "twin-b"};
+
+  sluice_client_options_init(&co);
+  co.revoke_ttl_ms = 10 * 60 * 1000;
+  short_ttl = sluice_client_new(e->broker, &co, &error);
+  ck_assert_int_eq(sluice_client_cancel(e->client, "unrelated", &error),
+                   SLUICE_CANCEL_REVOKED);
+  run_idle(e); /* the worker has loaded "unrelated" (1 h) */
+  ck_assert_int_eq(sluice_client_cancel(short_ttl, "victim", &error),
+                   SLUICE_CANCEL_REVOKED);
+  ck_assert_int_eq(sluice_client_cancel(e->client, "twin-a", &error),
+                   SLUICE_CANCEL_REVOKED);
+  run_idle(e); /* synced past twin-a's expiry... */
+  ck_assert_int_eq(sluice_client_cancel(e->client, "twin-b", &error),
+                   SLUICE_CANCEL_REVOKED); /* ...which twin-b shares */
+  /* Synced before the tasks exist: a worker fetching the moment they are
+   * enqueued must already know (a revocation made while a worker runs
+   * reaches it within revocation_interval; that is not what this tests). */
+  run_idle(e);
+  for (gsize i = 0; i < G_N_ELEMENTS(victims); i++) {
+    g_autofree gchar *id = NULL;
+    sluice_enqueue_options_init(&eo);
+    eo.id = victims[i];
+    id = enqueue(e, "t.ok", NULL, &eo);
+  }
+  run_idle(e);
+  for (gsize i = 0; i < G_N_ELEMENTS(victims); i++) {
+    ck_assert_msg(runs_of(victims[i]) == 0, "%s ran", victims[i]);
+    ck_assert_state(e, victims[i], SLUICE_STATE_CANCELLED);
+  }
   env_free(e);
 }
 END_TEST
@@ -1387,12 +1586,87 @@ START_TEST(stop_timeout_releases_and_cancels_a_running_task)
   id = enqueue(e, "t.blocker", "{\"late\": 1}", NULL);
   ck_assert(sluice_worker_start(e->worker, &error));
   ck_assert(wait_until(blocker_started, GUINT_TO_POINTER(1), 30000));
+  ck_assert_state(e, id, SLUICE_STATE_RUNNING);
   sluice_worker_stop(e->worker);
   /* The stop cancelled it; the task's thread notices on its own time. */
   ck_assert(wait_until(blocker_cancelled, GUINT_TO_POINTER(1), 30000));
   ck_assert_uint_eq(stats_of(e).released, 1);
   ck_assert_uint_eq(stats_of(e).succeeded, 0);
+  /* Given back: its record no longer says running on a stopped worker,
+   * and it returned promptly once cancelled, so nothing is called stuck. */
+  ck_assert_state(e, id, SLUICE_STATE_QUEUED);
+  ck_assert(!sluice_test_log_capture_contains("ignored its cancellable"));
+  ck_assert(!sluice_test_log_capture_contains("ignored their cancellable"));
 
+  drain_with_new_worker(e);
+  ck_assert_uint_eq(runs_of(id), 2);
+  /* A release is not a delivery toward max_deliveries. */
+  ck_assert_uint_eq(delivery_count_of(id), 1);
+  ck_assert_state(e, id, SLUICE_STATE_SUCCEEDED);
+  env_free(e);
+}
+END_TEST
+
+/* A task that ignores its cancellable is the only one the stop calls
+ * stuck, by its id. */
+START_TEST(stop_names_only_tasks_that_ignore_their_cancellable)
+{
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autofree gchar *id = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *needle = NULL;
+
+  default_options(&o);
+  o.shutdown_timeout_ms = 100;
+  e = env_new_full(100, &o);
+  id = enqueue(e, "t.stubborn", NULL, NULL);
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(at_gate, GUINT_TO_POINTER(1), 30000));
+  sluice_worker_stop(e->worker);
+  needle = g_strdup_printf("task %s ignored its cancellable", id);
+  ck_assert(sluice_test_log_capture_contains(needle));
+  ck_assert(sluice_test_log_capture_contains("1 tasks ignored their "
+                                             "cancellable"));
+  g_mutex_lock(&rec.lock);
+  rec.gate_open = TRUE;
+  g_cond_broadcast(&rec.cond);
+  g_mutex_unlock(&rec.lock);
+  ck_assert(!sluice_worker_stopped_forcibly(e->worker));
+  env_free(e);
+}
+END_TEST
+
+static gpointer
+stop_now_main(gpointer data)
+{
+  sluice_worker_stop_now(data);
+  return NULL;
+}
+
+/* A stop made immediate (a second SIGTERM) does not wait out
+ * shutdown_timeout: here an hour, which the test's timeout would catch. */
+START_TEST(stop_now_releases_running_work_at_once)
+{
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autofree gchar *id = NULL;
+  g_autoptr(GError) error = NULL;
+  GThread *stopper;
+
+  default_options(&o);
+  o.shutdown_timeout_ms = 60 * 60 * 1000;
+  e = env_new_full(100, &o);
+  id = enqueue(e, "t.blocker", NULL, NULL);
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(blocker_started, GUINT_TO_POINTER(1), 30000));
+  sluice_worker_request_stop(e->worker);
+  stopper = g_thread_new("stop-now", stop_now_main, e->worker);
+  sluice_worker_stop(e->worker);
+  g_thread_join(stopper);
+  ck_assert(sluice_worker_stopped_forcibly(e->worker));
+  ck_assert(wait_until(blocker_cancelled, GUINT_TO_POINTER(1), 30000));
+  ck_assert_uint_eq(stats_of(e).released, 1);
   drain_with_new_worker(e);
   ck_assert_uint_eq(runs_of(id), 2);
   ck_assert_state(e, id, SLUICE_STATE_SUCCEEDED);
@@ -1692,6 +1966,129 @@ START_TEST(periodic_missed_runs_follow_the_policy)
 }
 END_TEST
 
+/* ---- Operators: what a worker tells them ----------------------------------
+ */
+
+/* A name no worker knows is said once (per name, per minute), however many
+ * messages of it come back. */
+START_TEST(unknown_task_is_logged_once_per_name)
+{
+  Env *e = env_new();
+
+  for (guint i = 0; i < 5; i++)
+    g_free(enqueue(e, "t.typo", NULL, NULL));
+  g_free(enqueue(e, "t.other_typo", NULL, NULL));
+  run_idle(e);
+  ck_assert_uint_eq(stats_of(e).deferred, 6);
+  ck_assert_uint_eq(log_capture_count("no task named “t.typo”"), 1);
+  ck_assert_uint_eq(log_capture_count("no task named “t.other_typo”"), 1);
+  env_free(e);
+}
+END_TEST
+
+/* A running worker announces what it serves; stats show it alive, with
+ * its tasks and queues, and (on a broker whose TTLs follow the fake
+ * clock) as dead once its announcement lapsed, never as alive. */
+START_TEST(workers_announce_what_they_serve)
+{
+  Env *e = env_new();
+  g_autoptr(GError) error = NULL;
+  SluiceBrokerStats st;
+  SluiceWorkerInfo *me = NULL;
+  guint serving = 0, announced = 0;
+
+  run_idle(e);
+  ck_assert(sluice_client_get_stats(e->client, NULL, &st, &error));
+  for (guint i = 0; i < st.workers->len; i++)
+    if (g_strcmp0(((SluiceWorkerInfo *)st.workers->pdata[i])->id,
+                  sluice_worker_get_id(e->worker)) == 0)
+      me = st.workers->pdata[i];
+  if (me == NULL || me->info == NULL) {
+    /* A broker without the `announce` slot (version 1): nothing to see. */
+    sluice_broker_stats_clear(&st);
+    env_free(e);
+    return;
+  }
+  ck_assert(me->alive);
+  ck_assert_int_eq(me->pid, (gint)getpid());
+  ck_assert_ptr_nonnull(me->tasks);
+  ck_assert(g_strv_contains((const gchar *const *)me->tasks, "t.ok"));
+  ck_assert(g_strv_contains((const gchar *const *)me->queues, "default"));
+  ck_assert_uint_eq(me->concurrency, 4);
+  sluice_broker_stats_clear(&st);
+  ck_assert(sluice_client_count_servers(e->client, "t.ok", &serving, &announced,
+                                        &error));
+  ck_assert_uint_ge(announced, 1);
+  ck_assert_uint_ge(serving, 1);
+  ck_assert(
+      sluice_client_count_servers(e->client, "t.typo", &serving, NULL, &error));
+  ck_assert_uint_eq(serving, 0);
+
+  if (sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_CLOCK_TTL) {
+    /* The worker stops renewing (as a killed one would): keep the clock
+     * moving past its lease without letting it announce again. */
+    g_autoptr(GBytes) nothing = g_bytes_new_static("\x80", 1); /* {} */
+
+    sluice_worker_stop(e->worker);
+    ck_assert(
+        sluice_broker_announce(e->broker, "ghost", nothing, 1000, &error));
+    sluice_test_harness_advance(e->h, 1001);
+    ck_assert(sluice_client_get_stats(e->client, NULL, &st, &error));
+    me = NULL;
+    for (guint i = 0; i < st.workers->len; i++)
+      if (g_strcmp0(((SluiceWorkerInfo *)st.workers->pdata[i])->id, "ghost") ==
+          0)
+        me = st.workers->pdata[i];
+    ck_assert_ptr_nonnull(me);
+    ck_assert(!me->alive);
+    sluice_broker_stats_clear(&st);
+  }
+  env_free(e);
+}
+END_TEST
+
+/* Quarantine (brokers with leases): what a dead consumer held is taken
+ * over one delivery at a time and run alone, so that if it crashes its
+ * new worker too, only it is charged a delivery. */
+START_TEST(reclaimed_deliveries_run_alone)
+{
+  Env *e = env_new();
+  g_autoptr(GPtrArray) taken = NULL;
+  g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GError) error = NULL;
+  const gchar *const queues[] = {"default", NULL};
+  gint64 deadline;
+
+  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_LEASES)) {
+    env_free(e);
+    return;
+  }
+  /* A consumer takes four and dies: its lease (300 ms) lapses. */
+  for (guint i = 0; i < 4; i++)
+    g_ptr_array_add(ids, enqueue(e, "t.watch", NULL, NULL));
+  taken = g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
+  ck_assert(sluice_broker_heartbeat(e->broker, "dead", 300, NULL, 0, &error));
+  ck_assert(
+      sluice_broker_fetch(e->broker, "dead", queues, 4, 0, taken, &error));
+  ck_assert_uint_eq(taken->len, 4);
+  /* Four more, for the worker's own fetches, beside the reclaimed ones. */
+  for (guint i = 0; i < 4; i++)
+    g_ptr_array_add(ids, enqueue(e, "t.watch", NULL, NULL));
+
+  deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+  while (total_runs() < 8 && g_get_monotonic_time() < deadline)
+    run_idle(e); /* each call reclaims what has lapsed by then */
+  ck_assert_uint_eq(total_runs(), 8);
+  for (guint i = 0; i < ids->len; i++)
+    ck_assert_uint_eq(runs_of(ids->pdata[i]), 1);
+  for (guint i = 0; i < 4; i++)
+    ck_assert_uint_eq(delivery_count_of(ids->pdata[i]), 2);
+  ck_assert_uint_eq(rec.beside_suspect, 0);
+  ck_assert_uint_eq(stats_of(e).reclaimed, 4);
+  env_free(e);
+}
+END_TEST
+
 /* ---- The suite ------------------------------------------------------------
  */
 
@@ -1724,6 +2121,10 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_add_test(semantics, expired_message_dead_letters_without_running);
   tcase_add_test(semantics, states_with_track_state);
   tcase_add_test(semantics, states_without_track_state);
+  tcase_add_test(semantics,
+                 inspect_finds_scheduled_deferred_and_dead_without_records);
+  tcase_add_test(semantics,
+                 revocations_are_never_missed_whatever_ttl_or_millisecond);
   tcase_add_test(semantics, result_record_expires_after_its_ttl);
   tcase_add_test(semantics, get_result_wakes_on_completion_not_on_a_poll);
   tcase_add_test(semantics, get_result_times_out_with_a_distinct_error);
@@ -1743,11 +2144,16 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_add_test(semantics,
                  periodic_occurrence_is_dispatched_once_by_many_workers);
   tcase_add_test(semantics, periodic_missed_runs_follow_the_policy);
+  tcase_add_test(semantics, unknown_task_is_logged_once_per_name);
+  tcase_add_test(semantics, workers_announce_what_they_serve);
+  tcase_add_test(semantics, reclaimed_deliveries_run_alone);
   suite_add_tcase(s, semantics);
 
   tcase_set_timeout(stop, 120);
   tcase_add_test(stop, graceful_stop_releases_unstarted_work_and_loses_nothing);
   tcase_add_test(stop, stop_timeout_releases_and_cancels_a_running_task);
+  tcase_add_test(stop, stop_names_only_tasks_that_ignore_their_cancellable);
+  tcase_add_test(stop, stop_now_releases_running_work_at_once);
   tcase_add_test(stop, concurrency_limit_is_never_exceeded);
   suite_add_tcase(s, stop);
 
