@@ -597,6 +597,7 @@ op_drain(gchar **command, gboolean delayed, GError **error)
   BenchRedisCounters empty, full, before, after;
   gint64 eta_ms = 0, n = settings.tasks;
   guint64 own_calls;
+  gint64 fill_us;
   gdouble cpu_s, rss_mb;
   gboolean ok = FALSE;
   g_autoptr(GPtrArray) order = NULL;
@@ -611,11 +612,13 @@ op_drain(gchar **command, gboolean delayed, GError **error)
     /* All due at one moment after the fill: --due-ms from now, or a
      * margin over what filling the schedule costs on a slow machine. */
     gint64 due_ms =
-        settings.due_ms > 0 ? settings.due_ms : 5000 + n * 60 / 1000;
+        settings.due_ms > 0 ? settings.due_ms : 5000 + n * 15 / 1000;
     eta_ms = g_get_real_time() / 1000 + due_ms;
   }
+  fill_us = g_get_monotonic_time();
   if (!fill(&filled, eta_ms, error))
     goto out;
+  fill_us = g_get_monotonic_time() - fill_us;
   full = bench_redis_counters(w.c);
   if (delayed && g_get_real_time() / 1000 > eta_ms - 1000) {
     g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
@@ -671,7 +674,8 @@ op_drain(gchar **command, gboolean delayed, GError **error)
   }
   bench_redis_print_costs(line, before, after, own_calls, n);
   g_string_append_printf(
-      line, " redis_bytes_per_%s_task=%.0f", delayed ? "scheduled" : "queued",
+      line, " fill_rate_per_s=%.0f redis_bytes_per_%s_task=%.0f",
+      n / (fill_us / 1e6), delayed ? "scheduled" : "queued",
       ((gdouble)full.used_memory - (gdouble)empty.used_memory) / n);
   if (delayed) {
     g_string_append_printf(
@@ -804,7 +808,7 @@ main(int argc, char **argv)
        "once the lists are empty (default 8192)",
        "N"},
       {"due-ms", 0, 0, G_OPTION_ARG_INT, &settings.due_ms,
-       "delayed: due this long after the fill starts (default 5 s + 60 us "
+       "delayed: due this long after the fill starts (default 5 s + 15 us "
        "per task)",
        "MS"},
       {"timeout", 0, 0, G_OPTION_ARG_INT, &settings.timeout_s,
