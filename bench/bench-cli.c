@@ -77,6 +77,7 @@ typedef struct {
   gchar *label;
   gchar *log;
   gint timeout_s;
+  gboolean breakdown;
 } Settings;
 
 static Settings settings = {
@@ -601,6 +602,8 @@ op_drain(gchar **command, gboolean delayed, GError **error)
   gdouble cpu_s, rss_mb;
   gboolean ok = FALSE;
   g_autoptr(GPtrArray) order = NULL;
+  g_autoptr(GHashTable) calls_before = NULL;
+  g_autoptr(GHashTable) calls_after = NULL;
 
   w.c = bench_redis_connect(settings.url, error);
   if (w.c == NULL)
@@ -633,6 +636,8 @@ op_drain(gchar **command, gboolean delayed, GError **error)
   if (is_fast() && results_on())
     w.tail = tail_of(order);
 
+  if (settings.breakdown)
+    calls_before = bench_redis_command_calls(w.c);
   before = bench_redis_counters(w.c);
   m.t0 = g_get_monotonic_time();
   if (!spawn(&workers, argv, settings.workers, -1, error))
@@ -644,6 +649,8 @@ op_drain(gchar **command, gboolean delayed, GError **error)
   workers_usage(&workers, &cpu_s, &rss_mb);
   after = bench_redis_counters(w.c);
   own_calls = w.own_calls;
+  if (settings.breakdown)
+    calls_after = bench_redis_command_calls(w.c);
   if (!stop_workers(&workers, error))
     goto out;
   /* Checks, not timed: the end was real. */
@@ -673,6 +680,7 @@ op_drain(gchar **command, gboolean delayed, GError **error)
                            n / span, cpu_s * 1e6 / n, rss_mb);
   }
   bench_redis_print_costs(line, before, after, own_calls, n);
+  bench_redis_print_breakdown(line, calls_before, calls_after, n);
   g_string_append_printf(
       line, " fill_rate_per_s=%.0f redis_bytes_per_%s_task=%.0f",
       n / (fill_us / 1e6), delayed ? "scheduled" : "queued",
@@ -813,6 +821,10 @@ main(int argc, char **argv)
        "MS"},
       {"timeout", 0, 0, G_OPTION_ARG_INT, &settings.timeout_s,
        "give up after this many seconds (default 1800)", "S"},
+      {"breakdown", 0, 0, G_OPTION_ARG_NONE, &settings.breakdown,
+       "also print each command's calls per task (cmds=NAME:N,...; this "
+       "process's own polls, LLEN/XLEN/ZCARD/GETRANGE, included)",
+       NULL},
       {"label", 'l', 0, G_OPTION_ARG_STRING, &settings.label,
        "words to start the output line with", "TEXT"},
       {"log", 0, 0, G_OPTION_ARG_FILENAME, &settings.log,

@@ -100,3 +100,73 @@ bench_redis_print_costs(GString *line, BenchRedisCounters before,
                          (gdouble)MAX(calls, 0) / (gdouble)tasks,
                          (after.cpu_s - before.cpu_s) * 1e6 / (gdouble)tasks);
 }
+
+GHashTable *
+bench_redis_command_calls(redisContext *c)
+{
+  redisReply *reply;
+  g_auto(GStrv) lines = NULL;
+  GHashTable *out;
+
+  if (c == NULL)
+    return NULL;
+  reply = redisCommand(c, "INFO commandstats");
+  if (reply == NULL || reply->type != REDIS_REPLY_STRING) {
+    if (reply != NULL)
+      freeReplyObject(reply);
+    return NULL;
+  }
+  lines = g_strsplit(reply->str, "\r\n", -1);
+  freeReplyObject(reply);
+  out = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    const gchar *l = lines[i];
+    const gchar *colon = strchr(l, ':');
+    const gchar *calls = strstr(l, "calls=");
+    if (!g_str_has_prefix(l, "cmdstat_") || colon == NULL || calls == NULL)
+      continue;
+    g_hash_table_insert(
+        out, g_strndup(l + 8, colon - (l + 8)),
+        GSIZE_TO_POINTER(g_ascii_strtoull(calls + 6, NULL, 10)));
+  }
+  return out;
+}
+
+typedef struct {
+  const gchar *name;
+  guint64 calls;
+} CommandCalls;
+
+static gint
+by_calls_desc(gconstpointer a, gconstpointer b)
+{
+  const CommandCalls *x = a, *y = b;
+  return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+}
+
+void
+bench_redis_print_breakdown(GString *line, GHashTable *before,
+                            GHashTable *after, gint64 tasks)
+{
+  g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(CommandCalls));
+  GHashTableIter iter;
+  gpointer key, value;
+  const gchar *sep = " cmds=";
+
+  if (before == NULL || after == NULL || tasks <= 0)
+    return;
+  g_hash_table_iter_init(&iter, after);
+  while (g_hash_table_iter_next(&iter, &key, &value)) {
+    guint64 was = GPOINTER_TO_SIZE(g_hash_table_lookup(before, key));
+    CommandCalls row = {key, GPOINTER_TO_SIZE(value) - was};
+    if (row.calls * 1000 >= (guint64)tasks)
+      g_array_append_val(rows, row);
+  }
+  g_array_sort(rows, by_calls_desc);
+  for (guint i = 0; i < rows->len; i++) {
+    const CommandCalls *row = &g_array_index(rows, CommandCalls, i);
+    g_string_append_printf(line, "%s%s:%.3f", sep, row->name,
+                           (gdouble)row->calls / (gdouble)tasks);
+    sep = ",";
+  }
+}

@@ -34,4 +34,14 @@ void bench_redis_print_costs(GString *line, BenchRedisCounters before,
                              BenchRedisCounters after, guint64 own_calls,
                              gint64 tasks);
 
+/* Returns: (transfer full): command name -> calls (guint64 in a pointer
+ * sized integer), from INFO commandstats; NULL if it cannot be read. */
+GHashTable *bench_redis_command_calls(redisContext *c);
+
+/* Appends " cmds=NAME:PER_TASK,..." with each command's calls per task
+ * between @before and @after, most frequent first, leaving out those
+ * under 0.001 per task. */
+void bench_redis_print_breakdown(GString *line, GHashTable *before,
+                                 GHashTable *after, gint64 tasks);
+
 G_END_DECLS
