@@ -11,3 +11,12 @@ bench_bench_cli_LDADD = libsluice.la $(SLUICE_DEP_LIBS)
 EXTRA_DIST += bench/run.sh bench/compare.sh bench/redis-server.sh \
 	bench/peers/package.json bench/peers/package-lock.json \
 	bench/peers/bullmq.js bench/peers/bee.js bench/peers/common.js
+
+# The harness itself: bench-cli against the real worker command on small
+# workloads (no timing asserted), so a change that would break compare.sh
+# or run.sh fails `make check`.
+check_PROGRAMS += tests/test-bench-cli
+TESTS += tests/test-bench-cli
+tests_test_bench_cli_SOURCES = tests/test-bench-cli.c
+tests_test_bench_cli_CPPFLAGS = $(TEST_CPPFLAGS)
+tests_test_bench_cli_LDADD = $(REDIS_TEST_LIBS)

@@ -48,7 +48,7 @@ while [ $# -gt 0 ]; do
   --rounds) rounds=$2; shift 2 ;;
   --peer-concurrency) peer_concurrency=$2; shift 2 ;;
   --tuned) tuned=$2; shift 2 ;;
-  -h | --help) sed -n '2,36p' "$0"; exit 0 ;;
+  -h | --help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
   -*) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   *) build=$1; shift ;;
   esac
@@ -92,7 +92,7 @@ port=$bench_redis_port
 url=$bench_redis_url
 log="$bench_redis_dir/workers.log"
 lines="$bench_redis_dir/lines"
-ns=cmp
+ns="cmp"
 
 bench_machine_line compare
 echo "compare setting tasks=$tasks rounds=$rounds peer_concurrency=$peer_concurrency node=$(node --version) peers=\"$(cd "$peers" && node -p "['bullmq','bee-queue','ioredis'].map(p => p + '@' + require(p + '/package.json').version).join(' ')")\""

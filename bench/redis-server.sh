@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # sets variables for the script that sources it
 # redis-server.sh - sourced by bench/run.sh and bench/compare.sh: starts one
 # private redis-server for the benchmark and stops it by its pid.
 #
@@ -21,20 +22,20 @@ bench_redis_cleanup() {
 }
 
 bench_redis_start() {
-  local name=$1 try i
+  local name=$1
   command -v redis-server >/dev/null ||
     { echo "$name: redis-server missing (apt-get install redis-server)" >&2; exit 1; }
   bench_redis_dir=$(mktemp -d)
   trap bench_redis_cleanup EXIT
   trap 'exit 130' INT TERM
   # A free port: try random ones until a server starts on one.
-  for try in $(seq 1 20); do
+  for _ in $(seq 1 20); do
     bench_redis_port=$((20000 + RANDOM % 40000))
     redis-server --port "$bench_redis_port" --bind 127.0.0.1 \
       --dir "$bench_redis_dir" --save '' --appendonly no \
       --logfile "$bench_redis_dir/redis.log" --daemonize no &
     bench_redis_pid=$!
-    for i in $(seq 1 50); do
+    for _ in $(seq 1 50); do
       redis-cli -p "$bench_redis_port" ping >/dev/null 2>&1 && break
       kill -0 "$bench_redis_pid" 2>/dev/null || break
       sleep 0.1

@@ -15,7 +15,7 @@
 # --scale adds the larger runs of the `sluice worker` command (bench-cli):
 # payloads of 100 B, 10 KB and 100 KB; 1, 10 and 50 queues; 1, 2 and 4
 # worker processes; a backlog of 1,000,000 tasks; 1,000,000 delayed tasks
-# all due at once; each in both modes. About half an hour on 2 cores. The
+# all due at once; each in both modes. About 5 minutes on 2 cores. The
 # worker runs at the command's defaults unless --worker-options says
 # otherwise.
 #
@@ -42,7 +42,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
   --scale) scale=1; shift ;;
   --worker-options) worker_options=$2; shift 2 ;;
-  -h | --help) sed -n '2,34p' "$0"; exit 0 ;;
+  -h | --help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
   -*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   *) build=$1; shift ;;
   esac
