@@ -8,7 +8,7 @@
  *         redis_cmds_per_task=... redis_cpu_us_per_task=...
  *
  * Operations:
- *   enqueue        single enqueues from one thread
+ *   enqueue        single enqueues from one thread, each one timed (p50/p99)
  *   enqueue-batch  sluice_client_enqueue_batch() in batches of --batch
  *   process        no-op tasks through a worker: the queue is filled first
  *                  (not timed), then a worker runs them to the end, each
@@ -26,7 +26,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -34,6 +33,8 @@
 #include <unistd.h>
 
 #include <sluice/sluice.h>
+
+#include "bench/bench-redis.h"
 
 typedef struct {
   gchar *broker;
@@ -111,74 +112,12 @@ make_broker(GError **error)
 
 /* ---- Redis's own counters ----------------------------------------------- */
 
-typedef struct {
-  gdouble cpu_s; /* used_cpu_sys + used_cpu_user */
-  guint64 calls; /* sum of cmdstat_*:calls */
-} RedisCounters;
-
 static redisContext *
 redis_stats_connect(void)
 {
-  g_autoptr(GUri) uri = NULL;
-  redisContext *c;
-
   if (!is_redis())
     return NULL;
-  uri = g_uri_parse(settings.url, G_URI_FLAGS_NONE, NULL);
-  if (uri == NULL || g_strcmp0(g_uri_get_scheme(uri), "redis") != 0)
-    return NULL;
-  c = redisConnect(g_uri_get_host(uri),
-                   g_uri_get_port(uri) > 0 ? g_uri_get_port(uri) : 6379);
-  if (c == NULL || c->err) {
-    if (c != NULL)
-      redisFree(c);
-    return NULL;
-  }
-  return c;
-}
-
-static RedisCounters
-redis_counters(redisContext *c)
-{
-  RedisCounters out = {0};
-  redisReply *reply;
-  g_auto(GStrv) lines = NULL;
-
-  if (c == NULL)
-    return out;
-  reply = redisCommand(c, "INFO all");
-  if (reply == NULL || reply->type != REDIS_REPLY_STRING) {
-    if (reply != NULL)
-      freeReplyObject(reply);
-    return out;
-  }
-  lines = g_strsplit(reply->str, "\r\n", -1);
-  freeReplyObject(reply);
-  for (guint i = 0; lines[i] != NULL; i++) {
-    const gchar *l = lines[i];
-    if (g_str_has_prefix(l, "used_cpu_sys:") ||
-        g_str_has_prefix(l, "used_cpu_user:"))
-      out.cpu_s += g_ascii_strtod(strchr(l, ':') + 1, NULL);
-    else if (g_str_has_prefix(l, "cmdstat_")) {
-      const gchar *calls = strstr(l, "calls=");
-      if (calls != NULL)
-        out.calls += g_ascii_strtoull(calls + 6, NULL, 10);
-    }
-  }
-  return out;
-}
-
-static void
-print_redis_costs(GString *line, RedisCounters before, RedisCounters after,
-                  gint tasks)
-{
-  if (after.calls == 0)
-    return;
-  /* The INFO call that read `after` counted itself: take it off. */
-  g_string_append_printf(line,
-                         " redis_cmds_per_task=%.3f redis_cpu_us_per_task=%.2f",
-                         (gdouble)(after.calls - before.calls - 1) / tasks,
-                         (after.cpu_s - before.cpu_s) * 1e6 / tasks);
+  return bench_redis_connect(settings.url, NULL);
 }
 
 /* ---- Process CPU and memory -------------------------------------------------
@@ -323,44 +262,63 @@ fill(SluiceClient *client, const gchar *task, gint n, GError **error)
 /* ---- Operations
  * -------------------------------------------------------------- */
 
+static int
+compare_gint64(gconstpointer a, gconstpointer b)
+{
+  gint64 x = *(const gint64 *)a, y = *(const gint64 *)b;
+  return x < y ? -1 : x > y;
+}
+
 static gboolean
 op_enqueue(gboolean batched, GError **error)
 {
   g_autoptr(SluiceBroker) broker = make_broker(error);
   g_autoptr(SluiceClient) client = NULL;
   redisContext *rc = redis_stats_connect();
-  RedisCounters before, after;
+  BenchRedisCounters before, after;
   gint n = settings.tasks > 0 ? settings.tasks : (batched ? 200000 : 20000);
   g_autoptr(GString) line = g_string_new(NULL);
+  g_autofree gint64 *latencies = NULL;
   gint64 t0, t1;
   gdouble cpu0;
 
   if (broker == NULL)
     return FALSE;
   client = sluice_client_new(broker, NULL, error);
-  before = redis_counters(rc);
+  before = bench_redis_counters(rc);
   cpu0 = cpu_seconds();
   t0 = g_get_monotonic_time();
   if (batched) {
     if (!fill(client, "bench.noop", n, error))
       return FALSE;
   } else {
+    /* Each call timed on its own: a single enqueue is a round trip, and
+     * its latency (not only the rate) is what a producer waits for. */
+    latencies = g_new(gint64, n);
     for (gint i = 0; i < n; i++) {
+      gint64 s0 = g_get_monotonic_time();
       g_autofree gchar *id =
           sluice_client_enqueue(client, "bench.noop", NULL, NULL, error);
       if (id == NULL)
         return FALSE;
+      latencies[i] = g_get_monotonic_time() - s0;
     }
   }
   t1 = g_get_monotonic_time();
-  after = redis_counters(rc);
+  after = bench_redis_counters(rc);
   g_string_printf(line,
                   "bench broker=%s op=%s tasks=%d batch=%d rate_per_s=%.0f "
                   "client_cpu_us_per_task=%.2f",
                   settings.broker, batched ? "enqueue-batch" : "enqueue", n,
                   batched ? settings.batch : 1, n / ((t1 - t0) / 1e6),
                   (cpu_seconds() - cpu0) * 1e6 / n);
-  print_redis_costs(line, before, after, n);
+  if (latencies != NULL) {
+    qsort(latencies, n, sizeof(gint64), compare_gint64);
+    g_string_append_printf(
+        line, " p50_us=%" G_GINT64_FORMAT " p99_us=%" G_GINT64_FORMAT,
+        latencies[n / 2], latencies[(gint64)n * 99 / 100]);
+  }
+  bench_redis_print_costs(line, before, after, 0, n);
   puts(line->str);
   if (rc != NULL)
     redisFree(rc);
@@ -370,13 +328,13 @@ op_enqueue(gboolean batched, GError **error)
 /* Runs the worker over a pre-filled queue of @n tasks and prints its line.
  * Runs in the calling process. */
 static gboolean
-run_worker_phase(gint n, gboolean results, RedisCounters *before,
+run_worker_phase(gint n, gboolean results, BenchRedisCounters *before,
                  redisContext *rc, GString *line, GError **error)
 {
   g_autoptr(SluiceBroker) broker = make_broker(error);
   g_autoptr(SluiceRegistry) registry = make_registry(results);
   g_autoptr(SluiceWorker) worker = NULL;
-  RedisCounters after;
+  BenchRedisCounters after;
   gint64 t0, t1;
   gdouble cpu0;
 
@@ -386,7 +344,7 @@ run_worker_phase(gint n, gboolean results, RedisCounters *before,
   if (worker == NULL)
     return FALSE;
   counter_reset(n);
-  *before = redis_counters(rc);
+  *before = bench_redis_counters(rc);
   cpu0 = cpu_seconds();
   t0 = g_get_monotonic_time();
   if (!sluice_worker_start(worker, error))
@@ -397,11 +355,11 @@ run_worker_phase(gint n, gboolean results, RedisCounters *before,
   if (!sluice_worker_run_until_idle(worker, 600000, error))
     return FALSE;
   t1 = g_get_monotonic_time();
-  after = redis_counters(rc);
+  after = bench_redis_counters(rc);
   g_string_append_printf(
       line, " rate_per_s=%.0f worker_cpu_us_per_task=%.2f rss_mb=%.1f",
       n / ((t1 - t0) / 1e6), (cpu_seconds() - cpu0) * 1e6 / n, peak_rss_mb());
-  print_redis_costs(line, *before, after, n);
+  bench_redis_print_costs(line, *before, after, 0, n);
   sluice_worker_stop(worker);
   return TRUE;
 }
@@ -411,7 +369,7 @@ op_process(gboolean results, GError **error)
 {
   gint n = settings.tasks > 0 ? settings.tasks : 200000;
   g_autoptr(GString) line = g_string_new(NULL);
-  RedisCounters before;
+  BenchRedisCounters before;
 
   g_string_printf(line,
                   "bench broker=%s op=process tasks=%d concurrency=%d "
@@ -496,13 +454,6 @@ op_process(gboolean results, GError **error)
     puts(line->str);
     return TRUE;
   }
-}
-
-static int
-compare_gint64(gconstpointer a, gconstpointer b)
-{
-  gint64 x = *(const gint64 *)a, y = *(const gint64 *)b;
-  return x < y ? -1 : x > y;
 }
 
 static gboolean
