@@ -154,6 +154,7 @@ typedef struct {
 gboolean cli_settings_load(const CliCommon *common, CliSettings *out,
                            GError **error);
 void cli_settings_clear(CliSettings *settings);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CliSettings, cli_settings_clear)
 
 /** cli_mode_name: Returns: (transfer none): "fast", "reliable", "memory". */
 const gchar *cli_mode_name(CliMode mode);
@@ -162,17 +163,18 @@ const gchar *cli_mode_name(CliMode mode);
  * cli_connect:
  * @settings: loaded settings
  * @dead_letter_max: the broker's cap on dead letters (0 = the default)
- * @log: (nullable): the log writer, muted during the ping: a failed ping
- *   is reported once, by the error, not also by the library's warning
+ * @check_now: contact the broker now (sluice_broker_check), so that an
+ *   unreachable server, a refused password or a namespace of the other
+ *   mode is reported before anything else happens; a worker that waits
+ *   out an unreachable Redis passes FALSE (its start checks the rest)
  *
- * Makes the Redis broker the settings describe and pings it, so that an
- * unreachable server or a refused password is reported before anything
- * else happens. The memory mode is refused: its messages live inside one
- * process, so no other `sluice` process (nor a worker) could see them.
+ * Makes the Redis broker the settings describe. The memory mode is
+ * refused: its messages live inside one process, so no other `sluice`
+ * process (nor a worker) could see them.
  * Returns: (transfer full): the broker, or NULL and @error.
  */
 SluiceBroker *cli_connect(const CliSettings *settings, guint dead_letter_max,
-                          CliLog *log, GError **error);
+                          gboolean check_now, GError **error);
 
 /**
  * cli_client_new:
@@ -383,14 +385,6 @@ gboolean cli_parse_log_format(const gchar *text, CliLogFormat *out,
  * the process (GLib keeps them with the writer).
  */
 CliLog *cli_log_init(CliLogFormat format, GLogLevelFlags threshold);
-
-/**
- * cli_log_set_threshold:
- * @log: (nullable): from cli_log_init(); NULL does nothing
- * Changes the least severe level shown. Call from the main thread.
- * Returns: the previous threshold.
- */
-GLogLevelFlags cli_log_set_threshold(CliLog *log, GLogLevelFlags threshold);
 
 /* ---- Task modules (modules.c) -------------------------------------------- */
 

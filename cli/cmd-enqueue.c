@@ -95,6 +95,35 @@ resolve(const EnqueueArgs *args, SluiceEnqueueOptions *out, GHashTable *headers,
   return TRUE;
 }
 
+/* A typo in a task name, or a rollout that has not reached any worker, is
+ * silent otherwise: the message waits, deferred, for ten minutes, then is
+ * buried. Say so now (the task is enqueued anyway: a worker may be on its
+ * way). Only workers that announce what they serve count. */
+static void
+warn_if_unserved(SluiceClient *client, const gchar *ns, const gchar *task)
+{
+  g_autoptr(GError) error = NULL;
+  guint serving = 0, announced = 0;
+
+  if (!sluice_client_count_servers(client, task, &serving, &announced,
+                                   &error) ||
+      serving > 0)
+    return;
+  if (announced == 0)
+    fprintf(stderr,
+            "%s: warning: no worker of namespace %s is alive now; the task "
+            "waits until one that serves “%s” starts\n",
+            g_get_prgname(), ns, task);
+  else
+    fprintf(stderr,
+            "%s: warning: none of the %u live workers of namespace %s serves "
+            "a task named “%s” (a typo? a rollout not done yet?); it is "
+            "deferred until one does, and buried unknown_task after "
+            "unknown_task_timeout (see `sluice stats` for what each worker "
+            "serves)\n",
+            g_get_prgname(), announced, ns, task);
+}
+
 static int
 enqueue(const CliCommon *common, const gchar *task, GBytes *task_args,
         const SluiceEnqueueOptions *options)
@@ -102,10 +131,11 @@ enqueue(const CliCommon *common, const gchar *task, GBytes *task_args,
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceClient) client = NULL;
   g_autofree gchar *id = NULL;
+  g_auto(CliSettings) settings = {0};
   gboolean existed = FALSE;
   int status = CLI_EXIT_OK;
 
-  if ((client = cli_open_client(common, NULL, &error)) == NULL ||
+  if ((client = cli_open_client(common, &settings, &error)) == NULL ||
       (id = sluice_client_enqueue_full(client, task, task_args, options,
                                        &existed, &error)) == NULL)
     return cli_report(error);
@@ -126,6 +156,7 @@ enqueue(const CliCommon *common, const gchar *task, GBytes *task_args,
             "%s: task %s was enqueued before (within 24 h): nothing new was "
             "written\n",
             g_get_prgname(), id);
+  warn_if_unserved(client, settings.namespace_, task);
   return status;
 }
 

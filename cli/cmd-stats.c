@@ -20,6 +20,26 @@ compare_names(const void *a, const void *b)
   return strcmp(*(const gchar *const *)a, *(const gchar *const *)b);
 }
 
+/* Returns: (transfer container): the keys of @table in name order. */
+static const gchar **
+sorted_reasons(GHashTable *table)
+{
+  const gchar **keys =
+      (const gchar **)g_hash_table_get_keys_as_array(table, NULL);
+
+  qsort(keys, g_strv_length((gchar **)keys), sizeof *keys, compare_names);
+  return keys;
+}
+
+static void
+strv_json(CliJson *json, gchar **v)
+{
+  cli_json_begin_array(json);
+  for (guint i = 0; v != NULL && v[i] != NULL; i++)
+    cli_json_string(json, v[i]);
+  cli_json_end_array(json);
+}
+
 static void
 stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
            const gchar *const *reasons)
@@ -60,6 +80,21 @@ stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
                            stats->dead_letters_by_reason, reasons[i]));
   }
   cli_json_end_object(json);
+  cli_json_key(json, "dead_letters_dropped");
+  cli_json_int(json, MAX(stats->dead_letters_dropped, 0));
+  cli_json_key(json, "dead_letters_dropped_by_reason");
+  cli_json_begin_object(json);
+  {
+    g_autofree const gchar **dropped =
+        sorted_reasons(stats->dead_letters_dropped_by_reason);
+    for (guint i = 0; dropped[i] != NULL; i++) {
+      cli_json_key(json, dropped[i]);
+      cli_json_int(json,
+                   *(const gint64 *)g_hash_table_lookup(
+                       stats->dead_letters_dropped_by_reason, dropped[i]));
+    }
+  }
+  cli_json_end_object(json);
   cli_json_key(json, "workers");
   cli_json_begin_array(json);
   for (guint i = 0; i < stats->workers->len; i++) {
@@ -69,6 +104,33 @@ stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
     cli_json_string(json, w->id);
     cli_json_key(json, "last_seen");
     cli_json_time(json, w->last_seen_ms);
+    cli_json_key(json, "alive");
+    cli_json_bool(json, w->alive);
+    cli_json_key(json, "host");
+    cli_json_string(json, w->host);
+    cli_json_key(json, "pid");
+    if (w->pid > 0)
+      cli_json_int(json, w->pid);
+    else
+      cli_json_null(json);
+    cli_json_key(json, "queues");
+    strv_json(json, w->queues);
+    cli_json_key(json, "tasks");
+    strv_json(json, w->tasks);
+    cli_json_key(json, "concurrency");
+    cli_json_int(json, w->concurrency);
+    cli_json_key(json, "running");
+    cli_json_int(json, w->running);
+    cli_json_key(json, "started_at");
+    cli_json_time(json, w->started_at_ms);
+    cli_json_key(json, "succeeded");
+    cli_json_int(json, (gint64)w->succeeded);
+    cli_json_key(json, "failed");
+    cli_json_int(json, (gint64)w->failed);
+    cli_json_key(json, "retried");
+    cli_json_int(json, (gint64)w->retried);
+    cli_json_key(json, "dead_lettered");
+    cli_json_int(json, (gint64)w->dead_lettered);
     cli_json_end_object(json);
   }
   cli_json_end_array(json);
@@ -117,19 +179,38 @@ stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
                                    stats->dead_letters_by_reason, reasons[i]));
       cli_table_add(table, label, n);
     }
+    if (stats->dead_letters_dropped > 0) {
+      g_autofree const gchar **dropped =
+          sorted_reasons(stats->dead_letters_dropped_by_reason);
+      g_autofree gchar *n =
+          g_strdup_printf("%" G_GINT64_FORMAT, stats->dead_letters_dropped);
+      cli_table_add(table, "dropped by the cap", n);
+      for (guint i = 0; dropped[i] != NULL; i++) {
+        g_autofree gchar *label = g_strdup_printf("  %s", dropped[i]);
+        g_autofree gchar *m = g_strdup_printf(
+            "%" G_GINT64_FORMAT,
+            *(const gint64 *)g_hash_table_lookup(
+                stats->dead_letters_dropped_by_reason, dropped[i]));
+        cli_table_add(table, label, m);
+      }
+    }
     cli_table_print(table);
   }
   printf("\n");
   if (stats->workers->len == 0) {
     printf("no workers alive\n");
   } else {
-    const gchar *header[] = {"WORKER", "LAST HEARTBEAT", "AGE", NULL};
-    g_autoptr(CliTable) table = cli_table_new(header, 3);
+    const gchar *header[] = {"WORKER", "STATUS", "LAST HEARTBEAT",
+                             "AGE",    "TASKS",  NULL};
+    g_autoptr(CliTable) table = cli_table_new(header, 5);
     for (guint i = 0; i < stats->workers->len; i++) {
       const SluiceWorkerInfo *w = stats->workers->pdata[i];
       g_autofree gchar *seen = cli_format_time(w->last_seen_ms);
       g_autofree gchar *age = cli_format_age(w->last_seen_ms, now);
-      cli_table_add(table, w->id, seen, age);
+      g_autofree gchar *tasks =
+          w->tasks != NULL ? g_strjoinv(",", w->tasks) : g_strdup("-");
+      cli_table_add(table, w->id, w->alive ? "alive" : "dead", seen, age,
+                    tasks);
     }
     cli_table_print(table);
   }

@@ -6,7 +6,8 @@
  * SIGTERM and SIGINT start the graceful stop (sluice_worker_handle_signals):
  * stop fetching, give back what has not started, wait up to
  * --shutdown-timeout for running tasks, cancel and give back the rest, and
- * exit 0.
+ * exit 0. A second signal stops at once: what runs is cancelled and given
+ * back without waiting, and the exit status is 1.
  *
  * Every worker setting comes from its option, else from the [worker]
  * group of the configuration file, else the library's default. The backoff
@@ -26,23 +27,13 @@
 
 #define GROUP_WORKER "worker"
 
-static const gchar *const worker_keys[] = {"queues",
-                                           "concurrency",
-                                           "prefetch",
-                                           "modules",
-                                           "log-format",
-                                           "max-attempts",
-                                           "backoff",
-                                           "backoff-max",
-                                           "backoff-multiplier",
-                                           "jitter",
-                                           "shutdown-timeout",
-                                           "visibility-timeout",
-                                           "max-deliveries",
-                                           "worker-id",
-                                           "track-state",
-                                           "dead-letter-max",
-                                           NULL};
+static const gchar *const worker_keys[] = {
+    "queues",          "concurrency",      "prefetch",
+    "modules",         "log-format",       "max-attempts",
+    "backoff",         "backoff-max",      "backoff-multiplier",
+    "jitter",          "shutdown-timeout", "visibility-timeout",
+    "max-deliveries",  "worker-id",        "track-state",
+    "dead-letter-max", "fail-fast",        NULL};
 
 /* The retry options `worker` and `run` share, as typed. */
 typedef struct {
@@ -230,6 +221,7 @@ typedef struct {
   gchar *worker_id;
   gboolean no_track_state;
   gchar *dead_letter_max;
+  gboolean fail_fast;
 } WorkerArgs;
 
 static void
@@ -256,6 +248,7 @@ typedef struct {
   gchar *worker_id; /* owned; options.worker_id points here */
   CliLogFormat log_format;
   guint dead_letter_max;
+  gboolean fail_fast;
 } WorkerPlan;
 
 static void
@@ -343,11 +336,14 @@ resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
   if (!setting_bool(settings, "track-state", TRUE, &track_state, error))
     return FALSE;
   plan->options.track_state = track_state && !args->no_track_state;
+  if (!setting_bool(settings, "fail-fast", FALSE, &plan->fail_fast, error))
+    return FALSE;
+  plan->fail_fast = plan->fail_fast || args->fail_fast;
   return TRUE;
 }
 
 static int
-worker_run(WorkerPlan *plan, const CliSettings *settings, CliLog *log)
+worker_run(WorkerPlan *plan, const CliSettings *settings)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceRegistry) registry = sluice_registry_new();
@@ -356,9 +352,13 @@ worker_run(WorkerPlan *plan, const CliSettings *settings, CliLog *log)
   g_autofree gchar *tasks = NULL;
   g_autofree gchar *queues = NULL;
 
-  /* Redis first, so that a worker that cannot reach it says so in one
-   * line, before the modules log what they register. */
-  broker = cli_connect(settings, plan->dead_letter_max, log, &error);
+  /* With --fail-fast, Redis first, so that a worker that cannot reach it
+   * says so in one line and exits. Otherwise an unreachable Redis is
+   * waited out like any outage (under systemd, Redis often starts after
+   * its workers), while a refused password or a namespace of the other
+   * mode still fails the start (sluice_worker_start checks). */
+  broker =
+      cli_connect(settings, plan->dead_letter_max, plan->fail_fast, &error);
   if (broker == NULL ||
       !cli_modules_load((const gchar *const *)plan->modules, registry, &error))
     return cli_report(error);
@@ -378,6 +378,12 @@ worker_run(WorkerPlan *plan, const CliSettings *settings, CliLog *log)
    * a stop was asked for, and stop returns when it is complete. */
   sluice_worker_wait(worker);
   sluice_worker_stop(worker);
+  if (sluice_worker_stopped_forcibly(worker)) {
+    g_warning("worker %s exits at once, as asked by a second signal; what "
+              "it was running was given back for redelivery",
+              sluice_worker_get_id(worker));
+    return CLI_EXIT_FAILURE;
+  }
   g_info("worker %s exits", sluice_worker_get_id(worker));
   return CLI_EXIT_OK;
 }
@@ -389,7 +395,6 @@ cli_cmd_worker(int argc, char **argv)
   CliCommon common = {0};
   CliSettings settings = {0};
   WorkerPlan plan = {0};
-  CliLog *log;
   GOptionEntry retry[6];
   g_autofree GOptionEntry *all = NULL;
   g_autoptr(GError) error = NULL;
@@ -427,6 +432,10 @@ cli_cmd_worker(int argc, char **argv)
        "This worker's unique name (default HOST-PID-RANDOM)", "ID"},
       {"no-track-state", 0, 0, G_OPTION_ARG_NONE, &args.no_track_state,
        "Do not write running/retrying records", NULL},
+      {"fail-fast", 0, 0, G_OPTION_ARG_NONE, &args.fail_fast,
+       "Exit at once (status 1) if Redis cannot be reached at start, "
+       "instead of waiting for it",
+       NULL},
       {NULL}};
 
   retry_entries(&args.retry, retry);
@@ -434,7 +443,8 @@ cli_cmd_worker(int argc, char **argv)
   if (!cli_parse_options(
           &common, CLI_OPTIONS_CONNECTION, all, "",
           "Run a worker: load task modules and run their tasks from the "
-          "queues.\nSIGTERM or SIGINT stops it gracefully (exit status 0).",
+          "queues.\nSIGTERM or SIGINT stops it gracefully (exit status 0); "
+          "a second one stops it at once (exit status 1).",
           "Example:\n  sluice worker --mode fast --module "
           "./examples/demo-module/.libs/demo.so -q default -c 8",
           &argc, &argv, &error)) {
@@ -454,9 +464,9 @@ cli_cmd_worker(int argc, char **argv)
     status = cli_report(error);
     goto out;
   }
-  log = cli_log_init(plan.log_format,
-                     args.verbose ? G_LOG_LEVEL_DEBUG : G_LOG_LEVEL_INFO);
-  status = worker_run(&plan, &settings, log);
+  cli_log_init(plan.log_format,
+               args.verbose ? G_LOG_LEVEL_DEBUG : G_LOG_LEVEL_INFO);
+  status = worker_run(&plan, &settings);
 out:
   worker_plan_clear(&plan);
   cli_settings_clear(&settings);

@@ -256,16 +256,3 @@ cli_log_init(CliLogFormat format, GLogLevelFlags threshold)
   g_log_set_writer_func(writer, config, NULL);
   return config;
 }
-
-GLogLevelFlags
-cli_log_set_threshold(CliLog *log, GLogLevelFlags threshold)
-{
-  GLogLevelFlags old;
-
-  if (log == NULL)
-    return G_LOG_LEVEL_WARNING;
-  /* Only the main thread changes it; other threads only read it. */
-  old = (GLogLevelFlags)g_atomic_int_get(&log->threshold);
-  g_atomic_int_set(&log->threshold, (gint)threshold);
-  return old;
-}

@@ -386,6 +386,8 @@ cli_result_to_json(CliJson *json, const SluiceResult *result)
   cli_json_string(json, sluice_result_get_error(result));
   cli_json_key(json, "dead_letter_reason");
   cli_json_string(json, sluice_result_get_dead_letter_reason(result));
+  cli_json_key(json, "due_at");
+  cli_json_time(json, sluice_result_get_due_at(result));
   cli_json_end_object(json);
 }
 
@@ -397,6 +399,7 @@ cli_result_print(const SluiceResult *result, gboolean json)
   g_autofree gchar *enqueued = NULL;
   g_autofree gchar *started = NULL;
   g_autofree gchar *finished = NULL;
+  g_autofree gchar *due = NULL;
   g_autoptr(CliTable) table = NULL;
 
   if (json) {
@@ -425,5 +428,9 @@ cli_result_print(const SluiceResult *result, gboolean json)
   cli_table_add(table, "error", sluice_result_get_error(result));
   cli_table_add(table, "dead-letter reason",
                 sluice_result_get_dead_letter_reason(result));
+  if (sluice_result_get_due_at(result) > 0) {
+    due = cli_format_time(sluice_result_get_due_at(result));
+    cli_table_add(table, "due at", due);
+  }
   cli_table_print(table);
 }

@@ -161,14 +161,12 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
 }
 
 SluiceBroker *
-cli_connect(const CliSettings *settings, guint dead_letter_max, CliLog *log,
-            GError **error)
+cli_connect(const CliSettings *settings, guint dead_letter_max,
+            gboolean check_now, GError **error)
 {
   g_autoptr(SluiceBroker) broker = NULL;
   g_autoptr(GError) local = NULL;
   SluiceRedisOptions options;
-  GLogLevelFlags threshold;
-  gboolean ok;
 
   if (settings->mode == CLI_MODE_MEMORY) {
     cli_usage_error(error,
@@ -202,12 +200,9 @@ cli_connect(const CliSettings *settings, guint dead_letter_max, CliLog *log,
     return NULL;
   }
   /* Fail now, with the URL (password hidden) in the message, rather than
-   * on the first real operation. The library also logs a lost connection
-   * as a warning; here the error says it all, so say it once. */
-  threshold = cli_log_set_threshold(log, G_LOG_LEVEL_CRITICAL);
-  ok = sluice_redis_broker_ping(broker, error);
-  cli_log_set_threshold(log, threshold);
-  if (!ok)
+   * on the first real operation. The warnings the first connection logs
+   * (an eviction policy that loses messages) are for the user too. */
+  if (check_now && !sluice_redis_broker_ping(broker, error))
     return NULL;
   return g_steal_pointer(&broker);
 }
@@ -227,12 +222,12 @@ cli_open_client(const CliCommon *common, CliSettings *out_settings,
                 GError **error)
 {
   CliSettings settings = {0};
-  CliLog *log = cli_log_init(CLI_LOG_TEXT, G_LOG_LEVEL_WARNING);
   g_autoptr(SluiceBroker) broker = NULL;
   SluiceClient *client = NULL;
 
+  cli_log_init(CLI_LOG_TEXT, G_LOG_LEVEL_WARNING);
   if (cli_settings_load(common, &settings, error) &&
-      (broker = cli_connect(&settings, 0, log, error)) != NULL)
+      (broker = cli_connect(&settings, 0, TRUE, error)) != NULL)
     client = cli_client_new(broker, error);
   if (client != NULL && out_settings != NULL)
     *out_settings = settings;

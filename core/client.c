@@ -553,8 +553,19 @@ sluice_client_inspect(SluiceClient *client, const gchar *id, GError **error)
 
   if (!sluice_broker_get_record(client->broker, id, &bytes, error))
     return NULL;
-  if (bytes != NULL)
-    return decode_record(bytes, id, error);
+  if (bytes != NULL) {
+    found = decode_record(bytes, id, error);
+    /* A record says "scheduled" or "retrying"; the schedule says when. */
+    if (found != NULL &&
+        (sluice_result_get_state(found) == SLUICE_STATE_SCHEDULED ||
+         sluice_result_get_state(found) == SLUICE_STATE_RETRYING) &&
+        sluice_broker_lookup_task(client->broker, id, &loc, NULL)) {
+      if (loc.place == SLUICE_TASK_PLACE_SCHEDULED)
+        sluice_result_set_due_at(found, loc.due_at);
+      sluice_task_location_clear(&loc);
+    }
+    return found;
+  }
   /* Without track_state a waiting task has no record, but it is still
    * somewhere a lookup by id finds it. */
   if (!sluice_broker_lookup_task(client->broker, id, &loc, error))

@@ -973,6 +973,7 @@ defer_unknown(Job *job, gint64 now)
   gint64 since = env->unknown_since > 0 ? MIN(env->unknown_since, now) : now;
   g_autoptr(SluiceEnvelope) next = NULL;
   g_autofree gchar *log_key = NULL;
+  GBytes *record = NULL;
 
   if (now - since >= worker->options.unknown_task_timeout_ms) {
     g_autofree gchar *detail = g_strdup_printf(
@@ -987,6 +988,21 @@ defer_unknown(Job *job, gint64 now)
   next->eta = now + worker->options.unknown_task_defer_ms;
   /* Once per name per minute: the same message comes back every few
    * seconds for ten minutes, and a rollout may bring many of them. */
+  if (worker->options.track_state && job->store_result) {
+    g_autoptr(SluiceResult) r =
+        sluice_result_new(env->id, SLUICE_STATE_SCHEDULED);
+    g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc(since / 1000);
+    g_autofree gchar *when = t != NULL ? g_date_time_format_iso8601(t) : NULL;
+    g_autofree gchar *note = g_strdup_printf(
+        "deferred: no worker knows a task named “%s” (since %s); it is "
+        "buried unknown_task if none does by unknown_task_timeout",
+        env->task, when != NULL ? when : "an unknown time");
+    sluice_result_set_task(r, env->task, env->queue);
+    sluice_result_set_attempt(r, env->attempt);
+    sluice_result_set_times(r, env->enqueued_at, 0, 0);
+    sluice_result_set_error(r, note);
+    record = sluice_result_encode(r);
+  }
   log_key = g_strconcat("unknown-task:", env->task, NULL);
   if (first_in_a_while(worker, log_key))
     sluice_log__task(
@@ -996,7 +1012,7 @@ defer_unknown(Job *job, gint64 now)
         "been unknown for %" G_GINT64_FORMAT " ms; said once a minute",
         env->task, worker->options.unknown_task_defer_ms,
         worker->options.unknown_task_timeout_ms);
-  settle_reschedule(job, next, next->eta, KIND_DEFERRED, NULL);
+  settle_reschedule(job, next, next->eta, KIND_DEFERRED, record);
 }
 
 /* Takes ownership of @delivery. Called by the fetcher and the reclaimer.
@@ -1480,7 +1496,7 @@ dispatch_fetched(SluiceWorker *worker, GPtrArray *got)
  * a dead or stalled consumer and runs it alone. Clears reclaim_wanted when
  * there is nothing left to take. */
 static gboolean
-reclaim_one(SluiceWorker *worker, GError **error)
+reclaim_one(SluiceWorker *worker, gboolean *out_contacted, GError **error)
 {
   g_autoptr(GPtrArray) got = g_ptr_array_new();
   gint64 now_us = g_get_monotonic_time();
@@ -1499,6 +1515,7 @@ reclaim_one(SluiceWorker *worker, GError **error)
     g_cond_broadcast(&worker->cond);
   }
   g_mutex_unlock(&worker->lock);
+  *out_contacted = may;
   if (!may)
     return TRUE;
   if (!sluice_broker_reclaim(worker->broker, worker->id,
@@ -1592,8 +1609,11 @@ fetcher_main(gpointer data)
         hand_over(worker, &next, 1);
         continue;
       }
-      if (reclaim_one(worker, &error)) {
-        broker_ok(worker);
+      gboolean contacted = FALSE;
+
+      if (reclaim_one(worker, &contacted, &error)) {
+        if (contacted)
+          broker_ok(worker);
         continue;
       }
       broker_failed(worker, "reclaiming deliveries of dead workers", error);
@@ -1884,11 +1904,13 @@ heartbeat_tick(gpointer data)
     g_mutex_lock(&worker->lock);
     worker->stats.leases_lost++;
     g_mutex_unlock(&worker->lock);
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "lease lost; message may be executed again (%u held; "
-                        "not renewed for %" G_GINT64_FORMAT " ms%s%s)",
-                        jobs->len, (now_us - last_ok_us) / 1000, ok ? "" : ": ",
-                        ok ? "" : error->message);
+    /* Holding nothing, nothing can run twice: the outage line says it. */
+    if (jobs->len > 0)
+      sluice_log__message(G_LOG_LEVEL_WARNING,
+                          "lease lost; message may be executed again (%u held; "
+                          "not renewed for %" G_GINT64_FORMAT " ms%s%s)",
+                          jobs->len, (now_us - last_ok_us) / 1000,
+                          ok ? "" : ": ", ok ? "" : error->message);
   }
   if (ok) {
     gint64 renewed_us = g_get_monotonic_time();

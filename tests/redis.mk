@@ -4,7 +4,9 @@
 noinst_LTLIBRARIES += tests/libredis-server.la
 tests_libredis_server_la_SOURCES = \
 	tests/helpers/redis-server.c \
-	tests/helpers/redis-server.h
+	tests/helpers/redis-server.h \
+	tests/helpers/fault-proxy.c \
+	tests/helpers/fault-proxy.h
 tests_libredis_server_la_LIBADD = $(GLIB_LIBS) $(HIREDIS_LIBS)
 REDIS_TEST_LIBS = tests/libredis-server.la $(TEST_LIBS)
 

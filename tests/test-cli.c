@@ -851,7 +851,7 @@ START_TEST(test_stats_and_inspect_json_fields)
   /* Every documented field of a record, with its type. */
   record = inspect(ctx, queued);
   r = object_of(record);
-  ck_assert_int_eq(json_object_get_size(r), 12);
+  ck_assert_int_eq(json_object_get_size(r), 13);
   ck_assert_str_eq(member_string(r, "id"), queued);
   ck_assert_str_eq(member_string(r, "state"), "queued");
   ck_assert_str_eq(member_string(r, "task"), "demo.noop");
@@ -864,6 +864,7 @@ START_TEST(test_stats_and_inspect_json_fields)
   ck_assert(member_is_null(r, "result"));
   ck_assert(member_is_null(r, "error"));
   ck_assert(member_is_null(r, "dead_letter_reason"));
+  ck_assert(member_is_null(r, "due_at"));
   log = worker_stop(w);
 }
 END_TEST
@@ -1055,6 +1056,372 @@ START_TEST(test_poison_message_buried)
 }
 END_TEST
 
+/* ---- Defects found by users (issue 10) ------------------------------------
+ */
+
+/* How many times @needle occurs in @text. */
+static guint
+count_in(const gchar *text, const gchar *needle)
+{
+  guint n = 0;
+
+  for (const gchar *p = text; p != NULL && (p = strstr(p, needle)) != NULL;
+       p += strlen(needle))
+    n++;
+  return n;
+}
+
+/* Waits until the worker's log contains @needle (bounded). */
+static void
+wait_for_log(Worker *w, const gchar *needle)
+{
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+
+  for (;;) {
+    g_autofree gchar *log = worker_log(w);
+    if (strstr(log, needle) != NULL)
+      return;
+    ck_assert_msg(g_get_monotonic_time() < deadline, "“%s” never logged:\n%s",
+                  needle, log);
+    g_usleep(20 * 1000);
+  }
+}
+
+/* The JSON of `sluice stats --json`. */
+static JsonNode *
+stats_json(Ctx *ctx)
+{
+  g_autoptr(Run) run = cli(ctx, "stats", "--json", NULL);
+
+  assert_status(run, 0);
+  return parse_json(run->out);
+}
+
+/* One poison message among thirty healthy ones, with a worker restarted
+ * after every crash: only the poison is buried (max_deliveries), because a
+ * delivery taken over from a dead worker runs alone. */
+START_TEST(test_poison_batch_mates_survive)
+{
+  g_autoptr(Ctx) ctx = ctx_new(1);
+  g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+  g_autofree gchar *poison = NULL;
+  gint64 deadline = g_get_monotonic_time() + 4 * PATIENCE_US;
+  guint restarts = 0;
+
+  for (guint i = 0; i < 10; i++)
+    g_ptr_array_add(ids, enqueue(ctx, "demo.sleep", "{\"ms\": 30}", NULL));
+  poison = enqueue(ctx, "demo.crash", NULL);
+  for (guint i = 0; i < 20; i++)
+    g_ptr_array_add(ids, enqueue(ctx, "demo.sleep", "{\"ms\": 30}", NULL));
+
+  for (;;) {
+    g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+        G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
+    g_autoptr(GSubprocess) proc = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *state = state_of(ctx, poison);
+    guint done = 0;
+    const gchar *argv[] = {SLUICE_BIN,
+                           "worker",
+                           "--module",
+                           DEMO_MODULE,
+                           "--visibility-timeout",
+                           "500ms",
+                           "--max-deliveries",
+                           "2",
+                           "--concurrency",
+                           "4",
+                           "--prefetch",
+                           "4",
+                           NULL};
+
+    for (guint i = 0; i < ids->len; i++) {
+      g_autofree gchar *st = state_of(ctx, ids->pdata[i]);
+      if (g_str_equal(st, "succeeded") || g_str_equal(st, "dead_lettered"))
+        done++;
+    }
+    if (g_str_equal(state, "dead_lettered") && done == ids->len)
+      break;
+    ck_assert_msg(g_get_monotonic_time() < deadline, "poison %s, %u of %u done",
+                  state, done, ids->len);
+    g_subprocess_launcher_set_environ(launcher, ctx->env);
+    g_subprocess_launcher_set_child_setup(launcher, child_setup, NULL, NULL);
+    proc = g_subprocess_launcher_spawnv(launcher, argv, &error);
+    ck_assert(proc != NULL);
+    restarts++;
+    /* It crashes on the poison, or finishes everything and is stopped. */
+    while (g_subprocess_get_identifier(proc) != NULL) {
+      g_autofree gchar *now = state_of(ctx, poison);
+      guint finished = 0;
+      for (guint i = 0; i < ids->len; i++) {
+        g_autofree gchar *st = state_of(ctx, ids->pdata[i]);
+        if (g_str_equal(st, "succeeded") || g_str_equal(st, "dead_lettered"))
+          finished++;
+      }
+      if (g_str_equal(now, "dead_lettered") && finished == ids->len) {
+        g_subprocess_send_signal(proc, SIGTERM);
+        break;
+      }
+      ck_assert(g_get_monotonic_time() < deadline);
+      g_usleep(50 * 1000);
+    }
+    ck_assert(g_subprocess_wait(proc, NULL, NULL));
+  }
+  ck_assert_uint_ge(restarts, 2);
+  for (guint i = 0; i < ids->len; i++) {
+    g_autofree gchar *st = state_of(ctx, ids->pdata[i]);
+    ck_assert_msg(g_str_equal(st, "succeeded"), "healthy task %s is %s",
+                  (gchar *)ids->pdata[i], st);
+  }
+  {
+    g_autoptr(JsonNode) stats = stats_json(ctx);
+    JsonObject *o = object_of(stats);
+    ck_assert_int_eq(member_int(o, "dead_letters"), 1);
+    ck_assert_int_eq(
+        json_object_get_int_member(
+            json_object_get_object_member(o, "dead_letters_by_reason"),
+            "max_deliveries"),
+        1);
+  }
+}
+END_TEST
+
+/* A worker started before its Redis (systemd often does that) waits for
+ * it, saying so once, and serves once it is there. */
+START_TEST(test_worker_waits_for_redis_at_start)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(NULL, &error);
+  g_autoptr(Ctx) ctx = ctx_new(1);
+  g_autoptr(Worker) w = NULL;
+  g_autofree gchar *id = NULL;
+  g_autofree gchar *log = NULL;
+  g_autoptr(Run) result = NULL;
+
+  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
+  g_strfreev(ctx->env);
+  ctx->env = cli_environ(sluice_test_redis_url(server), ctx->mode, ctx->ns);
+  sluice_test_redis_kill(server, SIGTERM);
+  w = worker_start(ctx, NULL);
+  wait_for_log(w, "the broker is unreachable");
+  ck_assert(g_subprocess_get_identifier(w->proc) != NULL);
+  ck_assert(sluice_test_redis_restart(server, &error));
+  id = enqueue(ctx, "demo.echo", "{\"late\": true}", NULL);
+  result = cli(ctx, "result", id, "--wait", "60s", NULL);
+  assert_status(result, 0);
+  log = worker_stop(w);
+  ck_assert_uint_eq(count_in(log, "the broker is unreachable"), 1);
+  ck_assert_uint_eq(count_in(log, "reachable again after"), 1);
+}
+END_TEST
+
+/* An outage is one line when it begins and one, with its length, when it
+ * ends, however many threads and ticks meet it meanwhile. */
+START_TEST(test_outage_is_one_line_each_way)
+{
+  g_autoptr(GError) error = NULL;
+  SluiceTestRedisOptions options = {.appendonly = TRUE};
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(&options, &error);
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = NULL;
+  g_autofree gchar *before = NULL;
+  g_autofree gchar *after = NULL;
+  g_autofree gchar *log = NULL;
+  g_autoptr(Run) r1 = NULL;
+  g_autoptr(Run) r2 = NULL;
+
+  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
+  g_strfreev(ctx->env);
+  ctx->env = cli_environ(sluice_test_redis_url(server), ctx->mode, ctx->ns);
+  w = worker_start(ctx, "--visibility-timeout", "600ms", NULL);
+  before = enqueue(ctx, "demo.noop", NULL);
+  r1 = cli(ctx, "result", before, "--wait", "60s", NULL);
+  assert_status(r1, 0);
+  sluice_test_redis_kill(server, SIGKILL);
+  /* Long enough for every periodic tick (revocations, heartbeats,
+   * promotion, reclaim) to fail several times over. */
+  wait_for_log(w, "the broker is unreachable");
+  g_usleep(3 * G_USEC_PER_SEC);
+  ck_assert(sluice_test_redis_restart(server, &error));
+  wait_for_log(w, "reachable again after");
+  after = enqueue(ctx, "demo.noop", NULL);
+  r2 = cli(ctx, "result", after, "--wait", "60s", NULL);
+  assert_status(r2, 0);
+  log = worker_stop(w);
+  if (count_in(log, "the broker is unreachable") != 1 ||
+      count_in(log, "reachable again after") != 1 ||
+      count_in(log, "failed:") != 0)
+    g_printerr("the worker's log:\n%s\n", log); /* too long for Check */
+  ck_assert_uint_eq(count_in(log, "the broker is unreachable"), 1);
+  ck_assert_uint_eq(count_in(log, "reachable again after"), 1);
+  ck_assert_uint_eq(count_in(log, "failed:"), 0);
+}
+END_TEST
+
+/* A second SIGTERM during a graceful stop stops at once: the running
+ * task is given back, not waited for, and the exit status says so. */
+START_TEST(test_second_signal_stops_at_once)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, "--shutdown-timeout", "1h", NULL);
+  g_autofree gchar *id = enqueue(ctx, "demo.sleep", "{\"ms\": 600000}", NULL);
+  g_autofree gchar *log = NULL;
+  g_autofree gchar *state = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_free(wait_for_state(ctx, id, "running", NULL));
+  g_subprocess_send_signal(w->proc, SIGTERM);
+  wait_for_log(w, "send it again to stop at once");
+  g_subprocess_send_signal(w->proc, SIGTERM);
+  ck_assert(g_subprocess_wait(w->proc, NULL, &error));
+  log = worker_log(w);
+  ck_assert_msg(g_subprocess_get_if_exited(w->proc) &&
+                    g_subprocess_get_exit_status(w->proc) == 1,
+                "status %d:\n%s", exit_status_of(w->proc), log);
+  ck_assert(strstr(log, "second signal") != NULL);
+  state = state_of(ctx, id);
+  ck_assert_str_eq(state, "queued");
+}
+END_TEST
+
+/* README promises a warning about an eviction policy that loses
+ * messages; it must reach the worker's log. */
+START_TEST(test_eviction_policy_warning_reaches_the_worker_log)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(NULL, &error);
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = NULL;
+  g_autofree gchar *log = NULL;
+  redisReply *r;
+
+  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
+  r = sluice_test_redis_command(server,
+                                "CONFIG SET maxmemory-policy allkeys-lru");
+  ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
+  freeReplyObject(r);
+  g_strfreev(ctx->env);
+  ctx->env = cli_environ(sluice_test_redis_url(server), ctx->mode, ctx->ns);
+  w = worker_start(ctx, NULL);
+  wait_for_log(w, "maxmemory-policy allkeys-lru");
+  log = worker_stop(w);
+}
+END_TEST
+
+/* A task name no live worker serves: the enqueue warns (and enqueues),
+ * inspect says why it waits, the worker says it once. */
+START_TEST(test_unserved_task_names_are_reported)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Run) lonely = cli(ctx, "enqueue", "demo.noop", NULL);
+  g_autoptr(Worker) w = NULL;
+  g_autoptr(Run) typo = NULL;
+  g_autoptr(Run) fine = NULL;
+  g_autoptr(JsonNode) record = NULL;
+  g_autofree gchar *id = NULL;
+  g_autofree gchar *log = NULL;
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+
+  assert_status(lonely, 0);
+  ck_assert_msg(strstr(lonely->err, "no worker of namespace") != NULL, "%s",
+                lonely->err);
+  w = worker_start(ctx, NULL);
+  typo = cli(ctx, "enqueue", "demo.unknwon", NULL);
+  assert_status(typo, 0);
+  ck_assert_msg(strstr(typo->err, "serves a task named “demo.unknwon”") != NULL,
+                "%s", typo->err);
+  fine = cli(ctx, "enqueue", "demo.noop", NULL);
+  assert_status(fine, 0);
+  ck_assert_msg(fine->err[0] == '\0', "%s", fine->err);
+  id = g_strstrip(g_strdup(typo->out));
+  for (;;) {
+    const gchar *note;
+    g_clear_pointer(&record, json_node_unref);
+    record = inspect(ctx, id);
+    note = member_string(object_of(record), "error");
+    if (note != NULL && strstr(note, "no worker knows a task named") != NULL)
+      break;
+    ck_assert_msg(g_get_monotonic_time() < deadline, "never deferred");
+    g_usleep(20 * 1000);
+  }
+  ck_assert_str_eq(member_string(object_of(record), "state"), "scheduled");
+  ck_assert(member_int(object_of(record), "due_at") > 0);
+  log = worker_stop(w);
+  ck_assert_uint_eq(count_in(log, "no task named “demo.unknwon”"), 1);
+}
+END_TEST
+
+/* A worker killed with -9 is shown dead once its lease lapsed, never as
+ * alive; a live one is shown with what it serves. */
+START_TEST(test_stats_show_a_killed_worker_as_dead)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) live = worker_start(ctx, "--worker-id", "w-live", NULL);
+  g_autoptr(Worker) doomed = worker_start(
+      ctx, "--worker-id", "w-doomed", "--visibility-timeout", "600ms", NULL);
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+  g_autofree gchar *log = NULL;
+
+  g_subprocess_send_signal(doomed->proc, SIGKILL);
+  ck_assert(g_subprocess_wait(doomed->proc, NULL, NULL));
+  for (;;) {
+    g_autoptr(JsonNode) stats = stats_json(ctx);
+    JsonArray *workers =
+        json_object_get_array_member(object_of(stats), "workers");
+    gboolean doomed_dead = FALSE, live_alive = FALSE;
+
+    for (guint i = 0; i < json_array_get_length(workers); i++) {
+      JsonObject *wk = json_array_get_object_element(workers, i);
+      const gchar *id = member_string(wk, "id");
+      gboolean alive = json_object_get_boolean_member(wk, "alive");
+      if (g_strcmp0(id, "w-doomed") == 0 && !alive)
+        doomed_dead = TRUE;
+      if (g_strcmp0(id, "w-live") == 0 && alive) {
+        JsonArray *tasks = json_object_get_array_member(wk, "tasks");
+        live_alive = TRUE;
+        ck_assert_uint_ge(json_array_get_length(tasks), 7);
+        ck_assert(member_int(wk, "pid") > 0);
+      }
+    }
+    if (doomed_dead && live_alive)
+      break;
+    ck_assert_msg(g_get_monotonic_time() < deadline, "never shown dead");
+    g_usleep(50 * 1000);
+  }
+  {
+    g_autoptr(Run) table = cli(ctx, "stats", NULL);
+    assert_status(table, 0);
+    ck_assert_msg(strstr(table->out, "dead") != NULL, "%s", table->out);
+  }
+  log = worker_stop(live);
+}
+END_TEST
+
+/* A namespace is used in one mode: a client of the other is refused with
+ * an error naming both, in either direction. */
+START_TEST(test_mode_mismatch_is_refused)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  const gchar *other = g_str_equal(ctx->mode, "fast") ? "reliable" : "fast";
+  g_autofree gchar *id = enqueue(ctx, "demo.noop", NULL);
+  g_auto(GStrv) env =
+      cli_environ(sluice_test_redis_url(shared), other, ctx->ns);
+  g_autoptr(Run) enq = cli_env(env, NULL, "enqueue", "demo.noop", NULL);
+  g_autoptr(Run) worker =
+      cli_env(env, NULL, "worker", "--module", DEMO_MODULE, NULL);
+  g_autoptr(Run) dlq = cli_env(env, NULL, "dlq", "list", NULL);
+  g_autofree gchar *both = g_strdup_printf("is used in %s mode", ctx->mode);
+
+  assert_status(enq, 2);
+  assert_one_line_error(enq, both);
+  ck_assert(strstr(enq->err, other) != NULL);
+  ck_assert(strstr(enq->err, "--mode") != NULL);
+  assert_status(worker, 2);
+  ck_assert_msg(strstr(worker->err, both) != NULL, "%s", worker->err);
+  assert_status(dlq, 2);
+}
+END_TEST
+
 /* ---- Errors a user will make --------------------------------------------- */
 
 START_TEST(test_error_unreachable_redis)
@@ -1066,14 +1433,16 @@ START_TEST(test_error_unreachable_redis)
   g_auto(GStrv) env = cli_environ(url, "fast", NULL);
   g_autoptr(Run) enq = cli_env(env, NULL, "enqueue", "demo.noop", NULL);
   g_autoptr(Run) stats = cli_env(env, NULL, "stats", NULL);
-  g_autoptr(Run) worker =
-      cli_env(env, NULL, "worker", "--module", DEMO_MODULE, NULL);
+  g_autoptr(Run) worker = cli_env(env, NULL, "worker", "--module", DEMO_MODULE,
+                                  "--fail-fast", NULL);
 
   assert_status(enq, 1);
   assert_one_line_error(enq, shown);
   ck_assert(strstr(enq->err, "hunter2") == NULL);
   assert_status(stats, 1);
   assert_one_line_error(stats, shown);
+  /* A worker exits only when asked to fail fast; by default it waits (see
+   * test_worker_waits_for_redis_at_start). */
   assert_status(worker, 1);
   assert_one_line_error(worker, shown);
 }
@@ -1394,6 +1763,17 @@ cli_suite(gboolean reliable)
   tcase_add_loop_test(e2e, test_enqueue_options, 0, n_modes);
   if (reliable)
     tcase_add_test(e2e, test_poison_message_buried);
+  tcase_add_loop_test(e2e, test_second_signal_stops_at_once, 0, n_modes);
+  tcase_add_loop_test(e2e, test_unserved_task_names_are_reported, 0, n_modes);
+  tcase_add_loop_test(e2e, test_stats_show_a_killed_worker_as_dead, 0, n_modes);
+  tcase_add_loop_test(e2e, test_mode_mismatch_is_refused, 0, n_modes);
+  tcase_add_loop_test(e2e, test_eviction_policy_warning_reaches_the_worker_log,
+                      0, n_modes);
+  tcase_add_loop_test(e2e, test_outage_is_one_line_each_way, 0, n_modes);
+  if (reliable) {
+    tcase_add_test(e2e, test_poison_batch_mates_survive);
+    tcase_add_test(e2e, test_worker_waits_for_redis_at_start);
+  }
   suite_add_tcase(s, e2e);
 
   tcase_add_unchecked_fixture(errors, shared_setup, shared_teardown);

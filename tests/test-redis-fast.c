@@ -1875,6 +1875,67 @@ START_TEST(test_every_key_tagged_and_per_task_keys_expire)
 }
 END_TEST
 
+static gboolean
+task_ok_for_mode(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  return TRUE;
+}
+
+/* One mode per namespace: the first client records it; a producer or a
+ * worker of the other mode is refused with an error naming both, so a fast
+ * producer and a reliable worker never silently miss each other. */
+static void
+assert_mode_refused(const gchar *ns, SluiceRedisMode first,
+                    SluiceRedisMode second)
+{
+  g_autoptr(GError) error = NULL;
+  SluiceRedisOptions options;
+  g_autoptr(SluiceBroker) a = NULL;
+  g_autoptr(SluiceBroker) b = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  g_autoptr(SluiceRegistry) registry = sluice_registry_new();
+  g_autoptr(SluiceWorker) worker = NULL;
+  g_autofree gchar *id = NULL;
+  const gchar *theirs = first == SLUICE_REDIS_FAST ? "fast" : "reliable";
+  const gchar *mine = second == SLUICE_REDIS_FAST ? "fast" : "reliable";
+
+  sluice_redis_options_init(&options);
+  options.url = sluice_test_redis_url(shared);
+  options.namespace_ = ns;
+  options.mode = first;
+  a = sluice_redis_broker_new(&options, NULL, &error);
+  client = sluice_client_new(a, NULL, &error);
+  id = sluice_client_enqueue(client, "t.x", NULL, NULL, &error);
+  ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
+  g_clear_pointer(&client, sluice_client_unref);
+
+  options.mode = second;
+  b = sluice_redis_broker_new(&options, NULL, &error);
+  client = sluice_client_new(b, NULL, &error);
+  ck_assert_ptr_null(sluice_client_enqueue(client, "t.x", NULL, NULL, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
+  ck_assert_msg(strstr(error->message, theirs) != NULL &&
+                    strstr(error->message, mine) != NULL &&
+                    strstr(error->message, "SluiceRedisOptions.mode") != NULL,
+                "%s", error->message);
+  g_clear_error(&error);
+  ck_assert(sluice_registry_add(registry, "t.x", task_ok_for_mode, NULL, NULL,
+                                NULL, &error));
+  worker = sluice_worker_new(b, registry, NULL, &error);
+  ck_assert_ptr_nonnull(worker);
+  ck_assert(!sluice_worker_start(worker, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
+}
+
+START_TEST(test_one_mode_per_namespace)
+{
+  assert_mode_refused("mode-a", SLUICE_REDIS_FAST, SLUICE_REDIS_RELIABLE);
+  assert_mode_refused("mode-b", SLUICE_REDIS_RELIABLE, SLUICE_REDIS_FAST);
+}
+END_TEST
+
 START_TEST(test_namespaces_isolated)
 {
   g_autoptr(SluiceBroker) a =
@@ -2028,6 +2089,7 @@ redis_suite(void)
   tcase_add_test(redis, test_unix_socket_and_db);
   tcase_add_test(redis, test_every_key_tagged_and_per_task_keys_expire);
   tcase_add_test(redis, test_namespaces_isolated);
+  tcase_add_test(redis, test_one_mode_per_namespace);
   tcase_add_test(redis, test_oom_refuses_work_but_drains);
   suite_add_tcase(s, redis);
   return s;

@@ -41,6 +41,7 @@
 
 #include "brokers/redis-reliable/reliable-transport.h"
 #include "brokers/redis/redis-broker.h"
+#include "tests/helpers/fault-proxy.h"
 #include "tests/helpers/redis-server.h"
 
 #define GROUP "sluice"
@@ -770,6 +771,46 @@ START_TEST(test_release_requeues_for_anyone_without_counting)
   ck_assert_uint_eq(delivery_at(third, 0)->delivery_count, 3);
   ck_assert_int_eq(ack(b, "c1", delivery_at(third, 0)), SLUICE_SETTLE_DONE);
   ck_assert_int_eq(xlen(shared, ns, "default"), 0);
+}
+END_TEST
+
+/* R12: an enqueue whose reply was lost is sent once more on a fresh
+ * connection; the replay finds the claim it made itself, writes nothing
+ * twice and reports the task as new, not as "existed". */
+START_TEST(test_replayed_enqueue_recognises_its_own_write)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestProxy) proxy =
+      sluice_test_proxy_start(sluice_test_redis_port(shared), &error);
+  g_autofree gchar *ns = test_namespace();
+  g_autofree gchar *url = NULL;
+  g_autoptr(SluiceBroker) b = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  g_autofree gchar *id = NULL;
+  g_autofree gchar *again = NULL;
+  SluiceEnqueueOptions eo;
+  gboolean existed = TRUE;
+
+  ck_assert_msg(proxy != NULL, "%s", error != NULL ? error->message : "");
+  url =
+      g_strdup_printf("redis://127.0.0.1:%u/0", sluice_test_proxy_port(proxy));
+  b = broker_for(url, ns);
+  ck_assert(sluice_redis_broker_ping(b, &error));
+  client = sluice_client_new(b, NULL, &error);
+  sluice_enqueue_options_init(&eo);
+  eo.id = "replayed";
+  sluice_test_proxy_drop_next_reply(proxy);
+  id = sluice_client_enqueue_full(client, "t.x", NULL, &eo, &existed, &error);
+  ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(sluice_test_proxy_dropped(proxy), 1);
+  ck_assert(!existed);
+  ck_assert_int_eq(xlen(shared, ns, "default"), 1);
+  /* A second enqueue of the id, by another call, did exist. */
+  again =
+      sluice_client_enqueue_full(client, "t.x", NULL, &eo, &existed, &error);
+  ck_assert_ptr_nonnull(again);
+  ck_assert(existed);
+  ck_assert_int_eq(xlen(shared, ns, "default"), 1);
 }
 END_TEST
 
@@ -1866,6 +1907,49 @@ END_TEST
 /* R23: SIGTERM during a task longer than shutdown_timeout: the worker
  * leaves it in the PEL, drops its liveness key and exits; a peer takes it
  * without waiting for a lease and completes it. */
+static gboolean
+proc_logged_gone(gpointer data)
+{
+  return proc_stderr_contains(data, "no worker holds this delivery any more");
+}
+
+/* A delivery that vanished from Redis while it ran (a restart without its
+ * latest writes; here deleted by hand) is reported as gone when its settle
+ * is refused, not as taken by another worker. */
+START_TEST(test_settle_of_a_vanished_delivery_says_so)
+{
+  Scenario *s = scenario_new(shared, "gone");
+  g_autofree gchar *id = NULL;
+  g_autofree gchar *entry = NULL;
+  g_autoptr(Proc) a = NULL;
+  g_autoptr(SluiceResult) r = NULL;
+  redisReply *p;
+
+  a = proc_start(s, "wA", "--concurrency=1", "--prefetch=0", NULL);
+  id = enqueue_task(s, "t.sleep", "{\"ms\": 1500}");
+  wait_log_lines(s, 1);
+  p = sluice_test_redis_command(
+      shared, "XPENDING {%s}:s:default " GROUP " - + 1", s->ns);
+  ck_assert(p != NULL && p->type == REDIS_REPLY_ARRAY && p->elements == 1);
+  entry =
+      g_strndup(p->element[0]->element[0]->str, p->element[0]->element[0]->len);
+  freeReplyObject(p);
+  ck_assert_int_eq(sluice_test_redis_integer(shared,
+                                             "XACK {%s}:s:default " GROUP " %s",
+                                             s->ns, entry),
+                   1);
+  ck_assert_int_eq(
+      sluice_test_redis_integer(shared, "XDEL {%s}:s:default %s", s->ns, entry),
+      1);
+  r = final_result(s, id);
+  ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_SUCCEEDED);
+  ck_assert(wait_for(proc_logged_gone, a, 30000));
+  ck_assert(!proc_stderr_contains(a, "another worker owns"));
+  proc_stop(a);
+  scenario_free(s);
+}
+END_TEST
+
 START_TEST(test_sigterm_gives_a_long_task_to_a_peer)
 {
   Scenario *s = scenario_new(shared, "r23");
@@ -2313,6 +2397,7 @@ reliable_suite(void)
                  test_heartbeat_keeps_held_deliveries_and_reports_a_lapse);
   tcase_add_test(contract, test_release_requeues_for_anyone_without_counting);
   tcase_add_test(contract, test_reclaim_reports_trimmed_entries);
+  tcase_add_test(contract, test_replayed_enqueue_recognises_its_own_write);
   tcase_add_test(contract, test_trim_removes_only_acknowledged_entries);
   tcase_add_test(contract, test_trim_is_exact_under_random_settles);
   tcase_add_test(contract, test_consumers_do_not_pile_up);
@@ -2330,6 +2415,7 @@ reliable_suite(void)
   tcase_add_test(faults, test_stalled_worker_loses_its_lease_and_its_settle);
   tcase_add_test(faults, test_long_task_of_a_live_worker_is_never_reclaimed);
   tcase_add_test(faults, test_sigterm_gives_a_long_task_to_a_peer);
+  tcase_add_test(faults, test_settle_of_a_vanished_delivery_says_so);
   tcase_add_test(faults, test_sigterm_finishes_and_acks_short_tasks);
   tcase_add_test(faults, test_sigterm_during_a_blocked_fetch_loses_nothing);
   tcase_add_test(faults, test_redis_restart_loses_nothing_acknowledged);

@@ -15,7 +15,8 @@
  * one Redis Cluster slot and every atomic step is one Lua script.
  *
  * Connections are made lazily, one per thread that talks to Redis, and
- * re-made with capped backoff after an outage (one log line per outage).
+ * re-made with capped backoff after an outage (a worker logs one line when
+ * an outage begins and one, with its duration, when it ends).
  * A Redis that cannot be reached is SLUICE_BROKER_ERROR_UNAVAILABLE, with
  * the URL (without its password) in the message.
  */
@@ -41,7 +42,10 @@ typedef enum {
  *   `unix:///path/to/socket[?db=N]` (a socket URL carries no credentials:
  *   protect the socket by its file permissions); NULL =
  *   SLUICE_REDIS_DEFAULT_URL
- * @mode: fast or reliable
+ * @mode: fast or reliable (the default, as for the sluice command). A
+ *   namespace records the mode of its first client; a client of the other
+ *   mode is refused (SLUICE_BROKER_ERROR_INVALID, naming both), so that a
+ *   fast producer and a reliable worker never miss each other's tasks
  * @namespace_: (nullable): key prefix and hash tag; NULL = "sluice"
  * @connect_timeout_ms: per connection attempt (0 = 5000)
  * @command_timeout_ms: per reply, on top of any blocking time (0 = 10000)
@@ -66,7 +70,7 @@ void sluice_redis_options_init(SluiceRedisOptions *options);
 
 /**
  * sluice_redis_broker_new:
- * @options: (nullable): copied; NULL = defaults (fast mode)
+ * @options: (nullable): copied; NULL = defaults (reliable mode)
  * @clock: (nullable) (transfer none): the clock due times and revocation
  *   expiries are compared with; NULL = a real clock. TTLs of keys (result
  *   records, idempotency claims, liveness) follow the Redis server's own
@@ -82,9 +86,11 @@ SluiceBroker *sluice_redis_broker_new(const SluiceRedisOptions *options,
 
 /**
  * sluice_redis_broker_ping:
- * Connects (if needed) and sends PING.
- * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_UNAVAILABLE (with the URL)
- * or SLUICE_BROKER_ERROR_AUTH (wrong user or password).
+ * Connects (if needed) and sends PING. A new connection also checks the
+ * namespace's recorded mode.
+ * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_UNAVAILABLE (with the URL),
+ * SLUICE_BROKER_ERROR_AUTH (wrong user or password) or
+ * SLUICE_BROKER_ERROR_INVALID (the namespace is used in the other mode).
  */
 SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_redis_broker_ping(SluiceBroker *broker, GError **error);
