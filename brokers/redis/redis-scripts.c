@@ -161,7 +161,7 @@ static const gchar lua_library[] =
  * Returns one char per item: '1' when its claim existed (nothing written).
  * A claim holds the token of the call that made it (unique per call): a
  * call replayed after its reply was lost finds its own claims and answers
- * '0' for them, without writing twice (REDIS-NOTES-style replay safety).
+ * '0' for them, without writing twice.
  * The compact 'r' form and the grouped pushes keep Redis CPU per message
  * low: argument count and redis.call count dominate a script's cost. */
 static const gchar body_enqueue[] =
