@@ -1302,7 +1302,7 @@ START_TEST(test_reconnect_after_client_kill)
 }
 END_TEST
 
-/* Producers, consumers and a client killer at once (REDIS-NOTES R19): the
+/* Producers, consumers and a client killer at once (docs/redis.md, R19): the
  * pool stays consistent, producers that retry after a lost reply create
  * no duplicate (idempotency claims), and what is lost is bounded by the
  * fetches whose reply was lost (at most once). */

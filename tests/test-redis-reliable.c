@@ -7,7 +7,7 @@
  *    re-creation, consumer clean-up, stats, OOM), at the broker level, on
  *    one shared server; each test runs in its own process (CK_FORK) and
  *    namespace ("t<pid>").
- *  - "faults": rows of the fault matrix of REDIS-NOTES.md (R1, R2/R3, R5,
+ *  - "faults": rows of the fault matrix of docs/redis.md (R1, R2/R3, R5,
  *    R6, R8, R13, R17, R19, R23, R24), with worker processes
  *    (tests/helpers/worker-proc) killed, stopped and signalled by pid, and
  *    Redis killed, restarted and stalled. The oracle is the execution log

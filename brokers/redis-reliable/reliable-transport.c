@@ -64,7 +64,7 @@
  *   settle   the shared settle script; t_check fences: the entry must be
  *            pending for this consumer (XPENDING key group <range>
  *            consumer, read in batches; XACK alone does not fence: a late
- *            XACK removes a peer's pending entry, REDIS-NOTES §0.1). Acks
+ *            XACK removes a peer's pending entry, docs/redis.md fact 1). Acks
  *            are deferred to t_flush at the end of the script: one XACK
  *            per queue, then XTRIM MINID (XDEL above a still-pending
  *            entry) removes exactly the acknowledged entries (proof below,

@@ -20,10 +20,10 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_DEFAULT_COMMAND_TIMEOUT_MS 10000
 #define SLUICE_REDIS_DEFAULT_BACKOFF_MS 5000
 /* Used when a caller passes a record or claim TTL <= 0: every per-task key
- * must expire (DESIGN.md: result_ttl defaults to 24 h). */
+ * must expire (result_ttl defaults to 24 h). */
 #define SLUICE_REDIS_DEFAULT_RECORD_TTL_MS (24 * 60 * 60 * 1000)
 /* The longest a wait_record waits for a notification before it reads the
- * record again anyway (the safety-net poll of DESIGN.md). */
+ * record again anyway (the safety-net poll, docs/design.md). */
 #define SLUICE_REDIS_WAIT_POLL_MS 5000
 
 /**

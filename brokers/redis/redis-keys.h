@@ -41,7 +41,7 @@
  * bounded by the code that writes them.
  *
  * PARTITIONS. A SluiceRedisKeys describes one partition. A namespace is one
- * partition today ("{ns}"); DESIGN.md's partitioned namespaces ("{ns#k}")
+ * partition today ("{ns}"); partitioned namespaces ("{ns#k}")
  * become an array of SluiceRedisKeys, one per partition, picked by a hash of
  * the task id: sluice_redis_keys__init_partition() already makes their
  * prefixes. Scripts never see the namespace itself, only KEYS[1] = the

@@ -12,7 +12,7 @@
  *    refuses them with an OOM error (SLUICE_BROKER_ERROR_FULL); steps that
  *    drain (settle, cancel, records, deletes, heartbeats) use
  *    "flags=allow-oom", so workers can still empty the queues. Verified on
- *    Redis 7.0 (REDIS-NOTES.md §0.8).
+ *    Redis 7.0 (docs/redis.md, fact 8).
  *  - Times come from the caller (the core's clock), never from the Redis
  *    clock or a worker's wall clock read here; TTLs are PX, so expiry
  *    follows the server.

@@ -238,7 +238,7 @@ void sluice_broker_stats_add_dropped(SluiceBrokerStats *stats,
 
 /* ---- Dead letters ------------------------------------------------------- */
 
-/* The reasons a message is buried (DESIGN.md, "Dead letters"). */
+/* The reasons a message is buried (README.md, "Dead letters"). */
 #define SLUICE_DLQ_MAX_ATTEMPTS "max_attempts"
 #define SLUICE_DLQ_MAX_DELIVERIES "max_deliveries"
 #define SLUICE_DLQ_UNKNOWN_TASK "unknown_task"

@@ -81,8 +81,9 @@ typedef enum {
  * @schedule_poll_interval_ms: the longest the promoter sleeps
  * @settle_batch: the most settlements sent to the broker at once
  *
- * Initialise with sluice_worker_options_init(), which sets the defaults of
- * DESIGN.md; the worker copies the struct.
+ * Initialise with sluice_worker_options_init(), which sets the defaults
+ * listed in README.md ("Configuration defaults"); the worker copies the
+ * struct.
  */
 typedef struct {
   const gchar *const *queues;

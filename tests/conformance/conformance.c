@@ -1,4 +1,4 @@
-/* conformance.c - the semantics of DESIGN.md as Check scenarios, run
+/* conformance.c - the semantics of docs/design.md as Check scenarios, run
  * against any broker through a SluiceConformanceFactory.
  *
  * Every scenario drives the public API the way a user does: a registry of

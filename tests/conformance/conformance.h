@@ -1,6 +1,6 @@
 /* conformance.h - the broker conformance suite.
  *
- * One set of scenarios, the semantics of DESIGN.md, run against every
+ * One set of scenarios, the semantics of docs/design.md, run against every
  * broker: the memory broker, both Redis brokers and the custom-broker
  * example each link this suite into their own Check program with a factory
  * that makes a fresh, empty broker. A broker is done when this passes.

@@ -13,7 +13,7 @@
  *            cancellation error)
  *   t.abort  appends the same line, then calls abort(): a poison message
  *
- * The log is the oracle of REDIS-NOTES.md A4: one line per execution,
+ * The log is the fault tests' oracle (docs/redis.md): one line per execution,
  * written with O_APPEND in a single write(2), so lines of several worker
  * processes never interleave, and a line written before a crash survives
  * it (it is in the kernel already).
