@@ -45,7 +45,10 @@ struct _SluiceTaskContext {
   const SluiceEnvelope *envelope; /* borrowed from the job */
   guint delivery_count;
   guint max_attempts;
-  gpointer job;          /* the worker's job: owns the cancellable */
+  /* The job it runs for owns the cancellable: the context asks it, through
+   * the worker's hook, so tasks need not know workers. */
+  GCancellable *(*cancellable_of)(gpointer job);
+  gpointer job;
   GBytes *result;        /* owned */
   gint64 retry_delay_ms; /* >= 0 after sluice_task_context_retry() */
   gboolean args_unpacked;
@@ -59,13 +62,13 @@ gboolean sluice_task__name_is_valid(const gchar *name, GError **error);
 const SluiceTaskEntry *sluice_registry__lookup(SluiceRegistry *registry,
                                                const gchar *name);
 
+/* @cancellable_of: returns (transfer none) @job's cancellable, made on
+ * first use */
 void sluice_task_context__init(SluiceTaskContext *ctx,
                                const SluiceEnvelope *env, guint delivery_count,
-                               guint max_attempts, gpointer job);
-
-/* Returns: (transfer none): the cancellable of a worker job, made on first
- * use (worker.c). */
-GCancellable *sluice_worker__job_cancellable(gpointer job);
+                               guint max_attempts,
+                               GCancellable *(*cancellable_of)(gpointer job),
+                               gpointer job);
 void sluice_task_context__clear(SluiceTaskContext *ctx);
 
 /* ---- Client

@@ -224,12 +224,14 @@ sluice_registry_list(SluiceRegistry *registry)
 void
 sluice_task_context__init(SluiceTaskContext *ctx, const SluiceEnvelope *env,
                           guint delivery_count, guint max_attempts,
+                          GCancellable *(*cancellable_of)(gpointer job),
                           gpointer job)
 {
   memset(ctx, 0, sizeof *ctx);
   ctx->envelope = env;
   ctx->delivery_count = delivery_count;
   ctx->max_attempts = max_attempts;
+  ctx->cancellable_of = cancellable_of;
   ctx->job = job;
   ctx->retry_delay_ms = -1;
 }
@@ -334,7 +336,7 @@ GCancellable *
 sluice_task_context_get_cancellable(SluiceTaskContext *ctx)
 {
   g_return_val_if_fail(ctx != NULL, NULL);
-  return sluice_worker__job_cancellable(ctx->job);
+  return ctx->cancellable_of(ctx->job);
 }
 
 void

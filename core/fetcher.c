@@ -1,0 +1,343 @@
+/* fetcher.c - the thread that takes deliveries from the broker.
+ *
+ * It keeps at most concurrency + prefetch deliveries held, dispatches each
+ * (decoding it, and settling at once what must not run), and hands the rest
+ * to the executors. For run_until_idle it also makes due work visible and
+ * tells when there is none.
+ *
+ * Quarantine (brokers with leases): a delivery taken over from a consumer
+ * that died or stalled holding it (delivery_count >= 2) may be the one
+ * that crashed it. Such deliveries run alone: when the housekeeping thread
+ * sees something to reclaim, the fetcher stops fetching, lets what it holds
+ * finish, and takes over one delivery at a time; a suspect met in a fetch
+ * is set aside to run alone, and a second one is given back. So a crash is
+ * charged to the one delivery that caused it, and a message that never
+ * crashed a worker is never buried max_deliveries for its neighbour.
+ */
+#include "config.h"
+
+#include "core/worker-private.h"
+
+static void
+resolve_job_options(Job *job)
+{
+  SluiceWorker *worker = job->worker;
+  const SluiceMessageOptions *m = &job->env->opts;
+  const SluiceTaskOptions *t = job->entry != NULL ? &job->entry->options : NULL;
+
+  sluice_retry_policy_resolve(&job->policy, &worker->options.retry,
+                              t != NULL ? &t->retry : NULL, &m->retry);
+  job->timeout_ms = m->timeout_ms > 0                ? m->timeout_ms
+                    : t != NULL && t->timeout_ms > 0 ? t->timeout_ms
+                                                     : 0;
+  job->store_result = m->store_result != SLUICE_UNSET
+                          ? m->store_result == SLUICE_ON
+                          : (t == NULL || t->store_result != SLUICE_OFF);
+  job->dead_letter = m->dead_letter != SLUICE_UNSET
+                         ? m->dead_letter == SLUICE_ON
+                         : (t == NULL || t->dead_letter != SLUICE_OFF);
+  job->result_ttl_ms = m->result_ttl_ms > 0 ? m->result_ttl_ms
+                       : t != NULL && t->result_ttl_ms > 0
+                           ? t->result_ttl_ms
+                           : worker->options.result_ttl_ms;
+}
+
+/* Takes ownership of @delivery. Called by the fetcher and the reclaimer.
+ * Returns: (transfer full) (nullable): a job to hand to the executors, or
+ * NULL when the delivery was settled at once (malformed, expired, ...). */
+static Job *
+dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
+{
+  g_autoptr(GError) error = NULL;
+  Job *job;
+  gint64 now;
+
+  g_mutex_lock(&worker->lock);
+  if (!worker->accepting) {
+    g_mutex_unlock(&worker->lock);
+    /* Too late to settle anything: leave it unacknowledged. With leases
+     * it is reclaimed by a peer; without, the broker never handed out
+     * anything after the stop began, so this does not happen. */
+    sluice_delivery_free(delivery);
+    return NULL;
+  }
+  job = sluice_job__new(worker, delivery);
+  /* Taken over from a consumer that died or stalled holding it: it may be
+   * the one that crashed it (see the quarantine in the fetcher). */
+  job->suspect =
+      (sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) &&
+      delivery->delivery_count >= 2;
+  worker->held++;
+  if (job->suspect)
+    worker->suspects_held++;
+  g_hash_table_add(worker->jobs, job);
+  g_mutex_unlock(&worker->lock);
+
+  job->env = sluice_envelope_decode(delivery->payload, &worker->limits, &error);
+  if (job->env == NULL) {
+    g_autofree gchar *detail =
+        g_strdup_printf("cannot decode the message: %s", error->message);
+    job->store_result = FALSE;
+    job_claim(job);
+    sluice_outcome__dead_letter(job, SLUICE_DLQ_MALFORMED, detail);
+    return NULL;
+  }
+  job->entry = sluice_registry__lookup(worker->registry, job->env->task);
+  resolve_job_options(job);
+  now = sluice_clock_now_ms(worker->clock);
+
+  if ((sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) &&
+      delivery->delivery_count > worker->options.max_deliveries) {
+    g_autofree gchar *detail = g_strdup_printf(
+        "delivered %u times, over max_deliveries (%u): each consumer it was "
+        "given to died before finishing it",
+        delivery->delivery_count, worker->options.max_deliveries);
+    job_claim(job);
+    sluice_outcome__dead_letter(job, SLUICE_DLQ_MAX_DELIVERIES, detail);
+    return NULL;
+  }
+  if (job->env->opts.expires_at > 0 && now >= job->env->opts.expires_at) {
+    g_autofree gchar *detail =
+        g_strdup_printf("expired at %" G_GINT64_FORMAT
+                        " before it could start (now %" G_GINT64_FORMAT ")",
+                        job->env->opts.expires_at, now);
+    job_claim(job);
+    sluice_outcome__dead_letter(job, SLUICE_DLQ_EXPIRED, detail);
+    return NULL;
+  }
+  if (sluice_worker__is_revoked(worker, job->env->id, now)) {
+    job_claim(job);
+    sluice_outcome__cancelled(job, "revoked before it started");
+    return NULL;
+  }
+  if (job->entry == NULL) {
+    job_claim(job);
+    sluice_outcome__defer_unknown(job, now);
+    return NULL;
+  }
+  return job_ref(job);
+}
+
+/* Whether the fetcher is in quarantine: something may be reclaimed, or a
+ * suspect is held. Called with the lock held. */
+static gboolean
+quarantine_active(SluiceWorker *worker)
+{
+  return worker->reclaim_wanted || worker->suspects_held > 0;
+}
+
+/* Dispatches what a fetch returned. A suspect (taken over before, and so
+ * possibly the delivery that crashed its last consumer) is set aside to
+ * run alone; a second one is given back at once (it keeps its delivery
+ * count), so that a crash of this worker is never charged to a suspect
+ * that was only waiting beside another. */
+static void
+dispatch_fetched(SluiceWorker *worker, GPtrArray *got)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < got->len; i++) {
+    Job *job = dispatch(worker, got->pdata[i]);
+    gboolean keep = TRUE;
+
+    if (job == NULL)
+      continue;
+    if (job->suspect) {
+      g_mutex_lock(&worker->lock);
+      if (g_queue_is_empty(&worker->quarantined) && worker->suspects_held == 1)
+        g_queue_push_tail(&worker->quarantined, job);
+      else {
+        if (job_claim(job))
+          sluice_outcome__release(job);
+        sluice_job__unref(job);
+      }
+      g_cond_broadcast(&worker->cond);
+      g_mutex_unlock(&worker->lock);
+      keep = FALSE;
+    }
+    if (keep)
+      got->pdata[n++] = job;
+  }
+  sluice_worker__hand_over(worker, (Job **)got->pdata, n);
+}
+
+/* Quarantine, one step, with nothing else held: takes over one delivery of
+ * a dead or stalled consumer and runs it alone. Clears reclaim_wanted when
+ * there is nothing left to take. */
+static gboolean
+reclaim_one(SluiceWorker *worker, gboolean *out_contacted, GError **error)
+{
+  g_autoptr(GPtrArray) got = g_ptr_array_new();
+  gint64 now_us = g_get_monotonic_time();
+  gboolean may;
+
+  /* Only with a lease of our own that is not fresh from a stall (see
+   * heartbeat_tick): a worker that has not renewed for two thirds of a
+   * lease may be the one that stalls, and the peers it would judge dead may
+   * just not have renewed yet. The housekeeping tick asks again. */
+  g_mutex_lock(&worker->lock);
+  may = now_us - worker->last_lease_ok_us <=
+            worker->options.visibility_timeout_ms * 1000 * 2 / 3 &&
+        now_us >= worker->reclaim_quiet_until_us;
+  if (!may) {
+    worker->reclaim_wanted = FALSE;
+    g_cond_broadcast(&worker->cond);
+  }
+  g_mutex_unlock(&worker->lock);
+  *out_contacted = may;
+  if (!may)
+    return TRUE;
+  if (!sluice_broker_reclaim(worker->broker, worker->id,
+                             (const gchar *const *)worker->queues, 1,
+                             worker->options.visibility_timeout_ms, got, error))
+    return FALSE;
+  if (got->len == 0) {
+    g_mutex_lock(&worker->lock);
+    worker->reclaim_wanted = FALSE;
+    g_cond_broadcast(&worker->cond);
+    g_mutex_unlock(&worker->lock);
+    return TRUE;
+  }
+  g_mutex_lock(&worker->lock);
+  worker->stats.reclaimed += got->len;
+  g_mutex_unlock(&worker->lock);
+  for (guint i = 0; i < got->len; i++) {
+    SluiceDelivery *d = got->pdata[i];
+    Job *job;
+
+    sluice_log__message(G_LOG_LEVEL_MESSAGE,
+                        "reclaimed %u deliveries from dead or stalled workers "
+                        "(queue “%s”, delivery %u); running it alone",
+                        got->len, d->queue, d->delivery_count);
+    job = dispatch(worker, d);
+    if (job != NULL)
+      sluice_worker__hand_over(worker, &job, 1);
+  }
+  return TRUE;
+}
+
+gpointer
+sluice_worker__fetcher_main(gpointer data)
+{
+  SluiceWorker *worker = data;
+  g_autoptr(GPtrArray) got = g_ptr_array_new();
+  gint64 backoff_ms = OUTAGE_BACKOFF_MIN_MS;
+  gboolean leases =
+      (sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) != 0;
+
+  for (;;) {
+    g_autoptr(GError) error = NULL;
+    guint want = 0;
+    guint64 idle_gen;
+    guint64 settle_gen_before;
+    guint held_before;
+    gboolean quarantine;
+    Job *next = NULL;
+    gboolean ok;
+
+    g_mutex_lock(&worker->lock);
+    for (;;) {
+      if (worker->stop_requested)
+        break;
+      if (quarantine_active(worker)) {
+        /* Drain: nothing may run beside a suspect. */
+        if (worker->held <= g_queue_get_length(&worker->quarantined))
+          break;
+      } else if (worker->held < worker->capacity) {
+        break;
+      }
+      g_cond_wait(&worker->cond, &worker->lock);
+    }
+    if (worker->stop_requested) {
+      g_mutex_unlock(&worker->lock);
+      break;
+    }
+    quarantine = quarantine_active(worker);
+    if (quarantine)
+      next = g_queue_pop_head(&worker->quarantined);
+    else
+      want = worker->capacity - worker->held;
+    held_before = worker->held;
+    settle_gen_before = worker->settle_gen;
+    idle_gen = worker->idle_request_gen > worker->idle_done_gen
+                   ? worker->idle_request_gen
+                   : 0;
+    /* run_until_idle: what a dead consumer left pending is work too; look
+     * once per request (quarantine then takes it all, one by one). */
+    if (!quarantine && idle_gen > 0 && leases &&
+        worker->reclaim_idle_gen < idle_gen) {
+      worker->reclaim_idle_gen = idle_gen;
+      worker->reclaim_wanted = TRUE;
+      g_mutex_unlock(&worker->lock);
+      continue;
+    }
+    g_mutex_unlock(&worker->lock);
+
+    if (quarantine) {
+      if (next != NULL) {
+        sluice_worker__hand_over(worker, &next, 1);
+        continue;
+      }
+      gboolean contacted = FALSE;
+
+      if (reclaim_one(worker, &contacted, &error)) {
+        if (contacted)
+          sluice_worker__broker_ok(worker);
+        continue;
+      }
+      sluice_worker__broker_failed(
+          worker, "reclaiming deliveries of dead workers", error);
+      goto backoff;
+    }
+
+    /* run_until_idle: make due work visible before looking, and do not
+     * block, so an empty answer means "nothing to do now". */
+    ok = TRUE;
+    if (idle_gen > 0) {
+      sluice_worker__sync_housekeeping(worker);
+      ok = sluice_worker__promote_all_due(worker, NULL, &error);
+    }
+    if (ok)
+      ok = sluice_broker_fetch(worker->broker, worker->id,
+                               (const gchar *const *)worker->queues, want,
+                               idle_gen > 0 ? 0 : FETCH_BLOCK_MS, got, &error);
+    if (!ok) {
+      sluice_worker__broker_failed(worker, "fetching", error);
+      goto backoff;
+    }
+    sluice_worker__broker_ok(worker);
+    backoff_ms = OUTAGE_BACKOFF_MIN_MS;
+    dispatch_fetched(worker, got);
+
+    if (got->len == 0 && idle_gen > 0) {
+      g_mutex_lock(&worker->lock);
+      if (held_before == 0) {
+        /* Nothing was held when we looked, nothing was due, nothing was
+         * ready: idle, as of a look that began after the request. */
+        worker->idle_done_gen = MAX(worker->idle_done_gen, idle_gen);
+        g_cond_broadcast(&worker->cond);
+      } else {
+        /* Work is in flight; wait for a settle instead of spinning. The
+         * generation was read with held_before, so a settle that landed
+         * during the fetch is not waited for twice. */
+        while (!worker->stop_requested &&
+               worker->settle_gen == settle_gen_before)
+          g_cond_wait(&worker->cond, &worker->lock);
+      }
+      g_mutex_unlock(&worker->lock);
+    }
+    g_ptr_array_set_size(got, 0);
+    continue;
+
+  backoff:
+    g_ptr_array_set_size(got, 0);
+    g_mutex_lock(&worker->lock);
+    if (!worker->stop_requested)
+      g_cond_wait_until(&worker->cond, &worker->lock,
+                        g_get_monotonic_time() + backoff_ms * 1000);
+    g_mutex_unlock(&worker->lock);
+    backoff_ms = MIN(backoff_ms * 2, OUTAGE_BACKOFF_MAX_MS);
+  }
+  sluice_worker__core_unref(worker);
+  return NULL;
+}

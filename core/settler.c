@@ -1,0 +1,180 @@
+/* settler.c - the thread that sends settlements to the broker.
+ *
+ * It takes what is waiting, up to settle_batch, and sends it in one broker
+ * call; while the broker is away it retries with capped backoff, so a
+ * finished task is never forgotten. Only a stop past its timeout gives up,
+ * leaving the deliveries to the broker's redelivery.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "core/worker-private.h"
+
+const gchar sluice_worker__settle_stop[] = "stop";
+
+static void
+count_settled(SluiceWorker *worker, SettleKind kind)
+{
+  switch (kind) {
+  case KIND_SUCCEEDED:
+    worker->stats.succeeded++;
+    break;
+  case KIND_FAILED:
+    break;
+  case KIND_RETRIED:
+    worker->stats.retried++;
+    break;
+  case KIND_DEAD_LETTERED:
+    worker->stats.dead_lettered++;
+    break;
+  case KIND_CANCELLED:
+    worker->stats.cancelled++;
+    break;
+  case KIND_DEFERRED:
+    worker->stats.deferred++;
+    break;
+  case KIND_RELEASED:
+    worker->stats.released++;
+    break;
+  }
+}
+
+/* Sends one batch, retrying while the broker is unreachable. Returns FALSE
+ * if the batch was given up (only while stopping, after the shutdown
+ * timeout): those deliveries are then left to the broker's redelivery. */
+static gboolean
+send_batch(SluiceWorker *worker, SluiceSettlement *items, guint n,
+           gint64 give_up_at_us)
+{
+  gint64 backoff_ms = OUTAGE_BACKOFF_MIN_MS;
+
+  for (;;) {
+    g_autoptr(GError) error = NULL;
+    gboolean stopping;
+
+    if (sluice_broker_settle(worker->broker, worker->id, items, n, &error)) {
+      sluice_worker__broker_ok(worker);
+      return TRUE;
+    }
+    sluice_worker__broker_failed(worker, "settling", error);
+
+    g_mutex_lock(&worker->lock);
+    stopping = worker->state == WORKER_STOPPING;
+    if (stopping &&
+        (g_atomic_int_get(&worker->force_stop) ||
+         (give_up_at_us > 0 && g_get_monotonic_time() >= give_up_at_us))) {
+      g_mutex_unlock(&worker->lock);
+      sluice_log__message(G_LOG_LEVEL_CRITICAL,
+                          "giving up settling %u deliveries at shutdown: %s. "
+                          "Unacknowledged deliveries are redelivered by "
+                          "brokers with leases; finished results are lost",
+                          n, error->message);
+      return FALSE;
+    }
+    g_cond_wait_until(&worker->cond, &worker->lock,
+                      g_get_monotonic_time() + backoff_ms * 1000);
+    g_mutex_unlock(&worker->lock);
+    backoff_ms = MIN(backoff_ms * 2, OUTAGE_BACKOFF_MAX_MS);
+  }
+}
+
+gpointer
+sluice_worker__settler_main(gpointer data)
+{
+  SluiceWorker *worker = data;
+  guint max = worker->options.settle_batch;
+  g_autofree Pending **batch = g_new0(Pending *, max);
+  g_autofree SluiceSettlement *items = g_new0(SluiceSettlement, max);
+  gboolean stop = FALSE;
+
+  while (!stop) {
+    guint n = 0;
+    gpointer item = g_async_queue_pop(worker->settle_queue);
+    gboolean retries = FALSE;
+    gint64 give_up_at_us;
+
+    /* Take what else is waiting, up to a batch: under load one broker
+     * call settles many deliveries. */
+    while (item != NULL) {
+      if (item == SETTLE_STOP) {
+        stop = TRUE;
+        break;
+      }
+      batch[n++] = item;
+      if (n == max)
+        break;
+      item = g_async_queue_try_pop(worker->settle_queue);
+    }
+    if (n == 0)
+      continue;
+
+    for (guint i = 0; i < n; i++) {
+      Pending *p = batch[i];
+      SluiceSettlement *s = &items[i];
+      memset(s, 0, sizeof *s);
+      s->delivery = p->job->delivery;
+      s->action = p->action;
+      s->id = job_id(p->job);
+      s->record = p->record;
+      s->record_final = p->record_final;
+      s->record_ttl_ms = p->job->result_ttl_ms;
+      s->reschedule_payload = p->reschedule_payload;
+      s->reschedule_at = p->reschedule_at;
+      s->dead_letter = p->dead_letter;
+      if (p->action == SLUICE_SETTLE_RETRY)
+        retries = TRUE;
+    }
+
+    g_mutex_lock(&worker->lock);
+    give_up_at_us = worker->state == WORKER_STOPPING
+                        ? g_get_monotonic_time() +
+                              worker->options.shutdown_timeout_ms * 1000
+                        : 0;
+    g_mutex_unlock(&worker->lock);
+    if (send_batch(worker, items, n, give_up_at_us)) {
+      for (guint i = 0; i < n; i++) {
+        Job *job = batch[i]->job;
+        if (items[i].status == SLUICE_SETTLE_STALE)
+          sluice_log__task(G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
+                           job->delivery->queue, job_attempt(job),
+                           "settle refused: another worker owns this delivery "
+                           "now (lease lost); the task may run again");
+        else if (items[i].status == SLUICE_SETTLE_GONE)
+          sluice_log__task(
+              G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
+              job->delivery->queue, job_attempt(job),
+              "settle refused: no worker holds this delivery any more: it "
+              "was settled already, or the broker lost it (a Redis "
+              "restarted without its latest writes, or an entry deleted by "
+              "hand); its record was written, nothing else");
+      }
+    }
+
+    g_mutex_lock(&worker->lock);
+    for (guint i = 0; i < n; i++) {
+      Pending *p = batch[i];
+      if (items[i].status == SLUICE_SETTLE_STALE ||
+          items[i].status == SLUICE_SETTLE_GONE)
+        worker->stats.stale_settles++;
+      else
+        count_settled(worker, p->kind);
+      if (g_hash_table_remove(worker->jobs, p->job)) {
+        worker->held--;
+        if (p->job->suspect)
+          worker->suspects_held--;
+        sluice_job__unref(p->job); /* the reference of the jobs table */
+      }
+    }
+    worker->settle_gen++;
+    g_cond_broadcast(&worker->cond);
+    g_mutex_unlock(&worker->lock);
+
+    for (guint i = 0; i < n; i++)
+      sluice_pending__free(batch[i]);
+    if (retries)
+      sluice_worker__wake_promoter(worker);
+  }
+  sluice_worker__core_unref(worker);
+  return NULL;
+}

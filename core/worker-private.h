@@ -1,0 +1,307 @@
+/* worker-private.h - the worker's types, shared by its files (internal).
+ *
+ * A worker is a handful of threads, each with one job and one file:
+ *
+ *   fetcher.c       fetch deliveries, dispatch them (or settle them at
+ *                   once: malformed, expired, revoked, unknown, too many
+ *                   deliveries), hand them to the executors; quarantine
+ *   executor.c      run task functions, `concurrency` threads
+ *   settler.c       send settlements to the broker in batches, retrying
+ *                   while it is away
+ *   housekeeping.c  one GMainContext thread: promotion, revocation sync,
+ *                   lease renewal and announcements, the reclaim decision,
+ *                   the timeout watchdog, periodic schedules, signals
+ *   worker.c        options, lifecycle, the stop sequence, run_until_idle
+ *
+ * and what they share: job.c (a delivery in the worker), outcome.c (what
+ * is decided about a delivery: the settlement it becomes), revocations.c
+ * and trouble.c (what the worker says when the broker fails).
+ *
+ * A message's life in a worker:
+ *
+ *   fetch ──> dispatch ──> executors ──> outcome ──> settler ──> broker
+ *               │                                      ^
+ *               └── malformed / expired / revoked / ───┘
+ *                   unknown task / too many deliveries
+ *
+ * Every delivery becomes a Job. A job is settled exactly once: whoever wins
+ * job->settle_claimed (the executor when the task returns, the watchdog when
+ * it overruns its timeout, the stop sequence when it releases it) builds the
+ * settlement; the losers only log. The executor and the stop sequence race
+ * for a queued job through job->phase (QUEUED -> RUNNING or RELEASED).
+ *
+ * The fetcher never holds more than concurrency + prefetch jobs (fetched and
+ * not yet settled); the executors run at most `concurrency` task functions.
+ * Settlements go through one GAsyncQueue to the settler, which sends them
+ * to the broker in batches and retries them while the broker is away: a
+ * finished task is never forgotten because Redis blinked.
+ *
+ * Housekeeping runs on its own thread, so task code can never block it.
+ * With a fake clock, advancing the clock wakes it.
+ *
+ * Reference counting: users hold `ref_count`; threads, jobs and pending
+ * settlements hold `core_refs`. The last user reference stops the worker; the
+ * memory goes with the last core reference, which a task stuck past its
+ * timeout may hold for a while (C threads cannot be killed).
+ */
+#pragma once
+
+#include "core/sluice-private.h"
+
+G_BEGIN_DECLS
+
+#define FETCH_BLOCK_MS 1000
+#define OUTAGE_BACKOFF_MIN_MS 50
+#define OUTAGE_BACKOFF_MAX_MS 5000
+
+typedef enum {
+  WORKER_NEW,
+  WORKER_RUNNING,
+  WORKER_STOPPING,
+  WORKER_STOPPED,
+} WorkerState;
+
+typedef enum {
+  JOB_QUEUED,
+  JOB_RUNNING,
+  JOB_RELEASED,
+} JobPhase;
+
+/* What a settlement counts as, for the worker's statistics. */
+typedef enum {
+  KIND_SUCCEEDED,
+  KIND_FAILED,
+  KIND_RETRIED,
+  KIND_DEAD_LETTERED,
+  KIND_CANCELLED,
+  KIND_DEFERRED,
+  KIND_RELEASED,
+} SettleKind;
+
+typedef struct _Job Job;
+
+struct _SluiceWorker {
+  gatomicrefcount ref_count;
+  gatomicrefcount core_refs;
+
+  SluiceBroker *broker;
+  SluiceRegistry *registry;
+  SluiceClock *clock;
+  SluiceWorkerOptions options;
+  gchar **queues;
+  gchar *id;
+  guint capacity; /* concurrency + prefetch */
+  SluiceDecodeLimits limits;
+
+  GMutex lock; /* guards everything below up to `stats` */
+  GCond cond;  /* broadcast on every change of state, held, running */
+  WorkerState state;
+  gboolean stop_requested;
+  gboolean stop_driver;    /* a thread is running the stop sequence */
+  gboolean accepting;      /* dispatch still accepts deliveries */
+  guint held;              /* fetched, not yet settled */
+  guint running;           /* task functions running */
+  gboolean running_waited; /* the stop sequence waits for running == 0 */
+  GHashTable *jobs;        /* Job* (held) */
+  guint64 settle_gen;
+  guint64 idle_request_gen;
+  guint64 idle_done_gen;
+  gint64 earliest_deadline; /* of running jobs, clock ms; 0 = none */
+  SluiceWorkerStats stats;
+  GRand *rand;
+
+  GThread *fetcher;
+  GThread *settler;
+  GThread *housekeeper;
+  /* The executors' ready queue; guarded by exec_lock, not `lock`, so the
+   * hand-over does not contend with settling. */
+  GMutex exec_lock;
+  GCond exec_cond;
+  GQueue ready;    /* Job*, each holding a reference */
+  guint exec_idle; /* executors waiting on exec_cond */
+  gboolean exec_stop;
+  GPtrArray *executors;      /* GThread* */
+  GAsyncQueue *settle_queue; /* Pending* */
+
+  GMainContext *context;
+  gint housekeeping_quit; /* atomic */
+  guint64 sync_done;      /* under lock: housekeeping syncs completed */
+  GSource *promote_source;
+  GSource *watchdog_source;
+  GSource *periodic_source;
+  guint clock_watch;
+  gboolean handle_signals;
+
+  /* Quarantine (brokers with leases): a delivery that was taken over from
+   * a dead or stalled consumer (delivery_count >= 2) runs alone, so that a
+   * crash is charged to the one delivery that caused it. Guarded by lock. */
+  gboolean reclaim_wanted;  /* housekeeping saw something to reclaim */
+  guint64 reclaim_idle_gen; /* run_until_idle request that reclaimed */
+  guint suspects_held;      /* held deliveries with delivery_count >= 2 */
+  GQueue quarantined;       /* Job* (a reference each): suspects not started */
+
+  /* Outages: one line when the broker becomes unreachable, one (with the
+   * duration) when it is back, whatever thread notices. */
+  GMutex outage_lock;
+  gint outage;          /* atomic: read without the lock on success paths */
+  gint64 outage_since;  /* monotonic us */
+  GHashTable *repeated; /* what -> gint64* monotonic us of its last line */
+
+  gint signalled;    /* atomic: SIGTERM/SIGINT seen once */
+  gint force_stop;   /* atomic: stop at once (a second signal, stop_now) */
+  gboolean forced;   /* under lock: the stop was forced */
+  gint64 started_at; /* clock ms */
+
+  GMutex revoke_lock;
+  GHashTable *revoked;  /* id -> gint64* expires_at */
+  gint n_revoked;       /* atomic: size of `revoked`, read without the lock */
+  gint64 revoke_cursor; /* the broker's insertion-order cursor */
+
+  GPtrArray *periodics; /* SluicePeriodic* */
+
+  /* Under lock: when the lease was last renewed (monotonic us), and until
+   * when a worker back from a lost lease takes nothing over. */
+  gint64 last_lease_ok_us;
+  gint64 reclaim_quiet_until_us;
+  /* Housekeeping-thread only: */
+  gboolean lease_lost;
+};
+
+struct _Job {
+  gatomicrefcount ref_count;
+  SluiceWorker *worker; /* holds a core reference */
+  SluiceDelivery *delivery;
+  SluiceEnvelope *env; /* NULL when the payload did not decode */
+  const SluiceTaskEntry *entry;
+  SluiceRetryPolicy policy;
+  gint64 timeout_ms;
+  gboolean store_result;
+  gboolean dead_letter;
+  gint64 result_ttl_ms;
+  /* Made on first use: most tasks never look at it, and a GObject per
+   * message is a measurable share of a no-op task's cost. */
+  GMutex cancel_lock;
+  GCancellable *cancellable;
+  gboolean cancel_requested;
+  gint phase;          /* JobPhase, atomic */
+  gint settle_claimed; /* atomic */
+  gint revoked;        /* atomic */
+  gint in_task;        /* atomic: the task function is running now */
+  gboolean suspect;    /* taken over once at least: runs in quarantine */
+  gint64 started_at;   /* clock ms; under worker lock */
+  gint64 deadline;     /* clock ms; 0 = none; under worker lock */
+};
+
+typedef struct {
+  Job *job;
+  SettleKind kind;
+  SluiceSettleAction action;
+  GBytes *record;
+  gboolean record_final;
+  GBytes *reschedule_payload;
+  gint64 reschedule_at;
+  SluiceDeadLetter *dead_letter;
+} Pending;
+
+/* Pushed onto the settle queue to stop the settler; never dereferenced.
+ * Defined once (settler.c), so every file compares the same address. */
+extern const gchar sluice_worker__settle_stop[];
+#define SETTLE_STOP ((gpointer)sluice_worker__settle_stop)
+
+/* ---- Jobs (job.c) ---------------------------------------------------------
+ */
+
+Job *sluice_job__new(SluiceWorker *worker, SluiceDelivery *delivery);
+void sluice_job__unref(Job *job);
+/* The job's cancellable, made on first use (the task context's hook). */
+GCancellable *sluice_job__cancellable(gpointer job);
+void sluice_job__cancel(Job *job);
+
+static inline Job *
+job_ref(Job *job)
+{
+  g_atomic_ref_count_inc(&job->ref_count);
+  return job;
+}
+
+/* TRUE for the one caller that may settle the job. */
+static inline gboolean
+job_claim(Job *job)
+{
+  return g_atomic_int_compare_and_exchange(&job->settle_claimed, 0, 1);
+}
+
+static inline const gchar *
+job_id(Job *job)
+{
+  return job->env != NULL ? job->env->id : NULL;
+}
+
+static inline const gchar *
+job_task(Job *job)
+{
+  return job->env != NULL ? job->env->task : NULL;
+}
+
+static inline guint
+job_attempt(Job *job)
+{
+  return job->env != NULL ? job->env->attempt : 0;
+}
+
+/* ---- Outcomes (outcome.c) -------------------------------------------------
+ */
+
+GBytes *sluice_outcome__record(Job *job, SluiceTaskState state, GBytes *value,
+                               const gchar *error, const gchar *dlq_reason,
+                               gint64 now);
+void sluice_outcome__succeeded(Job *job, GBytes *result);
+void sluice_outcome__dead_letter(Job *job, const gchar *reason,
+                                 const gchar *detail);
+void sluice_outcome__cancelled(Job *job, const gchar *why);
+void sluice_outcome__release(Job *job);
+void sluice_outcome__failed(Job *job, const gchar *message,
+                            gint64 requested_delay_ms, gboolean fatal);
+void sluice_outcome__defer_unknown(Job *job, gint64 now);
+void sluice_pending__free(Pending *p);
+
+/* ---- Broker trouble (trouble.c) -------------------------------------------
+ */
+
+void sluice_worker__broker_failed(SluiceWorker *worker, const gchar *what,
+                                  const GError *error);
+void sluice_worker__broker_ok(SluiceWorker *worker);
+gboolean sluice_worker__first_in_a_while(SluiceWorker *worker,
+                                         const gchar *key);
+
+/* ---- Revocations (revocations.c) ----------------------------------------- */
+
+gboolean sluice_worker__is_revoked(SluiceWorker *worker, const gchar *id,
+                                   gint64 now);
+gboolean sluice_worker__sync_revocations(SluiceWorker *worker, GError **error);
+
+/* ---- Threads --------------------------------------------------------------
+ */
+
+SluiceWorker *sluice_worker__core_ref(SluiceWorker *worker);
+void sluice_worker__core_unref(SluiceWorker *worker);
+/* executor.c */
+void sluice_worker__hand_over(SluiceWorker *worker, Job **jobs, guint n);
+gpointer sluice_worker__executor_main(gpointer data);
+/* settler.c */
+gpointer sluice_worker__settler_main(gpointer data);
+/* fetcher.c */
+gpointer sluice_worker__fetcher_main(gpointer data);
+/* housekeeping.c */
+gboolean sluice_worker__promote_all_due(SluiceWorker *worker,
+                                        gint64 *out_next_due, GError **error);
+void sluice_worker__wake_promoter(SluiceWorker *worker);
+void sluice_worker__watchdog_arm(SluiceWorker *worker, gint64 deadline);
+void sluice_worker__sync_housekeeping(SluiceWorker *worker);
+/* Attaches every timer of the housekeeping context, renews the lease once
+ * and starts the housekeeping thread. */
+void sluice_worker__housekeeping_start(SluiceWorker *worker);
+/* Stops the thread (and with it the heartbeat) and drops the timers. */
+void sluice_worker__housekeeping_stop(SluiceWorker *worker);
+
+G_END_DECLS
