@@ -11,7 +11,7 @@
  * type methods, so a broker built against an older version of the contract
  * reads NULL for the slots it does not know.
  *
- * When implementing a new broker, read sluice-broker.h first; then run the
+ * When implementing a new broker, read sluice/sys/broker.h first; then run the
  * conformance suite (tests/conformance/) against it.
  */
 #include "config.h"
@@ -71,7 +71,7 @@ validate_class(const SluiceBrokerClass *klass, GError **error)
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_VERSION,
                 "broker “%s” declares contract version %u, but this Sluice "
                 "knows versions 1 to %u: rebuild the broker against this "
-                "Sluice's sluice-broker.h",
+                "Sluice's sluice/sys/broker.h",
                 name, klass->version, SLUICE_BROKER_CLASS_VERSION);
     return FALSE;
   }
@@ -93,7 +93,7 @@ validate_class(const SluiceBrokerClass *klass, GError **error)
     if (slot_missing(klass, required_slots[i].offset)) {
       g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
                   "broker “%s” is incomplete: the required slot “%s” is NULL "
-                  "(see sluice-broker.h for its contract)",
+                  "(see sluice/sys/broker.h for its contract)",
                   name, required_slots[i].name);
       return FALSE;
     }
@@ -459,7 +459,7 @@ sluice_broker_wait_record(SluiceBroker *broker, const gchar *id,
     ok = broker->klass->wait_record(broker, id, timeout_ms, &record, &local);
   } else {
     /* Fallback for brokers without notifications: read every 50 ms of real
-     * time. Documented in sluice-broker.h as the cost of leaving it out. */
+     * time. Documented in sluice/sys/broker.h as the cost of leaving it out. */
     gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
     for (;;) {
       ok = broker->klass->get_record(broker, id, &record, &local);

@@ -10,7 +10,7 @@
 #error "sluice-private.h is internal to libsluice"
 #endif
 
-#include <sluice/sluice-broker.h>
+#include <sluice/sys/broker.h>
 #include <sluice/sluice.h>
 
 G_BEGIN_DECLS

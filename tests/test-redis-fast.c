@@ -1,7 +1,7 @@
 /* test-redis-fast.c - the redis-fast broker against a real redis-server.
  *
  * Two test cases:
- *  - "contract": every slot of sluice-broker.h at the broker level, on one
+ *  - "contract": every slot of sluice/sys/broker.h at the broker level, on one
  *    shared server started once (unchecked fixture); each test runs in its
  *    own process (CK_FORK) and namespace ("t<pid>").
  *  - "redis": what only a real Redis shows (reconnection, restarts,

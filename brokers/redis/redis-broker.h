@@ -1,7 +1,7 @@
 /* redis-broker.h - the shared Redis broker: instance struct and the helpers
  * a transport uses (internal).
  *
- * redis-broker.c implements every slot of sluice-broker.h except `fetch`
+ * redis-broker.c implements every slot of sluice/sys/broker.h except `fetch`
  * and `reclaim`, which it forwards to the transport (redis-transport.h).
  * A transport's C code reaches Redis only through the helpers below, so it
  * inherits the pool, the outage handling, the error mapping and the

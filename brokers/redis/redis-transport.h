@@ -103,18 +103,18 @@ typedef struct {
   /** finalize: Optional. Frees self->transport_data (may be NULL). */
   void (*finalize)(SluiceRedisBroker *self);
 
-  /** fetch: Required. The `fetch` slot of sluice-broker.h, for this
+  /** fetch: Required. The `fetch` slot of sluice/sys/broker.h, for this
    * transport. */
   gboolean (*fetch)(SluiceRedisBroker *self, const gchar *consumer,
                     const gchar *const *queues, guint max, gint64 block_ms,
                     GPtrArray *out, GError **error);
   /** reclaim: Required with SLUICE_BROKER_CAP_LEASES, else NULL. The
-   * `reclaim` slot of sluice-broker.h. */
+   * `reclaim` slot of sluice/sys/broker.h. */
   gboolean (*reclaim)(SluiceRedisBroker *self, const gchar *consumer,
                       const gchar *const *queues, guint max, gint64 idle_ms,
                       GPtrArray *out, GError **error);
   /** count_reclaimable: Optional (with reclaim). The `count_reclaimable`
-   * slot of sluice-broker.h. */
+   * slot of sluice/sys/broker.h. */
   gboolean (*count_reclaimable)(SluiceRedisBroker *self, const gchar *consumer,
                                 const gchar *const *queues, guint max,
                                 gint64 idle_ms, guint *out_n, GError **error);

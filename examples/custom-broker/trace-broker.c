@@ -7,7 +7,7 @@
  * debug level and counting calls per slot. Wrap a production broker in it
  * to see what a worker asks of its store; wrap a broker you are writing to
  * watch the conformance suite drive it. It is small enough to read in one
- * sitting and shows every part of the contract in <sluice/sluice-broker.h>:
+ * sitting and shows every part of the contract in <sluice/sys/broker.h>:
  *
  *   1. The instance struct embeds SluiceBroker first; the core allocates
  *      instance_size bytes, zero-filled, and owns the reference count.

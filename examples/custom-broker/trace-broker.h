@@ -1,7 +1,7 @@
 /* trace-broker.h - a broker that wraps another and traces every call. */
 #pragma once
 
-#include <sluice/sluice-broker.h>
+#include <sluice/sys/broker.h>
 #include <sluice/sluice.h>
 
 /* Returns: (transfer full): a broker forwarding to @inner (which it

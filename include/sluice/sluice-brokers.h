@@ -4,7 +4,7 @@
  * A broker is where messages live. Users pick one per deployment, hand it to
  * a client (to enqueue) and to a worker (to consume), and never call its
  * operations directly. Writing a broker of your own is done against
- * <sluice/sluice-broker.h>, the contract.
+ * <sluice/sys/broker.h>, the contract.
  *
  *   memory          in-process, thread-safe; for unit tests of task code and
  *                   one-process tools. Everything is lost with the process.

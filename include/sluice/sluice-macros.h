@@ -2,7 +2,7 @@
  *
  * Every public symbol carries SLUICE_AVAILABLE_IN_x_y so that a later
  * release can mark what it adds, as GLib does with GLIB_AVAILABLE_IN_x_y.
- * Symbols of the backend-author API (sluice-broker.h) carry
+ * Symbols of the backend-author API (sluice/sys/broker.h) carry
  * SLUICE_BROKER_API instead: that API is stable only within a minor release,
  * like libgit2's git2/sys headers.
  */
@@ -11,7 +11,7 @@
 #if !defined(SLUICE_INSIDE) && !defined(SLUICE_COMPILATION) &&                 \
     !defined(SLUICE_BROKER_INSIDE)
 #error                                                                         \
-    "Only <sluice/sluice.h> or <sluice/sluice-broker.h> can be included directly."
+    "Only <sluice/sluice.h> or <sluice/sys/broker.h> can be included directly."
 #endif
 
 #include <glib.h>

@@ -3,9 +3,10 @@
  * Sluice is a task queue for C: producers enqueue named tasks with msgpack
  * arguments, workers run the C function registered under that name, retry
  * it with backoff, store its result and bury what can never succeed in a
- * dead-letter queue. See README.md for a tour and DESIGN notes.
+ * dead-letter queue. See README.md for a tour and docs/design.md for how it
+ * is built.
  *
- * Broker authors include <sluice/sluice-broker.h> as well.
+ * Broker authors include <sluice/sys/broker.h> as well.
  */
 #pragma once
 

@@ -12,9 +12,7 @@
 
 #include <check.h>
 
-#define SLUICE_BROKER_INSIDE
-#include <sluice/sluice-broker.h>
-#undef SLUICE_BROKER_INSIDE
+#include <sluice/sys/broker.h>
 #include <sluice/sluice.h>
 
 G_BEGIN_DECLS

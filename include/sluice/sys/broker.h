@@ -1,4 +1,4 @@
-/* sluice-broker.h - the broker contract: everything a broker author needs.
+/* sluice/sys/broker.h - the broker contract: everything a broker author needs.
  *
  * OVERVIEW
  *
