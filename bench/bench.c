@@ -48,6 +48,7 @@ typedef struct {
   gchar *results;
   gint rate;
   gint samples;
+  gchar *isolation;
 } Settings;
 
 static Settings settings = {
@@ -131,6 +132,38 @@ cpu_seconds(void)
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
          ru.ru_stime.tv_usec / 1e6;
+}
+
+static void counter_wait(void);
+
+/* CPU of the children waited for: with process isolation, the zygote and
+ * every child it reaped, once the worker has stopped. */
+static gdouble
+children_cpu_seconds(void)
+{
+  struct rusage ru;
+
+  getrusage(RUSAGE_CHILDREN, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec / 1e6;
+}
+
+static gboolean
+process_isolation(void)
+{
+  return g_strcmp0(settings.isolation, "process") == 0;
+}
+
+/* Waits for the tasks of a run. A task in a child process cannot count
+ * in this one: then the worker's own idleness says the queue is done. */
+static gboolean
+wait_for_tasks(SluiceWorker *worker, GError **error)
+{
+  if (!process_isolation())
+    counter_wait();
+  /* Settles of the last tasks may still be in flight: wait for them, so
+   * the cost includes every acknowledgement and record. */
+  return sluice_worker_run_until_idle(worker, 600000, error);
 }
 
 static gdouble
@@ -236,6 +269,8 @@ make_worker(SluiceBroker *broker, SluiceRegistry *registry, GError **error)
   options.prefetch = settings.prefetch >= 0 ? (guint)settings.prefetch
                                             : (guint)settings.concurrency * 32;
   options.settle_batch = 256;
+  if (process_isolation())
+    options.isolation = SLUICE_ISOLATION_PROCESS;
   return sluice_worker_new(broker, registry, &options, error);
 }
 
@@ -336,7 +371,7 @@ run_worker_phase(gint n, gboolean results, BenchRedisCounters *before,
   g_autoptr(SluiceWorker) worker = NULL;
   BenchRedisCounters after;
   gint64 t0, t1;
-  gdouble cpu0;
+  gdouble cpu0, cpu1, children0;
 
   if (broker == NULL)
     return FALSE;
@@ -346,21 +381,21 @@ run_worker_phase(gint n, gboolean results, BenchRedisCounters *before,
   counter_reset(n);
   *before = bench_redis_counters(rc);
   cpu0 = cpu_seconds();
+  children0 = children_cpu_seconds();
   t0 = g_get_monotonic_time();
-  if (!sluice_worker_start(worker, error))
-    return FALSE;
-  counter_wait();
-  /* Settles of the last tasks may still be in flight: wait for them, so
-   * the cost includes every acknowledgement and record. */
-  if (!sluice_worker_run_until_idle(worker, 600000, error))
+  if (!sluice_worker_start(worker, error) || !wait_for_tasks(worker, error))
     return FALSE;
   t1 = g_get_monotonic_time();
+  cpu1 = cpu_seconds();
   after = bench_redis_counters(rc);
+  sluice_worker_stop(worker);
   g_string_append_printf(
       line, " rate_per_s=%.0f worker_cpu_us_per_task=%.2f rss_mb=%.1f",
-      n / ((t1 - t0) / 1e6), (cpu_seconds() - cpu0) * 1e6 / n, peak_rss_mb());
+      n / ((t1 - t0) / 1e6), (cpu1 - cpu0) * 1e6 / n, peak_rss_mb());
+  if (process_isolation())
+    g_string_append_printf(line, " child_cpu_us_per_task=%.2f",
+                           (children_cpu_seconds() - children0) * 1e6 / n);
   bench_redis_print_costs(line, *before, after, 0, n);
-  sluice_worker_stop(worker);
   return TRUE;
 }
 
@@ -372,9 +407,10 @@ op_process(gboolean results, GError **error)
   BenchRedisCounters before;
 
   g_string_printf(line,
-                  "bench broker=%s op=process tasks=%d concurrency=%d "
-                  "prefetch=%d results=%s",
-                  settings.broker, n, settings.concurrency,
+                  "bench broker=%s op=process isolation=%s tasks=%d "
+                  "concurrency=%d prefetch=%d results=%s",
+                  settings.broker, process_isolation() ? "process" : "thread",
+                  n, settings.concurrency,
                   settings.prefetch >= 0 ? settings.prefetch
                                          : settings.concurrency * 32,
                   results ? "on" : "off");
@@ -387,23 +423,25 @@ op_process(gboolean results, GError **error)
     g_autoptr(SluiceWorker) worker = make_worker(broker, registry, error);
     g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, error);
     gint64 t0, t1;
-    gdouble cpu0;
+    gdouble cpu0, cpu1, children0;
 
     if (!fill(client, "bench.noop", n, error))
       return FALSE;
     counter_reset(n);
     cpu0 = cpu_seconds();
+    children0 = children_cpu_seconds();
     t0 = g_get_monotonic_time();
-    if (!sluice_worker_start(worker, error))
-      return FALSE;
-    counter_wait();
-    if (!sluice_worker_run_until_idle(worker, 600000, error))
+    if (!sluice_worker_start(worker, error) || !wait_for_tasks(worker, error))
       return FALSE;
     t1 = g_get_monotonic_time();
+    cpu1 = cpu_seconds();
+    sluice_worker_stop(worker);
     g_string_append_printf(
         line, " rate_per_s=%.0f worker_cpu_us_per_task=%.2f rss_mb=%.1f",
-        n / ((t1 - t0) / 1e6), (cpu_seconds() - cpu0) * 1e6 / n, peak_rss_mb());
-    sluice_worker_stop(worker);
+        n / ((t1 - t0) / 1e6), (cpu1 - cpu0) * 1e6 / n, peak_rss_mb());
+    if (process_isolation())
+      g_string_append_printf(line, " child_cpu_us_per_task=%.2f",
+                             (children_cpu_seconds() - children0) * 1e6 / n);
     puts(line->str);
     return TRUE;
   }
@@ -588,6 +626,8 @@ main(int argc, char **argv)
        "tasks per second of the latency operation (default 1000)", "N"},
       {"samples", 0, 0, G_OPTION_ARG_INT, &settings.samples,
        "samples of the wakeup operation (default 500)", "N"},
+      {"isolation", 0, 0, G_OPTION_ARG_STRING, &settings.isolation,
+       "the process operation's worker: thread (default) or process", "HOW"},
       {NULL},
   };
   g_autoptr(GOptionContext) context =

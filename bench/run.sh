@@ -1,6 +1,7 @@
 #!/bin/bash
 # run.sh - the full benchmark: every broker, against a redis-server of its
-# own, next to the raw cost of that Redis for the commands Sluice sends.
+# own, next to the raw cost of that Redis for the commands Sluice sends,
+# and the cost of process isolation on each broker.
 #
 #   bench/run.sh [--scale] [--worker-options "OPTIONS"] [BUILD_DIR]
 #
@@ -70,6 +71,17 @@ bench_machine_line bench
 for broker in redis-fast redis-reliable; do
   redis-cli -p "$port" flushall >/dev/null
   "$bench" --broker "$broker" --url "$url" | tee -a "$out"
+done
+
+# Process isolation against thread isolation: the cost of a child round
+# trip per no-op task, on each broker (child_cpu_us_per_task is the CPU of
+# the children, beside the worker's own).
+for broker in memory redis-fast redis-reliable; do
+  for isolation in thread process; do
+    redis-cli -p "$port" flushall >/dev/null
+    "$bench" --broker "$broker" --url "$url" --op process --results off \
+      --tasks 100000 --isolation "$isolation" | tee -a "$out"
+  done
 done
 
 # Redis CPU per raw command: INFO's CPU and call counters around a

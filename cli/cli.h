@@ -239,6 +239,15 @@ gboolean cli_parse_count(const gchar *what, const gchar *text, guint64 min,
                          guint64 max, guint64 *out, GError **error);
 
 /**
+ * cli_parse_size:
+ * @text: a whole number of bytes, or one followed by K, M or G (powers of
+ *   1024; KiB, MiB, GiB too)
+ * Returns: FALSE and a usage error explaining the format.
+ */
+gboolean cli_parse_size(const gchar *what, const gchar *text,
+                        guint64 *out_bytes, GError **error);
+
+/**
  * cli_check_reason:
  * @reason: (nullable): a dead-letter reason given with --reason
  * Returns: TRUE if NULL or a known reason; else FALSE and a usage error

@@ -27,13 +27,30 @@
 
 #define GROUP_WORKER "worker"
 
-static const gchar *const worker_keys[] = {
-    "queues",          "concurrency",      "prefetch",
-    "modules",         "log-format",       "max-attempts",
-    "backoff",         "backoff-max",      "backoff-multiplier",
-    "jitter",          "shutdown-timeout", "visibility-timeout",
-    "max-deliveries",  "worker-id",        "track-state",
-    "dead-letter-max", "fail-fast",        NULL};
+static const gchar *const worker_keys[] = {"queues",
+                                           "concurrency",
+                                           "prefetch",
+                                           "modules",
+                                           "log-format",
+                                           "max-attempts",
+                                           "backoff",
+                                           "backoff-max",
+                                           "backoff-multiplier",
+                                           "jitter",
+                                           "shutdown-timeout",
+                                           "visibility-timeout",
+                                           "max-deliveries",
+                                           "worker-id",
+                                           "track-state",
+                                           "dead-letter-max",
+                                           "fail-fast",
+                                           "isolation",
+                                           "hard-timeout",
+                                           "cancel-grace",
+                                           "max-tasks-per-child",
+                                           "max-rss-per-child",
+                                           "memory-limit-per-child",
+                                           NULL};
 
 /* The retry options `worker` and `run` share, as typed. */
 typedef struct {
@@ -222,6 +239,12 @@ typedef struct {
   gboolean no_track_state;
   gchar *dead_letter_max;
   gboolean fail_fast;
+  gchar *isolation;
+  gchar *hard_timeout;
+  gchar *cancel_grace;
+  gchar *max_tasks_per_child;
+  gchar *max_rss_per_child;
+  gchar *memory_limit_per_child;
 } WorkerArgs;
 
 static void
@@ -238,6 +261,58 @@ worker_args_clear(WorkerArgs *args)
   g_free(args->max_deliveries);
   g_free(args->worker_id);
   g_free(args->dead_letter_max);
+  g_free(args->isolation);
+  g_free(args->hard_timeout);
+  g_free(args->cancel_grace);
+  g_free(args->max_tasks_per_child);
+  g_free(args->max_rss_per_child);
+  g_free(args->memory_limit_per_child);
+}
+
+/* The process-isolation settings: --isolation and the child limits. */
+static gboolean
+resolve_isolation(const WorkerArgs *args, const CliSettings *settings,
+                  SluiceWorkerOptions *o, GError **error)
+{
+  g_auto(Setting) s = {0};
+  const gchar *value;
+  guint64 n;
+
+  if ((value = setting(&s, args->isolation, settings, "isolation")) != NULL) {
+    if (g_strcmp0(value, "thread") == 0)
+      o->isolation = SLUICE_ISOLATION_THREAD;
+    else if (g_strcmp0(value, "process") == 0)
+      o->isolation = SLUICE_ISOLATION_PROCESS;
+    else
+      return cli_usage_error(error,
+                             "%s: “%s” is not an isolation: thread (tasks "
+                             "run on the worker's threads) or process "
+                             "(each in a child process)",
+                             s.what, value);
+  }
+  if ((value = setting(&s, args->hard_timeout, settings, "hard-timeout")) !=
+          NULL &&
+      !cli_parse_duration(s.what, value, &o->hard_timeout_ms, error))
+    return FALSE;
+  if ((value = setting(&s, args->cancel_grace, settings, "cancel-grace")) !=
+          NULL &&
+      !cli_parse_duration(s.what, value, &o->cancel_grace_ms, error))
+    return FALSE;
+  if ((value = setting(&s, args->max_tasks_per_child, settings,
+                       "max-tasks-per-child")) != NULL) {
+    if (!cli_parse_count(s.what, value, 0, G_MAXUINT32, &n, error))
+      return FALSE;
+    o->max_tasks_per_child = (guint)n;
+  }
+  if ((value = setting(&s, args->max_rss_per_child, settings,
+                       "max-rss-per-child")) != NULL &&
+      !cli_parse_size(s.what, value, &o->max_rss_per_child, error))
+    return FALSE;
+  if ((value = setting(&s, args->memory_limit_per_child, settings,
+                       "memory-limit-per-child")) != NULL &&
+      !cli_parse_size(s.what, value, &o->memory_limit_per_child, error))
+    return FALSE;
+  return TRUE;
 }
 
 /* Everything `sluice worker` resolved from its options and the file. */
@@ -339,7 +414,7 @@ resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
   if (!setting_bool(settings, "fail-fast", FALSE, &plan->fail_fast, error))
     return FALSE;
   plan->fail_fast = plan->fail_fast || args->fail_fast;
-  return TRUE;
+  return resolve_isolation(args, settings, &plan->options, error);
 }
 
 static int
@@ -436,6 +511,31 @@ cli_cmd_worker(int argc, char **argv)
        "Exit at once (status 1) if Redis cannot be reached at start, "
        "instead of waiting for it",
        NULL},
+      {"isolation", 0, 0, G_OPTION_ARG_STRING, &args.isolation,
+       "Where tasks run: thread (default) or process (each executor in a "
+       "child process: a crash costs one attempt)",
+       "thread|process"},
+      {"hard-timeout", 0, 0, G_OPTION_ARG_STRING, &args.hard_timeout,
+       "Process isolation: kill a task's child this long after it started "
+       "(default: none)",
+       "DURATION"},
+      {"cancel-grace", 0, 0, G_OPTION_ARG_STRING, &args.cancel_grace,
+       "How long a cancelled task may take to return before its child is "
+       "killed (default 2s)",
+       "DURATION"},
+      {"max-tasks-per-child", 0, 0, G_OPTION_ARG_STRING,
+       &args.max_tasks_per_child,
+       "Process isolation: replace a child after N tasks (default: never)",
+       "N"},
+      {"max-rss-per-child", 0, 0, G_OPTION_ARG_STRING, &args.max_rss_per_child,
+       "Process isolation: replace a child left above SIZE resident after a "
+       "task",
+       "SIZE"},
+      {"memory-limit-per-child", 0, 0, G_OPTION_ARG_STRING,
+       &args.memory_limit_per_child,
+       "Process isolation: kill a child using more than SIZE while it runs a "
+       "task; its attempt fails",
+       "SIZE"},
       {NULL}};
 
   retry_entries(&args.retry, retry);

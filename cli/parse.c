@@ -90,6 +90,37 @@ cli_parse_count(const gchar *what, const gchar *text, guint64 min, guint64 max,
 }
 
 gboolean
+cli_parse_size(const gchar *what, const gchar *text, guint64 *out_bytes,
+               GError **error)
+{
+  static const struct {
+    const gchar *suffix;
+    guint64 bytes;
+  } units[] = {{"", 1},         {"K", 1 << 10},   {"M", 1 << 20},
+               {"G", 1 << 30},  {"KiB", 1 << 10}, {"MiB", 1 << 20},
+               {"GiB", 1 << 30}};
+  const gchar *end = text;
+
+  while (g_ascii_isdigit(*end))
+    end++;
+  if (end != text && end - text <= 15) {
+    g_autofree gchar *digits = g_strndup(text, (gsize)(end - text));
+    guint64 number = g_ascii_strtoull(digits, NULL, 10);
+
+    for (gsize i = 0; i < G_N_ELEMENTS(units); i++)
+      if (strcmp(end, units[i].suffix) == 0 &&
+          number <= G_MAXUINT64 / units[i].bytes) {
+        *out_bytes = number * units[i].bytes;
+        return TRUE;
+      }
+  }
+  return cli_usage_error(error,
+                         "%s: “%s” is not a size: write a whole number of "
+                         "bytes, or one followed by K, M or G (512M, 2G)",
+                         what, text);
+}
+
+gboolean
 cli_check_reason(const gchar *reason, GError **error)
 {
   static const gchar *const reasons[] = {SLUICE_DLQ_MAX_ATTEMPTS,

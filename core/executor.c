@@ -11,16 +11,65 @@
  */
 #include "config.h"
 
-#include "core/worker-private.h"
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
 
+#include "core/isolation-private.h"
+
+/* Runs @job's task function on this thread. */
 static void
-execute(Job *job)
+run_here(Job *job, SluiceChildOutcome *ran)
+{
+  SluiceTaskContext ctx;
+
+  memset(ran, 0, sizeof *ran);
+  sluice_task_context__init(&ctx, job->env, job->delivery->delivery_count,
+                            job->policy.max_attempts, sluice_job__cancellable,
+                            job);
+  g_atomic_int_set(&job->in_task, 1);
+  ran->ok = job->entry->func(&ctx, job->entry->user_data, &ran->error);
+  g_atomic_int_set(&job->in_task, 0);
+  ran->end = SLUICE_CHILD_RETURNED;
+  ran->retry_delay_ms = ctx.retry_delay_ms;
+  if (ran->ok) {
+    ran->result = g_steal_pointer(&ctx.result);
+    g_clear_error(&ran->error);
+  }
+  sluice_task_context__clear(&ctx);
+}
+
+/* Process isolation: the child died under the task, or was killed. */
+static void
+settle_lost_child(Job *job, SluiceChildOutcome *ran)
 {
   SluiceWorker *worker = job->worker;
   SluiceEnvelope *env = job->env;
-  SluiceTaskContext ctx;
-  g_autoptr(GError) error = NULL;
-  gboolean ok;
+
+  sluice_log__task(G_LOG_LEVEL_WARNING, env->id, env->task, env->queue,
+                   env->attempt, "task's child process was lost: %s",
+                   ran->death);
+  if (ran->timed_out) {
+    g_autofree gchar *message = g_strdup_printf("timed out: %s", ran->death);
+    g_mutex_lock(&worker->lock);
+    worker->stats.timed_out++;
+    g_mutex_unlock(&worker->lock);
+    sluice_outcome__failed(job, message, -1, FALSE);
+  } else if (g_atomic_int_get(&job->revoked)) {
+    g_autofree gchar *why = g_strdup_printf(
+        "revoked while running; its process was %s", ran->death);
+    sluice_outcome__cancelled(job, why);
+  } else {
+    sluice_outcome__failed(job, ran->death, -1, FALSE);
+  }
+}
+
+static void
+execute(Job *job, guint slot)
+{
+  SluiceWorker *worker = job->worker;
+  SluiceEnvelope *env = job->env;
+  SluiceChildOutcome ran;
   gboolean claimed;
   gint64 now;
 
@@ -60,12 +109,13 @@ execute(Job *job)
                        record_error->message);
   }
 
-  sluice_task_context__init(&ctx, env, job->delivery->delivery_count,
-                            job->policy.max_attempts, sluice_job__cancellable,
-                            job);
-  g_atomic_int_set(&job->in_task, 1);
-  ok = job->entry->func(&ctx, job->entry->user_data, &error);
-  g_atomic_int_set(&job->in_task, 0);
+  if (worker->pool != NULL) {
+    g_atomic_int_set(&job->in_task, 1);
+    sluice_pool__run(worker->pool, slot, job, &ran);
+    g_atomic_int_set(&job->in_task, 0);
+  } else {
+    run_here(job, &ran);
+  }
 
   /* Claim before leaving `running`: the stop sequence releases running
    * jobs it can claim once `running` drops to zero, and must not release a
@@ -82,41 +132,45 @@ execute(Job *job)
   if (!claimed) {
     /* The watchdog (timeout) or the stop sequence settled it already. The
      * line first: whoever sees the count must find the line written. */
-    sluice_log__task(G_LOG_LEVEL_WARNING, env->id, env->task, env->queue,
-                     env->attempt,
-                     "task returned after it was timed out or released; its "
-                     "late %s is discarded",
-                     ok ? "result" : "error");
+    if (ran.end != SLUICE_CHILD_RETURNED)
+      sluice_log__task(G_LOG_LEVEL_WARNING, env->id, env->task, env->queue,
+                       env->attempt,
+                       "task's process ended after it was timed out or "
+                       "released: %s",
+                       ran.death);
+    else
+      sluice_log__task(G_LOG_LEVEL_WARNING, env->id, env->task, env->queue,
+                       env->attempt,
+                       "task returned after it was timed out or released; "
+                       "its late %s is discarded",
+                       ran.ok ? "result" : "error");
     g_mutex_lock(&worker->lock);
     worker->stats.late_results_discarded++;
     g_mutex_unlock(&worker->lock);
-    sluice_task_context__clear(&ctx);
-    sluice_job__unref(job);
-    return;
-  }
-
-  if (ok) {
-    sluice_outcome__succeeded(job, ctx.result);
+  } else if (ran.end != SLUICE_CHILD_RETURNED) {
+    settle_lost_child(job, &ran);
+  } else if (ran.ok) {
+    sluice_outcome__succeeded(job, ran.result);
   } else if (g_atomic_int_get(&job->revoked) &&
-             (error == NULL ||
-              g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED))) {
+             (ran.error == NULL ||
+              g_error_matches(ran.error, G_IO_ERROR, G_IO_ERROR_CANCELLED))) {
     sluice_outcome__cancelled(job, "revoked while running");
   } else {
     const gchar *message =
-        error != NULL ? error->message
-                      : "the task returned FALSE without setting an error";
+        ran.error != NULL ? ran.error->message
+                          : "the task returned FALSE without setting an error";
     gboolean fatal =
-        g_error_matches(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_FATAL);
+        g_error_matches(ran.error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_FATAL);
     gint64 delay =
-        g_error_matches(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_RETRY)
-            ? ctx.retry_delay_ms
+        g_error_matches(ran.error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_RETRY)
+            ? ran.retry_delay_ms
             : -1;
-    if (error == NULL)
+    if (ran.error == NULL)
       g_critical("task “%s” returned FALSE without setting its GError",
                  env->task);
     sluice_outcome__failed(job, message, delay, fatal);
   }
-  sluice_task_context__clear(&ctx);
+  sluice_child_outcome__clear(&ran);
   sluice_job__unref(job);
 }
 
@@ -138,6 +192,18 @@ gpointer
 sluice_worker__executor_main(gpointer data)
 {
   SluiceWorker *worker = data;
+  /* Each executor owns one slot of the pool, and its child. */
+  guint slot = (guint)g_atomic_int_add(&worker->next_slot, 1);
+
+  if (worker->pool != NULL) {
+    /* A write to a child that died between tasks must fail with EPIPE,
+     * not end the worker: SIGPIPE is sent to the writing thread, which
+     * keeps it blocked (and pending, harmlessly). */
+    sigset_t pipe_signal;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, NULL);
+  }
 
   for (;;) {
     Job *job;
@@ -156,7 +222,7 @@ sluice_worker__executor_main(gpointer data)
     g_mutex_unlock(&worker->exec_lock);
     if (job == NULL)
       break; /* stopping, and nothing left */
-    execute(job);
+    execute(job, slot);
   }
   sluice_worker__core_unref(worker);
   return NULL;

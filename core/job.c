@@ -65,9 +65,27 @@ sluice_job__cancel(Job *job)
   job->cancel_requested = TRUE;
   cancellable =
       job->cancellable != NULL ? g_object_ref(job->cancellable) : NULL;
+  /* Under the lock, so that the executor, once it has cleared the hook,
+   * knows no call is still reaching its child. */
+  if (job->on_cancel != NULL)
+    job->on_cancel(job->on_cancel_data);
   g_mutex_unlock(&job->cancel_lock);
   if (cancellable != NULL) {
     g_cancellable_cancel(cancellable);
     g_object_unref(cancellable);
   }
+}
+
+gboolean
+sluice_job__set_cancel_hook(Job *job, void (*hook)(gpointer data),
+                            gpointer data)
+{
+  gboolean requested;
+
+  g_mutex_lock(&job->cancel_lock);
+  job->on_cancel = hook;
+  job->on_cancel_data = data;
+  requested = job->cancel_requested;
+  g_mutex_unlock(&job->cancel_lock);
+  return requested;
 }

@@ -123,9 +123,11 @@ sluice_registry_add(SluiceRegistry *registry, const gchar *name,
 
   if (!sluice_task__name_is_valid(name, error))
     return FALSE;
-  if (options != NULL && options->timeout_ms < 0) {
+  if (options != NULL &&
+      (options->timeout_ms < 0 || options->hard_timeout_ms < 0)) {
     g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
-                "task “%s”: timeout_ms cannot be negative (0 means none)",
+                "task “%s”: timeout_ms and hard_timeout_ms cannot be "
+                "negative (0 means none)",
                 name);
     return FALSE;
   }

@@ -121,6 +121,8 @@ struct _SluiceWorker {
   guint exec_idle; /* executors waiting on exec_cond */
   gboolean exec_stop;
   GPtrArray *executors;      /* GThread* */
+  gint next_slot;            /* atomic: executors number themselves */
+  struct _SluicePool *pool;  /* process isolation; NULL in thread mode */
   GAsyncQueue *settle_queue; /* Pending* */
 
   GMainContext *context;
@@ -187,9 +189,14 @@ struct _Job {
   gint settle_claimed; /* atomic */
   gint revoked;        /* atomic */
   gint in_task;        /* atomic: the task function is running now */
-  gboolean suspect;    /* taken over once at least: runs in quarantine */
-  gint64 started_at;   /* clock ms; under worker lock */
-  gint64 deadline;     /* clock ms; 0 = none; under worker lock */
+  /* Process isolation: called, under cancel_lock, on every cancellation
+   * while a child runs the job (pool.c); NULL otherwise. */
+  void (*on_cancel)(gpointer data);
+  gpointer on_cancel_data;
+  gint64 hard_timeout_ms; /* process isolation; 0 = none */
+  gboolean suspect;       /* taken over once at least: runs in quarantine */
+  gint64 started_at;      /* clock ms; under worker lock */
+  gint64 deadline;        /* clock ms; 0 = none; under worker lock */
 };
 
 typedef struct {
@@ -216,6 +223,12 @@ void sluice_job__unref(Job *job);
 /* The job's cancellable, made on first use (the task context's hook). */
 GCancellable *sluice_job__cancellable(gpointer job);
 void sluice_job__cancel(Job *job);
+/* Process isolation: @hook (nullable) is called with @data, under the
+ * job's cancel lock, on every cancellation from now on; once this returns
+ * with NULL, no call is in progress. Returns whether the job was cancelled
+ * already (the hook is not called for that). */
+gboolean sluice_job__set_cancel_hook(Job *job, void (*hook)(gpointer data),
+                                     gpointer data);
 
 static inline Job *
 job_ref(Job *job)

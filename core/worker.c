@@ -7,13 +7,15 @@
 
 #include <unistd.h>
 
-#include "core/worker-private.h"
+#include "core/isolation-private.h"
 
 G_DEFINE_QUARK(sluice - worker - error - quark, sluice_worker_error)
 
 /* After the shutdown timeout, running tasks are cancelled; this is how long
  * they then have to return before the stop calls them stuck. */
-#define CANCEL_GRACE_MS 2000
+/* Process isolation: how long past a child's grace the stop waits for its
+ * kill to be seen (the zygote reaps it, and reports). */
+#define PROCESS_REAP_MARGIN_MS 15000
 
 static void drive_stop(SluiceWorker *worker);
 
@@ -35,6 +37,8 @@ sluice_worker_options_init(SluiceWorkerOptions *options)
   options->revocation_interval_ms = SLUICE_DEFAULT_REVOCATION_INTERVAL_MS;
   options->schedule_poll_interval_ms = SLUICE_DEFAULT_SCHEDULE_POLL_INTERVAL_MS;
   options->settle_batch = 128;
+  options->isolation = SLUICE_ISOLATION_THREAD;
+  options->cancel_grace_ms = SLUICE_DEFAULT_CANCEL_GRACE_MS;
 }
 
 static gboolean
@@ -62,6 +66,22 @@ check_options(const SluiceWorkerOptions *o, GError **error)
           "least 1";
   else if (o->settle_batch < 1)
     bad = "settle_batch must be at least 1";
+  else if (o->isolation != SLUICE_ISOLATION_THREAD &&
+           o->isolation != SLUICE_ISOLATION_PROCESS)
+    bad = "isolation must be SLUICE_ISOLATION_THREAD or "
+          "SLUICE_ISOLATION_PROCESS";
+  else if (o->hard_timeout_ms < 0 || o->cancel_grace_ms < 0)
+    bad = "hard_timeout_ms and cancel_grace_ms cannot be negative";
+  else if (o->isolation == SLUICE_ISOLATION_THREAD &&
+           (o->hard_timeout_ms > 0 || o->max_tasks_per_child > 0 ||
+            o->max_rss_per_child > 0 || o->memory_limit_per_child > 0))
+    bad = "hard_timeout_ms, max_tasks_per_child, max_rss_per_child and "
+          "memory_limit_per_child need process isolation (isolation = "
+          "SLUICE_ISOLATION_PROCESS, or sluice worker --isolation process): "
+          "a thread cannot be killed, nor its memory counted";
+  else if (o->memory_limit_per_child > 0 &&
+           o->memory_limit_per_child < ((guint64)16 << 20))
+    bad = "memory_limit_per_child must be 0 (none) or at least 16 MiB";
   if (bad != NULL) {
     g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
                 "invalid worker options: %s", bad);
@@ -258,12 +278,21 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
   }
   g_mutex_unlock(&worker->lock);
 
+  /* First of all: the zygote must be forked while this process runs as
+   * few threads as it can, and before the worker starts any. */
+  if (worker->options.isolation == SLUICE_ISOLATION_PROCESS) {
+    worker->pool = sluice_pool__new(worker, error);
+    if (worker->pool == NULL)
+      return FALSE;
+  }
+
   /* A broker that is down is waited out like any outage (under systemd,
    * Redis often starts after its workers); one that answers no (a
    * namespace used in the other mode, bad credentials) fails the start. */
   if (!sluice_broker_check(worker->broker, &local)) {
     if (!g_error_matches(local, SLUICE_BROKER_ERROR,
                          SLUICE_BROKER_ERROR_UNAVAILABLE)) {
+      g_clear_pointer(&worker->pool, sluice_pool__free);
       g_propagate_error(error, g_steal_pointer(&local));
       return FALSE;
     }
@@ -306,9 +335,10 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
                                  sluice_worker__core_ref(worker));
   sluice_log__message(G_LOG_LEVEL_INFO,
                       "worker %s started on broker %s: concurrency %u, "
-                      "prefetch %u",
+                      "prefetch %u, %s isolation",
                       worker->id, sluice_broker_get_name(worker->broker),
-                      worker->options.concurrency, worker->options.prefetch);
+                      worker->options.concurrency, worker->options.prefetch,
+                      worker->pool != NULL ? "process" : "thread");
   return TRUE;
 }
 
@@ -415,10 +445,16 @@ wait_for_running(SluiceWorker *worker)
       g_ptr_array_add(cancelled, job_ref(job));
     }
   }
-  if (cancelled->len > 0 && !g_atomic_int_get(&worker->force_stop)) {
+  if (cancelled->len > 0 &&
+      (worker->pool != NULL || !g_atomic_int_get(&worker->force_stop))) {
     /* Most tasks return promptly once cancelled; only the ones that do
-     * not are stuck. */
-    deadline = g_get_monotonic_time() + CANCEL_GRACE_MS * 1000;
+     * not are stuck. A child is killed at the end of its grace (at once
+     * when the stop is forced), so in process isolation nothing is stuck
+     * for long: the margin covers the kill and its reaping. */
+    deadline = g_get_monotonic_time() +
+               (worker->options.cancel_grace_ms +
+                (worker->pool != NULL ? PROCESS_REAP_MARGIN_MS : 0)) *
+                   1000;
     while (worker->running > 0 &&
            g_cond_wait_until(&worker->cond, &worker->lock, deadline))
       ;
@@ -428,15 +464,17 @@ wait_for_running(SluiceWorker *worker)
     Job *job = cancelled->pdata[i];
     if (!g_atomic_int_get(&job->in_task))
       continue;
+    g_autofree gchar *when =
+        g_atomic_int_get(&worker->force_stop)
+            ? g_strdup("when the stop was forced")
+            : g_strdup_printf("%" G_GINT64_FORMAT " ms",
+                              worker->options.cancel_grace_ms);
     stuck++;
     sluice_log__task(G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
                      job->delivery->queue, job_attempt(job),
                      "task %s ignored its cancellable: still running %s after "
                      "it was cancelled; its thread is left behind",
-                     job_id(job) != NULL ? job_id(job) : "(unknown)",
-                     g_atomic_int_get(&worker->force_stop) ? "when the stop "
-                                                             "was forced"
-                                                           : "2 s");
+                     job_id(job) != NULL ? job_id(job) : "(unknown)", when);
   }
   return stuck;
 }
@@ -514,6 +552,9 @@ drive_stop(SluiceWorker *worker)
       g_thread_unref(worker->executors->pdata[i]);
   }
   g_ptr_array_set_size(worker->executors, 0);
+  /* With tasks left behind an executor may still use its child's slot. */
+  if (left == 0)
+    g_clear_pointer(&worker->pool, sluice_pool__free);
 
   if (left > 0)
     sluice_log__message(G_LOG_LEVEL_INFO,

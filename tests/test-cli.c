@@ -1397,6 +1397,48 @@ START_TEST(test_stats_show_a_killed_worker_as_dead)
 }
 END_TEST
 
+/* With --isolation process, a task that aborts costs one attempt at a
+ * time: it is retried and buried with the signal in its history, while the
+ * same worker process, never restarted, finishes all its batch-mates. */
+START_TEST(test_process_isolation_survives_a_crash)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = NULL;
+  g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+  g_autofree gchar *poison = NULL;
+  g_autofree gchar *pid = NULL;
+  g_autofree gchar *log = NULL;
+  const gchar *error_text;
+
+  for (guint i = 0; i < 10; i++)
+    g_ptr_array_add(ids, enqueue(ctx, "demo.sleep", "{\"ms\": 30}", NULL));
+  poison = enqueue(ctx, "demo.crash", "--max-attempts", "2", NULL);
+  for (guint i = 0; i < 20; i++)
+    g_ptr_array_add(ids, enqueue(ctx, "demo.sleep", "{\"ms\": 30}", NULL));
+  w = worker_start(ctx, "--isolation", "process", "--concurrency", "4",
+                   "--backoff", "100ms", NULL);
+  pid = g_strdup(g_subprocess_get_identifier(w->proc));
+
+  g_free(wait_for_state(ctx, poison, "dead_lettered", NULL));
+  for (guint i = 0; i < ids->len; i++)
+    g_free(wait_for_state(ctx, ids->pdata[i], "succeeded", NULL));
+  ck_assert_str_eq(g_subprocess_get_identifier(w->proc), pid);
+  {
+    g_autoptr(JsonNode) record = inspect(ctx, poison);
+    JsonObject *o = object_of(record);
+    ck_assert_int_eq(member_int(o, "attempt"), 2);
+    ck_assert_str_eq(member_string(o, "dead_letter_reason"), "max_attempts");
+    error_text = member_string(o, "error");
+    ck_assert_msg(strstr(error_text, "killed by SIGABRT") != NULL, "error: %s",
+                  error_text);
+  }
+  log = worker_stop(w);
+  ck_assert_msg(strstr(log, "process isolation") != NULL, "%s", log);
+  ck_assert_msg(count_in(log, "child process was lost: killed by SIGABRT") == 2,
+                "%s", log);
+}
+END_TEST
+
 /* A namespace is used in one mode: a client of the other is refused with
  * an error naming both, in either direction. */
 START_TEST(test_mode_mismatch_is_refused)
@@ -1770,6 +1812,7 @@ cli_suite(gboolean reliable)
   tcase_add_loop_test(e2e, test_eviction_policy_warning_reaches_the_worker_log,
                       0, n_modes);
   tcase_add_loop_test(e2e, test_outage_is_one_line_each_way, 0, n_modes);
+  tcase_add_loop_test(e2e, test_process_isolation_survives_a_crash, 0, n_modes);
   if (reliable) {
     tcase_add_test(e2e, test_poison_batch_mates_survive);
     tcase_add_test(e2e, test_worker_waits_for_redis_at_start);

@@ -92,6 +92,8 @@ typedef gboolean (*SluiceTaskFunc)(SluiceTaskContext *ctx, gpointer user_data,
  * @dead_letter: bury after the last attempt (UNSET = on) or record `failed`
  * @queue: (nullable): default queue for enqueues of this task; NULL =
  *   "default"
+ * @hard_timeout_ms: with process isolation, kill the task's child this
+ *   long after the task started; 0 = the worker's
  *
  * Initialise with sluice_task_options_init(); the registry copies it.
  */
@@ -102,6 +104,7 @@ typedef struct {
   gint64 result_ttl_ms;
   SluiceTristate dead_letter;
   const gchar *queue;
+  gint64 hard_timeout_ms;
 } SluiceTaskOptions;
 
 SLUICE_AVAILABLE_IN_0_1

@@ -60,6 +60,26 @@ typedef enum {
 #define SLUICE_DEFAULT_SCHEDULE_POLL_INTERVAL_MS 500
 
 /**
+ * SluiceIsolation:
+ * @SLUICE_ISOLATION_THREAD: task functions run on the worker's executor
+ *   threads (the default): the least overhead, for trusted code; a crash
+ *   in a task takes the worker down, and a task that ignores its
+ *   cancellable keeps its thread
+ * @SLUICE_ISOLATION_PROCESS: each executor slot runs its tasks in a child
+ *   process: a task that crashes costs one failed attempt, a hung one is
+ *   killed at its hard timeout, and memory is bounded per child; for
+ *   untrusted or crash-prone code and native libraries. The children are
+ *   forked, at sluice_worker_start(), from a process that holds the
+ *   registry's functions (see README, "Process isolation")
+ */
+typedef enum {
+  SLUICE_ISOLATION_THREAD,
+  SLUICE_ISOLATION_PROCESS,
+} SluiceIsolation;
+
+#define SLUICE_DEFAULT_CANCEL_GRACE_MS 2000
+
+/**
  * SluiceWorkerOptions:
  * @queues: (nullable) (array zero-terminated=1): queue names, highest
  *   priority first; NULL = { "default" }. Copied.
@@ -80,6 +100,21 @@ typedef enum {
  * @revocation_interval_ms: how often revocations are re-read
  * @schedule_poll_interval_ms: the longest the promoter sleeps
  * @settle_batch: the most settlements sent to the broker at once
+ * @isolation: where task functions run (see SluiceIsolation)
+ * @hard_timeout_ms: process isolation: a child still running a task this
+ *   long after it started is killed (SIGKILL) and the attempt fails as
+ *   timed out; 0 = none. Tasks (SluiceTaskOptions) may set their own.
+ * @cancel_grace_ms: how long a cancelled task (timed out, revoked, or
+ *   still running at the shutdown timeout) may take to return: past it,
+ *   in process isolation its child is killed, in thread mode the stop
+ *   leaves its thread behind; default SLUICE_DEFAULT_CANCEL_GRACE_MS
+ * @max_tasks_per_child: process isolation: replace a child after this many
+ *   tasks; 0 = never
+ * @max_rss_per_child: process isolation: replace a child whose resident
+ *   memory is above this many bytes after a task; 0 = never
+ * @memory_limit_per_child: process isolation: the most memory a child may
+ *   use while it runs a task, in bytes: one above it is killed and its
+ *   attempt fails; 0 = no limit
  *
  * Initialise with sluice_worker_options_init(), which sets the defaults
  * listed in README.md ("Configuration defaults"); the worker copies the
@@ -101,6 +136,12 @@ typedef struct {
   gint64 revocation_interval_ms;
   gint64 schedule_poll_interval_ms;
   guint settle_batch;
+  SluiceIsolation isolation;
+  gint64 hard_timeout_ms;
+  gint64 cancel_grace_ms;
+  guint max_tasks_per_child;
+  guint64 max_rss_per_child;
+  guint64 memory_limit_per_child;
 } SluiceWorkerOptions;
 
 SLUICE_AVAILABLE_IN_0_1
@@ -119,6 +160,9 @@ void sluice_worker_options_init(SluiceWorkerOptions *options);
  * @peak_running: the most task functions running at once
  * @late_results_discarded: results of tasks that returned after their
  *   timeout or after the stop released them
+ * @children_started: process isolation: child processes started
+ * @children_lost: process isolation: children that died or were killed
+ *   while running a task
  */
 typedef struct {
   guint64 started;
@@ -135,6 +179,8 @@ typedef struct {
   guint64 reclaimed;
   guint peak_running;
   guint64 late_results_discarded;
+  guint64 children_started;
+  guint64 children_lost;
 } SluiceWorkerStats;
 
 typedef struct _SluiceWorker SluiceWorker;

@@ -2157,6 +2157,8 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_add_test(stop, concurrency_limit_is_never_exceeded);
   suite_add_tcase(s, stop);
 
+  sluice_conformance_add_isolation(s, f);
+
   tcase_set_timeout(load, 900);
   tcase_add_test(load, many_producers_each_task_runs_exactly_once);
   suite_add_tcase(s, load);

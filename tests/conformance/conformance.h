@@ -34,6 +34,10 @@ typedef struct {
  * must outlive the runner. */
 Suite *sluice_conformance_suite(const SluiceConformanceFactory *factory);
 
+/* Adds the process-isolation scenarios (isolation.c) to @s. */
+void sluice_conformance_add_isolation(Suite *s,
+                                      const SluiceConformanceFactory *factory);
+
 /* Log capture for scenarios that check a log line was written. Install once
  * per process, before the runner starts. */
 void sluice_test_log_capture_install(void);
