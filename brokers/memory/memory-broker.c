@@ -41,7 +41,7 @@
 
 #include <string.h>
 
-#include "core/sluice-private.h"
+#include <sluice/sys/broker.h>
 
 #define SWEEP_EVERY 4096
 
@@ -465,10 +465,10 @@ memory_settle(SluiceBroker *broker, const gchar *consumer,
   }
   g_mutex_unlock(&self->lock);
   if (dropped > 0)
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "the dead-letter queue is full (dead_letter_max %u): "
-                        "dropped the %u oldest dead letters for good",
-                        self->dead_letter_max, dropped);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
+                      "the dead-letter queue is full (dead_letter_max %u): "
+                      "dropped the %u oldest dead letters for good",
+                      self->dead_letter_max, dropped);
   return TRUE;
 }
 

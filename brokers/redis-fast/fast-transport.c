@@ -39,8 +39,6 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
-
 #include "brokers/redis/redis-broker.h"
 
 static const gchar fast_lua[] =

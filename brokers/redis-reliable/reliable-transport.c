@@ -123,8 +123,6 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
-
 #include "brokers/redis-reliable/reliable-transport.h"
 #include "brokers/redis/redis-broker.h"
 
@@ -770,8 +768,8 @@ ensure_groups(SluiceRedisBroker *self, const gchar *const *queues, guint n,
   }
   for (guint i = 0; i < missing->len; i++) {
     if (reply->str[i] == '1' && g_array_index(known, gboolean, i))
-      sluice_log__message(
-          G_LOG_LEVEL_WARNING,
+      sluice_broker_log(
+          &self->parent, G_LOG_LEVEL_WARNING,
           "the consumer group of queue “%s” was missing on Redis at %s "
           "(restarted without persistence, or its stream deleted): "
           "re-created it; every message still in the stream is delivered "
@@ -822,10 +820,10 @@ check_persistence(SluiceRedisBroker *self)
   sluice_redis_argv__finish(&a);
   if (!sluice_redis_broker__command(self, "CONFIG GET", TRUE, &a, 0, &reply,
                                     &error)) {
-    sluice_log__message(G_LOG_LEVEL_INFO,
-                        "could not read the persistence settings of Redis "
-                        "at %s (%s); make sure it runs with appendonly yes",
-                        url, error->message);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_INFO,
+                      "could not read the persistence settings of Redis "
+                      "at %s (%s); make sure it runs with appendonly yes",
+                      url, error->message);
     sluice_redis_argv__clear(&a);
     return;
   }
@@ -844,8 +842,8 @@ check_persistence(SluiceRedisBroker *self)
   }
   freeReplyObject(reply);
   if (g_strcmp0(aof, "no") == 0)
-    sluice_log__message(
-        G_LOG_LEVEL_WARNING,
+    sluice_broker_log(
+        &self->parent, G_LOG_LEVEL_WARNING,
         "Redis at %s runs with appendonly no: if it dies, every message, "
         "retry and result written since its last snapshot is lost, "
         "acknowledged or not; for reliable mode set appendonly yes (and "
@@ -853,8 +851,8 @@ check_persistence(SluiceRedisBroker *self)
         url);
   else if (g_strcmp0(aof, "yes") == 0 && fsync != NULL &&
            g_strcmp0(fsync, "always") != 0)
-    sluice_log__message(
-        G_LOG_LEVEL_MESSAGE,
+    sluice_broker_log(
+        &self->parent, G_LOG_LEVEL_MESSAGE,
         "Redis at %s runs with appendfsync %s: a power failure loses "
         "what it acknowledged in about the last second; appendfsync always "
         "loses nothing",
@@ -891,11 +889,11 @@ hand_back(SluiceRedisBroker *self, const gchar *consumer, GPtrArray *surplus)
                                        &error))
     freeReplyObject(reply);
   else
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "fetch: could not hand back %u messages read beyond "
-                        "what was asked for: %s; they are redelivered once "
-                        "idle for the lease",
-                        surplus->len, error->message);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
+                      "fetch: could not hand back %u messages read beyond "
+                      "what was asked for: %s; they are redelivered once "
+                      "idle for the lease",
+                      surplus->len, error->message);
   sluice_redis_argv__clear(&a);
 }
 
@@ -1176,11 +1174,11 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
     return FALSE;
   if (rtt_us > idle_ms * 1000 / 4) {
     /* Redis itself stalled: every liveness key looks expired to it now. */
-    sluice_log__message(G_LOG_LEVEL_MESSAGE,
-                        "reclaim: Redis took %" G_GINT64_FORMAT
-                        " ms to answer a PING; skipping one round so that "
-                        "live workers renew their leases first",
-                        rtt_us / 1000);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_MESSAGE,
+                      "reclaim: Redis took %" G_GINT64_FORMAT
+                      " ms to answer a PING; skipping one round so that "
+                      "live workers renew their leases first",
+                      rtt_us / 1000);
     return TRUE;
   }
 
@@ -1200,11 +1198,11 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
   if (!ok)
     return FALSE;
   if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 4) {
-    sluice_log__message(G_LOG_LEVEL_INFO,
-                        "reclaim: consumer %s holds no lease (it lapsed in "
-                        "a stall, or it never heartbeated); taking nothing "
-                        "over until it is renewed",
-                        consumer);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_INFO,
+                      "reclaim: consumer %s holds no lease (it lapsed in "
+                      "a stall, or it never heartbeated); taking nothing "
+                      "over until it is renewed",
+                      consumer);
     freeReplyObject(reply);
     return TRUE;
   }
@@ -1232,13 +1230,13 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
     if (!to_int(deleted->element[i], &qi) || qi < 1 || qi > n ||
         !to_int(deleted->element[i + 1], &count))
       goto unexpected;
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "reclaim: %" G_GINT64_FORMAT
-                        " pending messages of queue “%s” had been deleted "
-                        "from its stream before they were acknowledged "
-                        "(trimmed or deleted by hand?); they are lost, and "
-                        "were dropped from the pending list",
-                        count, queues[qi - 1]);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
+                      "reclaim: %" G_GINT64_FORMAT
+                      " pending messages of queue “%s” had been deleted "
+                      "from its stream before they were acknowledged "
+                      "(trimmed or deleted by hand?); they are lost, and "
+                      "were dropped from the pending list",
+                      count, queues[qi - 1]);
   }
   freeReplyObject(reply);
   return TRUE;

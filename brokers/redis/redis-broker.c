@@ -52,7 +52,7 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include <sluice/sluice-redis.h>
 
 #include "brokers/redis/redis-broker.h"
 
@@ -461,7 +461,9 @@ redis_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
   }
   if (plain && self->transport->push_native != NULL)
     return enqueue_native(self, items, n_items, queues, error);
-  token = sluice_client__new_id();
+  token = g_strdup_printf("%s:%" G_GUINT64_FORMAT, self->token_prefix,
+                          (guint64)atomic_fetch_add_explicit(
+                              &self->token_seq, 1, memory_order_relaxed));
 
   sluice_redis_argv__init(
       &a, SLUICE_REDIS_SCRIPT_ARGV0 + 2 + queues->len + 8 * n_items,
@@ -756,11 +758,11 @@ redis_settle(SluiceBroker *broker, const gchar *consumer,
   if (stale > 0)
     g_atomic_int_add(&self->stale_settles, (gint)stale);
   if (dropped > 0)
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "the dead-letter queue of namespace “%s” is full "
-                        "(dead_letter_max %u): dropped the %" G_GINT64_FORMAT
-                        " oldest dead letters for good",
-                        self->keys.ns, self->dead_letter_max, dropped);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
+                      "the dead-letter queue of namespace “%s” is full "
+                      "(dead_letter_max %u): dropped the %" G_GINT64_FORMAT
+                      " oldest dead letters for good",
+                      self->keys.ns, self->dead_letter_max, dropped);
   return TRUE;
 }
 
@@ -1646,6 +1648,7 @@ redis_finalize(SluiceBroker *broker)
     self->transport->finalize(self);
   g_clear_pointer(&self->pool, sluice_redis_pool__free);
   sluice_redis_keys__clear(&self->keys);
+  g_clear_pointer(&self->token_prefix, g_free);
   if (self->scripts[0].text != NULL)
     sluice_redis_scripts__clear(self->scripts);
 }
@@ -1777,6 +1780,7 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
         options->mode == SLUICE_REDIS_FAST ? "fast" : "reliable");
   }
   sluice_redis_scripts__init(self->scripts, transport->lua);
+  self->token_prefix = g_uuid_string_random();
   self->wait_poll_ms = SLUICE_REDIS_WAIT_POLL_MS;
   self->dead_letter_max = options->dead_letter_max > 0
                               ? options->dead_letter_max

@@ -9,6 +9,8 @@
  */
 #pragma once
 
+#include <stdatomic.h>
+
 #include "brokers/redis/redis-conn.h"
 #include "brokers/redis/redis-keys.h"
 #include "brokers/redis/redis-scripts.h"
@@ -39,6 +41,9 @@ G_BEGIN_DECLS
  * @wait_poll_ms: the safety-net period of wait_record
  *   (SLUICE_REDIS_WAIT_POLL_MS; tests raise it to prove that wake-ups come
  *   from the notification)
+ * @token_prefix: random, made once per broker: with @token_seq, the
+ *   per-call token of the enqueue script (unique across processes)
+ * @token_seq: the calls numbered so far (atomic)
  */
 struct _SluiceRedisBroker {
   SluiceBroker parent;
@@ -50,6 +55,8 @@ struct _SluiceRedisBroker {
   guint dead_letter_max;
   gint stale_settles;
   gint64 wait_poll_ms;
+  gchar *token_prefix;
+  atomic_uint_fast64_t token_seq;
 };
 
 /**

@@ -81,7 +81,7 @@
  */
 #pragma once
 
-#include "core/sluice-private.h"
+#include "brokers/redis/redis-conn.h"
 
 G_BEGIN_DECLS
 
