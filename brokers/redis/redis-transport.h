@@ -131,10 +131,10 @@ typedef struct {
                        const gchar *queue, GBytes *const *payloads, guint n);
 } SluiceRedisTransport;
 
-/** The list transport (brokers/redis-fast/fast-transport.c). */
+/** The list transport (brokers/redis/transport-fast.c). */
 const SluiceRedisTransport *sluice_redis__fast_transport(void);
 
-/** The stream transport (brokers/redis-reliable/reliable-transport.c). */
+/** The stream transport (brokers/redis/transport-reliable.c). */
 const SluiceRedisTransport *sluice_redis__reliable_transport(void);
 
 G_END_DECLS

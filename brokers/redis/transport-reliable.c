@@ -1,4 +1,4 @@
-/* reliable-transport.c - the "redis-reliable" broker: one Redis stream and
+/* transport-reliable.c - the "redis-reliable" broker: one Redis stream and
  * one consumer group per queue.
  *
  * DELIVERY GUARANTEE: at least once. A fetched message stays in the
@@ -123,7 +123,7 @@
  */
 #include "config.h"
 
-#include "brokers/redis-reliable/reliable-transport.h"
+#include "brokers/redis/transport-reliable.h"
 #include "brokers/redis/redis-broker.h"
 
 /* The consumer group of every stream. */

@@ -1,4 +1,4 @@
-/* fast-transport.c - the "redis-fast" broker: one Redis list per queue.
+/* transport-fast.c - the "redis-fast" broker: one Redis list per queue.
  *
  * DELIVERY GUARANTEE: at most once. A message is pushed with LPUSH and
  * popped from the right with BLMPOP; once popped it exists only in the
