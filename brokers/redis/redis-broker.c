@@ -58,127 +58,6 @@
 
 #define SELF(b) ((SluiceRedisBroker *)(b))
 
-/* ---- Argument vectors ---------------------------------------------------- */
-
-void
-sluice_redis_argv__init(SluiceRedisArgv *a, guint cap, gsize scratch_hint)
-{
-  a->cap = MAX(cap, 8);
-  a->len = 0;
-  a->argv = g_new(const char *, a->cap);
-  a->lens = g_new(size_t, a->cap);
-  a->scratch_at = g_new(gssize, a->cap);
-  a->scratch = g_string_sized_new(MAX(scratch_hint, 64));
-}
-
-void
-sluice_redis_argv__clear(SluiceRedisArgv *a)
-{
-  g_clear_pointer(&a->argv, g_free);
-  g_clear_pointer(&a->lens, g_free);
-  g_clear_pointer(&a->scratch_at, g_free);
-  if (a->scratch != NULL)
-    g_string_free(a->scratch, TRUE);
-  a->scratch = NULL;
-  a->len = a->cap = 0;
-}
-
-static guint
-argv_slot(SluiceRedisArgv *a)
-{
-  if (a->len == a->cap) {
-    a->cap *= 2;
-    a->argv = g_renew(const char *, a->argv, a->cap);
-    a->lens = g_renew(size_t, a->lens, a->cap);
-    a->scratch_at = g_renew(gssize, a->scratch_at, a->cap);
-  }
-  return a->len++;
-}
-
-void
-sluice_redis_argv__add(SluiceRedisArgv *a, const void *data, gsize len)
-{
-  guint i = argv_slot(a);
-
-  a->argv[i] = data != NULL ? data : "";
-  a->lens[i] = data != NULL ? len : 0;
-  a->scratch_at[i] = -1;
-}
-
-void
-sluice_redis_argv__add_str(SluiceRedisArgv *a, const gchar *s)
-{
-  sluice_redis_argv__add(a, s, s != NULL ? strlen(s) : 0);
-}
-
-void
-sluice_redis_argv__add_bytes(SluiceRedisArgv *a, GBytes *bytes)
-{
-  gsize len = 0;
-  gconstpointer data = bytes != NULL ? g_bytes_get_data(bytes, &len) : NULL;
-
-  sluice_redis_argv__add(a, data, len);
-}
-
-void
-sluice_redis_argv__reserve(SluiceRedisArgv *a, guint n)
-{
-  for (guint k = 0; k < n; k++)
-    sluice_redis_argv__add(a, NULL, 0);
-}
-
-void
-sluice_redis_argv__add_int(SluiceRedisArgv *a, gint64 value)
-{
-  guint i = argv_slot(a);
-  gsize at = a->scratch->len;
-
-  g_string_append_printf(a->scratch, "%" G_GINT64_FORMAT, value);
-  a->scratch_at[i] = (gssize)at;
-  a->lens[i] = a->scratch->len - at;
-}
-
-void
-sluice_redis_argv__add_record(SluiceRedisArgv *a, GBytes *record,
-                              gboolean final)
-{
-  guint i;
-  gsize at, len = 0;
-  gconstpointer data;
-
-  if (record == NULL) {
-    sluice_redis_argv__add(a, NULL, 0);
-    return;
-  }
-  i = argv_slot(a);
-  at = a->scratch->len;
-  data = g_bytes_get_data(record, &len);
-  g_string_append_c(a->scratch, final ? SLUICE_REDIS_RECORD_FINAL
-                                      : SLUICE_REDIS_RECORD_PENDING);
-  g_string_append_len(a->scratch, data, (gssize)len);
-  a->scratch_at[i] = (gssize)at;
-  a->lens[i] = len + 1;
-}
-
-void
-sluice_redis_argv__add_key(SluiceRedisArgv *a, const SluiceRedisKeys *keys,
-                           const gchar *suffix, const gchar *name)
-{
-  guint i = argv_slot(a);
-  gsize at = sluice_redis_keys__append(keys, a->scratch, suffix, name);
-
-  a->scratch_at[i] = (gssize)at;
-  a->lens[i] = a->scratch->len - at;
-}
-
-void
-sluice_redis_argv__finish(SluiceRedisArgv *a)
-{
-  for (guint i = 0; i < a->len; i++)
-    if (a->scratch_at[i] >= 0)
-      a->argv[i] = a->scratch->str + a->scratch_at[i];
-}
-
 /* ---- Running commands ---------------------------------------------------- */
 
 SluiceRedisConn *
@@ -341,12 +220,6 @@ reply_dup(const redisReply *r)
   return g_strndup(r->str, r->len);
 }
 
-static gint64
-record_ttl(gint64 ttl_ms)
-{
-  return ttl_ms > 0 ? ttl_ms : SLUICE_REDIS_DEFAULT_RECORD_TTL_MS;
-}
-
 /* A stream entry id as Redis prints it: digits, or digits-digits. */
 static gboolean
 valid_entry_id(const gchar *id)
@@ -366,18 +239,6 @@ valid_entry_id(const gchar *id)
 }
 
 /* ---- produce ------------------------------------------------------------- */
-
-static void
-add_submit(SluiceRedisArgv *a, const SluiceSubmit *item)
-{
-  sluice_redis_argv__add_str(a, item->id);
-  sluice_redis_argv__add_str(a, item->queue);
-  sluice_redis_argv__add_bytes(a, item->payload);
-  sluice_redis_argv__add_int(a, MAX(item->due_at, 0));
-  sluice_redis_argv__add_int(a, MAX(item->dedup_ttl_ms, 0));
-  sluice_redis_argv__add_record(a, item->record, FALSE);
-  sluice_redis_argv__add_int(a, record_ttl(item->record_ttl_ms));
-}
 
 /* An enqueue batch of plain items (ready now, no claim, no record) through
  * the transport's native push: one SADD of the batch's queues, then the
@@ -486,7 +347,7 @@ redis_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
       sluice_redis_argv__add_bytes(&a, item->payload);
     } else {
       sluice_redis_argv__add(&a, "s", 1);
-      add_submit(&a, item);
+      sluice_redis_argv__add_submit(&a, item);
     }
   }
   sluice_redis_argv__finish(&a);
@@ -552,7 +413,7 @@ add_settlement(SluiceRedisBroker *self, SluiceRedisArgv *a,
     sluice_redis_argv__add(a, "a", 1);
     sluice_redis_argv__add_str(a, s->id);
     sluice_redis_argv__add_record(a, s->record, s->record_final);
-    sluice_redis_argv__add_int(a, record_ttl(s->record_ttl_ms));
+    sluice_redis_argv__add_record_ttl(a, s->record_ttl_ms);
     return;
   }
   sluice_redis_argv__add(a, &ops[s->action], 1);
@@ -560,7 +421,7 @@ add_settlement(SluiceRedisBroker *self, SluiceRedisArgv *a,
   sluice_redis_argv__add_str(a, d->handle);
   sluice_redis_argv__add_str(a, s->id);
   sluice_redis_argv__add_record(a, s->record, s->record_final);
-  sluice_redis_argv__add_int(a, record_ttl(s->record_ttl_ms));
+  sluice_redis_argv__add_record_ttl(a, s->record_ttl_ms);
   switch (s->action) {
   case SLUICE_SETTLE_RETRY:
     sluice_redis_argv__add_bytes(a, s->reschedule_payload);
@@ -630,7 +491,7 @@ settle_records_native(SluiceRedisBroker *self, SluiceSettlement *items,
     sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_RECORD, s->id);
     sluice_redis_argv__add_record(&a, s->record, s->record_final);
     sluice_redis_argv__add(&a, "PX", 2);
-    sluice_redis_argv__add_int(&a, record_ttl(s->record_ttl_ms));
+    sluice_redis_argv__add_record_ttl(&a, s->record_ttl_ms);
     sluice_redis_argv__finish(&a);
     sluice_redis_conn__append(conn, (int)a.len, a.argv, a.lens);
     sluice_redis_argv__clear(&a);
@@ -919,7 +780,7 @@ redis_cancel_scheduled(SluiceBroker *broker, const gchar *id, GBytes *record,
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_str(&a, id);
   sluice_redis_argv__add_record(&a, record, TRUE);
-  sluice_redis_argv__add_int(&a, record_ttl(record_ttl_ms));
+  sluice_redis_argv__add_record_ttl(&a, record_ttl_ms);
   sluice_redis_argv__finish(&a);
   if (!eval_integer(self, SLUICE_REDIS_SCRIPT_CANCEL, "cancel_scheduled", &a,
                     &n, error))
@@ -991,7 +852,7 @@ redis_put_record(SluiceBroker *broker, const gchar *id, GBytes *record,
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_str(&a, id);
   sluice_redis_argv__add_record(&a, record, final);
-  sluice_redis_argv__add_int(&a, record_ttl(ttl_ms));
+  sluice_redis_argv__add_record_ttl(&a, ttl_ms);
   sluice_redis_argv__finish(&a);
   ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_RECORD, TRUE, &a,
                                  &reply, error);
@@ -1208,7 +1069,7 @@ redis_claim_periodic(SluiceBroker *broker, const gchar *name,
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_str(&a, name);
   sluice_redis_argv__add_int(&a, occurrence_at);
-  add_submit(&a, item);
+  sluice_redis_argv__add_submit(&a, item);
   sluice_redis_argv__finish(&a);
   if (!eval_pair(self, SLUICE_REDIS_SCRIPT_CLAIM_PERIODIC, "claim_periodic", &a,
                  &claimed, &existed, error))
@@ -1394,7 +1255,7 @@ redis_dlq_replay(SluiceBroker *broker, const gchar *entry_id,
   sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 8, 64);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_str(&a, entry_id);
-  add_submit(&a, item);
+  sluice_redis_argv__add_submit(&a, item);
   sluice_redis_argv__finish(&a);
   if (!eval_pair(self, SLUICE_REDIS_SCRIPT_DLQ_REPLAY, "dlq_replay", &a, &found,
                  &existed, error))

@@ -11,6 +11,7 @@
 
 #include <stdatomic.h>
 
+#include "brokers/redis/redis-argv.h"
 #include "brokers/redis/redis-conn.h"
 #include "brokers/redis/redis-keys.h"
 #include "brokers/redis/redis-scripts.h"
@@ -21,9 +22,6 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS 5000
 #define SLUICE_REDIS_DEFAULT_COMMAND_TIMEOUT_MS 10000
 #define SLUICE_REDIS_DEFAULT_BACKOFF_MS 5000
-/* Used when a caller passes a record or claim TTL <= 0: every per-task key
- * must expire (result_ttl defaults to 24 h). */
-#define SLUICE_REDIS_DEFAULT_RECORD_TTL_MS (24 * 60 * 60 * 1000)
 /* The longest a wait_record waits for a notification before it reads the
  * record again anyway (the safety-net poll, docs/design.md). */
 #define SLUICE_REDIS_WAIT_POLL_MS 5000
@@ -58,48 +56,6 @@ struct _SluiceRedisBroker {
   gchar *token_prefix;
   atomic_uint_fast64_t token_seq;
 };
-
-/**
- * SluiceRedisArgv:
- *
- * Builds the argument vector of one command without an allocation per
- * argument: strings and byte arrays are borrowed (they must outlive the
- * call), numbers and records are formatted into one scratch buffer.
- * sluice_redis_argv__finish() turns the scratch offsets into pointers once
- * the buffer stops growing.
- */
-typedef struct {
-  const char **argv;
-  size_t *lens;
-  gssize *scratch_at; /* >= 0: argv[i] lives at scratch->str + value */
-  guint len;
-  guint cap;
-  GString *scratch;
-} SluiceRedisArgv;
-
-/** sluice_redis_argv__init: room for @cap arguments (it grows if needed)
- * and @scratch_hint bytes of scratch. Clear with _clear(). */
-void sluice_redis_argv__init(SluiceRedisArgv *a, guint cap, gsize scratch_hint);
-void sluice_redis_argv__clear(SluiceRedisArgv *a);
-/** Adds @len bytes at @data, borrowed. */
-void sluice_redis_argv__add(SluiceRedisArgv *a, const void *data, gsize len);
-/** Adds a NUL-terminated string, borrowed; NULL adds "". */
-void sluice_redis_argv__add_str(SluiceRedisArgv *a, const gchar *s);
-/** Adds a GBytes' data, borrowed; NULL adds "". */
-void sluice_redis_argv__add_bytes(SluiceRedisArgv *a, GBytes *bytes);
-/** Adds @value in decimal (copied into the scratch buffer). */
-void sluice_redis_argv__add_int(SluiceRedisArgv *a, gint64 value);
-/** Adds @n empty slots (the EVALSHA head, filled by script__eval). */
-void sluice_redis_argv__reserve(SluiceRedisArgv *a, guint n);
-/** Adds a stored record: the flag byte then @record (copied); NULL adds
- * "" (no record). */
-void sluice_redis_argv__add_record(SluiceRedisArgv *a, GBytes *record,
-                                   gboolean final);
-/** Adds the key @suffix + @name of @keys (built in the scratch buffer). */
-void sluice_redis_argv__add_key(SluiceRedisArgv *a, const SluiceRedisKeys *keys,
-                                const gchar *suffix, const gchar *name);
-/** Resolves scratch arguments; call once, after the last add. */
-void sluice_redis_argv__finish(SluiceRedisArgv *a);
 
 /**
  * sluice_redis_broker__acquire / __release:
