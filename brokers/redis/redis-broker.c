@@ -60,25 +60,15 @@
 
 /* ---- Running commands ---------------------------------------------------- */
 
-SluiceRedisConn *
-sluice_redis_broker__acquire(SluiceRedisBroker *self, GError **error)
-{
-  return sluice_redis_pool__acquire(self->pool, error);
-}
-
-void
-sluice_redis_broker__release(SluiceRedisBroker *self, SluiceRedisConn *conn)
-{
-  sluice_redis_pool__release(self->pool, conn);
-}
-
 gint64
 sluice_redis_broker__now_ms(SluiceRedisBroker *self)
 {
   return sluice_clock_now_ms(sluice_broker_get_clock(&self->parent));
 }
 
-/* Whether a failed attempt may be made once more on a fresh connection. */
+/* Whether a failed attempt may be made once more on a fresh connection:
+ * only when the step is harmless to repeat, and only when the connection
+ * broke mid-call (the outcome is unknown; an error reply is an answer). */
 static gboolean
 may_retry(gboolean idempotent, guint attempt, gboolean conn_broke,
           const GError *local)
@@ -89,10 +79,8 @@ may_retry(gboolean idempotent, guint attempt, gboolean conn_broke,
 }
 
 gboolean
-sluice_redis_broker__eval_script(SluiceRedisBroker *self,
-                                 const SluiceRedisScript *script,
-                                 gboolean idempotent, SluiceRedisArgv *args,
-                                 redisReply **out_reply, GError **error)
+sluice_redis_broker__run(SluiceRedisBroker *self, gboolean idempotent,
+                         SluiceRedisOp op, gpointer data, GError **error)
 {
   for (guint attempt = 0;; attempt++) {
     GError *local = NULL;
@@ -102,9 +90,7 @@ sluice_redis_broker__eval_script(SluiceRedisBroker *self,
     conn = sluice_redis_pool__acquire(self->pool, error);
     if (conn == NULL)
       return FALSE;
-    ok = sluice_redis_script__eval(self->pool, conn, script, &self->keys,
-                                   (int)args->len, args->argv, args->lens,
-                                   out_reply, &local);
+    ok = op(self, conn, data, &local);
     broke = conn->broken;
     sluice_redis_pool__release(self->pool, conn);
     if (ok)
@@ -117,6 +103,34 @@ sluice_redis_broker__eval_script(SluiceRedisBroker *self,
   }
 }
 
+typedef struct {
+  const SluiceRedisScript *script;
+  SluiceRedisArgv *args;
+  redisReply **out_reply;
+} EvalCall;
+
+static gboolean
+eval_on(SluiceRedisBroker *self, SluiceRedisConn *conn, gpointer data,
+        GError **error)
+{
+  EvalCall *call = data;
+
+  return sluice_redis_script__eval(self->pool, conn, call->script, &self->keys,
+                                   (int)call->args->len, call->args->argv,
+                                   call->args->lens, call->out_reply, error);
+}
+
+gboolean
+sluice_redis_broker__eval_script(SluiceRedisBroker *self,
+                                 const SluiceRedisScript *script,
+                                 gboolean idempotent, SluiceRedisArgv *args,
+                                 redisReply **out_reply, GError **error)
+{
+  EvalCall call = {script, args, out_reply};
+
+  return sluice_redis_broker__run(self, idempotent, eval_on, &call, error);
+}
+
 gboolean
 sluice_redis_broker__eval(SluiceRedisBroker *self, SluiceRedisScriptId id,
                           gboolean idempotent, SluiceRedisArgv *args,
@@ -126,41 +140,50 @@ sluice_redis_broker__eval(SluiceRedisBroker *self, SluiceRedisScriptId id,
                                           args, out_reply, error);
 }
 
+typedef struct {
+  SluiceRedisArgv *args;
+  gint64 block_ms;
+  redisReply **out_reply;
+} CommandCall;
+
+static gboolean
+exchange_on(SluiceRedisBroker *self, SluiceRedisConn *conn, gpointer data,
+            GError **error)
+{
+  CommandCall *call = data;
+
+  sluice_redis_conn__append(conn, (int)call->args->len, call->args->argv,
+                            call->args->lens);
+  return sluice_redis_conn__exchange(self->pool, conn, 1, call->out_reply,
+                                     call->block_ms, error);
+}
+
+gboolean
+sluice_redis_broker__exchange(SluiceRedisBroker *self, gboolean idempotent,
+                              SluiceRedisArgv *args, gint64 block_ms,
+                              redisReply **out_reply, GError **error)
+{
+  CommandCall call = {args, block_ms, out_reply};
+
+  *out_reply = NULL;
+  return sluice_redis_broker__run(self, idempotent, exchange_on, &call, error);
+}
+
 gboolean
 sluice_redis_broker__command(SluiceRedisBroker *self, const gchar *what,
                              gboolean idempotent, SluiceRedisArgv *args,
                              gint64 block_ms, redisReply **out_reply,
                              GError **error)
 {
-  *out_reply = NULL;
-  for (guint attempt = 0;; attempt++) {
-    GError *local = NULL;
-    SluiceRedisConn *conn;
-    redisReply *reply = NULL;
-    gboolean ok, broke;
-
-    conn = sluice_redis_pool__acquire(self->pool, error);
-    if (conn == NULL)
-      return FALSE;
-    sluice_redis_conn__append(conn, (int)args->len, args->argv, args->lens);
-    ok = sluice_redis_conn__exchange(self->pool, conn, 1, &reply, block_ms,
-                                     &local);
-    broke = conn->broken;
-    sluice_redis_pool__release(self->pool, conn);
-    if (ok) {
-      if (!sluice_redis_reply__check(self->pool, reply, what, error)) {
-        freeReplyObject(reply);
-        return FALSE;
-      }
-      *out_reply = reply;
-      return TRUE;
-    }
-    if (!may_retry(idempotent, attempt, broke, local)) {
-      g_propagate_error(error, local);
-      return FALSE;
-    }
-    g_error_free(local);
+  /* An error reply is an answer, not a lost connection: never retried. */
+  if (!sluice_redis_broker__exchange(self, idempotent, args, block_ms,
+                                     out_reply, error))
+    return FALSE;
+  if (!sluice_redis_reply__check(self->pool, *out_reply, what, error)) {
+    g_clear_pointer(out_reply, freeReplyObject);
+    return FALSE;
   }
+  return TRUE;
 }
 
 /* ---- Reply parsing ------------------------------------------------------- */
@@ -245,44 +268,46 @@ valid_entry_id(const gchar *id)
  * transport's commands per queue, in one round trip and without Lua. Not
  * replayed after an unknown outcome: these items have no idempotency key
  * (the caller may retry with ids, as for the script). */
+typedef struct {
+  SluiceSubmit *items;
+  guint n_items;
+  GPtrArray *queues;
+} NativeEnqueue;
+
 static gboolean
-enqueue_native(SluiceRedisBroker *self, SluiceSubmit *items, guint n_items,
-               GPtrArray *queues, GError **error)
+enqueue_native_on(SluiceRedisBroker *self, SluiceRedisConn *conn, gpointer data,
+                  GError **error)
 {
-  g_autofree GBytes **payloads = g_new(GBytes *, n_items);
+  NativeEnqueue *batch = data;
+  g_autofree GBytes **payloads = g_new(GBytes *, batch->n_items);
   g_autofree redisReply **replies = NULL;
-  SluiceRedisConn *conn;
   SluiceRedisArgv a;
   guint n_replies = 1;
   gboolean ok;
 
-  conn = sluice_redis_pool__acquire(self->pool, error);
-  if (conn == NULL)
-    return FALSE;
-  sluice_redis_argv__init(&a, 2 + queues->len, 64);
+  sluice_redis_argv__init(&a, 2 + batch->queues->len, 64);
   sluice_redis_argv__add(&a, "SADD", 4);
   sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_QUEUES, "");
-  for (guint k = 0; k < queues->len; k++)
-    sluice_redis_argv__add_str(&a, g_ptr_array_index(queues, k));
+  for (guint k = 0; k < batch->queues->len; k++)
+    sluice_redis_argv__add_str(&a, g_ptr_array_index(batch->queues, k));
   sluice_redis_argv__finish(&a);
   sluice_redis_conn__append(conn, (int)a.len, a.argv, a.lens);
   sluice_redis_argv__clear(&a);
-  for (guint k = 0; k < queues->len; k++) {
-    const gchar *q = g_ptr_array_index(queues, k);
+  for (guint k = 0; k < batch->queues->len; k++) {
+    const gchar *q = g_ptr_array_index(batch->queues, k);
     guint n = 0;
 
     /* The batch's order within each queue is kept. */
-    for (guint i = 0; i < n_items; i++)
-      if (strcmp(items[i].queue, q) == 0)
-        payloads[n++] = items[i].payload;
+    for (guint i = 0; i < batch->n_items; i++)
+      if (strcmp(batch->items[i].queue, q) == 0)
+        payloads[n++] = batch->items[i].payload;
     n_replies += self->transport->push_native(self, conn, q, payloads, n);
   }
   replies = g_new0(redisReply *, n_replies);
-  ok = sluice_redis_conn__exchange(self->pool, conn, n_replies, replies, -1,
-                                   error);
-  sluice_redis_pool__release(self->pool, conn);
-  if (!ok)
+  if (!sluice_redis_conn__exchange(self->pool, conn, n_replies, replies, -1,
+                                   error))
     return FALSE;
+  ok = TRUE;
   for (guint r = 0; ok && r < n_replies; r++)
     ok = sluice_redis_reply__check(self->pool, replies[r], "enqueue", error);
   sluice_redis_replies__free(replies, n_replies);
@@ -320,8 +345,11 @@ redis_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
         items[i].record != NULL)
       plain = FALSE;
   }
-  if (plain && self->transport->push_native != NULL)
-    return enqueue_native(self, items, n_items, queues, error);
+  if (plain && self->transport->push_native != NULL) {
+    NativeEnqueue batch = {items, n_items, queues};
+    return sluice_redis_broker__run(self, FALSE, enqueue_native_on, &batch,
+                                    error);
+  }
   token = g_strdup_printf("%s:%" G_GUINT64_FORMAT, self->token_prefix,
                           (guint64)atomic_fetch_add_explicit(
                               &self->token_seq, 1, memory_order_relaxed));
@@ -461,22 +489,27 @@ add_settlement(SluiceRedisBroker *self, SluiceRedisArgv *a,
  * is either counted or finds the record. Sets *out_refused when Redis
  * refused a write (out of memory): the caller then uses the allow-oom
  * script, and the SETs that went through are simply written again. */
+typedef struct {
+  SluiceSettlement *items;
+  guint n_items;
+  gboolean *out_refused;
+} NativeSettle;
+
 static gboolean
-settle_records_native(SluiceRedisBroker *self, SluiceSettlement *items,
-                      guint n_items, gboolean *out_refused, GError **error)
+settle_records_native_on(SluiceRedisBroker *self, SluiceRedisConn *conn,
+                         gpointer data, GError **error)
 {
+  NativeSettle *batch = data;
+  SluiceSettlement *items = batch->items;
+  guint n_items = batch->n_items;
   g_autoptr(GPtrArray) listened = g_ptr_array_new();
   g_autofree redisReply **replies = g_new0(redisReply *, n_items + 1);
   SluiceRedisArgv channels;
-  SluiceRedisConn *conn;
   guint n_replies = 0;
   guint n_final = 0;
   gboolean ok;
 
-  *out_refused = FALSE;
-  conn = sluice_redis_pool__acquire(self->pool, error);
-  if (conn == NULL)
-    return FALSE;
+  *batch->out_refused = FALSE;
   sluice_redis_argv__init(&channels, 2 + n_items, n_items * 48);
   sluice_redis_argv__add(&channels, "PUBSUB", 6);
   sluice_redis_argv__add(&channels, "NUMSUB", 6);
@@ -513,12 +546,11 @@ settle_records_native(SluiceRedisBroker *self, SluiceSettlement *items,
   ok = sluice_redis_conn__exchange(self->pool, conn, n_replies, replies, -1,
                                    error);
   for (guint r = 0; ok && r < n_replies; r++) {
-    if (sluice_redis_reply__is_error_code(replies[r], "OOM")) {
-      *out_refused = TRUE;
-      ok = FALSE;
-    } else {
-      ok = sluice_redis_reply__check(self->pool, replies[r], "settle", error);
-    }
+    /* The caller tells a refusal from a failure by *out_refused; @error
+     * (FULL) is set either way, as an op must. */
+    if (sluice_redis_reply__is_error_code(replies[r], "OOM"))
+      *batch->out_refused = TRUE;
+    ok = sluice_redis_reply__check(self->pool, replies[r], "settle", error);
   }
   if (ok && n_final > 0) {
     const redisReply *counts = replies[n_replies - 1];
@@ -540,7 +572,6 @@ settle_records_native(SluiceRedisBroker *self, SluiceSettlement *items,
                                      -1, error);
     sluice_redis_replies__free(published, listened->len);
   }
-  sluice_redis_pool__release(self->pool, conn);
   sluice_redis_replies__free(replies, n_replies);
   return ok;
 }
@@ -571,9 +602,11 @@ redis_settle(SluiceBroker *broker, const gchar *consumer,
     return TRUE; /* nothing to write: no round trip */
   if (only_records) {
     gboolean refused = FALSE;
+    NativeSettle batch = {items, n_items, &refused};
     GError *local = NULL;
 
-    if (settle_records_native(self, items, n_items, &refused, &local))
+    if (sluice_redis_broker__run(self, FALSE, settle_records_native_on, &batch,
+                                 &local))
       return TRUE;
     if (!refused) {
       g_propagate_error(error, local);
@@ -911,42 +944,40 @@ pubsub_command(SluiceRedisBroker *self, SluiceRedisConn *conn,
   return FALSE;
 }
 
+typedef struct {
+  const gchar *id;
+  gint64 deadline; /* monotonic */
+  GBytes **out_record;
+} RecordWait;
+
+/* Subscribes @sub to the record's channel, then reads the record after
+ * every notification (or safety-net period) until it is final or the
+ * deadline passes; unsubscribes before @sub goes back to the pool. */
 static gboolean
-redis_wait_record(SluiceBroker *broker, const gchar *id, gint64 timeout_ms,
-                  GBytes **out_record, GError **error)
+wait_record_on(SluiceRedisBroker *self, SluiceRedisConn *sub, gpointer data,
+               GError **error)
 {
-  SluiceRedisBroker *self = SELF(broker);
-  gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
-  g_autofree gchar *channel = NULL;
-  SluiceRedisConn *sub;
+  RecordWait *wait = data;
+  g_autofree gchar *channel =
+      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_DONE, wait->id);
   GBytes *record = NULL;
   gboolean final = FALSE;
   gboolean ok = FALSE;
 
-  *out_record = NULL;
-  if (timeout_ms <= 0)
-    return read_record(self, id, out_record, &final, error);
-
   /* Subscribe first, then read: a final record written in between is
    * either seen by the read or announced on the channel. */
-  sub = sluice_redis_broker__acquire(self, error);
-  if (sub == NULL)
+  if (!pubsub_command(self, sub, "SUBSCRIBE", channel, error))
     return FALSE;
-  channel = sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_DONE, id);
-  if (!pubsub_command(self, sub, "SUBSCRIBE", channel, error)) {
-    sluice_redis_broker__release(self, sub);
-    return FALSE;
-  }
 
   for (;;) {
     redisReply *message = NULL;
     gint64 remaining_ms;
 
     g_clear_pointer(&record, g_bytes_unref);
-    ok = read_record(self, id, &record, &final, error);
+    ok = read_record(self, wait->id, &record, &final, error);
     if (!ok || final)
       break;
-    remaining_ms = (deadline - g_get_monotonic_time()) / 1000;
+    remaining_ms = (wait->deadline - g_get_monotonic_time()) / 1000;
     if (remaining_ms <= 0)
       break;
     /* Woken by the notification, or after the safety-net period; the
@@ -963,13 +994,29 @@ redis_wait_record(SluiceBroker *broker, const gchar *id, gint64 timeout_ms,
   /* Leave the connection as we found it, or drop it. */
   if (!sub->broken && !pubsub_command(self, sub, "UNSUBSCRIBE", channel, NULL))
     sub->broken = TRUE;
-  sluice_redis_broker__release(self, sub);
   if (!ok) {
     g_clear_pointer(&record, g_bytes_unref);
     return FALSE;
   }
-  *out_record = record;
+  *wait->out_record = record;
   return TRUE;
+}
+
+static gboolean
+redis_wait_record(SluiceBroker *broker, const gchar *id, gint64 timeout_ms,
+                  GBytes **out_record, GError **error)
+{
+  SluiceRedisBroker *self = SELF(broker);
+  RecordWait wait = {id, g_get_monotonic_time() + timeout_ms * 1000,
+                     out_record};
+  gboolean final = FALSE;
+
+  *out_record = NULL;
+  if (timeout_ms <= 0)
+    return read_record(self, id, out_record, &final, error);
+  /* Not repeated: a subscription that broke is reported, and the caller
+   * waits again if it wants to. */
+  return sluice_redis_broker__run(self, FALSE, wait_record_on, &wait, error);
 }
 
 /* ---- revocation ---------------------------------------------------------- */

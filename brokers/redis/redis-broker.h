@@ -58,14 +58,34 @@ struct _SluiceRedisBroker {
 };
 
 /**
- * sluice_redis_broker__acquire / __release:
- * Check a connection out of / back into the broker's pool (see
- * sluice_redis_pool__acquire()).
+ * SluiceRedisOp:
+ * @conn: checked out for this call alone
+ * @data: the caller's
+ *
+ * One step with Redis on @conn (appends, exchanges, reads the replies).
+ * Returns FALSE with @error on failure; a failure of the connection itself
+ * marks @conn broken (the exchange functions of redis-conn.h do). It may
+ * run twice (see sluice_redis_broker__run()), so it starts afresh from
+ * @data each time and leaves nothing of its own behind when it fails.
  */
-SluiceRedisConn *sluice_redis_broker__acquire(SluiceRedisBroker *self,
-                                              GError **error);
-void sluice_redis_broker__release(SluiceRedisBroker *self,
-                                  SluiceRedisConn *conn);
+typedef gboolean (*SluiceRedisOp)(SluiceRedisBroker *self,
+                                  SluiceRedisConn *conn, gpointer data,
+                                  GError **error);
+
+/**
+ * sluice_redis_broker__run:
+ * @idempotent: TRUE when running @op twice does no harm: then, when its
+ *   connection broke mid-call (so the outcome is unknown), @op runs once
+ *   more on a fresh connection
+ *
+ * Checks a connection out of the broker's pool, runs @op on it and checks
+ * it back in (freed if broken). Every exchange of the Redis broker goes
+ * through here, so connections are taken in one place and the retry rule
+ * of redis-broker.c is decided in one place.
+ */
+gboolean sluice_redis_broker__run(SluiceRedisBroker *self, gboolean idempotent,
+                                  SluiceRedisOp op, gpointer data,
+                                  GError **error);
 
 /**
  * sluice_redis_broker__eval:
@@ -106,6 +126,19 @@ gboolean sluice_redis_broker__command(SluiceRedisBroker *self,
                                       const gchar *what, gboolean idempotent,
                                       SluiceRedisArgv *args, gint64 block_ms,
                                       redisReply **out_reply, GError **error);
+
+/**
+ * sluice_redis_broker__exchange:
+ * @out_reply: (out) (transfer full): the reply, error replies included
+ *   (tell them apart with sluice_redis_reply__is_error_code())
+ *
+ * Like sluice_redis_broker__command() for a caller that handles some error
+ * replies itself; map the others with sluice_redis_reply__check().
+ */
+gboolean sluice_redis_broker__exchange(SluiceRedisBroker *self,
+                                       gboolean idempotent,
+                                       SluiceRedisArgv *args, gint64 block_ms,
+                                       redisReply **out_reply, GError **error);
 
 /** sluice_redis_broker__now_ms: Returns: the broker clock's time. */
 gint64 sluice_redis_broker__now_ms(SluiceRedisBroker *self);

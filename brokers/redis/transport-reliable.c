@@ -906,7 +906,6 @@ read_group(SluiceRedisBroker *self, const gchar *consumer,
            GPtrArray *out, gboolean *nogroup, GError **error)
 {
   g_autoptr(GPtrArray) by_queue = NULL;
-  SluiceRedisConn *conn;
   SluiceRedisArgv a;
   redisReply *reply = NULL;
   guint first_key;
@@ -934,17 +933,9 @@ read_group(SluiceRedisBroker *self, const gchar *consumer,
 
   /* Not repeated on a lost connection: a lost reply's entries are pending
    * for us and are reclaimed once idle past the lease; repeating a
-   * blocking read would double its wait. The exchange itself (not
-   * sluice_redis_broker__command) because NOGROUP must be told apart. */
-  conn = sluice_redis_broker__acquire(self, error);
-  if (conn == NULL) {
-    sluice_redis_argv__clear(&a);
-    return FALSE;
-  }
-  sluice_redis_conn__append(conn, (int)a.len, a.argv, a.lens);
-  ok =
-      sluice_redis_conn__exchange(self->pool, conn, 1, &reply, block_ms, error);
-  sluice_redis_broker__release(self, conn);
+   * blocking read would double its wait. An exchange (not a command)
+   * because NOGROUP must be told apart. */
+  ok = sluice_redis_broker__exchange(self, FALSE, &a, block_ms, &reply, error);
   if (!ok)
     goto out;
   if (sluice_redis_reply__is_error_code(reply, "NOGROUP")) {
