@@ -1,11 +1,12 @@
-/* redis-broker.h - the shared Redis broker: instance struct and the helpers
- * a transport uses (internal).
+/* redis-broker.h - the Redis broker's shared layer: the instance struct,
+ * the helpers every slot and transport runs Redis with, and the slots the
+ * class is built from (internal).
  *
- * redis-broker.c implements every slot of sluice/sys/broker.h except `fetch`
- * and `reclaim`, which it forwards to the transport (redis-transport.h).
- * A transport's C code reaches Redis only through the helpers below, so it
- * inherits the pool, the outage handling, the error mapping and the
- * NOSCRIPT fallback.
+ * A slot or a transport's C code reaches Redis only through
+ * sluice_redis_broker__run() and the helpers on top of it (eval, command,
+ * exchange), so it inherits the pool, the outage handling, the one retry
+ * rule, the error mapping and the NOSCRIPT fallback. redis-broker.c gives
+ * the tour of the files.
  */
 #pragma once
 
@@ -14,6 +15,7 @@
 #include "brokers/redis/redis-argv.h"
 #include "brokers/redis/redis-conn.h"
 #include "brokers/redis/redis-keys.h"
+#include "brokers/redis/redis-reply.h"
 #include "brokers/redis/redis-scripts.h"
 #include "brokers/redis/redis-transport.h"
 
@@ -56,6 +58,9 @@ struct _SluiceRedisBroker {
   gchar *token_prefix;
   atomic_uint_fast64_t token_seq;
 };
+
+/* The instance behind a slot's SluiceBroker. */
+#define SLUICE_REDIS_BROKER(broker) ((SluiceRedisBroker *)(broker))
 
 /**
  * SluiceRedisOp:
@@ -142,5 +147,121 @@ gboolean sluice_redis_broker__exchange(SluiceRedisBroker *self,
 
 /** sluice_redis_broker__now_ms: Returns: the broker clock's time. */
 gint64 sluice_redis_broker__now_ms(SluiceRedisBroker *self);
+
+/**
+ * sluice_redis_broker__eval_integer:
+ * @a: finished; cleared here
+ *
+ * Runs shared script @id (not repeated after a lost connection) and reads
+ * its integer reply into @out; any other reply is unexpected (@what names
+ * the step in the message).
+ */
+gboolean sluice_redis_broker__eval_integer(SluiceRedisBroker *self,
+                                           SluiceRedisScriptId id,
+                                           const gchar *what,
+                                           SluiceRedisArgv *a, gint64 *out,
+                                           GError **error);
+
+/**
+ * sluice_redis_broker__eval_pair:
+ * Like sluice_redis_broker__eval_integer() for a script that answers two
+ * integers, {found or claimed, existed}.
+ */
+gboolean sluice_redis_broker__eval_pair(SluiceRedisBroker *self,
+                                        SluiceRedisScriptId id,
+                                        const gchar *what, SluiceRedisArgv *a,
+                                        gint64 *out_first, gint64 *out_second,
+                                        GError **error);
+
+/**
+ * sluice_redis_broker__unexpected:
+ * Sets @error (SLUICE_BROKER_ERROR_FAILED) for a reply of a shape the step
+ * @what does not know, naming the server and the likely causes.
+ * Returns: FALSE, for `return sluice_redis_broker__unexpected (...)`.
+ */
+gboolean sluice_redis_broker__unexpected(SluiceRedisBroker *self,
+                                         const gchar *what, GError **error);
+
+/* ---- The slots ------------------------------------------------------------
+ *
+ * Each is the slot of the same name in sluice/sys/broker.h, set in the
+ * class by redis_class_init() (redis.c).
+ */
+
+/* redis-queue.c */
+gboolean sluice_redis__enqueue(SluiceBroker *broker, SluiceSubmit *items,
+                               guint n_items, GError **error);
+gboolean sluice_redis__fetch(SluiceBroker *broker, const gchar *consumer,
+                             const gchar *const *queues, guint max,
+                             gint64 block_ms, GPtrArray *out, GError **error);
+gboolean sluice_redis__settle(SluiceBroker *broker, const gchar *consumer,
+                              SluiceSettlement *items, guint n_items,
+                              GError **error);
+gboolean sluice_redis__heartbeat(SluiceBroker *broker, const gchar *consumer,
+                                 gint64 lease_ms, SluiceDelivery *const *held,
+                                 guint n_held, GError **error);
+gboolean sluice_redis__leave(SluiceBroker *broker, const gchar *consumer,
+                             GError **error);
+void sluice_redis__wakeup(SluiceBroker *broker);
+/* Forwarded to the transport; set only when it has them. */
+gboolean sluice_redis__reclaim(SluiceBroker *broker, const gchar *consumer,
+                               const gchar *const *queues, guint max,
+                               gint64 idle_ms, GPtrArray *out, GError **error);
+gboolean sluice_redis__count_reclaimable(SluiceBroker *broker,
+                                         const gchar *consumer,
+                                         const gchar *const *queues, guint max,
+                                         gint64 idle_ms, guint *out_n,
+                                         GError **error);
+
+/* redis-tasks.c */
+gboolean sluice_redis__promote_due(SluiceBroker *broker, gint64 now_ms,
+                                   guint max, guint *out_promoted,
+                                   gint64 *out_next_due, GError **error);
+gboolean sluice_redis__cancel_scheduled(SluiceBroker *broker, const gchar *id,
+                                        GBytes *record, gint64 record_ttl_ms,
+                                        gboolean *out_removed, GError **error);
+gboolean sluice_redis__get_record(SluiceBroker *broker, const gchar *id,
+                                  GBytes **out_record, GError **error);
+gboolean sluice_redis__put_record(SluiceBroker *broker, const gchar *id,
+                                  GBytes *record, gboolean final, gint64 ttl_ms,
+                                  GError **error);
+gboolean sluice_redis__wait_record(SluiceBroker *broker, const gchar *id,
+                                   gint64 timeout_ms, GBytes **out_record,
+                                   GError **error);
+gboolean sluice_redis__revoke(SluiceBroker *broker, const gchar *id,
+                              gint64 expires_at, GError **error);
+gboolean sluice_redis__list_revocations(SluiceBroker *broker, gint64 after,
+                                        gint64 now_ms, GPtrArray *out,
+                                        GError **error);
+gboolean sluice_redis__list_revocations_since(SluiceBroker *broker,
+                                              gint64 cursor, gint64 now_ms,
+                                              GPtrArray *out,
+                                              gint64 *out_cursor,
+                                              GError **error);
+gboolean sluice_redis__claim_periodic(SluiceBroker *broker, const gchar *name,
+                                      gint64 occurrence_at, SluiceSubmit *item,
+                                      gboolean *out_claimed, GError **error);
+gboolean sluice_redis__last_periodic(SluiceBroker *broker, const gchar *name,
+                                     gint64 *out_last, GError **error);
+
+/* redis-admin.c */
+gboolean sluice_redis__dlq_list(SluiceBroker *broker, const gchar *after,
+                                guint limit, GPtrArray *out, GError **error);
+gboolean sluice_redis__dlq_get(SluiceBroker *broker, const gchar *entry_id,
+                               SluiceDeadLetter **out_entry, GError **error);
+gboolean sluice_redis__dlq_replay(SluiceBroker *broker, const gchar *entry_id,
+                                  SluiceSubmit *item, gboolean *out_found,
+                                  GError **error);
+gboolean sluice_redis__dlq_delete(SluiceBroker *broker, const gchar *entry_id,
+                                  gboolean *out_found, GError **error);
+gboolean sluice_redis__stats(SluiceBroker *broker, const gchar *const *queues,
+                             SluiceBrokerStats *out, GError **error);
+gboolean sluice_redis__purge(SluiceBroker *broker, const gchar *queue,
+                             guint64 *out_removed, GError **error);
+gboolean sluice_redis__announce(SluiceBroker *broker, const gchar *consumer,
+                                GBytes *info, gint64 ttl_ms, GError **error);
+gboolean sluice_redis__lookup_task(SluiceBroker *broker, const gchar *id,
+                                   SluiceTaskLocation *out, GError **error);
+gboolean sluice_redis__check(SluiceBroker *broker, GError **error);
 
 G_END_DECLS
