@@ -14,7 +14,7 @@
  *
  * Everything that is not the queue itself (records, schedule, revocations,
  * periodic claims, dead letters, stats, reconnection) is the shared Redis
- * layer in brokers/redis/; this file only says how a list carries messages:
+ * layer (redis-broker.c); this file only says how a list carries messages:
  *
  *   push     LPUSH {ns}:q:<queue>             (enqueue, promotion, replay);
  *            a plain enqueue batch sends LPUSH itself, without a script

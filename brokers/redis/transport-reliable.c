@@ -33,7 +33,7 @@
  *
  * Everything that is not the queue itself (records, schedule, revocations,
  * periodic claims, dead letters, stats, reconnection) is the shared Redis
- * layer in brokers/redis/. Decisions of this transport, and why:
+ * layer (redis-broker.c). Decisions of this transport, and why:
  *
  *   stream   {ns}:s:<queue>, one field "p" holding the payload bytes. A
  *            plain enqueue batch (no claims, records or due times) is
