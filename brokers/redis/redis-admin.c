@@ -319,8 +319,6 @@ sluice_redis__announce(SluiceBroker *broker, const gchar *consumer,
 {
   SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
   SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
 
   sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 4, 64);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
@@ -329,12 +327,8 @@ sluice_redis__announce(SluiceBroker *broker, const gchar *consumer,
   sluice_redis_argv__add_int(&a, MAX(ttl_ms, 1));
   sluice_redis_argv__add_bytes(&a, info);
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_ANNOUNCE, TRUE, &a,
-                                 &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (ok)
-    freeReplyObject(reply);
-  return ok;
+  return sluice_redis_broker__eval_void(self, SLUICE_REDIS_SCRIPT_ANNOUNCE,
+                                        TRUE, &a, error);
 }
 
 gboolean
@@ -387,17 +381,5 @@ unexpected:
 gboolean
 sluice_redis__check(SluiceBroker *broker, GError **error)
 {
-  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
-  SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
-
-  sluice_redis_argv__init(&a, 1, 0);
-  sluice_redis_argv__add_str(&a, "PING");
-  sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__command(self, "PING", TRUE, &a, 0, &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (ok)
-    freeReplyObject(reply);
-  return ok;
+  return sluice_redis_broker__ping(SLUICE_REDIS_BROKER(broker), "PING", error);
 }

@@ -196,6 +196,39 @@ sluice_redis_broker__command(SluiceRedisBroker *self, const gchar *what,
   return TRUE;
 }
 
+gboolean
+sluice_redis_broker__eval_void(SluiceRedisBroker *self, SluiceRedisScriptId id,
+                               gboolean idempotent, SluiceRedisArgv *a,
+                               GError **error)
+{
+  redisReply *reply = NULL;
+  gboolean ok =
+      sluice_redis_broker__eval(self, id, idempotent, a, &reply, error);
+
+  sluice_redis_argv__clear(a);
+  if (ok)
+    freeReplyObject(reply);
+  return ok;
+}
+
+gboolean
+sluice_redis_broker__ping(SluiceRedisBroker *self, const gchar *what,
+                          GError **error)
+{
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, 1, 0);
+  sluice_redis_argv__add_str(&a, "PING");
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, what, TRUE, &a, 0, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (ok)
+    freeReplyObject(reply);
+  return ok;
+}
+
 /* ---- Replies ------------------------------------------------------------- */
 
 gboolean

@@ -149,6 +149,28 @@ gboolean sluice_redis_broker__exchange(SluiceRedisBroker *self,
 gint64 sluice_redis_broker__now_ms(SluiceRedisBroker *self);
 
 /**
+ * sluice_redis_broker__eval_void:
+ * @a: finished; cleared here
+ *
+ * Runs shared script @id for its effect alone: its reply is dropped.
+ */
+gboolean sluice_redis_broker__eval_void(SluiceRedisBroker *self,
+                                        SluiceRedisScriptId id,
+                                        gboolean idempotent, SluiceRedisArgv *a,
+                                        GError **error);
+
+/**
+ * sluice_redis_broker__ping:
+ * @what: for error messages
+ *
+ * One PING on a pooled connection (repeated once on a fresh one if its
+ * connection broke). Making a connection checks the credentials and the
+ * namespace's mode, so a PING checks everything a broker needs.
+ */
+gboolean sluice_redis_broker__ping(SluiceRedisBroker *self, const gchar *what,
+                                   GError **error);
+
+/**
  * sluice_redis_broker__eval_integer:
  * @a: finished; cleared here
  *

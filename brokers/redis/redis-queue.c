@@ -434,8 +434,6 @@ sluice_redis__heartbeat(SluiceBroker *broker, const gchar *consumer,
   SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
   gboolean leases = (self->transport->caps & SLUICE_BROKER_CAP_LEASES) != 0;
   SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
 
   /* Without leases the transport has nothing to renew: the deliveries
    * held are not sent at all. */
@@ -451,12 +449,8 @@ sluice_redis__heartbeat(SluiceBroker *broker, const gchar *consumer,
     sluice_redis_argv__add_str(&a, held[i]->handle);
   }
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_HEARTBEAT, TRUE, &a,
-                                 &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (ok)
-    freeReplyObject(reply);
-  return ok;
+  return sluice_redis_broker__eval_void(self, SLUICE_REDIS_SCRIPT_HEARTBEAT,
+                                        TRUE, &a, error);
 }
 
 gboolean
@@ -464,19 +458,13 @@ sluice_redis__leave(SluiceBroker *broker, const gchar *consumer, GError **error)
 {
   SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
   SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
 
   sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 1, 0);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_str(&a, consumer);
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_LEAVE, TRUE, &a,
-                                 &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (ok)
-    freeReplyObject(reply);
-  return ok;
+  return sluice_redis_broker__eval_void(self, SLUICE_REDIS_SCRIPT_LEAVE, TRUE,
+                                        &a, error);
 }
 
 void

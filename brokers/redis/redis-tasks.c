@@ -127,8 +127,6 @@ sluice_redis__put_record(SluiceBroker *broker, const gchar *id, GBytes *record,
 {
   SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
   SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
 
   sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 3,
                           g_bytes_get_size(record) + 32);
@@ -137,12 +135,8 @@ sluice_redis__put_record(SluiceBroker *broker, const gchar *id, GBytes *record,
   sluice_redis_argv__add_record(&a, record, final);
   sluice_redis_argv__add_record_ttl(&a, ttl_ms);
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_RECORD, TRUE, &a,
-                                 &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (ok)
-    freeReplyObject(reply);
-  return ok;
+  return sluice_redis_broker__eval_void(self, SLUICE_REDIS_SCRIPT_RECORD, TRUE,
+                                        &a, error);
 }
 
 /* One pub/sub command on @conn and its confirmation (["subscribe", ch, n]
@@ -278,8 +272,6 @@ sluice_redis__revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
 {
   SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
   SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
 
   sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2, 32);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
@@ -287,12 +279,8 @@ sluice_redis__revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
   sluice_redis_argv__add_int(&a, expires_at);
   sluice_redis_argv__finish(&a);
   /* Repeating it records the revocation once more: harmless. */
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_REVOKE, TRUE, &a,
-                                 &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (ok)
-    freeReplyObject(reply);
-  return ok;
+  return sluice_redis_broker__eval_void(self, SLUICE_REDIS_SCRIPT_REVOKE, TRUE,
+                                        &a, error);
 }
 
 gboolean

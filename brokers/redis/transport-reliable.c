@@ -626,19 +626,9 @@ static gint64
 ping_us(SluiceRedisBroker *self, GError **error)
 {
   gint64 start = g_get_monotonic_time();
-  SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
 
-  sluice_redis_argv__init(&a, 1, 0);
-  sluice_redis_argv__add_str(&a, "PING");
-  sluice_redis_argv__finish(&a);
-  ok =
-      sluice_redis_broker__command(self, "reclaim", TRUE, &a, 0, &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
+  if (!sluice_redis_broker__ping(self, "reclaim", error))
     return -1;
-  freeReplyObject(reply);
   return g_get_monotonic_time() - start;
 }
 
