@@ -1,8 +1,10 @@
-/* log.c - structured log lines with the task's id, name, queue and attempt.
+/* log.c - structured log lines with the task's id, name, queue and attempt,
+ * and the lines brokers log (sluice_broker_log(), sys/broker.h).
  *
- * The fields are those of sluice-private.h. The CLI installs a writer that
- * sends them to journald or prints them as JSON; library users get GLib's
- * default writer unless they install their own.
+ * The fields are those of sluice-private.h, and SLUICE_BROKER for a
+ * broker's line. The CLI installs a writer that sends them to journald or
+ * prints them as JSON; library users get GLib's default writer unless they
+ * install their own.
  */
 #include "config.h"
 
@@ -54,4 +56,42 @@ sluice_log__task(GLogLevelFlags level, const gchar *task_id, const gchar *task,
   message = g_strdup_vprintf(format, ap);
   va_end(ap);
   log_fields(level, task_id, task, queue, attempt, message);
+}
+
+/* syslog's priority for @level, as g_log_structured() would set it (GLib
+ * does not export its own mapping). */
+static const gchar *
+syslog_priority(GLogLevelFlags level)
+{
+  if (level & G_LOG_LEVEL_ERROR)
+    return "3";
+  if (level & (G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING))
+    return "4";
+  if (level & G_LOG_LEVEL_MESSAGE)
+    return "5";
+  if (level & G_LOG_LEVEL_INFO)
+    return "6";
+  return "7";
+}
+
+void
+sluice_broker_log(SluiceBroker *broker, GLogLevelFlags level,
+                  const gchar *format, ...)
+{
+  GLogField fields[4];
+  gsize n = 0;
+  va_list ap;
+  g_autofree gchar *message = NULL;
+
+  g_return_if_fail((level & G_LOG_LEVEL_ERROR) == 0);
+  va_start(ap, format);
+  message = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  fields[n++] = (GLogField){"GLIB_DOMAIN", G_LOG_DOMAIN, -1};
+  fields[n++] = (GLogField){"PRIORITY", syslog_priority(level), -1};
+  fields[n++] = (GLogField){"MESSAGE", message, -1};
+  if (broker != NULL)
+    fields[n++] =
+        (GLogField){"SLUICE_BROKER", sluice_broker_get_name(broker), -1};
+  g_log_structured_array(level, fields, n);
 }

@@ -39,7 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "brokers/redis-reliable/reliable-transport.h"
+#include "brokers/redis/transport-reliable.h"
 #include "brokers/redis/redis-broker.h"
 #include "tests/helpers/fault-proxy.h"
 #include "tests/helpers/redis-server.h"

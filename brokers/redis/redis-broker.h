@@ -1,16 +1,21 @@
-/* redis-broker.h - the shared Redis broker: instance struct and the helpers
- * a transport uses (internal).
+/* redis-broker.h - the Redis broker's shared layer: the instance struct,
+ * the helpers every slot and transport runs Redis with, and the slots the
+ * class is built from (internal).
  *
- * redis-broker.c implements every slot of sluice/sys/broker.h except `fetch`
- * and `reclaim`, which it forwards to the transport (redis-transport.h).
- * A transport's C code reaches Redis only through the helpers below, so it
- * inherits the pool, the outage handling, the error mapping and the
- * NOSCRIPT fallback.
+ * A slot or a transport's C code reaches Redis only through
+ * sluice_redis_broker__run() and the helpers on top of it (eval, command,
+ * exchange), so it inherits the pool, the outage handling, the one retry
+ * rule, the error mapping and the NOSCRIPT fallback. redis-broker.c gives
+ * the tour of the files.
  */
 #pragma once
 
+#include <stdatomic.h>
+
+#include "brokers/redis/redis-argv.h"
 #include "brokers/redis/redis-conn.h"
 #include "brokers/redis/redis-keys.h"
+#include "brokers/redis/redis-reply.h"
 #include "brokers/redis/redis-scripts.h"
 #include "brokers/redis/redis-transport.h"
 
@@ -19,9 +24,6 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS 5000
 #define SLUICE_REDIS_DEFAULT_COMMAND_TIMEOUT_MS 10000
 #define SLUICE_REDIS_DEFAULT_BACKOFF_MS 5000
-/* Used when a caller passes a record or claim TTL <= 0: every per-task key
- * must expire (result_ttl defaults to 24 h). */
-#define SLUICE_REDIS_DEFAULT_RECORD_TTL_MS (24 * 60 * 60 * 1000)
 /* The longest a wait_record waits for a notification before it reads the
  * record again anyway (the safety-net poll, docs/design.md). */
 #define SLUICE_REDIS_WAIT_POLL_MS 5000
@@ -39,6 +41,9 @@ G_BEGIN_DECLS
  * @wait_poll_ms: the safety-net period of wait_record
  *   (SLUICE_REDIS_WAIT_POLL_MS; tests raise it to prove that wake-ups come
  *   from the notification)
+ * @token_prefix: random, made once per broker: with @token_seq, the
+ *   per-call token of the enqueue script (unique across processes)
+ * @token_seq: the calls numbered so far (atomic)
  */
 struct _SluiceRedisBroker {
   SluiceBroker parent;
@@ -50,59 +55,42 @@ struct _SluiceRedisBroker {
   guint dead_letter_max;
   gint stale_settles;
   gint64 wait_poll_ms;
+  gchar *token_prefix;
+  atomic_uint_fast64_t token_seq;
 };
 
+/* The instance behind a slot's SluiceBroker. */
+#define SLUICE_REDIS_BROKER(broker) ((SluiceRedisBroker *)(broker))
+
 /**
- * SluiceRedisArgv:
+ * SluiceRedisOp:
+ * @conn: checked out for this call alone
+ * @data: the caller's
  *
- * Builds the argument vector of one command without an allocation per
- * argument: strings and byte arrays are borrowed (they must outlive the
- * call), numbers and records are formatted into one scratch buffer.
- * sluice_redis_argv__finish() turns the scratch offsets into pointers once
- * the buffer stops growing.
+ * One step with Redis on @conn (appends, exchanges, reads the replies).
+ * Returns FALSE with @error on failure; a failure of the connection itself
+ * marks @conn broken (the exchange functions of redis-conn.h do). It may
+ * run twice (see sluice_redis_broker__run()), so it starts afresh from
+ * @data each time and leaves nothing of its own behind when it fails.
  */
-typedef struct {
-  const char **argv;
-  size_t *lens;
-  gssize *scratch_at; /* >= 0: argv[i] lives at scratch->str + value */
-  guint len;
-  guint cap;
-  GString *scratch;
-} SluiceRedisArgv;
-
-/** sluice_redis_argv__init: room for @cap arguments (it grows if needed)
- * and @scratch_hint bytes of scratch. Clear with _clear(). */
-void sluice_redis_argv__init(SluiceRedisArgv *a, guint cap, gsize scratch_hint);
-void sluice_redis_argv__clear(SluiceRedisArgv *a);
-/** Adds @len bytes at @data, borrowed. */
-void sluice_redis_argv__add(SluiceRedisArgv *a, const void *data, gsize len);
-/** Adds a NUL-terminated string, borrowed; NULL adds "". */
-void sluice_redis_argv__add_str(SluiceRedisArgv *a, const gchar *s);
-/** Adds a GBytes' data, borrowed; NULL adds "". */
-void sluice_redis_argv__add_bytes(SluiceRedisArgv *a, GBytes *bytes);
-/** Adds @value in decimal (copied into the scratch buffer). */
-void sluice_redis_argv__add_int(SluiceRedisArgv *a, gint64 value);
-/** Adds @n empty slots (the EVALSHA head, filled by script__eval). */
-void sluice_redis_argv__reserve(SluiceRedisArgv *a, guint n);
-/** Adds a stored record: the flag byte then @record (copied); NULL adds
- * "" (no record). */
-void sluice_redis_argv__add_record(SluiceRedisArgv *a, GBytes *record,
-                                   gboolean final);
-/** Adds the key @suffix + @name of @keys (built in the scratch buffer). */
-void sluice_redis_argv__add_key(SluiceRedisArgv *a, const SluiceRedisKeys *keys,
-                                const gchar *suffix, const gchar *name);
-/** Resolves scratch arguments; call once, after the last add. */
-void sluice_redis_argv__finish(SluiceRedisArgv *a);
+typedef gboolean (*SluiceRedisOp)(SluiceRedisBroker *self,
+                                  SluiceRedisConn *conn, gpointer data,
+                                  GError **error);
 
 /**
- * sluice_redis_broker__acquire / __release:
- * Check a connection out of / back into the broker's pool (see
- * sluice_redis_pool__acquire()).
+ * sluice_redis_broker__run:
+ * @idempotent: TRUE when running @op twice does no harm: then, when its
+ *   connection broke mid-call (so the outcome is unknown), @op runs once
+ *   more on a fresh connection
+ *
+ * Checks a connection out of the broker's pool, runs @op on it and checks
+ * it back in (freed if broken). Every exchange of the Redis broker goes
+ * through here, so connections are taken in one place and the retry rule
+ * of redis-broker.c is decided in one place.
  */
-SluiceRedisConn *sluice_redis_broker__acquire(SluiceRedisBroker *self,
-                                              GError **error);
-void sluice_redis_broker__release(SluiceRedisBroker *self,
-                                  SluiceRedisConn *conn);
+gboolean sluice_redis_broker__run(SluiceRedisBroker *self, gboolean idempotent,
+                                  SluiceRedisOp op, gpointer data,
+                                  GError **error);
 
 /**
  * sluice_redis_broker__eval:
@@ -144,7 +132,158 @@ gboolean sluice_redis_broker__command(SluiceRedisBroker *self,
                                       SluiceRedisArgv *args, gint64 block_ms,
                                       redisReply **out_reply, GError **error);
 
+/**
+ * sluice_redis_broker__exchange:
+ * @out_reply: (out) (transfer full): the reply, error replies included
+ *   (tell them apart with sluice_redis_reply__is_error_code())
+ *
+ * Like sluice_redis_broker__command() for a caller that handles some error
+ * replies itself; map the others with sluice_redis_reply__check().
+ */
+gboolean sluice_redis_broker__exchange(SluiceRedisBroker *self,
+                                       gboolean idempotent,
+                                       SluiceRedisArgv *args, gint64 block_ms,
+                                       redisReply **out_reply, GError **error);
+
 /** sluice_redis_broker__now_ms: Returns: the broker clock's time. */
 gint64 sluice_redis_broker__now_ms(SluiceRedisBroker *self);
+
+/**
+ * sluice_redis_broker__eval_void:
+ * @a: finished; cleared here
+ *
+ * Runs shared script @id for its effect alone: its reply is dropped.
+ */
+gboolean sluice_redis_broker__eval_void(SluiceRedisBroker *self,
+                                        SluiceRedisScriptId id,
+                                        gboolean idempotent, SluiceRedisArgv *a,
+                                        GError **error);
+
+/**
+ * sluice_redis_broker__ping:
+ * @what: for error messages
+ *
+ * One PING on a pooled connection (repeated once on a fresh one if its
+ * connection broke). Making a connection checks the credentials and the
+ * namespace's mode, so a PING checks everything a broker needs.
+ */
+gboolean sluice_redis_broker__ping(SluiceRedisBroker *self, const gchar *what,
+                                   GError **error);
+
+/**
+ * sluice_redis_broker__eval_integer:
+ * @a: finished; cleared here
+ *
+ * Runs shared script @id (not repeated after a lost connection) and reads
+ * its integer reply into @out; any other reply is unexpected (@what names
+ * the step in the message).
+ */
+gboolean sluice_redis_broker__eval_integer(SluiceRedisBroker *self,
+                                           SluiceRedisScriptId id,
+                                           const gchar *what,
+                                           SluiceRedisArgv *a, gint64 *out,
+                                           GError **error);
+
+/**
+ * sluice_redis_broker__eval_pair:
+ * Like sluice_redis_broker__eval_integer() for a script that answers two
+ * integers, {found or claimed, existed}.
+ */
+gboolean sluice_redis_broker__eval_pair(SluiceRedisBroker *self,
+                                        SluiceRedisScriptId id,
+                                        const gchar *what, SluiceRedisArgv *a,
+                                        gint64 *out_first, gint64 *out_second,
+                                        GError **error);
+
+/**
+ * sluice_redis_broker__unexpected:
+ * Sets @error (SLUICE_BROKER_ERROR_FAILED) for a reply of a shape the step
+ * @what does not know, naming the server and the likely causes.
+ * Returns: FALSE, for `return sluice_redis_broker__unexpected (...)`.
+ */
+gboolean sluice_redis_broker__unexpected(SluiceRedisBroker *self,
+                                         const gchar *what, GError **error);
+
+/* ---- The slots ------------------------------------------------------------
+ *
+ * Each is the slot of the same name in sluice/sys/broker.h, set in the
+ * class by redis_class_init() (redis.c).
+ */
+
+/* redis-queue.c */
+gboolean sluice_redis__enqueue(SluiceBroker *broker, SluiceSubmit *items,
+                               guint n_items, GError **error);
+gboolean sluice_redis__fetch(SluiceBroker *broker, const gchar *consumer,
+                             const gchar *const *queues, guint max,
+                             gint64 block_ms, GPtrArray *out, GError **error);
+gboolean sluice_redis__settle(SluiceBroker *broker, const gchar *consumer,
+                              SluiceSettlement *items, guint n_items,
+                              GError **error);
+gboolean sluice_redis__heartbeat(SluiceBroker *broker, const gchar *consumer,
+                                 gint64 lease_ms, SluiceDelivery *const *held,
+                                 guint n_held, GError **error);
+gboolean sluice_redis__leave(SluiceBroker *broker, const gchar *consumer,
+                             GError **error);
+void sluice_redis__wakeup(SluiceBroker *broker);
+/* Forwarded to the transport; set only when it has them. */
+gboolean sluice_redis__reclaim(SluiceBroker *broker, const gchar *consumer,
+                               const gchar *const *queues, guint max,
+                               gint64 idle_ms, GPtrArray *out, GError **error);
+gboolean sluice_redis__count_reclaimable(SluiceBroker *broker,
+                                         const gchar *consumer,
+                                         const gchar *const *queues, guint max,
+                                         gint64 idle_ms, guint *out_n,
+                                         GError **error);
+
+/* redis-tasks.c */
+gboolean sluice_redis__promote_due(SluiceBroker *broker, gint64 now_ms,
+                                   guint max, guint *out_promoted,
+                                   gint64 *out_next_due, GError **error);
+gboolean sluice_redis__cancel_scheduled(SluiceBroker *broker, const gchar *id,
+                                        GBytes *record, gint64 record_ttl_ms,
+                                        gboolean *out_removed, GError **error);
+gboolean sluice_redis__get_record(SluiceBroker *broker, const gchar *id,
+                                  GBytes **out_record, GError **error);
+gboolean sluice_redis__put_record(SluiceBroker *broker, const gchar *id,
+                                  GBytes *record, gboolean final, gint64 ttl_ms,
+                                  GError **error);
+gboolean sluice_redis__wait_record(SluiceBroker *broker, const gchar *id,
+                                   gint64 timeout_ms, GBytes **out_record,
+                                   GError **error);
+gboolean sluice_redis__revoke(SluiceBroker *broker, const gchar *id,
+                              gint64 expires_at, GError **error);
+gboolean sluice_redis__list_revocations(SluiceBroker *broker, gint64 after,
+                                        gint64 now_ms, GPtrArray *out,
+                                        GError **error);
+gboolean sluice_redis__list_revocations_since(SluiceBroker *broker,
+                                              gint64 cursor, gint64 now_ms,
+                                              GPtrArray *out,
+                                              gint64 *out_cursor,
+                                              GError **error);
+gboolean sluice_redis__claim_periodic(SluiceBroker *broker, const gchar *name,
+                                      gint64 occurrence_at, SluiceSubmit *item,
+                                      gboolean *out_claimed, GError **error);
+gboolean sluice_redis__last_periodic(SluiceBroker *broker, const gchar *name,
+                                     gint64 *out_last, GError **error);
+
+/* redis-admin.c */
+gboolean sluice_redis__dlq_list(SluiceBroker *broker, const gchar *after,
+                                guint limit, GPtrArray *out, GError **error);
+gboolean sluice_redis__dlq_get(SluiceBroker *broker, const gchar *entry_id,
+                               SluiceDeadLetter **out_entry, GError **error);
+gboolean sluice_redis__dlq_replay(SluiceBroker *broker, const gchar *entry_id,
+                                  SluiceSubmit *item, gboolean *out_found,
+                                  GError **error);
+gboolean sluice_redis__dlq_delete(SluiceBroker *broker, const gchar *entry_id,
+                                  gboolean *out_found, GError **error);
+gboolean sluice_redis__stats(SluiceBroker *broker, const gchar *const *queues,
+                             SluiceBrokerStats *out, GError **error);
+gboolean sluice_redis__purge(SluiceBroker *broker, const gchar *queue,
+                             guint64 *out_removed, GError **error);
+gboolean sluice_redis__announce(SluiceBroker *broker, const gchar *consumer,
+                                GBytes *info, gint64 ttl_ms, GError **error);
+gboolean sluice_redis__lookup_task(SluiceBroker *broker, const gchar *id,
+                                   SluiceTaskLocation *out, GError **error);
+gboolean sluice_redis__check(SluiceBroker *broker, GError **error);
 
 G_END_DECLS

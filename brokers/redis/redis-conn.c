@@ -59,8 +59,6 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
-
 #include <errno.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -412,8 +410,9 @@ outage_begin_locked(SluiceRedisPool *pool)
 static void
 log_lost(SluiceRedisPool *pool, const gchar *reason)
 {
-  sluice_log__message(G_LOG_LEVEL_DEBUG, "lost connection to %s: %s; retrying",
-                      pool->url.display, reason);
+  sluice_broker_log(NULL, G_LOG_LEVEL_DEBUG,
+                    "lost connection to %s: %s; retrying", pool->url.display,
+                    reason);
 }
 
 /* A connection that worked before failed: the server may be gone, or just
@@ -460,10 +459,10 @@ note_connected(SluiceRedisPool *pool)
   pool->backoff_ms = MIN(INITIAL_BACKOFF_MS, pool->max_backoff_ms);
   g_mutex_unlock(&pool->lock);
   if (was_out)
-    sluice_log__message(
-        G_LOG_LEVEL_DEBUG,
-        "connection to %s is back after %" G_GINT64_FORMAT " ms",
-        pool->url.display, (g_get_monotonic_time() - since) / 1000);
+    sluice_broker_log(NULL, G_LOG_LEVEL_DEBUG,
+                      "connection to %s is back after %" G_GINT64_FORMAT " ms",
+                      pool->url.display,
+                      (g_get_monotonic_time() - since) / 1000);
 }
 
 /* ---- Connections --------------------------------------------------------- */
@@ -711,17 +710,17 @@ check_eviction_policy(SluiceRedisPool *pool, const redisReply *reply)
     return;
   policy = reply->element[1]->str;
   if (g_str_has_prefix(policy, "allkeys-"))
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "Redis at %s has maxmemory-policy %s: when it is full "
-                        "it deletes any key, queued messages included, without "
-                        "a trace; set maxmemory-policy noeviction",
-                        pool->url.display, policy);
+    sluice_broker_log(NULL, G_LOG_LEVEL_WARNING,
+                      "Redis at %s has maxmemory-policy %s: when it is full "
+                      "it deletes any key, queued messages included, without "
+                      "a trace; set maxmemory-policy noeviction",
+                      pool->url.display, policy);
   else if (g_str_has_prefix(policy, "volatile-"))
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "Redis at %s has maxmemory-policy %s: when it is full "
-                        "it deletes result records and idempotency claims "
-                        "before their time; set maxmemory-policy noeviction",
-                        pool->url.display, policy);
+    sluice_broker_log(NULL, G_LOG_LEVEL_WARNING,
+                      "Redis at %s has maxmemory-policy %s: when it is full "
+                      "it deletes result records and idempotency claims "
+                      "before their time; set maxmemory-policy noeviction",
+                      pool->url.display, policy);
 }
 
 /* AUTH, SELECT, CLIENT ID (and, once, CONFIG GET maxmemory-policy) in one

@@ -16,7 +16,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "core/sluice-private.h"
+#include <sluice/sys/broker.h>
 
 G_BEGIN_DECLS
 

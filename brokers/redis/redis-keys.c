@@ -15,8 +15,6 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
-
 #include "brokers/redis/redis-keys.h"
 
 gboolean

@@ -49,7 +49,7 @@
  */
 #pragma once
 
-#include "core/sluice-private.h"
+#include <sluice/sys/broker.h>
 
 G_BEGIN_DECLS
 

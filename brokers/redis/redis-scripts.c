@@ -37,8 +37,6 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
-
 #include "brokers/redis/redis-scripts.h"
 
 /* ---- Optional transport hooks ------------------------------------------

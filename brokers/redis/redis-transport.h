@@ -1,10 +1,12 @@
 /* redis-transport.h - how a Redis queue carries messages: the one part that
- * differs between redis-fast (lists) and redis-reliable (streams).
+ * differs between the modes, redis-fast (lists, transport-fast.c) and
+ * redis-reliable (streams, transport-reliable.c).
  *
  * Everything else (connections, keys, scripts, records, the schedule,
- * revocations, periodic claims, dead letters, stats) is shared and lives in
- * brokers/redis/. A transport is a static SluiceRedisTransport in its own
- * file, in two halves:
+ * revocations, periodic claims, dead letters, stats) is the shared layer
+ * of brokers/redis/ (redis-broker.c gives the tour). A transport is a
+ * static SluiceRedisTransport in a file of its own, transport-<name>.c, in
+ * two halves:
  *
  * LUA. A fragment spliced into every shared script after the key prelude
  * (so it may use K_QUEUE, K_STREAM, K_ALIVE, ... and redis.call), defining
@@ -71,17 +73,21 @@
  * C. Callbacks for what is not a shared script: fetching (blocking reads
  * differ completely between BLMPOP and XREADGROUP), reclaiming, and the
  * transport's own state. They get the SluiceRedisBroker and use the shared
- * helpers of redis-broker.h (connections, keys, scripts, wakeup-aware
- * blocking exchanges).
+ * helpers of redis-broker.h (sluice_redis_broker__eval(), __command() and
+ * __exchange() on pooled connections, with the one retry rule and
+ * wakeup-aware blocking; keys, argument vectors, reply readers). A
+ * transport calls the shared layer, never another transport, and the
+ * shared layer never calls it by name: only redis.c does.
  *
- * To add a transport: write brokers/redis-<name>/<name>-transport.c defining
- * a SluiceRedisTransport and a getter, declare the getter below, return it
- * from transport_for_mode() in redis-broker.c (one line) and add the file
- * to brokers/redis.mk.
+ * To add a transport: write brokers/redis/transport-<name>.c defining a
+ * SluiceRedisTransport and a getter (its Lua may go to a file of its own,
+ * as transport-reliable-lua.c), declare the getter below, add a row to
+ * transports[] in redis.c (its mode, the name the namespace records, the
+ * getter) and add the file to brokers/Makefile.inc.
  */
 #pragma once
 
-#include "core/sluice-private.h"
+#include "brokers/redis/redis-conn.h"
 
 G_BEGIN_DECLS
 
@@ -131,10 +137,10 @@ typedef struct {
                        const gchar *queue, GBytes *const *payloads, guint n);
 } SluiceRedisTransport;
 
-/** The list transport (brokers/redis-fast/fast-transport.c). */
+/** The list transport (brokers/redis/transport-fast.c). */
 const SluiceRedisTransport *sluice_redis__fast_transport(void);
 
-/** The stream transport (brokers/redis-reliable/reliable-transport.c). */
+/** The stream transport (brokers/redis/transport-reliable.c). */
 const SluiceRedisTransport *sluice_redis__reliable_transport(void);
 
 G_END_DECLS

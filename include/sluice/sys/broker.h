@@ -684,6 +684,31 @@ void sluice_revocation_free(SluiceRevocation *revocation);
 SLUICE_BROKER_API
 void sluice_task_location_clear(SluiceTaskLocation *location);
 
+/* ---- For broker authors: logging ---------------------------------------- */
+
+/**
+ * sluice_broker_log:
+ * @broker: (nullable) (transfer none): the broker the line is about; NULL
+ *   where none is at hand (a connection pool shared by a broker's slots)
+ * @level: one GLogLevelFlags level; G_LOG_LEVEL_ERROR is not allowed (it
+ *   aborts, and a broker never aborts on what it meets outside)
+ * @format: printf() format of the message, then its arguments
+ *
+ * Logs one structured line, as the core's own lines are: through
+ * g_log_structured_array() in the log domain "sluice", with the fields
+ * MESSAGE, PRIORITY (syslog's number for @level) and, when @broker is
+ * given, SLUICE_BROKER (its class name), so a journal can be filtered by
+ * broker (`journalctl SLUICE_BROKER=redis-reliable`). It goes to whatever
+ * writer the application installed (g_log_set_writer_func()).
+ *
+ * Use it for what only the broker can see and the user must hear about (a
+ * store configured to lose data, entries found deleted); report failures of
+ * a slot through its GError instead. Safe from any thread.
+ */
+SLUICE_BROKER_API
+void sluice_broker_log(SluiceBroker *broker, GLogLevelFlags level,
+                       const gchar *format, ...) G_GNUC_PRINTF(3, 4);
+
 /* ---- The one dispatch point per slot ------------------------------------
  *
  * The core calls a broker only through these. Each checks its arguments

@@ -1,4 +1,4 @@
-/* reliable-transport.h - test hooks of the redis-reliable transport
+/* transport-reliable.h - test hooks of the redis-reliable transport
  * (internal; the transport itself is reached through redis-transport.h).
  *
  * Only tests call these. They change one broker instance, never global
@@ -6,7 +6,7 @@
  */
 #pragma once
 
-#include "core/sluice-private.h"
+#include <sluice/sys/broker.h>
 
 G_BEGIN_DECLS
 

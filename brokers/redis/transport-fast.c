@@ -1,4 +1,4 @@
-/* fast-transport.c - the "redis-fast" broker: one Redis list per queue.
+/* transport-fast.c - the "redis-fast" broker: one Redis list per queue.
  *
  * DELIVERY GUARANTEE: at most once. A message is pushed with LPUSH and
  * popped from the right with BLMPOP; once popped it exists only in the
@@ -14,7 +14,7 @@
  *
  * Everything that is not the queue itself (records, schedule, revocations,
  * periodic claims, dead letters, stats, reconnection) is the shared Redis
- * layer in brokers/redis/; this file only says how a list carries messages:
+ * layer (redis-broker.c); this file only says how a list carries messages:
  *
  *   push     LPUSH {ns}:q:<queue>             (enqueue, promotion, replay);
  *            a plain enqueue batch sends LPUSH itself, without a script
@@ -38,8 +38,6 @@
  * does; see redis-transport.h for the fragment's contract.
  */
 #include "config.h"
-
-#include "core/sluice-private.h"
 
 #include "brokers/redis/redis-broker.h"
 

@@ -1,4 +1,4 @@
-/* reliable-transport.c - the "redis-reliable" broker: one Redis stream and
+/* transport-reliable.c - the "redis-reliable" broker: one Redis stream and
  * one consumer group per queue.
  *
  * DELIVERY GUARANTEE: at least once. A fetched message stays in the
@@ -33,7 +33,7 @@
  *
  * Everything that is not the queue itself (records, schedule, revocations,
  * periodic claims, dead letters, stats, reconnection) is the shared Redis
- * layer in brokers/redis/. Decisions of this transport, and why:
+ * layer (redis-broker.c). Decisions of this transport, and why:
  *
  *   stream   {ns}:s:<queue>, one field "p" holding the payload bytes. A
  *            plain enqueue batch (no claims, records or due times) is
@@ -67,10 +67,11 @@
  *            XACK removes a peer's pending entry, docs/redis.md fact 1). Acks
  *            are deferred to t_flush at the end of the script: one XACK
  *            per queue, then XTRIM MINID (XDEL above a still-pending
- *            entry) removes exactly the acknowledged entries (proof below,
- *            at the fragment), so a stream holds only undelivered and
- *            pending entries and XLEN and the PEL return to 0 after a
- *            run. A refused (stale) settle is counted in {ns}:stale.
+ *            entry) removes exactly the acknowledged entries (proof at
+ *            the fragment, transport-reliable-lua.c), so a stream holds
+ *            only undelivered and pending entries and XLEN and the PEL
+ *            return to 0 after a run. A refused (stale) settle is counted
+ *            in {ns}:stale.
  *   release  a requeue in the settle script: a copy at the end of the
  *            stream (a blocked XREADGROUP of any peer wakes at once),
  *            carrying in field "d" how many deliveries came before (a
@@ -117,472 +118,25 @@
  * takes over the buffer hiredis allocated for the reply element.
  *
  * To extend: a stream operation that a shared script needs belongs in the
- * Lua fragment (see redis-transport.h for its contract); one that only this
- * transport needs is a script of its own below (made in reliable_init())
- * or a C function.
+ * Lua fragment (transport-reliable-lua.c; see redis-transport.h for its
+ * contract); one that only this transport needs is a script of its own
+ * there (a member of SluiceRedisReliableScripts) or a C function here.
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include <string.h>
 
-#include "brokers/redis-reliable/reliable-transport.h"
 #include "brokers/redis/redis-broker.h"
+#include "brokers/redis/transport-reliable-lua.h"
+#include "brokers/redis/transport-reliable.h"
 
-/* The consumer group of every stream. */
-#define GROUP "sluice"
 /* The most entries one reclaim takes (keeps Lua's argument lists short). */
 #define RECLAIM_MAX 1000
 
-/* ---- The Lua fragment ----------------------------------------------------
- *
- * Ownership (fencing) is read in batches: t_owns asks XPENDING for this
- * consumer's pending entries from the handle on, 128 at a time, and
- * answers later questions about handles in that range from the answer. A
- * script's own writes never give a consumer an entry, and t_ack marks what
- * it acknowledged, so the answers stay true for the rest of the script.
- * pcall turns "no such group" (a restart without persistence) into "not
- * owned" instead of an error that would fail a whole batch.
- *
- * Acknowledgements are deferred to t_flush, at the end of the settle
- * script: one XACK per queue, then the entries are removed by XTRIM MINID
- * up to the newest one acknowledged (and an XDEL of that one), which
- * provably removes only acknowledged entries: every entry below an
- * acknowledged one was delivered before it (XREADGROUP > delivers in id
- * order, and ids only grow), and none below the oldest pending entry is
- * pending. When an older entry is still pending (a long task runs), the
- * trim stops at it and the acknowledged entries above it are removed by
- * XDEL. Measured on Redis 7.0: about a third of the Redis CPU of XACK +
- * XDEL per entry.
- */
-static const gchar reliable_lua[] =
-    "local GROUP = '" GROUP "'\n"
-    /* Per stream key: owned[handle] = true (pending for the consumer
-     * asked about) or false (not, or acknowledged by this script); spans:
-     * the id ranges XPENDING answered for completely. */
-    "local owned, spans, acks, ack_keys = {}, {}, {}, {}\n"
-    /* An entry id as two numbers (ms, seq), or nil if it is not one. */
-    "local function id_num(id)\n"
-    "  local ms, seq = string.match(id, '^(%d+)-(%d+)$')\n"
-    "  if not ms then return nil end\n"
-    "  return tonumber(ms), tonumber(seq)\n"
-    "end\n"
-    "local function id_cmp(ams, aseq, bms, bseq)\n"
-    "  if ams ~= bms then return ams < bms and -1 or 1 end\n"
-    "  if aseq ~= bseq then return aseq < bseq and -1 or 1 end\n"
-    "  return 0\n"
-    "end\n"
-    /* Is id a newer than id b, whose '-' is at d? Without parsing when a
-     * has its '-' there too (as many ms digits: every id of this era):
-     * ids of one length then compare as strings; otherwise the ms parts
-     * (of one length) compare as strings, and if they are equal the
-     * longer sequence number is the larger (no leading zeros). Parsing
-     * each id costs more Redis CPU than the rest of a settlement. */
-    "local function id_newer(a, b, d)\n"
-    "  if string.byte(a, d) == 45 and string.byte(b, d) == 45 then\n"
-    "    if #a == #b then return a > b end\n"
-    "    local am, bm = string.sub(a, 1, d - 1), string.sub(b, 1, d - 1)\n"
-    "    if am ~= bm then return am > bm end\n"
-    "    return #a > #b\n"
-    "  end\n"
-    "  local ams, aseq = id_num(a)\n"
-    "  local bms, bseq = id_num(b)\n"
-    "  return id_cmp(ams, aseq, bms, bseq) > 0\n"
-    "end\n"
-    "local function t_owns(key, handle, consumer)\n"
-    "  local known = owned[key]\n"
-    "  if known then\n"
-    "    local v = known[handle]\n"
-    "    if v ~= nil then return v end\n"
-    "  else\n"
-    "    known = {}; owned[key] = known; spans[key] = {}\n"
-    "  end\n"
-    "  local ms, seq = id_num(handle)\n"
-    "  if not ms then return false end\n"
-    "  for _, r in ipairs(spans[key]) do\n"
-    "    if id_cmp(ms, seq, r[1], r[2]) >= 0 and\n"
-    "       (not r[3] or id_cmp(ms, seq, r[3], r[4]) <= 0) then\n"
-    "      return false\n"
-    "    end\n"
-    "  end\n"
-    "  local ok, list = pcall(redis.call, 'XPENDING', key, GROUP, handle,\n"
-    "                         '+', 128, consumer)\n"
-    "  if not ok then return false end\n"
-    "  for _, e in ipairs(list) do\n"
-    "    if known[e[1]] == nil then known[e[1]] = true end\n"
-    "  end\n"
-    "  local r = {ms, seq}\n"
-    "  if #list == 128 then r[3], r[4] = id_num(list[#list][1]) end\n"
-    "  table.insert(spans[key], r)\n"
-    "  return known[handle] == true\n"
-    "end\n"
-    "local function t_push(queue, payload)\n"
-    "  redis.call('XADD', K_STREAM .. queue, '*', 'p', payload)\n"
-    "end\n"
-    "local function t_push_many(queue, payloads)\n"
-    "  local key = K_STREAM .. queue\n"
-    "  for i = 1, #payloads do\n"
-    "    redis.call('XADD', key, '*', 'p', payloads[i])\n"
-    "  end\n"
-    "end\n"
-    "local function t_check(queue, handle, consumer)\n"
-    "  return t_owns(K_STREAM .. queue, handle, consumer)\n"
-    "end\n"
-    "local function t_ack(queue, handle, consumer)\n"
-    "  local key = K_STREAM .. queue\n"
-    "  local list = acks[key]\n"
-    "  if not list then\n"
-    "    list = {}; acks[key] = list; ack_keys[#ack_keys + 1] = key\n"
-    "  end\n"
-    "  list[#list + 1] = handle\n"
-    "  if owned[key] then owned[key][handle] = false end\n"
-    "end\n"
-    "local function t_flush()\n"
-    "  for _, key in ipairs(ack_keys) do\n"
-    "    local ids = acks[key]\n"
-    "    for s = 1, #ids, 1000 do\n"
-    "      redis.call('XACK', key, GROUP,\n"
-    "                 unpack(ids, s, math.min(s + 999, #ids)))\n"
-    "    end\n"
-    "    local top = ids[1]\n"
-    "    local d = string.find(top, '-', 1, true)\n"
-    "    for i = 2, #ids do\n"
-    "      if id_newer(ids[i], top, d) then top = ids[i] end\n"
-    "    end\n"
-    "    local first = redis.call('XPENDING', key, GROUP, '-', '+', 1)[1]\n"
-    /* Below top and top itself (no id arithmetic: ids may be any
-     * 64-bit numbers). */
-    "    if not first or id_newer(first[1], top, d) then\n"
-    "      redis.call('XTRIM', key, 'MINID', top)\n"
-    "      redis.call('XDEL', key, top)\n"
-    "    else\n"
-    "      local p = first[1]\n"
-    "      local dp = string.find(p, '-', 1, true)\n"
-    "      redis.call('XTRIM', key, 'MINID', p)\n"
-    "      local rest = {}\n"
-    "      for _, id in ipairs(ids) do\n"
-    "        if id_newer(id, p, dp) then rest[#rest + 1] = id end\n"
-    "      end\n"
-    "      for s = 1, #rest, 1000 do\n"
-    "        redis.call('XDEL', key, unpack(rest, s, math.min(s + 999, "
-    "#rest)))\n"
-    "      end\n"
-    "    end\n"
-    "  end\n"
-    "end\n"
-    /* A release is a requeue: a copy at the end of the stream, for any
-     * consumer to read at once, carrying the deliveries that came before
-     * this one in field d (the release itself is not one), then the
-     * original acknowledged and deleted, all in the settle script. Leaving
-     * it pending for a peer's reclaim would wait for a reclaim tick and
-     * count as one more delivery. */
-    "local function t_release(queue, handle, consumer, payload, count)\n"
-    "  local key = K_STREAM .. queue\n"
-    "  local prior = (tonumber(count) or 1) - 1\n"
-    "  if prior > 0 then\n"
-    "    redis.call('XADD', key, '*', 'p', payload, 'd', prior)\n"
-    "  else\n"
-    "    redis.call('XADD', key, '*', 'p', payload)\n"
-    "  end\n"
-    "  redis.call('XACK', key, GROUP, handle)\n"
-    "  redis.call('XDEL', key, handle)\n"
-    "  if owned[key] then owned[key][handle] = false end\n"
-    "end\n"
-    /* Refused by t_check: is the entry pending for nobody (settled
-     * already, or lost with Redis's data) rather than for a peer? */
-    "local function t_gone(queue, handle)\n"
-    "  local ok, r = pcall(redis.call, 'XPENDING', K_STREAM .. queue, GROUP,\n"
-    "                      handle, handle, 1)\n"
-    "  return not ok or #r == 0\n"
-    "end\n"
-    /* The payload and the prior deliveries of a stream entry's fields. */
-    "local function t_fields(f)\n"
-    "  local p, d = '', 0\n"
-    "  if f then\n"
-    "    for j = 1, #f - 1, 2 do\n"
-    "      if f[j] == 'p' then p = f[j + 1]\n"
-    "      elseif f[j] == 'd' then d = tonumber(f[j + 1]) or 0 end\n"
-    "    end\n"
-    "  end\n"
-    "  return p, d\n"
-    "end\n"
-    "local function t_pending(key)\n"
-    "  local ok, r = pcall(redis.call, 'XPENDING', key, GROUP)\n"
-    "  if ok then return r[1] end\n"
-    "  return 0\n"
-    "end\n"
-    /* Acknowledged entries are deleted, so what is in the stream and not
-     * pending has not been delivered yet. */
-    "local function t_depth(queue)\n"
-    "  local key = K_STREAM .. queue\n"
-    "  local n = redis.call('XLEN', key) - t_pending(key)\n"
-    "  if n < 0 then n = 0 end\n"
-    "  return n\n"
-    "end\n"
-    "local function t_in_flight(queues)\n"
-    "  local n = 0\n"
-    "  for _, q in ipairs(queues) do n = n + t_pending(K_STREAM .. q) end\n"
-    "  return n\n"
-    "end\n"
-    /* The ready messages are those after the group's last delivered id
-     * (all of them without a group); pending ones stay. */
-    "local function t_purge(queue)\n"
-    "  local key = K_STREAM .. queue\n"
-    "  local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', key)\n"
-    "  if not ok then return 0 end\n"
-    "  local start = '-'\n"
-    "  for _, g in ipairs(groups) do\n"
-    "    local name, last\n"
-    "    for j = 1, #g, 2 do\n"
-    "      if g[j] == 'name' then name = g[j + 1]\n"
-    "      elseif g[j] == 'last-delivered-id' then last = g[j + 1] end\n"
-    "    end\n"
-    "    if name == GROUP and last then start = '(' .. last end\n"
-    "  end\n"
-    "  local n = 0\n"
-    "  while true do\n"
-    "    local e = redis.call('XRANGE', key, start, '+', 'COUNT', 1000)\n"
-    "    if #e == 0 then break end\n"
-    "    local ids = {}\n"
-    "    for i, x in ipairs(e) do ids[i] = x[1] end\n"
-    "    n = n + redis.call('XDEL', key, unpack(ids))\n"
-    "    start = '(' .. ids[#ids]\n"
-    "  end\n"
-    "  return n\n"
-    "end\n"
-    "local function t_heartbeat(consumer, lease_ms, argv, first)\n"
-    "  local mine, order = {}, {}\n"
-    "  local held, gone = 0, 0\n"
-    "  for i = first, #argv - 1, 2 do\n"
-    "    local key = K_STREAM .. argv[i]\n"
-    "    held = held + 1\n"
-    "    if t_owns(key, argv[i + 1], consumer) then\n"
-    "      local ids = mine[key]\n"
-    "      if not ids then\n"
-    "        ids = {'XCLAIM', key, GROUP, consumer, 0}\n"
-    "        mine[key] = ids; order[#order + 1] = key\n"
-    "      end\n"
-    "      ids[#ids + 1] = argv[i + 1]\n"
-    "    else\n"
-    "      gone = gone + 1\n"
-    "    end\n"
-    "  end\n"
-    "  local lapsed = false\n"
-    "  if lease_ms > 0 then\n"
-    "    lapsed = not redis.call('SET', K_ALIVE .. consumer, '1', 'PX',\n"
-    "                            lease_ms, 'GET')\n"
-    "  end\n"
-    "  for _, key in ipairs(order) do\n"
-    "    local cmd = mine[key]\n"
-    "    cmd[#cmd + 1] = 'JUSTID'\n"
-    "    redis.call(unpack(cmd))\n"
-    "  end\n"
-    "  if lapsed and held > 0 then\n"
-    "    return redis.error_reply('LEASE the liveness key of consumer ' ..\n"
-    "      consumer .. ' had expired while it held ' .. held ..\n"
-    "      ' deliveries; ' .. gone .. ' of them are no longer its own ' ..\n"
-    "      '(reclaimed by a peer, or settled meanwhile); renewed now')\n"
-    "  end\n"
-    "end\n"
-    "local function t_leave(consumer)\n"
-    "  local empty = {}\n"
-    "  for _, q in ipairs(redis.call('SMEMBERS', K_QUEUES)) do\n"
-    "    local key = K_STREAM .. q\n"
-    "    local ok, r = pcall(redis.call, 'XPENDING', key, GROUP, '-', '+', 1,\n"
-    "                        consumer)\n"
-    "    if ok and #r == 0 then empty[#empty + 1] = key end\n"
-    "  end\n"
-    "  redis.call('DEL', K_ALIVE .. consumer)\n"
-    "  for _, key in ipairs(empty) do\n"
-    "    redis.call('XGROUP', 'DELCONSUMER', key, GROUP, consumer)\n"
-    "  end\n"
-    "end\n";
-
-/* ---- The transport's own scripts ----------------------------------------
- */
-
-/* ARGV: the queues. Creates each missing group at 0 (MKSTREAM). Returns
- * one char per queue: '1' created now, '0' it existed. */
-static const gchar body_ensure[] =
-    "local out = {}\n"
-    "for i = 1, #ARGV do\n"
-    "  local ok, err = pcall(redis.call, 'XGROUP', 'CREATE',\n"
-    "                        K_STREAM .. ARGV[i], GROUP, '0', 'MKSTREAM')\n"
-    "  if ok then out[i] = '1'\n"
-    "  elseif string.find(tostring(err), 'BUSYGROUP', 1, true) then\n"
-    "    out[i] = '0'\n"
-    "  else return redis.error_reply(tostring(err)) end\n"
-    "end\n"
-    "return table.concat(out)\n";
-
-/* ARGV: consumer, max, the queues in priority order. Reads them in order
- * without blocking, each for what is still missing. Returns {{queue index
- * (1-based), id, payload, prior deliveries, ...}, {indexes of queues
- * without a group}}. */
-static const gchar body_fetch[] =
-    "local me, left = ARGV[1], tonumber(ARGV[2])\n"
-    "local out, missing = {}, {}\n"
-    "for qi = 3, #ARGV do\n"
-    "  if left <= 0 then break end\n"
-    "  local ok, r = pcall(redis.call, 'XREADGROUP', 'GROUP', GROUP, me,\n"
-    "                      'COUNT', left, 'STREAMS', K_STREAM .. ARGV[qi],\n"
-    "                      '>')\n"
-    "  if not ok then\n"
-    "    if string.find(tostring(r), 'NOGROUP', 1, true) then\n"
-    "      missing[#missing + 1] = qi - 2\n"
-    "    else\n"
-    "      return redis.error_reply(tostring(r))\n"
-    "    end\n"
-    "  elseif r then\n"
-    "    for _, e in ipairs(r[1][2]) do\n"
-    "      local p, d = t_fields(e[2])\n"
-    "      out[#out + 1] = qi - 2; out[#out + 1] = e[1]; out[#out + 1] = p\n"
-    "      out[#out + 1] = d\n"
-    "      left = left - 1\n"
-    "    end\n"
-    "  end\n"
-    "end\n"
-    "return {out, missing}\n";
-
-/* ARGV: consumer, max, idle_ms, the queues in priority order. Takes over
- * entries of consumers without a liveness key, and entries idle past
- * idle_ms, up to max in all; forgets dead consumers that hold nothing.
- * Every check comes before the writes of its queue. Returns {{queue index,
- * id, delivery count, payload, ...}, {queue index, entries found deleted,
- * ...}, consumers forgotten} or, when the caller holds no lease itself,
- * {{}, {}, 0, 'nolease'} without looking: a consumer whose own liveness key
- * lapsed has just come back from a stall (its own, or Redis's, which let
- * every key lapse at once), and the owners it would judge dead may simply
- * not have renewed yet. */
-static const gchar body_reclaim[] =
-    "local me, max, idle = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
-    "local out, deleted, forgotten, taken = {}, {}, 0, 0\n"
-    "if redis.call('EXISTS', K_ALIVE .. me) == 0 then\n"
-    "  return {out, deleted, 0, 'nolease'}\n"
-    "end\n"
-    "for qi = 4, #ARGV do\n"
-    "  if taken >= max then break end\n"
-    "  local key = K_STREAM .. ARGV[qi]\n"
-    "  local ok, consumers = pcall(redis.call, 'XINFO', 'CONSUMERS', key,\n"
-    "                              GROUP)\n"
-    "  if ok then\n"
-    "    local ids, counts, dead = {}, {}, {}\n"
-    "    for _, c in ipairs(consumers) do\n"
-    "      local name, pending, cidle = '', 0, 0\n"
-    "      for j = 1, #c - 1, 2 do\n"
-    "        if c[j] == 'name' then name = c[j + 1]\n"
-    "        elseif c[j] == 'pending' then pending = c[j + 1]\n"
-    "        elseif c[j] == 'idle' then cidle = c[j + 1] end\n"
-    "      end\n"
-    "      if name ~= me and redis.call('EXISTS', K_ALIVE .. name) == 0 then\n"
-    "        dead[#dead + 1] = {name, cidle}\n"
-    "        local room = max - taken - #ids\n"
-    "        if pending > 0 and room > 0 then\n"
-    "          for _, e in ipairs(redis.call('XPENDING', key, GROUP, '-', "
-    "'+',\n"
-    "                                        room, name)) do\n"
-    "            ids[#ids + 1] = e[1]; counts[e[1]] = e[4]\n"
-    "          end\n"
-    "        end\n"
-    "      end\n"
-    "    end\n"
-    "    if max - taken - #ids > 0 then\n"
-    "      for _, e in ipairs(redis.call('XPENDING', key, GROUP, 'IDLE', "
-    "idle,\n"
-    "                                    '-', '+', max - taken)) do\n"
-    "        if not counts[e[1]] and #ids < max - taken then\n"
-    "          ids[#ids + 1] = e[1]; counts[e[1]] = e[4]\n"
-    "        end\n"
-    "      end\n"
-    "    end\n"
-    "    if #ids > 0 then\n"
-    "      local cmd = {'XCLAIM', key, GROUP, me, 0}\n"
-    "      for _, id in ipairs(ids) do cmd[#cmd + 1] = id end\n"
-    "      local present, gone = {}, 0\n"
-    "      for _, e in ipairs(redis.call(unpack(cmd))) do\n"
-    "        local p, d = t_fields(e[2])\n"
-    "        present[e[1]] = true\n"
-    "        out[#out + 1] = qi - 3; out[#out + 1] = e[1]\n"
-    "        out[#out + 1] = counts[e[1]] + 1 + d; out[#out + 1] = p\n"
-    "        taken = taken + 1\n"
-    "      end\n"
-    "      for _, id in ipairs(ids) do\n"
-    "        if not present[id] then gone = gone + 1 end\n"
-    "      end\n"
-    "      if gone > 0 then\n"
-    "        deleted[#deleted + 1] = qi - 3; deleted[#deleted + 1] = gone\n"
-    "      end\n"
-    "    end\n"
-    "    for _, d in ipairs(dead) do\n"
-    "      if d[2] >= idle and\n"
-    "         #redis.call('XPENDING', key, GROUP, '-', '+', 1, d[1]) == 0 "
-    "then\n"
-    "        redis.call('XGROUP', 'DELCONSUMER', key, GROUP, d[1])\n"
-    "        forgotten = forgotten + 1\n"
-    "      end\n"
-    "    end\n"
-    "  end\n"
-    "end\n"
-    "return {out, deleted, forgotten}\n";
-
-/* ARGV: consumer, then queue id payload delivery_count quadruples of
- * deliveries read beyond what fetch was asked for. Each one still pending
- * for the consumer is handed back as a release is (t_release: a copy at
- * the end, the original acknowledged and deleted). Returns how many were
- * handed back. Repeating it is harmless (the originals are gone). */
-static const gchar body_requeue[] =
-    "local me, n = ARGV[1], 0\n"
-    "for i = 2, #ARGV - 3, 4 do\n"
-    "  local key = K_STREAM .. ARGV[i]\n"
-    "  if t_owns(key, ARGV[i + 1], me) then\n"
-    "    t_release(ARGV[i], ARGV[i + 1], me, ARGV[i + 2], ARGV[i + 3])\n"
-    "    n = n + 1\n"
-    "  end\n"
-    "end\n"
-    "return n\n";
-
-/* ARGV: consumer, max, idle_ms, the queues. What body_reclaim would take
- * over now, without taking anything: entries of consumers whose liveness
- * key is gone, and entries idle past idle_ms. Returns min(count, max). */
-static const gchar body_count_reclaimable[] =
-    "local me, max, idle = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])\n"
-    "local n = 0\n"
-    "if redis.call('EXISTS', K_ALIVE .. me) == 0 then return 0 end\n"
-    "for qi = 4, #ARGV do\n"
-    "  if n >= max then break end\n"
-    "  local key = K_STREAM .. ARGV[qi]\n"
-    "  local ok, consumers = pcall(redis.call, 'XINFO', 'CONSUMERS', key,\n"
-    "                              GROUP)\n"
-    "  if ok then\n"
-    "    for _, c in ipairs(consumers) do\n"
-    "      local name, pending = '', 0\n"
-    "      for j = 1, #c - 1, 2 do\n"
-    "        if c[j] == 'name' then name = c[j + 1]\n"
-    "        elseif c[j] == 'pending' then pending = c[j + 1] end\n"
-    "      end\n"
-    "      if name ~= me and pending > 0 and\n"
-    "         redis.call('EXISTS', K_ALIVE .. name) == 0 then\n"
-    "        n = n + pending\n"
-    "      end\n"
-    "    end\n"
-    "    if n < max then\n"
-    "      n = n + #redis.call('XPENDING', key, GROUP, 'IDLE', idle, '-',\n"
-    "                          '+', max - n)\n"
-    "    end\n"
-    "  end\n"
-    "end\n"
-    "return math.min(n, max)\n";
-
-/* ---- Transport state -----------------------------------------------------
- */
+/* ---- Transport state ----------------------------------------------------- */
 
 typedef struct {
-  /* The scripts above, with the fragment and the shared library spliced
-   * in (sluice_redis_script__init). Read-only after init. */
-  SluiceRedisScript ensure;
-  SluiceRedisScript fetch;
-  SluiceRedisScript reclaim;
-  SluiceRedisScript requeue;
-  SluiceRedisScript count_reclaimable;
+  SluiceRedisReliableScripts scripts; /* read-only after init */
 
   GMutex lock; /* guards what follows */
   /* Queue names (owned) whose group this broker created or found. */
@@ -602,17 +156,7 @@ reliable_init(SluiceRedisBroker *self, GError **error)
 {
   ReliableData *d = g_new0(ReliableData, 1);
 
-  sluice_redis_script__init(&d->ensure, "ensure_groups",
-                            SLUICE_REDIS_LUA_DRAINS, reliable_lua, body_ensure);
-  sluice_redis_script__init(&d->fetch, "fetch", SLUICE_REDIS_LUA_DRAINS,
-                            reliable_lua, body_fetch);
-  sluice_redis_script__init(&d->reclaim, "reclaim", SLUICE_REDIS_LUA_DRAINS,
-                            reliable_lua, body_reclaim);
-  sluice_redis_script__init(&d->requeue, "requeue", SLUICE_REDIS_LUA_DRAINS,
-                            reliable_lua, body_requeue);
-  sluice_redis_script__init(&d->count_reclaimable, "count_reclaimable",
-                            SLUICE_REDIS_LUA_READS, reliable_lua,
-                            body_count_reclaimable);
+  sluice_redis__reliable_scripts_init(&d->scripts);
   g_mutex_init(&d->lock);
   d->groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   self->transport_data = d;
@@ -626,57 +170,14 @@ reliable_finalize(SluiceRedisBroker *self)
 
   if (d == NULL)
     return;
-  sluice_redis_script__clear(&d->ensure);
-  sluice_redis_script__clear(&d->fetch);
-  sluice_redis_script__clear(&d->reclaim);
-  sluice_redis_script__clear(&d->requeue);
-  sluice_redis_script__clear(&d->count_reclaimable);
+  sluice_redis__reliable_scripts_clear(&d->scripts);
   g_hash_table_unref(d->groups);
   g_mutex_clear(&d->lock);
   g_free(d);
   self->transport_data = NULL;
 }
 
-/* ---- Reply helpers -------------------------------------------------------
- */
-
-static gboolean
-unexpected(SluiceRedisBroker *self, const gchar *what, GError **error)
-{
-  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FAILED,
-              "%s: Redis at %s sent a reply of an unexpected shape; is it "
-              "Redis 7.0 or newer, and are the namespace's streams only "
-              "written by Sluice?",
-              what, sluice_redis_pool__get_display_url(self->pool));
-  return FALSE;
-}
-
-static gboolean
-is_string(const redisReply *r)
-{
-  return r != NULL &&
-         (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
-}
-
-static gboolean
-to_int(const redisReply *r, gint64 *out)
-{
-  gchar buf[32];
-  gchar *end = NULL;
-
-  if (r == NULL)
-    return FALSE;
-  if (r->type == REDIS_REPLY_INTEGER) {
-    *out = r->integer;
-    return TRUE;
-  }
-  if (!is_string(r) || r->len == 0 || r->len >= sizeof buf)
-    return FALSE;
-  memcpy(buf, r->str, r->len);
-  buf[r->len] = '\0';
-  *out = g_ascii_strtoll(buf, &end, 10);
-  return *end == '\0';
-}
+/* ---- Entries ----------------------------------------------------------- */
 
 /* The payload of a stream entry's field list ([field, value, ...], or nil
  * for an entry deleted meanwhile): the value of "p", stolen without a
@@ -687,7 +188,7 @@ entry_payload(redisReply *fields)
   if (fields != NULL && fields->type == REDIS_REPLY_ARRAY) {
     for (size_t j = 0; j + 1 < fields->elements; j += 2) {
       redisReply *f = fields->element[j];
-      if (is_string(f) && f->len == 1 && f->str[0] == 'p' &&
+      if (sluice_redis_reply__is_string(f) && f->len == 1 && f->str[0] == 'p' &&
           fields->element[j + 1]->type == REDIS_REPLY_STRING)
         return sluice_redis_reply__steal_bytes(fields->element[j + 1], 0);
     }
@@ -704,8 +205,8 @@ entry_prior(const redisReply *fields)
     for (size_t j = 0; j + 1 < fields->elements; j += 2) {
       const redisReply *f = fields->element[j];
       gint64 d;
-      if (is_string(f) && f->len == 1 && f->str[0] == 'd' &&
-          to_int(fields->element[j + 1], &d) && d > 0)
+      if (sluice_redis_reply__is_string(f) && f->len == 1 && f->str[0] == 'd' &&
+          sluice_redis_reply__to_int(fields->element[j + 1], &d) && d > 0)
         return (guint)MIN(d, G_MAXUINT - 1);
     }
   }
@@ -723,8 +224,7 @@ add_delivery(GPtrArray *out, const gchar *queue, redisReply *id,
   g_bytes_unref(payload);
 }
 
-/* ---- Consumer groups -----------------------------------------------------
- */
+/* ---- Consumer groups ----------------------------------------------------- */
 
 /* Makes sure every queue of @queues has its group. With @lost, the groups
  * were found missing (NOGROUP): they are created again, and a warning names
@@ -759,19 +259,19 @@ ensure_groups(SluiceRedisBroker *self, const gchar *const *queues, guint n,
     sluice_redis_argv__add_str(&a, missing->pdata[i]);
   sluice_redis_argv__finish(&a);
   /* Creating a group that exists is a no-op: safe to repeat. */
-  ok = sluice_redis_broker__eval_script(self, &d->ensure, TRUE, &a, &reply,
-                                        error);
+  ok = sluice_redis_broker__eval_script(self, &d->scripts.ensure, TRUE, &a,
+                                        &reply, error);
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
-  if (!is_string(reply) || reply->len != missing->len) {
+  if (!sluice_redis_reply__is_string(reply) || reply->len != missing->len) {
     freeReplyObject(reply);
-    return unexpected(self, "ensure_groups", error);
+    return sluice_redis_broker__unexpected(self, "ensure_groups", error);
   }
   for (guint i = 0; i < missing->len; i++) {
     if (reply->str[i] == '1' && g_array_index(known, gboolean, i))
-      sluice_log__message(
-          G_LOG_LEVEL_WARNING,
+      sluice_broker_log(
+          &self->parent, G_LOG_LEVEL_WARNING,
           "the consumer group of queue “%s” was missing on Redis at %s "
           "(restarted without persistence, or its stream deleted): "
           "re-created it; every message still in the stream is delivered "
@@ -788,8 +288,7 @@ ensure_groups(SluiceRedisBroker *self, const gchar *const *queues, guint n,
   return TRUE;
 }
 
-/* ---- Persistence ----------------------------------------------------------
- */
+/* ---- Persistence --------------------------------------------------------- */
 
 /* At-least-once holds only for what Redis keeps: says once, at the first
  * fetch, when its persistence settings can lose acknowledged work (REDIS-
@@ -822,10 +321,10 @@ check_persistence(SluiceRedisBroker *self)
   sluice_redis_argv__finish(&a);
   if (!sluice_redis_broker__command(self, "CONFIG GET", TRUE, &a, 0, &reply,
                                     &error)) {
-    sluice_log__message(G_LOG_LEVEL_INFO,
-                        "could not read the persistence settings of Redis "
-                        "at %s (%s); make sure it runs with appendonly yes",
-                        url, error->message);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_INFO,
+                      "could not read the persistence settings of Redis "
+                      "at %s (%s); make sure it runs with appendonly yes",
+                      url, error->message);
     sluice_redis_argv__clear(&a);
     return;
   }
@@ -834,7 +333,8 @@ check_persistence(SluiceRedisBroker *self)
     for (size_t i = 0; i + 1 < reply->elements; i += 2) {
       redisReply *k = reply->element[i];
       redisReply *v = reply->element[i + 1];
-      if (!is_string(k) || !is_string(v))
+      if (!sluice_redis_reply__is_string(k) ||
+          !sluice_redis_reply__is_string(v))
         continue;
       if (k->len == 10 && memcmp(k->str, "appendonly", 10) == 0)
         aof = g_strndup(v->str, v->len);
@@ -844,8 +344,8 @@ check_persistence(SluiceRedisBroker *self)
   }
   freeReplyObject(reply);
   if (g_strcmp0(aof, "no") == 0)
-    sluice_log__message(
-        G_LOG_LEVEL_WARNING,
+    sluice_broker_log(
+        &self->parent, G_LOG_LEVEL_WARNING,
         "Redis at %s runs with appendonly no: if it dies, every message, "
         "retry and result written since its last snapshot is lost, "
         "acknowledged or not; for reliable mode set appendonly yes (and "
@@ -853,16 +353,15 @@ check_persistence(SluiceRedisBroker *self)
         url);
   else if (g_strcmp0(aof, "yes") == 0 && fsync != NULL &&
            g_strcmp0(fsync, "always") != 0)
-    sluice_log__message(
-        G_LOG_LEVEL_MESSAGE,
+    sluice_broker_log(
+        &self->parent, G_LOG_LEVEL_MESSAGE,
         "Redis at %s runs with appendfsync %s: a power failure loses "
         "what it acknowledged in about the last second; appendfsync always "
         "loses nothing",
         url, fsync);
 }
 
-/* ---- fetch ----------------------------------------------------------------
- */
+/* ---- fetch --------------------------------------------------------------- */
 
 /* Hands back deliveries read beyond what fetch was asked for. On failure
  * they stay pending for @consumer, and are reclaimed once idle past the
@@ -887,15 +386,15 @@ hand_back(SluiceRedisBroker *self, const gchar *consumer, GPtrArray *surplus)
     sluice_redis_argv__add_int(&a, del->delivery_count);
   }
   sluice_redis_argv__finish(&a);
-  if (sluice_redis_broker__eval_script(self, &d->requeue, TRUE, &a, &reply,
-                                       &error))
+  if (sluice_redis_broker__eval_script(self, &d->scripts.requeue, TRUE, &a,
+                                       &reply, &error))
     freeReplyObject(reply);
   else
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "fetch: could not hand back %u messages read beyond "
-                        "what was asked for: %s; they are redelivered once "
-                        "idle for the lease",
-                        surplus->len, error->message);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
+                      "fetch: could not hand back %u messages read beyond "
+                      "what was asked for: %s; they are redelivered once "
+                      "idle for the lease",
+                      surplus->len, error->message);
   sluice_redis_argv__clear(&a);
 }
 
@@ -908,7 +407,6 @@ read_group(SluiceRedisBroker *self, const gchar *consumer,
            GPtrArray *out, gboolean *nogroup, GError **error)
 {
   g_autoptr(GPtrArray) by_queue = NULL;
-  SluiceRedisConn *conn;
   SluiceRedisArgv a;
   redisReply *reply = NULL;
   guint first_key;
@@ -917,7 +415,7 @@ read_group(SluiceRedisBroker *self, const gchar *consumer,
   sluice_redis_argv__init(&a, 10 + 2 * n, n * 32);
   sluice_redis_argv__add_str(&a, "XREADGROUP");
   sluice_redis_argv__add_str(&a, "GROUP");
-  sluice_redis_argv__add_str(&a, GROUP);
+  sluice_redis_argv__add_str(&a, SLUICE_REDIS_RELIABLE_GROUP);
   sluice_redis_argv__add_str(&a, consumer);
   sluice_redis_argv__add_str(&a, "COUNT");
   sluice_redis_argv__add_int(&a, max);
@@ -936,17 +434,9 @@ read_group(SluiceRedisBroker *self, const gchar *consumer,
 
   /* Not repeated on a lost connection: a lost reply's entries are pending
    * for us and are reclaimed once idle past the lease; repeating a
-   * blocking read would double its wait. The exchange itself (not
-   * sluice_redis_broker__command) because NOGROUP must be told apart. */
-  conn = sluice_redis_broker__acquire(self, error);
-  if (conn == NULL) {
-    sluice_redis_argv__clear(&a);
-    return FALSE;
-  }
-  sluice_redis_conn__append(conn, (int)a.len, a.argv, a.lens);
-  ok =
-      sluice_redis_conn__exchange(self->pool, conn, 1, &reply, block_ms, error);
-  sluice_redis_broker__release(self, conn);
+   * blocking read would double its wait. An exchange (not a command)
+   * because NOGROUP must be told apart. */
+  ok = sluice_redis_broker__exchange(self, FALSE, &a, block_ms, &reply, error);
   if (!ok)
     goto out;
   if (sluice_redis_reply__is_error_code(reply, "NOGROUP")) {
@@ -973,7 +463,7 @@ read_group(SluiceRedisBroker *self, const gchar *consumer,
     guint qi = n;
 
     if (stream->type != REDIS_REPLY_ARRAY || stream->elements != 2 ||
-        !is_string(stream->element[0]) ||
+        !sluice_redis_reply__is_string(stream->element[0]) ||
         stream->element[1]->type != REDIS_REPLY_ARRAY)
       goto unexpected;
     for (guint i = 0; i < n && qi == n; i++)
@@ -987,7 +477,7 @@ read_group(SluiceRedisBroker *self, const gchar *consumer,
     for (size_t k = 0; k < entries->elements; k++) {
       redisReply *e = entries->element[k];
       if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
-          !is_string(e->element[0]))
+          !sluice_redis_reply__is_string(e->element[0]))
         goto unexpected;
       add_delivery(by_queue->pdata[qi], queues[qi], e->element[0],
                    entry_payload(e->element[1]),
@@ -1014,7 +504,7 @@ read_group(SluiceRedisBroker *self, const gchar *consumer,
   goto out;
 
 unexpected:
-  ok = unexpected(self, "fetch", error);
+  ok = sluice_redis_broker__unexpected(self, "fetch", error);
 out:
   if (reply != NULL)
     freeReplyObject(reply);
@@ -1042,8 +532,8 @@ read_in_order(SluiceRedisBroker *self, const gchar *consumer,
     sluice_redis_argv__add_str(&a, queues[i]);
   sluice_redis_argv__finish(&a);
   /* Not idempotent: a lost reply's entries wait in our PEL (see above). */
-  ok = sluice_redis_broker__eval_script(self, &d->fetch, FALSE, &a, &reply,
-                                        error);
+  ok = sluice_redis_broker__eval_script(self, &d->scripts.fetch, FALSE, &a,
+                                        &reply, error);
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
@@ -1056,10 +546,10 @@ read_in_order(SluiceRedisBroker *self, const gchar *consumer,
   missing = reply->element[1];
   for (size_t i = 0; i < entries->elements; i += 4) {
     gint64 qi, prior;
-    if (!to_int(entries->element[i], &qi) || qi < 1 || qi > n ||
-        !is_string(entries->element[i + 1]) ||
+    if (!sluice_redis_reply__to_int(entries->element[i], &qi) || qi < 1 ||
+        qi > n || !sluice_redis_reply__is_string(entries->element[i + 1]) ||
         entries->element[i + 2]->type != REDIS_REPLY_STRING ||
-        !to_int(entries->element[i + 3], &prior))
+        !sluice_redis_reply__to_int(entries->element[i + 3], &prior))
       goto unexpected;
     add_delivery(out, queues[qi - 1], entries->element[i + 1],
                  sluice_redis_reply__steal_bytes(entries->element[i + 2], 0),
@@ -1072,7 +562,7 @@ read_in_order(SluiceRedisBroker *self, const gchar *consumer,
 
 unexpected:
   freeReplyObject(reply);
-  return unexpected(self, "fetch", error);
+  return sluice_redis_broker__unexpected(self, "fetch", error);
 }
 
 static gboolean
@@ -1129,27 +619,16 @@ reliable_fetch(SluiceRedisBroker *self, const gchar *consumer,
   return FALSE;
 }
 
-/* ---- reclaim --------------------------------------------------------------
- */
+/* ---- reclaim ------------------------------------------------------------- */
 
 /* How long a PING takes now (us), or -1 with @error. */
 static gint64
 ping_us(SluiceRedisBroker *self, GError **error)
 {
   gint64 start = g_get_monotonic_time();
-  SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
 
-  sluice_redis_argv__init(&a, 1, 0);
-  sluice_redis_argv__add_str(&a, "PING");
-  sluice_redis_argv__finish(&a);
-  ok =
-      sluice_redis_broker__command(self, "reclaim", TRUE, &a, 0, &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
+  if (!sluice_redis_broker__ping(self, "reclaim", error))
     return -1;
-  freeReplyObject(reply);
   return g_get_monotonic_time() - start;
 }
 
@@ -1176,11 +655,11 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
     return FALSE;
   if (rtt_us > idle_ms * 1000 / 4) {
     /* Redis itself stalled: every liveness key looks expired to it now. */
-    sluice_log__message(G_LOG_LEVEL_MESSAGE,
-                        "reclaim: Redis took %" G_GINT64_FORMAT
-                        " ms to answer a PING; skipping one round so that "
-                        "live workers renew their leases first",
-                        rtt_us / 1000);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_MESSAGE,
+                      "reclaim: Redis took %" G_GINT64_FORMAT
+                      " ms to answer a PING; skipping one round so that "
+                      "live workers renew their leases first",
+                      rtt_us / 1000);
     return TRUE;
   }
 
@@ -1194,17 +673,17 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
   sluice_redis_argv__finish(&a);
   /* Not repeated: a lost reply leaves the entries claimed by us and idle;
    * they are reclaimed again after the lease (one delivery more). */
-  ok = sluice_redis_broker__eval_script(self, &d->reclaim, FALSE, &a, &reply,
-                                        error);
+  ok = sluice_redis_broker__eval_script(self, &d->scripts.reclaim, FALSE, &a,
+                                        &reply, error);
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
   if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 4) {
-    sluice_log__message(G_LOG_LEVEL_INFO,
-                        "reclaim: consumer %s holds no lease (it lapsed in "
-                        "a stall, or it never heartbeated); taking nothing "
-                        "over until it is renewed",
-                        consumer);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_INFO,
+                      "reclaim: consumer %s holds no lease (it lapsed in "
+                      "a stall, or it never heartbeated); taking nothing "
+                      "over until it is renewed",
+                      consumer);
     freeReplyObject(reply);
     return TRUE;
   }
@@ -1218,9 +697,9 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
   deleted = reply->element[1];
   for (size_t i = 0; i < claimed->elements; i += 4) {
     gint64 qi, count;
-    if (!to_int(claimed->element[i], &qi) || qi < 1 || qi > n ||
-        !is_string(claimed->element[i + 1]) ||
-        !to_int(claimed->element[i + 2], &count) ||
+    if (!sluice_redis_reply__to_int(claimed->element[i], &qi) || qi < 1 ||
+        qi > n || !sluice_redis_reply__is_string(claimed->element[i + 1]) ||
+        !sluice_redis_reply__to_int(claimed->element[i + 2], &count) ||
         claimed->element[i + 3]->type != REDIS_REPLY_STRING)
       goto unexpected;
     add_delivery(out, queues[qi - 1], claimed->element[i + 1],
@@ -1229,23 +708,23 @@ reliable_reclaim(SluiceRedisBroker *self, const gchar *consumer,
   }
   for (size_t i = 0; i < deleted->elements; i += 2) {
     gint64 qi, count;
-    if (!to_int(deleted->element[i], &qi) || qi < 1 || qi > n ||
-        !to_int(deleted->element[i + 1], &count))
+    if (!sluice_redis_reply__to_int(deleted->element[i], &qi) || qi < 1 ||
+        qi > n || !sluice_redis_reply__to_int(deleted->element[i + 1], &count))
       goto unexpected;
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "reclaim: %" G_GINT64_FORMAT
-                        " pending messages of queue “%s” had been deleted "
-                        "from its stream before they were acknowledged "
-                        "(trimmed or deleted by hand?); they are lost, and "
-                        "were dropped from the pending list",
-                        count, queues[qi - 1]);
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
+                      "reclaim: %" G_GINT64_FORMAT
+                      " pending messages of queue “%s” had been deleted "
+                      "from its stream before they were acknowledged "
+                      "(trimmed or deleted by hand?); they are lost, and "
+                      "were dropped from the pending list",
+                      count, queues[qi - 1]);
   }
   freeReplyObject(reply);
   return TRUE;
 
 unexpected:
   freeReplyObject(reply);
-  return unexpected(self, "reclaim", error);
+  return sluice_redis_broker__unexpected(self, "reclaim", error);
 }
 
 static gboolean
@@ -1270,22 +749,21 @@ reliable_count_reclaimable(SluiceRedisBroker *self, const gchar *consumer,
   for (guint i = 0; i < n; i++)
     sluice_redis_argv__add_str(&a, queues[i]);
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__eval_script(self, &d->count_reclaimable, TRUE, &a,
-                                        &reply, error);
+  ok = sluice_redis_broker__eval_script(self, &d->scripts.count_reclaimable,
+                                        TRUE, &a, &reply, error);
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
   if (reply->type != REDIS_REPLY_INTEGER || reply->integer < 0) {
     freeReplyObject(reply);
-    return unexpected(self, "count_reclaimable", error);
+    return sluice_redis_broker__unexpected(self, "count_reclaimable", error);
   }
   *out_n = (guint)MIN(reply->integer, (long long)max);
   freeReplyObject(reply);
   return TRUE;
 }
 
-/* ---- push_native ---------------------------------------------------------
- */
+/* ---- push_native --------------------------------------------------------- */
 
 /* A plain enqueue batch (no claims, records or due times) as one XADD per
  * message, pipelined by the shared layer: what t_push_many does, without
@@ -1310,15 +788,14 @@ reliable_push_native(SluiceRedisBroker *self, SluiceRedisConn *conn,
   return n;
 }
 
-/* ---- The transport ---------------------------------------------------------
- */
+/* ---- The transport ------------------------------------------------------- */
 
 static const SluiceRedisTransport reliable_transport = {
     .name = "redis-reliable",
     .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
             SLUICE_BROKER_CAP_LEASES | SLUICE_BROKER_CAP_FENCING |
             SLUICE_BROKER_CAP_IN_FLIGHT,
-    .lua = reliable_lua,
+    .lua = sluice_redis__reliable_lua,
     .ack_is_noop = FALSE,
     .init = reliable_init,
     .finalize = reliable_finalize,

@@ -1,0 +1,135 @@
+/* memory-store.h - the memory broker's state and the operations on it
+ * (internal; memory-broker.c's slots are built from these).
+ *
+ *   queues       name -> GQueue of SluiceMemoryMessage, FIFO; a released
+ *                delivery goes back to the head so it is fetched next
+ *   schedule     a GSequence ordered by (due time, insertion order) plus an
+ *                index by task id, so cancel_scheduled is O(log n)
+ *   records      id -> SluiceMemoryRecord (bytes, final flag, expiry on the
+ *                clock)
+ *   revocations  id -> (expiry, sequence number), listed by sequence so
+ *                that a sync cursor never misses one (TTLs differ, and two
+ *                revocations may share a millisecond)
+ *   periodic     name -> last occurrence
+ *   dedup        id -> expiry of the idempotency claim
+ *   dead letters a GQueue, oldest first, capped at dead_letter_max (the
+ *                drops counted by reason), indexed by task id
+ *   workers      id -> what the worker announced, until it lapses
+ *
+ * Expired entries are dropped when met and swept every few thousand
+ * writes, so memory stays bounded by what is alive.
+ *
+ * Every function below is called with self->lock held, and keeps the
+ * indexes true; a slot takes the lock once and calls as many as its one
+ * atomic step needs.
+ */
+#pragma once
+
+#include <sluice/sys/broker.h>
+
+G_BEGIN_DECLS
+
+typedef struct {
+  GBytes *payload;
+  guint delivery_count;
+} SluiceMemoryMessage;
+
+typedef struct {
+  gchar *id;
+  gchar *queue;
+  GBytes *payload;
+  gint64 due_at;
+  guint64 seq;
+} SluiceMemoryScheduled;
+
+typedef struct {
+  GBytes *bytes;
+  gboolean final;
+  gint64 expires_at;
+} SluiceMemoryRecord;
+
+typedef struct {
+  gint64 expires_at;
+  gint64 seq;
+} SluiceMemoryRevocation;
+
+typedef struct {
+  GBytes *info;
+  gint64 last_seen;
+  gint64 expires_at;
+} SluiceMemoryAnnounced;
+
+typedef struct {
+  SluiceBroker parent;
+
+  GMutex lock;
+  GCond ready;           /* a queue got a message, or wakeup() */
+  GCond records_changed; /* a final record was written */
+  guint dead_letter_max;
+  guint64 wakeups; /* generation counter for wakeup() */
+
+  GHashTable *queues;          /* gchar* -> GQueue* of SluiceMemoryMessage* */
+  GSequence *schedule;         /* SluiceMemoryScheduled*, by (due_at, seq) */
+  GHashTable *scheduled_by_id; /* borrowed id -> GSequenceIter* */
+  guint64 schedule_seq;
+  GHashTable *records;     /* gchar* -> SluiceMemoryRecord* */
+  GHashTable *revocations; /* gchar* -> SluiceMemoryRevocation* */
+  gint64 revocation_seq;
+  GHashTable *periodic;     /* gchar* -> gint64* */
+  GHashTable *dedup;        /* gchar* -> gint64* */
+  GQueue *dead_letters;     /* SluiceDeadLetter*, oldest first */
+  GHashTable *dead_by_task; /* borrowed task id -> GList* (newest entry) */
+  guint64 dead_letter_seq;
+  GHashTable *dropped; /* reason -> gint64*: dropped by the cap */
+  GHashTable *workers; /* gchar* -> SluiceMemoryAnnounced* */
+  gint64 in_flight;
+  guint writes_since_sweep;
+} SluiceMemoryBroker;
+
+/* The instance behind a slot's SluiceBroker. */
+#define SLUICE_MEMORY_BROKER(broker) ((SluiceMemoryBroker *)(broker))
+
+/** sluice_memory__init: sets up @self's lock, conditions and containers
+ * (on the zero-filled instance sluice_broker_new() made). */
+void sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max);
+/** sluice_memory__clear: frees what _init() made; copes with a
+ * zero-filled instance. Not under the lock: nothing else runs. */
+void sluice_memory__clear(SluiceMemoryBroker *self);
+
+/** Returns: (transfer full): a gint64 holding @value, for the tables. */
+gint64 *sluice_memory__new_time(gint64 value);
+void sluice_memory__message_free(gpointer message);
+
+/** Returns: (transfer none): queue @name, made empty if it is new. */
+GQueue *sluice_memory__queue(SluiceMemoryBroker *self, const gchar *name);
+/** Appends a ready message (delivery count 0) and wakes a fetcher. */
+void sluice_memory__push_ready(SluiceMemoryBroker *self, const gchar *queue,
+                               GBytes *payload);
+/** Puts task @id on the schedule, replacing an entry it had (as ZADD
+ * does on Redis). */
+void sluice_memory__schedule(SluiceMemoryBroker *self, const gchar *id,
+                             const gchar *queue, GBytes *payload,
+                             gint64 due_at);
+void sluice_memory__unschedule(SluiceMemoryBroker *self, const gchar *id);
+/** Stores a record until @now + @ttl_ms; a final one wakes waiters. */
+void sluice_memory__put_record(SluiceMemoryBroker *self, const gchar *id,
+                               GBytes *bytes, gboolean final, gint64 ttl_ms,
+                               gint64 now);
+/** Returns: (transfer none) (nullable): @id's record unless it lapsed. */
+SluiceMemoryRecord *sluice_memory__live_record(SluiceMemoryBroker *self,
+                                               const gchar *id, gint64 now);
+/** One submit, atomically: the idempotency claim, the write, the record
+ * (sets item->existed when the claim was there). */
+void sluice_memory__submit(SluiceMemoryBroker *self, SluiceSubmit *item,
+                           gint64 now);
+/** Adds a copy of @entry with a new entry id; Returns: how many old
+ * entries the cap dropped to make room. */
+guint sluice_memory__bury(SluiceMemoryBroker *self,
+                          const SluiceDeadLetter *entry);
+/** Unlinks and frees dead letter @l, keeping the task-id index true. */
+void sluice_memory__unbury(SluiceMemoryBroker *self, GList *l);
+/** Returns: (transfer none) (nullable): the link of entry @entry_id. */
+GList *sluice_memory__find_dead_letter(SluiceMemoryBroker *self,
+                                       const gchar *entry_id);
+
+G_END_DECLS

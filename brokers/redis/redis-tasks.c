@@ -1,0 +1,399 @@
+/* redis-tasks.c - the Redis broker's slots for what is kept about tasks
+ * off the queue: the schedule, result records (and waiting for one),
+ * revocations and periodic claims.
+ *
+ * Records are written with a PX expiry and, when final, announced on the
+ * task's done channel in the same step; wait_record subscribes before it
+ * reads, so it never misses the final record. Revocations are listed by
+ * the order they were made in (a sequence number), never by expiry.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "brokers/redis/redis-broker.h"
+
+/* ---- schedule ------------------------------------------------------------ */
+
+gboolean
+sluice_redis__promote_due(SluiceBroker *broker, gint64 now_ms, guint max,
+                          guint *out_promoted, gint64 *out_next_due,
+                          GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gint64 promoted, next;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2, 0);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_int(&a, now_ms);
+  sluice_redis_argv__add_int(&a, MAX(max, 1));
+  sluice_redis_argv__finish(&a);
+  /* Repeating a promotion is harmless: what moved is off the schedule. */
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_PROMOTE, TRUE, &a,
+                                 &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+      !sluice_redis_reply__to_int(reply->element[0], &promoted) ||
+      !sluice_redis_reply__to_int(reply->element[1], &next)) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "promote_due", error);
+  }
+  freeReplyObject(reply);
+  *out_promoted = (guint)promoted;
+  *out_next_due = next;
+  return TRUE;
+}
+
+gboolean
+sluice_redis__cancel_scheduled(SluiceBroker *broker, const gchar *id,
+                               GBytes *record, gint64 record_ttl_ms,
+                               gboolean *out_removed, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  gint64 n;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 3, 32);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, id);
+  sluice_redis_argv__add_record(&a, record, TRUE);
+  sluice_redis_argv__add_record_ttl(&a, record_ttl_ms);
+  sluice_redis_argv__finish(&a);
+  if (!sluice_redis_broker__eval_integer(self, SLUICE_REDIS_SCRIPT_CANCEL,
+                                         "cancel_scheduled", &a, &n, error))
+    return FALSE;
+  *out_removed = n == 1;
+  return TRUE;
+}
+
+/* ---- results ------------------------------------------------------------- */
+
+/* GET the record; @out_final tells whether it is final. */
+static gboolean
+read_record(SluiceRedisBroker *self, const gchar *id, GBytes **out_record,
+            gboolean *out_final, GError **error)
+{
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  *out_record = NULL;
+  *out_final = FALSE;
+  sluice_redis_argv__init(&a, 2, 64);
+  sluice_redis_argv__add_str(&a, "GET");
+  sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_RECORD, id);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "get_record", TRUE, &a, 0, &reply,
+                                    error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type == REDIS_REPLY_STRING) {
+    gchar flag = reply->len > 0 ? reply->str[0] : '\0';
+    if (flag == SLUICE_REDIS_RECORD_FINAL ||
+        flag == SLUICE_REDIS_RECORD_PENDING) {
+      *out_final = flag == SLUICE_REDIS_RECORD_FINAL;
+      *out_record = sluice_redis_reply__steal_bytes(reply, 1);
+    } else {
+      /* Not written by Sluice: hand it over whole, finality unknown. */
+      *out_record = sluice_redis_reply__steal_bytes(reply, 0);
+    }
+  } else if (reply->type != REDIS_REPLY_NIL) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "get_record", error);
+  }
+  freeReplyObject(reply);
+  return TRUE;
+}
+
+gboolean
+sluice_redis__get_record(SluiceBroker *broker, const gchar *id,
+                         GBytes **out_record, GError **error)
+{
+  gboolean final;
+
+  return read_record(SLUICE_REDIS_BROKER(broker), id, out_record, &final,
+                     error);
+}
+
+gboolean
+sluice_redis__put_record(SluiceBroker *broker, const gchar *id, GBytes *record,
+                         gboolean final, gint64 ttl_ms, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 3,
+                          g_bytes_get_size(record) + 32);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, id);
+  sluice_redis_argv__add_record(&a, record, final);
+  sluice_redis_argv__add_record_ttl(&a, ttl_ms);
+  sluice_redis_argv__finish(&a);
+  return sluice_redis_broker__eval_void(self, SLUICE_REDIS_SCRIPT_RECORD, TRUE,
+                                        &a, error);
+}
+
+/* One pub/sub command on @conn and its confirmation (["subscribe", ch, n]
+ * or ["unsubscribe", ch, n]); messages that arrive first are skipped. */
+static gboolean
+pubsub_command(SluiceRedisBroker *self, SluiceRedisConn *conn,
+               const gchar *command, const gchar *channel, GError **error)
+{
+  const char *argv[2] = {command, channel};
+  size_t lens[2] = {strlen(command), strlen(channel)};
+  gint64 deadline =
+      g_get_monotonic_time() +
+      sluice_redis_pool__get_command_timeout_ms(self->pool) * 1000;
+  redisReply *reply = NULL;
+
+  sluice_redis_conn__append(conn, 2, argv, lens);
+  if (!sluice_redis_conn__exchange(self->pool, conn, 1, &reply, 0, error))
+    return FALSE;
+  for (;;) {
+    gboolean confirmation;
+
+    if (!sluice_redis_reply__check(self->pool, reply, command, error)) {
+      freeReplyObject(reply);
+      conn->broken = TRUE;
+      return FALSE;
+    }
+    confirmation = reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
+                   sluice_redis_reply__is_string(reply->element[0]) &&
+                   g_ascii_strncasecmp(reply->element[0]->str, command,
+                                       reply->element[0]->len) == 0 &&
+                   reply->element[0]->len == strlen(command);
+    freeReplyObject(reply);
+    reply = NULL;
+    if (confirmation)
+      return TRUE;
+    if (g_get_monotonic_time() >= deadline ||
+        !sluice_redis_conn__read_within(
+            self->pool, conn, (deadline - g_get_monotonic_time()) / 1000,
+            &reply, error))
+      break;
+    if (reply == NULL)
+      break;
+  }
+  conn->broken = TRUE;
+  if (error != NULL && *error == NULL)
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+                "%s: Redis at %s did not confirm in time", command,
+                sluice_redis_pool__get_display_url(self->pool));
+  return FALSE;
+}
+
+typedef struct {
+  const gchar *id;
+  gint64 deadline; /* monotonic */
+  GBytes **out_record;
+} RecordWait;
+
+/* Subscribes @sub to the record's channel, then reads the record after
+ * every notification (or safety-net period) until it is final or the
+ * deadline passes; unsubscribes before @sub goes back to the pool. */
+static gboolean
+wait_record_on(SluiceRedisBroker *self, SluiceRedisConn *sub, gpointer data,
+               GError **error)
+{
+  RecordWait *wait = data;
+  g_autofree gchar *channel =
+      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_DONE, wait->id);
+  GBytes *record = NULL;
+  gboolean final = FALSE;
+  gboolean ok = FALSE;
+
+  /* Subscribe first, then read: a final record written in between is
+   * either seen by the read or announced on the channel. */
+  if (!pubsub_command(self, sub, "SUBSCRIBE", channel, error))
+    return FALSE;
+
+  for (;;) {
+    redisReply *message = NULL;
+    gint64 remaining_ms;
+
+    g_clear_pointer(&record, g_bytes_unref);
+    ok = read_record(self, wait->id, &record, &final, error);
+    if (!ok || final)
+      break;
+    remaining_ms = (wait->deadline - g_get_monotonic_time()) / 1000;
+    if (remaining_ms <= 0)
+      break;
+    /* Woken by the notification, or after the safety-net period; the
+     * record is read again either way. */
+    ok = sluice_redis_conn__read_within(self->pool, sub,
+                                        MIN(remaining_ms, self->wait_poll_ms),
+                                        &message, error);
+    if (message != NULL)
+      freeReplyObject(message);
+    if (!ok)
+      break;
+  }
+
+  /* Leave the connection as we found it, or drop it. */
+  if (!sub->broken && !pubsub_command(self, sub, "UNSUBSCRIBE", channel, NULL))
+    sub->broken = TRUE;
+  if (!ok) {
+    g_clear_pointer(&record, g_bytes_unref);
+    return FALSE;
+  }
+  *wait->out_record = record;
+  return TRUE;
+}
+
+gboolean
+sluice_redis__wait_record(SluiceBroker *broker, const gchar *id,
+                          gint64 timeout_ms, GBytes **out_record,
+                          GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  RecordWait wait = {id, g_get_monotonic_time() + timeout_ms * 1000,
+                     out_record};
+  gboolean final = FALSE;
+
+  *out_record = NULL;
+  if (timeout_ms <= 0)
+    return read_record(self, id, out_record, &final, error);
+  /* Not repeated: a subscription that broke is reported, and the caller
+   * waits again if it wants to. */
+  return sluice_redis_broker__run(self, FALSE, wait_record_on, &wait, error);
+}
+
+/* ---- revocation ---------------------------------------------------------- */
+
+gboolean
+sluice_redis__revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
+                     GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2, 32);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, id);
+  sluice_redis_argv__add_int(&a, expires_at);
+  sluice_redis_argv__finish(&a);
+  /* Repeating it records the revocation once more: harmless. */
+  return sluice_redis_broker__eval_void(self, SLUICE_REDIS_SCRIPT_REVOKE, TRUE,
+                                        &a, error);
+}
+
+gboolean
+sluice_redis__list_revocations_since(SluiceBroker *broker, gint64 cursor,
+                                     gint64 now_ms, GPtrArray *out,
+                                     gint64 *out_cursor, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gint64 next;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2, 0);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_int(&a, MAX(cursor, 0));
+  sluice_redis_argv__add_int(&a, now_ms);
+  sluice_redis_argv__finish(&a);
+  /* Repeating it is harmless: the pruning is of what lapsed. */
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_REVOCATIONS_SINCE,
+                                 TRUE, &a, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 1 ||
+      !sluice_redis_reply__to_int(reply->element[0], &next)) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "list_revocations", error);
+  }
+  for (size_t i = 1; i + 1 < reply->elements; i += 2) {
+    gint64 expires;
+    g_autofree gchar *rid = NULL;
+
+    if (!sluice_redis_reply__is_string(reply->element[i]) ||
+        !sluice_redis_reply__to_int(reply->element[i + 1], &expires))
+      continue;
+    rid = sluice_redis_reply__dup(reply->element[i]);
+    g_ptr_array_add(out, sluice_revocation_new(rid, expires));
+  }
+  freeReplyObject(reply);
+  *out_cursor = MAX(next, cursor);
+  return TRUE;
+}
+
+gboolean
+sluice_redis__list_revocations(SluiceBroker *broker, gint64 after,
+                               gint64 now_ms, GPtrArray *out, GError **error)
+{
+  g_autoptr(GPtrArray) live =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_revocation_free);
+  gint64 cursor = 0;
+
+  if (!sluice_redis__list_revocations_since(broker, 0, now_ms, live, &cursor,
+                                            error))
+    return FALSE;
+  for (guint i = 0; i < live->len; i++)
+    if (((SluiceRevocation *)live->pdata[i])->expires_at > after)
+      g_ptr_array_add(out, g_steal_pointer(&live->pdata[i]));
+  return TRUE;
+}
+
+/* ---- periodic tasks ------------------------------------------------------ */
+
+gboolean
+sluice_redis__claim_periodic(SluiceBroker *broker, const gchar *name,
+                             gint64 occurrence_at, SluiceSubmit *item,
+                             gboolean *out_claimed, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  gint64 claimed, existed;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 9, 64);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, name);
+  sluice_redis_argv__add_int(&a, occurrence_at);
+  sluice_redis_argv__add_submit(&a, item);
+  sluice_redis_argv__finish(&a);
+  if (!sluice_redis_broker__eval_pair(self, SLUICE_REDIS_SCRIPT_CLAIM_PERIODIC,
+                                      "claim_periodic", &a, &claimed, &existed,
+                                      error))
+    return FALSE;
+  *out_claimed = claimed == 1;
+  item->existed = existed == 1;
+  return TRUE;
+}
+
+gboolean
+sluice_redis__last_periodic(SluiceBroker *broker, const gchar *name,
+                            gint64 *out_last, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  g_autofree gchar *key =
+      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_PERIODIC, name);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, 2, 0);
+  sluice_redis_argv__add_str(&a, "GET");
+  sluice_redis_argv__add_str(&a, key);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "last_periodic", TRUE, &a, 0, &reply,
+                                    error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  *out_last = 0;
+  if (reply->type != REDIS_REPLY_NIL &&
+      !sluice_redis_reply__to_int(reply, out_last)) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "last_periodic", error);
+  }
+  freeReplyObject(reply);
+  return TRUE;
+}

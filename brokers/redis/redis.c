@@ -1,0 +1,197 @@
+/* redis.c - the Redis broker's modes: the public API of sluice-redis.h,
+ * the table that names a transport for each mode, the broker class and its
+ * lifecycle.
+ *
+ * sluice_redis_broker_new() picks the transport from the mode, builds the
+ * broker class from it (the shared slots of redis-queue.c, redis-tasks.c
+ * and redis-admin.c; `reclaim` and `count_reclaimable` only when the
+ * transport has them) and splices the transport's Lua fragment into the
+ * shared scripts. This is the one file that knows the transports by name:
+ * they call the shared layer, never each other, and nothing of the shared
+ * layer calls them.
+ *
+ * To add a transport: see redis-transport.h; here it is one line in the
+ * transports[] table (its mode, the name the namespace records, its
+ * getter).
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include <sluice/sluice-redis.h>
+
+#include "brokers/redis/redis-broker.h"
+
+/* ---- The class ----------------------------------------------------------- */
+
+static void
+redis_close(SluiceBroker *broker)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+
+  if (self->pool != NULL)
+    sluice_redis_pool__close(self->pool);
+}
+
+static void
+redis_finalize(SluiceBroker *broker)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+
+  /* May run on a half-built instance: every field may be unset. */
+  if (self->transport != NULL && self->transport->finalize != NULL)
+    self->transport->finalize(self);
+  g_clear_pointer(&self->pool, sluice_redis_pool__free);
+  sluice_redis_keys__clear(&self->keys);
+  g_clear_pointer(&self->token_prefix, g_free);
+  if (self->scripts[0].text != NULL)
+    sluice_redis_scripts__clear(self->scripts);
+}
+
+static void
+redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
+{
+  memset(klass, 0, sizeof *klass);
+  klass->version = SLUICE_BROKER_CLASS_VERSION;
+  klass->name = t->name;
+  klass->instance_size = sizeof(SluiceRedisBroker);
+  klass->caps = t->caps;
+  klass->enqueue = sluice_redis__enqueue;
+  klass->fetch = sluice_redis__fetch;
+  klass->settle = sluice_redis__settle;
+  klass->heartbeat = sluice_redis__heartbeat;
+  klass->reclaim = t->reclaim != NULL ? sluice_redis__reclaim : NULL;
+  klass->leave = sluice_redis__leave;
+  klass->wakeup = sluice_redis__wakeup;
+  klass->promote_due = sluice_redis__promote_due;
+  klass->cancel_scheduled = sluice_redis__cancel_scheduled;
+  klass->get_record = sluice_redis__get_record;
+  klass->put_record = sluice_redis__put_record;
+  klass->wait_record = sluice_redis__wait_record;
+  klass->revoke = sluice_redis__revoke;
+  klass->list_revocations = sluice_redis__list_revocations;
+  klass->list_revocations_since = sluice_redis__list_revocations_since;
+  klass->check = sluice_redis__check;
+  klass->count_reclaimable =
+      t->count_reclaimable != NULL ? sluice_redis__count_reclaimable : NULL;
+  klass->lookup_task = sluice_redis__lookup_task;
+  klass->announce = sluice_redis__announce;
+  klass->claim_periodic = sluice_redis__claim_periodic;
+  klass->last_periodic = sluice_redis__last_periodic;
+  klass->dlq_list = sluice_redis__dlq_list;
+  klass->dlq_get = sluice_redis__dlq_get;
+  klass->dlq_replay = sluice_redis__dlq_replay;
+  klass->dlq_delete = sluice_redis__dlq_delete;
+  klass->stats = sluice_redis__stats;
+  klass->purge = sluice_redis__purge;
+  klass->close = redis_close;
+  klass->finalize = redis_finalize;
+}
+
+/* ---- Public API ---------------------------------------------------------- */
+
+void
+sluice_redis_options_init(SluiceRedisOptions *options)
+{
+  g_return_if_fail(options != NULL);
+  memset(options, 0, sizeof *options);
+  /* The safe mode, and the CLI's: a library producer and a CLI worker of
+   * one namespace meet without being told. */
+  options->mode = SLUICE_REDIS_RELIABLE;
+}
+
+/* The transports by mode: the one place that names them. @meta_mode is
+ * what a namespace records of its first client ({ns}:meta), so clients of
+ * two modes never share one. */
+static const struct {
+  SluiceRedisMode mode;
+  const gchar *meta_mode;
+  const SluiceRedisTransport *(*get)(void);
+} transports[] = {
+    {SLUICE_REDIS_FAST, "fast", sluice_redis__fast_transport},
+    {SLUICE_REDIS_RELIABLE, "reliable", sluice_redis__reliable_transport},
+};
+
+SluiceBroker *
+sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
+                        GError **error)
+{
+  SluiceRedisOptions defaults;
+  const SluiceRedisTransport *transport = NULL;
+  const gchar *meta_mode = NULL;
+  SluiceRedisUrl url = {0};
+  SluiceBrokerClass klass;
+  SluiceRedisBroker *self;
+  SluiceBroker *broker;
+  const gchar *ns;
+
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  if (options == NULL) {
+    sluice_redis_options_init(&defaults);
+    options = &defaults;
+  }
+
+  for (gsize i = 0; i < G_N_ELEMENTS(transports) && transport == NULL; i++)
+    if (transports[i].mode == options->mode) {
+      transport = transports[i].get();
+      meta_mode = transports[i].meta_mode;
+    }
+  if (transport == NULL) {
+    g_set_error_literal(error, SLUICE_BROKER_ERROR,
+                        SLUICE_BROKER_ERROR_UNSUPPORTED,
+                        "unknown Redis mode: use SLUICE_REDIS_FAST or "
+                        "SLUICE_REDIS_RELIABLE");
+    return NULL;
+  }
+  ns = options->namespace_ != NULL ? options->namespace_
+                                   : SLUICE_REDIS_DEFAULT_NAMESPACE;
+  if (!sluice_redis_keys__valid_namespace(ns, error))
+    return NULL;
+  if (!sluice_redis_url__parse(options->url != NULL ? options->url
+                                                    : SLUICE_REDIS_DEFAULT_URL,
+                               &url, error))
+    return NULL;
+
+  redis_class_init(&klass, transport);
+  broker = sluice_broker_new(&klass, clock, error);
+  if (broker == NULL) {
+    sluice_redis_url__clear(&url);
+    return NULL;
+  }
+  self = SLUICE_REDIS_BROKER(broker);
+  self->transport = transport;
+  self->pool = sluice_redis_pool__new(
+      &url,
+      options->connect_timeout_ms > 0 ? options->connect_timeout_ms
+                                      : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
+      options->command_timeout_ms > 0 ? options->command_timeout_ms
+                                      : SLUICE_REDIS_DEFAULT_COMMAND_TIMEOUT_MS,
+      options->reconnect_max_backoff_ms > 0 ? options->reconnect_max_backoff_ms
+                                            : SLUICE_REDIS_DEFAULT_BACKOFF_MS);
+  sluice_redis_url__clear(&url);
+  sluice_redis_keys__init(&self->keys, ns);
+  {
+    g_autofree gchar *meta =
+        sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_META, NULL);
+    sluice_redis_pool__set_mode_check(self->pool, meta, meta_mode);
+  }
+  sluice_redis_scripts__init(self->scripts, transport->lua);
+  self->token_prefix = g_uuid_string_random();
+  self->wait_poll_ms = SLUICE_REDIS_WAIT_POLL_MS;
+  self->dead_letter_max = options->dead_letter_max > 0
+                              ? options->dead_letter_max
+                              : SLUICE_DEFAULT_DEAD_LETTER_MAX;
+  if (transport->init != NULL && !transport->init(self, error)) {
+    sluice_broker_unref(broker);
+    return NULL;
+  }
+  return broker;
+}
+
+gboolean
+sluice_redis_broker_ping(SluiceBroker *broker, GError **error)
+{
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(broker->klass->finalize == redis_finalize, FALSE);
+  return sluice_redis__check(broker, error);
+}
