@@ -484,7 +484,9 @@ cli_cmd_worker(int argc, char **argv)
       {"module", 'm', 0, G_OPTION_ARG_FILENAME_ARRAY, &args.modules,
        "A task module to load (repeat it)", "PATH.so"},
       {"prefetch", 0, 0, G_OPTION_ARG_STRING, &args.prefetch,
-       "Tasks held ready beyond --concurrency (default 4)", "N"},
+       "The most tasks held ready beyond --concurrency (default 256; about "
+       "100 ms of work is held)",
+       "N"},
       {"log-format", 0, 0, G_OPTION_ARG_STRING, &args.log_format,
        "Log lines on stderr as text (default) or json; the journal when "
        "stderr is connected to it",

@@ -53,6 +53,8 @@ class_size_of_version(guint32 version)
 {
   if (version == 1)
     return G_STRUCT_OFFSET(SluiceBrokerClass, check);
+  if (version == 2)
+    return G_STRUCT_OFFSET(SluiceBrokerClass, put_records);
   return sizeof(SluiceBrokerClass);
 }
 
@@ -426,6 +428,27 @@ sluice_broker_put_record(SluiceBroker *broker, const gchar *id, GBytes *record,
   g_return_val_if_fail(broker != NULL, FALSE);
   g_return_val_if_fail(id != NULL && record != NULL, FALSE);
   ok = broker->klass->put_record(broker, id, record, final, ttl_ms, &local);
+  return finish(broker, "put_record", ok, local, error);
+}
+
+gboolean
+sluice_broker_put_records(SluiceBroker *broker, const SluiceRecordWrite *items,
+                          guint n, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok = TRUE;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(n == 0 || items != NULL, FALSE);
+  if (n == 0)
+    return TRUE;
+  if (broker->klass->put_records != NULL) {
+    ok = broker->klass->put_records(broker, items, n, &local);
+    return finish(broker, "put_records", ok, local, error);
+  }
+  for (guint i = 0; ok && i < n; i++)
+    ok = broker->klass->put_record(broker, items[i].id, items[i].record, FALSE,
+                                   items[i].ttl_ms, &local);
   return finish(broker, "put_record", ok, local, error);
 }
 

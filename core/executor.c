@@ -71,7 +71,8 @@ execute(Job *job, guint slot)
   SluiceEnvelope *env = job->env;
   SluiceChildOutcome ran;
   gboolean claimed;
-  gint64 now;
+  gint64 now, start_us;
+  gdouble elapsed_us;
 
   if (!g_atomic_int_compare_and_exchange(&job->phase, JOB_QUEUED,
                                          JOB_RUNNING)) {
@@ -92,23 +93,19 @@ execute(Job *job, guint slot)
   worker->stats.started++;
   worker->stats.peak_running = MAX(worker->stats.peak_running, worker->running);
   job->started_at = now;
-  if (job->timeout_ms > 0)
-    job->deadline = now + job->timeout_ms;
   g_mutex_unlock(&worker->lock);
-  if (job->timeout_ms > 0)
+  /* Queued before the deadline exists: the watchdog's settlement, and with
+   * it the final record, can then only come after it. */
+  if (worker->options.track_state && job->store_result)
+    sluice_outcome__running(job, now);
+  if (job->timeout_ms > 0) {
+    g_mutex_lock(&worker->lock);
+    job->deadline = now + job->timeout_ms;
+    g_mutex_unlock(&worker->lock);
     sluice_worker__watchdog_arm(worker, job->deadline);
-
-  if (worker->options.track_state && job->store_result) {
-    g_autoptr(GBytes) record = sluice_outcome__record(job, SLUICE_STATE_RUNNING,
-                                                      NULL, NULL, NULL, now);
-    g_autoptr(GError) record_error = NULL;
-    if (!sluice_broker_put_record(worker->broker, env->id, record, FALSE,
-                                  job->result_ttl_ms, &record_error))
-      sluice_log__task(G_LOG_LEVEL_WARNING, env->id, env->task, env->queue,
-                       env->attempt, "could not record the running state: %s",
-                       record_error->message);
   }
 
+  start_us = g_get_monotonic_time();
   if (worker->pool != NULL) {
     g_atomic_int_set(&job->in_task, 1);
     sluice_pool__run(worker->pool, slot, job, &ran);
@@ -121,8 +118,13 @@ execute(Job *job, guint slot)
    * jobs it can claim once `running` drops to zero, and must not release a
    * task that has in fact finished. */
   claimed = job_claim(job);
+  elapsed_us = (gdouble)(g_get_monotonic_time() - start_us);
   g_mutex_lock(&worker->lock);
   worker->running--;
+  /* What the fetcher sizes its prefetch by: recent tasks weigh most. */
+  worker->task_us = worker->task_us > 0
+                        ? worker->task_us * 0.9 + elapsed_us * 0.1
+                        : elapsed_us;
   /* A broadcast is a system call: make it only when the stop sequence
    * waits for running tasks. */
   if (worker->running_waited)

@@ -1,8 +1,8 @@
 /* fetcher.c - the thread that takes deliveries from the broker.
  *
- * It keeps at most concurrency + prefetch deliveries held, dispatches each
- * (decoding it, and settling at once what must not run), and hands the rest
- * to the executors. For run_until_idle it also makes due work visible and
+ * It keeps at most concurrency + prefetch deliveries held (fewer for slow
+ * tasks: see prefetch_now()), dispatches each (decoding it, and settling
+ * at once what must not run), and hands the rest to the executors. For run_until_idle it also makes due work visible and
  * tells when there is none.
  *
  * Quarantine (brokers with leases): a delivery taken over from a consumer
@@ -43,6 +43,25 @@ resolve_job_options(Job *job)
                        : t != NULL && t->result_ttl_ms > 0
                            ? t->result_ttl_ms
                            : worker->options.result_ttl_ms;
+}
+
+/* How many deliveries to hold beyond the executors now: about
+ * SLUICE_PREFETCH_AHEAD_MS of work, by the tasks' recent run times, up to
+ * options.prefetch. No-op tasks get the whole allowance (one fetch and
+ * one settle per hundreds of tasks); tasks of a second get none, so a
+ * backlog of slow work is not hoarded while a peer is idle. Before any
+ * task has run, as many as the executors. Called with the lock held. */
+static guint
+prefetch_now(SluiceWorker *worker)
+{
+  guint most = worker->options.prefetch;
+  gdouble ahead;
+
+  if (worker->task_us <= 0)
+    return MIN(most, worker->options.concurrency);
+  ahead = SLUICE_PREFETCH_AHEAD_MS * 1000.0 / MAX(worker->task_us, 1.0) *
+          worker->options.concurrency;
+  return ahead >= most ? most : (guint)ahead;
 }
 
 /* Takes ownership of @delivery. Called by the fetcher and the reclaimer.
@@ -230,7 +249,7 @@ sluice_worker__fetcher_main(gpointer data)
 
   for (;;) {
     g_autoptr(GError) error = NULL;
-    guint want = 0;
+    guint want = 0, prefetch, room = 0;
     guint64 idle_gen;
     guint64 settle_gen_before;
     guint held_before;
@@ -246,8 +265,13 @@ sluice_worker__fetcher_main(gpointer data)
         /* Drain: nothing may run beside a suspect. */
         if (worker->held <= g_queue_get_length(&worker->quarantined))
           break;
-      } else if (worker->held < worker->capacity) {
-        break;
+      } else {
+        /* Refill by at least half the allowance at a time: fewer, larger
+         * fetches, and a settle wakes this thread only to look. */
+        prefetch = prefetch_now(worker);
+        room = worker->options.concurrency + prefetch;
+        if (worker->held + MAX(prefetch / 2, 1) <= room)
+          break;
       }
       g_cond_wait(&worker->cond, &worker->lock);
     }
@@ -259,7 +283,7 @@ sluice_worker__fetcher_main(gpointer data)
     if (quarantine)
       next = g_queue_pop_head(&worker->quarantined);
     else
-      want = worker->capacity - worker->held;
+      want = room - worker->held;
     held_before = worker->held;
     settle_gen_before = worker->settle_gen;
     idle_gen = worker->idle_request_gen > worker->idle_done_gen

@@ -98,6 +98,24 @@ sluice_outcome__succeeded(Job *job, GBytes *result)
   push_pending(job->worker, p);
 }
 
+/* The `running` record goes through the settler, in batches, rather than
+ * as one round trip per task on the executor's path; it is queued before
+ * the task runs, so it always reaches the broker before the settlement
+ * that replaces it. */
+void
+sluice_outcome__running(Job *job, gint64 now)
+{
+  Pending *p = pending_new(job, KIND_RUNNING, SLUICE_SETTLE_ACK);
+
+  p->record = sluice_outcome__record(job, SLUICE_STATE_RUNNING, NULL, NULL,
+                                     NULL, now);
+  if (p->record == NULL) {
+    sluice_pending__free(p);
+    return;
+  }
+  push_pending(job->worker, p);
+}
+
 /* Buries the job's delivery, untouched, for @reason. Always dead-letters:
  * the reasons that a task may turn into `failed` are handled by
  * sluice_outcome__failed. */

@@ -319,9 +319,9 @@ sluice_pool__new(SluiceWorker *worker, GError **error)
   int control = -1;
   GPid pid;
 
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   /* A backstop against a child that allocates faster than it is sampled;
-   * AddressSanitizer's shadow memory cannot live under one. */
+   * a sanitizer's shadow memory cannot live under one. */
   if (o->memory_limit_per_child > 0)
     data_limit = MAX(o->memory_limit_per_child * 2,
                      o->memory_limit_per_child + ((guint64)256 << 20));

@@ -37,15 +37,41 @@ count_settled(SluiceWorker *worker, SettleKind kind)
   case KIND_RELEASED:
     worker->stats.released++;
     break;
+  case KIND_RUNNING:
+    break;
   }
 }
 
-/* Sends one batch, retrying while the broker is unreachable. Returns FALSE
- * if the batch was given up (only while stopping, after the shutdown
+/* Writes the batch's `running` records. They are state tracking, not a
+ * promise: one outage is retried with the settlements that follow them,
+ * any other failure is logged and the records are dropped. Returns FALSE
+ * while the broker is unreachable. */
+static gboolean
+send_records(SluiceWorker *worker, SluiceRecordWrite *records, guint n,
+             GError **error)
+{
+  g_autoptr(GError) local = NULL;
+
+  if (n == 0 || sluice_broker_put_records(worker->broker, records, n, &local))
+    return TRUE;
+  if (g_error_matches(local, SLUICE_BROKER_ERROR,
+                      SLUICE_BROKER_ERROR_UNAVAILABLE)) {
+    g_propagate_error(error, g_steal_pointer(&local));
+    return FALSE;
+  }
+  sluice_log__message(G_LOG_LEVEL_WARNING,
+                      "could not record the running state of %u tasks: %s", n,
+                      local->message);
+  return TRUE;
+}
+
+/* Sends one batch (records first: a task's `running` record precedes its
+ * settlement), retrying while the broker is unreachable. Returns FALSE if
+ * the batch was given up (only while stopping, after the shutdown
  * timeout): those deliveries are then left to the broker's redelivery. */
 static gboolean
-send_batch(SluiceWorker *worker, SluiceSettlement *items, guint n,
-           gint64 give_up_at_us)
+send_batch(SluiceWorker *worker, SluiceRecordWrite *records, guint n_records,
+           SluiceSettlement *items, guint n, gint64 give_up_at_us)
 {
   gint64 backoff_ms = OUTAGE_BACKOFF_MIN_MS;
 
@@ -53,9 +79,13 @@ send_batch(SluiceWorker *worker, SluiceSettlement *items, guint n,
     g_autoptr(GError) error = NULL;
     gboolean stopping;
 
-    if (sluice_broker_settle(worker->broker, worker->id, items, n, &error)) {
-      sluice_worker__broker_ok(worker);
-      return TRUE;
+    if (send_records(worker, records, n_records, &error)) {
+      n_records = 0; /* written: not again after an outage of the settle */
+      if (n == 0 ||
+          sluice_broker_settle(worker->broker, worker->id, items, n, &error)) {
+        sluice_worker__broker_ok(worker);
+        return TRUE;
+      }
     }
     sluice_worker__broker_failed(worker, "settling", error);
 
@@ -86,10 +116,12 @@ sluice_worker__settler_main(gpointer data)
   guint max = worker->options.settle_batch;
   g_autofree Pending **batch = g_new0(Pending *, max);
   g_autofree SluiceSettlement *items = g_new0(SluiceSettlement, max);
+  g_autofree SluiceRecordWrite *records = g_new0(SluiceRecordWrite, max);
+  g_autofree guint *settled = g_new0(guint, max); /* batch index of items[i] */
   gboolean stop = FALSE;
 
   while (!stop) {
-    guint n = 0;
+    guint n = 0, n_items = 0, n_records = 0;
     gpointer item = g_async_queue_pop(worker->settle_queue);
     gboolean retries = FALSE;
     gint64 give_up_at_us;
@@ -111,7 +143,17 @@ sluice_worker__settler_main(gpointer data)
 
     for (guint i = 0; i < n; i++) {
       Pending *p = batch[i];
-      SluiceSettlement *s = &items[i];
+      SluiceSettlement *s;
+
+      if (p->kind == KIND_RUNNING) {
+        records[n_records].id = job_id(p->job);
+        records[n_records].record = p->record;
+        records[n_records].ttl_ms = p->job->result_ttl_ms;
+        n_records++;
+        continue;
+      }
+      s = &items[n_items];
+      settled[n_items++] = i;
       memset(s, 0, sizeof *s);
       s->delivery = p->job->delivery;
       s->action = p->action;
@@ -132,9 +174,10 @@ sluice_worker__settler_main(gpointer data)
                               worker->options.shutdown_timeout_ms * 1000
                         : 0;
     g_mutex_unlock(&worker->lock);
-    if (send_batch(worker, items, n, give_up_at_us)) {
-      for (guint i = 0; i < n; i++) {
-        Job *job = batch[i]->job;
+    if (send_batch(worker, records, n_records, items, n_items,
+                   give_up_at_us)) {
+      for (guint i = 0; i < n_items; i++) {
+        Job *job = batch[settled[i]]->job;
         if (items[i].status == SLUICE_SETTLE_STALE)
           sluice_log__task(G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
                            job->delivery->queue, job_attempt(job),
@@ -151,24 +194,26 @@ sluice_worker__settler_main(gpointer data)
       }
     }
 
-    g_mutex_lock(&worker->lock);
-    for (guint i = 0; i < n; i++) {
-      Pending *p = batch[i];
-      if (items[i].status == SLUICE_SETTLE_STALE ||
-          items[i].status == SLUICE_SETTLE_GONE)
-        worker->stats.stale_settles++;
-      else
-        count_settled(worker, p->kind);
-      if (g_hash_table_remove(worker->jobs, p->job)) {
-        worker->held--;
-        if (p->job->suspect)
-          worker->suspects_held--;
-        sluice_job__unref(p->job); /* the reference of the jobs table */
+    if (n_items > 0) {
+      g_mutex_lock(&worker->lock);
+      for (guint i = 0; i < n_items; i++) {
+        Pending *p = batch[settled[i]];
+        if (items[i].status == SLUICE_SETTLE_STALE ||
+            items[i].status == SLUICE_SETTLE_GONE)
+          worker->stats.stale_settles++;
+        else
+          count_settled(worker, p->kind);
+        if (g_hash_table_remove(worker->jobs, p->job)) {
+          worker->held--;
+          if (p->job->suspect)
+            worker->suspects_held--;
+          sluice_job__unref(p->job); /* the reference of the jobs table */
+        }
       }
+      worker->settle_gen++;
+      g_cond_broadcast(&worker->cond);
+      g_mutex_unlock(&worker->lock);
     }
-    worker->settle_gen++;
-    g_cond_broadcast(&worker->cond);
-    g_mutex_unlock(&worker->lock);
 
     for (guint i = 0; i < n; i++)
       sluice_pending__free(batch[i]);

@@ -76,6 +76,7 @@ typedef enum {
   KIND_CANCELLED,
   KIND_DEFERRED,
   KIND_RELEASED,
+  KIND_RUNNING, /* not a settlement: the `running` record, sent in batch */
 } SettleKind;
 
 typedef struct _Job Job;
@@ -90,7 +91,7 @@ struct _SluiceWorker {
   SluiceWorkerOptions options;
   gchar **queues;
   gchar *id;
-  guint capacity; /* concurrency + prefetch */
+  guint capacity; /* concurrency + prefetch: the most ever held */
   SluiceDecodeLimits limits;
 
   GMutex lock; /* guards everything below up to `stats` */
@@ -107,6 +108,7 @@ struct _SluiceWorker {
   guint64 idle_request_gen;
   guint64 idle_done_gen;
   gint64 earliest_deadline; /* of running jobs, clock ms; 0 = none */
+  gdouble task_us;          /* moving average of task run times; 0 = none */
   SluiceWorkerStats stats;
   GRand *rand;
 
@@ -277,6 +279,8 @@ void sluice_outcome__failed(Job *job, const gchar *message,
                             gint64 requested_delay_ms, gboolean fatal);
 void sluice_outcome__defer_unknown(Job *job, gint64 now);
 void sluice_pending__free(Pending *p);
+/* Queues @job's `running` record for the settler (track_state). */
+void sluice_outcome__running(Job *job, gint64 now);
 
 /* ---- Broker trouble (trouble.c) -------------------------------------------
  */

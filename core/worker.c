@@ -25,7 +25,7 @@ sluice_worker_options_init(SluiceWorkerOptions *options)
   g_return_if_fail(options != NULL);
   memset(options, 0, sizeof *options);
   options->concurrency = 4;
-  options->prefetch = 4;
+  options->prefetch = SLUICE_DEFAULT_PREFETCH;
   sluice_retry_policy_init_unset(&options->retry);
   options->max_deliveries = SLUICE_DEFAULT_MAX_DELIVERIES;
   options->unknown_task_timeout_ms = SLUICE_DEFAULT_UNKNOWN_TASK_TIMEOUT_MS;

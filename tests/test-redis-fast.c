@@ -265,7 +265,7 @@ START_TEST(test_enqueue_batch_one_round_trip)
   SluiceSubmit items[50];
   GBytes *payloads[50];
   gchar *ids[50];
-  gint64 before, pushes, fetches;
+  gint64 before, pushes, fetches, sadds;
   guint seen = 0;
 
   /* A scheduled item goes through the script: this loads it. */
@@ -280,9 +280,20 @@ START_TEST(test_enqueue_batch_one_round_trip)
    * the whole batch, sent with its SADD in one round trip. */
   before = cmd_calls(shared, "evalsha");
   pushes = cmd_calls(shared, "lpush");
-  ck_assert(sluice_broker_enqueue(b, items, 50, &error));
+  sadds = cmd_calls(shared, "sadd");
+  ck_assert(sluice_broker_enqueue(b, items, 49, &error));
   ck_assert_int_eq(cmd_calls(shared, "evalsha") - before, 0);
   ck_assert_int_eq(cmd_calls(shared, "lpush") - pushes, 1);
+  ck_assert_int_eq(cmd_calls(shared, "sadd") - sadds, 1);
+  ck_assert_int_eq(
+      sluice_test_redis_integer(shared, "SISMEMBER {%s}:queues default", ns),
+      1);
+  /* The queue is known now: a single enqueue is one command. */
+  pushes = cmd_calls(shared, "lpush");
+  sadds = cmd_calls(shared, "sadd");
+  ck_assert(sluice_broker_enqueue(b, &items[49], 1, &error));
+  ck_assert_int_eq(cmd_calls(shared, "lpush") - pushes, 1);
+  ck_assert_int_eq(cmd_calls(shared, "sadd") - sadds, 0);
   ck_assert_int_eq(llen(shared, ns, "default"), 50);
   /* With idempotency claims the batch needs the script: still one call. */
   for (guint i = 0; i < 50; i++)

@@ -57,7 +57,15 @@ struct _SluiceRedisBroker {
   gint64 wait_poll_ms;
   gchar *token_prefix;
   atomic_uint_fast64_t token_seq;
+  /* Queues this instance added to the known-queues set, and when (an
+   * enqueue repeats the SADD only after SLUICE_REDIS_QUEUE_READD_MS). */
+  GMutex queues_lock;
+  GHashTable *queues_added; /* queue (owned) -> GINT64 monotonic us */
 };
+
+/* A queue's SADD is repeated this long after the last one, so a known-
+ * queues set emptied by hand (FLUSHDB) is written again. */
+#define SLUICE_REDIS_QUEUE_READD_MS 60000
 
 /* The instance behind a slot's SluiceBroker. */
 #define SLUICE_REDIS_BROKER(broker) ((SluiceRedisBroker *)(broker))
@@ -244,6 +252,9 @@ gboolean sluice_redis__cancel_scheduled(SluiceBroker *broker, const gchar *id,
                                         gboolean *out_removed, GError **error);
 gboolean sluice_redis__get_record(SluiceBroker *broker, const gchar *id,
                                   GBytes **out_record, GError **error);
+gboolean sluice_redis__put_records(SluiceBroker *broker,
+                                   const SluiceRecordWrite *items, guint n,
+                                   GError **error);
 gboolean sluice_redis__put_record(SluiceBroker *broker, const gchar *id,
                                   GBytes *record, gboolean final, gint64 ttl_ms,
                                   GError **error);

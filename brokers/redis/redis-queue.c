@@ -18,15 +18,48 @@
 /* ---- produce ------------------------------------------------------------- */
 
 /* An enqueue batch of plain items (ready now, no claim, no record) through
- * the transport's native push: one SADD of the batch's queues, then the
- * transport's commands per queue, in one round trip and without Lua. Not
- * replayed after an unknown outcome: these items have no idempotency key
- * (the caller may retry with ids, as for the script). */
+ * the transport's native push: the transport's commands per queue, and an
+ * SADD of the queues this instance has not added to the known-queues set
+ * lately (so a single enqueue is usually one command), in one round trip
+ * and without Lua. Not replayed after an unknown outcome: these items have
+ * no idempotency key (the caller may retry with ids, as for the script). */
 typedef struct {
   SluiceSubmit *items;
   guint n_items;
   GPtrArray *queues;
+  GPtrArray *to_add; /* the queues to SADD */
 } NativeEnqueue;
+
+/* Which of @queues to SADD now: those not added by this instance within
+ * SLUICE_REDIS_QUEUE_READD_MS. Nothing removes a queue from the set. */
+static void
+queues_to_add(SluiceRedisBroker *self, GPtrArray *queues, GPtrArray *out)
+{
+  gint64 now = g_get_monotonic_time();
+
+  g_mutex_lock(&self->queues_lock);
+  for (guint k = 0; k < queues->len; k++) {
+    gpointer when;
+    if (!g_hash_table_lookup_extended(self->queues_added, queues->pdata[k],
+                                      NULL, &when) ||
+        now - (gint64)GPOINTER_TO_SIZE(when) >
+            SLUICE_REDIS_QUEUE_READD_MS * 1000)
+      g_ptr_array_add(out, queues->pdata[k]);
+  }
+  g_mutex_unlock(&self->queues_lock);
+}
+
+static void
+queues_added(SluiceRedisBroker *self, GPtrArray *added)
+{
+  gint64 now = g_get_monotonic_time();
+
+  g_mutex_lock(&self->queues_lock);
+  for (guint k = 0; k < added->len; k++)
+    g_hash_table_insert(self->queues_added, g_strdup(added->pdata[k]),
+                        GSIZE_TO_POINTER((gsize)now));
+  g_mutex_unlock(&self->queues_lock);
+}
 
 static gboolean
 enqueue_native_on(SluiceRedisBroker *self, SluiceRedisConn *conn, gpointer data,
@@ -36,17 +69,20 @@ enqueue_native_on(SluiceRedisBroker *self, SluiceRedisConn *conn, gpointer data,
   g_autofree GBytes **payloads = g_new(GBytes *, batch->n_items);
   g_autofree redisReply **replies = NULL;
   SluiceRedisArgv a;
-  guint n_replies = 1;
+  guint n_replies = 0;
   gboolean ok;
 
-  sluice_redis_argv__init(&a, 2 + batch->queues->len, 64);
-  sluice_redis_argv__add(&a, "SADD", 4);
-  sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_QUEUES, "");
-  for (guint k = 0; k < batch->queues->len; k++)
-    sluice_redis_argv__add_str(&a, g_ptr_array_index(batch->queues, k));
-  sluice_redis_argv__finish(&a);
-  sluice_redis_conn__append(conn, (int)a.len, a.argv, a.lens);
-  sluice_redis_argv__clear(&a);
+  if (batch->to_add->len > 0) {
+    sluice_redis_argv__init(&a, 2 + batch->to_add->len, 64);
+    sluice_redis_argv__add(&a, "SADD", 4);
+    sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_QUEUES, "");
+    for (guint k = 0; k < batch->to_add->len; k++)
+      sluice_redis_argv__add_str(&a, g_ptr_array_index(batch->to_add, k));
+    sluice_redis_argv__finish(&a);
+    sluice_redis_conn__append(conn, (int)a.len, a.argv, a.lens);
+    sluice_redis_argv__clear(&a);
+    n_replies++;
+  }
   for (guint k = 0; k < batch->queues->len; k++) {
     const gchar *q = g_ptr_array_index(batch->queues, k);
     guint n = 0;
@@ -100,9 +136,15 @@ sluice_redis__enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
       plain = FALSE;
   }
   if (plain && self->transport->push_native != NULL) {
-    NativeEnqueue batch = {items, n_items, queues};
-    return sluice_redis_broker__run(self, FALSE, enqueue_native_on, &batch,
-                                    error);
+    g_autoptr(GPtrArray) to_add = g_ptr_array_new();
+    NativeEnqueue batch = {items, n_items, queues, to_add};
+
+    queues_to_add(self, queues, to_add);
+    if (!sluice_redis_broker__run(self, FALSE, enqueue_native_on, &batch,
+                                  error))
+      return FALSE;
+    queues_added(self, to_add);
+    return TRUE;
   }
   token = g_strdup_printf("%s:%" G_GUINT64_FORMAT, self->token_prefix,
                           (guint64)atomic_fetch_add_explicit(

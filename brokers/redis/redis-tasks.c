@@ -139,6 +139,57 @@ sluice_redis__put_record(SluiceBroker *broker, const gchar *id, GBytes *record,
                                         &a, error);
 }
 
+/* A batch of records that are not final: pipelined SET ... PX, no Lua and
+ * no notification (nobody waits for a record that is not final). Writing
+ * one twice does no harm. */
+typedef struct {
+  const SluiceRecordWrite *items;
+  guint n;
+} RecordBatch;
+
+static gboolean
+put_records_on(SluiceRedisBroker *self, SluiceRedisConn *conn, gpointer data,
+               GError **error)
+{
+  const RecordBatch *batch = data;
+  g_autofree redisReply **replies = g_new0(redisReply *, batch->n);
+  gboolean ok;
+
+  for (guint i = 0; i < batch->n; i++) {
+    const SluiceRecordWrite *w = &batch->items[i];
+    SluiceRedisArgv a;
+
+    sluice_redis_argv__init(&a, 5, 64);
+    sluice_redis_argv__add(&a, "SET", 3);
+    sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_RECORD, w->id);
+    sluice_redis_argv__add_record(&a, w->record, FALSE);
+    sluice_redis_argv__add(&a, "PX", 2);
+    sluice_redis_argv__add_record_ttl(&a, w->ttl_ms);
+    sluice_redis_argv__finish(&a);
+    sluice_redis_conn__append(conn, (int)a.len, a.argv, a.lens);
+    sluice_redis_argv__clear(&a);
+  }
+  ok = sluice_redis_conn__exchange(self->pool, conn, batch->n, replies, -1,
+                                   error);
+  for (guint r = 0; ok && r < batch->n; r++)
+    ok = sluice_redis_reply__check(self->pool, replies[r], "put_records",
+                                   error);
+  for (guint r = 0; r < batch->n; r++)
+    if (replies[r] != NULL)
+      freeReplyObject(replies[r]);
+  return ok;
+}
+
+gboolean
+sluice_redis__put_records(SluiceBroker *broker, const SluiceRecordWrite *items,
+                          guint n, GError **error)
+{
+  RecordBatch batch = {items, n};
+
+  return sluice_redis_broker__run(SLUICE_REDIS_BROKER(broker), TRUE,
+                                  put_records_on, &batch, error);
+}
+
 /* One pub/sub command on @conn and its confirmation (["subscribe", ch, n]
  * or ["unsubscribe", ch, n]); messages that arrive first are skipped. */
 static gboolean

@@ -44,6 +44,10 @@ redis_finalize(SluiceBroker *broker)
   g_clear_pointer(&self->pool, sluice_redis_pool__free);
   sluice_redis_keys__clear(&self->keys);
   g_clear_pointer(&self->token_prefix, g_free);
+  if (self->queues_added != NULL) {
+    g_hash_table_unref(self->queues_added);
+    g_mutex_clear(&self->queues_lock);
+  }
   if (self->scripts[0].text != NULL)
     sluice_redis_scripts__clear(self->scripts);
 }
@@ -67,6 +71,7 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->cancel_scheduled = sluice_redis__cancel_scheduled;
   klass->get_record = sluice_redis__get_record;
   klass->put_record = sluice_redis__put_record;
+  klass->put_records = sluice_redis__put_records;
   klass->wait_record = sluice_redis__wait_record;
   klass->revoke = sluice_redis__revoke;
   klass->list_revocations = sluice_redis__list_revocations;
@@ -177,6 +182,9 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
   }
   sluice_redis_scripts__init(self->scripts, transport->lua);
   self->token_prefix = g_uuid_string_random();
+  g_mutex_init(&self->queues_lock);
+  self->queues_added =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   self->wait_poll_ms = SLUICE_REDIS_WAIT_POLL_MS;
   self->dead_letter_max = options->dead_letter_max > 0
                               ? options->dead_letter_max

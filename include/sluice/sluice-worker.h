@@ -57,6 +57,8 @@ typedef enum {
 #define SLUICE_DEFAULT_VISIBILITY_TIMEOUT_MS 30000
 #define SLUICE_DEFAULT_SHUTDOWN_TIMEOUT_MS 30000
 #define SLUICE_DEFAULT_REVOCATION_INTERVAL_MS 1000
+#define SLUICE_DEFAULT_PREFETCH 256
+#define SLUICE_PREFETCH_AHEAD_MS 100
 #define SLUICE_DEFAULT_SCHEDULE_POLL_INTERVAL_MS 500
 
 /**
@@ -84,7 +86,11 @@ typedef enum {
  * @queues: (nullable) (array zero-terminated=1): queue names, highest
  *   priority first; NULL = { "default" }. Copied.
  * @concurrency: executor threads (>= 1)
- * @prefetch: messages held beyond @concurrency, ready to start (>= 0)
+ * @prefetch: the most messages held beyond @concurrency, ready to start
+ *   (>= 0). The worker holds fewer when tasks are slow: about
+ *   SLUICE_PREFETCH_AHEAD_MS of work beyond what runs, measured from the
+ *   tasks' own durations, so fast tasks are fetched and settled in large
+ *   batches and slow ones are left for idle peers
  * @worker_id: (nullable): unique name of this worker (the consumer name on
  *   the broker); NULL = "<hostname>-<pid>-<random>"
  * @retry: the global level of the retry policy

@@ -374,8 +374,9 @@ dead_letter_of(Env *e, const gchar *id)
   return NULL;
 }
 
-/* How a child killed by @signal_name is described. AddressSanitizer turns
- * a SIGSEGV into an exit with status 1, after its report. */
+/* How a child killed by @signal_name is described. A sanitizer turns a
+ * SIGSEGV into an exit (status 1 for ASan, 66 for TSan), after its
+ * report. */
 static gboolean
 names_crash(const gchar *text, const gchar *signal_name)
 {
@@ -383,7 +384,7 @@ names_crash(const gchar *text, const gchar *signal_name)
 
   if (strstr(text, killed) != NULL)
     return TRUE;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   return strstr(text, "exited with status") != NULL;
 #else
   return FALSE;

@@ -251,6 +251,20 @@ typedef struct {
 } SluiceSettlement;
 
 /**
+ * SluiceRecordWrite:
+ * @id: the task id
+ * @record: the record, never a final one
+ * @ttl_ms: its lifetime
+ *
+ * One record of `put_records`.
+ */
+typedef struct {
+  const gchar *id;
+  GBytes *record;
+  gint64 ttl_ms;
+} SluiceRecordWrite;
+
+/**
  * SluiceRevocation:
  * @id: a revoked task id
  * @expires_at: when the revocation lapses (ms since epoch)
@@ -292,7 +306,7 @@ typedef struct {
   SluiceDeadLetter *dead_letter;
 } SluiceTaskLocation;
 
-#define SLUICE_BROKER_CLASS_VERSION 2
+#define SLUICE_BROKER_CLASS_VERSION 3
 
 /**
  * SluiceBrokerClass:
@@ -633,6 +647,19 @@ struct _SluiceBrokerClass {
                        gint64 ttl_ms, GError **error);
 
   /* Slots above are valid for version 2 */
+
+  /**
+   * put_records: Optional. If NULL, the core calls `put_record` for each.
+   * Writes @n records that are not final (a worker's `running` records,
+   * sent in batches by its settler), each replacing any record under its
+   * id, in as few round trips as the store allows. Each write is atomic;
+   * the batch need not be. FALSE if any write failed (those before it may
+   * have happened).
+   */
+  gboolean (*put_records)(SluiceBroker *self, const SluiceRecordWrite *items,
+                          guint n, GError **error);
+
+  /* Slots above are valid for version 3 */
 };
 
 /* ---- For broker authors: construction ----------------------------------- */
@@ -757,6 +784,10 @@ SLUICE_BROKER_API
 gboolean sluice_broker_put_record(SluiceBroker *broker, const gchar *id,
                                   GBytes *record, gboolean final, gint64 ttl_ms,
                                   GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_put_records(SluiceBroker *broker,
+                                   const SluiceRecordWrite *items, guint n,
+                                   GError **error);
 SLUICE_BROKER_API
 gboolean sluice_broker_wait_record(SluiceBroker *broker, const gchar *id,
                                    gint64 timeout_ms, GBytes **out_record,
