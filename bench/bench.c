@@ -49,6 +49,7 @@ typedef struct {
   gint rate;
   gint samples;
   gchar *isolation;
+  gboolean log_each_task;
 } Settings;
 
 static Settings settings = {
@@ -271,6 +272,7 @@ make_worker(SluiceBroker *broker, SluiceRegistry *registry, GError **error)
   options.settle_batch = 256;
   if (process_isolation())
     options.isolation = SLUICE_ISOLATION_PROCESS;
+  options.log_each_task = settings.log_each_task;
   return sluice_worker_new(broker, registry, &options, error);
 }
 
@@ -628,6 +630,8 @@ main(int argc, char **argv)
        "samples of the wakeup operation (default 500)", "N"},
       {"isolation", 0, 0, G_OPTION_ARG_STRING, &settings.isolation,
        "the process operation's worker: thread (default) or process", "HOW"},
+      {"log-each-task", 0, 0, G_OPTION_ARG_NONE, &settings.log_each_task,
+       "the worker logs a line per task (to a writer that drops it)", NULL},
       {NULL},
   };
   g_autoptr(GOptionContext) context =

@@ -239,6 +239,7 @@ typedef struct {
   gboolean no_track_state;
   gchar *dead_letter_max;
   gboolean fail_fast;
+  gboolean no_task_log;
   gchar *isolation;
   gchar *hard_timeout;
   gchar *cancel_grace;
@@ -414,6 +415,11 @@ resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
   if (!setting_bool(settings, "fail-fast", FALSE, &plan->fail_fast, error))
     return FALSE;
   plan->fail_fast = plan->fail_fast || args->fail_fast;
+  if (!setting_bool(settings, "task-log", TRUE, &plan->options.log_each_task,
+                    error))
+    return FALSE;
+  plan->options.log_each_task =
+      plan->options.log_each_task && !args->no_task_log;
   return resolve_isolation(args, settings, &plan->options, error);
 }
 
@@ -512,6 +518,10 @@ cli_cmd_worker(int argc, char **argv)
       {"fail-fast", 0, 0, G_OPTION_ARG_NONE, &args.fail_fast,
        "Exit at once (status 1) if Redis cannot be reached at start, "
        "instead of waiting for it",
+       NULL},
+      {"no-task-log", 0, 0, G_OPTION_ARG_NONE, &args.no_task_log,
+       "Do not log a line per finished task (id, task, queue, attempt, "
+       "outcome, duration)",
        NULL},
       {"isolation", 0, 0, G_OPTION_ARG_STRING, &args.isolation,
        "Where tasks run: thread (default) or process (each executor in a "

@@ -119,6 +119,7 @@ execute(Job *job, guint slot)
    * task that has in fact finished. */
   claimed = job_claim(job);
   elapsed_us = (gdouble)(g_get_monotonic_time() - start_us);
+  __atomic_store_n(&job->run_us, (gint64)elapsed_us, __ATOMIC_RELAXED);
   g_mutex_lock(&worker->lock);
   worker->running--;
   /* What the fetcher sizes its prefetch by: recent tasks weigh most. */

@@ -16,6 +16,7 @@ sluice_job__new(SluiceWorker *worker, SluiceDelivery *delivery)
   job->worker = sluice_worker__core_ref(worker);
   job->delivery = delivery;
   job->phase = JOB_QUEUED;
+  job->run_us = -1;
   g_mutex_init(&job->cancel_lock);
   return job;
 }

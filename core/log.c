@@ -10,15 +10,20 @@
 
 #include "core/sluice-private.h"
 
+static const gchar *syslog_priority(GLogLevelFlags level);
+
 static void
 log_fields(GLogLevelFlags level, const gchar *task_id, const gchar *task,
-           const gchar *queue, guint attempt, const gchar *message)
+           const gchar *queue, guint attempt, const gchar *message,
+           const GLogField *extra, gsize n_extra)
 {
-  GLogField fields[7];
+  GLogField fields[12];
   gsize n = 0;
   gchar attempt_text[16];
 
   fields[n++] = (GLogField){"GLIB_DOMAIN", G_LOG_DOMAIN, -1};
+  /* g_log_structured_array() adds no PRIORITY: the journal needs it. */
+  fields[n++] = (GLogField){"PRIORITY", syslog_priority(level), -1};
   fields[n++] = (GLogField){"MESSAGE", message, -1};
   if (task_id != NULL)
     fields[n++] = (GLogField){"SLUICE_TASK_ID", task_id, -1};
@@ -30,6 +35,8 @@ log_fields(GLogLevelFlags level, const gchar *task_id, const gchar *task,
     g_snprintf(attempt_text, sizeof attempt_text, "%u", attempt);
     fields[n++] = (GLogField){"SLUICE_ATTEMPT", attempt_text, -1};
   }
+  for (gsize i = 0; i < n_extra && n < G_N_ELEMENTS(fields); i++)
+    fields[n++] = extra[i];
   g_log_structured_array(level, fields, n);
 }
 
@@ -42,7 +49,7 @@ sluice_log__message(GLogLevelFlags level, const gchar *format, ...)
   va_start(ap, format);
   message = g_strdup_vprintf(format, ap);
   va_end(ap);
-  log_fields(level, NULL, NULL, NULL, 0, message);
+  log_fields(level, NULL, NULL, NULL, 0, message, NULL, 0);
 }
 
 void
@@ -55,9 +62,34 @@ sluice_log__task(GLogLevelFlags level, const gchar *task_id, const gchar *task,
   va_start(ap, format);
   message = g_strdup_vprintf(format, ap);
   va_end(ap);
-  log_fields(level, task_id, task, queue, attempt, message);
+  log_fields(level, task_id, task, queue, attempt, message, NULL, 0);
 }
 
+void
+sluice_log__finished(const gchar *task_id, const gchar *task,
+                     const gchar *queue, guint attempt, const gchar *outcome,
+                     gint64 duration_us)
+{
+  gchar duration[24] = "";
+  gchar message[256];
+  GLogField extra[2];
+  gsize n = 0;
+
+  /* No allocation and no floating point: this runs once per task. */
+  extra[n++] = (GLogField){"SLUICE_OUTCOME", outcome, -1};
+  if (duration_us >= 0) {
+    g_snprintf(duration, sizeof duration, "%" G_GINT64_FORMAT, duration_us);
+    extra[n++] = (GLogField){"SLUICE_DURATION_US", duration, -1};
+    g_snprintf(message, sizeof message, "%s %s in %" G_GINT64_FORMAT ".%03d ms",
+               task != NULL ? task : "task", outcome, duration_us / 1000,
+               (int)(duration_us % 1000));
+  } else {
+    g_snprintf(message, sizeof message, "%s %s", task != NULL ? task : "task",
+               outcome);
+  }
+  log_fields(G_LOG_LEVEL_INFO, task_id, task, queue, attempt, message, extra,
+             n);
+}
 /* syslog's priority for @level, as g_log_structured() would set it (GLib
  * does not export its own mapping). */
 static const gchar *

@@ -107,8 +107,8 @@ sluice_outcome__running(Job *job, gint64 now)
 {
   Pending *p = pending_new(job, KIND_RUNNING, SLUICE_SETTLE_ACK);
 
-  p->record = sluice_outcome__record(job, SLUICE_STATE_RUNNING, NULL, NULL,
-                                     NULL, now);
+  p->record =
+      sluice_outcome__record(job, SLUICE_STATE_RUNNING, NULL, NULL, NULL, now);
   if (p->record == NULL) {
     sluice_pending__free(p);
     return;

@@ -13,6 +13,41 @@
 
 const gchar sluice_worker__settle_stop[] = "stop";
 
+static const gchar *
+outcome_name(SettleKind kind)
+{
+  switch (kind) {
+  case KIND_SUCCEEDED:
+    return "succeeded";
+  case KIND_FAILED:
+    return "failed";
+  case KIND_RETRIED:
+    return "failed, will retry";
+  case KIND_DEAD_LETTERED:
+    return "dead-lettered";
+  case KIND_CANCELLED:
+    return "cancelled";
+  case KIND_DEFERRED:
+    return "deferred (unknown task)";
+  case KIND_RELEASED:
+    return "released";
+  case KIND_RUNNING:
+  default:
+    return "running";
+  }
+}
+
+/* The line per finished task: "what did this worker do?" */
+static void
+log_settled(Pending *p)
+{
+  Job *job = p->job;
+
+  sluice_log__finished(job_id(job), job_task(job), job->delivery->queue,
+                       job_attempt(job), outcome_name(p->kind),
+                       __atomic_load_n(&job->run_us, __ATOMIC_RELAXED));
+}
+
 static void
 count_settled(SluiceWorker *worker, SettleKind kind)
 {
@@ -174,8 +209,7 @@ sluice_worker__settler_main(gpointer data)
                               worker->options.shutdown_timeout_ms * 1000
                         : 0;
     g_mutex_unlock(&worker->lock);
-    if (send_batch(worker, records, n_records, items, n_items,
-                   give_up_at_us)) {
+    if (send_batch(worker, records, n_records, items, n_items, give_up_at_us)) {
       for (guint i = 0; i < n_items; i++) {
         Job *job = batch[settled[i]]->job;
         if (items[i].status == SLUICE_SETTLE_STALE)
@@ -215,6 +249,10 @@ sluice_worker__settler_main(gpointer data)
       g_mutex_unlock(&worker->lock);
     }
 
+    if (worker->options.log_each_task)
+      for (guint i = 0; i < n_items; i++)
+        if (items[i].status == SLUICE_SETTLE_DONE)
+          log_settled(batch[settled[i]]);
     for (guint i = 0; i < n; i++)
       sluice_pending__free(batch[i]);
     if (retries)

@@ -24,6 +24,11 @@ G_BEGIN_DECLS
  */
 void sluice_log__message(GLogLevelFlags level, const gchar *format, ...)
     G_GNUC_PRINTF(2, 3);
+/* The one line per finished task (SLUICE_OUTCOME, SLUICE_DURATION_US;
+ * @duration_us < 0 when it never ran). */
+void sluice_log__finished(const gchar *task_id, const gchar *task,
+                          const gchar *queue, guint attempt,
+                          const gchar *outcome, gint64 duration_us);
 void sluice_log__task(GLogLevelFlags level, const gchar *task_id,
                       const gchar *task, const gchar *queue, guint attempt,
                       const gchar *format, ...) G_GNUC_PRINTF(6, 7);

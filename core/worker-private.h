@@ -198,6 +198,8 @@ struct _Job {
   gint64 hard_timeout_ms; /* process isolation; 0 = none */
   gboolean suspect;       /* taken over once at least: runs in quarantine */
   gint64 started_at;      /* clock ms; under worker lock */
+  gint64 run_us;          /* how long the task ran; -1 = it never ran (atomic:
+                  * a late task sets it after the watchdog settled it) */
   gint64 deadline;        /* clock ms; 0 = none; under worker lock */
 };
 

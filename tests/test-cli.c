@@ -502,6 +502,34 @@ check_json_log(const gchar *log, const gchar *task_id, guint *out_attempts)
   return mentions;
 }
 
+/* The outcomes the worker logged for @task_id, in order, joined by "|";
+ * each such line also carries its duration. */
+static gchar *
+logged_outcomes(const gchar *log, const gchar *task_id)
+{
+  g_auto(GStrv) lines = g_strsplit(log, "\n", -1);
+  g_autoptr(GString) out = g_string_new(NULL);
+
+  for (guint i = 0; lines[i] != NULL; i++) {
+    g_autoptr(JsonNode) node = NULL;
+    JsonObject *o;
+
+    if (lines[i][0] == '\0')
+      continue;
+    node = parse_json(lines[i]);
+    o = object_of(node);
+    if (!json_object_has_member(o, "outcome") ||
+        g_strcmp0(member_string(o, "task_id"), task_id) != 0)
+      continue;
+    ck_assert_msg(json_object_has_member(o, "duration_us"), "%s", lines[i]);
+    ck_assert_str_eq(member_string(o, "level"), "info");
+    if (out->len > 0)
+      g_string_append_c(out, '|');
+    g_string_append(out, member_string(o, "outcome"));
+  }
+  return g_strdup(out->str);
+}
+
 /* A TCP port nothing listens on (bound, then closed). */
 static guint16
 closed_port(void)
@@ -533,6 +561,7 @@ START_TEST(test_enqueue_worker_result)
   g_autoptr(Run) table = NULL;
   g_autoptr(JsonNode) record = NULL;
   g_autofree gchar *log = NULL;
+  g_autofree gchar *outcomes = NULL;
   JsonObject *o, *value;
   guint attempts;
 
@@ -566,6 +595,25 @@ START_TEST(test_enqueue_worker_result)
   log = worker_stop(w);
   ck_assert_msg(check_json_log(log, id, &attempts) == 0 || attempts == 1, "%s",
                 log);
+  outcomes = logged_outcomes(log, id);
+  ck_assert_str_eq(outcomes, "succeeded");
+}
+END_TEST
+
+/* --no-task-log turns the line per finished task off, and nothing else. */
+START_TEST(test_no_task_log)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, "--no-task-log", NULL);
+  g_autofree gchar *id = enqueue(ctx, "demo.noop", NULL);
+  g_autofree gchar *log = NULL;
+  g_autofree gchar *outcomes = NULL;
+
+  g_free(wait_for_state(ctx, id, "succeeded", NULL));
+  log = worker_stop(w);
+  outcomes = logged_outcomes(log, id);
+  ck_assert_msg(outcomes[0] == '\0', "%s", log);
+  ck_assert_msg(strstr(log, " ready: ") != NULL, "%s", log);
 }
 END_TEST
 
@@ -580,6 +628,7 @@ START_TEST(test_flaky_retries_then_succeeds)
       cli(ctx, "result", id, "--wait", "60s", "--json", NULL);
   g_autoptr(JsonNode) record = NULL;
   g_autofree gchar *log = NULL;
+  g_autofree gchar *outcomes = NULL;
   JsonObject *o;
   guint attempts = 0;
 
@@ -596,6 +645,8 @@ START_TEST(test_flaky_retries_then_succeeds)
   log = worker_stop(w);
   ck_assert_msg(check_json_log(log, id, &attempts) >= 2, "%s", log);
   ck_assert_msg(attempts >= 2, "%s", log);
+  outcomes = logged_outcomes(log, id);
+  ck_assert_str_eq(outcomes, "failed, will retry|failed, will retry|succeeded");
 }
 END_TEST
 
@@ -1796,6 +1847,7 @@ cli_suite(gboolean reliable)
   tcase_set_timeout(e2e, 300);
   tcase_add_loop_test(e2e, test_enqueue_worker_result, 0, n_modes);
   tcase_add_loop_test(e2e, test_flaky_retries_then_succeeds, 0, n_modes);
+  tcase_add_loop_test(e2e, test_no_task_log, 0, n_modes);
   tcase_add_loop_test(e2e, test_fail_dead_letter_replay_runs_again, 0, n_modes);
   tcase_add_loop_test(e2e, test_cancel_delayed_is_certain, 0, n_modes);
   tcase_add_loop_test(e2e, test_cancel_queued_records_revocation, 0, n_modes);

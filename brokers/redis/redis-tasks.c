@@ -172,8 +172,8 @@ put_records_on(SluiceRedisBroker *self, SluiceRedisConn *conn, gpointer data,
   ok = sluice_redis_conn__exchange(self->pool, conn, batch->n, replies, -1,
                                    error);
   for (guint r = 0; ok && r < batch->n; r++)
-    ok = sluice_redis_reply__check(self->pool, replies[r], "put_records",
-                                   error);
+    ok =
+        sluice_redis_reply__check(self->pool, replies[r], "put_records", error);
   for (guint r = 0; r < batch->n; r++)
     if (replies[r] != NULL)
       freeReplyObject(replies[r]);

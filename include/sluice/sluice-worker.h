@@ -106,6 +106,10 @@ typedef enum {
  * @revocation_interval_ms: how often revocations are re-read
  * @schedule_poll_interval_ms: the longest the promoter sleeps
  * @settle_batch: the most settlements sent to the broker at once
+ * @log_each_task: log one line (INFO) per finished task: id, task, queue,
+ *   attempt, outcome and duration (fields SLUICE_OUTCOME,
+ *   SLUICE_DURATION_US); default off (a program decides its own
+ *   logging; `sluice worker` turns it on)
  * @isolation: where task functions run (see SluiceIsolation)
  * @hard_timeout_ms: process isolation: a child still running a task this
  *   long after it started is killed (SIGKILL) and the attempt fails as
@@ -142,6 +146,7 @@ typedef struct {
   gint64 revocation_interval_ms;
   gint64 schedule_poll_interval_ms;
   guint settle_batch;
+  gboolean log_each_task;
   SluiceIsolation isolation;
   gint64 hard_timeout_ms;
   gint64 cancel_grace_ms;

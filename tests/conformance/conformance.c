@@ -611,8 +611,7 @@ stats_of(Env *e)
 #define ck_assert_state_soon(e, id, want)                                      \
   do {                                                                         \
     gint64 _deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;           \
-    while (state_of(e, id) != (want) &&                                        \
-           g_get_monotonic_time() < _deadline)                                 \
+    while (state_of(e, id) != (want) && g_get_monotonic_time() < _deadline)    \
       g_usleep(2000);                                                          \
     ck_assert_state(e, id, want);                                              \
   } while (0)
@@ -1098,7 +1097,8 @@ START_TEST(running_records_never_replace_final_ones)
   SluiceRecordWrite w[2];
   g_autoptr(GBytes) r1 = NULL;
   g_autoptr(GBytes) r2 = NULL;
-  g_autoptr(SluiceResult) running = sluice_result_new("w-1", SLUICE_STATE_RUNNING);
+  g_autoptr(SluiceResult) running =
+      sluice_result_new("w-1", SLUICE_STATE_RUNNING);
   g_autoptr(SluiceResult) back = NULL;
   GBytes *raw = NULL;
 
