@@ -15,6 +15,9 @@
 #include <sluice/sys/broker.h>
 #include <sluice/sluice.h>
 
+/* Scenarios that check a log line need the capture installed in main(). */
+#include "tests/helpers/log-capture.h"
+
 G_BEGIN_DECLS
 
 typedef struct {
@@ -33,11 +36,5 @@ typedef struct {
 /* Returns: (transfer full): the suite, for srunner_create(). The factory
  * must outlive the runner. */
 Suite *sluice_conformance_suite(const SluiceConformanceFactory *factory);
-
-/* Log capture for scenarios that check a log line was written. Install once
- * per process, before the runner starts. */
-void sluice_test_log_capture_install(void);
-void sluice_test_log_capture_reset(void);
-gboolean sluice_test_log_capture_contains(const gchar *needle);
 
 G_END_DECLS
