@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tests/conformance/conformance.h"
+#include "tests/conformance/contract.h"
 
 static const SluiceConformanceFactory *factory;
 
@@ -2092,5 +2093,7 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_set_timeout(load, 900);
   tcase_add_test(load, many_producers_each_task_runs_exactly_once);
   suite_add_tcase(s, load);
+
+  suite_add_tcase(s, sluice_conformance__contract_tcase(f));
   return s;
 }

@@ -1,9 +1,13 @@
 /* conformance.h - the broker conformance suite.
  *
- * One set of scenarios, the semantics of docs/design.md, run against every
- * broker: the memory broker, both Redis brokers and the custom-broker
- * example each link this suite into their own Check program with a factory
- * that makes a fresh, empty broker. A broker is done when this passes.
+ * One set of scenarios run against every broker: the memory broker, both
+ * Redis brokers and the custom-broker example each link this suite into
+ * their own Check program with a factory that makes a fresh, empty broker.
+ * A broker is done when this passes. Its test cases:
+ *  - "semantics", "stop", "load" (conformance.c): the semantics of
+ *    docs/design.md, through a client and a worker;
+ *  - "contract" (contract.c): every slot of <sluice/sys/broker.h>, called
+ *    directly, with its atomicity rules.
  *
  * Scenarios that need a capability the broker does not declare are skipped
  * by capability, never by broker name.
