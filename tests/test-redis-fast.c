@@ -46,26 +46,6 @@ test_broker(void)
   return sluice_test_redis_shared_broker(SLUICE_REDIS_FAST);
 }
 
-typedef struct {
-  SluiceBroker *broker;
-  gint64 block_ms;
-  GPtrArray *got;
-  GError *error;
-  gboolean ok;
-} FetchJob;
-
-static gpointer
-fetch_thread(gpointer data)
-{
-  FetchJob *job = data;
-
-  job->got =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
-  job->ok = sluice_broker_fetch(job->broker, "c1", q_default, 10, job->block_ms,
-                                job->got, &job->error);
-  return NULL;
-}
-
 /* ---- slots: produce ------------------------------------------------------ */
 
 START_TEST(test_enqueue_batch_one_round_trip)
@@ -186,23 +166,23 @@ START_TEST(test_fetch_blocks_in_blmpop_only_when_asked)
   g_autoptr(SluiceBroker) b = test_broker();
   g_autoptr(SluiceBroker) producer = test_broker();
   g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GError) error = NULL;
   gint64 blmpop = sluice_test_redis_calls(shared, "blmpop");
-  FetchJob job = {b, 60000, NULL, NULL, FALSE};
-  GThread *thread;
+  SluiceTestFetch *f;
 
   got = sluice_test_fetch(b, "c1", q_default, 5, 0);
   ck_assert_uint_eq(got->len, 0);
   ck_assert_int_eq(sluice_test_redis_calls(shared, "blmpop"), blmpop);
+  g_clear_pointer(&got, g_ptr_array_unref);
 
-  thread = g_thread_new("fetch", fetch_thread, &job);
+  f = sluice_test_fetch_start(b, q_default, 10, 60000);
   sluice_test_redis_wait_blocked(shared, 1);
   sluice_test_enqueue(producer, "late", "default", "arrived", 0);
-  g_thread_join(thread);
-  ck_assert_msg(job.ok, "%s", job.error != NULL ? job.error->message : "");
-  ck_assert_uint_eq(job.got->len, 1);
-  ck_assert(sluice_test_bytes_is(sluice_test_delivery_at(job.got, 0)->payload,
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(got->len, 1);
+  ck_assert(sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload,
                                  "arrived"));
-  g_ptr_array_unref(job.got);
 }
 END_TEST
 
@@ -317,6 +297,7 @@ START_TEST(test_settle_batch_one_round_trip)
   ck_assert_int_eq(sluice_test_redis_calls(shared, "evalsha") - before, 1);
 }
 END_TEST
+
 /* The core always fills a dead letter; a bare one (no payload, no count,
  * no time) is completed from the delivery, so the raw bytes are kept. */
 START_TEST(test_dead_letter_is_completed_from_the_delivery)
@@ -549,30 +530,27 @@ START_TEST(test_reconnect_after_client_kill)
   g_autoptr(SluiceBroker) b = test_broker();
   g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) got = NULL;
-  FetchJob job = {b, 600000, NULL, NULL, FALSE};
-  GThread *thread;
+  SluiceTestFetch *f;
   redisReply *r;
 
   sluice_test_log_capture_reset();
-  sluice_test_enqueue(b, "k1", "default", "before",
-                      0); /* an idle pooled connection */
+  /* An idle pooled connection. */
+  sluice_test_enqueue(b, "k1", "default", "before", 0);
 
   /* Kill every client: one blocked in a fetch and an idle one. */
   g_ptr_array_unref(sluice_test_fetch(b, "c1", q_default, 10, 0));
-  thread = g_thread_new("fetch", fetch_thread, &job);
+  f = sluice_test_fetch_start(b, q_default, 10, 600000);
   sluice_test_redis_wait_blocked(shared, 1);
-  sluice_test_enqueue(b, "k-other", "other", "x",
-                      0); /* a second, idle connection */
+  /* A second, idle connection. */
+  sluice_test_enqueue(b, "k-other", "other", "x", 0);
   r = sluice_test_redis_command(shared, "CLIENT KILL TYPE normal SKIPME yes");
   ck_assert(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 2);
   freeReplyObject(r);
-  g_thread_join(thread);
-  ck_assert(!job.ok);
-  ck_assert(g_error_matches(job.error, SLUICE_BROKER_ERROR,
+  ck_assert_ptr_null(sluice_test_fetch_join(f, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_UNAVAILABLE));
-  ck_assert(strstr(job.error->message, sluice_test_redis_url(shared)) != NULL);
-  g_clear_error(&job.error);
-  g_ptr_array_unref(job.got);
+  ck_assert(strstr(error->message, sluice_test_redis_url(shared)) != NULL);
+  g_clear_error(&error);
 
   /* The next operations reconnect by themselves; nothing was lost. */
   sluice_test_enqueue(b, "k2", "default", "after", 0);
@@ -808,20 +786,19 @@ START_TEST(test_eviction_policy_warned_once)
   g_autoptr(SluiceBroker) b =
       fast_broker(sluice_test_redis_url(server), "evict", 0);
   g_autoptr(GError) error = NULL;
-  FetchJob job = {b, 600000, NULL, NULL, FALSE};
-  GThread *thread;
+  g_autoptr(GPtrArray) woken = NULL;
+  SluiceTestFetch *f;
 
   sluice_test_log_capture_reset();
   freeReplyObject(sluice_test_redis_command(
       server, "CONFIG SET maxmemory-policy allkeys-lru"));
   /* Several connections (one blocked in a fetch), one warning. */
-  thread = g_thread_new("fetch", fetch_thread, &job);
+  f = sluice_test_fetch_start(b, q_default, 10, 600000);
   sluice_test_redis_wait_blocked(server, 1);
   ck_assert(sluice_redis_broker_ping(b, &error));
   sluice_test_enqueue(b, "e1", "other", "x", 0);
   sluice_broker_wakeup(b);
-  g_thread_join(thread);
-  g_ptr_array_unref(job.got);
+  woken = sluice_test_fetch_join(f, NULL);
   ck_assert_int_eq(
       sluice_test_log_capture_count("maxmemory-policy allkeys-lru"), 1);
 }

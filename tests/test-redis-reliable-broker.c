@@ -209,48 +209,32 @@ START_TEST(test_blocking_fetch_never_returns_more_than_asked)
   ck_assert(g_hash_table_contains(seen, "b3"));
 }
 END_TEST
-typedef struct {
-  SluiceBroker *broker;
-  const gchar *const *queues;
-  gint64 block_ms;
-  GPtrArray *got;
-} FetchJob;
-
-static gpointer
-fetch_thread(gpointer data)
-{
-  FetchJob *job = data;
-
-  job->got =
-      sluice_test_fetch(job->broker, "c1", job->queues, 5, job->block_ms);
-  return NULL;
-}
-
 START_TEST(test_blocking_fetch_wakes_on_data_and_on_wakeup)
 {
   SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) b = test_broker();
   const gchar *const queues[] = {"a", "b", NULL};
-  FetchJob job = {b, queues, 20000, NULL};
-  GThread *thread;
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GError) error = NULL;
+  SluiceTestFetch *f;
 
   /* Blocked on both queues, woken by an entry on the second. */
-  thread = g_thread_new("fetch", fetch_thread, &job);
+  f = sluice_test_fetch_start(b, queues, 5, 20000);
   sluice_test_redis_wait_blocked(shared, 1);
   sluice_test_enqueue(b, "b1", "b", "b1", 0);
-  g_thread_join(thread);
-  ck_assert_uint_eq(job.got->len, 1);
-  ck_assert_str_eq(sluice_test_delivery_at(job.got, 0)->queue, "b");
-  g_ptr_array_unref(job.got);
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(got->len, 1);
+  ck_assert_str_eq(sluice_test_delivery_at(got, 0)->queue, "b");
+  g_clear_pointer(&got, g_ptr_array_unref);
 
   /* One queue, woken by `wakeup` with nothing. */
-  job.queues = q_default;
-  thread = g_thread_new("fetch", fetch_thread, &job);
+  f = sluice_test_fetch_start(b, q_default, 5, 20000);
   sluice_test_redis_wait_blocked(shared, 1);
   sluice_broker_wakeup(b);
-  g_thread_join(thread);
-  ck_assert_uint_eq(job.got->len, 0);
-  g_ptr_array_unref(job.got);
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(got->len, 0);
 }
 END_TEST
 

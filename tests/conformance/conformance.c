@@ -16,6 +16,7 @@
 
 #include "tests/conformance/conformance.h"
 #include "tests/conformance/contract.h"
+#include "tests/helpers/broker-calls.h"
 
 static const SluiceConformanceFactory *factory;
 
@@ -488,18 +489,7 @@ static gchar *
 enqueue(Env *e, const gchar *task, const gchar *json_args,
         const SluiceEnqueueOptions *options)
 {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) args = NULL;
-  gchar *id;
-
-  if (json_args != NULL) {
-    args = sluice_args_from_json(json_args, -1, &error);
-    ck_assert_msg(args != NULL, "%s", error->message);
-  }
-  id = sluice_client_enqueue(e->client, task, args, options, &error);
-  ck_assert_msg(id != NULL, "enqueue %s: %s", task,
-                error != NULL ? error->message : "");
-  return id;
+  return sluice_test_client_enqueue(e->client, task, json_args, options);
 }
 
 static SluiceTaskState

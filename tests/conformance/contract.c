@@ -409,59 +409,29 @@ START_TEST(fetch_takes_at_most_max_in_the_order_of_its_queues)
 }
 END_TEST
 
-typedef struct {
-  SluiceBroker *broker;
-  const gchar *const *queues;
-  gint64 block_ms;
-  GPtrArray *got;
-  GError *error;
-  gboolean ok;
-  gint done;
-} FetchJob;
-
-static gpointer
-fetch_thread(gpointer data)
-{
-  FetchJob *job = data;
-
-  job->got =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
-  job->ok = sluice_broker_fetch(job->broker, "c1", job->queues, 10,
-                                job->block_ms, job->got, &job->error);
-  g_atomic_int_set(&job->done, 1);
-  return NULL;
-}
-
-static void
-fetch_job_clear(FetchJob *job)
-{
-  g_clear_pointer(&job->got, g_ptr_array_unref);
-  g_clear_error(&job->error);
-}
-
 START_TEST(fetch_blocks_until_a_message_arrives_on_any_of_its_queues)
 {
   g_autoptr(Contract) c = contract_new();
   const gchar *const queues[] = {"a", "b", NULL};
   g_autoptr(GPtrArray) got = NULL;
-  FetchJob job = {c->broker, queues, 60000, NULL, NULL, FALSE, 0};
-  GThread *thread;
+  g_autoptr(GError) error = NULL;
+  SluiceTestFetch *f;
 
   /* block_ms 0 never blocks, even on empty queues. */
   got = sluice_test_fetch(c->broker, "c1", q_default, 5, 0);
   ck_assert_uint_eq(got->len, 0);
+  g_clear_pointer(&got, g_ptr_array_unref);
 
   /* Whether the fetch blocks before or after the message arrives, it gets
    * the message (a fetch that missed it would wait out its block_ms, longer
    * than the test may take). */
-  thread = g_thread_new("fetch", fetch_thread, &job);
+  f = sluice_test_fetch_start(c->broker, queues, 10, 60000);
   sluice_test_enqueue(c->broker, "b1", "b", "arrived", 0);
-  g_thread_join(thread);
-  ck_assert_msg(job.ok, "%s", job.error != NULL ? job.error->message : "");
-  ck_assert_uint_eq(job.got->len, 1);
-  ck_assert_str_eq(at(job.got, 0)->queue, "b");
-  ck_assert(sluice_test_bytes_is(at(job.got, 0)->payload, "arrived"));
-  fetch_job_clear(&job);
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(got->len, 1);
+  ck_assert_str_eq(at(got, 0)->queue, "b");
+  ck_assert(sluice_test_bytes_is(at(got, 0)->payload, "arrived"));
 }
 END_TEST
 
@@ -469,23 +439,23 @@ START_TEST(wakeup_ends_a_blocked_fetch)
 {
   g_autoptr(Contract) c = contract_new();
   g_autoptr(GPtrArray) got = NULL;
-  FetchJob job = {c->broker, q_default, 600000, NULL, NULL, FALSE, 0};
+  g_autoptr(GError) error = NULL;
   gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
-  GThread *thread;
+  SluiceTestFetch *f;
 
   /* A wakeup only ends fetches blocked at that moment: wake until the
    * fetch has returned. Without wakeups it would block for ten minutes. */
-  thread = g_thread_new("fetch", fetch_thread, &job);
-  while (!g_atomic_int_get(&job.done)) {
+  f = sluice_test_fetch_start(c->broker, q_default, 10, 600000);
+  while (!sluice_test_fetch_returned(f)) {
     ck_assert_msg(g_get_monotonic_time() < deadline,
                   "wakeup did not end the blocked fetch");
     sluice_broker_wakeup(c->broker);
     g_usleep(10 * 1000);
   }
-  g_thread_join(thread);
-  ck_assert_msg(job.ok, "%s", job.error != NULL ? job.error->message : "");
-  ck_assert_uint_eq(job.got->len, 0);
-  fetch_job_clear(&job);
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(got->len, 0);
+  g_clear_pointer(&got, g_ptr_array_unref);
 
   /* The broker fetches as before. */
   sluice_test_enqueue(c->broker, "after", "default", "after", 0);

@@ -77,6 +77,67 @@ sluice_test_reclaim(SluiceBroker *b, const gchar *consumer,
   return out;
 }
 
+struct _SluiceTestFetch {
+  SluiceBroker *broker;
+  gchar **queues;
+  guint max;
+  gint64 block_ms;
+  GPtrArray *got;
+  GError *error;
+  gboolean ok;
+  gint returned;
+  GThread *thread;
+};
+
+static gpointer
+fetch_thread(gpointer data)
+{
+  SluiceTestFetch *f = data;
+
+  f->ok = sluice_broker_fetch(f->broker, "c1", (const gchar *const *)f->queues,
+                              f->max, f->block_ms, f->got, &f->error);
+  g_atomic_int_set(&f->returned, 1);
+  return NULL;
+}
+
+SluiceTestFetch *
+sluice_test_fetch_start(SluiceBroker *b, const gchar *const *queues, guint max,
+                        gint64 block_ms)
+{
+  SluiceTestFetch *f = g_new0(SluiceTestFetch, 1);
+
+  f->broker = sluice_broker_ref(b);
+  f->queues = g_strdupv((gchar **)queues);
+  f->max = max;
+  f->block_ms = block_ms;
+  f->got = g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
+  f->thread = g_thread_new("fetch", fetch_thread, f);
+  return f;
+}
+
+gboolean
+sluice_test_fetch_returned(SluiceTestFetch *f)
+{
+  return g_atomic_int_get(&f->returned);
+}
+
+GPtrArray *
+sluice_test_fetch_join(SluiceTestFetch *f, GError **error)
+{
+  GPtrArray *got = NULL;
+
+  g_thread_join(f->thread);
+  if (f->ok)
+    got = g_steal_pointer(&f->got);
+  else
+    g_propagate_error(error, g_steal_pointer(&f->error));
+  g_clear_pointer(&f->got, g_ptr_array_unref);
+  g_strfreev(f->queues);
+  sluice_broker_unref(f->broker);
+  g_free(f);
+  return got;
+}
+
 void
 sluice_test_heartbeat(SluiceBroker *b, const gchar *consumer, gint64 lease_ms,
                       GPtrArray *held)
@@ -152,6 +213,25 @@ sluice_test_bury(SluiceBroker *b, const gchar *id, const gchar *reason)
   s.id = id;
   s.dead_letter = dl;
   sluice_test_settle(b, "c1", &s, 1);
+}
+
+gchar *
+sluice_test_client_enqueue(SluiceClient *client, const gchar *task,
+                           const gchar *json_args,
+                           const SluiceEnqueueOptions *options)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) args = NULL;
+  gchar *id;
+
+  if (json_args != NULL) {
+    args = sluice_args_from_json(json_args, -1, &error);
+    ck_assert_msg(args != NULL, "%s", error->message);
+  }
+  id = sluice_client_enqueue(client, task, args, options, &error);
+  ck_assert_msg(id != NULL, "enqueue %s: %s", task,
+                error != NULL ? error->message : "");
+  return id;
 }
 
 SluiceBrokerStats

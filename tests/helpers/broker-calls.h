@@ -2,7 +2,8 @@
  *
  * For tests that drive a broker through the dispatch functions of
  * <sluice/sys/broker.h> rather than through a client and a worker: the
- * contract part of the conformance suite and the Redis broker programs.
+ * contract part of the conformance suite and the Redis broker programs
+ * (and, for those that do use a client, its enqueue).
  * Each wrapper fails the test with the slot's error when the slot fails,
  * so a test reads as the calls it makes. Payloads are short strings.
  * They use Check's assertions: call them from a Check test (from its
@@ -13,6 +14,7 @@
 #include <check.h>
 
 #include <sluice/sys/broker.h>
+#include <sluice/sluice.h>
 
 G_BEGIN_DECLS
 
@@ -40,6 +42,22 @@ GPtrArray *sluice_test_fetch(SluiceBroker *b, const gchar *consumer,
 GPtrArray *sluice_test_reclaim(SluiceBroker *b, const gchar *consumer,
                                const gchar *const *queues, guint max,
                                gint64 idle_ms);
+
+/* A fetch run on a thread of its own, for tests that block in one. */
+typedef struct _SluiceTestFetch SluiceTestFetch;
+
+/* Starts `fetch` as consumer "c1" on a new thread. @queues is copied.
+ * Returns: (transfer full): join it with sluice_test_fetch_join(). */
+SluiceTestFetch *sluice_test_fetch_start(SluiceBroker *b,
+                                         const gchar *const *queues, guint max,
+                                         gint64 block_ms);
+
+/* TRUE once the fetch has returned. */
+gboolean sluice_test_fetch_returned(SluiceTestFetch *f);
+
+/* Waits for the fetch and frees @f. Returns: (transfer full) (element-type
+ * SluiceDelivery): what it handed out, or NULL with its @error. */
+GPtrArray *sluice_test_fetch_join(SluiceTestFetch *f, GError **error);
 
 /* Renews @consumer for @lease_ms, with the deliveries of @held (nullable)
  * it still holds. */
@@ -72,6 +90,12 @@ SluiceDeadLetter *sluice_test_dead_letter(const gchar *task_id,
 /* Enqueues @id (payload @id) on queue "default", fetches it as consumer
  * "c1" and buries it for @reason. */
 void sluice_test_bury(SluiceBroker *b, const gchar *id, const gchar *reason);
+
+/* Enqueues @task through @client, with @json_args (nullable) as its
+ * arguments and @options (nullable). Returns: (transfer full): the id. */
+gchar *sluice_test_client_enqueue(SluiceClient *client, const gchar *task,
+                                  const gchar *json_args,
+                                  const SluiceEnqueueOptions *options);
 
 /* Returns: the broker's stats for every queue; the caller clears them with
  * sluice_broker_stats_clear(). */

@@ -275,18 +275,7 @@ wait_log_lines(Scenario *s, guint n)
 gchar *
 enqueue_task(Scenario *s, const gchar *task, const gchar *json_args)
 {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) args = NULL;
-  gchar *id;
-
-  if (json_args != NULL) {
-    args = sluice_args_from_json(json_args, -1, &error);
-    ck_assert_msg(args != NULL, "%s", error->message);
-  }
-  id = sluice_client_enqueue(s->client, task, args, NULL, &error);
-  ck_assert_msg(id != NULL, "enqueue %s: %s", task,
-                error != NULL ? error->message : "");
-  return id;
+  return sluice_test_client_enqueue(s->client, task, json_args, NULL);
 }
 
 /* Enqueues @n tasks "t.log" in batches; returns their ids. */
