@@ -212,6 +212,7 @@ START_TEST(test_settle_record_has_its_ttl)
   ck_assert_int_le(pttl, 60000);
 }
 END_TEST
+
 START_TEST(test_settle_noop_costs_nothing)
 {
   SluiceTestRedis *shared = sluice_test_redis_shared();
@@ -522,6 +523,7 @@ START_TEST(test_wait_record_wakes_on_notification)
       sluice_test_redis_info_int(shared, "stats", "pubsub_channels"), 0);
 }
 END_TEST
+
 /* ---- Redis specifics ---------------------------------------------------- */
 
 START_TEST(test_reconnect_after_client_kill)

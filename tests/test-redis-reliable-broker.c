@@ -162,6 +162,7 @@ START_TEST(test_fetch_keeps_strict_priority)
       sluice_test_bytes_is(sluice_test_delivery_at(third, 0)->payload, "l2"));
 }
 END_TEST
+
 /* The blocking read over several queues answers up to COUNT per queue when
  * they all have data at once: the transport keeps what was asked for and
  * hands the rest back, never losing or holding it. */
@@ -209,6 +210,7 @@ START_TEST(test_blocking_fetch_never_returns_more_than_asked)
   ck_assert(g_hash_table_contains(seen, "b3"));
 }
 END_TEST
+
 START_TEST(test_blocking_fetch_wakes_on_data_and_on_wakeup)
 {
   SluiceTestRedis *shared = sluice_test_redis_shared();
