@@ -1154,14 +1154,13 @@ END_TEST
 START_TEST(test_worker_waits_for_redis_at_start)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(NULL, &error);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(NULL);
   g_autoptr(Ctx) ctx = ctx_new(1);
   g_autoptr(Worker) w = NULL;
   g_autofree gchar *id = NULL;
   g_autofree gchar *log = NULL;
   g_autoptr(Run) result = NULL;
 
-  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
   g_strfreev(ctx->env);
   ctx->env = cli_environ(sluice_test_redis_url(server), ctx->mode, ctx->ns);
   sluice_test_redis_kill(server, SIGTERM);
@@ -1184,7 +1183,7 @@ START_TEST(test_outage_is_one_line_each_way)
 {
   g_autoptr(GError) error = NULL;
   SluiceTestRedisOptions options = {.appendonly = TRUE};
-  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(&options, &error);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(&options);
   g_autoptr(Ctx) ctx = ctx_new(_i);
   g_autoptr(Worker) w = NULL;
   g_autofree gchar *before = NULL;
@@ -1193,7 +1192,6 @@ START_TEST(test_outage_is_one_line_each_way)
   g_autoptr(Run) r1 = NULL;
   g_autoptr(Run) r2 = NULL;
 
-  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
   g_strfreev(ctx->env);
   ctx->env = cli_environ(sluice_test_redis_url(server), ctx->mode, ctx->ns);
   w = worker_start(ctx, "--visibility-timeout", "600ms", NULL);
@@ -1251,14 +1249,12 @@ END_TEST
  * messages; it must reach the worker's log. */
 START_TEST(test_eviction_policy_warning_reaches_the_worker_log)
 {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(NULL, &error);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(NULL);
   g_autoptr(Ctx) ctx = ctx_new(_i);
   g_autoptr(Worker) w = NULL;
   g_autofree gchar *log = NULL;
   redisReply *r;
 
-  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
   r = sluice_test_redis_command(server,
                                 "CONFIG SET maxmemory-policy allkeys-lru");
   ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
@@ -1414,8 +1410,7 @@ END_TEST
 START_TEST(test_error_wrong_password)
 {
   SluiceTestRedisOptions options = {.requirepass = "right-one"};
-  g_autoptr(GError) error = NULL;
-  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(&options, &error);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(&options);
   g_autofree gchar *wrong = NULL;
   g_autofree gchar *none = NULL;
   g_auto(GStrv) wrong_env = NULL;
@@ -1425,7 +1420,6 @@ START_TEST(test_error_wrong_password)
   g_autoptr(Run) missing = NULL;
   g_autoptr(Run) fine = NULL;
 
-  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
   wrong = g_strdup_printf("redis://:wrong-one@127.0.0.1:%u/0",
                           sluice_test_redis_port(server));
   none =
