@@ -1242,7 +1242,6 @@ START_TEST(test_oom_refuses_work_but_drains)
   g_autoptr(GBytes) read = NULL;
   SluiceSubmit item = {.id = "new", .queue = "default", .payload = p};
   SluiceSettlement s[2] = {{0}};
-  redisReply *r;
 
   sluice_test_enqueue(b, "o1", "default", "one", 0);
   sluice_test_enqueue(b, "o2", "default", "two", 0);
@@ -1250,10 +1249,7 @@ START_TEST(test_oom_refuses_work_but_drains)
   got = sluice_test_fetch(b, "c1", q_default, 3, 0);
   ck_assert_uint_eq(got->len, 3);
   /* Fresh scripts on the server, so the drain below also loads one. */
-  freeReplyObject(sluice_test_redis_command(server, "SCRIPT FLUSH"));
-  r = sluice_test_redis_command(server, "CONFIG SET maxmemory 1");
-  ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
-  freeReplyObject(r);
+  sluice_test_redis_fill(server);
 
   ck_assert(!sluice_broker_enqueue(b, &item, 1, &error));
   ck_assert_msg(
@@ -1289,8 +1285,7 @@ START_TEST(test_oom_refuses_work_but_drains)
   ck_assert(sluice_broker_get_record(b, "o3", &read, &error));
   ck_assert(sluice_test_bytes_is(read, "done"));
 
-  r = sluice_test_redis_command(server, "CONFIG SET maxmemory 0");
-  freeReplyObject(r);
+  sluice_test_redis_unfill(server);
   ck_assert(sluice_broker_enqueue(b, &item, 1, &error));
 }
 END_TEST

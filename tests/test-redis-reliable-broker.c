@@ -780,17 +780,13 @@ START_TEST(test_oom_refuses_work_but_drains)
   g_autoptr(GPtrArray) taken = NULL;
   const gchar *const new_queue[] = {"new", NULL};
   SluiceSubmit item = {.id = "new", .queue = "default", .payload = p};
-  redisReply *r;
 
   for (guint i = 0; i < 3; i++) {
     g_autofree gchar *id = g_strdup_printf("o%u", i);
     sluice_test_enqueue(b, id, "default", id, 0);
   }
   dead = sluice_test_fetch(b, "gone", q_default, 1, 0);
-  freeReplyObject(sluice_test_redis_command(server, "SCRIPT FLUSH"));
-  r = sluice_test_redis_command(server, "CONFIG SET maxmemory 1");
-  ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
-  freeReplyObject(r);
+  sluice_test_redis_fill(server);
 
   ck_assert(!sluice_broker_enqueue(b, &item, 1, &error));
   ck_assert_msg(
@@ -816,7 +812,7 @@ START_TEST(test_oom_refuses_work_but_drains)
                    SLUICE_SETTLE_DONE);
   ck_assert(sluice_broker_leave(b, "c1", &error));
 
-  freeReplyObject(sluice_test_redis_command(server, "CONFIG SET maxmemory 0"));
+  sluice_test_redis_unfill(server);
   ck_assert(sluice_broker_enqueue(b, &item, 1, &error));
 }
 END_TEST

@@ -139,6 +139,30 @@ sluice_test_redis_wait_blocked(SluiceTestRedis *server, gint64 n)
   }
 }
 
+static void
+config_set(SluiceTestRedis *server, const gchar *name, const gchar *value)
+{
+  redisReply *r =
+      sluice_test_redis_command(server, "CONFIG SET %s %s", name, value);
+
+  ck_assert_msg(r != NULL && r->type == REDIS_REPLY_STATUS,
+                "CONFIG SET %s %s failed", name, value);
+  freeReplyObject(r);
+}
+
+void
+sluice_test_redis_fill(SluiceTestRedis *server)
+{
+  freeReplyObject(sluice_test_redis_command(server, "SCRIPT FLUSH"));
+  config_set(server, "maxmemory", "1");
+}
+
+void
+sluice_test_redis_unfill(SluiceTestRedis *server)
+{
+  config_set(server, "maxmemory", "0");
+}
+
 gint64
 sluice_test_redis_llen(SluiceTestRedis *server, const gchar *ns,
                        const gchar *queue)

@@ -65,6 +65,13 @@ gint64 sluice_test_redis_calls(SluiceTestRedis *server, const gchar *command);
  * command on @server. */
 void sluice_test_redis_wait_blocked(SluiceTestRedis *server, gint64 n);
 
+/* Makes @server full (maxmemory 1), with its script cache emptied so that
+ * the next script is loaded while it is full. */
+void sluice_test_redis_fill(SluiceTestRedis *server);
+
+/* Lifts the limit again. */
+void sluice_test_redis_unfill(SluiceTestRedis *server);
+
 /* The length of queue @queue's list (fast mode) in namespace @ns. */
 gint64 sluice_test_redis_llen(SluiceTestRedis *server, const gchar *ns,
                               const gchar *queue);
