@@ -448,7 +448,7 @@ START_TEST(test_stats_list_workers_by_heartbeat)
 
   ck_assert(sluice_broker_heartbeat(b, "worker-1", 30000, NULL, 0, &error));
   ck_assert(sluice_broker_heartbeat(b, "worker-2", 30000, NULL, 0, &error));
-  stats = sluice_test_stats(b);
+  stats = sluice_test_stats(b, NULL);
   ck_assert_uint_eq(stats.workers->len, 2);
   ck_assert_int_gt(
       ((SluiceWorkerInfo *)g_ptr_array_index(stats.workers, 0))->last_seen_ms,
@@ -457,7 +457,7 @@ START_TEST(test_stats_list_workers_by_heartbeat)
   sluice_broker_stats_clear(&stats);
 
   ck_assert(sluice_broker_leave(b, "worker-2", &error));
-  stats = sluice_test_stats(b);
+  stats = sluice_test_stats(b, NULL);
   ck_assert_uint_eq(stats.workers->len, 1);
   ck_assert_str_eq(
       ((SluiceWorkerInfo *)g_ptr_array_index(stats.workers, 0))->id,

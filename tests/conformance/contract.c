@@ -108,18 +108,6 @@ fetch_all(Contract *c, const gchar *consumer, const gchar *const *queues,
   return all;
 }
 
-static SluiceBrokerStats
-stats_of(Contract *c, const gchar *const *queues)
-{
-  g_autoptr(GError) error = NULL;
-  SluiceBrokerStats stats;
-
-  sluice_broker_stats_init(&stats);
-  ck_assert_msg(sluice_broker_stats(c->broker, queues, &stats, &error),
-                "stats: %s", error != NULL ? error->message : "?");
-  return stats;
-}
-
 /* What stats say in_flight is when @n deliveries are out. */
 static gint64
 in_flight_of(const Contract *c, gint64 n)
@@ -171,7 +159,7 @@ START_TEST(enqueue_with_a_claim_reports_existed_and_writes_once)
   ck_assert(!items[0].existed);
   ck_assert(items[1].existed); /* the same id later in the same batch */
   ck_assert(!items[2].existed);
-  stats = stats_of(c, q_default);
+  stats = sluice_test_stats(c->broker, q_default);
   ck_assert_int_eq(sluice_test_queue_ready(&stats, "default"), 2);
   sluice_broker_stats_clear(&stats);
 
@@ -179,7 +167,7 @@ START_TEST(enqueue_with_a_claim_reports_existed_and_writes_once)
    * twice. */
   ck_assert(sluice_broker_enqueue(c->broker, items, 1, &error));
   ck_assert(items[0].existed);
-  stats = stats_of(c, q_default);
+  stats = sluice_test_stats(c->broker, q_default);
   ck_assert_int_eq(sluice_test_queue_ready(&stats, "default"), 2);
   sluice_broker_stats_clear(&stats);
 
@@ -226,7 +214,7 @@ START_TEST(batch_keeps_its_order_across_kinds_of_items)
   ck_assert(sluice_test_bytes_is(at(got, 1)->payload, "2"));
   ck_assert(sluice_test_bytes_is(at(got, 2)->payload, "4"));
   ck_assert(sluice_test_bytes_is(at(got, 3)->payload, "6"));
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.scheduled, 1);
   ck_assert_uint_eq(stats.queues->len, 2);
   sluice_broker_stats_clear(&stats);
@@ -328,7 +316,7 @@ START_TEST(promote_due_never_promotes_twice)
     ck_assert(!jobs[t].failed);
   }
   ck_assert_uint_eq(jobs[0].promoted + jobs[1].promoted + jobs[2].promoted, 60);
-  stats = stats_of(c, q_default);
+  stats = sluice_test_stats(c->broker, q_default);
   ck_assert_int_eq(sluice_test_queue_ready(&stats, "default"), 60);
   ck_assert_int_eq(stats.scheduled, 0);
   sluice_broker_stats_clear(&stats);
@@ -357,7 +345,7 @@ START_TEST(cancel_scheduled_removes_the_entry_and_writes_the_record)
   ck_assert(removed);
   ck_assert(sluice_broker_get_record(c->broker, "later", &read, &error));
   ck_assert(sluice_test_bytes_is(read, "cancelled"));
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.scheduled, 0);
   sluice_broker_stats_clear(&stats);
   ck_assert(
@@ -492,7 +480,7 @@ START_TEST(settle_ack_writes_the_record_with_the_acknowledgement)
   ck_assert(sluice_test_bytes_is(read, "succeeded:42"));
   again = sluice_test_fetch(c->broker, "c1", q_default, 1, 0);
   ck_assert_uint_eq(again->len, 0);
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.in_flight, in_flight_of(c, 0));
   sluice_broker_stats_clear(&stats);
 }
@@ -525,7 +513,7 @@ START_TEST(settle_retry_schedules_the_new_envelope_on_the_same_queue)
                    SLUICE_SETTLE_DONE);
   g_clear_pointer(&got, g_ptr_array_unref);
 
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.scheduled, 1);
   sluice_broker_stats_clear(&stats);
   ck_assert(sluice_broker_get_record(c->broker, "r1", &read, &error));
@@ -640,7 +628,7 @@ START_TEST(one_settle_carries_out_every_action)
     ck_assert_uint_eq(at(got, i)->delivery_count, 1);
     ck_assert_str_eq(at(got, i)->queue, "default");
   }
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.in_flight, in_flight_of(c, 4));
   sluice_broker_stats_clear(&stats);
 
@@ -667,7 +655,7 @@ START_TEST(one_settle_carries_out_every_action)
 
   ck_assert(sluice_broker_get_record(c->broker, "m1", &read, &error));
   ck_assert(sluice_test_bytes_is(read, "done"));
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.scheduled, 1);
   ck_assert_int_eq(stats.dead_letters, 1);
   ck_assert_int_eq(stats.in_flight, in_flight_of(c, 0));
@@ -723,7 +711,7 @@ START_TEST(a_repeated_settle_changes_nothing)
   sluice_test_settle(c->broker, "c1", s, 2);
   ck_assert_int_eq(s[0].status, SLUICE_SETTLE_DONE);
   ck_assert_int_eq(s[1].status, SLUICE_SETTLE_DONE);
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.in_flight, in_flight_of(c, 0));
   sluice_broker_stats_clear(&stats);
 
@@ -733,7 +721,7 @@ START_TEST(a_repeated_settle_changes_nothing)
 
   ck_assert(sluice_broker_get_record(c->broker, "a", &read, &error));
   ck_assert(sluice_test_bytes_is(read, "done"));
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.scheduled, 1); /* overwritten, not added */
   ck_assert_int_eq(stats.dead_letters, 0);
   sluice_broker_stats_clear(&stats);
@@ -1050,7 +1038,7 @@ START_TEST(claim_periodic_dispatches_each_occurrence_once)
     ck_assert_int_eq(jobs[0].claimed + jobs[1].claimed, 1);
   }
   /* Each occurrence dispatched once. */
-  stats = stats_of(c, q_default);
+  stats = sluice_test_stats(c->broker, q_default);
   ck_assert_int_eq(sluice_test_queue_ready(&stats, "default"), 5);
   sluice_broker_stats_clear(&stats);
   ck_assert(sluice_broker_last_periodic(c->broker, "tick", &last, &error));
@@ -1100,7 +1088,7 @@ START_TEST(dead_letter_cap_drops_the_oldest_and_counts_them)
                    "e5");
 
   /* The counts by reason follow, and the drops are counted. */
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.dead_letters, 3);
   ck_assert_int_eq(sluice_test_reason_count(&stats, SLUICE_DLQ_MAX_ATTEMPTS),
                    1);
@@ -1171,7 +1159,7 @@ START_TEST(dlq_pages_replays_and_deletes_entries)
   ck_assert(sluice_broker_dlq_delete(c->broker, second, &found, &error));
   ck_assert(!found);
 
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.dead_letters, 1);
   ck_assert_int_eq(sluice_test_reason_count(&stats, SLUICE_DLQ_MAX_ATTEMPTS),
                    0);
@@ -1252,7 +1240,7 @@ START_TEST(stats_list_announced_workers_with_what_they_announced)
   ck_assert(sluice_broker_announce(c->broker, "w1", one, 60000, &error));
   ck_assert(sluice_broker_announce(c->broker, "w2", two, 60000, &error));
   ck_assert(sluice_broker_announce(c->broker, "w1", newer, 1000, &error));
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_uint_eq(stats.workers->len, 2);
   w = worker_in(&stats, "w1");
   ck_assert_ptr_nonnull(w);
@@ -1268,7 +1256,7 @@ START_TEST(stats_list_announced_workers_with_what_they_announced)
   if (has(c, SLUICE_BROKER_CAP_CLOCK_TTL)) {
     /* w1's description lapses: listed as not alive, or no more. */
     sluice_clock_advance(c->clock, 1001);
-    stats = stats_of(c, NULL);
+    stats = sluice_test_stats(c->broker, NULL);
     w = worker_in(&stats, "w1");
     ck_assert(w == NULL || !w->alive);
     ck_assert(worker_in(&stats, "w2")->alive);
@@ -1293,7 +1281,7 @@ START_TEST(stats_count_each_queue_and_purge_empties_one)
   sluice_test_enqueue(c->broker, "3", "b", "3", 0);
   sluice_test_enqueue(c->broker, "4", "b", "4", 9000);
 
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_uint_eq(stats.queues->len, 2);
   ck_assert_int_eq(sluice_test_queue_ready(&stats, "a"), 2);
   ck_assert_int_eq(sluice_test_queue_ready(&stats, "b"), 1);
@@ -1303,7 +1291,7 @@ START_TEST(stats_count_each_queue_and_purge_empties_one)
   ck_assert_int_eq(stats.stale_settles, 0);
   sluice_broker_stats_clear(&stats);
 
-  stats = stats_of(c, only_a);
+  stats = sluice_test_stats(c->broker, only_a);
   ck_assert_uint_eq(stats.queues->len, 1);
   ck_assert_int_eq(sluice_test_queue_ready(&stats, "a"), 2);
   sluice_broker_stats_clear(&stats);
@@ -1314,7 +1302,7 @@ START_TEST(stats_count_each_queue_and_purge_empties_one)
   ck_assert_uint_eq(removed, 2);
   ck_assert(sluice_broker_purge(c->broker, "a", &removed, &error));
   ck_assert_uint_eq(removed, 0);
-  stats = stats_of(c, only_a);
+  stats = sluice_test_stats(c->broker, only_a);
   ck_assert_int_eq(sluice_test_queue_ready(&stats, "a"), 0);
   sluice_broker_stats_clear(&stats);
 }
@@ -1340,7 +1328,7 @@ START_TEST(in_flight_counts_deliveries_until_settled_and_purge_spares_them)
   sluice_test_enqueue(c->broker, "b0", "b", "b0", 0);
   got = sluice_test_fetch(c->broker, "c1", only_a, 2, 0);
   ck_assert_uint_eq(got->len, 2);
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(sluice_test_queue_ready(&stats, "a"), 3);
   ck_assert_int_eq(sluice_test_queue_ready(&stats, "b"), 1);
   ck_assert_int_eq(stats.in_flight, 2);
@@ -1352,7 +1340,7 @@ START_TEST(in_flight_counts_deliveries_until_settled_and_purge_spares_them)
     ck_assert_uint_eq(removed, 3);
     ck_assert(sluice_broker_purge(c->broker, "b", &removed, &error));
     ck_assert_uint_eq(removed, 1);
-    stats = stats_of(c, NULL);
+    stats = sluice_test_stats(c->broker, NULL);
     ck_assert_int_eq(stats.in_flight, 2);
     sluice_broker_stats_clear(&stats);
   }
@@ -1360,7 +1348,7 @@ START_TEST(in_flight_counts_deliveries_until_settled_and_purge_spares_them)
                    SLUICE_SETTLE_DONE);
   ck_assert_int_eq(sluice_test_ack(c->broker, "c1", at(got, 1)),
                    SLUICE_SETTLE_DONE);
-  stats = stats_of(c, only_a);
+  stats = sluice_test_stats(c->broker, only_a);
   ck_assert_int_eq(sluice_test_queue_ready(&stats, "a"),
                    c->broker->klass->purge != NULL ? 0 : 3);
   ck_assert_int_eq(stats.in_flight, 0);
@@ -1565,7 +1553,7 @@ START_TEST(a_settle_by_the_former_owner_is_refused_as_stale)
   sluice_test_settle(c->broker, "c1", s, 3);
   for (guint i = 0; i < 3; i++)
     ck_assert_int_eq(s[i].status, SLUICE_SETTLE_STALE);
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.scheduled, 0);
   ck_assert_int_eq(stats.dead_letters, 0);
   ck_assert_int_eq(stats.stale_settles, 3);
@@ -1575,7 +1563,7 @@ START_TEST(a_settle_by_the_former_owner_is_refused_as_stale)
   for (guint i = 0; i < 3; i++)
     ck_assert_int_eq(sluice_test_ack(c->broker, "c2", at(taken, i)),
                      SLUICE_SETTLE_DONE);
-  stats = stats_of(c, NULL);
+  stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.in_flight, in_flight_of(c, 0));
   sluice_broker_stats_clear(&stats);
 }

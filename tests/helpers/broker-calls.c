@@ -235,12 +235,12 @@ sluice_test_client_enqueue(SluiceClient *client, const gchar *task,
 }
 
 SluiceBrokerStats
-sluice_test_stats(SluiceBroker *b)
+sluice_test_stats(SluiceBroker *b, const gchar *const *queues)
 {
   SluiceBrokerStats stats;
 
   sluice_broker_stats_init(&stats);
-  SLOT_OK(sluice_broker_stats(b, NULL, &stats, &_error), "stats");
+  SLOT_OK(sluice_broker_stats(b, queues, &stats, &_error), "stats");
   return stats;
 }
 
@@ -266,7 +266,7 @@ sluice_test_reason_count(const SluiceBrokerStats *stats, const gchar *reason)
 gint64
 sluice_test_stale_settles(SluiceBroker *b)
 {
-  SluiceBrokerStats stats = sluice_test_stats(b);
+  SluiceBrokerStats stats = sluice_test_stats(b, NULL);
   gint64 n = stats.stale_settles;
 
   sluice_broker_stats_clear(&stats);

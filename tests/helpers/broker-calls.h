@@ -97,9 +97,10 @@ gchar *sluice_test_client_enqueue(SluiceClient *client, const gchar *task,
                                   const gchar *json_args,
                                   const SluiceEnqueueOptions *options);
 
-/* Returns: the broker's stats for every queue; the caller clears them with
- * sluice_broker_stats_clear(). */
-SluiceBrokerStats sluice_test_stats(SluiceBroker *b);
+/* Returns: the broker's stats for @queues (NULL: every queue); the caller
+ * clears them with sluice_broker_stats_clear(). */
+SluiceBrokerStats sluice_test_stats(SluiceBroker *b,
+                                    const gchar *const *queues);
 
 /* The ready count of queue @name in @stats, or -1 if it is not listed. */
 gint64 sluice_test_queue_ready(const SluiceBrokerStats *stats,
