@@ -14,9 +14,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "tests/helpers/redis-server.h"
-
-static SluiceTestRedis *server;
+#include "tests/helpers/redis-fixture.h"
 
 static gchar *
 build_path(const gchar *first, ...)
@@ -42,6 +40,7 @@ run_bench_cli_full(const gchar *mode, const gchar *const *options,
                    const gchar *const *command,
                    const gchar *const *worker_options, gchar **out, gchar **err)
 {
+  SluiceTestRedis *server = sluice_test_redis_shared();
   g_autofree gchar *bench_cli = build_path("bench", "bench-cli", NULL);
   g_autofree gchar *sluice = build_path("cli", "sluice", NULL);
   g_autofree gchar *module =
@@ -122,6 +121,7 @@ number(const gchar *line, const gchar *key)
 static gint64
 keys_matching(const gchar *pattern)
 {
+  SluiceTestRedis *server = sluice_test_redis_shared();
   return sluice_test_redis_integer(
       server, "EVAL %s 0 %s", "return #redis.call('KEYS', ARGV[1])", pattern);
 }
@@ -159,6 +159,7 @@ process_with_results(const gchar *mode)
 
 START_TEST(reliable_process_ends_when_every_record_is_final)
 {
+  SluiceTestRedis *server = sluice_test_redis_shared();
   process_with_results("reliable");
   ck_assert_int_eq(sluice_test_redis_integer(server, "XLEN {t}:s:default"), 0);
 }
@@ -166,6 +167,7 @@ END_TEST
 
 START_TEST(fast_process_ends_when_every_record_is_final)
 {
+  SluiceTestRedis *server = sluice_test_redis_shared();
   process_with_results("fast");
   ck_assert_int_eq(sluice_test_redis_integer(server, "LLEN {t}:q:default"), 0);
 }
@@ -173,6 +175,7 @@ END_TEST
 
 START_TEST(fast_process_without_results_leaves_nothing)
 {
+  SluiceTestRedis *server = sluice_test_redis_shared();
   const gchar *options[] = {"--tasks", "2000", "--results", "off", NULL};
   g_autofree gchar *out = NULL, *err = NULL;
   gint status = run_bench_cli("fast", options, NULL, &out, &err);
@@ -186,6 +189,7 @@ END_TEST
 
 START_TEST(several_queues_and_workers_drain_them_all)
 {
+  SluiceTestRedis *server = sluice_test_redis_shared();
   const gchar *options[] = {"--tasks",     "3000", "--queues",        "3",
                             "--workers",   "2",    "--payload-bytes", "100",
                             "--breakdown", NULL};
@@ -207,6 +211,7 @@ END_TEST
 
 START_TEST(delayed_tasks_are_promoted_and_run)
 {
+  SluiceTestRedis *server = sluice_test_redis_shared();
   const gchar *options[] = {"--op",     "delayed", "--tasks", "1000",
                             "--due-ms", "3000",    NULL};
   g_autofree gchar *out = NULL, *err = NULL;
@@ -252,17 +257,13 @@ int
 main(void)
 {
   g_autofree gchar *binary = sluice_test_redis_require();
-  g_autoptr(GError) error = NULL;
   Suite *suite = suite_create("bench-cli");
   TCase *tc = tcase_create("bench-cli");
   SRunner *runner;
   int failed;
 
-  server = sluice_test_redis_start(NULL, &error);
-  if (server == NULL) {
-    g_printerr("cannot start redis-server: %s\n", error->message);
-    return 1;
-  }
+  tcase_add_unchecked_fixture(tc, sluice_test_redis_shared_setup,
+                              sluice_test_redis_shared_teardown);
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, reliable_process_ends_when_every_record_is_final);
   tcase_add_test(tc, fast_process_ends_when_every_record_is_final);
@@ -276,6 +277,5 @@ main(void)
   srunner_run_all(runner, CK_ENV);
   failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  sluice_test_redis_stop(server);
   return failed == 0 ? 0 : 1;
 }

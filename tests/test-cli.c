@@ -27,11 +27,9 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -39,7 +37,7 @@
 
 #include <sluice/sluice.h>
 
-#include "tests/helpers/redis-server.h"
+#include "tests/helpers/redis-fixture.h"
 
 #define SLUICE_BIN TEST_BUILDDIR "/cli/sluice"
 #define DEMO_MODULE TEST_BUILDDIR "/examples/demo-module/.libs/demo.so"
@@ -49,31 +47,11 @@
  * second: a bound for broken code, not a timing assertion. */
 #define PATIENCE_US (60 * G_USEC_PER_SEC)
 
-static SluiceTestRedis *shared;
-
 /* The modes the end-to-end tests loop over (_i indexes it); the reliable
  * iteration is registered only if the build supports it. */
 static const gchar *const modes[] = {"fast", "reliable"};
 
 /* ---- Fixtures and helpers ------------------------------------------------ */
-
-static void
-shared_setup(void)
-{
-  g_autoptr(GError) error = NULL;
-
-  shared = sluice_test_redis_start(NULL, &error);
-  if (shared == NULL) {
-    fprintf(stderr, "cannot start redis-server: %s\n", error->message);
-    exit(1);
-  }
-}
-
-static void
-shared_teardown(void)
-{
-  g_clear_pointer(&shared, sluice_test_redis_stop);
-}
 
 /* One test's world: its mode, namespace, environment and scratch dir. */
 typedef struct {
@@ -133,8 +111,9 @@ ctx_new(int mode_index)
   g_autoptr(GError) error = NULL;
 
   ctx->mode = modes[mode_index];
-  ctx->ns = g_strdup_printf("t%d", (int)getpid());
-  ctx->env = cli_environ(sluice_test_redis_url(shared), ctx->mode, ctx->ns);
+  ctx->ns = sluice_test_namespace();
+  ctx->env = cli_environ(sluice_test_redis_url(sluice_test_redis_shared()),
+                         ctx->mode, ctx->ns);
   ctx->dir = g_dir_make_tmp("sluice-cli-XXXXXX", &error);
   ck_assert_msg(ctx->dir != NULL, "%s", error != NULL ? error->message : "");
   return ctx;
@@ -528,22 +507,6 @@ logged_outcomes(const gchar *log, const gchar *task_id)
     g_string_append(out, member_string(o, "outcome"));
   }
   return g_strdup(out->str);
-}
-
-/* A TCP port nothing listens on (bound, then closed). */
-static guint16
-closed_port(void)
-{
-  struct sockaddr_in addr = {0};
-  socklen_t len = sizeof addr;
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
-  ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 /* ---- End to end, per mode ------------------------------------------------ */
@@ -1242,14 +1205,13 @@ END_TEST
 START_TEST(test_worker_waits_for_redis_at_start)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(NULL, &error);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(NULL);
   g_autoptr(Ctx) ctx = ctx_new(1);
   g_autoptr(Worker) w = NULL;
   g_autofree gchar *id = NULL;
   g_autofree gchar *log = NULL;
   g_autoptr(Run) result = NULL;
 
-  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
   g_strfreev(ctx->env);
   ctx->env = cli_environ(sluice_test_redis_url(server), ctx->mode, ctx->ns);
   sluice_test_redis_kill(server, SIGTERM);
@@ -1272,7 +1234,7 @@ START_TEST(test_outage_is_one_line_each_way)
 {
   g_autoptr(GError) error = NULL;
   SluiceTestRedisOptions options = {.appendonly = TRUE};
-  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(&options, &error);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(&options);
   g_autoptr(Ctx) ctx = ctx_new(_i);
   g_autoptr(Worker) w = NULL;
   g_autofree gchar *before = NULL;
@@ -1281,7 +1243,6 @@ START_TEST(test_outage_is_one_line_each_way)
   g_autoptr(Run) r1 = NULL;
   g_autoptr(Run) r2 = NULL;
 
-  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
   g_strfreev(ctx->env);
   ctx->env = cli_environ(sluice_test_redis_url(server), ctx->mode, ctx->ns);
   w = worker_start(ctx, "--visibility-timeout", "600ms", NULL);
@@ -1339,14 +1300,12 @@ END_TEST
  * messages; it must reach the worker's log. */
 START_TEST(test_eviction_policy_warning_reaches_the_worker_log)
 {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(NULL, &error);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(NULL);
   g_autoptr(Ctx) ctx = ctx_new(_i);
   g_autoptr(Worker) w = NULL;
   g_autofree gchar *log = NULL;
   redisReply *r;
 
-  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
   r = sluice_test_redis_command(server,
                                 "CONFIG SET maxmemory-policy allkeys-lru");
   ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
@@ -1497,8 +1456,8 @@ START_TEST(test_mode_mismatch_is_refused)
   g_autoptr(Ctx) ctx = ctx_new(_i);
   const gchar *other = g_str_equal(ctx->mode, "fast") ? "reliable" : "fast";
   g_autofree gchar *id = enqueue(ctx, "demo.noop", NULL);
-  g_auto(GStrv) env =
-      cli_environ(sluice_test_redis_url(shared), other, ctx->ns);
+  g_auto(GStrv) env = cli_environ(
+      sluice_test_redis_url(sluice_test_redis_shared()), other, ctx->ns);
   g_autoptr(Run) enq = cli_env(env, NULL, "enqueue", "demo.noop", NULL);
   g_autoptr(Run) worker =
       cli_env(env, NULL, "worker", "--module", DEMO_MODULE, NULL);
@@ -1519,7 +1478,7 @@ END_TEST
 
 START_TEST(test_error_unreachable_redis)
 {
-  guint16 port = closed_port();
+  guint16 port = sluice_test_closed_port();
   g_autofree gchar *url =
       g_strdup_printf("redis://:hunter2@127.0.0.1:%u/0", port);
   g_autofree gchar *shown = g_strdup_printf("127.0.0.1:%u", port);
@@ -1544,8 +1503,7 @@ END_TEST
 START_TEST(test_error_wrong_password)
 {
   SluiceTestRedisOptions options = {.requirepass = "right-one"};
-  g_autoptr(GError) error = NULL;
-  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(&options, &error);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(&options);
   g_autofree gchar *wrong = NULL;
   g_autofree gchar *none = NULL;
   g_auto(GStrv) wrong_env = NULL;
@@ -1555,7 +1513,6 @@ START_TEST(test_error_wrong_password)
   g_autoptr(Run) missing = NULL;
   g_autoptr(Run) fine = NULL;
 
-  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
   wrong = g_strdup_printf("redis://:wrong-one@127.0.0.1:%u/0",
                           sluice_test_redis_port(server));
   none =
@@ -1636,8 +1593,8 @@ END_TEST
 
 START_TEST(test_error_reliable_unavailable)
 {
-  g_auto(GStrv) env =
-      cli_environ(sluice_test_redis_url(shared), NULL, "unavailable");
+  g_auto(GStrv) env = cli_environ(
+      sluice_test_redis_url(sluice_test_redis_shared()), NULL, "unavailable");
   g_autoptr(Run) run = cli_env(env, NULL, "stats", NULL);
 
   /* Registered only while this build lacks the reliable mode: the
@@ -1693,10 +1650,10 @@ START_TEST(test_config_file_and_environment)
   g_autoptr(Ctx) ctx = ctx_new(0);
   g_autofree gchar *path = g_build_filename(ctx->dir, "sluice.conf", NULL);
   g_autofree gchar *bad = g_build_filename(ctx->dir, "bad.conf", NULL);
-  g_autofree gchar *config =
-      g_strdup_printf("[connection]\nurl=%s\nmode=fast\nnamespace=%s-file\n\n"
-                      "[worker]\nmodules=%s\nqueues=cfg;\nworker-id=w-config\n",
-                      sluice_test_redis_url(shared), ctx->ns, DEMO_MODULE);
+  g_autofree gchar *config = g_strdup_printf(
+      "[connection]\nurl=%s\nmode=fast\nnamespace=%s-file\n\n"
+      "[worker]\nmodules=%s\nqueues=cfg;\nworker-id=w-config\n",
+      sluice_test_redis_url(sluice_test_redis_shared()), ctx->ns, DEMO_MODULE);
   g_autofree gchar *file_ns = g_strdup_printf("%s-file", ctx->ns);
   g_autofree gchar *env_ns = g_strdup_printf("%s-env", ctx->ns);
   g_autofree gchar *flag_ns = g_strdup_printf("%s-flag", ctx->ns);
@@ -1843,7 +1800,8 @@ cli_suite(gboolean reliable)
   TCase *misc = tcase_create("misc");
   int n_modes = reliable ? 2 : 1;
 
-  tcase_add_unchecked_fixture(e2e, shared_setup, shared_teardown);
+  tcase_add_unchecked_fixture(e2e, sluice_test_redis_shared_setup,
+                              sluice_test_redis_shared_teardown);
   tcase_set_timeout(e2e, 300);
   tcase_add_loop_test(e2e, test_enqueue_worker_result, 0, n_modes);
   tcase_add_loop_test(e2e, test_flaky_retries_then_succeeds, 0, n_modes);
@@ -1871,7 +1829,8 @@ cli_suite(gboolean reliable)
   }
   suite_add_tcase(s, e2e);
 
-  tcase_add_unchecked_fixture(errors, shared_setup, shared_teardown);
+  tcase_add_unchecked_fixture(errors, sluice_test_redis_shared_setup,
+                              sluice_test_redis_shared_teardown);
   tcase_set_timeout(errors, 300);
   tcase_add_test(errors, test_error_unreachable_redis);
   tcase_add_test(errors, test_error_wrong_password);
@@ -1880,7 +1839,8 @@ cli_suite(gboolean reliable)
     tcase_add_test(errors, test_error_reliable_unavailable);
   suite_add_tcase(s, errors);
 
-  tcase_add_unchecked_fixture(misc, shared_setup, shared_teardown);
+  tcase_add_unchecked_fixture(misc, sluice_test_redis_shared_setup,
+                              sluice_test_redis_shared_teardown);
   tcase_set_timeout(misc, 300);
   tcase_add_test(misc, test_help_everywhere);
   tcase_add_test(misc, test_config_file_and_environment);

@@ -1,266 +1,58 @@
-/* test-redis-fast.c - the redis-fast broker against a real redis-server.
+/* test-redis-fast.c - the redis-fast broker against a real redis-server:
+ * what only Redis shows.
  *
- * Two test cases:
- *  - "contract": every slot of sluice/sys/broker.h at the broker level, on one
- *    shared server started once (unchecked fixture); each test runs in its
- *    own process (CK_FORK) and namespace ("t<pid>").
- *  - "redis": what only a real Redis shows (reconnection, restarts,
- *    NOSCRIPT, AUTH, key layout, TTLs, OOM); tests that change the server
- *    start their own.
+ * What every broker owes, slot by slot, is the contract part of the
+ * conformance suite (tests/conformance/contract.c), which
+ * test-redis-fast-conformance runs on this broker. Here, two test cases:
+ *  - "slots": how the slots use Redis (one list per queue, key TTLs,
+ *    commands per round trip, Lua only where it is needed, the stream of
+ *    dead letters), on one shared server (tests/helpers/redis-fixture.h);
+ *    each test runs in its own process (CK_FORK) and namespace ("t<pid>").
+ *  - "redis": what a real Redis does to the broker (reconnection,
+ *    restarts, NOSCRIPT, AUTH, URLs, key layout, namespaces, OOM); tests
+ *    that change the server start their own.
  *
  * Round trips are counted with INFO commandstats / total_commands_processed
  * of the server, never with timers: no assertion here depends on how fast
  * the machine is.
  *
- * To add a test: write START_TEST, add it to the right TCase in
- * redis_suite(); use test_broker() for a broker in the test's namespace.
+ * To add a test: write START_TEST and add it to the right TCase in
+ * redis_suite(); test_broker() gives a broker in the test's namespace. A
+ * test of what any broker should do belongs in the contract suite.
  */
 #include "config.h"
 
 #include "core/sluice-private.h"
 
 #include <check.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "brokers/redis/redis-broker.h"
-#include "tests/helpers/redis-server.h"
+#include "tests/helpers/broker-calls.h"
+#include "tests/helpers/log-capture.h"
+#include "tests/helpers/redis-fixture.h"
 
-static SluiceTestRedis *shared;
-
-/* ---- Fixtures and helpers ------------------------------------------------ */
-
-static void
-shared_setup(void)
-{
-  g_autoptr(GError) error = NULL;
-
-  shared = sluice_test_redis_start(NULL, &error);
-  if (shared == NULL) {
-    fprintf(stderr, "cannot start redis-server: %s\n", error->message);
-    exit(1);
-  }
-}
-
-static void
-shared_teardown(void)
-{
-  g_clear_pointer(&shared, sluice_test_redis_stop);
-}
-
-static SluiceTestRedis *
-own_server(const SluiceTestRedisOptions *options)
-{
-  g_autoptr(GError) error = NULL;
-  SluiceTestRedis *server = sluice_test_redis_start(options, &error);
-
-  ck_assert_msg(server != NULL, "redis-server: %s",
-                error != NULL ? error->message : "?");
-  return server;
-}
-
-static gchar *
-test_namespace(void)
-{
-  return g_strdup_printf("t%d", (int)getpid());
-}
+static const gchar *const q_default[] = {"default", NULL};
 
 static SluiceBroker *
-broker_for(const gchar *url, const gchar *ns, guint dead_letter_max)
+fast_broker(const gchar *url, const gchar *ns, guint dead_letter_max)
 {
-  g_autoptr(GError) error = NULL;
-  SluiceRedisOptions options;
-  SluiceBroker *broker;
-
-  sluice_redis_options_init(&options);
-  options.mode = SLUICE_REDIS_FAST;
-  options.url = url;
-  options.namespace_ = ns;
-  options.dead_letter_max = dead_letter_max;
-  options.reconnect_max_backoff_ms = 200;
-  broker = sluice_redis_broker_new(&options, NULL, &error);
-  ck_assert_msg(broker != NULL, "broker: %s",
-                error != NULL ? error->message : "?");
-  return broker;
+  return sluice_test_redis_broker(SLUICE_REDIS_FAST, url, ns, dead_letter_max);
 }
 
 static SluiceBroker *
 test_broker(void)
 {
-  g_autofree gchar *ns = test_namespace();
-
-  return broker_for(sluice_test_redis_url(shared), ns, 0);
+  return sluice_test_redis_shared_broker(SLUICE_REDIS_FAST);
 }
 
-static GBytes *
-text(const gchar *s)
-{
-  return g_bytes_new(s, strlen(s));
-}
-
-static gboolean
-bytes_is(GBytes *b, const gchar *s)
-{
-  gsize len = 0;
-  gconstpointer data;
-
-  if (b == NULL)
-    return s == NULL;
-  data = g_bytes_get_data(b, &len);
-  return s != NULL && len == strlen(s) && memcmp(data, s, len) == 0;
-}
-
-static void
-enqueue(SluiceBroker *b, const gchar *id, const gchar *queue,
-        const gchar *payload, gint64 due_at)
-{
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) p = text(payload);
-  SluiceSubmit item = {
-      .id = id, .queue = queue, .payload = p, .due_at = due_at};
-
-  ck_assert_msg(sluice_broker_enqueue(b, &item, 1, &error), "enqueue: %s",
-                error != NULL ? error->message : "?");
-}
-
-static GPtrArray *
-fetch(SluiceBroker *b, const gchar *const *queues, guint max, gint64 block_ms)
-{
-  g_autoptr(GError) error = NULL;
-  GPtrArray *out =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
-
-  ck_assert_msg(
-      sluice_broker_fetch(b, "c1", queues, max, block_ms, out, &error),
-      "fetch: %s", error != NULL ? error->message : "?");
-  return out;
-}
-
-static const gchar *const q_default[] = {"default", NULL};
-
-static SluiceDelivery *
-delivery_at(GPtrArray *a, guint i)
-{
-  return g_ptr_array_index(a, i);
-}
-
-static gint64
-cmd_calls(SluiceTestRedis *server, const gchar *command)
-{
-  redisReply *reply = sluice_test_redis_command(server, "INFO commandstats");
-  g_autofree gchar *needle = g_strdup_printf("cmdstat_%s:calls=", command);
-  gint64 calls = 0;
-
-  if (reply != NULL && reply->type == REDIS_REPLY_STRING) {
-    const gchar *at = strstr(reply->str, needle);
-    if (at != NULL)
-      calls = g_ascii_strtoll(at + strlen(needle), NULL, 10);
-  }
-  if (reply != NULL)
-    freeReplyObject(reply);
-  return calls;
-}
-
-static gint64
-llen(SluiceTestRedis *server, const gchar *ns, const gchar *queue)
-{
-  return sluice_test_redis_integer(server, "LLEN {%s}:q:%s", ns, queue);
-}
-
-static void
-settle(SluiceBroker *b, SluiceSettlement *items, guint n)
-{
-  g_autoptr(GError) error = NULL;
-
-  ck_assert_msg(sluice_broker_settle(b, "c1", items, n, &error), "settle: %s",
-                error != NULL ? error->message : "?");
-}
-
-static SluiceDeadLetter *
-dead_letter(const gchar *task_id, const gchar *reason, const gchar *payload)
-{
-  SluiceDeadLetter *dl = sluice_dead_letter_new();
-
-  dl->task_id = g_strdup(task_id);
-  dl->task = g_strdup("tasks.add");
-  dl->reason = g_strdup(reason);
-  dl->detail = g_strdup("it failed");
-  dl->source = g_strdup("default");
-  dl->deliveries = 2;
-  dl->at = 1700000000000;
-  dl->payload = text(payload);
-  return dl;
-}
-
-/* Buries one message of queue "default" with @reason. */
-static void
-bury(SluiceBroker *b, const gchar *id, const gchar *reason)
-{
-  g_autoptr(GPtrArray) got = NULL;
-  g_autoptr(SluiceDeadLetter) dl = NULL;
-  SluiceSettlement s = {0};
-
-  enqueue(b, id, "default", id, 0);
-  got = fetch(b, q_default, 1, 0);
-  ck_assert_uint_eq(got->len, 1);
-  dl = dead_letter(id, reason, id);
-  s.delivery = delivery_at(got, 0);
-  s.action = SLUICE_SETTLE_DEAD_LETTER;
-  s.id = id;
-  s.dead_letter = dl;
-  settle(b, &s, 1);
-}
-
-/* ---- Log capture (reconnection lines) --------------------------------- */
-
-static gint lost_lines;
-static gint back_lines;
-static gint policy_lines;
-
-static GLogWriterOutput
-count_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
-             gpointer data)
-{
-  for (gsize i = 0; i < n_fields; i++) {
-    if (strcmp(fields[i].key, "MESSAGE") == 0) {
-      const gchar *m = fields[i].value;
-      if (strstr(m, "lost connection to") != NULL)
-        g_atomic_int_inc(&lost_lines);
-      if (strstr(m, "is back after") != NULL)
-        g_atomic_int_inc(&back_lines);
-      if (strstr(m, "maxmemory-policy allkeys-lru") != NULL)
-        g_atomic_int_inc(&policy_lines);
-    }
-  }
-  return g_log_writer_default(level, fields, n_fields, data);
-}
-
-/* ---- produce ------------------------------------------------------------ */
-
-START_TEST(test_enqueue_fetch_one)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  g_autoptr(GPtrArray) got = NULL;
-
-  enqueue(b, "id-1", "default", "hello", 0);
-  got = fetch(b, q_default, 10, 0);
-  ck_assert_uint_eq(got->len, 1);
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "hello"));
-  ck_assert_str_eq(delivery_at(got, 0)->queue, "default");
-  ck_assert_uint_eq(delivery_at(got, 0)->delivery_count, 1);
-  g_clear_pointer(&got, g_ptr_array_unref);
-  /* Handed out once only. */
-  got = fetch(b, q_default, 10, 0);
-  ck_assert_uint_eq(got->len, 0);
-}
-END_TEST
+/* ---- slots: produce ------------------------------------------------------ */
 
 START_TEST(test_enqueue_batch_one_round_trip)
 {
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) b = test_broker();
-  g_autofree gchar *ns = test_namespace();
+  g_autofree gchar *ns = sluice_test_namespace();
   g_autoptr(GError) error = NULL;
   SluiceSubmit items[50];
   GBytes *payloads[50];
@@ -269,53 +61,54 @@ START_TEST(test_enqueue_batch_one_round_trip)
   guint seen = 0;
 
   /* A scheduled item goes through the script: this loads it. */
-  enqueue(b, "warm-up", "other", "x", 1);
+  sluice_test_enqueue(b, "warm-up", "other", "x", 1);
   for (guint i = 0; i < 50; i++) {
     ids[i] = g_strdup_printf("id-%02u", i);
-    payloads[i] = text(ids[i]);
+    payloads[i] = sluice_test_text(ids[i]);
     items[i] = (SluiceSubmit){
         .id = ids[i], .queue = "default", .payload = payloads[i]};
   }
   /* Plain items (no claim, record or due time) skip Lua: one LPUSH for
    * the whole batch, sent with its SADD in one round trip. */
-  before = cmd_calls(shared, "evalsha");
-  pushes = cmd_calls(shared, "lpush");
-  sadds = cmd_calls(shared, "sadd");
+  before = sluice_test_redis_calls(shared, "evalsha");
+  pushes = sluice_test_redis_calls(shared, "lpush");
+  sadds = sluice_test_redis_calls(shared, "sadd");
   ck_assert(sluice_broker_enqueue(b, items, 49, &error));
-  ck_assert_int_eq(cmd_calls(shared, "evalsha") - before, 0);
-  ck_assert_int_eq(cmd_calls(shared, "lpush") - pushes, 1);
-  ck_assert_int_eq(cmd_calls(shared, "sadd") - sadds, 1);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "evalsha") - before, 0);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "lpush") - pushes, 1);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "sadd") - sadds, 1);
   ck_assert_int_eq(
       sluice_test_redis_integer(shared, "SISMEMBER {%s}:queues default", ns),
       1);
   /* The queue is known now: a single enqueue is one command. */
-  pushes = cmd_calls(shared, "lpush");
-  sadds = cmd_calls(shared, "sadd");
+  pushes = sluice_test_redis_calls(shared, "lpush");
+  sadds = sluice_test_redis_calls(shared, "sadd");
   ck_assert(sluice_broker_enqueue(b, &items[49], 1, &error));
-  ck_assert_int_eq(cmd_calls(shared, "lpush") - pushes, 1);
-  ck_assert_int_eq(cmd_calls(shared, "sadd") - sadds, 0);
-  ck_assert_int_eq(llen(shared, ns, "default"), 50);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "lpush") - pushes, 1);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "sadd") - sadds, 0);
+  ck_assert_int_eq(sluice_test_redis_llen(shared, ns, "default"), 50);
   /* With idempotency claims the batch needs the script: still one call. */
   for (guint i = 0; i < 50; i++)
     items[i].dedup_ttl_ms = 60000;
-  before = cmd_calls(shared, "evalsha");
+  before = sluice_test_redis_calls(shared, "evalsha");
   ck_assert(sluice_broker_enqueue(b, items, 50, &error));
-  ck_assert_int_eq(cmd_calls(shared, "evalsha") - before, 1);
-  ck_assert_int_eq(llen(shared, ns, "default"), 100);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "evalsha") - before, 1);
+  ck_assert_int_eq(sluice_test_redis_llen(shared, ns, "default"), 100);
   for (guint i = 0; i < 50; i++) {
-    g_autoptr(GPtrArray) got = fetch(b, q_default, 1, 0);
+    g_autoptr(GPtrArray) got = sluice_test_fetch(b, "c1", q_default, 1, 0);
     ck_assert_uint_eq(got->len, 1); /* drop the claimed copies */
   }
 
   /* Many per fetch, first in first out. */
-  fetches = cmd_calls(shared, "lmpop");
+  fetches = sluice_test_redis_calls(shared, "lmpop");
   while (seen < 50) {
-    g_autoptr(GPtrArray) got = fetch(b, q_default, 20, 0);
+    g_autoptr(GPtrArray) got = sluice_test_fetch(b, "c1", q_default, 20, 0);
     ck_assert_uint_gt(got->len, 0);
     for (guint k = 0; k < got->len; k++, seen++)
-      ck_assert(bytes_is(delivery_at(got, k)->payload, ids[seen]));
+      ck_assert(sluice_test_bytes_is(sluice_test_delivery_at(got, k)->payload,
+                                     ids[seen]));
   }
-  ck_assert_int_eq(cmd_calls(shared, "lmpop") - fetches, 3);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "lmpop") - fetches, 3);
   for (guint i = 0; i < 50; i++) {
     g_free(ids[i]);
     g_bytes_unref(payloads[i]);
@@ -323,175 +116,34 @@ START_TEST(test_enqueue_batch_one_round_trip)
 }
 END_TEST
 
-START_TEST(test_enqueue_idempotent)
+/* An idempotency claim is a key with a TTL; a claimed id pushes nothing. */
+START_TEST(test_enqueue_claim_is_a_key_that_expires)
 {
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) b = test_broker();
-  g_autofree gchar *ns = test_namespace();
+  g_autofree gchar *ns = sluice_test_namespace();
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) p = text("payload");
-  g_autoptr(GBytes) rec = text("queued");
-  g_autoptr(GBytes) got = NULL;
+  g_autoptr(GBytes) p = sluice_test_text("payload");
   SluiceSubmit items[3] = {
-      {.id = "dup",
-       .queue = "default",
-       .payload = p,
-       .dedup_ttl_ms = 60000,
-       .record = rec,
-       .record_ttl_ms = 60000},
+      {.id = "dup", .queue = "default", .payload = p, .dedup_ttl_ms = 60000},
       {.id = "dup", .queue = "default", .payload = p, .dedup_ttl_ms = 60000},
       {.id = "other", .queue = "default", .payload = p, .dedup_ttl_ms = 60000},
   };
 
   ck_assert(sluice_broker_enqueue(b, items, 3, &error));
-  ck_assert(!items[0].existed);
-  ck_assert(items[1].existed); /* same id later in the same batch */
-  ck_assert(!items[2].existed);
-  ck_assert_int_eq(llen(shared, ns, "default"), 2);
-
-  /* A producer that retries after a lost reply writes nothing twice. */
+  ck_assert_int_eq(sluice_test_redis_llen(shared, ns, "default"), 2);
   ck_assert(sluice_broker_enqueue(b, items, 1, &error));
-  ck_assert(items[0].existed);
-  ck_assert_int_eq(llen(shared, ns, "default"), 2);
-
-  /* The non-final record went in with the first write. */
-  ck_assert(sluice_broker_get_record(b, "dup", &got, &error));
-  ck_assert(bytes_is(got, "queued"));
+  ck_assert_int_eq(sluice_test_redis_llen(shared, ns, "default"), 2);
   ck_assert_int_gt(sluice_test_redis_integer(shared, "PTTL {%s}:dedup:dup", ns),
                    0);
 }
 END_TEST
 
-START_TEST(test_enqueue_mixed_batch_keeps_order)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) p1 = text("1");
-  g_autoptr(GBytes) p2 = text("2");
-  g_autoptr(GBytes) p3 = text("3");
-  g_autoptr(GBytes) p4 = text("4");
-  g_autoptr(GBytes) p5 = text("5");
-  g_autoptr(GBytes) p6 = text("6");
-  g_autoptr(GBytes) rec = text("queued");
-  g_autoptr(GPtrArray) got = NULL;
-  SluiceBrokerStats stats;
-  /* Plain pushes and full submits interleaved, two queues, one delayed. */
-  SluiceSubmit items[6] = {
-      {.id = "m1", .queue = "default", .payload = p1},
-      {.id = "m2", .queue = "default", .payload = p2, .dedup_ttl_ms = 60000},
-      {.id = "m3", .queue = "other", .payload = p3},
-      {.id = "m4",
-       .queue = "default",
-       .payload = p4,
-       .record = rec,
-       .record_ttl_ms = 60000},
-      {.id = "m5", .queue = "default", .payload = p5, .due_at = 5000},
-      {.id = "m6", .queue = "default", .payload = p6},
-  };
+/* ---- slots: consume ------------------------------------------------------ */
 
-  ck_assert(sluice_broker_enqueue(b, items, 6, &error));
-  got = fetch(b, q_default, 10, 0);
-  ck_assert_uint_eq(got->len, 4);
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "1"));
-  ck_assert(bytes_is(delivery_at(got, 1)->payload, "2"));
-  ck_assert(bytes_is(delivery_at(got, 2)->payload, "4"));
-  ck_assert(bytes_is(delivery_at(got, 3)->payload, "6"));
-  sluice_broker_stats_init(&stats);
-  ck_assert(sluice_broker_stats(b, NULL, &stats, &error));
-  ck_assert_int_eq(stats.scheduled, 1);
-  ck_assert_uint_eq(stats.queues->len, 2);
-  sluice_broker_stats_clear(&stats);
-}
-END_TEST
-
-START_TEST(test_schedule_and_promote)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) got = NULL;
-  guint promoted = 99;
-  gint64 next = -1;
-
-  enqueue(b, "late", "default", "late", 3000);
-  enqueue(b, "early", "default", "early", 1000);
-  enqueue(b, "middle", "default", "middle", 2000);
-
-  /* Nothing ready before its time. */
-  got = fetch(b, q_default, 10, 0);
-  ck_assert_uint_eq(got->len, 0);
-  g_clear_pointer(&got, g_ptr_array_unref);
-  ck_assert(sluice_broker_promote_due(b, 999, 10, &promoted, &next, &error));
-  ck_assert_uint_eq(promoted, 0);
-  ck_assert_int_eq(next, 1000);
-
-  /* Earliest first, at most max, and the next due time reported. */
-  ck_assert(sluice_broker_promote_due(b, 2500, 1, &promoted, &next, &error));
-  ck_assert_uint_eq(promoted, 1);
-  ck_assert_int_eq(next, 2000);
-  ck_assert(sluice_broker_promote_due(b, 2500, 10, &promoted, &next, &error));
-  ck_assert_uint_eq(promoted, 1);
-  ck_assert_int_eq(next, 3000);
-  got = fetch(b, q_default, 10, 0);
-  ck_assert_uint_eq(got->len, 2);
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "early"));
-  ck_assert(bytes_is(delivery_at(got, 1)->payload, "middle"));
-  g_clear_pointer(&got, g_ptr_array_unref);
-
-  ck_assert(sluice_broker_promote_due(b, 5000, 10, &promoted, &next, &error));
-  ck_assert_uint_eq(promoted, 1);
-  ck_assert_int_eq(next, 0); /* empty */
-  got = fetch(b, q_default, 10, 0);
-  ck_assert_uint_eq(got->len, 1);
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "late"));
-  g_clear_pointer(&got, g_ptr_array_unref);
-}
-END_TEST
-
-typedef struct {
-  SluiceBroker *broker;
-  gint64 now;
-  guint promoted;
-} PromoteJob;
-
-static gpointer
-promote_thread(gpointer data)
-{
-  PromoteJob *job = data;
-  gint64 next;
-
-  for (guint round = 0; round < 20; round++) {
-    guint n = 0;
-    if (!sluice_broker_promote_due(job->broker, job->now, 7, &n, &next, NULL))
-      break;
-    job->promoted += n;
-  }
-  return NULL;
-}
-
-START_TEST(test_promote_concurrent_once)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  g_autofree gchar *ns = test_namespace();
-  PromoteJob jobs[3];
-  GThread *threads[3];
-
-  for (guint i = 0; i < 60; i++) {
-    g_autofree gchar *id = g_strdup_printf("s%u", i);
-    enqueue(b, id, "default", id, 100 + i);
-  }
-  for (guint t = 0; t < 3; t++) {
-    jobs[t] = (PromoteJob){b, 1000, 0};
-    threads[t] = g_thread_new("promote", promote_thread, &jobs[t]);
-  }
-  for (guint t = 0; t < 3; t++)
-    g_thread_join(threads[t]);
-  ck_assert_uint_eq(jobs[0].promoted + jobs[1].promoted + jobs[2].promoted, 60);
-  ck_assert_int_eq(llen(shared, ns, "default"), 60);
-}
-END_TEST
-
-/* ---- consume ------------------------------------------------------------ */
-
-START_TEST(test_fetch_priority_and_count)
+/* BLMPOP pops from the first non-empty list only: one fetch takes from one
+ * queue, even when it could take more from the next. */
+START_TEST(test_fetch_pops_from_one_list_per_call)
 {
   g_autoptr(SluiceBroker) b = test_broker();
   const gchar *const queues[] = {"high", "low", NULL};
@@ -500,133 +152,72 @@ START_TEST(test_fetch_priority_and_count)
   for (guint i = 0; i < 3; i++) {
     g_autofree gchar *lo = g_strdup_printf("low-%u", i);
     g_autofree gchar *hi = g_strdup_printf("high-%u", i);
-    enqueue(b, lo, "low", lo, 0);
-    enqueue(b, hi, "high", hi, 0);
+    sluice_test_enqueue(b, lo, "low", lo, 0);
+    sluice_test_enqueue(b, hi, "high", hi, 0);
   }
-  /* COUNT 2 takes two, from the first non-empty queue. */
-  got = fetch(b, queues, 2, 0);
+  got = sluice_test_fetch(b, "c1", queues, 2, 0);
   ck_assert_uint_eq(got->len, 2);
-  ck_assert_str_eq(delivery_at(got, 0)->queue, "high");
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "high-0"));
-  ck_assert(bytes_is(delivery_at(got, 1)->payload, "high-1"));
   g_clear_pointer(&got, g_ptr_array_unref);
-  /* What is left of "high" goes before anything of "low". */
-  got = fetch(b, queues, 10, 0);
+  got = sluice_test_fetch(b, "c1", queues, 10, 0);
   ck_assert_uint_eq(got->len, 1);
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "high-2"));
+  ck_assert(
+      sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload, "high-2"));
   g_clear_pointer(&got, g_ptr_array_unref);
-  got = fetch(b, queues, 10, 0);
+  got = sluice_test_fetch(b, "c1", queues, 10, 0);
   ck_assert_uint_eq(got->len, 3);
-  ck_assert_str_eq(delivery_at(got, 0)->queue, "low");
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "low-0"));
-  g_clear_pointer(&got, g_ptr_array_unref);
-  got = NULL;
+  ck_assert_str_eq(sluice_test_delivery_at(got, 0)->queue, "low");
 }
 END_TEST
 
-typedef struct {
-  SluiceBroker *broker;
-  gint64 block_ms;
-  GPtrArray *got;
-  GError *error;
-  gboolean ok;
-} FetchJob;
-
-static gpointer
-fetch_thread(gpointer data)
+/* block_ms 0 is LMPOP (a BLMPOP timeout of 0 means "forever"); a BLMPOP
+ * blocked on the server gets what another client pushes. */
+START_TEST(test_fetch_blocks_in_blmpop_only_when_asked)
 {
-  FetchJob *job = data;
-
-  job->got =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
-  job->ok = sluice_broker_fetch(job->broker, "c1", q_default, 10, job->block_ms,
-                                job->got, &job->error);
-  return NULL;
-}
-
-/* Waits until @n clients are blocked on the server (bounded). */
-static void
-wait_blocked(SluiceTestRedis *server, gint64 n)
-{
-  for (guint i = 0; i < 1000; i++) {
-    if (sluice_test_redis_info_int(server, "clients", "blocked_clients") >= n)
-      return;
-    g_usleep(10 * 1000);
-  }
-  ck_abort_msg("no client blocked on the server");
-}
-
-START_TEST(test_fetch_blocking_and_not)
-{
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) b = test_broker();
   g_autoptr(SluiceBroker) producer = test_broker();
   g_autoptr(GPtrArray) got = NULL;
-  gint64 blmpop = cmd_calls(shared, "blmpop");
-  FetchJob job = {b, 60000, NULL, NULL, FALSE};
-  GThread *thread;
-
-  /* block_ms 0 never blocks (LMPOP), even on an empty queue. */
-  got = fetch(b, q_default, 5, 0);
-  ck_assert_uint_eq(got->len, 0);
-  ck_assert_int_eq(cmd_calls(shared, "blmpop"), blmpop);
-
-  /* A blocked fetch gets what another client pushes. */
-  thread = g_thread_new("fetch", fetch_thread, &job);
-  wait_blocked(shared, 1);
-  enqueue(producer, "late", "default", "arrived", 0);
-  g_thread_join(thread);
-  ck_assert_msg(job.ok, "%s", job.error != NULL ? job.error->message : "");
-  ck_assert_uint_eq(job.got->len, 1);
-  ck_assert(bytes_is(delivery_at(job.got, 0)->payload, "arrived"));
-  g_ptr_array_unref(job.got);
-}
-END_TEST
-
-START_TEST(test_wakeup_interrupts_fetch)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  FetchJob job = {b, 600000, NULL, NULL, FALSE};
-  GThread *thread;
-
-  thread = g_thread_new("fetch", fetch_thread, &job);
-  wait_blocked(shared, 1);
-  sluice_broker_wakeup(b);
-  /* Without the wakeup this join would outlast the test's timeout. */
-  g_thread_join(thread);
-  ck_assert_msg(job.ok, "%s", job.error != NULL ? job.error->message : "");
-  ck_assert_uint_eq(job.got->len, 0);
-  g_ptr_array_unref(job.got);
-  /* The fetch connection went back to the pool in a usable state. */
-  enqueue(b, "after", "default", "after", 0);
-  g_ptr_array_unref(fetch(b, q_default, 1, 0));
-}
-END_TEST
-
-/* ---- settle ------------------------------------------------------------- */
-
-START_TEST(test_settle_ack_with_record)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  g_autofree gchar *ns = test_namespace();
   g_autoptr(GError) error = NULL;
+  gint64 blmpop = sluice_test_redis_calls(shared, "blmpop");
+  SluiceTestFetch *f;
+
+  got = sluice_test_fetch(b, "c1", q_default, 5, 0);
+  ck_assert_uint_eq(got->len, 0);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "blmpop"), blmpop);
+  g_clear_pointer(&got, g_ptr_array_unref);
+
+  f = sluice_test_fetch_start(b, q_default, 10, 60000);
+  sluice_test_redis_wait_blocked(shared, 1);
+  sluice_test_enqueue(producer, "late", "default", "arrived", 0);
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(got->len, 1);
+  ck_assert(sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload,
+                                 "arrived"));
+}
+END_TEST
+
+/* ---- slots: settle ------------------------------------------------------- */
+
+START_TEST(test_settle_record_has_its_ttl)
+{
+  SluiceTestRedis *shared = sluice_test_redis_shared();
+  g_autoptr(SluiceBroker) b = test_broker();
+  g_autofree gchar *ns = sluice_test_namespace();
   g_autoptr(GPtrArray) got = NULL;
-  g_autoptr(GBytes) rec = text("succeeded:42");
-  g_autoptr(GBytes) read = NULL;
+  g_autoptr(GBytes) rec = sluice_test_text("succeeded:42");
   SluiceSettlement s = {0};
   gint64 pttl;
 
-  enqueue(b, "t1", "default", "work", 0);
-  got = fetch(b, q_default, 1, 0);
-  s.delivery = delivery_at(got, 0);
+  sluice_test_enqueue(b, "t1", "default", "work", 0);
+  got = sluice_test_fetch(b, "c1", q_default, 1, 0);
+  s.delivery = sluice_test_delivery_at(got, 0);
   s.action = SLUICE_SETTLE_ACK;
   s.id = "t1";
   s.record = rec;
   s.record_final = TRUE;
   s.record_ttl_ms = 60000;
-  settle(b, &s, 1);
-  ck_assert_int_eq(s.status, SLUICE_SETTLE_DONE);
-  ck_assert(sluice_broker_get_record(b, "t1", &read, &error));
-  ck_assert(bytes_is(read, "succeeded:42"));
+  sluice_test_settle(b, "c1", &s, 1);
   pttl = sluice_test_redis_integer(shared, "PTTL {%s}:r:t1", ns);
   ck_assert_int_gt(pttl, 0);
   ck_assert_int_le(pttl, 60000);
@@ -635,6 +226,7 @@ END_TEST
 
 START_TEST(test_settle_noop_costs_nothing)
 {
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) b = test_broker();
   g_autoptr(GPtrArray) got = NULL;
   SluiceSettlement s[3] = {{0}};
@@ -642,18 +234,18 @@ START_TEST(test_settle_noop_costs_nothing)
 
   for (guint i = 0; i < 3; i++) {
     g_autofree gchar *id = g_strdup_printf("n%u", i);
-    enqueue(b, id, "default", id, 0);
+    sluice_test_enqueue(b, id, "default", id, 0);
   }
-  got = fetch(b, q_default, 3, 0);
+  got = sluice_test_fetch(b, "c1", q_default, 3, 0);
   ck_assert_uint_eq(got->len, 3);
   for (guint i = 0; i < 3; i++) {
-    s[i].delivery = delivery_at(got, i);
+    s[i].delivery = sluice_test_delivery_at(got, i);
     s[i].action = SLUICE_SETTLE_ACK;
     s[i].id = "n";
   }
   c0 = sluice_test_redis_info_int(shared, "stats", "total_commands_processed");
   c1 = sluice_test_redis_info_int(shared, "stats", "total_commands_processed");
-  settle(b, s, 3);
+  sluice_test_settle(b, "c1", s, 3);
   c2 = sluice_test_redis_info_int(shared, "stats", "total_commands_processed");
   /* Between two INFOs: only the INFO itself, as with nothing between. */
   ck_assert_int_eq(c2 - c1, c1 - c0);
@@ -664,23 +256,25 @@ END_TEST
 
 START_TEST(test_settle_batch_one_round_trip)
 {
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) b = test_broker();
   g_autoptr(GPtrArray) got = NULL;
-  g_autoptr(GBytes) rec = text("done");
-  g_autoptr(GBytes) retry = text("retry-payload");
-  g_autoptr(SluiceDeadLetter) dl = dead_letter("b3", "max_attempts", "b3");
+  g_autoptr(GBytes) rec = sluice_test_text("done");
+  g_autoptr(GBytes) retry = sluice_test_text("retry-payload");
+  g_autoptr(SluiceDeadLetter) dl =
+      sluice_test_dead_letter("b3", "max_attempts", "b3");
   SluiceSettlement s[4] = {{0}};
   SluiceSettlement loader = {0};
   gint64 before, sets;
 
   for (guint i = 0; i < 5; i++) {
     g_autofree gchar *id = g_strdup_printf("b%u", i);
-    enqueue(b, id, "default", id, 0);
+    sluice_test_enqueue(b, id, "default", id, 0);
   }
-  got = fetch(b, q_default, 5, 0);
+  got = sluice_test_fetch(b, "c1", q_default, 5, 0);
   ck_assert_uint_eq(got->len, 5);
   for (guint i = 0; i < 4; i++) {
-    s[i].delivery = delivery_at(got, i);
+    s[i].delivery = sluice_test_delivery_at(got, i);
     s[i].record = rec;
     s[i].record_final = TRUE;
     s[i].record_ttl_ms = 60000;
@@ -698,212 +292,188 @@ START_TEST(test_settle_batch_one_round_trip)
   s[3].id = "b3";
   s[3].dead_letter = dl;
   /* Records only (results on, fast mode): no script, pipelined SETs. */
-  before = cmd_calls(shared, "evalsha");
-  sets = cmd_calls(shared, "set");
-  settle(b, s, 2);
-  ck_assert_int_eq(cmd_calls(shared, "evalsha") - before, 0);
-  ck_assert_int_eq(cmd_calls(shared, "set") - sets, 2);
+  before = sluice_test_redis_calls(shared, "evalsha");
+  sets = sluice_test_redis_calls(shared, "set");
+  sluice_test_settle(b, "c1", s, 2);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "evalsha") - before, 0);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "set") - sets, 2);
   /* A retry and a dead letter need the script: one call for both. */
-  loader.delivery = delivery_at(got, 4);
+  loader.delivery = sluice_test_delivery_at(got, 4);
   loader.action = SLUICE_SETTLE_RETRY;
   loader.id = "b4";
   loader.reschedule_payload = retry;
   loader.reschedule_at = 5000;
-  settle(b, &loader, 1); /* loads the script */
-  before = cmd_calls(shared, "evalsha");
-  settle(b, s + 2, 2);
-  ck_assert_int_eq(cmd_calls(shared, "evalsha") - before, 1);
+  sluice_test_settle(b, "c1", &loader, 1); /* loads the script */
+  before = sluice_test_redis_calls(shared, "evalsha");
+  sluice_test_settle(b, "c1", s + 2, 2);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "evalsha") - before, 1);
 }
 END_TEST
 
-START_TEST(test_settle_retry)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) got = NULL;
-  g_autoptr(GBytes) retry = text("attempt-2");
-  g_autoptr(GBytes) rec = text("retrying");
-  g_autoptr(GBytes) read = NULL;
-  SluiceBrokerStats stats;
-  SluiceSettlement s = {0};
-  guint promoted;
-  gint64 next;
-
-  enqueue(b, "r1", "jobs", "attempt-1", 0);
-  got = fetch(b, (const gchar *const[]){"jobs", NULL}, 1, 0);
-  s.delivery = delivery_at(got, 0);
-  s.action = SLUICE_SETTLE_RETRY;
-  s.id = "r1";
-  s.reschedule_payload = retry;
-  s.reschedule_at = 7000;
-  s.record = rec;
-  s.record_ttl_ms = 60000;
-  settle(b, &s, 1);
-  g_clear_pointer(&got, g_ptr_array_unref);
-
-  sluice_broker_stats_init(&stats);
-  ck_assert(sluice_broker_stats(b, NULL, &stats, &error));
-  ck_assert_int_eq(stats.scheduled, 1);
-  sluice_broker_stats_clear(&stats);
-  ck_assert(sluice_broker_get_record(b, "r1", &read, &error));
-  ck_assert(bytes_is(read, "retrying"));
-
-  ck_assert(sluice_broker_promote_due(b, 6999, 10, &promoted, &next, &error));
-  ck_assert_uint_eq(promoted, 0);
-  ck_assert_int_eq(next, 7000);
-  ck_assert(sluice_broker_promote_due(b, 7000, 10, &promoted, &next, &error));
-  ck_assert_uint_eq(promoted, 1);
-  /* Promoted to the queue it was fetched from, with the new envelope. */
-  got = fetch(b, (const gchar *const[]){"jobs", NULL}, 1, 0);
-  ck_assert_uint_eq(got->len, 1);
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "attempt-2"));
-}
-END_TEST
-
-START_TEST(test_settle_dead_letter_fields)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) list =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
-  g_autoptr(SluiceDeadLetter) got = NULL;
-  SluiceDeadLetter *e;
-
-  bury(b, "d1", SLUICE_DLQ_NON_RETRYABLE);
-  ck_assert(sluice_broker_dlq_list(b, NULL, 10, list, &error));
-  ck_assert_uint_eq(list->len, 1);
-  e = g_ptr_array_index(list, 0);
-  ck_assert_ptr_nonnull(e->entry_id);
-  ck_assert_str_eq(e->task_id, "d1");
-  ck_assert_str_eq(e->task, "tasks.add");
-  ck_assert_str_eq(e->reason, SLUICE_DLQ_NON_RETRYABLE);
-  ck_assert_str_eq(e->detail, "it failed");
-  ck_assert_str_eq(e->source, "default");
-  ck_assert_uint_eq(e->deliveries, 2);
-  ck_assert_int_eq(e->at, 1700000000000);
-  ck_assert(bytes_is(e->payload, "d1"));
-
-  ck_assert(sluice_broker_dlq_get(b, e->entry_id, &got, &error));
-  ck_assert_str_eq(got->entry_id, e->entry_id);
-  ck_assert(bytes_is(got->payload, "d1"));
-}
-END_TEST
-
-START_TEST(test_settle_malformed_dead_letter)
+/* The core always fills a dead letter; a bare one (no payload, no count,
+ * no time) is completed from the delivery, so the raw bytes are kept. */
+START_TEST(test_dead_letter_is_completed_from_the_delivery)
 {
   g_autoptr(SluiceBroker) b = test_broker();
   g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) got = NULL;
   g_autoptr(GPtrArray) list =
       g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
-  SluiceDeadLetter *dl = sluice_dead_letter_new();
+  g_autoptr(SluiceDeadLetter) dl = sluice_dead_letter_new();
   SluiceDeadLetter *e;
   SluiceSettlement s = {0};
 
-  /* A message without id or task: kept raw, nothing else written. */
-  enqueue(b, "ignored", "default", "\xff\x00garbage", 0);
-  got = fetch(b, q_default, 1, 0);
+  sluice_test_enqueue(b, "ignored", "default", "\xff\x00garbage", 0);
+  got = sluice_test_fetch(b, "c1", q_default, 1, 0);
   dl->reason = g_strdup(SLUICE_DLQ_MALFORMED);
-  dl->source = g_strdup("default");
-  s.delivery = delivery_at(got, 0);
+  s.delivery = sluice_test_delivery_at(got, 0);
   s.action = SLUICE_SETTLE_DEAD_LETTER;
   s.dead_letter = dl;
-  settle(b, &s, 1);
+  sluice_test_settle(b, "c1", &s, 1);
   ck_assert(sluice_broker_dlq_list(b, NULL, 10, list, &error));
   ck_assert_uint_eq(list->len, 1);
   e = g_ptr_array_index(list, 0);
   ck_assert_ptr_null(e->task_id);
   ck_assert_ptr_null(e->task);
   ck_assert_str_eq(e->reason, SLUICE_DLQ_MALFORMED);
-  ck_assert(g_bytes_equal(e->payload, delivery_at(got, 0)->payload));
-  sluice_dead_letter_free(dl);
+  ck_assert_str_eq(e->source, "default");
+  ck_assert_uint_eq(e->deliveries, 1);
+  ck_assert_int_gt(e->at, 0);
+  ck_assert(
+      g_bytes_equal(e->payload, sluice_test_delivery_at(got, 0)->payload));
 }
 END_TEST
 
-START_TEST(test_settle_release_goes_first)
+/* A release is an RPUSH to the consuming end: fetched next, before what
+ * waited behind it; repeated after a lost reply, it pushes nothing more. */
+START_TEST(test_release_goes_back_to_the_consuming_end)
 {
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) b = test_broker();
-  g_autofree gchar *ns = test_namespace();
+  g_autofree gchar *ns = sluice_test_namespace();
   g_autoptr(GPtrArray) first = NULL;
   g_autoptr(GPtrArray) again = NULL;
   SluiceSettlement s = {0};
 
-  enqueue(b, "a", "default", "A", 0);
-  enqueue(b, "b", "default", "B", 0);
-  first = fetch(b, q_default, 1, 0);
-  ck_assert(bytes_is(delivery_at(first, 0)->payload, "A"));
-  s.delivery = delivery_at(first, 0);
+  sluice_test_enqueue(b, "a", "default", "A", 0);
+  sluice_test_enqueue(b, "b", "default", "B", 0);
+  first = sluice_test_fetch(b, "c1", q_default, 1, 0);
+  ck_assert(
+      sluice_test_bytes_is(sluice_test_delivery_at(first, 0)->payload, "A"));
+  s.delivery = sluice_test_delivery_at(first, 0);
   s.action = SLUICE_SETTLE_RELEASE;
   s.id = "a";
-  settle(b, &s, 1);
+  sluice_test_settle(b, "c1", &s, 1);
   ck_assert_int_eq(s.status, SLUICE_SETTLE_DONE);
-  /* Repeating the settlement (after a lost reply) releases nothing more. */
-  settle(b, &s, 1);
-  ck_assert_int_eq(llen(shared, ns, "default"), 2);
-  /* Released to the consuming end: fetched before B. */
-  again = fetch(b, q_default, 2, 0);
+  sluice_test_settle(b, "c1", &s, 1);
+  ck_assert_int_eq(s.status, SLUICE_SETTLE_DONE);
+  ck_assert_int_eq(sluice_test_redis_llen(shared, ns, "default"), 2);
+  again = sluice_test_fetch(b, "c1", q_default, 2, 0);
   ck_assert_uint_eq(again->len, 2);
-  ck_assert(bytes_is(delivery_at(again, 0)->payload, "A"));
-  ck_assert(bytes_is(delivery_at(again, 1)->payload, "B"));
+  ck_assert(
+      sluice_test_bytes_is(sluice_test_delivery_at(again, 0)->payload, "A"));
+  ck_assert(
+      sluice_test_bytes_is(sluice_test_delivery_at(again, 1)->payload, "B"));
 }
 END_TEST
 
-/* ---- schedule: cancel --------------------------------------------------- */
+/* ---- slots: schedule, revocations, dead letters, stats ------------------- */
 
-START_TEST(test_cancel_scheduled)
+START_TEST(test_cancel_scheduled_deletes_the_payload)
 {
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) b = test_broker();
-  g_autofree gchar *ns = test_namespace();
+  g_autofree gchar *ns = sluice_test_namespace();
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) rec = text("cancelled");
-  g_autoptr(GBytes) read = NULL;
+  g_autoptr(GBytes) rec = sluice_test_text("cancelled");
   gboolean removed = FALSE;
-  guint promoted;
-  gint64 next;
 
-  enqueue(b, "later", "default", "later", 5000);
+  sluice_test_enqueue(b, "later", "default", "later", 5000);
+  ck_assert_int_eq(
+      sluice_test_redis_integer(shared, "HLEN {%s}:sched:payload", ns), 1);
   ck_assert(
       sluice_broker_cancel_scheduled(b, "later", rec, 60000, &removed, &error));
   ck_assert(removed);
-  ck_assert(sluice_broker_get_record(b, "later", &read, &error));
-  ck_assert(bytes_is(read, "cancelled"));
   ck_assert_int_eq(
       sluice_test_redis_integer(shared, "HLEN {%s}:sched:payload", ns), 0);
-  ck_assert(sluice_broker_promote_due(b, 9000, 10, &promoted, &next, &error));
-  ck_assert_uint_eq(promoted, 0);
-
-  /* Not scheduled: nothing removed, nothing written. */
-  ck_assert(
-      sluice_broker_cancel_scheduled(b, "never", rec, 60000, &removed, &error));
-  ck_assert(!removed);
-  g_clear_pointer(&read, g_bytes_unref);
-  ck_assert(sluice_broker_get_record(b, "never", &read, &error));
-  ck_assert_ptr_null(read);
 }
 END_TEST
 
-/* ---- results ------------------------------------------------------------ */
+static SluiceRevocation *
+rev_at(GPtrArray *a, guint i)
+{
+  return g_ptr_array_index(a, i);
+}
 
-START_TEST(test_records_put_get)
+/* Revocations are a sorted set by expiry: listed in that order, and the
+ * lapsed ones pruned from it. */
+START_TEST(test_revocations_are_sorted_by_expiry_and_pruned)
+{
+  SluiceTestRedis *shared = sluice_test_redis_shared();
+  g_autoptr(SluiceBroker) b = test_broker();
+  g_autofree gchar *ns = sluice_test_namespace();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) list =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_revocation_free);
+
+  ck_assert(sluice_broker_revoke(b, "a", 1000, &error));
+  ck_assert(sluice_broker_revoke(b, "b", 2000, &error));
+  ck_assert(sluice_broker_revoke(b, "c", 3000, &error));
+  ck_assert(sluice_broker_revoke(b, "c", 2500, &error));
+  ck_assert(sluice_broker_list_revocations(b, 0, 500, list, &error));
+  ck_assert_uint_eq(list->len, 3);
+  ck_assert_str_eq(rev_at(list, 0)->id, "a");
+  ck_assert_int_eq(rev_at(list, 0)->expires_at, 1000);
+  ck_assert_str_eq(rev_at(list, 2)->id, "c");
+  ck_assert_int_eq(rev_at(list, 2)->expires_at, 3000);
+  g_ptr_array_set_size(list, 0);
+  ck_assert(sluice_broker_list_revocations(b, 0, 1500, list, &error));
+  ck_assert_uint_eq(list->len, 2);
+  ck_assert_str_eq(rev_at(list, 0)->id, "b");
+  ck_assert_int_eq(sluice_test_redis_integer(shared, "ZCARD {%s}:revoked", ns),
+                   2);
+}
+END_TEST
+
+START_TEST(test_dead_letter_cap_trims_the_stream)
+{
+  SluiceTestRedis *shared = sluice_test_redis_shared();
+  g_autofree gchar *ns = sluice_test_namespace();
+  g_autoptr(SluiceBroker) b = fast_broker(sluice_test_redis_url(shared), ns, 3);
+
+  for (guint i = 1; i <= 5; i++) {
+    g_autofree gchar *id = g_strdup_printf("e%u", i);
+    sluice_test_bury(b, id, SLUICE_DLQ_MAX_ATTEMPTS);
+  }
+  ck_assert_int_eq(sluice_test_redis_integer(shared, "XLEN {%s}:dlq", ns), 3);
+}
+END_TEST
+
+/* Without leases, the heartbeat still tells stats who is there, and leave
+ * takes a worker off the list. */
+START_TEST(test_stats_list_workers_by_heartbeat)
 {
   g_autoptr(SluiceBroker) b = test_broker();
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) running = text("running");
-  g_autoptr(GBytes) empty = g_bytes_new(NULL, 0);
-  GBytes *read = NULL;
+  SluiceBrokerStats stats;
 
-  ck_assert(sluice_broker_get_record(b, "x", &read, &error));
-  ck_assert_ptr_null(read);
-  ck_assert(sluice_broker_put_record(b, "x", running, FALSE, 60000, &error));
-  ck_assert(sluice_broker_get_record(b, "x", &read, &error));
-  ck_assert(bytes_is(read, "running"));
-  g_bytes_unref(read);
-  /* An empty record is a record, not "none". */
-  ck_assert(sluice_broker_put_record(b, "x", empty, TRUE, 60000, &error));
-  ck_assert(sluice_broker_get_record(b, "x", &read, &error));
-  ck_assert_ptr_nonnull(read);
-  ck_assert_uint_eq(g_bytes_get_size(read), 0);
-  g_bytes_unref(read);
+  ck_assert(sluice_broker_heartbeat(b, "worker-1", 30000, NULL, 0, &error));
+  ck_assert(sluice_broker_heartbeat(b, "worker-2", 30000, NULL, 0, &error));
+  stats = sluice_test_stats(b, NULL);
+  ck_assert_uint_eq(stats.workers->len, 2);
+  ck_assert_int_gt(
+      ((SluiceWorkerInfo *)g_ptr_array_index(stats.workers, 0))->last_seen_ms,
+      0);
+  ck_assert_int_eq(stats.in_flight, -1);
+  sluice_broker_stats_clear(&stats);
+
+  ck_assert(sluice_broker_leave(b, "worker-2", &error));
+  stats = sluice_test_stats(b, NULL);
+  ck_assert_uint_eq(stats.workers->len, 1);
+  ck_assert_str_eq(
+      ((SluiceWorkerInfo *)g_ptr_array_index(stats.workers, 0))->id,
+      "worker-1");
+  sluice_broker_stats_clear(&stats);
 }
 END_TEST
 
@@ -917,7 +487,7 @@ static gpointer
 put_final_thread(gpointer data)
 {
   PutJob *job = data;
-  g_autoptr(GBytes) rec = text("final");
+  g_autoptr(GBytes) rec = sluice_test_text("final");
 
   /* Wait until the waiter listens, then write the final record. */
   for (guint i = 0; i < 1000; i++) {
@@ -937,11 +507,12 @@ put_final_thread(gpointer data)
 
 START_TEST(test_wait_record_wakes_on_notification)
 {
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) b = test_broker();
   g_autoptr(SluiceBroker) writer = test_broker();
-  g_autofree gchar *ns = test_namespace();
+  g_autofree gchar *ns = sluice_test_namespace();
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) pending = text("running");
+  g_autoptr(GBytes) pending = sluice_test_text("running");
   g_autoptr(GBytes) read = NULL;
   PutJob job;
   GThread *thread;
@@ -956,7 +527,7 @@ START_TEST(test_wait_record_wakes_on_notification)
   thread = g_thread_new("put", put_final_thread, &job);
   ck_assert(sluice_broker_wait_record(b, "w1", 3600 * 1000, &read, &error));
   g_thread_join(thread);
-  ck_assert(bytes_is(read, "final"));
+  ck_assert(sluice_test_bytes_is(read, "final"));
   g_free(job.channel);
   /* The subscriber connection went back clean (or was dropped). */
   ck_assert_int_eq(
@@ -964,352 +535,44 @@ START_TEST(test_wait_record_wakes_on_notification)
 }
 END_TEST
 
-START_TEST(test_wait_record_final_and_timeout)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) pending = text("running");
-  g_autoptr(GBytes) done = text("succeeded");
-  GBytes *read = NULL;
-
-  /* Nothing at all: NULL after the timeout. */
-  ck_assert(sluice_broker_wait_record(b, "none", 100, &read, &error));
-  ck_assert_ptr_null(read);
-  /* Not final: the record as it stands after the timeout. */
-  ck_assert(sluice_broker_put_record(b, "p", pending, FALSE, 60000, &error));
-  ck_assert(sluice_broker_wait_record(b, "p", 200, &read, &error));
-  ck_assert(bytes_is(read, "running"));
-  g_bytes_unref(read);
-  /* Final before the wait: returned without waiting for a message (the
-   * poll is switched off, so a wait would last the test's timeout). */
-  ((SluiceRedisBroker *)b)->wait_poll_ms = G_MAXINT;
-  ck_assert(sluice_broker_put_record(b, "f", done, TRUE, 60000, &error));
-  ck_assert(sluice_broker_wait_record(b, "f", 3600 * 1000, &read, &error));
-  ck_assert(bytes_is(read, "succeeded"));
-  g_bytes_unref(read);
-}
-END_TEST
-
-/* ---- revocation --------------------------------------------------------- */
-
-static SluiceRevocation *
-rev_at(GPtrArray *a, guint i)
-{
-  return g_ptr_array_index(a, i);
-}
-
-START_TEST(test_revocations)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  g_autofree gchar *ns = test_namespace();
-  g_autoptr(GError) error = NULL;
-  GPtrArray *list;
-
-  ck_assert(sluice_broker_revoke(b, "a", 1000, &error));
-  ck_assert(sluice_broker_revoke(b, "b", 2000, &error));
-  ck_assert(sluice_broker_revoke(b, "c", 3000, &error));
-  ck_assert(sluice_broker_revoke(b, "c", 2500, &error)); /* never shorter */
-
-  list = g_ptr_array_new_with_free_func((GDestroyNotify)sluice_revocation_free);
-  ck_assert(sluice_broker_list_revocations(b, 0, 500, list, &error));
-  ck_assert_uint_eq(list->len, 3);
-  ck_assert_str_eq(rev_at(list, 0)->id, "a");
-  ck_assert_int_eq(rev_at(list, 0)->expires_at, 1000);
-  ck_assert_str_eq(rev_at(list, 2)->id, "c");
-  ck_assert_int_eq(rev_at(list, 2)->expires_at, 3000);
-  g_ptr_array_set_size(list, 0);
-
-  /* The cursor is exclusive. */
-  ck_assert(sluice_broker_list_revocations(b, 2000, 500, list, &error));
-  ck_assert_uint_eq(list->len, 1);
-  ck_assert_str_eq(rev_at(list, 0)->id, "c");
-  g_ptr_array_set_size(list, 0);
-
-  /* Lapsed ones are left out and pruned. */
-  ck_assert(sluice_broker_list_revocations(b, 0, 1500, list, &error));
-  ck_assert_uint_eq(list->len, 2);
-  ck_assert_str_eq(rev_at(list, 0)->id, "b");
-  ck_assert_int_eq(sluice_test_redis_integer(shared, "ZCARD {%s}:revoked", ns),
-                   2);
-  g_ptr_array_unref(list);
-}
-END_TEST
-
-/* ---- periodic ----------------------------------------------------------- */
-
-typedef struct {
-  SluiceBroker *broker;
-  gint64 occurrence;
-  gboolean claimed;
-  GMutex *start;
-} ClaimJob;
-
-static gpointer
-claim_thread(gpointer data)
-{
-  ClaimJob *job = data;
-  g_autoptr(GBytes) p = text("tick");
-  g_autofree gchar *id =
-      g_strdup_printf("tick@%" G_GINT64_FORMAT, job->occurrence);
-  SluiceSubmit item = {.id = id, .queue = "default", .payload = p};
-
-  g_mutex_lock(job->start); /* both threads start together */
-  g_mutex_unlock(job->start);
-  ck_assert(sluice_broker_claim_periodic(job->broker, "tick", job->occurrence,
-                                         &item, &job->claimed, NULL));
-  return NULL;
-}
-
-START_TEST(test_periodic_cas_race)
-{
-  g_autoptr(SluiceBroker) b1 = test_broker();
-  g_autoptr(SluiceBroker) b2 = test_broker();
-  g_autofree gchar *ns = test_namespace();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) p = text("tick");
-  GMutex start;
-  ClaimJob jobs[2];
-  GThread *threads[2];
-  gint64 last = -1;
-  gboolean claimed = TRUE;
-  SluiceSubmit item = {.id = "old", .queue = "default", .payload = p};
-
-  ck_assert(sluice_broker_last_periodic(b1, "tick", &last, &error));
-  ck_assert_int_eq(last, 0);
-
-  for (gint64 occurrence = 1000; occurrence <= 5000; occurrence += 1000) {
-    g_mutex_init(&start);
-    g_mutex_lock(&start);
-    jobs[0] = (ClaimJob){b1, occurrence, FALSE, &start};
-    jobs[1] = (ClaimJob){b2, occurrence, FALSE, &start};
-    threads[0] = g_thread_new("claim", claim_thread, &jobs[0]);
-    threads[1] = g_thread_new("claim", claim_thread, &jobs[1]);
-    g_mutex_unlock(&start);
-    g_thread_join(threads[0]);
-    g_thread_join(threads[1]);
-    g_mutex_clear(&start);
-    ck_assert_int_eq(jobs[0].claimed + jobs[1].claimed, 1);
-  }
-  /* Each occurrence dispatched once. */
-  ck_assert_int_eq(llen(shared, ns, "default"), 5);
-  ck_assert(sluice_broker_last_periodic(b1, "tick", &last, &error));
-  ck_assert_int_eq(last, 5000);
-
-  /* Never one older than the newest dispatched. */
-  ck_assert(
-      sluice_broker_claim_periodic(b1, "tick", 4000, &item, &claimed, &error));
-  ck_assert(!claimed);
-  ck_assert_int_eq(llen(shared, ns, "default"), 5);
-}
-END_TEST
-
-/* ---- dead letters ------------------------------------------------------- */
-
-static gint64
-reason_count(SluiceBrokerStats *stats, const gchar *reason)
-{
-  gint64 *n = g_hash_table_lookup(stats->dead_letters_by_reason, reason);
-  return n != NULL ? *n : 0;
-}
-
-START_TEST(test_dlq_cap_and_counts)
-{
-  g_autofree gchar *ns = test_namespace();
-  g_autoptr(SluiceBroker) b = broker_for(sluice_test_redis_url(shared), ns, 3);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) list =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
-  SluiceBrokerStats stats;
-
-  bury(b, "e1", SLUICE_DLQ_MAX_ATTEMPTS);
-  bury(b, "e2", SLUICE_DLQ_EXPIRED);
-  bury(b, "e3", SLUICE_DLQ_MAX_ATTEMPTS);
-  bury(b, "e4", SLUICE_DLQ_UNKNOWN_TASK);
-  bury(b, "e5", SLUICE_DLQ_UNKNOWN_TASK);
-
-  /* The two oldest were dropped, exactly. */
-  ck_assert(sluice_broker_dlq_list(b, NULL, 10, list, &error));
-  ck_assert_uint_eq(list->len, 3);
-  ck_assert_str_eq(((SluiceDeadLetter *)g_ptr_array_index(list, 0))->task_id,
-                   "e3");
-  ck_assert_str_eq(((SluiceDeadLetter *)g_ptr_array_index(list, 2))->task_id,
-                   "e5");
-
-  /* And the counts by reason follow. */
-  sluice_broker_stats_init(&stats);
-  ck_assert(sluice_broker_stats(b, NULL, &stats, &error));
-  ck_assert_int_eq(stats.dead_letters, 3);
-  ck_assert_int_eq(reason_count(&stats, SLUICE_DLQ_MAX_ATTEMPTS), 1);
-  ck_assert_int_eq(reason_count(&stats, SLUICE_DLQ_EXPIRED), 0);
-  ck_assert_int_eq(reason_count(&stats, SLUICE_DLQ_UNKNOWN_TASK), 2);
-  sluice_broker_stats_clear(&stats);
-  ck_assert_int_eq(sluice_test_redis_integer(shared, "XLEN {%s}:dlq", ns), 3);
-}
-END_TEST
-
-START_TEST(test_dlq_replay_delete_list)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  g_autofree gchar *ns = test_namespace();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) list =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
-  g_autoptr(GPtrArray) page =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
-  g_autoptr(GBytes) fresh = text("replayed");
-  g_autoptr(GPtrArray) got = NULL;
-  g_autofree gchar *first = NULL;
-  g_autofree gchar *second = NULL;
-  SluiceDeadLetter *missing = NULL;
-  SluiceBrokerStats stats;
-  gboolean found = FALSE;
-  SluiceSubmit item = {.id = "x1", .queue = "default", .payload = fresh};
-
-  bury(b, "x1", SLUICE_DLQ_MAX_ATTEMPTS);
-  bury(b, "x2", SLUICE_DLQ_MAX_ATTEMPTS);
-  bury(b, "x3", SLUICE_DLQ_EXPIRED);
-  ck_assert(sluice_broker_dlq_list(b, NULL, 10, list, &error));
-  ck_assert_uint_eq(list->len, 3);
-  first = g_strdup(((SluiceDeadLetter *)g_ptr_array_index(list, 0))->entry_id);
-  second = g_strdup(((SluiceDeadLetter *)g_ptr_array_index(list, 1))->entry_id);
-
-  /* Paging: `after` is exclusive, oldest first. */
-  ck_assert(sluice_broker_dlq_list(b, first, 1, page, &error));
-  ck_assert_uint_eq(page->len, 1);
-  ck_assert_str_eq(((SluiceDeadLetter *)g_ptr_array_index(page, 0))->entry_id,
-                   second);
-
-  /* Replay: gone from the DLQ, back in its queue, counts follow. */
-  ck_assert(sluice_broker_dlq_replay(b, first, &item, &found, &error));
-  ck_assert(found);
-  got = fetch(b, q_default, 10, 0);
-  ck_assert_uint_eq(got->len, 1);
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "replayed"));
-  ck_assert(sluice_broker_dlq_replay(b, first, &item, &found, &error));
-  ck_assert(!found);
-  ck_assert_int_eq(llen(shared, ns, "default"), 0);
-  ck_assert(!sluice_broker_dlq_get(b, first, &missing, &error));
-  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
-                            SLUICE_BROKER_ERROR_NOT_FOUND));
-  g_clear_error(&error);
-  ck_assert(!sluice_broker_dlq_get(b, "not-an-id", &missing, &error));
-  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
-                            SLUICE_BROKER_ERROR_NOT_FOUND));
-  g_clear_error(&error);
-
-  /* Delete. */
-  ck_assert(sluice_broker_dlq_delete(b, second, &found, &error));
-  ck_assert(found);
-  ck_assert(sluice_broker_dlq_delete(b, second, &found, &error));
-  ck_assert(!found);
-
-  sluice_broker_stats_init(&stats);
-  ck_assert(sluice_broker_stats(b, NULL, &stats, &error));
-  ck_assert_int_eq(stats.dead_letters, 1);
-  ck_assert_int_eq(reason_count(&stats, SLUICE_DLQ_MAX_ATTEMPTS), 0);
-  ck_assert_int_eq(reason_count(&stats, SLUICE_DLQ_EXPIRED), 1);
-  sluice_broker_stats_clear(&stats);
-}
-END_TEST
-
-/* ---- admin -------------------------------------------------------------- */
-
-static gint64
-queue_ready(SluiceBrokerStats *stats, const gchar *name)
-{
-  for (guint i = 0; i < stats->queues->len; i++) {
-    SluiceQueueStats *q = g_ptr_array_index(stats->queues, i);
-    if (strcmp(q->name, name) == 0)
-      return q->ready;
-  }
-  return -1;
-}
-
-START_TEST(test_stats_and_purge)
-{
-  g_autoptr(SluiceBroker) b = test_broker();
-  g_autoptr(GError) error = NULL;
-  const gchar *const only_a[] = {"a", NULL};
-  SluiceBrokerStats stats;
-  guint64 removed = 0;
-
-  enqueue(b, "1", "a", "1", 0);
-  enqueue(b, "2", "a", "2", 0);
-  enqueue(b, "3", "b", "3", 0);
-  enqueue(b, "4", "b", "4", 9000);
-  ck_assert(sluice_broker_heartbeat(b, "worker-1", 30000, NULL, 0, &error));
-  ck_assert(sluice_broker_heartbeat(b, "worker-2", 30000, NULL, 0, &error));
-
-  sluice_broker_stats_init(&stats);
-  ck_assert(sluice_broker_stats(b, NULL, &stats, &error));
-  ck_assert_uint_eq(stats.queues->len, 2);
-  ck_assert_int_eq(queue_ready(&stats, "a"), 2);
-  ck_assert_int_eq(queue_ready(&stats, "b"), 1);
-  ck_assert_int_eq(stats.scheduled, 1);
-  ck_assert_int_eq(stats.in_flight, -1);
-  ck_assert_int_eq(stats.dead_letters, 0);
-  ck_assert_int_eq(stats.stale_settles, 0);
-  ck_assert_uint_eq(stats.workers->len, 2);
-  ck_assert_int_gt(
-      ((SluiceWorkerInfo *)g_ptr_array_index(stats.workers, 0))->last_seen_ms,
-      0);
-  sluice_broker_stats_clear(&stats);
-
-  ck_assert(sluice_broker_leave(b, "worker-2", &error));
-  sluice_broker_stats_init(&stats);
-  ck_assert(sluice_broker_stats(b, only_a, &stats, &error));
-  ck_assert_uint_eq(stats.queues->len, 1);
-  ck_assert_int_eq(queue_ready(&stats, "a"), 2);
-  ck_assert_uint_eq(stats.workers->len, 1);
-  ck_assert_str_eq(
-      ((SluiceWorkerInfo *)g_ptr_array_index(stats.workers, 0))->id,
-      "worker-1");
-  sluice_broker_stats_clear(&stats);
-
-  ck_assert(sluice_broker_purge(b, "a", &removed, &error));
-  ck_assert_uint_eq(removed, 2);
-  ck_assert(sluice_broker_purge(b, "a", &removed, &error));
-  ck_assert_uint_eq(removed, 0);
-}
-END_TEST
-
 /* ---- Redis specifics ---------------------------------------------------- */
 
 START_TEST(test_reconnect_after_client_kill)
 {
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) b = test_broker();
   g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) got = NULL;
-  FetchJob job = {b, 600000, NULL, NULL, FALSE};
-  GThread *thread;
+  SluiceTestFetch *f;
   redisReply *r;
 
-  g_log_set_writer_func(count_writer, NULL, NULL);
-  enqueue(b, "k1", "default", "before", 0); /* an idle pooled connection */
+  sluice_test_log_capture_reset();
+  /* An idle pooled connection. */
+  sluice_test_enqueue(b, "k1", "default", "before", 0);
 
   /* Kill every client: one blocked in a fetch and an idle one. */
-  g_ptr_array_unref(fetch(b, q_default, 10, 0));
-  thread = g_thread_new("fetch", fetch_thread, &job);
-  wait_blocked(shared, 1);
-  enqueue(b, "k-other", "other", "x", 0); /* a second, idle connection */
+  g_ptr_array_unref(sluice_test_fetch(b, "c1", q_default, 10, 0));
+  f = sluice_test_fetch_start(b, q_default, 10, 600000);
+  sluice_test_redis_wait_blocked(shared, 1);
+  /* A second, idle connection. */
+  sluice_test_enqueue(b, "k-other", "other", "x", 0);
   r = sluice_test_redis_command(shared, "CLIENT KILL TYPE normal SKIPME yes");
   ck_assert(r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 2);
   freeReplyObject(r);
-  g_thread_join(thread);
-  ck_assert(!job.ok);
-  ck_assert(g_error_matches(job.error, SLUICE_BROKER_ERROR,
+  ck_assert_ptr_null(sluice_test_fetch_join(f, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_UNAVAILABLE));
-  ck_assert(strstr(job.error->message, sluice_test_redis_url(shared)) != NULL);
-  g_clear_error(&job.error);
-  g_ptr_array_unref(job.got);
+  ck_assert(strstr(error->message, sluice_test_redis_url(shared)) != NULL);
+  g_clear_error(&error);
 
   /* The next operations reconnect by themselves; nothing was lost. */
-  enqueue(b, "k2", "default", "after", 0);
-  got = fetch(b, q_default, 10, 0);
+  sluice_test_enqueue(b, "k2", "default", "after", 0);
+  got = sluice_test_fetch(b, "c1", q_default, 10, 0);
   ck_assert_uint_eq(got->len, 1);
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "after"));
-  ck_assert_int_eq(g_atomic_int_get(&lost_lines), 1);
-  ck_assert_int_eq(g_atomic_int_get(&back_lines), 1);
+  ck_assert(
+      sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload, "after"));
+  ck_assert_int_eq(sluice_test_log_capture_count("lost connection to"), 1);
+  ck_assert_int_eq(sluice_test_log_capture_count("is back after"), 1);
 }
 END_TEST
 
@@ -1346,7 +609,7 @@ churn_producer(gpointer data)
 
   for (guint i = 0; i < CHURN_PER_PRODUCER; i++) {
     g_autofree gchar *id = g_strdup_printf("p%u-%04u", cp->index, i);
-    g_autoptr(GBytes) p = text(id);
+    g_autoptr(GBytes) p = sluice_test_text(id);
     SluiceSubmit item = {
         .id = id, .queue = "default", .payload = p, .dedup_ttl_ms = 600000};
 
@@ -1388,7 +651,8 @@ churn_consumer(gpointer data)
     g_mutex_lock(&c->lock);
     for (guint k = 0; k < got->len; k++) {
       gsize len;
-      const gchar *d = g_bytes_get_data(delivery_at(got, k)->payload, &len);
+      const gchar *d =
+          g_bytes_get_data(sluice_test_delivery_at(got, k)->payload, &len);
       gchar *key = g_strndup(d, len);
       if (g_hash_table_contains(c->seen, key)) {
         c->dups++;
@@ -1422,14 +686,14 @@ churn_killer(gpointer data)
 
 START_TEST(test_churn_with_killed_connections)
 {
-  g_autoptr(SluiceTestRedis) server = own_server(NULL);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(NULL);
   Churn c = {0};
   ChurnProducer producers[CHURN_PRODUCERS];
   GThread *threads[CHURN_PRODUCERS + 3];
   guint total = CHURN_PRODUCERS * CHURN_PER_PRODUCER;
   guint fetched;
 
-  c.broker = broker_for(sluice_test_redis_url(server), "churn", 0);
+  c.broker = fast_broker(sluice_test_redis_url(server), "churn", 0);
   c.server = server;
   c.seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   g_mutex_init(&c.lock);
@@ -1446,7 +710,7 @@ START_TEST(test_churn_with_killed_connections)
   g_thread_join(threads[CHURN_PRODUCERS + 2]);
   /* Let the consumers drain what is left. */
   /* (A failed LLEN, on a connection the killer closed, is not 0.) */
-  while (llen(server, "churn", "default") != 0)
+  while (sluice_test_redis_llen(server, "churn", "default") != 0)
     g_usleep(10 * 1000);
   g_atomic_int_set(&c.stop, 1);
   g_thread_join(threads[CHURN_PRODUCERS]);
@@ -1467,19 +731,19 @@ END_TEST
 START_TEST(test_restart_loses_nothing_acknowledged)
 {
   SluiceTestRedisOptions opts = {.appendonly = TRUE};
-  g_autoptr(SluiceTestRedis) server = own_server(&opts);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(&opts);
   g_autoptr(SluiceBroker) b =
-      broker_for(sluice_test_redis_url(server), "restart", 0);
+      fast_broker(sluice_test_redis_url(server), "restart", 0);
   g_autoptr(GError) error = NULL;
   g_autoptr(GHashTable) seen =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   guint acknowledged = 0;
   gboolean back = FALSE;
 
-  g_log_set_writer_func(count_writer, NULL, NULL);
+  sluice_test_log_capture_reset();
   for (guint i = 0; i < 200; i++) {
     g_autofree gchar *id = g_strdup_printf("m%03u", i);
-    enqueue(b, id, "default", id, i % 2 == 0 ? 0 : 1000 + i);
+    sluice_test_enqueue(b, id, "default", id, i % 2 == 0 ? 0 : 1000 + i);
     acknowledged++;
   }
   sluice_test_redis_kill(server, SIGKILL);
@@ -1487,7 +751,7 @@ START_TEST(test_restart_loses_nothing_acknowledged)
   /* Down: UNAVAILABLE naming the URL, and a single warning however many
    * calls fail. */
   for (guint i = 0; i < 3; i++) {
-    g_autoptr(GBytes) p = text("x");
+    g_autoptr(GBytes) p = sluice_test_text("x");
     SluiceSubmit item = {.id = "down", .queue = "default", .payload = p};
     ck_assert(!sluice_broker_enqueue(b, &item, 1, &error));
     ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
@@ -1495,7 +759,7 @@ START_TEST(test_restart_loses_nothing_acknowledged)
     ck_assert(strstr(error->message, sluice_test_redis_url(server)) != NULL);
     g_clear_error(&error);
   }
-  ck_assert_int_eq(g_atomic_int_get(&lost_lines), 1);
+  ck_assert_int_eq(sluice_test_log_capture_count("lost connection to"), 1);
 
   ck_assert(sluice_test_redis_restart(server, &error));
   for (guint i = 0; i < 200 && !back; i++) {
@@ -1504,8 +768,8 @@ START_TEST(test_restart_loses_nothing_acknowledged)
       g_usleep(50 * 1000); /* the backoff period */
   }
   ck_assert(back);
-  ck_assert_int_eq(g_atomic_int_get(&lost_lines), 1);
-  ck_assert_int_eq(g_atomic_int_get(&back_lines), 1);
+  ck_assert_int_eq(sluice_test_log_capture_count("lost connection to"), 1);
+  ck_assert_int_eq(sluice_test_log_capture_count("is back after"), 1);
 
   {
     guint promoted;
@@ -1515,12 +779,13 @@ START_TEST(test_restart_loses_nothing_acknowledged)
     ck_assert_uint_eq(promoted, 100);
   }
   for (;;) {
-    g_autoptr(GPtrArray) got = fetch(b, q_default, 64, 0);
+    g_autoptr(GPtrArray) got = sluice_test_fetch(b, "c1", q_default, 64, 0);
     if (got->len == 0)
       break;
     for (guint k = 0; k < got->len; k++) {
       gsize len;
-      const gchar *data = g_bytes_get_data(delivery_at(got, k)->payload, &len);
+      const gchar *data =
+          g_bytes_get_data(sluice_test_delivery_at(got, k)->payload, &len);
       g_hash_table_add(seen, g_strndup(data, len));
     }
   }
@@ -1530,40 +795,41 @@ END_TEST
 
 START_TEST(test_eviction_policy_warned_once)
 {
-  g_autoptr(SluiceTestRedis) server = own_server(NULL);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(NULL);
   g_autoptr(SluiceBroker) b =
-      broker_for(sluice_test_redis_url(server), "evict", 0);
+      fast_broker(sluice_test_redis_url(server), "evict", 0);
   g_autoptr(GError) error = NULL;
-  FetchJob job = {b, 600000, NULL, NULL, FALSE};
-  GThread *thread;
+  g_autoptr(GPtrArray) woken = NULL;
+  SluiceTestFetch *f;
 
-  g_log_set_writer_func(count_writer, NULL, NULL);
+  sluice_test_log_capture_reset();
   freeReplyObject(sluice_test_redis_command(
       server, "CONFIG SET maxmemory-policy allkeys-lru"));
   /* Several connections (one blocked in a fetch), one warning. */
-  thread = g_thread_new("fetch", fetch_thread, &job);
-  wait_blocked(server, 1);
+  f = sluice_test_fetch_start(b, q_default, 10, 600000);
+  sluice_test_redis_wait_blocked(server, 1);
   ck_assert(sluice_redis_broker_ping(b, &error));
-  enqueue(b, "e1", "other", "x", 0);
+  sluice_test_enqueue(b, "e1", "other", "x", 0);
   sluice_broker_wakeup(b);
-  g_thread_join(thread);
-  g_ptr_array_unref(job.got);
-  ck_assert_int_eq(g_atomic_int_get(&policy_lines), 1);
+  woken = sluice_test_fetch_join(f, NULL);
+  ck_assert_int_eq(
+      sluice_test_log_capture_count("maxmemory-policy allkeys-lru"), 1);
 }
 END_TEST
 
 START_TEST(test_noscript_after_flush)
 {
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) b = test_broker();
   g_autoptr(GPtrArray) got = NULL;
   redisReply *r;
 
-  enqueue(b, "s1", "default", "one", 0);
+  sluice_test_enqueue(b, "s1", "default", "one", 0);
   r = sluice_test_redis_command(shared, "SCRIPT FLUSH");
   ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
   freeReplyObject(r);
-  enqueue(b, "s2", "default", "two", 0);
-  got = fetch(b, q_default, 10, 0);
+  sluice_test_enqueue(b, "s2", "default", "two", 0);
+  got = sluice_test_fetch(b, "c1", q_default, 10, 0);
   ck_assert_uint_eq(got->len, 2);
 }
 END_TEST
@@ -1573,7 +839,7 @@ START_TEST(test_auth)
   SluiceTestRedisOptions opts = {.requirepass = "s3cret:@/pw",
                                  .acl_user = "sluice",
                                  .acl_password = "user-pw"};
-  g_autoptr(SluiceTestRedis) server = own_server(&opts);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(&opts);
   guint16 port = sluice_test_redis_port(server);
   g_autoptr(GError) error = NULL;
   g_autofree gchar *acl_url =
@@ -1586,22 +852,22 @@ START_TEST(test_auth)
   SluiceBroker *b;
 
   /* requirepass, percent-encoded in the URL. */
-  b = broker_for(sluice_test_redis_url(server), "auth", 0);
+  b = fast_broker(sluice_test_redis_url(server), "auth", 0);
   ck_assert_msg(sluice_redis_broker_ping(b, &error), "%s",
                 error != NULL ? error->message : "");
-  enqueue(b, "a1", "default", "x", 0);
+  sluice_test_enqueue(b, "a1", "default", "x", 0);
   sluice_broker_unref(b);
 
   /* An ACL user. */
-  b = broker_for(acl_url, "auth", 0);
+  b = fast_broker(acl_url, "auth", 0);
   ck_assert_msg(sluice_redis_broker_ping(b, &error), "%s",
                 error != NULL ? error->message : "");
-  g_ptr_array_unref(fetch(b, q_default, 1, 0));
+  g_ptr_array_unref(sluice_test_fetch(b, "c1", q_default, 1, 0));
   sluice_broker_unref(b);
 
   /* Wrong password, wrong user, none: AUTH errors that say what to do and
    * never show a password. */
-  b = broker_for(wrong_pw, "auth", 0);
+  b = fast_broker(wrong_pw, "auth", 0);
   ck_assert(!sluice_redis_broker_ping(b, &error));
   ck_assert(
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH));
@@ -1611,7 +877,7 @@ START_TEST(test_auth)
   g_clear_error(&error);
   sluice_broker_unref(b);
 
-  b = broker_for(wrong_user, "auth", 0);
+  b = fast_broker(wrong_user, "auth", 0);
   ck_assert(!sluice_redis_broker_ping(b, &error));
   ck_assert(
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH));
@@ -1619,7 +885,7 @@ START_TEST(test_auth)
   g_clear_error(&error);
   sluice_broker_unref(b);
 
-  b = broker_for(no_pw, "auth", 0);
+  b = fast_broker(no_pw, "auth", 0);
   ck_assert(!sluice_redis_broker_ping(b, &error));
   ck_assert(
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH));
@@ -1634,25 +900,12 @@ START_TEST(test_unreachable_url)
   g_autoptr(GError) error = NULL;
   g_autofree gchar *url = NULL;
   g_autofree gchar *shown = NULL;
+  guint16 port = sluice_test_closed_port();
   SluiceBroker *b;
-  int fd;
-  guint16 port;
 
-  /* A port nothing listens on: bind one, note it, close it. */
-  {
-    struct sockaddr_in addr = {0};
-    socklen_t len = sizeof addr;
-    fd = socket(AF_INET, SOCK_STREAM, 0);
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
-    getsockname(fd, (struct sockaddr *)&addr, &len);
-    port = ntohs(addr.sin_port);
-    close(fd);
-  }
   url = g_strdup_printf("redis://me:hunter2@127.0.0.1:%u/3", port);
   shown = g_strdup_printf("redis://me:***@127.0.0.1:%u/3", port);
-  b = broker_for(url, "down", 0);
+  b = fast_broker(url, "down", 0);
   ck_assert(!sluice_redis_broker_ping(b, &error));
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_UNAVAILABLE));
@@ -1766,21 +1019,22 @@ END_TEST
 START_TEST(test_unix_socket_and_db)
 {
   SluiceTestRedisOptions opts = {.unix_socket = TRUE};
-  g_autoptr(SluiceTestRedis) server = own_server(&opts);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(&opts);
   g_autofree gchar *url =
       g_strdup_printf("%s?db=2", sluice_test_redis_socket_url(server));
-  g_autoptr(SluiceBroker) b = broker_for(url, "unix", 0);
+  g_autoptr(SluiceBroker) b = fast_broker(url, "unix", 0);
   g_autoptr(GPtrArray) got = NULL;
   redisReply *r;
 
-  enqueue(b, "u1", "default", "via-socket", 0);
+  sluice_test_enqueue(b, "u1", "default", "via-socket", 0);
   r = sluice_test_redis_command(server, "SELECT 2");
   freeReplyObject(r);
   ck_assert_int_eq(sluice_test_redis_integer(server, "LLEN {unix}:q:default"),
                    1);
-  got = fetch(b, q_default, 1, 0);
+  got = sluice_test_fetch(b, "c1", q_default, 1, 0);
   ck_assert_uint_eq(got->len, 1);
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "via-socket"));
+  ck_assert(sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload,
+                                 "via-socket"));
 }
 END_TEST
 
@@ -1789,10 +1043,11 @@ static void
 varied_workload(SluiceBroker *b)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) rec = text("rec");
-  g_autoptr(GBytes) p = text("p");
+  g_autoptr(GBytes) rec = sluice_test_text("rec");
+  g_autoptr(GBytes) p = sluice_test_text("p");
   g_autoptr(GPtrArray) got = NULL;
-  g_autoptr(SluiceDeadLetter) dl = dead_letter("v3", "expired", "v3");
+  g_autoptr(SluiceDeadLetter) dl =
+      sluice_test_dead_letter("v3", "expired", "v3");
   SluiceSubmit items[3] = {
       {.id = "v1",
        .queue = "q1",
@@ -1809,15 +1064,15 @@ varied_workload(SluiceBroker *b)
   gboolean claimed;
 
   ck_assert(sluice_broker_enqueue(b, items, 3, &error));
-  got = fetch(b, (const gchar *const[]){"q1", NULL}, 2, 0);
+  got = sluice_test_fetch(b, "c1", (const gchar *const[]){"q1", NULL}, 2, 0);
   ck_assert_uint_eq(got->len, 2);
-  s[0] = (SluiceSettlement){.delivery = delivery_at(got, 0),
+  s[0] = (SluiceSettlement){.delivery = sluice_test_delivery_at(got, 0),
                             .action = SLUICE_SETTLE_ACK,
                             .id = "v1",
                             .record = rec,
                             .record_final = TRUE,
                             .record_ttl_ms = 60000};
-  s[1] = (SluiceSettlement){.delivery = delivery_at(got, 1),
+  s[1] = (SluiceSettlement){.delivery = sluice_test_delivery_at(got, 1),
                             .action = SLUICE_SETTLE_DEAD_LETTER,
                             .id = "v3",
                             .record = rec,
@@ -1830,14 +1085,14 @@ varied_workload(SluiceBroker *b)
   ck_assert(
       sluice_broker_claim_periodic(b, "tick", 1, &tick, &claimed, &error));
   ck_assert(sluice_broker_heartbeat(b, "w", 30000, NULL, 0, &error));
-  enqueue(b, "v4", "q3", "p", 0);
+  sluice_test_enqueue(b, "v4", "q3", "p", 0);
 }
 
 START_TEST(test_every_key_tagged_and_per_task_keys_expire)
 {
-  g_autoptr(SluiceTestRedis) server = own_server(NULL);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(NULL);
   g_autoptr(SluiceBroker) b =
-      broker_for(sluice_test_redis_url(server), "tagged", 0);
+      fast_broker(sluice_test_redis_url(server), "tagged", 0);
   const gchar *shared_keys[] = {"{tagged}:q:q1",
                                 "{tagged}:q:q3",
                                 "{tagged}:schedule",
@@ -1899,6 +1154,7 @@ static void
 assert_mode_refused(const gchar *ns, SluiceRedisMode first,
                     SluiceRedisMode second)
 {
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(GError) error = NULL;
   SluiceRedisOptions options;
   g_autoptr(SluiceBroker) a = NULL;
@@ -1949,21 +1205,22 @@ END_TEST
 
 START_TEST(test_namespaces_isolated)
 {
+  SluiceTestRedis *shared = sluice_test_redis_shared();
   g_autoptr(SluiceBroker) a =
-      broker_for(sluice_test_redis_url(shared), "iso-a", 0);
+      fast_broker(sluice_test_redis_url(shared), "iso-a", 0);
   g_autoptr(SluiceBroker) b =
-      broker_for(sluice_test_redis_url(shared), "iso-b", 0);
+      fast_broker(sluice_test_redis_url(shared), "iso-b", 0);
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) rec = text("final");
+  g_autoptr(GBytes) rec = sluice_test_text("final");
   g_autoptr(GPtrArray) got = NULL;
   GBytes *read = NULL;
   SluiceBrokerStats stats;
 
-  bury(a, "buried", SLUICE_DLQ_EXPIRED);
-  enqueue(a, "same-id", "default", "from-a", 0);
+  sluice_test_bury(a, "buried", SLUICE_DLQ_EXPIRED);
+  sluice_test_enqueue(a, "same-id", "default", "from-a", 0);
   ck_assert(sluice_broker_put_record(a, "same-id", rec, TRUE, 60000, &error));
 
-  got = fetch(b, q_default, 10, 0);
+  got = sluice_test_fetch(b, "c1", q_default, 10, 0);
   ck_assert_uint_eq(got->len, 0);
   ck_assert(sluice_broker_wait_record(b, "same-id", 100, &read, &error));
   ck_assert_ptr_null(read);
@@ -1974,9 +1231,10 @@ START_TEST(test_namespaces_isolated)
   sluice_broker_stats_clear(&stats);
 
   g_clear_pointer(&got, g_ptr_array_unref);
-  got = fetch(a, q_default, 10, 0);
+  got = sluice_test_fetch(a, "c1", q_default, 10, 0);
   ck_assert_uint_eq(got->len, 1);
-  ck_assert(bytes_is(delivery_at(got, 0)->payload, "from-a"));
+  ck_assert(
+      sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload, "from-a"));
   /* Clean up the shared server for the other tests. */
   sluice_test_redis_integer(shared, "DEL {iso-a}:q:default {iso-a}:dlq");
 }
@@ -1984,29 +1242,25 @@ END_TEST
 
 START_TEST(test_oom_refuses_work_but_drains)
 {
-  g_autoptr(SluiceTestRedis) server = own_server(NULL);
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(NULL);
   g_autoptr(SluiceBroker) b =
-      broker_for(sluice_test_redis_url(server), "oom", 0);
+      fast_broker(sluice_test_redis_url(server), "oom", 0);
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) p = text("p");
-  g_autoptr(GBytes) rec = text("done");
-  g_autoptr(GBytes) retry = text("again");
+  g_autoptr(GBytes) p = sluice_test_text("p");
+  g_autoptr(GBytes) rec = sluice_test_text("done");
+  g_autoptr(GBytes) retry = sluice_test_text("again");
   g_autoptr(GPtrArray) got = NULL;
   g_autoptr(GBytes) read = NULL;
   SluiceSubmit item = {.id = "new", .queue = "default", .payload = p};
   SluiceSettlement s[2] = {{0}};
-  redisReply *r;
 
-  enqueue(b, "o1", "default", "one", 0);
-  enqueue(b, "o2", "default", "two", 0);
-  enqueue(b, "o3", "default", "three", 0);
-  got = fetch(b, q_default, 3, 0);
+  sluice_test_enqueue(b, "o1", "default", "one", 0);
+  sluice_test_enqueue(b, "o2", "default", "two", 0);
+  sluice_test_enqueue(b, "o3", "default", "three", 0);
+  got = sluice_test_fetch(b, "c1", q_default, 3, 0);
   ck_assert_uint_eq(got->len, 3);
   /* Fresh scripts on the server, so the drain below also loads one. */
-  freeReplyObject(sluice_test_redis_command(server, "SCRIPT FLUSH"));
-  r = sluice_test_redis_command(server, "CONFIG SET maxmemory 1");
-  ck_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
-  freeReplyObject(r);
+  sluice_test_redis_fill(server);
 
   ck_assert(!sluice_broker_enqueue(b, &item, 1, &error));
   ck_assert_msg(
@@ -2014,13 +1268,13 @@ START_TEST(test_oom_refuses_work_but_drains)
       "%s", error->message);
   g_clear_error(&error);
 
-  s[0] = (SluiceSettlement){.delivery = delivery_at(got, 0),
+  s[0] = (SluiceSettlement){.delivery = sluice_test_delivery_at(got, 0),
                             .action = SLUICE_SETTLE_ACK,
                             .id = "o1",
                             .record = rec,
                             .record_final = TRUE,
                             .record_ttl_ms = 60000};
-  s[1] = (SluiceSettlement){.delivery = delivery_at(got, 1),
+  s[1] = (SluiceSettlement){.delivery = sluice_test_delivery_at(got, 1),
                             .action = SLUICE_SETTLE_RETRY,
                             .id = "o2",
                             .reschedule_payload = retry,
@@ -2028,10 +1282,10 @@ START_TEST(test_oom_refuses_work_but_drains)
   ck_assert_msg(sluice_broker_settle(b, "w", s, 2, &error), "%s",
                 error != NULL ? error->message : "");
   ck_assert(sluice_broker_get_record(b, "o1", &read, &error));
-  ck_assert(bytes_is(read, "done"));
+  ck_assert(sluice_test_bytes_is(read, "done"));
   g_clear_pointer(&read, g_bytes_unref);
   /* Records only: the plain SET is refused, the allow-oom script is not. */
-  s[0] = (SluiceSettlement){.delivery = delivery_at(got, 2),
+  s[0] = (SluiceSettlement){.delivery = sluice_test_delivery_at(got, 2),
                             .action = SLUICE_SETTLE_ACK,
                             .id = "o3",
                             .record = rec,
@@ -2040,10 +1294,9 @@ START_TEST(test_oom_refuses_work_but_drains)
   ck_assert_msg(sluice_broker_settle(b, "w", s, 1, &error), "%s",
                 error != NULL ? error->message : "");
   ck_assert(sluice_broker_get_record(b, "o3", &read, &error));
-  ck_assert(bytes_is(read, "done"));
+  ck_assert(sluice_test_bytes_is(read, "done"));
 
-  r = sluice_test_redis_command(server, "CONFIG SET maxmemory 0");
-  freeReplyObject(r);
+  sluice_test_redis_unfill(server);
   ck_assert(sluice_broker_enqueue(b, &item, 1, &error));
 }
 END_TEST
@@ -2054,39 +1307,30 @@ static Suite *
 redis_suite(void)
 {
   Suite *s = suite_create("redis-fast");
-  TCase *contract = tcase_create("contract");
+  TCase *slots = tcase_create("slots");
   TCase *redis = tcase_create("redis");
 
-  tcase_add_unchecked_fixture(contract, shared_setup, shared_teardown);
-  tcase_set_timeout(contract, 60);
-  tcase_add_test(contract, test_enqueue_fetch_one);
-  tcase_add_test(contract, test_enqueue_batch_one_round_trip);
-  tcase_add_test(contract, test_enqueue_idempotent);
-  tcase_add_test(contract, test_enqueue_mixed_batch_keeps_order);
-  tcase_add_test(contract, test_schedule_and_promote);
-  tcase_add_test(contract, test_promote_concurrent_once);
-  tcase_add_test(contract, test_fetch_priority_and_count);
-  tcase_add_test(contract, test_fetch_blocking_and_not);
-  tcase_add_test(contract, test_wakeup_interrupts_fetch);
-  tcase_add_test(contract, test_settle_ack_with_record);
-  tcase_add_test(contract, test_settle_noop_costs_nothing);
-  tcase_add_test(contract, test_settle_batch_one_round_trip);
-  tcase_add_test(contract, test_settle_retry);
-  tcase_add_test(contract, test_settle_dead_letter_fields);
-  tcase_add_test(contract, test_settle_malformed_dead_letter);
-  tcase_add_test(contract, test_settle_release_goes_first);
-  tcase_add_test(contract, test_cancel_scheduled);
-  tcase_add_test(contract, test_records_put_get);
-  tcase_add_test(contract, test_wait_record_wakes_on_notification);
-  tcase_add_test(contract, test_wait_record_final_and_timeout);
-  tcase_add_test(contract, test_revocations);
-  tcase_add_test(contract, test_periodic_cas_race);
-  tcase_add_test(contract, test_dlq_cap_and_counts);
-  tcase_add_test(contract, test_dlq_replay_delete_list);
-  tcase_add_test(contract, test_stats_and_purge);
-  suite_add_tcase(s, contract);
+  tcase_add_unchecked_fixture(slots, sluice_test_redis_shared_setup,
+                              sluice_test_redis_shared_teardown);
+  tcase_set_timeout(slots, 60);
+  tcase_add_test(slots, test_enqueue_batch_one_round_trip);
+  tcase_add_test(slots, test_enqueue_claim_is_a_key_that_expires);
+  tcase_add_test(slots, test_fetch_pops_from_one_list_per_call);
+  tcase_add_test(slots, test_fetch_blocks_in_blmpop_only_when_asked);
+  tcase_add_test(slots, test_settle_record_has_its_ttl);
+  tcase_add_test(slots, test_settle_noop_costs_nothing);
+  tcase_add_test(slots, test_settle_batch_one_round_trip);
+  tcase_add_test(slots, test_dead_letter_is_completed_from_the_delivery);
+  tcase_add_test(slots, test_release_goes_back_to_the_consuming_end);
+  tcase_add_test(slots, test_cancel_scheduled_deletes_the_payload);
+  tcase_add_test(slots, test_wait_record_wakes_on_notification);
+  tcase_add_test(slots, test_revocations_are_sorted_by_expiry_and_pruned);
+  tcase_add_test(slots, test_dead_letter_cap_trims_the_stream);
+  tcase_add_test(slots, test_stats_list_workers_by_heartbeat);
+  suite_add_tcase(s, slots);
 
-  tcase_add_unchecked_fixture(redis, shared_setup, shared_teardown);
+  tcase_add_unchecked_fixture(redis, sluice_test_redis_shared_setup,
+                              sluice_test_redis_shared_teardown);
   tcase_set_timeout(redis, 90);
   tcase_add_test(redis, test_reconnect_after_client_kill);
   tcase_add_test(redis, test_churn_with_killed_connections);
@@ -2113,6 +1357,8 @@ main(void)
   SRunner *runner = srunner_create(redis_suite());
   int failed;
 
+  /* The reconnection tests count the lines they caused. */
+  sluice_test_log_capture_install();
   srunner_set_fork_status(runner, CK_FORK);
   srunner_run_all(runner, CK_ENV);
   failed = srunner_ntests_failed(runner);

@@ -18,13 +18,11 @@
 
 #include <glib/gstdio.h>
 
-#include "tests/helpers/redis-server.h"
+#include "tests/helpers/redis-fixture.h"
 
 #define PRODUCERS 3
 #define WORKERS 2
 #define TASKS 50000
-
-static SluiceTestRedis *server;
 
 static gchar *
 helper_path(const gchar *name)
@@ -83,36 +81,24 @@ run_exactly_once(const gchar *mode)
   GPid workers[WORKERS], producers[PRODUCERS];
   gint64 deadline;
   guint per = TASKS / PRODUCERS;
+  const gchar *url = sluice_test_redis_url(sluice_test_redis_shared());
 
   for (guint w = 0; w < WORKERS; w++) {
     g_autofree gchar *id = g_strdup_printf("w%u", w);
-    gchar *argv[] = {worker,
-                     "--url",
-                     (gchar *)sluice_test_redis_url(server),
-                     "--mode",
-                     (gchar *)mode,
-                     "--namespace",
-                     ns,
-                     "--worker-id",
-                     id,
-                     "--concurrency",
-                     "4",
-                     "--log",
-                     log,
-                     NULL};
+    gchar *argv[] = {
+        worker,        "--url", (gchar *)url,  "--mode", (gchar *)mode,
+        "--namespace", ns,      "--worker-id", id,       "--concurrency",
+        "4",           "--log", log,           NULL};
     workers[w] = spawn(argv);
   }
   for (guint p = 0; p < PRODUCERS; p++) {
     g_autofree gchar *prefix = g_strdup_printf("p%u", p);
     g_autofree gchar *count = g_strdup_printf(
         "%u", p == PRODUCERS - 1 ? TASKS - per * (PRODUCERS - 1) : per);
-    gchar *argv[] = {
-        producer, "--url",       (gchar *)sluice_test_redis_url(server),
-        "--mode", (gchar *)mode, "--namespace",
-        ns,       "--prefix",    prefix,
-        "--task", "t.log",       "--count",
-        count,    "--batch",     "200",
-        NULL};
+    gchar *argv[] = {producer,      "--url",       (gchar *)url, "--mode",
+                     (gchar *)mode, "--namespace", ns,           "--prefix",
+                     prefix,        "--task",      "t.log",      "--count",
+                     count,         "--batch",     "200",        NULL};
     producers[p] = spawn(argv);
   }
   for (guint p = 0; p < PRODUCERS; p++)
@@ -163,17 +149,13 @@ int
 main(void)
 {
   g_autofree gchar *binary = sluice_test_redis_require();
-  g_autoptr(GError) error = NULL;
   Suite *suite = suite_create("redis-processes");
   TCase *tc = tcase_create("processes");
   SRunner *runner;
   int failed;
 
-  server = sluice_test_redis_start(NULL, &error);
-  if (server == NULL) {
-    g_printerr("cannot start redis-server: %s\n", error->message);
-    return 1;
-  }
+  tcase_add_unchecked_fixture(tc, sluice_test_redis_shared_setup,
+                              sluice_test_redis_shared_teardown);
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, fast_mode_runs_each_task_once);
   tcase_add_test(tc, reliable_mode_runs_each_task_once);
@@ -182,6 +164,5 @@ main(void)
   srunner_run_all(runner, CK_ENV);
   failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  sluice_test_redis_stop(server);
   return failed == 0 ? 0 : 1;
 }

@@ -15,77 +15,10 @@
 #include <string.h>
 
 #include "tests/conformance/conformance.h"
+#include "tests/conformance/contract.h"
+#include "tests/helpers/broker-calls.h"
 
 static const SluiceConformanceFactory *factory;
-
-/* ---- Log capture -----------------------------------------------------------
- */
-
-static GMutex log_lock;
-static GString *log_text;
-
-static GLogWriterOutput
-capture_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
-               gpointer user_data)
-{
-  g_mutex_lock(&log_lock);
-  if (log_text == NULL)
-    log_text = g_string_new(NULL);
-  for (gsize i = 0; i < n_fields; i++) {
-    if (g_strcmp0(fields[i].key, "MESSAGE") == 0) {
-      if (fields[i].length < 0)
-        g_string_append(log_text, fields[i].value);
-      else
-        g_string_append_len(log_text, fields[i].value, fields[i].length);
-      g_string_append_c(log_text, '\n');
-    }
-  }
-  g_mutex_unlock(&log_lock);
-  /* Keep showing warnings on stderr: they help when a scenario fails. */
-  if (level & (G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_ERROR))
-    return g_log_writer_standard_streams(level, fields, n_fields, user_data);
-  return G_LOG_WRITER_HANDLED;
-}
-
-void
-sluice_test_log_capture_install(void)
-{
-  g_log_set_writer_func(capture_writer, NULL, NULL);
-}
-
-void
-sluice_test_log_capture_reset(void)
-{
-  g_mutex_lock(&log_lock);
-  if (log_text != NULL)
-    g_string_truncate(log_text, 0);
-  g_mutex_unlock(&log_lock);
-}
-
-/* How many captured lines contain @needle. */
-static guint
-log_capture_count(const gchar *needle)
-{
-  guint n = 0;
-
-  g_mutex_lock(&log_lock);
-  for (const gchar *p = log_text != NULL ? log_text->str : NULL;
-       p != NULL && (p = strstr(p, needle)) != NULL; p += strlen(needle))
-    n++;
-  g_mutex_unlock(&log_lock);
-  return n;
-}
-
-gboolean
-sluice_test_log_capture_contains(const gchar *needle)
-{
-  gboolean found;
-
-  g_mutex_lock(&log_lock);
-  found = log_text != NULL && strstr(log_text->str, needle) != NULL;
-  g_mutex_unlock(&log_lock);
-  return found;
-}
 
 /* ---- The recorder: what task functions saw ----------------------------------
  */
@@ -556,18 +489,7 @@ static gchar *
 enqueue(Env *e, const gchar *task, const gchar *json_args,
         const SluiceEnqueueOptions *options)
 {
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) args = NULL;
-  gchar *id;
-
-  if (json_args != NULL) {
-    args = sluice_args_from_json(json_args, -1, &error);
-    ck_assert_msg(args != NULL, "%s", error->message);
-  }
-  id = sluice_client_enqueue(e->client, task, args, options, &error);
-  ck_assert_msg(id != NULL, "enqueue %s: %s", task,
-                error != NULL ? error->message : "");
-  return id;
+  return sluice_test_client_enqueue(e->client, task, json_args, options);
 }
 
 static SluiceTaskState
@@ -2034,8 +1956,9 @@ START_TEST(unknown_task_is_logged_once_per_name)
   g_free(enqueue(e, "t.other_typo", NULL, NULL));
   run_idle(e);
   ck_assert_uint_eq(stats_of(e).deferred, 6);
-  ck_assert_uint_eq(log_capture_count("no task named “t.typo”"), 1);
-  ck_assert_uint_eq(log_capture_count("no task named “t.other_typo”"), 1);
+  ck_assert_uint_eq(sluice_test_log_capture_count("no task named “t.typo”"), 1);
+  ck_assert_uint_eq(
+      sluice_test_log_capture_count("no task named “t.other_typo”"), 1);
   env_free(e);
 }
 END_TEST
@@ -2217,5 +2140,7 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_set_timeout(load, 900);
   tcase_add_test(load, many_producers_each_task_runs_exactly_once);
   suite_add_tcase(s, load);
+
+  suite_add_tcase(s, sluice_conformance__contract_tcase(f));
   return s;
 }

@@ -1,9 +1,15 @@
 /* conformance.h - the broker conformance suite.
  *
- * One set of scenarios, the semantics of docs/design.md, run against every
- * broker: the memory broker, both Redis brokers and the custom-broker
- * example each link this suite into their own Check program with a factory
- * that makes a fresh, empty broker. A broker is done when this passes.
+ * One set of scenarios run against every broker: the memory broker, both
+ * Redis brokers and the custom-broker example each link this suite into
+ * their own Check program with a factory that makes a fresh, empty broker.
+ * A broker is done when this passes. Its test cases:
+ *  - "semantics", "stop", "load" (conformance.c): the semantics of
+ *    docs/design.md, through a client and a worker;
+ *  - "contract" (contract.c): every slot of <sluice/sys/broker.h>, called
+ *    directly, with its atomicity rules;
+ *  - "isolation" (isolation.c): process isolation's children on the
+ *    broker.
  *
  * Scenarios that need a capability the broker does not declare are skipped
  * by capability, never by broker name.
@@ -14,6 +20,9 @@
 
 #include <sluice/sys/broker.h>
 #include <sluice/sluice.h>
+
+/* Scenarios that check a log line need the capture installed in main(). */
+#include "tests/helpers/log-capture.h"
 
 G_BEGIN_DECLS
 
@@ -37,11 +46,5 @@ Suite *sluice_conformance_suite(const SluiceConformanceFactory *factory);
 /* Adds the process-isolation scenarios (isolation.c) to @s. */
 void sluice_conformance_add_isolation(Suite *s,
                                       const SluiceConformanceFactory *factory);
-
-/* Log capture for scenarios that check a log line was written. Install once
- * per process, before the runner starts. */
-void sluice_test_log_capture_install(void);
-void sluice_test_log_capture_reset(void);
-gboolean sluice_test_log_capture_contains(const gchar *needle);
 
 G_END_DECLS

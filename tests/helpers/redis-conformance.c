@@ -10,16 +10,14 @@
  */
 #include "config.h"
 
-#include <stdio.h>
 #include <unistd.h>
 
 #include "brokers/redis/redis-broker.h"
 #include "tests/conformance/conformance.h"
 #include "tests/helpers/redis-conformance.h"
-#include "tests/helpers/redis-server.h"
+#include "tests/helpers/redis-fixture.h"
 
 typedef struct {
-  SluiceTestRedis *server;
   SluiceRedisMode mode;
   gint serial;
 } RedisFactoryData;
@@ -29,19 +27,12 @@ create_redis(SluiceClock *clock, guint dead_letter_max, gpointer data,
              GError **error)
 {
   RedisFactoryData *d = data;
-  g_autofree gchar *ns = NULL;
-  SluiceRedisOptions options;
-  SluiceBroker *broker;
-
-  ns =
+  g_autofree gchar *ns =
       g_strdup_printf("c%d-%d", (int)getpid(), g_atomic_int_add(&d->serial, 1));
-  sluice_redis_options_init(&options);
-  options.mode = d->mode;
-  options.url = sluice_test_redis_url(d->server);
-  options.namespace_ = ns;
-  options.dead_letter_max = dead_letter_max;
-  options.reconnect_max_backoff_ms = 500;
-  broker = sluice_redis_broker_new(&options, clock, error);
+  SluiceBroker *broker = sluice_test_redis_broker_new(
+      d->mode, sluice_test_redis_url(sluice_test_redis_shared()), ns,
+      dead_letter_max, clock, error);
+
   /* No safety-net poll in wait_record: the scenario "get_result wakes on
    * completion" must then be woken by the notification the settle
    * publishes, or it does not end. */
@@ -54,8 +45,7 @@ int
 sluice_test_redis_conformance_main(SluiceRedisMode mode, const gchar *name)
 {
   g_autofree gchar *binary = sluice_test_redis_require();
-  g_autoptr(GError) error = NULL;
-  RedisFactoryData data = {NULL, mode, 0};
+  RedisFactoryData data = {mode, 0};
   SluiceConformanceFactory factory = {
       .name = name,
       .create = create_redis,
@@ -65,11 +55,7 @@ sluice_test_redis_conformance_main(SluiceRedisMode mode, const gchar *name)
   SRunner *runner;
   int failed;
 
-  data.server = sluice_test_redis_start(NULL, &error);
-  if (data.server == NULL) {
-    fprintf(stderr, "cannot start redis-server: %s\n", error->message);
-    return 1;
-  }
+  sluice_test_redis_shared_setup();
   sluice_test_log_capture_install();
   runner = srunner_create(sluice_conformance_suite(&factory));
   /* Each scenario in its own process, even when CK_FORK=no is set for a
@@ -78,6 +64,6 @@ sluice_test_redis_conformance_main(SluiceRedisMode mode, const gchar *name)
   srunner_run_all(runner, CK_ENV);
   failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  sluice_test_redis_stop(data.server);
+  sluice_test_redis_shared_teardown();
   return failed == 0 ? 0 : 1;
 }
