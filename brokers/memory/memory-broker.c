@@ -67,9 +67,14 @@ memory_fetch(SluiceBroker *broker, const gchar *consumer,
       GQueue *q = g_hash_table_lookup(self->queues, queues[i]);
       while (q != NULL && taken < max && !g_queue_is_empty(q)) {
         SluiceMemoryMessage *m = g_queue_pop_head(q);
+        /* A handle per delivery, so that a settle repeated after a lost
+         * reply is recognised and does nothing twice. */
+        gchar *handle =
+            g_strdup_printf("%" G_GUINT64_FORMAT, ++self->delivery_seq);
         m->delivery_count++;
-        g_ptr_array_add(out, sluice_delivery_new(queues[i], m->payload, NULL,
+        g_ptr_array_add(out, sluice_delivery_new(queues[i], m->payload, handle,
                                                  m->delivery_count));
+        g_hash_table_add(self->out, handle);
         sluice_memory__message_free(m);
         taken++;
       }
@@ -99,6 +104,17 @@ memory_settle(SluiceBroker *broker, const gchar *consumer,
   for (guint i = 0; i < n_items; i++) {
     SluiceSettlement *s = &items[i];
 
+    /* Settled already (repeated after its reply was lost): only the record
+     * is written again; nothing is requeued, scheduled, buried or counted
+     * twice. */
+    if (s->delivery->handle != NULL &&
+        !g_hash_table_remove(self->out, s->delivery->handle)) {
+      if (s->record != NULL)
+        sluice_memory__put_record(self, s->id, s->record, s->record_final,
+                                  s->record_ttl_ms, now);
+      s->status = SLUICE_SETTLE_DONE;
+      continue;
+    }
     switch (s->action) {
     case SLUICE_SETTLE_RELEASE: {
       SluiceMemoryMessage *m = g_new0(SluiceMemoryMessage, 1);
@@ -265,28 +281,43 @@ memory_revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
   return TRUE;
 }
 
-/* Lists live revocations recorded after @cursor (0: all) and sets
- * @out_cursor past the newest; drops lapsed ones on the way. */
+static gint
+by_seq(gconstpointer a, gconstpointer b)
+{
+  const SluiceMemoryRevocation *x = ((const gpointer *)a)[1];
+  const SluiceMemoryRevocation *y = ((const gpointer *)b)[1];
+
+  return x->seq < y->seq ? -1 : (x->seq > y->seq ? 1 : 0);
+}
+
+/* Lists live revocations recorded after @cursor (0: all), in the order
+ * they were recorded, and sets @out_cursor past the newest; drops lapsed
+ * ones on the way. */
 static void
 list_revocations_locked(SluiceMemoryBroker *self, gint64 cursor, gint64 now,
                         GPtrArray *out, gint64 *out_cursor)
 {
+  g_autoptr(GArray) found = g_array_new(FALSE, FALSE, 2 * sizeof(gpointer));
   GHashTableIter iter;
-  gpointer key, value;
-  gint64 newest = cursor;
+  gpointer pair[2];
 
   g_hash_table_iter_init(&iter, self->revocations);
-  while (g_hash_table_iter_next(&iter, &key, &value)) {
-    SluiceMemoryRevocation *r = value;
-    if (r->expires_at <= now) {
+  while (g_hash_table_iter_next(&iter, &pair[0], &pair[1])) {
+    SluiceMemoryRevocation *r = pair[1];
+    if (r->expires_at <= now)
       g_hash_table_iter_remove(&iter);
-    } else if (r->seq > cursor) {
-      g_ptr_array_add(out, sluice_revocation_new(key, r->expires_at));
-      newest = MAX(newest, r->seq);
-    }
+    else if (r->seq > cursor)
+      g_array_append_vals(found, pair, 1);
+  }
+  g_array_sort(found, by_seq);
+  for (guint i = 0; i < found->len; i++) {
+    gpointer *p = &g_array_index(found, gpointer, 2 * i);
+    g_ptr_array_add(out,
+                    sluice_revocation_new(
+                        p[0], ((SluiceMemoryRevocation *)p[1])->expires_at));
   }
   /* Everything recorded so far was seen, listed or lapsed. */
-  *out_cursor = MAX(newest, self->revocation_seq);
+  *out_cursor = MAX(cursor, self->revocation_seq);
 }
 
 static gboolean

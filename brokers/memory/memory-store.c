@@ -87,6 +87,7 @@ sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max)
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->workers =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, announced_free);
+  self->out = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   self->periodic =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->dedup = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -107,6 +108,7 @@ sluice_memory__clear(SluiceMemoryBroker *self)
   g_clear_pointer(&self->dead_by_task, g_hash_table_unref);
   g_clear_pointer(&self->dropped, g_hash_table_unref);
   g_clear_pointer(&self->workers, g_hash_table_unref);
+  g_clear_pointer(&self->out, g_hash_table_unref);
   if (self->dead_letters != NULL)
     g_queue_free_full(self->dead_letters,
                       (GDestroyNotify)sluice_dead_letter_free);

@@ -82,6 +82,8 @@ typedef struct {
   guint64 dead_letter_seq;
   GHashTable *dropped; /* reason -> gint64*: dropped by the cap */
   GHashTable *workers; /* gchar* -> SluiceMemoryAnnounced* */
+  GHashTable *out;     /* handles of the deliveries not settled yet */
+  guint64 delivery_seq;
   gint64 in_flight;
   guint writes_since_sweep;
 } SluiceMemoryBroker;

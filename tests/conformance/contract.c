@@ -723,6 +723,7 @@ START_TEST(a_repeated_settle_changes_nothing)
   ck_assert(sluice_test_bytes_is(read, "done"));
   stats = sluice_test_stats(c->broker, NULL);
   ck_assert_int_eq(stats.scheduled, 1); /* overwritten, not added */
+  ck_assert_int_eq(stats.in_flight, in_flight_of(c, 0));
   ck_assert_int_eq(stats.dead_letters, 0);
   sluice_broker_stats_clear(&stats);
   ck_assert(
@@ -739,6 +740,7 @@ END_TEST
 START_TEST(release_gives_the_delivery_back_without_counting_it)
 {
   g_autoptr(Contract) c = contract_new();
+  SluiceSettleStatus status;
   g_autoptr(GPtrArray) first = NULL;
   g_autoptr(GPtrArray) again = NULL;
   g_autoptr(GHashTable) seen =
@@ -757,6 +759,12 @@ START_TEST(release_gives_the_delivery_back_without_counting_it)
   s.id = "a";
   ck_assert_int_eq(sluice_test_settle_one(c->broker, "c1", &s),
                    SLUICE_SETTLE_DONE);
+  /* Repeated after a lost reply: releases nothing more. */
+  status = sluice_test_settle_one(c->broker, "c1", &s);
+  ck_assert_msg(
+      status == SLUICE_SETTLE_DONE ||
+          (has(c, SLUICE_BROKER_CAP_FENCING) && status == SLUICE_SETTLE_GONE),
+      "a repeated release reported %d", (int)status);
 
   if (has(c, SLUICE_BROKER_CAP_LEASES)) {
     /* Given back, not left for a reclaim: a live peer has nothing to take
@@ -946,6 +954,11 @@ START_TEST(revocations_since_a_cursor_are_each_listed_once)
   ck_assert(sluice_broker_list_revocations_since(c->broker, &cursor, 100, list,
                                                  &error));
   ck_assert_uint_eq(list->len, 4);
+  /* In the order they were recorded, not by expiry. */
+  ck_assert_str_eq(((SluiceRevocation *)list->pdata[0])->id, "x");
+  ck_assert_str_eq(((SluiceRevocation *)list->pdata[1])->id, "y");
+  ck_assert_str_eq(((SluiceRevocation *)list->pdata[2])->id, "z");
+  ck_assert_str_eq(((SluiceRevocation *)list->pdata[3])->id, "w");
   ck_assert_int_eq(expiry_in(list, "x"), 5000);
   ck_assert_int_eq(expiry_in(list, "y"), 3000);
   ck_assert_int_eq(expiry_in(list, "z"), 4000);
