@@ -164,7 +164,7 @@ wait_for_tasks(SluiceWorker *worker, GError **error)
     counter_wait();
   /* Settles of the last tasks may still be in flight: wait for them, so
    * the cost includes every acknowledgement and record. */
-  return sluice_worker_run_until_idle(worker, 600000, error);
+  return sluice_worker_run_until_idle(worker, 600000, NULL, error);
 }
 
 static gdouble
@@ -575,7 +575,7 @@ op_wakeup(GError **error)
 
     if (id == NULL)
       return FALSE;
-    result = sluice_client_get_result(client, id, 10000, error);
+    result = sluice_client_get_result(client, id, 10000, NULL, error);
     returned = g_get_monotonic_time();
     if (result == NULL)
       return FALSE;

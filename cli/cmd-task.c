@@ -125,7 +125,7 @@ cli_cmd_result(int argc, char **argv)
   }
 
   if (wait_ms > 0) {
-    result = sluice_client_get_result(client, argv[1], wait_ms, &error);
+    result = sluice_client_get_result(client, argv[1], wait_ms, NULL, &error);
     if (result == NULL && g_error_matches(error, SLUICE_CLIENT_ERROR,
                                           SLUICE_CLIENT_ERROR_TIMEOUT)) {
       /* Say where it stands, or that there is nothing to wait for. */

@@ -670,7 +670,7 @@ run_task(const RunArgs *args, const gchar *task, GBytes *task_args,
   id = sluice_client_enqueue(client, task, task_args, &enqueue, &error);
   if (id == NULL || !sluice_worker_start(worker, &error))
     return cli_report(error);
-  result = sluice_client_get_result(client, id, wait_ms, &error);
+  result = sluice_client_get_result(client, id, wait_ms, NULL, &error);
   sluice_worker_stop(worker);
   if (result == NULL) {
     int status = cli_report(error);

@@ -20,6 +20,9 @@
 G_DEFINE_QUARK(sluice - client - error - quark, sluice_client_error)
 
 #define SAFETY_POLL_MS 5000
+/* How soon get_result notices its cancellable: a broker's wait cannot be
+ * interrupted, so with one it waits in steps this long. */
+#define CANCEL_CHECK_MS 200
 #define ID_MAX 256
 #define QUEUE_MAX 200
 
@@ -442,13 +445,16 @@ decode_record(GBytes *bytes, const gchar *id, GError **error)
 
 SluiceResult *
 sluice_client_get_result(SluiceClient *client, const gchar *id,
-                         gint64 timeout_ms, GError **error)
+                         gint64 timeout_ms, GCancellable *cancellable,
+                         GError **error)
 {
   gint64 deadline;
   SluiceTaskState last_state = SLUICE_STATE_UNKNOWN;
 
   g_return_val_if_fail(client != NULL, NULL);
   g_return_val_if_fail(id != NULL, NULL);
+  g_return_val_if_fail(cancellable == NULL || G_IS_CANCELLABLE(cancellable),
+                       NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
 
   /* Waiting is measured in real time even with a fake clock: a test that
@@ -461,6 +467,12 @@ sluice_client_get_result(SluiceClient *client, const gchar *id,
     gint64 wait =
         MIN(MAX(deadline - now, 0), client->options.result_poll_interval_ms);
 
+    /* A broker's wait cannot be interrupted: with a cancellable, wait in
+     * short steps and look between them. */
+    if (g_cancellable_set_error_if_cancelled(cancellable, error))
+      return NULL;
+    if (cancellable != NULL)
+      wait = MIN(wait, CANCEL_CHECK_MS);
     if (!sluice_broker_wait_record(client->broker, id, wait, &bytes, error))
       return NULL;
     if (bytes != NULL) {

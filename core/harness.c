@@ -54,19 +54,14 @@ sluice_test_harness_new_with_broker(SluiceBroker *broker,
 
 SluiceTestHarness *
 sluice_test_harness_new(SluiceRegistry *registry,
-                        const SluiceWorkerOptions *options)
+                        const SluiceWorkerOptions *options, GError **error)
 {
   g_autoptr(SluiceClock) clock = sluice_clock_new_fake(SLUICE_TEST_EPOCH_MS);
   g_autoptr(SluiceBroker) broker = sluice_memory_broker_new(clock, NULL);
-  g_autoptr(GError) error = NULL;
-  SluiceTestHarness *harness;
 
   g_return_val_if_fail(registry != NULL, NULL);
-  harness =
-      sluice_test_harness_new_with_broker(broker, registry, options, &error);
-  if (harness == NULL)
-    g_critical("sluice_test_harness_new: %s", error->message);
-  return harness;
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  return sluice_test_harness_new_with_broker(broker, registry, options, error);
 }
 
 void
@@ -123,7 +118,7 @@ sluice_test_harness_run_until_idle(SluiceTestHarness *harness, GError **error)
 {
   g_return_val_if_fail(harness != NULL, FALSE);
   return sluice_worker_run_until_idle(harness->worker, HARNESS_IDLE_TIMEOUT_MS,
-                                      error);
+                                      NULL, error);
 }
 
 SluiceResult *

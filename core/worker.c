@@ -588,17 +588,33 @@ sluice_worker_stop(SluiceWorker *worker)
   drive_stop(worker);
 }
 
+/* A cancellation wakes run_until_idle's wait. */
+static void
+on_idle_wait_cancelled(GCancellable *cancellable, gpointer data)
+{
+  SluiceWorker *worker = data;
+
+  g_mutex_lock(&worker->lock);
+  g_cond_broadcast(&worker->cond);
+  g_mutex_unlock(&worker->lock);
+}
+
 gboolean
 sluice_worker_run_until_idle(SluiceWorker *worker, gint64 timeout_ms,
-                             GError **error)
+                             GCancellable *cancellable, GError **error)
 {
   guint64 gen;
   gint64 deadline;
   gboolean idle;
+  gulong handler = 0;
 
   g_return_val_if_fail(worker != NULL, FALSE);
+  g_return_val_if_fail(cancellable == NULL || G_IS_CANCELLABLE(cancellable),
+                       FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
 
+  if (g_cancellable_set_error_if_cancelled(cancellable, error))
+    return FALSE;
   g_mutex_lock(&worker->lock);
   if (worker->state == WORKER_NEW) {
     g_mutex_unlock(&worker->lock);
@@ -618,15 +634,23 @@ sluice_worker_run_until_idle(SluiceWorker *worker, gint64 timeout_ms,
   /* The fetcher may be blocked in a fetch that began before the request. */
   sluice_broker_wakeup(worker->broker);
 
+  if (cancellable != NULL)
+    handler = g_cancellable_connect(
+        cancellable, G_CALLBACK(on_idle_wait_cancelled), worker, NULL);
   deadline =
       timeout_ms < 0 ? G_MAXINT64 : g_get_monotonic_time() + timeout_ms * 1000;
   g_mutex_lock(&worker->lock);
-  while (worker->idle_done_gen < gen && !worker->stop_requested) {
+  while (worker->idle_done_gen < gen && !worker->stop_requested &&
+         !g_cancellable_is_cancelled(cancellable)) {
     if (!g_cond_wait_until(&worker->cond, &worker->lock, deadline))
       break;
   }
   idle = worker->idle_done_gen >= gen;
   g_mutex_unlock(&worker->lock);
+  if (cancellable != NULL)
+    g_cancellable_disconnect(cancellable, handler);
+  if (!idle && g_cancellable_set_error_if_cancelled(cancellable, error))
+    return FALSE;
   if (!idle)
     g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_TIMEOUT,
                 "the worker was not idle after %" G_GINT64_FORMAT

@@ -585,6 +585,14 @@ START_TEST(worker_rejects_bad_options)
   o.queues = empty;
   ck_assert_ptr_null(sluice_worker_new(broker, registry, &o, &error));
   ck_assert_ptr_nonnull(strstr(error->message, "queue"));
+  g_clear_error(&error);
+
+  /* The harness says why too, instead of logging and returning NULL. */
+  sluice_worker_options_init(&o);
+  o.concurrency = 0;
+  ck_assert_ptr_null(sluice_test_harness_new(registry, &o, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID));
 }
 END_TEST
 

@@ -38,7 +38,7 @@ START_TEST(trace_sees_every_operation_of_a_round_trip)
                     sluice_broker_get_caps(inner));
   worker = sluice_worker_new(broker, registry, NULL, NULL);
   id = sluice_client_enqueue(client, "nobody.home", NULL, NULL, NULL);
-  ck_assert(sluice_worker_run_until_idle(worker, 60000, NULL));
+  ck_assert(sluice_worker_run_until_idle(worker, 60000, NULL, NULL));
   sluice_worker_stop(worker);
   ck_assert_uint_eq(trace_broker_get_calls(broker, "enqueue"), 1);
   ck_assert_uint_ge(trace_broker_get_calls(broker, "fetch"), 1);

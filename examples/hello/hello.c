@@ -135,14 +135,14 @@ main(void)
   if (!sluice_worker_start(worker, &error))
     return fail("starting the worker", error);
 
-  sum = sluice_client_get_result(client, add_id, 10000, &error);
+  sum = sluice_client_get_result(client, add_id, 10000, NULL, &error);
   if (sum == NULL)
     return fail("waiting for math.add", error);
   sum_json = sluice_args_to_json(sluice_result_get_value(sum), NULL);
   printf("Awaited math.add: %s, result %s\n",
          sluice_task_state_to_string(sluice_result_get_state(sum)), sum_json);
 
-  flaky = sluice_client_get_result(client, flaky_id, 10000, &error);
+  flaky = sluice_client_get_result(client, flaky_id, 10000, NULL, &error);
   if (flaky == NULL)
     return fail("waiting for demo.flaky", error);
   printf("demo.flaky: %s on attempt %u (retried with backoff)\n",
@@ -150,7 +150,7 @@ main(void)
          sluice_result_get_attempt(flaky));
 
   g_clear_pointer(&flaky, sluice_result_unref);
-  flaky = sluice_client_get_result(client, broken_id, 10000, &error);
+  flaky = sluice_client_get_result(client, broken_id, 10000, NULL, &error);
   if (flaky == NULL)
     return fail("waiting for demo.broken", error);
 

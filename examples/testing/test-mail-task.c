@@ -37,12 +37,15 @@ harness_with(FakeTransport *transport)
 {
   g_autoptr(SluiceRegistry) registry = sluice_registry_new();
   g_autoptr(GError) error = NULL;
+  SluiceTestHarness *h;
 
   transport->parent.send = fake_send;
   ck_assert(sluice_registry_add(registry, "mail.send_welcome",
                                 mail_send_welcome, transport, NULL, NULL,
                                 &error));
-  return sluice_test_harness_new(registry, NULL);
+  h = sluice_test_harness_new(registry, NULL, &error);
+  ck_assert_msg(h != NULL, "%s", error != NULL ? error->message : "");
+  return h;
 }
 
 static gchar *

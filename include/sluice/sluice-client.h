@@ -5,11 +5,13 @@
  * through one client at once.
  *
  *     g_autoptr(SluiceClient) client = sluice_client_new (broker, NULL,
- * &error); g_autoptr(GBytes) args = sluice_args_from_json ("{\"n\": 3}", -1,
- * &error); g_autofree gchar *id = sluice_client_enqueue (client, "math.square",
- *                                                    args, NULL, &error);
+ *                                                         &error);
+ *     g_autoptr(GBytes) args = sluice_args_from_json ("{\"n\": 3}", -1,
+ *                                                     &error);
+ *     g_autofree gchar *id = sluice_client_enqueue (client, "math.square",
+ *                                                   args, NULL, &error);
  *     g_autoptr(SluiceResult) r = sluice_client_get_result (client, id, 5000,
- *                                                            &error);
+ *                                                            NULL, &error);
  */
 #pragma once
 
@@ -180,6 +182,8 @@ GPtrArray *sluice_client_enqueue_batch(SluiceClient *client,
 /**
  * sluice_client_get_result:
  * @timeout_ms: how long to wait; 0 = do not wait; < 0 = forever
+ * @cancellable: (nullable): stops the wait (within 200 ms) with
+ *   G_IO_ERROR_CANCELLED
  *
  * Waits until the task's record is final. Wakes on the notification written
  * with the final record (not on a poll tick), re-reads the record after
@@ -190,7 +194,9 @@ GPtrArray *sluice_client_enqueue_batch(SluiceClient *client,
  */
 SLUICE_AVAILABLE_IN_0_1
 SluiceResult *sluice_client_get_result(SluiceClient *client, const gchar *id,
-                                       gint64 timeout_ms, GError **error);
+                                       gint64 timeout_ms,
+                                       GCancellable *cancellable,
+                                       GError **error);
 
 /**
  * sluice_client_inspect:

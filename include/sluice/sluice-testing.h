@@ -3,15 +3,16 @@
  * A harness bundles a fake clock, a broker (the memory broker unless you
  * bring one), a client and a worker, so a test reads like a story:
  *
- *     g_autoptr(SluiceTestHarness) h = sluice_test_harness_new (registry,
- * NULL); g_autofree gchar *id = sluice_client_enqueue (
+ *     g_autoptr(SluiceTestHarness) h =
+ *         sluice_test_harness_new (registry, NULL, &error);
+ *     g_autofree gchar *id = sluice_client_enqueue (
  *         sluice_test_harness_get_client (h), "mail.send", args, NULL, &error);
  *     sluice_test_harness_run_until_idle (h, &error);   // attempt 1 fails
  *     sluice_test_harness_advance (h, 1500);            // the backoff passes
  *     sluice_test_harness_run_until_idle (h, &error);   // attempt 2 succeeds
  *     g_autoptr(SluiceResult) r = sluice_test_harness_get_record (h, id);
  *     g_assert_cmpint (sluice_result_get_state (r), ==,
- * SLUICE_STATE_SUCCEEDED);
+ *                      SLUICE_STATE_SUCCEEDED);
  *
  * Unless the worker options say otherwise the harness turns jitter off and
  * track_state on, so backoffs are exact and every state is visible.
@@ -39,12 +40,13 @@ typedef struct _SluiceTestHarness SluiceTestHarness;
  * @options: (nullable): worker options; NULL = defaults with jitter off
  *   and track_state on
  * Returns: (transfer full): a harness over a new memory broker with a fake
- * clock at SLUICE_TEST_EPOCH_MS. The worker is not started until the first
- * run_until_idle.
+ * clock at SLUICE_TEST_EPOCH_MS, or NULL and @error when @options are
+ * invalid. The worker is not started until the first run_until_idle.
  */
 SLUICE_AVAILABLE_IN_0_1
 SluiceTestHarness *sluice_test_harness_new(SluiceRegistry *registry,
-                                           const SluiceWorkerOptions *options);
+                                           const SluiceWorkerOptions *options,
+                                           GError **error);
 
 /**
  * sluice_test_harness_new_with_broker:

@@ -284,6 +284,8 @@ gboolean sluice_worker_handle_signals(SluiceWorker *worker, GError **error);
 /**
  * sluice_worker_run_until_idle:
  * @timeout_ms: give up after this much real time (< 0 = never)
+ * @cancellable: (nullable): stops the wait at once with
+ *   G_IO_ERROR_CANCELLED (the worker keeps running)
  *
  * Starts the worker if needed and returns when it is idle: every listed
  * queue is empty, nothing is running or waiting to be settled, and nothing
@@ -294,6 +296,7 @@ gboolean sluice_worker_handle_signals(SluiceWorker *worker, GError **error);
  */
 SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_worker_run_until_idle(SluiceWorker *worker, gint64 timeout_ms,
+                                      GCancellable *cancellable,
                                       GError **error);
 
 /** sluice_worker_get_stats: copies the counters into @out. */

@@ -1178,7 +1178,7 @@ waiter_main(gpointer data)
 {
   Waiter *w = data;
   w->result =
-      sluice_client_get_result(w->client, w->id, 3600 * 1000, &w->error);
+      sluice_client_get_result(w->client, w->id, 3600 * 1000, NULL, &w->error);
   return NULL;
 }
 
@@ -1221,12 +1221,65 @@ START_TEST(get_result_times_out_with_a_distinct_error)
   g_autoptr(SluiceResult) r = NULL;
 
   /* No worker runs: the record stays `queued`. */
-  r = sluice_client_get_result(e->client, id, 100, &error);
+  r = sluice_client_get_result(e->client, id, 100, NULL, &error);
   ck_assert_ptr_null(r);
   ck_assert(
       g_error_matches(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_TIMEOUT));
   ck_assert_ptr_nonnull(strstr(error->message, id));
   ck_assert_ptr_nonnull(strstr(error->message, "queued"));
+  env_free(e);
+}
+END_TEST
+
+static gpointer
+cancel_soon(gpointer cancellable)
+{
+  g_usleep(100000);
+  g_cancellable_cancel(cancellable);
+  return NULL;
+}
+
+/* get_result and run_until_idle stop waiting when their cancellable is
+ * cancelled, from another thread or before they began. */
+START_TEST(blocking_calls_stop_when_cancelled)
+{
+  Env *e = env_new();
+  g_autofree gchar *id = enqueue(e, "t.gate", NULL, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GCancellable) waiting = g_cancellable_new();
+  g_autoptr(GCancellable) idling = g_cancellable_new();
+  g_autoptr(GCancellable) before = g_cancellable_new();
+  g_autoptr(SluiceResult) r = NULL;
+  GThread *t;
+
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(at_gate, GUINT_TO_POINTER(1), 30000));
+
+  t = g_thread_new("cancel", cancel_soon, waiting);
+  r = sluice_client_get_result(e->client, id, -1, waiting, &error);
+  g_thread_join(t);
+  ck_assert_ptr_null(r);
+  ck_assert(g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED));
+  g_clear_error(&error);
+
+  /* The gate holds the task: only the cancellation ends this wait. */
+  t = g_thread_new("cancel", cancel_soon, idling);
+  ck_assert(!sluice_worker_run_until_idle(e->worker, -1, idling, &error));
+  g_thread_join(t);
+  ck_assert(g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED));
+  g_clear_error(&error);
+
+  g_cancellable_cancel(before);
+  ck_assert(!sluice_worker_run_until_idle(e->worker, -1, before, &error));
+  ck_assert(g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED));
+  g_clear_error(&error);
+  ck_assert_ptr_null(
+      sluice_client_get_result(e->client, id, -1, before, &error));
+  ck_assert(g_error_matches(error, G_IO_ERROR, G_IO_ERROR_CANCELLED));
+
+  open_gate();
+  run_idle(e);
+  ck_assert_state(e, id, SLUICE_STATE_SUCCEEDED);
   env_free(e);
 }
 END_TEST
@@ -1507,7 +1560,7 @@ drain_with_new_worker(Env *e)
 
   default_options(&o);
   w2 = sluice_worker_new(e->broker, e->registry, &o, &error);
-  ck_assert(sluice_worker_run_until_idle(w2, 60000, &error));
+  ck_assert(sluice_worker_run_until_idle(w2, 60000, NULL, &error));
   sluice_worker_stop(w2);
 }
 
@@ -1883,11 +1936,11 @@ START_TEST(periodic_occurrence_is_dispatched_once_by_many_workers)
 
   /* The fake clock starts on a whole minute: that occurrence is due now. */
   run_idle(e);
-  ck_assert(sluice_worker_run_until_idle(w2, 60000, &error));
+  ck_assert(sluice_worker_run_until_idle(w2, 60000, NULL, &error));
   for (guint i = 0; i < 3; i++) {
     sluice_test_harness_advance(e->h, 60000);
     run_idle(e);
-    ck_assert(sluice_worker_run_until_idle(w2, 60000, &error));
+    ck_assert(sluice_worker_run_until_idle(w2, 60000, NULL, &error));
     run_idle(e);
   }
   first = g_strdup_printf("periodic:tick:%" G_GINT64_FORMAT, e->t0);
@@ -1926,7 +1979,7 @@ START_TEST(periodic_missed_runs_follow_the_policy)
     g_autoptr(SluiceWorker) w2 =
         sluice_worker_new(e->broker, e->registry, &o, &error);
     ck_assert(sluice_worker_add_periodic(w2, &po, &error));
-    ck_assert(sluice_worker_run_until_idle(w2, 60000, &error));
+    ck_assert(sluice_worker_run_until_idle(w2, 60000, NULL, &error));
     sluice_worker_stop(w2);
   }
   /* ALL with a cap of 3: the three latest missed ones. */
@@ -2106,6 +2159,7 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_add_test(semantics, result_record_expires_after_its_ttl);
   tcase_add_test(semantics, get_result_wakes_on_completion_not_on_a_poll);
   tcase_add_test(semantics, get_result_times_out_with_a_distinct_error);
+  tcase_add_test(semantics, blocking_calls_stop_when_cancelled);
   tcase_add_test(semantics, cancel_scheduled_task_is_certain);
   tcase_add_test(semantics, cancel_queued_task_revokes_and_skips_it);
   tcase_add_test(semantics, cancel_running_task_fires_its_cancellable);

@@ -306,7 +306,8 @@ SluiceResult *
 final_result(Scenario *s, const gchar *id)
 {
   g_autoptr(GError) error = NULL;
-  SluiceResult *r = sluice_client_get_result(s->client, id, 30000, &error);
+  SluiceResult *r =
+      sluice_client_get_result(s->client, id, 30000, NULL, &error);
 
   ck_assert_msg(r != NULL, "task %s: %s", id,
                 error != NULL ? error->message : "");

@@ -1,0 +1,226 @@
+/* broker-values.c - the value types that cross the broker contract
+ * (deliveries, revocations, task locations, dead letters) and the
+ * statistics a broker fills in: constructors, copies, and the helpers of
+ * sys/broker.h that add to a SluiceBrokerStats.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "core/sluice-private.h"
+
+/* ---- Value types that cross the contract --------------------------------- */
+
+SluiceDelivery *
+sluice_delivery_new(const gchar *queue, GBytes *payload, const gchar *handle,
+                    guint delivery_count)
+{
+  SluiceDelivery *delivery;
+
+  g_return_val_if_fail(queue != NULL && payload != NULL, NULL);
+  delivery = g_new0(SluiceDelivery, 1);
+  delivery->queue = g_strdup(queue);
+  delivery->payload = g_bytes_ref(payload);
+  delivery->handle = g_strdup(handle);
+  delivery->delivery_count = MAX(delivery_count, 1);
+  return delivery;
+}
+
+void
+sluice_delivery_free(SluiceDelivery *delivery)
+{
+  if (delivery == NULL)
+    return;
+  if (delivery->broker_data_free != NULL)
+    delivery->broker_data_free(delivery->broker_data);
+  g_bytes_unref(delivery->payload);
+  g_free(delivery->queue);
+  g_free(delivery->handle);
+  g_free(delivery);
+}
+
+SluiceRevocation *
+sluice_revocation_new(const gchar *id, gint64 expires_at)
+{
+  SluiceRevocation *revocation;
+
+  g_return_val_if_fail(id != NULL, NULL);
+  revocation = g_new0(SluiceRevocation, 1);
+  revocation->id = g_strdup(id);
+  revocation->expires_at = expires_at;
+  return revocation;
+}
+
+void
+sluice_revocation_free(SluiceRevocation *revocation)
+{
+  if (revocation == NULL)
+    return;
+  g_free(revocation->id);
+  g_free(revocation);
+}
+
+void
+sluice_task_location_clear(SluiceTaskLocation *location)
+{
+  if (location == NULL)
+    return;
+  g_clear_pointer(&location->payload, g_bytes_unref);
+  g_clear_pointer(&location->queue, g_free);
+  g_clear_pointer(&location->dead_letter, sluice_dead_letter_free);
+  location->place = SLUICE_TASK_PLACE_NONE;
+  location->due_at = 0;
+}
+
+SluiceDeadLetter *
+sluice_dead_letter_new(void)
+{
+  return g_new0(SluiceDeadLetter, 1);
+}
+
+SluiceDeadLetter *
+sluice_dead_letter_copy(const SluiceDeadLetter *entry)
+{
+  SluiceDeadLetter *copy;
+
+  g_return_val_if_fail(entry != NULL, NULL);
+  copy = g_new0(SluiceDeadLetter, 1);
+  copy->entry_id = g_strdup(entry->entry_id);
+  copy->task_id = g_strdup(entry->task_id);
+  copy->task = g_strdup(entry->task);
+  copy->reason = g_strdup(entry->reason);
+  copy->detail = g_strdup(entry->detail);
+  copy->source = g_strdup(entry->source);
+  copy->deliveries = entry->deliveries;
+  copy->at = entry->at;
+  copy->payload = entry->payload != NULL ? g_bytes_ref(entry->payload) : NULL;
+  return copy;
+}
+
+void
+sluice_dead_letter_free(SluiceDeadLetter *entry)
+{
+  if (entry == NULL)
+    return;
+  g_free(entry->entry_id);
+  g_free(entry->task_id);
+  g_free(entry->task);
+  g_free(entry->reason);
+  g_free(entry->detail);
+  g_free(entry->source);
+  if (entry->payload != NULL)
+    g_bytes_unref(entry->payload);
+  g_free(entry);
+}
+
+/* ---- Statistics -------------------------------------------------------------
+ */
+
+static void
+queue_stats_free(gpointer data)
+{
+  SluiceQueueStats *q = data;
+  g_free(q->name);
+  g_free(q);
+}
+
+static void
+worker_info_free(gpointer data)
+{
+  SluiceWorkerInfo *w = data;
+  g_free(w->id);
+  if (w->info != NULL)
+    g_bytes_unref(w->info);
+  g_free(w->host);
+  g_strfreev(w->queues);
+  g_strfreev(w->tasks);
+  g_free(w);
+}
+
+void
+sluice_broker_stats_init(SluiceBrokerStats *stats)
+{
+  g_return_if_fail(stats != NULL);
+  memset(stats, 0, sizeof *stats);
+  stats->queues = g_ptr_array_new_with_free_func(queue_stats_free);
+  stats->dead_letters_by_reason =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  stats->workers = g_ptr_array_new_with_free_func(worker_info_free);
+  stats->dead_letters_dropped_by_reason =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+}
+
+void
+sluice_broker_stats_clear(SluiceBrokerStats *stats)
+{
+  g_return_if_fail(stats != NULL);
+  g_clear_pointer(&stats->queues, g_ptr_array_unref);
+  g_clear_pointer(&stats->dead_letters_by_reason, g_hash_table_unref);
+  g_clear_pointer(&stats->workers, g_ptr_array_unref);
+  g_clear_pointer(&stats->dead_letters_dropped_by_reason, g_hash_table_unref);
+}
+
+void
+sluice_broker_stats_add_queue(SluiceBrokerStats *stats, const gchar *name,
+                              gint64 ready)
+{
+  SluiceQueueStats *q;
+
+  g_return_if_fail(stats != NULL && name != NULL);
+  q = g_new0(SluiceQueueStats, 1);
+  q->name = g_strdup(name);
+  q->ready = ready;
+  g_ptr_array_add(stats->queues, q);
+}
+
+static void
+count_by_reason(GHashTable *table, const gchar *reason, gint64 n)
+{
+  gint64 *count = g_hash_table_lookup(table, reason);
+
+  if (count == NULL) {
+    count = g_new0(gint64, 1);
+    g_hash_table_insert(table, g_strdup(reason), count);
+  }
+  *count += n;
+}
+
+void
+sluice_broker_stats_add_dead_letters(SluiceBrokerStats *stats,
+                                     const gchar *reason, gint64 n)
+{
+  g_return_if_fail(stats != NULL && reason != NULL);
+  count_by_reason(stats->dead_letters_by_reason, reason, n);
+}
+
+void
+sluice_broker_stats_add_dropped(SluiceBrokerStats *stats, const gchar *reason,
+                                gint64 n)
+{
+  g_return_if_fail(stats != NULL && reason != NULL);
+  count_by_reason(stats->dead_letters_dropped_by_reason, reason, n);
+  stats->dead_letters_dropped = MAX(stats->dead_letters_dropped, 0) + n;
+}
+
+void
+sluice_broker_stats_add_worker_info(SluiceBrokerStats *stats, const gchar *id,
+                                    gint64 last_seen_ms, gboolean alive,
+                                    GBytes *info)
+{
+  SluiceWorkerInfo *w;
+
+  g_return_if_fail(stats != NULL && id != NULL);
+  w = g_new0(SluiceWorkerInfo, 1);
+  w->id = g_strdup(id);
+  w->last_seen_ms = last_seen_ms;
+  w->alive = alive;
+  w->info = info != NULL ? g_bytes_ref(info) : NULL;
+  g_ptr_array_add(stats->workers, w);
+}
+
+void
+sluice_broker_stats_add_worker(SluiceBrokerStats *stats, const gchar *id,
+                               gint64 last_seen_ms)
+{
+  sluice_broker_stats_add_worker_info(stats, id, last_seen_ms, TRUE, NULL);
+}
