@@ -6,7 +6,8 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include <sluice/sluice.h>
+#include <sluice/sluice-testing.h>
 
 #define HARNESS_IDLE_TIMEOUT_MS 60000
 
