@@ -112,8 +112,7 @@ queue_name(gint i)
   return g_strdup_printf("q%d", i);
 }
 
-/* ---- Filling, through the public client ---------------------------------
- */
+/* ---- Filling, through the public client ---------------------------------- */
 
 /* Per queue, the ids in the order they were enqueued. */
 typedef struct {

@@ -75,8 +75,7 @@ begin_op(const gchar *op, const gchar *variant)
                       variant != NULL ? variant : "");
 }
 
-/* ---- Brokers --------------------------------------------------------------
- */
+/* ---- Brokers ------------------------------------------------------------- */
 
 static gboolean
 is_redis(void)
@@ -122,8 +121,7 @@ redis_stats_connect(void)
   return bench_redis_connect(settings.url, NULL);
 }
 
-/* ---- Process CPU and memory -------------------------------------------------
- */
+/* ---- Process CPU and memory ---------------------------------------------- */
 
 static gdouble
 cpu_seconds(void)
@@ -176,8 +174,7 @@ peak_rss_mb(void)
   return ru.ru_maxrss / 1024.0;
 }
 
-/* ---- Tasks ------------------------------------------------------------------
- */
+/* ---- Tasks --------------------------------------------------------------- */
 
 typedef struct {
   GMutex lock;
@@ -296,8 +293,7 @@ fill(SluiceClient *client, const gchar *task, gint n, GError **error)
   return TRUE;
 }
 
-/* ---- Operations
- * -------------------------------------------------------------- */
+/* ---- Operations ---------------------------------------------------------- */
 
 static int
 compare_gint64(gconstpointer a, gconstpointer b)

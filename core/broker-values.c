@@ -113,8 +113,7 @@ sluice_dead_letter_free(SluiceDeadLetter *entry)
   g_free(entry);
 }
 
-/* ---- Statistics -------------------------------------------------------------
- */
+/* ---- Statistics ---------------------------------------------------------- */
 
 static void
 queue_stats_free(gpointer data)

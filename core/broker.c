@@ -20,7 +20,10 @@
 
 #include "core/sluice-private.h"
 
-G_DEFINE_QUARK(sluice - broker - error - quark, sluice_broker_error)
+/* The first argument is the quark's name, not an expression. */
+/* clang-format off */
+G_DEFINE_QUARK(sluice-broker-error-quark, sluice_broker_error)
+/* clang-format on */
 
 struct _SluiceBrokerPrivate {
   gatomicrefcount ref_count;

@@ -17,7 +17,10 @@
 
 #include "core/sluice-private.h"
 
-G_DEFINE_QUARK(sluice - client - error - quark, sluice_client_error)
+/* The first argument is the quark's name, not an expression. */
+/* clang-format off */
+G_DEFINE_QUARK(sluice-client-error-quark, sluice_client_error)
+/* clang-format on */
 
 #define SAFETY_POLL_MS 5000
 /* How soon get_result notices its cancellable: a broker's wait cannot be
@@ -676,8 +679,7 @@ sluice_client_check(SluiceClient *client, GError **error)
   return sluice_broker_check(client->broker, error);
 }
 
-/* ---- Dead letters ----------------------------------------------------------
- */
+/* ---- Dead letters -------------------------------------------------------- */
 
 #define DLQ_PAGE 256
 

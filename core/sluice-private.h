@@ -33,8 +33,7 @@ void sluice_log__task(GLogLevelFlags level, const gchar *task_id,
                       const gchar *task, const gchar *queue, guint attempt,
                       const gchar *format, ...) G_GNUC_PRINTF(6, 7);
 
-/* ---- Tasks ------------------------------------------------------------------
- */
+/* ---- Tasks --------------------------------------------------------------- */
 
 typedef struct {
   gchar *name;
@@ -76,9 +75,7 @@ void sluice_task_context__init(SluiceTaskContext *ctx,
                                gpointer job);
 void sluice_task_context__clear(SluiceTaskContext *ctx);
 
-/* ---- Client
- * ------------------------------------------------------------------
- */
+/* ---- Client -------------------------------------------------------------- */
 
 /* Returns: (transfer full): a new random task id (a version 4 UUID). */
 gchar *sluice_client__new_id(void);
@@ -87,8 +84,7 @@ gchar *sluice_client__new_id(void);
 gboolean sluice_client__check_name(const gchar *what, const gchar *value,
                                    gsize max, GError **error);
 
-/* ---- Periodic schedules (periodic.c), driven by the worker ------------------
- */
+/* ---- Periodic schedules (periodic.c), driven by the worker --------------- */
 
 typedef struct _SluicePeriodic SluicePeriodic;
 
@@ -106,8 +102,7 @@ gboolean sluice_periodic__tick(SluicePeriodic *periodic, SluiceBroker *broker,
 /* Returns: the next occurrence, or 0 before a successful start. */
 gint64 sluice_periodic__get_next_due(SluicePeriodic *periodic);
 
-/* ---- Worker announcements (worker-info.c) ---------------------------------
- */
+/* ---- Worker announcements (worker-info.c) -------------------------------- */
 
 /* Returns: (transfer full): @w's fields (not id, info, last_seen, alive) as
  * the bytes a worker announces. */
@@ -115,8 +110,7 @@ GBytes *sluice_worker_info__encode(const SluiceWorkerInfo *w);
 /* Fills @w's fields from @w->info; leaves what it cannot read unset. */
 void sluice_worker_info__decode(SluiceWorkerInfo *w);
 
-/* ---- Brokers ---------------------------------------------------------------
- */
+/* ---- Brokers ------------------------------------------------------------- */
 
 /* The class a broker instance was validated against (the core's copy). */
 const SluiceBrokerClass *sluice_broker__get_class(SluiceBroker *broker);

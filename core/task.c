@@ -16,7 +16,10 @@
 
 #include "core/sluice-private.h"
 
-G_DEFINE_QUARK(sluice - task - error - quark, sluice_task_error)
+/* The first argument is the quark's name, not an expression. */
+/* clang-format off */
+G_DEFINE_QUARK(sluice-task-error-quark, sluice_task_error)
+/* clang-format on */
 
 #define TASK_NAME_MAX 200
 

@@ -219,8 +219,7 @@ typedef struct {
 extern const gchar sluice_worker__settle_stop[];
 #define SETTLE_STOP ((gpointer)sluice_worker__settle_stop)
 
-/* ---- Jobs (job.c) ---------------------------------------------------------
- */
+/* ---- Jobs (job.c) -------------------------------------------------------- */
 
 Job *sluice_job__new(SluiceWorker *worker, SluiceDelivery *delivery);
 void sluice_job__unref(Job *job);
@@ -266,8 +265,7 @@ job_attempt(Job *job)
   return job->env != NULL ? job->env->attempt : 0;
 }
 
-/* ---- Outcomes (outcome.c) -------------------------------------------------
- */
+/* ---- Outcomes (outcome.c) ------------------------------------------------ */
 
 GBytes *sluice_outcome__record(Job *job, SluiceTaskState state, GBytes *value,
                                const gchar *error, const gchar *dlq_reason,
@@ -284,8 +282,7 @@ void sluice_pending__free(Pending *p);
 /* Queues @job's `running` record for the settler (track_state). */
 void sluice_outcome__running(Job *job, gint64 now);
 
-/* ---- Broker trouble (trouble.c) -------------------------------------------
- */
+/* ---- Broker trouble (trouble.c) ------------------------------------------ */
 
 void sluice_worker__broker_failed(SluiceWorker *worker, const gchar *what,
                                   const GError *error);
@@ -299,8 +296,7 @@ gboolean sluice_worker__is_revoked(SluiceWorker *worker, const gchar *id,
                                    gint64 now);
 gboolean sluice_worker__sync_revocations(SluiceWorker *worker, GError **error);
 
-/* ---- Threads --------------------------------------------------------------
- */
+/* ---- Threads ------------------------------------------------------------- */
 
 SluiceWorker *sluice_worker__core_ref(SluiceWorker *worker);
 void sluice_worker__core_unref(SluiceWorker *worker);

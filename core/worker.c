@@ -9,7 +9,10 @@
 
 #include "core/isolation-private.h"
 
-G_DEFINE_QUARK(sluice - worker - error - quark, sluice_worker_error)
+/* The first argument is the quark's name, not an expression. */
+/* clang-format off */
+G_DEFINE_QUARK(sluice-worker-error-quark, sluice_worker_error)
+/* clang-format on */
 
 /* After the shutdown timeout, running tasks are cancelled; this is how long
  * they then have to return before the stop calls them stuck. */

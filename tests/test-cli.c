@@ -1070,8 +1070,7 @@ START_TEST(test_poison_message_buried)
 }
 END_TEST
 
-/* ---- Defects found by users (issue 10) ------------------------------------
- */
+/* ---- Defects found by users (issue 10) ----------------------------------- */
 
 /* How many times @needle occurs in @text. */
 static guint

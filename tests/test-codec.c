@@ -29,8 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Helpers --------------------------------------------------------------
- */
+/* ---- Helpers ------------------------------------------------------------- */
 
 /* TRUE when @substr is NULL or in @message. */
 static gboolean
@@ -487,8 +486,7 @@ assert_fields_decode(GPtrArray *fields)
   g_bytes_unref(bytes);
 }
 
-/* ---- Life cycle -----------------------------------------------------------
- */
+/* ---- Life cycle ---------------------------------------------------------- */
 
 START_TEST(test_envelope_new_defaults)
 {
@@ -557,8 +555,7 @@ START_TEST(test_codec_tables)
 }
 END_TEST
 
-/* ---- History --------------------------------------------------------------
- */
+/* ---- History ------------------------------------------------------------- */
 
 START_TEST(test_history_cuts_at_char_boundary)
 {
@@ -620,8 +617,7 @@ START_TEST(test_history_keeps_newest_lines)
 }
 END_TEST
 
-/* ---- Round trips ----------------------------------------------------------
- */
+/* ---- Round trips --------------------------------------------------------- */
 
 START_TEST(test_round_trip_minimal)
 {
@@ -901,8 +897,7 @@ START_TEST(test_unknown_keys_skipped)
 }
 END_TEST
 
-/* ---- Malformed input, one class per test ----------------------------------
- */
+/* ---- Malformed input, one class per test --------------------------------- */
 
 typedef struct {
   const gchar *key; /* top-level key, or "opts.<name>", or a container */
@@ -1494,8 +1489,7 @@ START_TEST(test_json_encode_refuses_inexpressible_args)
 }
 END_TEST
 
-/* ---- The codecs agree -----------------------------------------------------
- */
+/* ---- The codecs agree ---------------------------------------------------- */
 
 static const gchar *const agree_args[] = {
     "null",
@@ -1571,8 +1565,7 @@ START_TEST(test_codecs_agree)
 }
 END_TEST
 
-/* ---- args JSON <-> msgpack ------------------------------------------------
- */
+/* ---- args JSON <-> msgpack ----------------------------------------------- */
 
 /* Canonical texts: JSON -> msgpack -> JSON gives them back unchanged. */
 static const gchar *const canonical_json[] = {
@@ -2019,8 +2012,7 @@ START_TEST(test_mutation)
 }
 END_TEST
 
-/* ---- PROTOCOL.md's worked example -----------------------------------------
- */
+/* ---- PROTOCOL.md's worked example ---------------------------------------- */
 
 /* Returns: the body of the first ``` block after @marker in PROTOCOL.md. */
 static gchar *
@@ -2132,8 +2124,7 @@ START_TEST(test_protocol_example)
 }
 END_TEST
 
-/* ---- Result records -------------------------------------------------------
- */
+/* ---- Result records ------------------------------------------------------ */
 
 START_TEST(test_task_states)
 {
@@ -2342,8 +2333,7 @@ START_TEST(test_result_every_prefix_truncated)
 }
 END_TEST
 
-/* ---- Runner ---------------------------------------------------------------
- */
+/* ---- Runner -------------------------------------------------------------- */
 
 static Suite *
 codec_suite(void)

@@ -13,8 +13,7 @@
 
 #include "core/sluice-private.h"
 
-/* ---- Retry policy ---------------------------------------------------------
- */
+/* ---- Retry policy -------------------------------------------------------- */
 
 START_TEST(default_backoff_sequence_and_cap)
 {
@@ -87,8 +86,7 @@ START_TEST(policy_resolution_is_per_field)
 }
 END_TEST
 
-/* ---- Registry ---------------------------------------------------------------
- */
+/* ---- Registry ------------------------------------------------------------ */
 
 static gboolean
 noop_task(SluiceTaskContext *ctx, gpointer data, GError **error)
@@ -148,8 +146,7 @@ START_TEST(registry_rejects_duplicates_and_bad_names)
 }
 END_TEST
 
-/* ---- A fake broker: required slots only, counting calls -------------------
- */
+/* ---- A fake broker: required slots only, counting calls ------------------ */
 
 typedef struct {
   SluiceBroker parent;
@@ -458,8 +455,7 @@ START_TEST(a_slot_breaking_the_gerror_rule_is_reported)
 }
 END_TEST
 
-/* ---- Cron
- * -------------------------------------------------------------------- */
+/* ---- Cron ---------------------------------------------------------------- */
 
 static gint64
 utc_ms(gint year, gint month, gint day, gint hour, gint minute)
@@ -525,8 +521,7 @@ START_TEST(cron_rejects_bad_expressions)
 }
 END_TEST
 
-/* ---- Task ids -------------------------------------------------------------
- */
+/* ---- Task ids ------------------------------------------------------------ */
 
 static gpointer
 make_ids(gpointer table)
@@ -562,8 +557,22 @@ START_TEST(task_ids_are_unique_version_4_uuids)
 }
 END_TEST
 
-/* ---- Options ----------------------------------------------------------------
- */
+/* ---- Options ------------------------------------------------------------- */
+
+/* Error domains are named as GLib names them, without the spaces a code
+ * formatter once put into the macros that define them. */
+START_TEST(error_domains_have_their_names)
+{
+  ck_assert_str_eq(g_quark_to_string(SLUICE_WORKER_ERROR),
+                   "sluice-worker-error-quark");
+  ck_assert_str_eq(g_quark_to_string(SLUICE_CLIENT_ERROR),
+                   "sluice-client-error-quark");
+  ck_assert_str_eq(g_quark_to_string(SLUICE_TASK_ERROR),
+                   "sluice-task-error-quark");
+  ck_assert_str_eq(g_quark_to_string(SLUICE_BROKER_ERROR),
+                   "sluice-broker-error-quark");
+}
+END_TEST
 
 START_TEST(worker_rejects_bad_options)
 {
@@ -619,6 +628,7 @@ main(void)
   suite_add_tcase(s, policy);
   tcase_add_test(registry, registry_rejects_duplicates_and_bad_names);
   tcase_add_test(registry, worker_rejects_bad_options);
+  tcase_add_test(registry, error_domains_have_their_names);
   tcase_add_test(registry, task_ids_are_unique_version_4_uuids);
   suite_add_tcase(s, registry);
   tcase_add_loop_test(broker, registration_rejects_each_missing_required_slot,

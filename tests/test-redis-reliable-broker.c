@@ -53,8 +53,7 @@ test_broker(void)
   return sluice_test_redis_shared_broker(SLUICE_REDIS_RELIABLE);
 }
 
-/* ---- fetch and settle -----------------------------------------------------
- */
+/* ---- fetch and settle ---------------------------------------------------- */
 
 /* An acknowledged entry leaves the stream and the PEL; a bare dead letter
  * is completed from the delivery (its bytes, its count). */
@@ -240,8 +239,7 @@ START_TEST(test_blocking_fetch_wakes_on_data_and_on_wakeup)
 }
 END_TEST
 
-/* ---- fencing, leases, releases --------------------------------------------
- */
+/* ---- fencing, leases, releases ------------------------------------------- */
 
 /* A consumer that never heartbeated holds no lease: a peer takes its
  * entries over at once. Its late settles are refused and leave them
@@ -431,8 +429,7 @@ START_TEST(test_release_requeues_at_the_end_of_the_stream)
 }
 END_TEST
 
-/* ---- Redis specifics ------------------------------------------------------
- */
+/* ---- Redis specifics ----------------------------------------------------- */
 
 /* R12: an enqueue whose reply was lost is sent once more on a fresh
  * connection; the replay finds the claim it made itself, writes nothing
@@ -718,8 +715,7 @@ START_TEST(test_consumers_do_not_pile_up)
 }
 END_TEST
 
-/* ---- groups, purges, OOM --------------------------------------------------
- */
+/* ---- groups, purges, OOM ------------------------------------------------- */
 
 /* R16: a restart without persistence loses the group; fetch re-creates it
  * and carries on, with one warning. */
@@ -840,8 +836,7 @@ START_TEST(test_oom_refuses_work_but_drains)
 }
 END_TEST
 
-/* ---- Suite ----------------------------------------------------------------
- */
+/* ---- Suite --------------------------------------------------------------- */
 
 static Suite *
 reliable_suite(void)

@@ -32,8 +32,7 @@
 
 #define GROUP "sluice"
 
-/* ---- faults ---------------------------------------------------------------
- */
+/* ---- faults -------------------------------------------------------------- */
 
 /* R1: a worker killed with SIGKILL while running 4 long tasks; a second
  * worker completes all of them after the lease, with delivery count 2 and
@@ -670,8 +669,7 @@ START_TEST(test_killed_connections_lose_nothing)
 }
 END_TEST
 
-/* ---- Suite ----------------------------------------------------------------
- */
+/* ---- Suite --------------------------------------------------------------- */
 
 static Suite *
 faults_suite(void)

@@ -273,8 +273,7 @@ gboolean sluice_client_count_servers(SluiceClient *client, const gchar *task,
 SLUICE_AVAILABLE_IN_0_2
 gboolean sluice_client_check(SluiceClient *client, GError **error);
 
-/* ---- Dead letters ---------------------------------------------------------
- */
+/* ---- Dead letters -------------------------------------------------------- */
 
 /**
  * sluice_client_dlq_list:

@@ -303,8 +303,7 @@ gboolean sluice_worker_run_until_idle(SluiceWorker *worker, gint64 timeout_ms,
 SLUICE_AVAILABLE_IN_0_1
 void sluice_worker_get_stats(SluiceWorker *worker, SluiceWorkerStats *out);
 
-/* ---- Periodic tasks -------------------------------------------------------
- */
+/* ---- Periodic tasks ------------------------------------------------------ */
 
 /**
  * SluiceMissedPolicy:

@@ -20,8 +20,7 @@
 
 static const SluiceConformanceFactory *factory;
 
-/* ---- The recorder: what task functions saw ----------------------------------
- */
+/* ---- The recorder: what task functions saw ------------------------------- */
 
 static struct {
   GMutex lock;
@@ -154,8 +153,7 @@ wait_until(gboolean (*check)(gpointer), gpointer data, gint64 timeout_ms)
   return TRUE;
 }
 
-/* ---- Task functions -------------------------------------------------------
- */
+/* ---- Task functions ------------------------------------------------------ */
 
 static gint64
 arg_int(SluiceTaskContext *ctx, const gchar *key, gint64 fallback)
@@ -390,8 +388,7 @@ task_count(SluiceTaskContext *ctx, gpointer data, GError **error)
   return TRUE;
 }
 
-/* ---- The environment of one scenario
- * ------------------------------------------ */
+/* ---- The environment of one scenario ------------------------------------- */
 
 typedef struct {
   SluiceClock *clock;
@@ -564,8 +561,7 @@ START_TEST(attempt_is_one_based_and_retry_keeps_id)
 }
 END_TEST
 
-/* ---- 2. backoff
- * --------------------------------------------------------------- */
+/* ---- 2. backoff ---------------------------------------------------------- */
 
 /* Asserts that the next attempt of @id comes exactly @delay ms later: not at
  * delay - 1, and at delay. */
@@ -689,8 +685,7 @@ START_TEST(explicit_retry_counts_toward_max_attempts)
 }
 END_TEST
 
-/* ---- 4. a fatal error is dead-lettered at once ----------------------------
- */
+/* ---- 4. a fatal error is dead-lettered at once --------------------------- */
 
 START_TEST(fatal_error_dead_letters_at_once)
 {
@@ -762,8 +757,7 @@ START_TEST(exhausted_attempts_dead_letter_with_fields_and_capped_history)
 }
 END_TEST
 
-/* ---- 6. timeouts ------------------------------------------------------------
- */
+/* ---- 6. timeouts --------------------------------------------------------- */
 
 static gboolean
 blocker_started(gpointer n)
@@ -820,8 +814,7 @@ START_TEST(timeout_cancels_fails_and_discards_late_result)
 }
 END_TEST
 
-/* ---- 7. malformed records
- * ------------------------------------------------------ */
+/* ---- 7. malformed records ------------------------------------------------ */
 
 START_TEST(malformed_record_dead_letters_with_raw_bytes)
 {
@@ -853,8 +846,7 @@ START_TEST(malformed_record_dead_letters_with_raw_bytes)
 }
 END_TEST
 
-/* ---- 8. unknown task names --------------------------------------------------
- */
+/* ---- 8. unknown task names ----------------------------------------------- */
 
 static void
 check_unknown_task_buried_by_time(gint64 defer_ms)
@@ -906,8 +898,7 @@ START_TEST(unknown_task_burial_does_not_depend_on_deferral_count)
 }
 END_TEST
 
-/* ---- 9. expiry
- * ----------------------------------------------------------------- */
+/* ---- 9. expiry ----------------------------------------------------------- */
 
 START_TEST(expired_message_dead_letters_without_running)
 {
@@ -929,8 +920,7 @@ START_TEST(expired_message_dead_letters_without_running)
 }
 END_TEST
 
-/* ---- 10. states
- * ------------------------------------------------------------------ */
+/* ---- 10. states ---------------------------------------------------------- */
 
 static gboolean
 at_gate(gpointer n)
@@ -1163,8 +1153,7 @@ START_TEST(result_record_expires_after_its_ttl)
 }
 END_TEST
 
-/* ---- 11. get_result
- * ------------------------------------------------------------ */
+/* ---- 11. get_result ------------------------------------------------------ */
 
 typedef struct {
   SluiceClient *client;
@@ -1284,8 +1273,7 @@ START_TEST(blocking_calls_stop_when_cancelled)
 }
 END_TEST
 
-/* ---- 12. cancellation
- * -------------------------------------------------------------- */
+/* ---- 12. cancellation ---------------------------------------------------- */
 
 START_TEST(cancel_scheduled_task_is_certain)
 {
@@ -1364,8 +1352,7 @@ START_TEST(revocation_expires_after_revoke_ttl)
 }
 END_TEST
 
-/* ---- 13. dead-letter cap and replay
- * --------------------------------------------- */
+/* ---- 13. dead-letter cap and replay -------------------------------------- */
 
 START_TEST(dead_letter_cap_drops_the_oldest)
 {
@@ -1522,8 +1509,7 @@ START_TEST(replay_can_keep_the_attempt)
 }
 END_TEST
 
-/* ---- 14. graceful stop and the concurrency limit ---------------------------
- */
+/* ---- 14. graceful stop and the concurrency limit ------------------------- */
 
 typedef struct {
   SluiceWorker *worker;
@@ -1724,8 +1710,7 @@ START_TEST(concurrency_limit_is_never_exceeded)
 }
 END_TEST
 
-/* ---- 15. many producers, one worker: each task runs exactly once -----------
- */
+/* ---- 15. many producers, one worker: each task runs exactly once --------- */
 
 typedef struct {
   SluiceClient *client;
@@ -1801,8 +1786,7 @@ START_TEST(many_producers_each_task_runs_exactly_once)
 }
 END_TEST
 
-/* ---- The rest of the contract: queues, delays, idempotency, periodic -------
- */
+/* ---- The rest of the contract: queues, delays, idempotency, periodic ----- */
 
 START_TEST(queues_are_served_in_priority_order)
 {
@@ -1995,8 +1979,7 @@ START_TEST(periodic_missed_runs_follow_the_policy)
 }
 END_TEST
 
-/* ---- Operators: what a worker tells them ----------------------------------
- */
+/* ---- Operators: what a worker tells them --------------------------------- */
 
 /* A name no worker knows is said once (per name, per minute), however many
  * messages of it come back. */
@@ -2119,8 +2102,7 @@ START_TEST(reclaimed_deliveries_run_alone)
 }
 END_TEST
 
-/* ---- The suite ------------------------------------------------------------
- */
+/* ---- The suite ----------------------------------------------------------- */
 
 Suite *
 sluice_conformance_suite(const SluiceConformanceFactory *f)

@@ -115,8 +115,7 @@ in_flight_of(const Contract *c, gint64 n)
   return has(c, SLUICE_BROKER_CAP_IN_FLIGHT) ? n : -1;
 }
 
-/* ---- produce --------------------------------------------------------------
- */
+/* ---- produce ------------------------------------------------------------- */
 
 START_TEST(enqueue_then_fetch_hands_a_message_out_once)
 {
@@ -221,8 +220,7 @@ START_TEST(batch_keeps_its_order_across_kinds_of_items)
 }
 END_TEST
 
-/* ---- schedule -------------------------------------------------------------
- */
+/* ---- schedule ------------------------------------------------------------ */
 
 START_TEST(promote_due_moves_the_earliest_first_and_reports_the_next)
 {
@@ -362,8 +360,7 @@ START_TEST(cancel_scheduled_removes_the_entry_and_writes_the_record)
 }
 END_TEST
 
-/* ---- consume --------------------------------------------------------------
- */
+/* ---- consume ------------------------------------------------------------- */
 
 /* A message of queues[i] goes before one of queues[i+1]; whether one fetch
  * also takes from the next queue is the broker's choice. */
@@ -452,8 +449,7 @@ START_TEST(wakeup_ends_a_blocked_fetch)
 }
 END_TEST
 
-/* ---- settle ---------------------------------------------------------------
- */
+/* ---- settle -------------------------------------------------------------- */
 
 START_TEST(settle_ack_writes_the_record_with_the_acknowledgement)
 {
@@ -806,8 +802,7 @@ START_TEST(release_gives_the_delivery_back_without_counting_it)
 }
 END_TEST
 
-/* ---- results --------------------------------------------------------------
- */
+/* ---- results ------------------------------------------------------------- */
 
 START_TEST(records_are_written_read_and_replaced)
 {
@@ -889,8 +884,7 @@ START_TEST(wait_record_returns_a_final_record_or_what_stands_at_the_timeout)
 }
 END_TEST
 
-/* ---- revocation -----------------------------------------------------------
- */
+/* ---- revocation ---------------------------------------------------------- */
 
 /* The expiry of @id's revocation in @list, or -1. */
 static gint64
@@ -992,8 +986,7 @@ START_TEST(revocations_since_a_cursor_are_each_listed_once)
 }
 END_TEST
 
-/* ---- periodic -------------------------------------------------------------
- */
+/* ---- periodic ------------------------------------------------------------ */
 
 typedef struct {
   SluiceBroker *broker;
@@ -1066,8 +1059,7 @@ START_TEST(claim_periodic_dispatches_each_occurrence_once)
 }
 END_TEST
 
-/* ---- dead letters ---------------------------------------------------------
- */
+/* ---- dead letters -------------------------------------------------------- */
 
 static gint64
 dropped_count(const SluiceBrokerStats *stats, const gchar *reason)
@@ -1181,8 +1173,7 @@ START_TEST(dlq_pages_replays_and_deletes_entries)
 }
 END_TEST
 
-/* ---- lookups and announcements --------------------------------------------
- */
+/* ---- lookups and announcements ------------------------------------------- */
 
 START_TEST(lookup_task_finds_scheduled_and_buried_tasks)
 {
@@ -1278,8 +1269,7 @@ START_TEST(stats_list_announced_workers_with_what_they_announced)
 }
 END_TEST
 
-/* ---- admin ----------------------------------------------------------------
- */
+/* ---- admin --------------------------------------------------------------- */
 
 START_TEST(stats_count_each_queue_and_purge_empties_one)
 {
@@ -1369,8 +1359,7 @@ START_TEST(in_flight_counts_deliveries_until_settled_and_purge_spares_them)
 }
 END_TEST
 
-/* ---- leases: heartbeats, reclaim, fencing ---------------------------------
- */
+/* ---- leases: heartbeats, reclaim, fencing -------------------------------- */
 
 typedef struct {
   Contract *c;
@@ -1582,8 +1571,7 @@ START_TEST(a_settle_by_the_former_owner_is_refused_as_stale)
 }
 END_TEST
 
-/* ---- The test case ---------------------------------------------------------
- */
+/* ---- The test case ------------------------------------------------------- */
 
 TCase *
 sluice_conformance__contract_tcase(const SluiceConformanceFactory *f)

@@ -192,8 +192,7 @@ proc_wait_ready(Scenario *s, Proc *p)
                 "worker %s never became alive", p->id);
 }
 
-/* ---- The execution log (the oracle) -------------------------------------
- */
+/* ---- The execution log (the oracle) -------------------------------------- */
 
 static void
 execution_free(Execution *e)
