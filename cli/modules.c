@@ -11,11 +11,20 @@
  *     cc -shared -fPIC -o mytasks.so mytasks.c $(pkg-config --cflags \
  *        --libs sluice)
  *
+ * --module takes a path; a bare name (no slash) is looked for first in the
+ * current directory (as a user who just built mytasks.so expects; dlopen()
+ * alone would search only the library path), then, as NAME or NAME.so, in
+ * the directories of $SLUICE_MODULE_PATH (colon-separated) and then the
+ * installed module directory (SLUICE_MODULE_DIR, where `make install` puts
+ * the demo module).
+ *
  * Modules are opened with G_MODULE_BIND_LOCAL, so two modules may have
  * private symbols of the same name, and are never unloaded (see
  * cli_modules_load()).
  */
 #include "config.h"
+
+#include <string.h>
 
 #include <gmodule.h>
 
@@ -25,12 +34,54 @@
 
 typedef SluiceModuleInitFunc ModuleInitFunc;
 
+/* Where module @given is: a path as given; a bare name in the current
+ * directory, else in the installed module directory. */
+/* @name, or @name.so, in @dir; NULL if neither is there. */
+static gchar *
+find_in(const gchar *dir, const gchar *name)
+{
+  g_autofree gchar *plain = g_build_filename(dir, name, NULL);
+  g_autofree gchar *with_so = NULL;
+
+  if (g_file_test(plain, G_FILE_TEST_IS_REGULAR))
+    return g_steal_pointer(&plain);
+  with_so = g_strconcat(plain, ".so", NULL);
+  if (g_file_test(with_so, G_FILE_TEST_IS_REGULAR))
+    return g_steal_pointer(&with_so);
+  return NULL;
+}
+
+/* Where module @given is: a path as given; a bare name in the current
+ * directory, else in $SLUICE_MODULE_PATH, else in the installed module
+ * directory. */
+static gchar *
+resolve(const gchar *given)
+{
+  const gchar *path = g_getenv("SLUICE_MODULE_PATH");
+  gchar *found;
+
+  if (strchr(given, '/') != NULL)
+    return g_strdup(given);
+  if (g_file_test(given, G_FILE_TEST_IS_REGULAR))
+    return g_build_filename(".", given, NULL);
+  if (path != NULL) {
+    g_auto(GStrv) dirs = g_strsplit(path, G_SEARCHPATH_SEPARATOR_S, -1);
+    for (guint i = 0; dirs[i] != NULL; i++)
+      if (dirs[i][0] != '\0' && (found = find_in(dirs[i], given)) != NULL)
+        return found;
+  }
+  if ((found = find_in(SLUICE_MODULE_DIR, given)) != NULL)
+    return found;
+  return g_strdup(given); /* dlopen()'s own search, and its error */
+}
+
 /* Loads one module into @registry; appends to @loaded a line saying what
  * it registered. */
 static gboolean
-load_one(const gchar *path, SluiceRegistry *registry, GPtrArray *loaded,
+load_one(const gchar *given, SluiceRegistry *registry, GPtrArray *loaded,
          GError **error)
 {
+  g_autofree gchar *path = resolve(given);
   GModule *module;
   gpointer symbol = NULL;
   ModuleInitFunc init;
@@ -43,8 +94,9 @@ load_one(const gchar *path, SluiceRegistry *registry, GPtrArray *loaded,
   if (module == NULL) {
     g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
                 "cannot load the task module %s: %s (give the path of a "
-                "shared object, e.g. examples/demo-module/.libs/demo.so)",
-                path, g_module_error());
+                "shared object, e.g. ./mytasks.so, or the name of one "
+                "installed in %s, e.g. demo)",
+                given, g_module_error(), SLUICE_MODULE_DIR);
     return FALSE;
   }
   if (!g_module_symbol(module, MODULE_INIT_SYMBOL, &symbol) || symbol == NULL) {

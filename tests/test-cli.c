@@ -158,9 +158,11 @@ exit_status_of(GSubprocess *proc)
   return -1000;
 }
 
-/* Runs `sluice ARGV...` with @env, feeding @input (nullable) on stdin. */
+/* Runs `sluice ARGV...` with @env in @cwd (nullable: the test's own),
+ * feeding @input (nullable) on stdin. */
 static Run *
-run_argv(gchar **env, const gchar *input, const gchar *const *argv)
+run_argv_in(gchar **env, const gchar *cwd, const gchar *input,
+            const gchar *const *argv)
 {
   g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
       G_SUBPROCESS_FLAGS_STDIN_PIPE | G_SUBPROCESS_FLAGS_STDOUT_PIPE |
@@ -175,6 +177,8 @@ run_argv(gchar **env, const gchar *input, const gchar *const *argv)
     g_ptr_array_add(args, (gpointer)argv[i]);
   g_ptr_array_add(args, NULL);
   g_subprocess_launcher_set_environ(launcher, env);
+  if (cwd != NULL)
+    g_subprocess_launcher_set_cwd(launcher, cwd);
   g_subprocess_launcher_set_child_setup(launcher, child_setup, NULL, NULL);
   proc = g_subprocess_launcher_spawnv(
       launcher, (const gchar *const *)args->pdata, &error);
@@ -184,6 +188,12 @@ run_argv(gchar **env, const gchar *input, const gchar *const *argv)
                 "communicate: %s", error != NULL ? error->message : "");
   run->status = exit_status_of(proc);
   return run;
+}
+
+static Run *
+run_argv(gchar **env, const gchar *input, const gchar *const *argv)
+{
+  return run_argv_in(env, NULL, input, argv);
 }
 
 static Run *
@@ -1774,6 +1784,41 @@ START_TEST(test_run_in_process)
 }
 END_TEST
 
+/* --module finds a module by bare name: in the current directory, where
+ * dlopen() alone would not look, then on $SLUICE_MODULE_PATH (and the
+ * installed module directory, where `make install` puts demo.so). */
+START_TEST(test_module_found_by_name)
+{
+  g_autofree gchar *dir = g_dir_make_tmp("sluice-modules-XXXXXX", NULL);
+  g_autofree gchar *copy = g_build_filename(dir, "mytasks.so", NULL);
+  g_autofree gchar *module_dir = g_path_get_dirname(DEMO_MODULE);
+  g_autofree gchar *contents = NULL;
+  gsize len = 0;
+  g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
+  g_auto(GStrv) env_path = NULL;
+  const gchar *here[] = {"run", "demo.noop", "--module", "mytasks.so", NULL};
+  const gchar *named[] = {"run", "demo.noop", "--module", "demo", NULL};
+  const gchar *nothing[] = {"run", "demo.noop", "--module", "nosuch", NULL};
+  g_autoptr(Run) from_cwd = NULL;
+  g_autoptr(Run) from_path = NULL;
+  g_autoptr(Run) missing = NULL;
+
+  ck_assert(g_file_get_contents(DEMO_MODULE, &contents, &len, NULL));
+  ck_assert(g_file_set_contents(copy, contents, (gssize)len, NULL));
+  from_cwd = run_argv_in(env, dir, NULL, here);
+  assert_status(from_cwd, 0);
+  env_path =
+      g_environ_setenv(g_strdupv(env), "SLUICE_MODULE_PATH", module_dir, TRUE);
+  from_path = run_argv_in(env_path, dir, NULL, named);
+  assert_status(from_path, 0);
+  missing = run_argv_in(env, dir, NULL, nothing);
+  assert_status(missing, 1);
+  assert_one_line_error(missing, "installed in");
+  g_unlink(copy);
+  g_rmdir(dir);
+}
+END_TEST
+
 /* ---- The suite ----------------------------------------------------------- */
 
 static gboolean
@@ -1845,6 +1890,7 @@ cli_suite(gboolean reliable)
   tcase_add_test(misc, test_config_file_and_environment);
   tcase_add_test(misc, test_args_from_stdin_and_dash);
   tcase_add_test(misc, test_run_in_process);
+  tcase_add_test(misc, test_module_found_by_name);
   suite_add_tcase(s, misc);
   return s;
 }

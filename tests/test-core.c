@@ -559,6 +559,116 @@ END_TEST
 
 /* ---- Options ------------------------------------------------------------- */
 
+/* A task that reads its arguments by key and answers with fields. */
+static gboolean
+task_by_key(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  g_autofree gchar *to = NULL;
+  g_autoptr(GBytes) blob = NULL;
+  gint64 n;
+  gdouble ratio;
+  gboolean urgent;
+
+  if ((to = sluice_task_context_dup_string_arg(ctx, "to", error)) == NULL ||
+      !sluice_task_context_get_int_arg(ctx, "n", &n, error) ||
+      !sluice_task_context_get_double_arg(ctx, "ratio", &ratio, error) ||
+      !sluice_task_context_get_bool_arg(ctx, "urgent", &urgent, error) ||
+      (blob = sluice_task_context_dup_bytes_arg(ctx, "to", error)) == NULL)
+    return FALSE;
+  return sluice_task_context_set_result_fields(
+      ctx, error, "to", SLUICE_FIELD_STRING, to, "twice", SLUICE_FIELD_INT,
+      2 * n, "half", SLUICE_FIELD_DOUBLE, ratio / 2, "urgent",
+      SLUICE_FIELD_BOOL, urgent, "bytes", SLUICE_FIELD_INT,
+      (gint64)g_bytes_get_size(blob), "none", SLUICE_FIELD_NULL, "optional",
+      SLUICE_FIELD_BOOL, sluice_task_context_has_arg(ctx, "x"), NULL);
+}
+
+static gboolean
+task_json_result(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  return sluice_task_context_set_result_json(ctx, data, error);
+}
+
+static gchar *
+run_by_key(SluiceTaskFunc func, gpointer data, const gchar *args_json,
+           SluiceTaskState *out_state, gchar **out_error)
+{
+  g_autoptr(SluiceRegistry) registry = sluice_registry_new();
+  g_autoptr(SluiceTestHarness) h = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) args = sluice_args_from_json(args_json, -1, &error);
+  g_autofree gchar *id = NULL;
+  g_autoptr(SluiceResult) r = NULL;
+
+  ck_assert(sluice_registry_add(registry, "t.by_key", func, data, NULL, NULL,
+                                &error));
+  h = sluice_test_harness_new(registry, NULL, &error);
+  ck_assert_ptr_nonnull(h);
+  id = sluice_client_enqueue(sluice_test_harness_get_client(h), "t.by_key",
+                             args, NULL, &error);
+  ck_assert_ptr_nonnull(id);
+  ck_assert(sluice_test_harness_run_until_idle(h, &error));
+  r = sluice_test_harness_get_record(h, id);
+  *out_state = sluice_result_get_state(r);
+  *out_error = g_strdup(sluice_result_get_error(r));
+  return sluice_result_get_value(r) != NULL
+             ? sluice_args_to_json(sluice_result_get_value(r), NULL)
+             : NULL;
+}
+
+START_TEST(arguments_by_key_and_results_by_field)
+{
+  SluiceTaskState state;
+  g_autofree gchar *err = NULL;
+  g_autofree gchar *json = NULL;
+
+  json = run_by_key(task_by_key, NULL,
+                    "{\"to\": \"bob\", \"n\": 21, \"ratio\": 3, \"urgent\": "
+                    "true}",
+                    &state, &err);
+  ck_assert_int_eq(state, SLUICE_STATE_SUCCEEDED);
+  ck_assert_str_eq(json, "{\"to\":\"bob\",\"twice\":42,\"half\":1.5,"
+                         "\"urgent\":true,\"bytes\":3,\"none\":null,"
+                         "\"optional\":false}");
+  g_clear_pointer(&json, g_free);
+  g_clear_pointer(&err, g_free);
+
+  /* Missing: buried non_retryable at once, naming the argument. */
+  json = run_by_key(task_by_key, NULL, "{\"to\": \"bob\"}", &state, &err);
+  ck_assert_int_eq(state, SLUICE_STATE_DEAD_LETTERED);
+  ck_assert_msg(strstr(err, "“n”") != NULL && strstr(err, "missing") != NULL,
+                "%s", err);
+  g_clear_pointer(&json, g_free);
+  g_clear_pointer(&err, g_free);
+
+  /* Mistyped. */
+  json = run_by_key(task_by_key, NULL, "{\"to\": 7}", &state, &err);
+  ck_assert_int_eq(state, SLUICE_STATE_DEAD_LETTERED);
+  ck_assert_msg(strstr(err, "“to” must be a string, not an integer") != NULL,
+                "%s", err);
+  g_clear_pointer(&json, g_free);
+  g_clear_pointer(&err, g_free);
+
+  /* Not a map at all. */
+  json = run_by_key(task_by_key, NULL, "[1, 2]", &state, &err);
+  ck_assert_int_eq(state, SLUICE_STATE_DEAD_LETTERED);
+  ck_assert_msg(strstr(err, "they are an array") != NULL, "%s", err);
+  g_clear_pointer(&json, g_free);
+  g_clear_pointer(&err, g_free);
+
+  /* A result from JSON, and a task's broken JSON. */
+  json = run_by_key(task_json_result, "{\"ok\": [1, \"two\"]}", "null", &state,
+                    &err);
+  ck_assert_int_eq(state, SLUICE_STATE_SUCCEEDED);
+  ck_assert_str_eq(json, "{\"ok\":[1,\"two\"]}");
+  g_clear_pointer(&json, g_free);
+  g_clear_pointer(&err, g_free);
+  json = run_by_key(task_json_result, "{\"ok\": ", "null", &state, &err);
+  ck_assert_int_eq(state, SLUICE_STATE_DEAD_LETTERED);
+  ck_assert_msg(strstr(err, "not valid JSON") != NULL, "%s", err);
+}
+END_TEST
+
 /* Error domains are named as GLib names them, without the spaces a code
  * formatter once put into the macros that define them. */
 START_TEST(error_domains_have_their_names)
@@ -629,6 +739,7 @@ main(void)
   tcase_add_test(registry, registry_rejects_duplicates_and_bad_names);
   tcase_add_test(registry, worker_rejects_bad_options);
   tcase_add_test(registry, error_domains_have_their_names);
+  tcase_add_test(registry, arguments_by_key_and_results_by_field);
   tcase_add_test(registry, task_ids_are_unique_version_4_uuids);
   suite_add_tcase(s, registry);
   tcase_add_loop_test(broker, registration_rejects_each_missing_required_slot,

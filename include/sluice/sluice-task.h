@@ -211,6 +211,94 @@ GCancellable *sluice_task_context_get_cancellable(SluiceTaskContext *ctx);
 SLUICE_AVAILABLE_IN_0_1
 void sluice_task_context_set_result(SluiceTaskContext *ctx, GBytes *value);
 
+/* ---- Arguments by key, results without msgpack ---------------------------
+ * For tasks whose arguments are a map (a JSON object). A missing or
+ * mistyped argument fails with SLUICE_TASK_ERROR_FATAL and a message that
+ * names it: return FALSE with that error and the message is dead-lettered
+ * `non_retryable` at once (retrying cannot fix its arguments).
+ */
+
+/** Returns: whether the arguments are a map holding @key. */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_task_context_has_arg(SluiceTaskContext *ctx, const gchar *key);
+/**
+ * sluice_task_context_dup_string_arg:
+ * Returns: (transfer full): the string argument @key (NUL-terminated; one
+ * holding a NUL is refused), or NULL and @error.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gchar *sluice_task_context_dup_string_arg(SluiceTaskContext *ctx,
+                                          const gchar *key, GError **error);
+/** Sets @out to the integer argument @key; FALSE and @error otherwise. */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_task_context_get_int_arg(SluiceTaskContext *ctx,
+                                         const gchar *key, gint64 *out,
+                                         GError **error);
+/** Sets @out to the number argument @key (an integer is a number too). */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_task_context_get_double_arg(SluiceTaskContext *ctx,
+                                            const gchar *key, gdouble *out,
+                                            GError **error);
+/** Sets @out to the boolean argument @key. */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_task_context_get_bool_arg(SluiceTaskContext *ctx,
+                                          const gchar *key, gboolean *out,
+                                          GError **error);
+/**
+ * sluice_task_context_dup_bytes_arg:
+ * Returns: (transfer full): the bytes (msgpack bin) or string argument @key,
+ * or NULL and @error.
+ */
+SLUICE_AVAILABLE_IN_0_2
+GBytes *sluice_task_context_dup_bytes_arg(SluiceTaskContext *ctx,
+                                          const gchar *key, GError **error);
+
+/**
+ * sluice_task_context_set_result_json:
+ * Sets the result from @json (converted as sluice_args_from_json() does).
+ * Returns: FALSE and SLUICE_TASK_ERROR_FATAL if @json is not valid.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_task_context_set_result_json(SluiceTaskContext *ctx,
+                                             const gchar *json, GError **error);
+
+/**
+ * SluiceFieldKind:
+ * The kind of the value that follows a key in
+ * sluice_task_context_set_result_fields(): SLUICE_FIELD_INT (a gint64:
+ * cast literals, `(gint64) 3`), SLUICE_FIELD_DOUBLE (a gdouble),
+ * SLUICE_FIELD_BOOL (a gboolean), SLUICE_FIELD_STRING (a UTF-8 const
+ * gchar *, NULL for null), SLUICE_FIELD_NULL (no value follows).
+ */
+typedef enum {
+  SLUICE_FIELD_INT = 1,
+  SLUICE_FIELD_DOUBLE,
+  SLUICE_FIELD_BOOL,
+  SLUICE_FIELD_STRING,
+  SLUICE_FIELD_NULL,
+} SluiceFieldKind;
+
+/**
+ * sluice_task_context_set_result_fields:
+ * @first_key: the first key, then its SluiceFieldKind and value, then the
+ *   next key..., ending with NULL
+ *
+ * Sets the result to a map of the given fields, e.g.
+ *
+ *     sluice_task_context_set_result_fields (ctx, error,
+ *         "sent", SLUICE_FIELD_BOOL, TRUE,
+ *         "id", SLUICE_FIELD_STRING, message_id,
+ *         "bytes", SLUICE_FIELD_INT, (gint64) n, NULL);
+ *
+ * Returns: FALSE and SLUICE_TASK_ERROR_FATAL on an unknown kind or a string
+ * that is not UTF-8 (the result is then unchanged).
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_task_context_set_result_fields(SluiceTaskContext *ctx,
+                                               GError **error,
+                                               const gchar *first_key,
+                                               ...) G_GNUC_NULL_TERMINATED;
+
 /**
  * sluice_task_context_retry:
  * @delay_ms: how long to wait before the next attempt (>= 0)
