@@ -431,4 +431,12 @@ int cli_cmd_stats(int argc, char **argv);
   "(or $SLUICE_CONFIG), else redis://127.0.0.1:6379/0, reliable, sluice.\n"    \
   "Durations: 500ms, 30s, 5m, 1h. See sluice(1)."
 
+/* ---- systemd (notify.c) ------------------------------------------------- */
+
+/* READY=1, STATUS= every few seconds and, with WatchdogSec, WATCHDOG=1
+ * from the worker's housekeeping thread; nothing without NOTIFY_SOCKET. */
+void cli_notify_ready(SluiceWorker *worker);
+/* STOPPING=1, when a graceful stop begins. */
+void cli_notify_stopping(SluiceWorker *worker);
+
 G_END_DECLS

@@ -455,9 +455,12 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
          sluice_worker_get_id(worker), cli_mode_name(settings->mode),
          settings->namespace_, queues, tasks);
 
+  cli_notify_ready(worker);
+
   /* A signal makes the worker stop itself (and log it); wait returns once
    * a stop was asked for, and stop returns when it is complete. */
   sluice_worker_wait(worker);
+  cli_notify_stopping(worker);
   sluice_worker_stop(worker);
   if (sluice_worker_stopped_forcibly(worker)) {
     g_warning("worker %s exits at once, as asked by a second signal; what "

@@ -446,6 +446,53 @@ add_interval(SluiceWorker *worker, guint interval_ms, GSourceFunc func)
   g_source_unref(source);
 }
 
+typedef struct {
+  SluiceWorker *worker; /* borrowed: the source dies with the context */
+  SluiceWorkerTickFunc func;
+  gpointer user_data;
+  GDestroyNotify destroy;
+} Tick;
+
+static gboolean
+tick_run(gpointer data)
+{
+  Tick *tick = data;
+
+  tick->func(tick->worker, tick->user_data);
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+tick_free(gpointer data)
+{
+  Tick *tick = data;
+
+  if (tick->destroy != NULL)
+    tick->destroy(tick->user_data);
+  g_free(tick);
+}
+
+void
+sluice_worker_add_tick(SluiceWorker *worker, guint interval_ms,
+                       SluiceWorkerTickFunc func, gpointer user_data,
+                       GDestroyNotify destroy)
+{
+  GSource *source;
+  Tick *tick;
+
+  g_return_if_fail(worker != NULL);
+  g_return_if_fail(func != NULL);
+  tick = g_new0(Tick, 1);
+  tick->worker = worker;
+  tick->func = func;
+  tick->user_data = user_data;
+  tick->destroy = destroy;
+  source = g_timeout_source_new(MAX(interval_ms, 1));
+  g_source_set_callback(source, tick_run, tick, tick_free);
+  g_source_attach(source, worker->context);
+  g_source_unref(source);
+}
+
 /* run_until_idle: periodic occurrences due now must be enqueued, and
  * revocations made before the call must be known, before the fetcher
  * looks. That state belongs to the housekeeping thread, so the fetcher asks

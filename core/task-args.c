@@ -58,8 +58,7 @@ lookup(SluiceTaskContext *ctx, const gchar *key, const gchar *wanted,
   }
   for (guint32 i = 0; i < args->via.map.size; i++) {
     const msgpack_object_kv *kv = &args->via.map.ptr[i];
-    if (kv->key.type == MSGPACK_OBJECT_STR &&
-        kv->key.via.str.size == key_len &&
+    if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == key_len &&
         memcmp(kv->key.via.str.ptr, key, key_len) == 0)
       return &kv->val;
   }

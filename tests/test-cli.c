@@ -27,9 +27,12 @@
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -1458,6 +1461,73 @@ START_TEST(test_process_isolation_survives_a_crash)
 }
 END_TEST
 
+/* Datagrams received on @fd until @needle is among them or the deadline
+ * passes; appended to @got. */
+static gboolean
+notify_until(int fd, GString *got, const gchar *needle)
+{
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+
+  while (strstr(got->str, needle) == NULL) {
+    struct pollfd p = {fd, POLLIN, 0};
+    gchar buf[4096];
+    ssize_t n;
+    gint64 left = (deadline - g_get_monotonic_time()) / 1000;
+
+    if (left <= 0)
+      return FALSE;
+    if (poll(&p, 1, (int)MIN(left, 1000)) <= 0)
+      continue;
+    n = recv(fd, buf, sizeof buf - 1, 0);
+    if (n > 0) {
+      buf[n] = '\0';
+      g_string_append(got, buf);
+      g_string_append_c(got, '\n');
+    }
+  }
+  return TRUE;
+}
+
+/* Under systemd (a NOTIFY_SOCKET of the test's own): READY=1 once it
+ * serves, STATUS= with counts, WATCHDOG=1 at half of WatchdogSec, and
+ * STOPPING=1 when SIGTERM starts the graceful stop. */
+START_TEST(test_systemd_notify)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *path = g_build_filename(ctx->dir, "notify.sock", NULL);
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  g_autoptr(GString) got = g_string_new(NULL);
+  g_autoptr(Worker) w = NULL;
+  g_autofree gchar *id = NULL;
+  g_autofree gchar *log = NULL;
+  gchar **saved = ctx->env;
+  gchar **env;
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+  ck_assert_int_ge(fd, 0);
+  ck_assert_uint_lt(strlen(path), sizeof addr.sun_path);
+  strcpy(addr.sun_path, path);
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+  env = g_environ_setenv(g_strdupv(saved), "NOTIFY_SOCKET", path, TRUE);
+  env = g_environ_setenv(env, "WATCHDOG_USEC", "400000", TRUE);
+  ctx->env = env;
+  w = worker_start(ctx, NULL);
+  ctx->env = saved;
+  g_strfreev(env);
+
+  ck_assert_msg(notify_until(fd, got, "READY=1"), "%s", got->str);
+  ck_assert_msg(notify_until(fd, got, "STATUS=running"), "%s", got->str);
+  id = enqueue(ctx, "demo.noop", NULL);
+  g_free(wait_for_state(ctx, id, "succeeded", NULL));
+  /* Two pings at least: they keep coming from the housekeeping thread. */
+  ck_assert_msg(notify_until(fd, got, "WATCHDOG=1\nWATCHDOG=1"), "%s",
+                got->str);
+  log = worker_stop(w);
+  ck_assert_msg(notify_until(fd, got, "STOPPING=1"), "%s", got->str);
+  close(fd);
+}
+END_TEST
+
 /* A namespace is used in one mode: a client of the other is refused with
  * an error naming both, in either direction. */
 START_TEST(test_mode_mismatch_is_refused)
@@ -1867,6 +1937,7 @@ cli_suite(gboolean reliable)
                       0, n_modes);
   tcase_add_loop_test(e2e, test_outage_is_one_line_each_way, 0, n_modes);
   tcase_add_loop_test(e2e, test_process_isolation_survives_a_crash, 0, n_modes);
+  tcase_add_test(e2e, test_systemd_notify);
   if (reliable) {
     tcase_add_test(e2e, test_poison_batch_mates_survive);
     tcase_add_test(e2e, test_worker_waits_for_redis_at_start);

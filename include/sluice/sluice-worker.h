@@ -299,6 +299,27 @@ gboolean sluice_worker_run_until_idle(SluiceWorker *worker, gint64 timeout_ms,
                                       GCancellable *cancellable,
                                       GError **error);
 
+/**
+ * SluiceWorkerTickFunc:
+ * Called on the worker's housekeeping thread (see sluice_worker_add_tick()).
+ */
+typedef void (*SluiceWorkerTickFunc)(SluiceWorker *worker, gpointer user_data);
+
+/**
+ * sluice_worker_add_tick:
+ * @interval_ms: how often
+ * @func: (scope notified): called every @interval_ms on the thread that
+ *   renews leases, promotes due work and syncs revocations, from the
+ *   worker's start until its stop; keep it short. A service manager's
+ *   watchdog pinged from here restarts a worker whose housekeeping is
+ *   stuck.
+ * @destroy: (nullable): frees @user_data when the worker is freed
+ */
+SLUICE_AVAILABLE_IN_0_2
+void sluice_worker_add_tick(SluiceWorker *worker, guint interval_ms,
+                            SluiceWorkerTickFunc func, gpointer user_data,
+                            GDestroyNotify destroy);
+
 /** sluice_worker_get_stats: copies the counters into @out. */
 SLUICE_AVAILABLE_IN_0_1
 void sluice_worker_get_stats(SluiceWorker *worker, SluiceWorkerStats *out);
