@@ -1665,6 +1665,7 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                                             : SLUICE_REDIS_DEFAULT_BACKOFF_MS);
   sluice_redis_url__clear(&url);
   sluice_redis_keys__init(&self->keys, ns);
+  sluice_redis_pool__set_namespace(self->pool, ns);
   sluice_redis_scripts__init(self->scripts, transport->lua);
   self->wait_poll_ms = SLUICE_REDIS_WAIT_POLL_MS;
   self->dead_letter_max = options->dead_letter_max > 0
