@@ -641,6 +641,37 @@ START_TEST(test_config_get_denied_is_said_once)
 }
 END_TEST
 
+/* The man page shows the same users as README.md (troff escapes its
+ * hyphens). */
+START_TEST(test_man_page_has_the_same_users)
+{
+  g_autofree gchar *readme = NULL;
+  g_autofree gchar *man = NULL;
+  g_auto(GStrv) lines = NULL;
+  const gchar *block;
+  guint n = 0;
+
+  ck_assert(g_file_get_contents(TEST_SRCDIR "/README.md", &readme, NULL, NULL));
+  ck_assert(g_file_get_contents(TEST_SRCDIR "/cli/sluice.1", &man, NULL, NULL));
+  block = strstr(readme, "<!-- acl-users -->");
+  ck_assert_ptr_nonnull(block);
+  lines = g_strsplit(block, "\n", -1);
+  for (guint i = 2; lines[i] != NULL && !g_str_has_prefix(lines[i], "```");
+       i++) {
+    g_autoptr(GString) troff = g_string_new(lines[i]);
+
+    g_string_replace(troff, "-", "\\-", 0);
+    g_string_prepend_c(troff, '\n');
+    g_string_append_c(troff, '\n');
+    ck_assert_msg(strstr(man, troff->str) != NULL,
+                  "cli/sluice.1 lacks the user line of README.md: %s",
+                  lines[i]);
+    n++;
+  }
+  ck_assert_uint_eq(n, 5);
+}
+END_TEST
+
 static Suite *
 acl_suite(void)
 {
@@ -654,6 +685,10 @@ acl_suite(void)
   tcase_add_loop_test(tc, test_other_namespace_and_missing_command, 0, 2);
   tcase_add_loop_test(tc, test_reader_reads_and_cannot_write, 0, 2);
   tcase_add_loop_test(tc, test_config_get_denied_is_said_once, 0, 2);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("documentation");
+  tcase_add_test(tc, test_man_page_has_the_same_users);
   suite_add_tcase(s, tc);
   return s;
 }
