@@ -66,11 +66,13 @@ cli_keyfile_check_keys(const CliSettings *settings, const gchar *group,
   for (guint i = 0; keys != NULL && keys[i] != NULL; i++)
     if (!g_strv_contains(known, keys[i])) {
       g_autofree gchar *list = g_strjoinv(", ", (gchar **)known);
+      /* The key is the file's: quoted for a terminal. */
+      g_autofree gchar *path = cli_terminal_text(settings->config_path, -1);
+      g_autofree gchar *key = cli_terminal_text(keys[i], -1);
       return cli_usage_error(error,
                              "%s: unknown key “%s” in group [%s]; the keys "
                              "of [%s] are: %s",
-                             settings->config_path, keys[i], group, group,
-                             list);
+                             path, key, group, group, list);
     }
   return TRUE;
 }
@@ -117,8 +119,10 @@ read_password(const gchar *path, const gchar *source, GError **error)
   gchar *end;
 
   if (!g_file_get_contents(path, &text, &len, &local)) {
-    cli_usage_error(error, "cannot read the password file (from %s): %s",
-                    source, local->message);
+    g_autofree gchar *why = cli_terminal_text(local->message, -1);
+    g_autofree gchar *from = cli_terminal_text(source, -1);
+    cli_usage_error(error, "cannot read the password file (from %s): %s", from,
+                    why);
     return NULL;
   }
   end = memchr(text, '\n', len);
@@ -128,10 +132,11 @@ read_password(const gchar *path, const gchar *source, GError **error)
     len--;
   if (len == 0 || memchr(text, '\0', len) != NULL) {
     g_autofree gchar *shown = cli_terminal_text(path, -1);
+    g_autofree gchar *from = cli_terminal_text(source, -1);
     cli_usage_error(error,
                     "the password file %s (from %s) %s: put the password on "
                     "its first line",
-                    shown, source,
+                    shown, from,
                     len == 0 ? "has an empty first line" : "holds a NUL byte");
     memset(text, 0, strlen(text));
     return NULL;
@@ -196,8 +201,11 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
     out->keyfile = g_key_file_new();
     if (!g_key_file_load_from_file(out->keyfile, config, G_KEY_FILE_NONE,
                                    &local)) {
+      /* GLib quotes the line it could not read. */
+      g_autofree gchar *shown = cli_terminal_text(config, -1);
+      g_autofree gchar *why = cli_terminal_text(local->message, -1);
       cli_usage_error(error, "cannot read the configuration file %s: %s",
-                      config, local->message);
+                      shown, why);
       cli_settings_clear(out);
       return FALSE;
     }
@@ -246,10 +254,12 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
   } else if (g_strcmp0(mode, "memory") == 0) {
     out->mode = CLI_MODE_MEMORY;
   } else {
+    g_autofree gchar *shown = cli_terminal_text(mode, -1);
+    g_autofree gchar *from = cli_terminal_text(source, -1);
     cli_usage_error(error,
                     "unknown mode “%s” (from %s): use fast or reliable, the "
                     "same as the workers of the namespace",
-                    mode, source);
+                    shown, from);
     cli_settings_clear(out);
     return FALSE;
   }

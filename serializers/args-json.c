@@ -470,11 +470,15 @@ same_key_bytes(const Scan *sc, const KeyRecord *a, const KeyRecord *b)
 static gboolean
 check_duplicates(Scan *sc, const Frame *f)
 {
-  KeyRecord *keys = &g_array_index(sc->keys, KeyRecord, f->keys_start);
   gsize n = sc->keys->len - f->keys_start;
   const KeyRecord *repeat = NULL;
+  KeyRecord *keys;
   gboolean ok = TRUE;
 
+  /* An empty GArray has no data at all: no pointer to take into it. */
+  if (n < 2)
+    goto out;
+  keys = &g_array_index(sc->keys, KeyRecord, f->keys_start);
   if (n <= 8) {
     for (gsize j = 1; j < n; j++)
       for (gsize i = 0; i < j; i++)
@@ -495,6 +499,7 @@ check_duplicates(Scan *sc, const Frame *f)
     ok = json_error(sc->lx.error, SLUICE_CODEC_ERROR_INVALID, sc->lx.t,
                     repeat->offset, "duplicate key \"%s\"", name);
   }
+out:
   g_array_set_size(sc->keys, f->keys_start);
   g_string_truncate(sc->arena, f->arena_start);
   return ok;

@@ -18,6 +18,7 @@
  */
 #include "config.h"
 
+#include "brokers/redis/redis-broker.h"
 #include "brokers/redis/redis-conn.h"
 #include "core/sluice-private.h"
 #include "serializers/codec-private.h"
@@ -795,6 +796,57 @@ START_TEST(test_url_canary_never_leaks)
 }
 END_TEST
 
+/* ---- Dead letters from Redis ---------------------------------------------
+ */
+
+static redisReply *
+string_reply(int type, const gchar *s)
+{
+  redisReply *r = calloc(1, sizeof *r);
+
+  r->type = type;
+  r->str = strdup(s);
+  r->len = strlen(s);
+  return r;
+}
+
+/* An entry as XRANGE returns it, with fields the stream should never hold:
+ * a payload as a status reply (steal_bytes refused it with a critical) and
+ * numbers no gint64 holds (converting "inf" is undefined). */
+START_TEST(test_dead_letter_with_odd_fields)
+{
+  static const gchar *const fields[] = {"payload", "deliveries", "at", "task"};
+  static const gchar *const values[] = {"raw", "1e999", "-inf", "t"};
+  redisReply *entry = calloc(1, sizeof *entry);
+  redisReply *pairs = calloc(1, sizeof *pairs);
+  SluiceDeadLetter *dl;
+
+  g_log_set_always_fatal(G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
+  entry->type = REDIS_REPLY_ARRAY;
+  entry->elements = 2;
+  entry->element = calloc(2, sizeof *entry->element);
+  entry->element[0] = string_reply(REDIS_REPLY_STRING, "1-0");
+  entry->element[1] = pairs;
+  pairs->type = REDIS_REPLY_ARRAY;
+  pairs->elements = 2 * G_N_ELEMENTS(fields);
+  pairs->element = calloc(pairs->elements, sizeof *pairs->element);
+  for (gsize i = 0; i < G_N_ELEMENTS(fields); i++) {
+    pairs->element[2 * i] = string_reply(REDIS_REPLY_STRING, fields[i]);
+    pairs->element[2 * i + 1] =
+        string_reply(i == 0 ? REDIS_REPLY_STATUS : REDIS_REPLY_STRING,
+                     values[i]);
+  }
+  dl = sluice_redis_broker__dead_letter_from_reply(entry);
+  ck_assert_ptr_nonnull(dl);
+  ck_assert_uint_eq(g_bytes_get_size(dl->payload), 3);
+  ck_assert_uint_eq(dl->deliveries, 0);
+  ck_assert_int_eq(dl->at, 0);
+  ck_assert_str_eq(dl->task, "t");
+  sluice_dead_letter_free(dl);
+  freeReplyObject(entry);
+}
+END_TEST
+
 static Suite *
 hostile_suite(void)
 {
@@ -823,6 +875,11 @@ hostile_suite(void)
   tcase_add_test(tc, test_history_cost_is_bounded);
   tcase_add_test(tc, test_header_count_is_bounded);
   tcase_add_test(tc, test_args_unpack_cost_is_bounded);
+  suite_add_tcase(s, tc);
+
+  tc = tcase_create("dead-letters");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_dead_letter_with_odd_fields);
   suite_add_tcase(s, tc);
 
   tc = tcase_create("urls");

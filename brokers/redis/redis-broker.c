@@ -365,7 +365,9 @@ reply_to_int(const redisReply *r, gint64 *out)
       return TRUE;
     /* A score may come as "1.5e+12": go through a double. */
     d = g_ascii_strtod(buf, &end);
-    if (*end != '\0')
+    /* "inf" or 1e300 from a hostile or damaged entry: no gint64 holds it
+     * (and converting it would be undefined). */
+    if (*end != '\0' || !(d > -9.2e18 && d < 9.2e18))
       return FALSE;
     *out = (gint64)(d < 0 ? d - 0.5 : d + 0.5);
   }
@@ -1267,8 +1269,8 @@ redis_last_periodic(SluiceBroker *broker, const gchar *name, gint64 *out_last,
 /* ---- dead letters -------------------------------------------------------- */
 
 /* One XRANGE element ([id, [field, value, ...]]) to a SluiceDeadLetter. */
-static SluiceDeadLetter *
-dead_letter_from_reply(redisReply *entry)
+SluiceDeadLetter *
+sluice_redis_broker__dead_letter_from_reply(redisReply *entry)
 {
   SluiceDeadLetter *dl;
   redisReply *fields;
@@ -1347,7 +1349,8 @@ dlq_range(SluiceRedisBroker *self, const gchar *what, const gchar *start,
     return unexpected_reply(self, what, error);
   }
   for (size_t i = 0; i < reply->elements; i++) {
-    SluiceDeadLetter *dl = dead_letter_from_reply(reply->element[i]);
+    SluiceDeadLetter *dl =
+        sluice_redis_broker__dead_letter_from_reply(reply->element[i]);
     if (dl != NULL)
       g_ptr_array_add(out, dl);
   }

@@ -407,7 +407,11 @@ sluice_redis_reply__steal_bytes(redisReply *reply, gsize skip)
   gsize len;
 
   g_return_val_if_fail(reply != NULL, NULL);
-  g_return_val_if_fail(reply->type == REDIS_REPLY_STRING, NULL);
+  /* A status reply carries its text the same way; callers that take
+   * either (reply_is_string) may hand one over. */
+  g_return_val_if_fail(reply->type == REDIS_REPLY_STRING ||
+                           reply->type == REDIS_REPLY_STATUS,
+                       NULL);
   g_return_val_if_fail(reply->len >= skip, NULL);
 
   str = reply->str;

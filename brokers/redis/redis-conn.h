@@ -232,7 +232,7 @@ gboolean sluice_redis_reply__is_error_code(const redisReply *reply,
 
 /**
  * sluice_redis_reply__steal_bytes:
- * @reply: a string reply
+ * @reply: a string (or status) reply
  * @skip: bytes to drop from the front (0, or 1 for a record's flag byte)
  *
  * Returns: (transfer full): the reply's bytes from @skip on, as a GBytes
