@@ -77,6 +77,43 @@ cli_keyfile_check_keys(const CliSettings *settings, const gchar *group,
   return TRUE;
 }
 
+/* GLib's key file reader takes \s \n \t \r and \\ in values, and warns
+ * (from inside g_key_file_get_string, whatever the caller does) about a
+ * value that ends in a lone backslash after another bad escape. So every
+ * value of the file is checked once, when it is loaded, and a bad one is
+ * the usage error it deserves, naming its key. */
+static gboolean
+check_escapes(GKeyFile *keyfile, const gchar *path, GError **error)
+{
+  g_auto(GStrv) groups = g_key_file_get_groups(keyfile, NULL);
+
+  for (guint g = 0; groups != NULL && groups[g] != NULL; g++) {
+    g_auto(GStrv) keys = g_key_file_get_keys(keyfile, groups[g], NULL, NULL);
+
+    for (guint k = 0; keys != NULL && keys[k] != NULL; k++) {
+      g_autofree gchar *raw =
+          g_key_file_get_value(keyfile, groups[g], keys[k], NULL);
+
+      for (const gchar *p = raw; p != NULL && *p != '\0'; p++) {
+        if (*p != '\\')
+          continue;
+        if (p[1] == '\0' || strchr("sntr\\", p[1]) == NULL) {
+          g_autofree gchar *shown_path = cli_terminal_text(path, -1);
+          g_autofree gchar *group = cli_terminal_text(groups[g], -1);
+          g_autofree gchar *key = cli_terminal_text(keys[k], -1);
+          return cli_usage_error(error,
+                                 "%s: the value of %s in [%s] has a backslash "
+                                 "that starts no escape (\\s \\n \\t \\r "
+                                 "\\\\): write a backslash as \\\\",
+                                 shown_path, key, group);
+        }
+        p++;
+      }
+    }
+  }
+  return TRUE;
+}
+
 /* Returns (transfer full) the first of: @flag (the option @option), the
  * environment variable @env, the key @key of [connection], @fallback; sets
  * @out_source (transfer full) to where it came from, for messages. */
@@ -209,7 +246,8 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
       cli_settings_clear(out);
       return FALSE;
     }
-    if (!cli_keyfile_check_keys(out, GROUP_CONNECTION, connection_keys,
+    if (!check_escapes(out->keyfile, config, error) ||
+        !cli_keyfile_check_keys(out, GROUP_CONNECTION, connection_keys,
                                 error)) {
       cli_settings_clear(out);
       return FALSE;

@@ -1578,6 +1578,32 @@ START_TEST(test_password_file)
 }
 END_TEST
 
+/* A value with a backslash that starts no escape made GLib warn from inside
+ * g_key_file_get_string(); it is a usage error naming the key, and text
+ * from the file is quoted escaped. */
+START_TEST(test_config_file_bad_values)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *path = g_build_filename(ctx->dir, "bad.conf", NULL);
+  g_autofree gchar *typo = g_build_filename(ctx->dir, "typo.conf", NULL);
+  g_autoptr(Run) escape = NULL;
+  g_autoptr(Run) key = NULL;
+
+  ck_assert(g_file_set_contents(
+      path, "[connection]\nnamespace=a\\Kb\nurl=redis://h/0\\\n", -1,
+      NULL));
+  ck_assert(g_file_set_contents(typo, "[connection]\nur\x1b[2Jl=x\n", -1,
+                                NULL));
+  escape = cli(ctx, "stats", "--config", path, NULL);
+  assert_status(escape, 2);
+  assert_one_line_error(escape, "backslash");
+  ck_assert_msg(strstr(escape->err, "GLib") == NULL, "%s", escape->err);
+  key = cli(ctx, "stats", "--config", typo, NULL);
+  assert_status(key, 2);
+  assert_one_line_error(key, "ur\\x1b[2Jl");
+}
+END_TEST
+
 /* ---- The suite ----------------------------------------------------------- */
 
 static gboolean
@@ -1637,6 +1663,7 @@ cli_suite(gboolean reliable)
   tcase_add_test(misc, test_run_in_process);
   tcase_add_test(misc, test_run_args_depth);
   tcase_add_test(misc, test_password_file);
+  tcase_add_test(misc, test_config_file_bad_values);
   suite_add_tcase(s, misc);
   return s;
 }
