@@ -443,8 +443,8 @@ int cli_cmd_stats(int argc, char **argv);
   "Connection: --url, --mode and --namespace, else SLUICE_URL, SLUICE_MODE\n"  \
   "and SLUICE_NAMESPACE, else the [connection] group of the --config file\n"   \
   "(or $SLUICE_CONFIG), else redis://127.0.0.1:6379/0, reliable, sluice.\n"    \
-  "Keep a password off the command line: --password-file, or\n"              \
-  "SLUICE_PASSWORD_FILE, or password_file in [connection].\n"                 \
+  "Keep a password off the command line: --password-file, or\n"                \
+  "SLUICE_PASSWORD_FILE, or password_file in [connection].\n"                  \
   "Durations: 500ms, 30s, 5m, 1h. See sluice(1)."
 
 G_END_DECLS

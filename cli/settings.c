@@ -241,8 +241,8 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
       /* GLib quotes the line it could not read. */
       g_autofree gchar *shown = cli_terminal_text(config, -1);
       g_autofree gchar *why = cli_terminal_text(local->message, -1);
-      cli_usage_error(error, "cannot read the configuration file %s: %s",
-                      shown, why);
+      cli_usage_error(error, "cannot read the configuration file %s: %s", shown,
+                      why);
       cli_settings_clear(out);
       return FALSE;
     }

@@ -140,7 +140,7 @@ parse_field(const gchar *field, guint lo, guint hi, const gchar *const *names,
     for (guint v = a; v <= b; v += step)
       *out |= G_GUINT64_CONSTANT(1) << v;
     continue;
-  bad: {
+  bad : {
     g_autofree gchar *shown = sluice_text__escape(field, -1, 40);
 
     why = g_strdup_printf("the %s field “%s” is not valid (range %u-%u)", what,
@@ -306,8 +306,8 @@ sluice_cron_next(const gchar *cron, gint64 after_ms, gint64 *out_next_ms,
     g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
                 "cron: %" G_GINT64_FORMAT
                 " ms is outside the times cron can name (0001-01-01T00:00Z "
-                "to 9999-12-31T23:59Z, %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
-                " ms since the epoch)",
+                "to 9999-12-31T23:59Z, %" G_GINT64_FORMAT
+                " to %" G_GINT64_FORMAT " ms since the epoch)",
                 after_ms, CRON_FIRST_S * 1000, CRON_LAST_S * 1000);
     return FALSE;
   }

@@ -30,9 +30,9 @@ LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
     return 0;
   }
   bytes = g_bytes_get_data(mp, &len);
-  FUZZ_ASSERT(sluice_mp__check_one_value(NULL, bytes, len,
-                                         SLUICE_MAX_ARGS_DEPTH, NULL),
-              "the msgpack is not one value within the depth limit");
+  FUZZ_ASSERT(
+      sluice_mp__check_one_value(NULL, bytes, len, SLUICE_MAX_ARGS_DEPTH, NULL),
+      "the msgpack is not one value within the depth limit");
   json = sluice_args_to_json(mp, &error);
   FUZZ_ASSERT(json != NULL, "what came from JSON has no JSON form: %s",
               error->message);

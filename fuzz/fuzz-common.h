@@ -44,8 +44,8 @@ static inline GLogWriterOutput
 fuzz_log_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
                 gpointer data)
 {
-  if (!(level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL |
-                 G_LOG_LEVEL_WARNING)))
+  if (!(level &
+        (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING)))
     return G_LOG_WRITER_HANDLED;
   g_log_writer_default(level, fields, n_fields, data);
   abort();
@@ -86,7 +86,8 @@ fuzz_check_error(const GError *error)
   if (error->domain == SLUICE_CODEC_ERROR ||
       error->domain == SLUICE_BROKER_ERROR ||
       error->domain == SLUICE_WORKER_ERROR ||
-      error->domain == SLUICE_CLIENT_ERROR || error->domain == SLUICE_TASK_ERROR)
+      error->domain == SLUICE_CLIENT_ERROR ||
+      error->domain == SLUICE_TASK_ERROR)
     FUZZ_ASSERT(fuzz_text_is_printable(error->message),
                 "control character in: %s", error->message);
 }
@@ -148,8 +149,7 @@ fuzz_envelopes_equal(const SluiceEnvelope *a, const SluiceEnvelope *b,
          x->retry.multiplier == y->retry.multiplier &&
          x->retry.max_backoff_ms == y->retry.max_backoff_ms &&
          x->retry.jitter == y->retry.jitter && x->timeout_ms == y->timeout_ms &&
-         x->expires_at == y->expires_at &&
-         x->store_result == y->store_result &&
+         x->expires_at == y->expires_at && x->store_result == y->store_result &&
          x->result_ttl_ms == y->result_ttl_ms &&
          x->dead_letter == y->dead_letter &&
          fuzz_strings_equal(a->history, b->history) &&

@@ -37,14 +37,15 @@ LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
     fuzz_check_error(error);
     return 0;
   }
-  FUZZ_ASSERT(next > after, "%" G_GINT64_FORMAT " is not after %" G_GINT64_FORMAT,
-              next, after);
-  FUZZ_ASSERT(next >= FIRST_MS && next <= LAST_MS, "%" G_GINT64_FORMAT
-                                                   " is out of the range",
-              next);
+  FUZZ_ASSERT(next > after,
+              "%" G_GINT64_FORMAT " is not after %" G_GINT64_FORMAT, next,
+              after);
+  FUZZ_ASSERT(next >= FIRST_MS && next <= LAST_MS,
+              "%" G_GINT64_FORMAT " is out of the range", next);
   FUZZ_ASSERT(next % 60000 == 0, "%" G_GINT64_FORMAT " is not a minute", next);
   FUZZ_ASSERT(sluice_cron_next(cron, next - 1, &again, &error) && again == next,
-              "from just before %" G_GINT64_FORMAT " it finds %" G_GINT64_FORMAT,
+              "from just before %" G_GINT64_FORMAT
+              " it finds %" G_GINT64_FORMAT,
               next, again);
   return 0;
 }

@@ -23,9 +23,9 @@ fuzz_envelope(const SluiceCodec *codec, const guint8 *data, size_t size)
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceEnvelope) env = NULL;
   SluiceDecodeLimits limits;
-  const SluiceCodec *other =
-      codec == sluice_codec_msgpack() ? sluice_codec_json()
-                                      : sluice_codec_msgpack();
+  const SluiceCodec *other = codec == sluice_codec_msgpack()
+                                 ? sluice_codec_json()
+                                 : sluice_codec_msgpack();
 
   fuzz_init();
   sluice_decode_limits_init(&limits);
@@ -65,8 +65,9 @@ fuzz_envelope(const SluiceCodec *codec, const guint8 *data, size_t size)
       g_autoptr(SluiceEnvelope) back =
           other->decode(other, across, &limits, &error);
 
-      FUZZ_ASSERT(back != NULL, "the %s codec refuses the %s codec's "
-                                "envelope: %s",
+      FUZZ_ASSERT(back != NULL,
+                  "the %s codec refuses the %s codec's "
+                  "envelope: %s",
                   other->name, codec->name, error->message);
       FUZZ_ASSERT(fuzz_envelopes_equal(env, back, codec == sluice_codec_json()),
                   "the codecs disagree");

@@ -25,9 +25,8 @@ static gchar *path;
 int
 LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
 {
-  static const gchar *const worker_keys[] = {"modules", "queues",
-                                             "concurrency", "log-format",
-                                             NULL};
+  static const gchar *const worker_keys[] = {"modules", "queues", "concurrency",
+                                             "log-format", NULL};
   g_autoptr(GError) error = NULL;
   CliCommon common = {0};
   CliSettings settings = {0};
@@ -43,8 +42,8 @@ LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
     FUZZ_ASSERT(file >= 0, "memfd_create failed");
     path = g_strdup_printf("/proc/self/fd/%d", file);
   }
-  FUZZ_ASSERT(ftruncate(file, 0) == 0 && pwrite(file, data, size, 0) ==
-                                             (ssize_t)size,
+  FUZZ_ASSERT(ftruncate(file, 0) == 0 &&
+                  pwrite(file, data, size, 0) == (ssize_t)size,
               "cannot write the key file");
   common.config = path;
   if (!cli_settings_load(&common, &settings, &error)) {

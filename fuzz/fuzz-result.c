@@ -47,27 +47,27 @@ LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
   back = sluice_result_decode(again, &error);
   FUZZ_ASSERT(back != NULL, "the re-encoded record is refused: %s",
               error->message);
-  FUZZ_ASSERT(same_string(sluice_result_get_id(r), sluice_result_get_id(back)) &&
-                  sluice_result_get_state(r) == sluice_result_get_state(back) &&
-                  same_string(sluice_result_get_task(r),
-                              sluice_result_get_task(back)) &&
-                  same_string(sluice_result_get_queue(r),
-                              sluice_result_get_queue(back)) &&
-                  same_string(sluice_result_get_error(r),
-                              sluice_result_get_error(back)) &&
-                  same_string(sluice_result_get_dead_letter_reason(r),
-                              sluice_result_get_dead_letter_reason(back)) &&
-                  same_string(sluice_result_get_worker(r),
-                              sluice_result_get_worker(back)) &&
-                  sluice_result_get_attempt(r) ==
-                      sluice_result_get_attempt(back) &&
-                  sluice_result_get_enqueued_at(r) ==
-                      sluice_result_get_enqueued_at(back) &&
-                  sluice_result_get_started_at(r) ==
-                      sluice_result_get_started_at(back) &&
-                  sluice_result_get_finished_at(r) ==
-                      sluice_result_get_finished_at(back),
-              "the round trip changed a field");
+  FUZZ_ASSERT(
+      same_string(sluice_result_get_id(r), sluice_result_get_id(back)) &&
+          sluice_result_get_state(r) == sluice_result_get_state(back) &&
+          same_string(sluice_result_get_task(r),
+                      sluice_result_get_task(back)) &&
+          same_string(sluice_result_get_queue(r),
+                      sluice_result_get_queue(back)) &&
+          same_string(sluice_result_get_error(r),
+                      sluice_result_get_error(back)) &&
+          same_string(sluice_result_get_dead_letter_reason(r),
+                      sluice_result_get_dead_letter_reason(back)) &&
+          same_string(sluice_result_get_worker(r),
+                      sluice_result_get_worker(back)) &&
+          sluice_result_get_attempt(r) == sluice_result_get_attempt(back) &&
+          sluice_result_get_enqueued_at(r) ==
+              sluice_result_get_enqueued_at(back) &&
+          sluice_result_get_started_at(r) ==
+              sluice_result_get_started_at(back) &&
+          sluice_result_get_finished_at(r) ==
+              sluice_result_get_finished_at(back),
+      "the round trip changed a field");
   FUZZ_ASSERT((value == NULL) == (sluice_result_get_value(back) == NULL) &&
                   (value == NULL ||
                    g_bytes_equal(value, sluice_result_get_value(back))),

@@ -40,8 +40,9 @@ LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
   sluice_json__cursor_clear(&cur);
   FUZZ_ASSERT(back != NULL, "the JSON written does not convert: %s",
               error->message);
-  FUZZ_ASSERT(fuzz_same_msgpack(mp, back), "msgpack -> JSON -> msgpack "
-                                           "changed the value: %s",
+  FUZZ_ASSERT(fuzz_same_msgpack(mp, back),
+              "msgpack -> JSON -> msgpack "
+              "changed the value: %s",
               json);
   again = sluice_args_to_json(back, &error);
   FUZZ_ASSERT(again != NULL && strcmp(again, json) == 0,

@@ -493,9 +493,8 @@ check_duplicates(Scan *sc, const Frame *f)
         repeat = &keys[j];
   }
   if (repeat != NULL) {
-    g_autofree gchar *name =
-        sluice_text__escape(sc->arena->str + repeat->arena_offset,
-                            (gssize)repeat->length, 64);
+    g_autofree gchar *name = sluice_text__escape(
+        sc->arena->str + repeat->arena_offset, (gssize)repeat->length, 64);
     ok = json_error(sc->lx.error, SLUICE_CODEC_ERROR_INVALID, sc->lx.t,
                     repeat->offset, "duplicate key \"%s\"", name);
   }
@@ -623,8 +622,7 @@ scan_clear(Scan *sc)
 }
 
 SluiceJsonDoc *
-sluice_json__scan(const gchar *text, gsize len, guint max_depth,
-                  GError **error)
+sluice_json__scan(const gchar *text, gsize len, guint max_depth, GError **error)
 {
   Scan sc;
   Expect expect = EXPECT_VALUE;
@@ -1404,7 +1402,6 @@ sluice_args__append_json(GString *out, gconstpointer data, gsize len,
   }
   return TRUE;
 }
-
 
 /* ---- Public API -----------------------------------------------------------
  */

@@ -241,8 +241,7 @@ read_history(SluiceJsonCursor *cur, SluiceEnvelope *env, GError **error)
     SluiceMpValue v;
 
     sluice_json__cursor_value(cur, &v);
-    if (!sluice_envelope__add_history_value(env, i, &v, i >= first_kept,
-                                            error))
+    if (!sluice_envelope__add_history_value(env, i, &v, i >= first_kept, error))
       return FALSE;
   }
   return TRUE;

@@ -349,9 +349,8 @@ sluice_mp_reader__skip(SluiceMpReader *r, guint depth, guint max_depth,
 }
 
 gboolean
-sluice_mp_reader__skip_counting(SluiceMpReader *r, guint depth,
-                                guint max_depth, guint64 *n_values,
-                                GError **error)
+sluice_mp_reader__skip_counting(SluiceMpReader *r, guint depth, guint max_depth,
+                                guint64 *n_values, GError **error)
 {
   guint64 inline_stack[SKIP_INLINE_LEVELS];
   guint64 *stack = inline_stack;

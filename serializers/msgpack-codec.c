@@ -368,8 +368,7 @@ read_history(SluiceMpReader *r, SluiceEnvelope *env, guint max_depth,
   first_kept = sluice_envelope__history_first_kept(array.count);
   for (guint32 i = 0; i < array.count; i++) {
     if (!sluice_mp_reader__next(r, &v, error) ||
-        !sluice_envelope__add_history_value(env, i, &v, i >= first_kept,
-                                            error))
+        !sluice_envelope__add_history_value(env, i, &v, i >= first_kept, error))
       return FALSE;
   }
   return TRUE;
@@ -461,8 +460,8 @@ msgpack_decode(const SluiceCodec *codec, GBytes *bytes,
       gsize start = r.pos;
       guint64 n_values = 0;
 
-      ok = sluice_mp_reader__skip_counting(&r, 2, limits->max_depth,
-                                           &n_values, error) &&
+      ok = sluice_mp_reader__skip_counting(&r, 2, limits->max_depth, &n_values,
+                                           error) &&
            sluice_envelope__check_args_cost(r.pos - start, n_values, error);
       if (ok)
         env->args = g_bytes_new_from_bytes(bytes, start, r.pos - start);

@@ -1401,8 +1401,8 @@ START_TEST(test_text_output_escapes_control_characters)
                                   g_bytes_get_data(payload, NULL),
                                   g_bytes_get_size(payload));
   else
-    r = sluice_test_redis_command(shared, "XADD {%s}:s:default * p %b",
-                                  ctx->ns, g_bytes_get_data(payload, NULL),
+    r = sluice_test_redis_command(shared, "XADD {%s}:s:default * p %b", ctx->ns,
+                                  g_bytes_get_data(payload, NULL),
                                   g_bytes_get_size(payload));
   ck_assert(r != NULL && r->type != REDIS_REPLY_ERROR);
   freeReplyObject(r);
@@ -1518,16 +1518,16 @@ START_TEST(test_password_file)
                         sluice_test_redis_port(server));
   with_user = g_strdup_printf("redis://default@127.0.0.1:%u/0",
                               sluice_test_redis_port(server));
-  ck_assert(g_file_set_contents(file, NASTY_PASSWORD "\r\nnot this\n", -1,
-                                NULL));
+  ck_assert(
+      g_file_set_contents(file, NASTY_PASSWORD "\r\nnot this\n", -1, NULL));
   ck_assert(g_file_set_contents(wrong, "wrong-" NASTY_PASSWORD "\n", -1, NULL));
   ck_assert(g_file_set_contents(empty, "\n" NASTY_PASSWORD "\n", -1, NULL));
   config_text =
       g_strdup_printf("[connection]\nurl=%s\npassword_file=%s\n", bare, file);
   ck_assert(g_file_set_contents(config, config_text, -1, NULL));
   env = cli_environ(bare, "fast", "pw");
-  env_file = g_environ_setenv(g_strdupv(env), "SLUICE_PASSWORD_FILE", file,
-                              TRUE);
+  env_file =
+      g_environ_setenv(g_strdupv(env), "SLUICE_PASSWORD_FILE", file, TRUE);
   env_raw = cli_environ(raw, "fast", "pw");
   env_user = cli_environ(with_user, "fast", "pw");
 
@@ -1552,8 +1552,8 @@ START_TEST(test_password_file)
         cli_env(env, NULL, "stats", "--password-file", wrong, NULL);
     g_autoptr(Run) blank =
         cli_env(env, NULL, "stats", "--password-file", empty, NULL);
-    g_autoptr(Run) missing = cli_env(env, NULL, "stats", "--password-file",
-                                     "/nonexistent/pw", NULL);
+    g_autoptr(Run) missing =
+        cli_env(env, NULL, "stats", "--password-file", "/nonexistent/pw", NULL);
     g_autoptr(Run) twice =
         cli_env(env_raw, NULL, "stats", "--password-file", file, NULL);
     g_autoptr(Run) unix_url = cli(ctx, "stats", "--url", "unix:///tmp/x.sock",
@@ -1590,10 +1590,9 @@ START_TEST(test_config_file_bad_values)
   g_autoptr(Run) key = NULL;
 
   ck_assert(g_file_set_contents(
-      path, "[connection]\nnamespace=a\\Kb\nurl=redis://h/0\\\n", -1,
-      NULL));
-  ck_assert(g_file_set_contents(typo, "[connection]\nur\x1b[2Jl=x\n", -1,
-                                NULL));
+      path, "[connection]\nnamespace=a\\Kb\nurl=redis://h/0\\\n", -1, NULL));
+  ck_assert(
+      g_file_set_contents(typo, "[connection]\nur\x1b[2Jl=x\n", -1, NULL));
   escape = cli(ctx, "stats", "--config", path, NULL);
   assert_status(escape, 2);
   assert_one_line_error(escape, "backslash");

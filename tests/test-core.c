@@ -557,14 +557,13 @@ START_TEST(cron_range)
   expect_next("* * * * *", first - 1, first);
   expect_next("* * * * *", last - 1, last);
   expect_next("59 23 31 12 *", utc_ms(9999, 1, 1, 0, 0), last);
-  expect_next("0 0 1 1 *", utc_ms(9998, 6, 1, 0, 0),
-              utc_ms(9999, 1, 1, 0, 0));
+  expect_next("0 0 1 1 *", utc_ms(9998, 6, 1, 0, 0), utc_ms(9999, 1, 1, 0, 0));
   /* Nothing after the last minute: an error that says why. */
   ck_assert(!sluice_cron_next("* * * * *", last, &next, &error));
   ck_assert_ptr_nonnull(strstr(error->message, "9999-12-31T23:59Z"));
   g_clear_error(&error);
-  ck_assert(!sluice_cron_next("0 0 1 1 *", utc_ms(9999, 6, 1, 0, 0), &next,
-                              &error));
+  ck_assert(
+      !sluice_cron_next("0 0 1 1 *", utc_ms(9999, 6, 1, 0, 0), &next, &error));
   ck_assert_ptr_nonnull(strstr(error->message, "9999-12-31T23:59Z"));
   g_clear_error(&error);
   /* A month that never comes again before the end of the range. */

@@ -188,8 +188,8 @@ START_TEST(test_enqueue_refuses_args_over_the_limit)
     g_byte_array_append(deep, (const guint8 *)"\x91", 1);
   g_byte_array_append(deep, (const guint8 *)"\x01", 1);
   args = g_byte_array_free_to_bytes(deep);
-  id = sluice_client_enqueue(sluice_test_harness_get_client(h), "t.depth",
-                             args, NULL, &error);
+  id = sluice_client_enqueue(sluice_test_harness_get_client(h), "t.depth", args,
+                             NULL, &error);
   ck_assert_ptr_null(id);
   ck_assert(
       g_error_matches(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_TOO_DEEP));
@@ -322,7 +322,8 @@ START_TEST(test_task_name_errors_are_escaped)
 {
   static const gchar *const names[] = {
       "mail\x1b]0;pwned\x07", "bad\xff", "é", "a b",
-      "ééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé"
+      "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé"
+      "é"
       "éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé"};
   g_autoptr(SluiceRegistry) registry = sluice_registry_new();
   g_autoptr(SluiceTestHarness) h = sluice_test_harness_new(registry, NULL);
@@ -331,8 +332,8 @@ START_TEST(test_task_name_errors_are_escaped)
     g_autoptr(GError) error = NULL;
     g_autofree gchar *id = NULL;
 
-    ck_assert(!sluice_registry_add(registry, names[i], record_depth, NULL,
-                                   NULL, NULL, &error));
+    ck_assert(!sluice_registry_add(registry, names[i], record_depth, NULL, NULL,
+                                   NULL, &error));
     assert_printable(error->message);
     g_clear_error(&error);
     id = sluice_client_enqueue(sluice_test_harness_get_client(h), names[i],
@@ -608,8 +609,8 @@ START_TEST(test_args_unpack_cost_is_bounded)
   for (guint i = 0; i < n_nil; i++)
     msgpack_pack_nil(&p.pk);
   nils = pk_finish(&p);
-  id = sluice_client_enqueue(sluice_test_harness_get_client(h), "t.depth",
-                             nils, NULL, &error);
+  id = sluice_client_enqueue(sluice_test_harness_get_client(h), "t.depth", nils,
+                             NULL, &error);
   ck_assert_ptr_null(id);
   ck_assert(
       g_error_matches(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_TOO_LARGE));
@@ -651,9 +652,9 @@ START_TEST(test_args_unpack_cost_is_bounded)
   ck_assert_uint_eq(args->via.array.size, n_int);
   ck_assert_uint_eq(args->via.array.ptr[n_int - 1].via.u64,
                     300 + (n_int - 1) % 60000);
-  ck_assert_msg(cost <= (gint64)(SLUICE_ARGS_COST_FACTOR *
-                                     g_bytes_get_size(ints) +
-                                 SLUICE_ARGS_COST_BASE),
+  ck_assert_msg(cost <=
+                    (gint64)(SLUICE_ARGS_COST_FACTOR * g_bytes_get_size(ints) +
+                             SLUICE_ARGS_COST_BASE),
                 "unpacking %" G_GSIZE_FORMAT " bytes took %" G_GINT64_FORMAT,
                 g_bytes_get_size(ints), cost);
   /* One zone chunk of exactly what the tree needs. */
@@ -699,9 +700,16 @@ parse_url_safely(const gchar *text, const gchar *secret, gboolean *ok)
 START_TEST(test_url_without_host_is_an_error)
 {
   static const gchar *const texts[] = {
-      "redis:/..//u:p@/0", "redis://u:p@/0", "redis://", "redis:///0",
-      "redis://:p@",       "redis://u:p@:6379/0", "unix://", "unix:",
-      "redis:",            "",
+      "redis:/..//u:p@/0",
+      "redis://u:p@/0",
+      "redis://",
+      "redis:///0",
+      "redis://:p@",
+      "redis://u:p@:6379/0",
+      "unix://",
+      "unix:",
+      "redis:",
+      "",
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++) {
@@ -748,13 +756,12 @@ START_TEST(test_url_password_is_never_shown)
 
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     gboolean ok;
-    g_autofree gchar *shown =
-        parse_url_safely(cases[i].text, "SECRETPW", &ok);
+    g_autofree gchar *shown = parse_url_safely(cases[i].text, "SECRETPW", &ok);
 
     ck_assert_msg(strstr(shown, "SECRET") == NULL, "“%s”: %s", cases[i].text,
                   shown);
-    ck_assert_msg(ok == (cases[i].password != NULL), "“%s”: %s",
-                  cases[i].text, shown);
+    ck_assert_msg(ok == (cases[i].password != NULL), "“%s”: %s", cases[i].text,
+                  shown);
     if (ok) {
       SluiceRedisUrl url;
       g_autoptr(GError) error = NULL;
@@ -773,23 +780,23 @@ END_TEST
 START_TEST(test_url_canary_never_leaks)
 {
   static const gchar *const before[] = {
-      "redis://",    "redis://u",  "redis://u/v", "redis:///",
-      "unix://",     "REDIS://a",  "redis:/",     "x",
-      "redis://h:1", "redis://u@", "",            "redis://[::1]/",
+      "redis://",  "redis://u",      "redis://u/v", "redis:///",   "unix://",
+      "REDIS://a", "redis:/",        "x",           "redis://h:1", "redis://u@",
+      "",          "redis://[::1]/",
   };
   static const gchar *const after[] = {
-      "h",       "h/0",    "h:6379/3", "",        "@h",    "/0",
-      "h?db=1",  "h#x",    "[::1]:1",  "h:x",     "h/0/1", "\xff",
-      "h@i/0",   "%zz",    "h/%00",    "/run/s",  "?",     "h:99999",
-      "[::1",    "::",     "h /0",     "h\x1b/0", "@",     "h/0?x=@",
+      "h",      "h/0", "h:6379/3", "",        "@h",    "/0",
+      "h?db=1", "h#x", "[::1]:1",  "h:x",     "h/0/1", "\xff",
+      "h@i/0",  "%zz", "h/%00",    "/run/s",  "?",     "h:99999",
+      "[::1",   "::",  "h /0",     "h\x1b/0", "@",     "h/0?x=@",
   };
   static const gchar *const sep[] = {":", "::", ":x:", "/:", "?:"};
 
   for (gsize a = 0; a < G_N_ELEMENTS(before); a++)
     for (gsize s = 0; s < G_N_ELEMENTS(sep); s++)
       for (gsize c = 0; c < G_N_ELEMENTS(after); c++) {
-        g_autofree gchar *text = g_strconcat(before[a], sep[s], CANARY, "@",
-                                             after[c], NULL);
+        g_autofree gchar *text =
+            g_strconcat(before[a], sep[s], CANARY, "@", after[c], NULL);
         gboolean ok;
         g_autofree gchar *shown = parse_url_safely(text, CANARY, &ok);
       }
@@ -832,9 +839,8 @@ START_TEST(test_dead_letter_with_odd_fields)
   pairs->element = calloc(pairs->elements, sizeof *pairs->element);
   for (gsize i = 0; i < G_N_ELEMENTS(fields); i++) {
     pairs->element[2 * i] = string_reply(REDIS_REPLY_STRING, fields[i]);
-    pairs->element[2 * i + 1] =
-        string_reply(i == 0 ? REDIS_REPLY_STATUS : REDIS_REPLY_STRING,
-                     values[i]);
+    pairs->element[2 * i + 1] = string_reply(
+        i == 0 ? REDIS_REPLY_STATUS : REDIS_REPLY_STRING, values[i]);
   }
   dl = sluice_redis_broker__dead_letter_from_reply(entry);
   ck_assert_ptr_nonnull(dl);

@@ -87,9 +87,9 @@ documented_rules(const gchar *role, const gchar *ns, const gchar *password)
   g_auto(GStrv) lines = NULL;
   const gchar *block;
 
-  ck_assert_msg(g_file_get_contents(TEST_SRCDIR "/README.md", &readme, NULL,
-                                    &error),
-                "%s", error != NULL ? error->message : "");
+  ck_assert_msg(
+      g_file_get_contents(TEST_SRCDIR "/README.md", &readme, NULL, &error),
+      "%s", error != NULL ? error->message : "");
   block = strstr(readme, "<!-- acl-users -->");
   ck_assert_msg(block != NULL, "README.md has no <!-- acl-users --> block");
   lines = g_strsplit(block, "\n", -1);
@@ -168,7 +168,8 @@ assert_nothing_else_refused(void)
 static GBytes *
 args_ms(gint64 ms)
 {
-  g_autofree gchar *json = g_strdup_printf("{\"ms\": %" G_GINT64_FORMAT "}", ms);
+  g_autofree gchar *json =
+      g_strdup_printf("{\"ms\": %" G_GINT64_FORMAT "}", ms);
 
   return sluice_args_from_json(json, -1, NULL);
 }
@@ -213,10 +214,9 @@ proc_start(const gchar *dir, const gchar *id, const gchar *url,
   p->err_path = g_strdup_printf("%s/%s.err", dir, id);
   fd = open(p->err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   ck_assert_int_ge(fd, 0);
-  ck_assert_msg(g_spawn_async_with_fds(NULL, (gchar **)argv, NULL,
-                                       G_SPAWN_DO_NOT_REAP_CHILD,
-                                       proc_child_setup, NULL, &p->pid, -1, fd,
-                                       fd, &error),
+  ck_assert_msg(g_spawn_async_with_fds(
+                    NULL, (gchar **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+                    proc_child_setup, NULL, &p->pid, -1, fd, fd, &error),
                 "spawn worker-proc: %s", error != NULL ? error->message : "");
   close(fd);
   return p;
@@ -259,8 +259,8 @@ proc_stop(Proc *p)
   ck_assert_msg(proc_wait(p, PATIENCE_MS), "the worker did not stop");
   if (!WIFEXITED(p->status) || WEXITSTATUS(p->status) != 0) {
     g_autofree gchar *out = proc_output(p);
-    ck_abort_msg("the worker exited with status 0x%x:\n%s",
-                 (unsigned)p->status, out);
+    ck_abort_msg("the worker exited with status 0x%x:\n%s", (unsigned)p->status,
+                 out);
   }
 }
 
@@ -384,16 +384,16 @@ START_TEST(test_worker_and_producer_under_their_users)
 
   p = proc_start(w->dir, "w1", worker_url, mode, w->ns, w->log_path);
   for (guint i = 0; i < 5; i++)
-    g_ptr_array_add(ids, sluice_client_enqueue(client, "t.log", NULL, NULL,
-                                               &error));
+    g_ptr_array_add(ids,
+                    sluice_client_enqueue(client, "t.log", NULL, NULL, &error));
   sluice_enqueue_options_init(&options);
   options.delay_ms = 300;
-  g_ptr_array_add(ids, sluice_client_enqueue(client, "t.log", NULL, &options,
-                                             &error));
+  g_ptr_array_add(
+      ids, sluice_client_enqueue(client, "t.log", NULL, &options, &error));
   {
     g_autoptr(GBytes) args = args_ms(50);
-    g_ptr_array_add(ids, sluice_client_enqueue(client, "t.sleep", args, NULL,
-                                               &error));
+    g_ptr_array_add(
+        ids, sluice_client_enqueue(client, "t.sleep", args, NULL, &error));
   }
   sluice_enqueue_options_init(&options);
   options.id = "acl-fixed";
@@ -415,8 +415,8 @@ START_TEST(test_worker_and_producer_under_their_users)
   proc_stop(p);
   output = proc_output(p);
   /* CONFIG GET is denied: each check says so, once. */
-  ck_assert_msg(count_of(output, "could not check maxmemory-policy") == 1,
-                "%s", output);
+  ck_assert_msg(count_of(output, "could not check maxmemory-policy") == 1, "%s",
+                output);
   if (strcmp(mode, "reliable") == 0)
     ck_assert_msg(count_of(output, "could not check the persistence") == 1,
                   "%s", output);
@@ -496,8 +496,8 @@ START_TEST(test_other_namespace_and_missing_command)
   g_clear_error(&error);
   /* A plain command on them (the fetch). */
   got = g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
-  ck_assert(!sluice_broker_fetch(elsewhere, "intruder", queues, 1, 0, got,
-                                 &error));
+  ck_assert(
+      !sluice_broker_fetch(elsewhere, "intruder", queues, 1, 0, got, &error));
   ck_assert(
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH));
   ck_assert_msg(strstr(error->message, pattern) != NULL, "%s", error->message);
@@ -554,16 +554,16 @@ START_TEST(test_reader_reads_and_cannot_write)
   ck_assert_int_eq(sluice_result_get_state(record), SLUICE_STATE_QUEUED);
   /* Waiting subscribes to the task's channel. */
   waited = sluice_client_get_result(reader, id, 200, &error);
-  ck_assert(waited == NULL &&
-            g_error_matches(error, SLUICE_CLIENT_ERROR,
-                            SLUICE_CLIENT_ERROR_TIMEOUT));
+  ck_assert(waited == NULL && g_error_matches(error, SLUICE_CLIENT_ERROR,
+                                              SLUICE_CLIENT_ERROR_TIMEOUT));
   g_clear_error(&error);
   dead = sluice_client_dlq_list(reader, NULL, 10, NULL, NULL, &error);
   ck_assert_msg(dead != NULL, "%s", error != NULL ? error->message : "");
   ck_assert_uint_eq(dead->len, 1);
   assert_nothing_else_refused();
 
-  ck_assert_ptr_null(sluice_client_enqueue(reader, "t.log", NULL, NULL, &error));
+  ck_assert_ptr_null(
+      sluice_client_enqueue(reader, "t.log", NULL, NULL, &error));
   ck_assert(
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH));
   g_ptr_array_unref(sluice_test_redis_acl_log(shared));
@@ -629,9 +629,8 @@ START_TEST(test_config_get_denied_is_said_once)
   for (guint i = 0; i < 3; i++) {
     g_autoptr(GPtrArray) got =
         g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
-    ck_assert_msg(
-        sluice_broker_fetch(broker, "c1", queues, 1, 0, got, &error), "%s",
-        error != NULL ? error->message : "");
+    ck_assert_msg(sluice_broker_fetch(broker, "c1", queues, 1, 0, got, &error),
+                  "%s", error != NULL ? error->message : "");
   }
   g_thread_join(thread);
   g_ptr_array_unref(job.got);

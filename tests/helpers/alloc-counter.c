@@ -184,8 +184,8 @@ sluice_test_alloc_current(void)
 void
 sluice_test_alloc_reset_peak(void)
 {
-  __atomic_store_n(&peak_bytes, __atomic_load_n(&current_bytes,
-                                                __ATOMIC_RELAXED),
+  __atomic_store_n(&peak_bytes,
+                   __atomic_load_n(&current_bytes, __ATOMIC_RELAXED),
                    __ATOMIC_RELAXED);
 }
 

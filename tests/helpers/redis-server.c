@@ -57,7 +57,7 @@ struct _SluiceTestRedis {
   gboolean unix_socket;
   gchar *url;
   gchar *socket_url;
-  redisContext *ctx;  /* for sluice_test_redis_command() */
+  redisContext *ctx;    /* for sluice_test_redis_command() */
   GPtrArray *acl_users; /* rules given to sluice_test_redis_acl_setuser() */
 };
 
@@ -368,9 +368,8 @@ sluice_test_redis_acl_log(SluiceTestRedis *r)
     const gchar *reason = NULL, *object = NULL;
     gchar *pair;
 
-    for (size_t k = 0; entry->type == REDIS_REPLY_ARRAY &&
-                       k + 1 < entry->elements;
-         k += 2) {
+    for (size_t k = 0;
+         entry->type == REDIS_REPLY_ARRAY && k + 1 < entry->elements; k += 2) {
       redisReply *key = entry->element[k], *value = entry->element[k + 1];
       if (key->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING)
         continue;
