@@ -35,12 +35,3 @@ TESTS += tests/test-redis-processes
 tests_test_redis_processes_SOURCES = tests/test-redis-processes.c
 tests_test_redis_processes_CPPFLAGS = $(TEST_CPPFLAGS)
 tests_test_redis_processes_LDADD = $(REDIS_TEST_LIBS)
-
-# Every role under the least-privilege Redis users documented in README.md
-# (read from it), both modes.
-check_PROGRAMS += tests/test-redis-acl
-TESTS += tests/test-redis-acl
-tests_test_redis_acl_SOURCES = tests/test-redis-acl.c
-tests_test_redis_acl_CPPFLAGS = $(TEST_CPPFLAGS)
-tests_test_redis_acl_LDADD = $(REDIS_TEST_LIBS)
-EXTRA_tests_test_redis_acl_DEPENDENCIES = tests/helpers/worker-proc

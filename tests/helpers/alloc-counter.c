@@ -47,7 +47,12 @@ count_sub(gint64 n)
 
 #if defined(__SANITIZE_ADDRESS__)
 
-#include <sanitizer/allocator_interface.h>
+/* From compiler-rt's sanitizer/allocator_interface.h, which GCC does not
+ * ship; its libasan has them. */
+int __sanitizer_install_malloc_and_free_hooks(
+    void (*malloc_hook)(const volatile void *, size_t),
+    void (*free_hook)(const volatile void *));
+size_t __sanitizer_get_allocated_size(const volatile void *p);
 
 static void
 on_malloc(const volatile void *ptr, size_t size)
