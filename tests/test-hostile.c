@@ -114,15 +114,19 @@ object_depth(const msgpack_object *o)
 {
   guint deepest = 0;
 
+  /* MAX() evaluates its arguments twice: no recursive call inside it. */
   if (o->type == MSGPACK_OBJECT_ARRAY) {
-    for (guint32 i = 0; i < o->via.array.size; i++)
-      deepest = MAX(deepest, object_depth(&o->via.array.ptr[i]));
+    for (guint32 i = 0; i < o->via.array.size; i++) {
+      guint d = object_depth(&o->via.array.ptr[i]);
+      deepest = MAX(deepest, d);
+    }
     return deepest + 1;
   }
   if (o->type == MSGPACK_OBJECT_MAP) {
     for (guint32 i = 0; i < o->via.map.size; i++) {
-      deepest = MAX(deepest, object_depth(&o->via.map.ptr[i].key));
-      deepest = MAX(deepest, object_depth(&o->via.map.ptr[i].val));
+      guint k = object_depth(&o->via.map.ptr[i].key);
+      guint v = object_depth(&o->via.map.ptr[i].val);
+      deepest = MAX(deepest, MAX(k, v));
     }
     return deepest + 1;
   }
