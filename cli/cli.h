@@ -402,12 +402,22 @@ gboolean cli_parse_log_format(const gchar *text, CliLogFormat *out,
 CliLog *cli_log_init(CliLogFormat format, GLogLevelFlags threshold);
 
 /**
- * cli_log_set_threshold:
+ * cli_log_hold:
  * @log: (nullable): from cli_log_init(); NULL does nothing
- * Changes the least severe level shown. Call from the main thread.
- * Returns: the previous threshold.
+ *
+ * Keeps every record back until cli_log_release(): what the library says
+ * while the command pings Redis is shown only if the ping worked (a failed
+ * ping is reported once, by its error), and nothing it says once per
+ * connection pool (the eviction-policy check) is lost.
  */
-GLogLevelFlags cli_log_set_threshold(CliLog *log, GLogLevelFlags threshold);
+void cli_log_hold(CliLog *log);
+
+/**
+ * cli_log_release:
+ * @replay: TRUE to write what was held (through the threshold), FALSE to
+ *   drop it
+ */
+void cli_log_release(CliLog *log, gboolean replay);
 
 /* ---- Task modules (modules.c) -------------------------------------------- */
 

@@ -31,7 +31,53 @@ struct _CliLog {
   gint threshold;        /* GLogLevelFlags; atomic: any thread may log */
   gchar **debug_domains; /* from G_MESSAGES_DEBUG; NULL = none */
   gboolean journald;
+  GMutex lock;      /* guards the two below */
+  gboolean holding; /* records go to @held instead of out */
+  GPtrArray *held;  /* HeldRecord, oldest first */
 };
+
+/* A record kept back by cli_log_hold(), with copies of its fields. */
+typedef struct {
+  GLogLevelFlags level;
+  GLogField *fields;
+  gsize n_fields;
+} HeldRecord;
+
+static void
+held_record_free(gpointer data)
+{
+  HeldRecord *r = data;
+
+  for (gsize i = 0; i < r->n_fields; i++) {
+    g_free((gchar *)r->fields[i].key);
+    g_free((gpointer)r->fields[i].value);
+  }
+  g_free(r->fields);
+  g_free(r);
+}
+
+static HeldRecord *
+held_record_new(GLogLevelFlags level, const GLogField *fields, gsize n)
+{
+  HeldRecord *r = g_new0(HeldRecord, 1);
+
+  r->level = level;
+  r->n_fields = n;
+  r->fields = g_new0(GLogField, n);
+  for (gsize i = 0; i < n; i++) {
+    r->fields[i].key = g_strdup(fields[i].key);
+    r->fields[i].length = fields[i].length;
+    if (fields[i].length < 0) {
+      r->fields[i].value = g_strdup(fields[i].value);
+    } else {
+      gpointer copy = g_malloc((gsize)fields[i].length + 1);
+
+      memcpy(copy, fields[i].value, (gsize)fields[i].length);
+      r->fields[i].value = copy;
+    }
+  }
+  return r;
+}
 
 gboolean
 cli_parse_log_format(const gchar *text, CliLogFormat *out, GError **error)
@@ -225,9 +271,17 @@ static GLogWriterOutput
 writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
        gpointer user_data)
 {
-  const CliLog *config = user_data;
+  CliLog *config = user_data;
   const gchar *domain = NULL;
   g_autoptr(GString) line = NULL;
+
+  g_mutex_lock(&config->lock);
+  if (config->holding) {
+    g_ptr_array_add(config->held, held_record_new(level, fields, n_fields));
+    g_mutex_unlock(&config->lock);
+    return G_LOG_WRITER_HANDLED;
+  }
+  g_mutex_unlock(&config->lock);
 
   for (gsize i = 0; i < n_fields; i++)
     if (strcmp(fields[i].key, "GLIB_DOMAIN") == 0 && fields[i].length < 0)
@@ -255,6 +309,8 @@ cli_log_init(CliLogFormat format, GLogLevelFlags threshold)
 
   config->format = format;
   config->threshold = (gint)threshold;
+  g_mutex_init(&config->lock);
+  config->held = g_ptr_array_new_with_free_func(held_record_free);
   config->journald = g_log_writer_is_journald(fileno(stderr));
   if (debug != NULL && *debug != '\0')
     config->debug_domains = g_strsplit_set(debug, " ,", -1);
@@ -262,15 +318,32 @@ cli_log_init(CliLogFormat format, GLogLevelFlags threshold)
   return config;
 }
 
-GLogLevelFlags
-cli_log_set_threshold(CliLog *log, GLogLevelFlags threshold)
+void
+cli_log_hold(CliLog *log)
 {
-  GLogLevelFlags old;
+  if (log == NULL)
+    return;
+  g_mutex_lock(&log->lock);
+  log->holding = TRUE;
+  g_mutex_unlock(&log->lock);
+}
+
+void
+cli_log_release(CliLog *log, gboolean replay)
+{
+  g_autoptr(GPtrArray) held = NULL;
 
   if (log == NULL)
-    return G_LOG_LEVEL_WARNING;
-  /* Only the main thread changes it; other threads only read it. */
-  old = (GLogLevelFlags)g_atomic_int_get(&log->threshold);
-  g_atomic_int_set(&log->threshold, (gint)threshold);
-  return old;
+    return;
+  g_mutex_lock(&log->lock);
+  log->holding = FALSE;
+  held = g_steal_pointer(&log->held);
+  log->held = g_ptr_array_new_with_free_func(held_record_free);
+  g_mutex_unlock(&log->lock);
+  for (guint i = 0; replay && i < held->len; i++) {
+    HeldRecord *r = held->pdata[i];
+
+    /* Through the writer again, so the threshold and the output apply. */
+    writer(r->level, r->fields, r->n_fields, log);
+  }
 }

@@ -311,7 +311,6 @@ cli_connect(const CliSettings *settings, guint dead_letter_max, CliLog *log,
   g_autoptr(SluiceBroker) broker = NULL;
   g_autoptr(GError) local = NULL;
   SluiceRedisOptions options;
-  GLogLevelFlags threshold;
   gboolean ok;
 
   if (settings->mode == CLI_MODE_MEMORY) {
@@ -347,10 +346,12 @@ cli_connect(const CliSettings *settings, guint dead_letter_max, CliLog *log,
   }
   /* Fail now, with the URL (password hidden) in the message, rather than
    * on the first real operation. The library also logs a lost connection
-   * as a warning; here the error says it all, so say it once. */
-  threshold = cli_log_set_threshold(log, G_LOG_LEVEL_CRITICAL);
+   * as a warning; here the error says it all, so say it once. What it
+   * logs when the ping works (once-per-pool checks of the server) is
+   * shown. */
+  cli_log_hold(log);
   ok = sluice_redis_broker_ping(broker, error);
-  cli_log_set_threshold(log, threshold);
+  cli_log_release(log, ok);
   if (!ok)
     return NULL;
   return g_steal_pointer(&broker);

@@ -1603,6 +1603,34 @@ START_TEST(test_config_file_bad_values)
 }
 END_TEST
 
+/* The command pings Redis before anything else with the log held back, so
+ * that a failed ping is one error; what the library says once per pool on
+ * a ping that works (here: that CONFIG GET is denied, so maxmemory-policy
+ * could not be checked) was muted with it, and never said again. */
+START_TEST(test_worker_logs_what_the_ping_found)
+{
+  g_autoptr(Ctx) ctx = ctx_new(1);
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *rules =
+      g_strdup_printf("cliw%d on >pw ~{%s}:* &{%s}:* +@all -config",
+                      (int)getpid(), ctx->ns, ctx->ns);
+  g_autofree gchar *url =
+      g_strdup_printf("redis://cliw%d:pw@127.0.0.1:%u/0", (int)getpid(),
+                      sluice_test_redis_port(shared));
+  g_autoptr(Worker) w = NULL;
+  g_autofree gchar *log = NULL;
+  const gchar *needle = "could not check maxmemory-policy";
+
+  ck_assert_msg(sluice_test_redis_acl_setuser(shared, rules, &error), "%s",
+                error != NULL ? error->message : "");
+  ctx->env = g_environ_setenv(ctx->env, "SLUICE_URL", url, TRUE);
+  w = worker_start(ctx, NULL);
+  log = worker_stop(w);
+  ck_assert_msg(strstr(log, needle) != NULL, "%s", log);
+  ck_assert_msg(strstr(strstr(log, needle) + 1, needle) == NULL, "%s", log);
+}
+END_TEST
+
 /* ---- The suite ----------------------------------------------------------- */
 
 static gboolean
@@ -1663,6 +1691,8 @@ cli_suite(gboolean reliable)
   tcase_add_test(misc, test_run_args_depth);
   tcase_add_test(misc, test_password_file);
   tcase_add_test(misc, test_config_file_bad_values);
+  if (reliable)
+    tcase_add_test(misc, test_worker_logs_what_the_ping_found);
   suite_add_tcase(s, misc);
   return s;
 }
