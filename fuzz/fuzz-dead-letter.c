@@ -88,7 +88,9 @@ declares_too_much(const guint8 *data, size_t size)
   for (size_t i = 0; i < size; i++) {
     guint64 n = 0;
 
-    if (data[i] != '*' || (i > 0 && data[i - 1] != '\n'))
+    /* Any '*': a bulk string of the wrong length puts the next header
+     * anywhere. */
+    if (data[i] != '*')
       continue;
     for (size_t k = i + 1; k < size && g_ascii_isdigit(data[k]) && n <= size;
          k++)
