@@ -264,7 +264,10 @@ GBytes *sluice_envelope_encode(const SluiceCodec *codec,
  * @bytes: (transfer none): an encoded envelope, msgpack or JSON
  * @limits: (nullable): NULL means the defaults
  *
- * Picks the codec by the first byte (see the top of this file).
+ * Picks the codec by the first byte (see the top of this file). Decoding
+ * @bytes allocates at most 8 times their size plus 64 KiB at its peak, in
+ * either encoding (PROTOCOL.md, "What a message costs"); a history longer
+ * than SLUICE_HISTORY_MAX_LINES keeps its newest lines.
  * Returns: (transfer full): the envelope, or NULL and a SLUICE_CODEC_ERROR.
  */
 SLUICE_AVAILABLE_IN_0_1
