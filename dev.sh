@@ -4,6 +4,8 @@
 #   ./dev.sh demo    install what is missing, build, run examples/hello
 #   ./dev.sh test    install what is missing, build, run the whole test suite
 #   ./dev.sh build   install what is missing, build
+#   ./dev.sh fuzz    install what is missing, build, run every fuzz target
+#                    for FUZZ_SECONDS (default 30) each (make fuzz)
 #
 # Both are idempotent: packages are installed only when missing (apt-get,
 # as root), autotools run only when their inputs changed, and the build in
@@ -20,7 +22,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 packages=(build-essential autoconf automake libtool pkg-config
   libglib2.0-dev libhiredis-dev libmsgpack-dev libjson-glib-dev check
-  libsystemd-dev redis-server clang-format)
+  libsystemd-dev redis-server clang-format clang libclang-rt-14-dev)
 
 install_packages() {
   local missing=()
@@ -73,8 +75,12 @@ test)
     exit 1
   fi
   ;;
+fuzz)
+  build
+  make -C "$build" -s fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
+  ;;
 *)
-  echo "usage: $0 demo|test|build" >&2
+  echo "usage: $0 demo|test|build|fuzz" >&2
   exit 2
   ;;
 esac

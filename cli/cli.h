@@ -96,6 +96,7 @@ typedef struct {
   gchar *mode;
   gchar *namespace_;
   gchar *config;
+  gchar *password_file;
   gboolean json;
 } CliCommon;
 
@@ -141,7 +142,10 @@ typedef enum {
  * Resolved, each setting on its own, from: the command line, else the
  * environment (SLUICE_URL, SLUICE_MODE, SLUICE_NAMESPACE), else the
  * [connection] group of the key file (--config, else SLUICE_CONFIG), else
- * the defaults. Owns everything; clear with cli_settings_clear().
+ * the defaults. A password file (--password-file, SLUICE_PASSWORD_FILE or
+ * password_file in [connection]) puts its password into @url, which then
+ * holds it: show url only through the broker's messages, which hide it.
+ * Owns everything; clear with cli_settings_clear().
  */
 typedef struct {
   gchar *url;
@@ -333,6 +337,19 @@ void cli_table_print(CliTable *table);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliTable, cli_table_free)
 
 /**
+ * cli_terminal_text:
+ * @length: bytes of @text, or -1 if NUL-terminated
+ *
+ * What text output (tables, text log lines) prints of a string from
+ * outside: tabs and line breaks become spaces, other control characters
+ * (C0, DEL and C1: ESC, BEL, CSI...) become \xNN or \uNNNN, and bytes that
+ * are not UTF-8 become \xNN, so that nothing a message holds can drive
+ * the terminal.
+ * Returns: (transfer full): printable UTF-8 on one line.
+ */
+gchar *cli_terminal_text(const gchar *text, gssize length);
+
+/**
  * cli_format_time:
  * Returns: (transfer full): @ms as "2025-06-01T12:00:00.123Z" (UTC), or
  * NULL when @ms is 0 (not reached).
@@ -429,6 +446,8 @@ int cli_cmd_stats(int argc, char **argv);
   "Connection: --url, --mode and --namespace, else SLUICE_URL, SLUICE_MODE\n"  \
   "and SLUICE_NAMESPACE, else the [connection] group of the --config file\n"   \
   "(or $SLUICE_CONFIG), else redis://127.0.0.1:6379/0, reliable, sluice.\n"    \
+  "Keep a password off the command line: --password-file, or\n"                \
+  "SLUICE_PASSWORD_FILE, or password_file in [connection].\n"                  \
   "Durations: 500ms, 30s, 5m, 1h. See sluice(1)."
 
 /* ---- systemd (notify.c) ------------------------------------------------- */

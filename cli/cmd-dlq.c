@@ -456,10 +456,16 @@ dlq_replay(int argc, char **argv)
       cli_json_string(json, e->task);
       cli_json_end_object(json);
     } else {
+      /* What the entry says came from a message: escaped for the terminal. */
+      g_autofree gchar *shown_id = cli_terminal_text(
+          id != NULL ? id : (e->task_id != NULL ? e->task_id : "-"), -1);
+      g_autofree gchar *shown_task =
+          cli_terminal_text(e->task != NULL ? e->task : "malformed", -1);
+      g_autofree gchar *shown_reason =
+          cli_terminal_text(e->reason != NULL ? e->reason : "-", -1);
+
       printf("%s %s: task %s (%s, %s)\n", dry_run ? "would replay" : "replayed",
-             e->entry_id,
-             id != NULL ? id : (e->task_id != NULL ? e->task_id : "-"),
-             e->task != NULL ? e->task : "malformed", e->reason);
+             e->entry_id, shown_id, shown_task, shown_reason);
     }
   }
   if (json != NULL) {

@@ -68,6 +68,7 @@ cli_common_clear(CliCommon *common)
   g_clear_pointer(&common->mode, g_free);
   g_clear_pointer(&common->namespace_, g_free);
   g_clear_pointer(&common->config, g_free);
+  g_clear_pointer(&common->password_file, g_free);
 }
 
 /* Removes argv[i] by shifting the rest down. */
@@ -99,6 +100,10 @@ cli_parse_options(CliCommon *common, CliOptionSets sets,
        "Key namespace (default sluice)", "NS"},
       {"config", 0, 0, G_OPTION_ARG_FILENAME, &common->config,
        "Read settings from this key file (default $SLUICE_CONFIG)", "FILE"},
+      {"password-file", 0, 0, G_OPTION_ARG_FILENAME, &common->password_file,
+       "Read the Redis password from the first line of this file (default "
+       "$SLUICE_PASSWORD_FILE)",
+       "FILE"},
       {NULL}};
   const GOptionEntry json[] = {
       {"json", 0, 0, G_OPTION_ARG_NONE, &common->json,

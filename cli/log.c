@@ -121,6 +121,13 @@ field_text(const GLogField *field)
   return g_utf8_make_valid(field->value, field->length);
 }
 
+/* A field for a text line: a terminal may show it. */
+static gchar *
+field_terminal_text(const GLogField *field)
+{
+  return cli_terminal_text(field->value, field->length);
+}
+
 static void
 write_line(const GString *line)
 {
@@ -157,28 +164,26 @@ format_text(GString *line, GLogLevelFlags level, const GLogField *fields,
 
     if (strcmp(fields[i].key, "MESSAGE") == 0) {
       g_free(message);
-      message = field_text(&fields[i]);
+      message = field_terminal_text(&fields[i]);
       continue;
     }
     if (strcmp(fields[i].key, "GLIB_DOMAIN") == 0) {
-      g_autofree gchar *domain = field_text(&fields[i]);
+      g_autofree gchar *domain = field_terminal_text(&fields[i]);
       if (strcmp(domain, G_LOG_DOMAIN) != 0)
         g_string_append_printf(extra, " domain=%s", domain);
       continue;
     }
     name = field_name(fields[i].key, buffer, sizeof buffer);
     if (name != NULL) {
-      g_autofree gchar *value = field_text(&fields[i]);
-      g_strdelimit(value, " \t\r\n", '_');
+      g_autofree gchar *value = field_terminal_text(&fields[i]);
+      g_strdelimit(value, " ", '_');
       g_string_append_printf(extra, " %s=%s", name, value);
     }
   }
   append_now(line);
   g_string_append_printf(line, " %s: ", level_name(level));
-  if (message != NULL) {
-    g_strdelimit(message, "\r\n", ' ');
+  if (message != NULL)
     g_string_append(line, message);
-  }
   g_string_append(line, extra->str);
   g_string_append_c(line, '\n');
 }
@@ -220,7 +225,7 @@ static GLogWriterOutput
 writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
        gpointer user_data)
 {
-  const CliLog *config = user_data;
+  CliLog *config = user_data;
   const gchar *domain = NULL;
   g_autoptr(GString) line = NULL;
 

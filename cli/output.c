@@ -9,7 +9,10 @@
  * is small and made only of strings, integers, booleans and nulls.
  *
  * Every string is made valid UTF-8 before it is printed (error messages
- * come from task code and may hold anything), so the JSON always parses.
+ * come from task code and may hold anything), so the JSON always parses;
+ * text for a terminal also has its control characters escaped (a task
+ * name or a detail from a message could otherwise send escape sequences
+ * to whoever reads a table or a log).
  */
 #include "config.h"
 
@@ -232,14 +235,56 @@ cli_table_free(CliTable *table)
   g_free(table);
 }
 
-/* A cell on one line, in valid UTF-8: what a terminal shows in a column. */
+/* ---- Text for terminals -------------------------------------------------- */
+
+gchar *
+cli_terminal_text(const gchar *text, gssize length)
+{
+  const guchar *p = (const guchar *)text;
+  gsize len = length < 0 ? strlen(text) : (gsize)length;
+  GString *out = g_string_sized_new(len);
+
+  for (gsize i = 0; i < len;) {
+    gunichar c;
+    gsize n;
+
+    if (p[i] == '\t' || p[i] == '\r' || p[i] == '\n') {
+      g_string_append_c(out, ' ');
+      i++;
+      continue;
+    }
+    if (p[i] < 0x20 || p[i] == 0x7f) {
+      g_string_append_printf(out, "\\x%02x", p[i]);
+      i++;
+      continue;
+    }
+    if (p[i] < 0x80) {
+      g_string_append_c(out, (gchar)p[i]);
+      i++;
+      continue;
+    }
+    c = g_utf8_get_char_validated((const gchar *)p + i, (gssize)(len - i));
+    if (c == (gunichar)-1 || c == (gunichar)-2) {
+      g_string_append_printf(out, "\\x%02x", p[i]);
+      i++;
+      continue;
+    }
+    n = (gsize)g_unichar_to_utf8(c, NULL);
+    if (c <= 0x9f) /* C1: CSI (U+009B) starts a sequence on some terminals */
+      g_string_append_printf(out, "\\u%04x", c);
+    else
+      g_string_append_len(out, (const gchar *)p + i, (gssize)n);
+    i += n;
+  }
+  return g_string_free(out, FALSE);
+}
+
+/* A cell on one line, in valid UTF-8 without control characters: what a
+ * terminal shows in a column. */
 static gchar *
 cell_text(const gchar *value)
 {
-  gchar *text = g_utf8_make_valid(value != NULL ? value : "-", -1);
-
-  g_strdelimit(text, "\t\r\n", ' ');
-  return text;
+  return cli_terminal_text(value != NULL ? value : "-", -1);
 }
 
 void

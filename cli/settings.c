@@ -10,6 +10,11 @@
  *      configuration nobody asked for);
  *   4. the defaults: redis://127.0.0.1:6379/0, reliable, "sluice".
  *
+ * A password need not be in the URL, where `ps` shows it to every user of
+ * the machine: a password file (--password-file, SLUICE_PASSWORD_FILE,
+ * password_file) holds it, and it is put into the URL here, escaped. No
+ * message ever quotes the file's content.
+ *
  * Messages about a bad value say where it came from, because "mode “fsat”
  * is unknown" is much easier to fix when it adds "(from SLUICE_MODE)".
  */
@@ -22,7 +27,7 @@
 #define GROUP_CONNECTION "connection"
 
 static const gchar *const connection_keys[] = {"url", "mode", "namespace",
-                                               NULL};
+                                               "password_file", NULL};
 
 void
 cli_settings_clear(CliSettings *settings)
@@ -61,12 +66,51 @@ cli_keyfile_check_keys(const CliSettings *settings, const gchar *group,
   for (guint i = 0; keys != NULL && keys[i] != NULL; i++)
     if (!g_strv_contains(known, keys[i])) {
       g_autofree gchar *list = g_strjoinv(", ", (gchar **)known);
+      /* The key is the file's: quoted for a terminal. */
+      g_autofree gchar *path = cli_terminal_text(settings->config_path, -1);
+      g_autofree gchar *key = cli_terminal_text(keys[i], -1);
       return cli_usage_error(error,
                              "%s: unknown key “%s” in group [%s]; the keys "
                              "of [%s] are: %s",
-                             settings->config_path, keys[i], group, group,
-                             list);
+                             path, key, group, group, list);
     }
+  return TRUE;
+}
+
+/* GLib's key file reader takes \s \n \t \r and \\ in values, and warns
+ * (from inside g_key_file_get_string, whatever the caller does) about a
+ * value that ends in a lone backslash after another bad escape. So every
+ * value of the file is checked once, when it is loaded, and a bad one is
+ * the usage error it deserves, naming its key. */
+static gboolean
+check_escapes(GKeyFile *keyfile, const gchar *path, GError **error)
+{
+  g_auto(GStrv) groups = g_key_file_get_groups(keyfile, NULL);
+
+  for (guint g = 0; groups != NULL && groups[g] != NULL; g++) {
+    g_auto(GStrv) keys = g_key_file_get_keys(keyfile, groups[g], NULL, NULL);
+
+    for (guint k = 0; keys != NULL && keys[k] != NULL; k++) {
+      g_autofree gchar *raw =
+          g_key_file_get_value(keyfile, groups[g], keys[k], NULL);
+
+      for (const gchar *p = raw; p != NULL && *p != '\0'; p++) {
+        if (*p != '\\')
+          continue;
+        if (p[1] == '\0' || strchr("sntr\\", p[1]) == NULL) {
+          g_autofree gchar *shown_path = cli_terminal_text(path, -1);
+          g_autofree gchar *group = cli_terminal_text(groups[g], -1);
+          g_autofree gchar *key = cli_terminal_text(keys[k], -1);
+          return cli_usage_error(error,
+                                 "%s: the value of %s in [%s] has a backslash "
+                                 "that starts no escape (\\s \\n \\t \\r "
+                                 "\\\\): write a backslash as \\\\",
+                                 shown_path, key, group);
+        }
+        p++;
+      }
+    }
+  }
   return TRUE;
 }
 
@@ -102,6 +146,78 @@ pick(const gchar *flag, const gchar *option, const gchar *env,
   return g_strdup(fallback);
 }
 
+/* The password: the first line of @path, without its line break. */
+static gchar *
+read_password(const gchar *path, const gchar *source, GError **error)
+{
+  g_autoptr(GError) local = NULL;
+  g_autofree gchar *text = NULL;
+  gsize len = 0;
+  gchar *end;
+
+  if (!g_file_get_contents(path, &text, &len, &local)) {
+    g_autofree gchar *why = cli_terminal_text(local->message, -1);
+    g_autofree gchar *from = cli_terminal_text(source, -1);
+    cli_usage_error(error, "cannot read the password file (from %s): %s", from,
+                    why);
+    return NULL;
+  }
+  end = memchr(text, '\n', len);
+  if (end != NULL)
+    len = (gsize)(end - text);
+  if (len > 0 && text[len - 1] == '\r')
+    len--;
+  if (len == 0 || memchr(text, '\0', len) != NULL) {
+    g_autofree gchar *shown = cli_terminal_text(path, -1);
+    g_autofree gchar *from = cli_terminal_text(source, -1);
+    cli_usage_error(error,
+                    "the password file %s (from %s) %s: put the password on "
+                    "its first line",
+                    shown, from,
+                    len == 0 ? "has an empty first line" : "holds a NUL byte");
+    memset(text, 0, strlen(text));
+    return NULL;
+  }
+  {
+    gchar *password = g_strndup(text, len);
+    memset(text, 0, len);
+    return password;
+  }
+}
+
+/* @url with @password as its password: redis://[user]:<escaped>@rest. The
+ * URL must not carry one already. */
+static gchar *
+url_with_password(const gchar *url, const gchar *password, GError **error)
+{
+  g_autofree gchar *escaped = NULL;
+  const gchar *rest, *at;
+  g_autofree gchar *user = NULL;
+
+  if (g_ascii_strncasecmp(url, "redis://", 8) != 0) {
+    cli_usage_error(error, "a password file goes with a redis:// URL (a "
+                           "unix:// socket carries no credentials: protect "
+                           "it by its file permissions)");
+    return NULL;
+  }
+  rest = url + 8;
+  /* The same rule as the broker's: the userinfo ends at the last '@'. */
+  at = strrchr(rest, '@');
+  if (at != NULL) {
+    if (memchr(rest, ':', (gsize)(at - rest)) != NULL) {
+      cli_usage_error(error, "the URL has a password already and a password "
+                             "file was given: give the password in one place "
+                             "only");
+      return NULL;
+    }
+    user = g_strndup(rest, (gsize)(at - rest));
+    rest = at + 1;
+  }
+  escaped = g_uri_escape_string(password, NULL, FALSE);
+  return g_strdup_printf("redis://%s:%s@%s", user != NULL ? user : "", escaped,
+                         rest);
+}
+
 gboolean
 cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
 {
@@ -122,12 +238,16 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
     out->keyfile = g_key_file_new();
     if (!g_key_file_load_from_file(out->keyfile, config, G_KEY_FILE_NONE,
                                    &local)) {
-      cli_usage_error(error, "cannot read the configuration file %s: %s",
-                      config, local->message);
+      /* GLib quotes the line it could not read. */
+      g_autofree gchar *shown = cli_terminal_text(config, -1);
+      g_autofree gchar *why = cli_terminal_text(local->message, -1);
+      cli_usage_error(error, "cannot read the configuration file %s: %s", shown,
+                      why);
       cli_settings_clear(out);
       return FALSE;
     }
-    if (!cli_keyfile_check_keys(out, GROUP_CONNECTION, connection_keys,
+    if (!check_escapes(out->keyfile, config, error) ||
+        !cli_keyfile_check_keys(out, GROUP_CONNECTION, connection_keys,
                                 error)) {
       cli_settings_clear(out);
       return FALSE;
@@ -137,6 +257,28 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
   out->url = pick(common->url, "--url", "SLUICE_URL", out, "url",
                   SLUICE_REDIS_DEFAULT_URL, &source);
   g_clear_pointer(&source, g_free);
+  {
+    g_autofree gchar *path =
+        pick(common->password_file, "--password-file", "SLUICE_PASSWORD_FILE",
+             out, "password_file", NULL, &source);
+
+    if (path != NULL) {
+      g_autofree gchar *password = read_password(path, source, error);
+      gchar *url = password != NULL
+                       ? url_with_password(out->url, password, error)
+                       : NULL;
+
+      if (password != NULL)
+        memset(password, 0, strlen(password));
+      if (url == NULL) {
+        cli_settings_clear(out);
+        return FALSE;
+      }
+      g_free(out->url);
+      out->url = url;
+    }
+    g_clear_pointer(&source, g_free);
+  }
   out->namespace_ =
       pick(common->namespace_, "--namespace", "SLUICE_NAMESPACE", out,
            "namespace", SLUICE_REDIS_DEFAULT_NAMESPACE, &source);
@@ -150,10 +292,12 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
   } else if (g_strcmp0(mode, "memory") == 0) {
     out->mode = CLI_MODE_MEMORY;
   } else {
+    g_autofree gchar *shown = cli_terminal_text(mode, -1);
+    g_autofree gchar *from = cli_terminal_text(source, -1);
     cli_usage_error(error,
                     "unknown mode “%s” (from %s): use fast or reliable, the "
                     "same as the workers of the namespace",
-                    mode, source);
+                    shown, from);
     cli_settings_clear(out);
     return FALSE;
   }

@@ -20,6 +20,12 @@ log_fields(GLogLevelFlags level, const gchar *task_id, const gchar *task,
   GLogField fields[12];
   gsize n = 0;
   gchar attempt_text[16];
+  g_autofree gchar *escaped = NULL;
+
+  /* A message may quote what a task or a message said; whatever reads the
+   * log (a terminal, journald, a JSON log) gets valid UTF-8. */
+  if (G_UNLIKELY(!g_utf8_validate(message, -1, NULL)))
+    message = escaped = sluice_text__escape(message, -1, 0);
 
   fields[n++] = (GLogField){"GLIB_DOMAIN", G_LOG_DOMAIN, -1};
   /* g_log_structured_array() adds no PRIORITY: the journal needs it. */

@@ -59,11 +59,13 @@ static const gchar *const day_names[] = {"sun", "mon", "tue", "wed",
 static gboolean
 cron_error(GError **error, const gchar *cron, const gchar *why)
 {
+  g_autofree gchar *shown = sluice_text__escape(cron, -1, 100);
+
   g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
               "bad cron expression “%s”: %s (expected five fields: minute "
               "hour day-of-month month day-of-week, e.g. “*/15 9-17 * * "
               "mon-fri”)",
-              cron, why);
+              shown, why);
   return FALSE;
 }
 
@@ -138,10 +140,13 @@ parse_field(const gchar *field, guint lo, guint hi, const gchar *const *names,
     for (guint v = a; v <= b; v += step)
       *out |= G_GUINT64_CONSTANT(1) << v;
     continue;
-  bad:
+  bad : {
+    g_autofree gchar *shown = sluice_text__escape(field, -1, 40);
+
     why = g_strdup_printf("the %s field “%s” is not valid (range %u-%u)", what,
-                          field, lo, hi);
+                          shown, lo, hi);
     return cron_error(error, cron, why);
+  }
   }
   return TRUE;
 }
@@ -220,13 +225,35 @@ cron_day_matches(const CronSpec *spec, GDateTime *dt)
   return dom && dow;
 }
 
-/* The first matching minute strictly after @after_ms, or 0 if none within
- * five years (an impossible date such as 30 February). */
+/* Cron is evaluated on GDateTime, which spans the years 1 to 9999: the
+ * first and the last minute it can name, in seconds since the epoch. */
+#define CRON_FIRST_S G_GINT64_CONSTANT(-62135596800) /* 0001-01-01T00:00Z */
+#define CRON_LAST_S G_GINT64_CONSTANT(253402300740)  /* 9999-12-31T23:59Z */
+#define CRON_SEARCH_S (G_GINT64_CONSTANT(5) * 366 * 24 * 3600)
+
+/* Division rounding toward minus infinity: the minute of -1 ms is the one
+ * that starts at -60000 ms, not the one at 0. */
 static gint64
-cron_next(const CronSpec *spec, gint64 after_ms)
+floor_div(gint64 a, gint64 b)
 {
-  gint64 t = (after_ms / 60000 + 1) * 60; /* seconds, on a minute */
-  gint64 limit = t + 5 * 366 * 24 * 3600;
+  gint64 q = a / b;
+
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+typedef enum {
+  CRON_FOUND,
+  CRON_NONE_IN_FIVE_YEARS, /* an impossible date, such as 30 February */
+  CRON_NONE_IN_RANGE,      /* none before the end of year 9999 */
+} CronResult;
+
+/* The first matching minute strictly after @after_ms, which must lie in
+ * [CRON_FIRST_S * 1000 - 1, CRON_LAST_S * 1000 + 59999]. */
+static CronResult
+cron_next(const CronSpec *spec, gint64 after_ms, gint64 *out_ms)
+{
+  gint64 t = (floor_div(after_ms, 60000) + 1) * 60; /* seconds, on a minute */
+  gint64 limit = MIN(t + CRON_SEARCH_S, CRON_LAST_S + 60);
 
   while (t < limit) {
     g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(t);
@@ -236,9 +263,12 @@ cron_next(const CronSpec *spec, gint64 after_ms)
     gint minute = g_date_time_get_minute(dt);
 
     if (!((spec->months >> month) & 1)) {
-      g_autoptr(GDateTime) next =
-          g_date_time_new_utc(month == 12 ? year + 1 : year,
-                              month == 12 ? 1 : month + 1, 1, 0, 0, 0);
+      g_autoptr(GDateTime) next = NULL;
+
+      if (year == 9999 && month == 12)
+        break; /* no next month to name */
+      next = g_date_time_new_utc(month == 12 ? year + 1 : year,
+                                 month == 12 ? 1 : month + 1, 1, 0, 0, 0);
       t = g_date_time_to_unix(next);
       continue;
     }
@@ -254,9 +284,11 @@ cron_next(const CronSpec *spec, gint64 after_ms)
       t += 60;
       continue;
     }
-    return t * 1000;
+    *out_ms = t * 1000;
+    return CRON_FOUND;
   }
-  return 0;
+  return limit == CRON_LAST_S + 60 ? CRON_NONE_IN_RANGE
+                                   : CRON_NONE_IN_FIVE_YEARS;
 }
 
 gboolean
@@ -264,17 +296,32 @@ sluice_cron_next(const gchar *cron, gint64 after_ms, gint64 *out_next_ms,
                  GError **error)
 {
   CronSpec spec;
-  gint64 next;
 
   g_return_val_if_fail(cron != NULL, FALSE);
   g_return_val_if_fail(out_next_ms != NULL, FALSE);
   if (!cron_parse(cron, &spec, error))
     return FALSE;
-  next = cron_next(&spec, after_ms);
-  if (next == 0)
-    return cron_error(error, cron, "it matches no date in the next five years");
-  *out_next_ms = next;
-  return TRUE;
+  if (after_ms < CRON_FIRST_S * 1000 - 1 ||
+      after_ms > CRON_LAST_S * 1000 + 59999) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                "cron: %" G_GINT64_FORMAT
+                " ms is outside the times cron can name (0001-01-01T00:00Z "
+                "to 9999-12-31T23:59Z, %" G_GINT64_FORMAT
+                " to %" G_GINT64_FORMAT " ms since the epoch)",
+                after_ms, CRON_FIRST_S * 1000, CRON_LAST_S * 1000);
+    return FALSE;
+  }
+  switch (cron_next(&spec, after_ms, out_next_ms)) {
+  case CRON_FOUND:
+    return TRUE;
+  case CRON_NONE_IN_RANGE:
+    return cron_error(error, cron,
+                      "it matches no minute before 9999-12-31T23:59Z, the "
+                      "last one cron can name");
+  case CRON_NONE_IN_FIVE_YEARS:
+    break;
+  }
+  return cron_error(error, cron, "it matches no date in the next five years");
 }
 
 /* ---- Schedules --------------------------------------------------------------
@@ -288,13 +335,23 @@ sluice_periodic_options_init(SluicePeriodicOptions *options)
   options->missed = SLUICE_MISSED_SKIP;
 }
 
-/* The first occurrence strictly after @after_ms (0: none). */
+/* The first occurrence strictly after @after_ms (0: none). Schedules live
+ * after the epoch (0 means "none" here): earlier times count as 0. */
 static gint64
 occurrence_after(SluicePeriodic *p, gint64 after_ms)
 {
-  if (p->interval_ms > 0)
-    return (after_ms / p->interval_ms + 1) * p->interval_ms;
-  return cron_next(&p->spec, after_ms);
+  gint64 next = 0;
+
+  after_ms = MAX(after_ms, 0);
+  if (p->interval_ms > 0) {
+    gint64 n = after_ms / p->interval_ms + 1;
+
+    return n <= G_MAXINT64 / p->interval_ms ? n * p->interval_ms : 0;
+  }
+  if (after_ms > CRON_LAST_S * 1000 + 59999 ||
+      cron_next(&p->spec, after_ms, &next) != CRON_FOUND)
+    return 0;
+  return next;
 }
 
 SluicePeriodic *

@@ -33,6 +33,23 @@ void sluice_log__task(GLogLevelFlags level, const gchar *task_id,
                       const gchar *task, const gchar *queue, guint attempt,
                       const gchar *format, ...) G_GNUC_PRINTF(6, 7);
 
+/* ---- Quoting outside bytes (text.c) ------------------------------------ */
+
+/**
+ * sluice_text__escape:
+ * @bytes: (nullable): any bytes: a key from a message, a URL, a cron
+ *   expression
+ * @length: their length, or -1 if NUL-terminated
+ * @max_bytes: show at most this many bytes of @bytes (cut at a character,
+ *   then "…"); 0 = all
+ *
+ * What every message that quotes outside bytes uses: printable UTF-8 is
+ * kept, control characters (C0, DEL, C1) become \n, \t, \xNN or \uNNNN,
+ * and every byte that is not part of a valid UTF-8 character becomes \xNN.
+ * Returns: (transfer full): valid UTF-8 without control characters.
+ */
+gchar *sluice_text__escape(const gchar *bytes, gssize length, gsize max_bytes);
+
 /* ---- Tasks --------------------------------------------------------------- */
 
 typedef struct {

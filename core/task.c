@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/sluice-private.h"
+#include "serializers/mp-reader.h"
 
 /* The first argument is the quark's name, not an expression. */
 /* clang-format off */
@@ -93,19 +94,21 @@ sluice_task__name_is_valid(const gchar *name, GError **error)
   }
   len = strlen(name);
   if (len > TASK_NAME_MAX) {
+    g_autofree gchar *shown = sluice_text__escape(name, (gssize)len, 40);
     g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
-                "task name “%.40s…” is %" G_GSIZE_FORMAT
+                "task name “%s” is %" G_GSIZE_FORMAT
                 " bytes long; the limit is %d",
-                name, len, TASK_NAME_MAX);
+                shown, len, TASK_NAME_MAX);
     return FALSE;
   }
   for (gsize i = 0; i < len; i++) {
     if (!g_ascii_isgraph(name[i])) {
+      g_autofree gchar *shown = sluice_text__escape(name, (gssize)len, 0);
       g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
                   "task name “%s” has a space or non-printable character at "
                   "byte %" G_GSIZE_FORMAT
                   "; use printable ASCII such as “mail.send”",
-                  name, i);
+                  shown, i);
       return FALSE;
     }
   }
@@ -306,16 +309,30 @@ sluice_task_context_get_args(SluiceTaskContext *ctx)
   if (!ctx->args_unpacked) {
     gsize size = 0;
     const gchar *data = g_bytes_get_data(ctx->envelope->args, &size);
-    size_t offset = 0;
+    g_autoptr(GError) error = NULL;
+    SluiceMpReader r;
+    guint64 n_values = 0;
 
-    msgpack_zone_init(&ctx->zone, MAX(size, 64));
+    /* Count first, so that the whole tree fits one zone chunk of exactly
+     * its size: the decoder bounded that cost when it took the message. */
+    sluice_mp_reader_init(&r, data, size);
+    if (size > 0)
+      sluice_mp_reader__skip_counting(&r, 1, G_MAXUINT, &n_values, NULL);
+    msgpack_zone_init(&ctx->zone,
+                      (size_t)MAX(SLUICE_MP_UNPACKED_BYTES(n_values), 64));
     ctx->args_unpacked = TRUE;
-    /* The codec validated these bytes as exactly one bounded value when the
-     * envelope was decoded, so this cannot fail on well-formed input; a
-     * failure still yields nil rather than garbage. */
-    if (size == 0 || msgpack_unpack(data, size, &offset, &ctx->zone,
-                                    &ctx->args) != MSGPACK_UNPACK_SUCCESS)
+    /* The codec validated these bytes as exactly one value when the
+     * envelope was decoded (and this reader has no depth limit of its
+     * own), so this fails only for an envelope that never went through a
+     * codec with bad args in it: a programming error. */
+    if (size == 0 ||
+        !sluice_mp__unpack(data, size, &ctx->zone, &ctx->args, &error)) {
+      if (error != NULL)
+        g_critical("sluice_task_context_get_args: the arguments of task %s "
+                   "are not one msgpack value: %s",
+                   ctx->envelope->id, error->message);
       ctx->args.type = MSGPACK_OBJECT_NIL;
+    }
   }
   return &ctx->args;
 }

@@ -1,5 +1,5 @@
 /* args-json.c - JSON <-> msgpack for task arguments, and the strict JSON
- * front end the JSON codec shares.
+ * reader the JSON codec shares.
  *
  * Task arguments are one msgpack value. Humans and producers without a
  * msgpack library write them as JSON (`sluice enqueue TASK '{"n": 1}'`, the
@@ -19,28 +19,34 @@
  * integers above 2^63-1, NaN and infinities, strings holding U+0000 or
  * invalid UTF-8.
  *
- * Parsing uses json-glib, behind a lexical pre-pass (json_prescan). The
- * pre-pass exists because json-glib, as shipped in Debian 12 (1.6), is both
- * recursive and lenient: it would overflow the stack on a deeply nested
- * input before any limit could be checked, and it accepts comments, single
- * quotes, hex and leading-zero numbers, raw control characters and `\x`
- * escapes, wraps integers that do not fit 64 bits, turns 1e400 into
- * infinity and cuts strings at \u0000. The pre-pass tokenizes the text
- * exactly as RFC 8259 does and refuses all of that, so json-glib is only
- * ever handed strict JSON of bounded depth, and only the grammar (commas,
- * colons, bracket pairs) is left to it.
+ * Reading is two passes over the text and builds no tree:
  *
- * Writing does not use JsonGenerator: json-glib 1.6 writes 1e20 as
- * "1e+20.0", which is not JSON, and cannot write a string holding U+0000.
- * The writer below is small and emits compact RFC 8259 text whose numbers
- * read back as the same values.
+ *   1. sluice_json__scan() checks the whole text against RFC 8259, strictly
+ *      (no comments, single quotes, hex or leading-zero numbers, raw control
+ *      characters, \u0000, lone surrogates, integers beyond 64 bits, numbers
+ *      beyond float64, duplicate keys), enforces the depth limit, and
+ *      records one number per container: how many elements or members it
+ *      has. It keeps an explicit stack, so no input can exhaust the C stack.
+ *   2. A cursor (SluiceJsonCursor) walks the checked text again and hands
+ *      out values: the args converter writes msgpack straight from it
+ *      (container headers need the counts of pass 1), and the JSON codec
+ *      reads the envelope's fields from it.
+ *
+ * A tree (json-glib's JsonParser, which this replaced) costs 40 to 120
+ * bytes per value, so a 1 MiB text of tiny values cost a worker 50 MB to
+ * look at. Here a text of n bytes costs at most what PROTOCOL.md states
+ * (about 7n at the peak: the counts, the keys of the objects open at a time
+ * for the duplicate check, and the msgpack written), and the test suite
+ * measures it.
+ *
+ * Writing does not use a generator either: the writer below emits compact
+ * RFC 8259 text whose numbers read back as the same values.
  */
 #include "config.h"
 
 #include "core/sluice-private.h"
 #include "serializers/codec-private.h"
 
-#include <json-glib/json-glib.h>
 #include <math.h>
 #include <msgpack.h>
 #include <stdarg.h>
@@ -86,7 +92,10 @@ static gboolean G_GNUC_PRINTF(5, 6)
   return FALSE;
 }
 
-/* ---- The strict lexical pre-pass ------------------------------------------
+/* ---- Tokens ---------------------------------------------------------------
+ *
+ * The lexer reads one token at lx->i. Pass 1 runs it on any text; pass 2
+ * runs the same functions on text pass 1 accepted, to decode strings.
  */
 
 typedef struct {
@@ -115,7 +124,8 @@ truncated(Lexer *lx, const gchar *inside)
                     "the input ends inside %s", inside);
 }
 
-/* Describes the character at @offset for a message: 'x' or U+XXXX. */
+/* Describes the character at @offset for a message: 'x' or U+XXXX. The
+ * text is valid UTF-8 (checked first). */
 static gchar *
 describe_char(const gchar *t, gsize offset)
 {
@@ -167,17 +177,25 @@ lex_u_escape(Lexer *lx, guint *out)
   return TRUE;
 }
 
+/* A string token at lx->i (its opening quote). With @out, its decoded
+ * bytes are appended to it. */
 static gboolean
-lex_string(Lexer *lx)
+lex_string(Lexer *lx, GString *out)
 {
+  gsize run;
+
   lx->i++; /* the opening quote */
+  run = lx->i;
   for (;;) {
     guchar c;
+    gchar esc;
 
     if (lx->i >= lx->len)
       return truncated(lx, "a string");
     c = (guchar)lx->t[lx->i];
     if (c == '"') {
+      if (out != NULL)
+        g_string_append_len(out, lx->t + run, (gssize)(lx->i - run));
       lx->i++;
       return TRUE;
     }
@@ -190,18 +208,31 @@ lex_string(Lexer *lx)
       lx->i++;
       continue;
     }
+    if (out != NULL)
+      g_string_append_len(out, lx->t + run, (gssize)(lx->i - run));
     if (lx->i + 1 >= lx->len)
       return truncated(lx, "an escape");
+    esc = 0;
     switch (lx->t[lx->i + 1]) {
     case '"':
     case '\\':
     case '/':
+      esc = lx->t[lx->i + 1];
+      break;
     case 'b':
+      esc = '\b';
+      break;
     case 'f':
+      esc = '\f';
+      break;
     case 'n':
+      esc = '\n';
+      break;
     case 'r':
+      esc = '\r';
+      break;
     case 't':
-      lx->i += 2;
+      esc = '\t';
       break;
     case 'u': {
       guint cp, low;
@@ -229,22 +260,29 @@ lex_string(Lexer *lx)
           return json_error(lx->error, SLUICE_CODEC_ERROR_INVALID, lx->t, start,
                             "\\u%04X is a lone high surrogate", cp);
         lx->i += 6;
+        cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
       }
-      break;
+      if (out != NULL)
+        g_string_append_unichar(out, cp);
+      run = lx->i;
+      continue;
     }
     default:
       return unexpected(lx, lx->i + 1,
                         "an escape (\\\" \\\\ \\/ \\b \\f \\n "
                         "\\r \\t \\uXXXX)");
     }
+    if (out != NULL)
+      g_string_append_c(out, esc);
+    lx->i += 2;
+    run = lx->i;
   }
 }
 
-/* RFC 8259 numbers only. Integers must fit int64 (json-glib would wrap
- * them) and other numbers must be finite as float64 (json-glib would give
- * infinity). */
+/* RFC 8259 numbers only. Integers must fit int64 and other numbers must be
+ * finite as float64. @is_float tells which. */
 static gboolean
-lex_number(Lexer *lx)
+lex_number(Lexer *lx, gboolean *out_is_float)
 {
   gsize start = lx->i;
   gboolean negative = FALSE, is_float = FALSE;
@@ -302,7 +340,7 @@ lex_number(Lexer *lx)
       if (value > (limit - digit) / 10)
         return json_error(lx->error, SLUICE_CODEC_ERROR_INVALID, lx->t, start,
                           "integer %.*s does not fit a signed 64-bit integer",
-                          (gint)(lx->i - start), lx->t + start);
+                          (gint)MIN(lx->i - start, 40), lx->t + start);
       value = value * 10 + digit;
     }
   } else {
@@ -322,6 +360,8 @@ lex_number(Lexer *lx)
                         "number %.*s is out of the range of a float64",
                         (gint)MIN(n, 40), lx->t + start);
   }
+  if (out_is_float != NULL)
+    *out_is_float = is_float;
   return TRUE;
 }
 
@@ -353,195 +393,575 @@ lex_literal(Lexer *lx)
   return TRUE;
 }
 
-static gboolean
-json_prescan(const gchar *t, gsize len, guint max_depth, GError **error)
+/* ---- Pass 1: the check ----------------------------------------------------
+ */
+
+struct _SluiceJsonDoc {
+  const gchar *text;
+  gsize len;
+  GArray *counts; /* guint32 per container, in the order they open */
+};
+
+/* A key of an object still open, for the duplicate check: 12 bytes, as
+ * texts are shorter than 4 GiB. */
+typedef struct {
+  guint32 arena_offset; /* its decoded bytes, in Scan.arena */
+  guint32 length;
+  guint32 offset; /* where it is in the text */
+} KeyRecord;
+
+typedef struct {
+  gboolean is_object;
+  /* Opened one level beyond the depth limit, which only {"$bin": "..."}
+   * may do: it stands for a msgpack bin, a scalar (see PROTOCOL.md). */
+  gboolean bin_leaf;
+  guint32 count;
+  guint index;       /* in counts */
+  gsize keys_start;  /* its first KeyRecord */
+  gsize arena_start; /* where its keys start in the arena */
+  gsize offset;      /* of its bracket */
+} Frame;
+
+typedef enum {
+  EXPECT_VALUE,          /* at the top, after ':' or after ',' in an array */
+  EXPECT_VALUE_OR_CLOSE, /* after '[' */
+  EXPECT_KEY_OR_CLOSE,   /* after '{' */
+  EXPECT_KEY,            /* after ',' in an object */
+  EXPECT_COLON,          /* after a key */
+  EXPECT_COMMA_OR_CLOSE, /* after a value inside a container */
+} Expect;
+
+typedef struct {
+  Lexer lx;
+  guint max_depth;
+  GArray *stack; /* Frame */
+  GArray *counts;
+  GArray *keys; /* KeyRecord */
+  GString *arena;
+  gsize last_comma;
+} Scan;
+
+static gint
+compare_keys(gconstpointer a, gconstpointer b, gpointer arena)
 {
-  Lexer lx = {t, len, 0, error};
-  guint depth = 0;
-  gboolean done = FALSE; /* a whole top-level value has been seen */
-  const gchar *bad;
+  const KeyRecord *x = a, *y = b;
+  const gchar *base = ((GString *)arena)->str;
+  gint c = memcmp(base + x->arena_offset, base + y->arena_offset,
+                  MIN(x->length, y->length));
 
-  if (!g_utf8_validate_len(t, len, &bad)) {
-    /* A text cut inside a character is cut, not garbled. */
-    if (g_utf8_get_char_validated(bad, (gssize)(len - (gsize)(bad - t))) ==
-        (gunichar)-2)
-      return json_error(error, SLUICE_CODEC_ERROR_TRUNCATED, t,
-                        (gsize)(bad - t),
-                        "the input ends inside a UTF-8 character");
-    return json_error(error, SLUICE_CODEC_ERROR_INVALID, t, (gsize)(bad - t),
-                      "not valid UTF-8 (or a NUL byte)");
+  if (c != 0)
+    return c;
+  if (x->length != y->length)
+    return x->length < y->length ? -1 : 1;
+  return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static gboolean
+same_key_bytes(const Scan *sc, const KeyRecord *a, const KeyRecord *b)
+{
+  return a->length == b->length &&
+         memcmp(sc->arena->str + a->arena_offset,
+                sc->arena->str + b->arena_offset, a->length) == 0;
+}
+
+/* Fails when the object @f closes with a key twice, naming the earliest
+ * repeat; then forgets its keys. Small objects compare each pair; larger
+ * ones sort, so that no object can make this quadratic. */
+static gboolean
+check_duplicates(Scan *sc, const Frame *f)
+{
+  gsize n = sc->keys->len - f->keys_start;
+  const KeyRecord *repeat = NULL;
+  KeyRecord *keys;
+  gboolean ok = TRUE;
+
+  /* An empty GArray has no data at all: no pointer to take into it. */
+  if (n < 2)
+    goto out;
+  keys = &g_array_index(sc->keys, KeyRecord, f->keys_start);
+  if (n <= 8) {
+    for (gsize j = 1; j < n; j++)
+      for (gsize i = 0; i < j; i++)
+        if ((repeat == NULL || keys[j].offset < repeat->offset) &&
+            same_key_bytes(sc, &keys[i], &keys[j]))
+          repeat = &keys[j];
+  } else {
+    g_qsort_with_data(keys, (gint)n, sizeof *keys, compare_keys, sc->arena);
+    for (gsize j = 1; j < n; j++)
+      if ((repeat == NULL || keys[j].offset < repeat->offset) &&
+          same_key_bytes(sc, &keys[j - 1], &keys[j]))
+        repeat = &keys[j];
   }
-
-  while (lx.i < len) {
-    gchar c = t[lx.i];
-
-    if (is_space(c)) {
-      lx.i++;
-      continue;
-    }
-    if (done)
-      return json_error(error, SLUICE_CODEC_ERROR_TRAILING, t, lx.i,
-                        "more data after the JSON value");
-    switch (c) {
-    case '{':
-    case '[':
-      if (depth >= max_depth)
-        return json_error(error, SLUICE_CODEC_ERROR_TOO_DEEP, t, lx.i,
-                          "nesting deeper than the limit of %u", max_depth);
-      depth++;
-      lx.i++;
-      break;
-    case '}':
-    case ']':
-      if (depth == 0)
-        return unexpected(&lx, lx.i, "a value");
-      depth--;
-      lx.i++;
-      done = depth == 0;
-      break;
-    case ':':
-    case ',':
-      if (depth == 0)
-        return unexpected(&lx, lx.i, "a value");
-      lx.i++;
-      break;
-    case '"':
-      if (!lex_string(&lx))
-        return FALSE;
-      done = depth == 0;
-      break;
-    case 't':
-    case 'f':
-    case 'n':
-      if (!lex_literal(&lx))
-        return FALSE;
-      done = depth == 0;
-      break;
-    default:
-      if (c != '-' && !is_digit(c))
-        return unexpected(&lx, lx.i, "a JSON value or punctuation");
-      if (!lex_number(&lx))
-        return FALSE;
-      done = depth == 0;
-      break;
-    }
+  if (repeat != NULL) {
+    g_autofree gchar *name = sluice_text__escape(
+        sc->arena->str + repeat->arena_offset, (gssize)repeat->length, 64);
+    ok = json_error(sc->lx.error, SLUICE_CODEC_ERROR_INVALID, sc->lx.t,
+                    repeat->offset, "duplicate key \"%s\"", name);
   }
-  if (depth > 0)
-    return json_error(error, SLUICE_CODEC_ERROR_TRUNCATED, t, len,
-                      "the input ends inside an object or array (%u still "
-                      "open)",
-                      depth);
-  if (!done)
-    return json_error(error, SLUICE_CODEC_ERROR_TRUNCATED, t, len,
-                      "no JSON value (the input is empty)");
+out:
+  g_array_set_size(sc->keys, f->keys_start);
+  g_string_truncate(sc->arena, f->arena_start);
+  return ok;
+}
+
+static gboolean
+too_deep(Scan *sc, gsize offset)
+{
+  return json_error(sc->lx.error, SLUICE_CODEC_ERROR_TOO_DEEP, sc->lx.t, offset,
+                    "nesting deeper than the limit of %u", sc->max_depth);
+}
+
+static Frame *
+top_frame(Scan *sc)
+{
+  return sc->stack->len > 0
+             ? &g_array_index(sc->stack, Frame, sc->stack->len - 1)
+             : NULL;
+}
+
+/* A container opens at lx.i. */
+static gboolean
+open_container(Scan *sc, gboolean is_object)
+{
+  Frame f = {0};
+  guint32 zero = 0;
+  guint depth = sc->stack->len + 1;
+
+  f.is_object = is_object;
+  f.offset = sc->lx.i;
+  if (depth > sc->max_depth) {
+    Frame *parent = top_frame(sc);
+
+    if (!is_object || depth > sc->max_depth + 1 ||
+        (parent != NULL && parent->bin_leaf))
+      return too_deep(sc, sc->lx.i);
+    f.bin_leaf = TRUE;
+  }
+  f.index = sc->counts->len;
+  f.keys_start = sc->keys->len;
+  f.arena_start = sc->arena->len;
+  g_array_append_val(sc->counts, zero);
+  g_array_append_val(sc->stack, f);
+  sc->lx.i++;
   return TRUE;
 }
 
-/* ---- Parsing --------------------------------------------------------------
+static gboolean
+close_container(Scan *sc)
+{
+  Frame f = *top_frame(sc);
+
+  /* {} or {"$bin": "..."} cut short is a map, too deep here. */
+  if (f.bin_leaf && f.count != 1)
+    return too_deep(sc, f.offset);
+  g_array_set_size(sc->stack, sc->stack->len - 1);
+  g_array_index(sc->counts, guint32, f.index) = f.count;
+  sc->lx.i++;
+  if (f.is_object)
+    return check_duplicates(sc, &f);
+  return TRUE;
+}
+
+/* One more element or member in the container on top. */
+static gboolean
+count_one(Scan *sc)
+{
+  Frame *f = top_frame(sc);
+
+  if (f->count == G_MAXUINT32)
+    return json_error(sc->lx.error, SLUICE_CODEC_ERROR_TOO_LARGE, sc->lx.t,
+                      sc->lx.i, "more than %u elements in one container",
+                      G_MAXUINT32);
+  f->count++;
+  return TRUE;
+}
+
+static gboolean
+scan_key(Scan *sc)
+{
+  Frame *f = top_frame(sc);
+  KeyRecord k;
+
+  k.offset = (guint32)sc->lx.i;
+  k.arena_offset = (guint32)sc->arena->len;
+  if (!lex_string(&sc->lx, sc->arena))
+    return FALSE;
+  k.length = (guint32)(sc->arena->len - k.arena_offset);
+  if (f->bin_leaf) {
+    /* Only {"$bin": "..."} may stand one level beyond the limit. */
+    if (f->count > 0 || k.length != 4 ||
+        memcmp(sc->arena->str + k.arena_offset, "$bin", 4) != 0)
+      return too_deep(sc, f->offset);
+  }
+  g_array_append_val(sc->keys, k);
+  return count_one(sc);
+}
+
+static gboolean
+scan_scalar(Scan *sc)
+{
+  gchar c = sc->lx.t[sc->lx.i];
+
+  if (c == '"')
+    return lex_string(&sc->lx, NULL);
+  if (c == 't' || c == 'f' || c == 'n')
+    return lex_literal(&sc->lx);
+  if (c == '-' || is_digit(c))
+    return lex_number(&sc->lx, NULL);
+  return unexpected(&sc->lx, sc->lx.i, "a JSON value");
+}
+
+static void
+scan_clear(Scan *sc)
+{
+  g_array_unref(sc->stack);
+  g_array_unref(sc->keys);
+  g_string_free(sc->arena, TRUE);
+  if (sc->counts != NULL)
+    g_array_unref(sc->counts);
+}
+
+SluiceJsonDoc *
+sluice_json__scan(const gchar *text, gsize len, guint max_depth, GError **error)
+{
+  Scan sc;
+  Expect expect = EXPECT_VALUE;
+  gboolean done = FALSE; /* a whole top-level value has been seen */
+  const gchar *bad;
+  SluiceJsonDoc *doc;
+
+  if (!g_utf8_validate_len(text, len, &bad)) {
+    /* A text cut inside a character is cut, not garbled. */
+    if (g_utf8_get_char_validated(bad, (gssize)(len - (gsize)(bad - text))) ==
+        (gunichar)-2)
+      json_error(error, SLUICE_CODEC_ERROR_TRUNCATED, text, (gsize)(bad - text),
+                 "the input ends inside a UTF-8 character");
+    else
+      json_error(error, SLUICE_CODEC_ERROR_INVALID, text, (gsize)(bad - text),
+                 "not valid UTF-8 (or a NUL byte)");
+    return NULL;
+  }
+
+  /* Offsets are kept in 32 bits (KeyRecord). */
+  if (len > G_MAXUINT32) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_TOO_LARGE,
+                "a JSON text of %" G_GSIZE_FORMAT
+                " bytes: the reader takes at most 4 GiB",
+                len);
+    return NULL;
+  }
+  sc.lx = (Lexer){text, len, 0, error};
+  sc.max_depth = MIN(max_depth, SLUICE_JSON_MAX_DEPTH);
+  sc.stack = g_array_new(FALSE, FALSE, sizeof(Frame));
+  sc.counts = g_array_new(FALSE, FALSE, sizeof(guint32));
+  sc.keys = g_array_new(FALSE, FALSE, sizeof(KeyRecord));
+  sc.arena = g_string_new(NULL);
+  sc.last_comma = 0;
+
+  while (sc.lx.i < len) {
+    gchar c = text[sc.lx.i];
+    Frame *top;
+    gboolean value_done = FALSE;
+
+    if (is_space(c)) {
+      sc.lx.i++;
+      continue;
+    }
+    if (done) {
+      json_error(error, SLUICE_CODEC_ERROR_TRAILING, text, sc.lx.i,
+                 "more data after the JSON value");
+      goto fail;
+    }
+    top = top_frame(&sc);
+    switch (expect) {
+    case EXPECT_KEY_OR_CLOSE:
+    case EXPECT_KEY:
+      if (c == '"') {
+        if (!scan_key(&sc))
+          goto fail;
+        expect = EXPECT_COLON;
+        break;
+      }
+      if (c == '}' && expect == EXPECT_KEY) {
+        json_error(error, SLUICE_CODEC_ERROR_INVALID, text, sc.last_comma,
+                   "a comma before '}' (no member follows it)");
+        goto fail;
+      }
+      if (c == '}') {
+        if (!close_container(&sc))
+          goto fail;
+        value_done = TRUE;
+        break;
+      }
+      unexpected(&sc.lx, sc.lx.i,
+                 expect == EXPECT_KEY ? "a key (a string)"
+                                      : "a key (a string) or '}'");
+      goto fail;
+    case EXPECT_COLON:
+      if (c != ':') {
+        unexpected(&sc.lx, sc.lx.i, "':'");
+        goto fail;
+      }
+      sc.lx.i++;
+      expect = EXPECT_VALUE;
+      break;
+    case EXPECT_COMMA_OR_CLOSE:
+      if (c == ',') {
+        if (top->bin_leaf) {
+          too_deep(&sc, top->offset);
+          goto fail;
+        }
+        sc.last_comma = sc.lx.i++;
+        expect = top->is_object ? EXPECT_KEY : EXPECT_VALUE;
+        break;
+      }
+      if (c == (top->is_object ? '}' : ']')) {
+        if (!close_container(&sc))
+          goto fail;
+        value_done = TRUE;
+        break;
+      }
+      unexpected(&sc.lx, sc.lx.i, top->is_object ? "',' or '}'" : "',' or ']'");
+      goto fail;
+    case EXPECT_VALUE_OR_CLOSE:
+    case EXPECT_VALUE:
+      if (c == ']' && expect == EXPECT_VALUE_OR_CLOSE) {
+        if (!close_container(&sc))
+          goto fail;
+        value_done = TRUE;
+        break;
+      }
+      if (c == ']' && top != NULL && !top->is_object &&
+          expect == EXPECT_VALUE) {
+        json_error(error, SLUICE_CODEC_ERROR_INVALID, text, sc.last_comma,
+                   "a comma before ']' (no element follows it)");
+        goto fail;
+      }
+      if (top != NULL && top->bin_leaf && c != '"') {
+        /* {"$bin": <not a string>} is a map, and a map here is too deep. */
+        too_deep(&sc, top->offset);
+        goto fail;
+      }
+      if (top != NULL && !top->is_object && !count_one(&sc))
+        goto fail;
+      if (c == '{' || c == '[') {
+        if (!open_container(&sc, c == '{'))
+          goto fail;
+        expect = c == '{' ? EXPECT_KEY_OR_CLOSE : EXPECT_VALUE_OR_CLOSE;
+        break;
+      }
+      if (!scan_scalar(&sc))
+        goto fail;
+      value_done = TRUE;
+      break;
+    }
+    if (value_done) {
+      if (sc.stack->len == 0)
+        done = TRUE;
+      else
+        expect = EXPECT_COMMA_OR_CLOSE;
+    }
+  }
+  if (sc.stack->len > 0) {
+    json_error(error, SLUICE_CODEC_ERROR_TRUNCATED, text, len,
+               "the input ends inside an object or array (%u still open)",
+               sc.stack->len);
+    goto fail;
+  }
+  if (!done) {
+    json_error(error, SLUICE_CODEC_ERROR_TRUNCATED, text, len,
+               "no JSON value (the input is empty)");
+    goto fail;
+  }
+
+  doc = g_new0(SluiceJsonDoc, 1);
+  doc->text = text;
+  doc->len = len;
+  doc->counts = g_steal_pointer(&sc.counts);
+  scan_clear(&sc);
+  return doc;
+
+fail:
+  scan_clear(&sc);
+  return NULL;
+}
+
+void
+sluice_json__doc_free(SluiceJsonDoc *doc)
+{
+  if (doc == NULL)
+    return;
+  g_array_unref(doc->counts);
+  g_free(doc);
+}
+
+/* ---- Pass 2: the cursor ---------------------------------------------------
  *
- * json-glib keeps the last of duplicate keys without a word. Its signals
- * tell us each member as it is added: an object that reports more members
- * than it holds has a duplicate. Objects nest, so the counts are a stack.
+ * The text was checked, so the cursor trusts its grammar: before each token
+ * it steps over blanks, commas, colons and closing brackets (a container's
+ * count says where it ends), and every token is well-formed.
  */
 
-typedef struct {
-  GArray *counts;
-  gchar *duplicate;
-  guint line, column;
-} DuplicateCheck;
-
-static void
-on_object_start(JsonParser *parser, gpointer data)
+void
+sluice_json__cursor_init(SluiceJsonCursor *cur, const SluiceJsonDoc *doc)
 {
-  DuplicateCheck *dc = data;
-  guint zero = 0;
-
-  g_array_append_val(dc->counts, zero);
+  cur->doc = doc;
+  cur->i = 0;
+  cur->next_container = 0;
+  cur->scratch = g_string_new(NULL);
 }
 
-static void
-on_object_member(JsonParser *parser, JsonObject *object, const gchar *name,
-                 gpointer data)
+void
+sluice_json__cursor_clear(SluiceJsonCursor *cur)
 {
-  DuplicateCheck *dc = data;
-  guint *count;
+  if (cur->scratch != NULL)
+    g_string_free(cur->scratch, TRUE);
+  cur->scratch = NULL;
+}
 
-  if (dc->counts->len == 0)
+static gchar
+cur_peek(SluiceJsonCursor *cur)
+{
+  const gchar *t = cur->doc->text;
+
+  while (cur->i < cur->doc->len) {
+    gchar c = t[cur->i];
+
+    if (!is_space(c) && c != ',' && c != ':' && c != ']' && c != '}')
+      return c;
+    cur->i++;
+  }
+  return '\0';
+}
+
+/* Decodes the string at the cursor into cur->scratch. */
+static void
+cur_string(SluiceJsonCursor *cur)
+{
+  Lexer lx = {cur->doc->text, cur->doc->len, cur->i, NULL};
+
+  g_string_truncate(cur->scratch, 0);
+  (void)lex_string(&lx, cur->scratch);
+  cur->i = lx.i;
+}
+
+static guint32
+cur_open(SluiceJsonCursor *cur)
+{
+  cur->i++;
+  return g_array_index(cur->doc->counts, guint32, cur->next_container++);
+}
+
+void
+sluice_json__cursor_value(SluiceJsonCursor *cur, SluiceMpValue *v)
+{
+  const gchar *t = cur->doc->text;
+  gchar c = cur_peek(cur);
+
+  v->offset = G_MAXSIZE;
+  switch (c) {
+  case '{':
+    v->type = SLUICE_MP_MAP;
+    v->count = cur_open(cur);
     return;
-  count = &g_array_index(dc->counts, guint, dc->counts->len - 1);
-  (*count)++;
-  if (*count != json_object_get_size(object) && dc->duplicate == NULL) {
-    dc->duplicate = g_strdup(name);
-    dc->line = json_parser_get_current_line(parser);
-    dc->column = json_parser_get_current_pos(parser);
+  case '[':
+    v->type = SLUICE_MP_ARRAY;
+    v->count = cur_open(cur);
+    return;
+  case '"':
+    cur_string(cur);
+    v->type = SLUICE_MP_STR;
+    v->raw.data = cur->scratch->str;
+    /* A SluiceMpValue string holds at most 4 GiB; a longer one (only
+     * possible with a max_bytes above that) is cut, never read past. */
+    v->raw.len = (guint32)MIN(cur->scratch->len, G_MAXUINT32);
+    return;
+  case 't':
+  case 'f':
+    v->type = SLUICE_MP_BOOL;
+    v->b = c == 't';
+    cur->i += c == 't' ? 4 : 5;
+    return;
+  case 'n':
+    v->type = SLUICE_MP_NIL;
+    cur->i += 4;
+    return;
+  default: {
+    Lexer lx = {t, cur->doc->len, cur->i, NULL};
+    gboolean is_float = FALSE;
+    gsize start = cur->i, n;
+
+    (void)lex_number(&lx, &is_float);
+    cur->i = lx.i;
+    n = cur->i - start;
+    if (is_float) {
+      gchar small[64];
+      gchar *copy = n < sizeof small ? small : g_malloc(n + 1);
+
+      memcpy(copy, t + start, n);
+      copy[n] = '\0';
+      v->type = SLUICE_MP_FLOAT64;
+      v->f = g_ascii_strtod(copy, NULL);
+      if (copy != small)
+        g_free(copy);
+    } else {
+      gboolean negative = t[start] == '-';
+      guint64 magnitude = 0;
+
+      /* Checked by pass 1 to fit an int64. */
+      for (gsize k = start + negative; k < cur->i; k++)
+        magnitude = magnitude * 10 + (guint64)(t[k] - '0');
+      if (negative && magnitude > 0) {
+        v->type = SLUICE_MP_INT;
+        v->i = magnitude == (guint64)G_MAXINT64 + 1 ? G_MININT64
+                                                    : -(gint64)magnitude;
+      } else {
+        v->type = SLUICE_MP_UINT;
+        v->u = magnitude;
+      }
+    }
+    return;
+  }
   }
 }
 
-static void
-on_object_end(JsonParser *parser, JsonObject *object, gpointer data)
+const gchar *
+sluice_json__cursor_key(SluiceJsonCursor *cur, gsize *out_len)
 {
-  DuplicateCheck *dc = data;
-
-  if (dc->counts->len > 0)
-    g_array_set_size(dc->counts, dc->counts->len - 1);
+  cur_peek(cur);
+  cur_string(cur);
+  *out_len = cur->scratch->len;
+  return cur->scratch->str;
 }
 
-/* json-glib says "<data>:3:2: Parse error: ..."; say it our way. */
-static void
-set_parser_error(GError **error, const GError *parse_error)
+void
+sluice_json__cursor_skip(SluiceJsonCursor *cur)
 {
-  const gchar *msg = parse_error->message;
-  guint line, column;
-  gint n = 0;
+  const gchar *t = cur->doc->text;
+  gchar c = cur_peek(cur);
+  guint depth = 0;
 
-  if (g_str_has_prefix(msg, "<data>:") &&
-      sscanf(msg + 7, "%u:%u: %n", &line, &column, &n) == 2 && n > 0) {
-    const gchar *rest = msg + 7 + n;
+  if (c != '{' && c != '[') {
+    SluiceMpValue v;
 
-    if (g_str_has_prefix(rest, "Parse error: "))
-      rest += strlen("Parse error: ");
-    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
-                "line %u, column %u: %s", line, column, rest);
-  } else {
-    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
-                "JSON syntax error: %s", msg);
+    sluice_json__cursor_value(cur, &v);
+    return;
   }
-}
-
-JsonNode *
-sluice_json__parse(const gchar *text, gsize len, guint max_depth,
-                   GError **error)
-{
-  JsonParser *parser;
-  DuplicateCheck dc = {NULL, NULL, 0, 0};
-  GError *parse_error = NULL;
-  JsonNode *root = NULL;
-
-  max_depth = MIN(max_depth, SLUICE_JSON_MAX_DEPTH);
-  if (!json_prescan(text, len, max_depth, error))
-    return NULL;
-
-  parser = json_parser_new_immutable();
-  dc.counts = g_array_new(FALSE, FALSE, sizeof(guint));
-  g_signal_connect(parser, "object-start", G_CALLBACK(on_object_start), &dc);
-  g_signal_connect(parser, "object-member", G_CALLBACK(on_object_member), &dc);
-  g_signal_connect(parser, "object-end", G_CALLBACK(on_object_end), &dc);
-
-  if (!json_parser_load_from_data(parser, text, (gssize)len, &parse_error)) {
-    set_parser_error(error, parse_error);
-    g_error_free(parse_error);
-  } else if (dc.duplicate != NULL) {
-    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
-                "line %u, column %u: duplicate key \"%s\"", dc.line, dc.column,
-                dc.duplicate);
-  } else {
-    root = json_parser_steal_root(parser);
-  }
-
-  g_free(dc.duplicate);
-  g_array_unref(dc.counts);
-  g_object_unref(parser);
-  return root;
+  /* Brackets inside strings do not count; escaped quotes do not end one. */
+  do {
+    c = t[cur->i];
+    if (c == '"') {
+      for (cur->i++; t[cur->i] != '"'; cur->i++)
+        if (t[cur->i] == '\\')
+          cur->i++;
+    } else if (c == '{' || c == '[') {
+      depth++;
+      cur->next_container++;
+    } else if (c == '}' || c == ']') {
+      depth--;
+    }
+    cur->i++;
+  } while (depth > 0);
 }
 
 /* ---- JSON -> msgpack ------------------------------------------------------
@@ -566,97 +986,115 @@ is_base64(const gchar *s, gsize len)
   return TRUE;
 }
 
-/* Returns: (transfer none) (nullable): the base64 text when @object is
- * exactly {"$bin": "<string>"}. */
-static const gchar *
-bin_text(JsonObject *object)
+/* At an object of one member: if it is {"$bin": "<string>"}, packs the
+ * binary and returns TRUE with *@packed set; otherwise leaves the cursor
+ * where it was. */
+static gboolean
+try_bin(SluiceJsonCursor *cur, msgpack_packer *pk, gboolean *packed,
+        GError **error)
 {
-  JsonNode *member;
+  gsize at = cur->i;
+  guint next = cur->next_container;
+  gsize len, n = 0;
+  const gchar *key;
+  guchar *bin;
 
-  if (json_object_get_size(object) != 1)
-    return NULL;
-  member = json_object_get_member(object, "$bin");
-  if (member == NULL || !JSON_NODE_HOLDS_VALUE(member) ||
-      json_node_get_value_type(member) != G_TYPE_STRING)
-    return NULL;
-  return json_node_get_string(member);
+  *packed = FALSE;
+  cur_open(cur);
+  key = sluice_json__cursor_key(cur, &len);
+  if (len != 4 || memcmp(key, "$bin", 4) != 0 || cur_peek(cur) != '"') {
+    cur->i = at;
+    cur->next_container = next;
+    return TRUE;
+  }
+  cur_string(cur);
+  if (!is_base64(cur->scratch->str, cur->scratch->len)) {
+    g_autofree gchar *shown =
+        sluice_text__escape(cur->scratch->str, (gssize)cur->scratch->len, 40);
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "{\"$bin\": ...} must hold padded base64 text (RFC 4648), "
+                "found \"%s\"",
+                shown);
+    return FALSE;
+  }
+  bin = cur->scratch->len > 0 ? g_base64_decode(cur->scratch->str, &n) : NULL;
+  if (msgpack_pack_bin(pk, n) != 0 || msgpack_pack_bin_body(pk, bin, n) != 0)
+    g_error("sluice: out of memory while packing JSON arguments");
+  g_free(bin);
+  *packed = TRUE;
+  return TRUE;
 }
 
-/* Recursion is bounded by sluice_json__parse()'s depth limit. */
-static gboolean
-pack_node(msgpack_packer *pk, JsonNode *node, GError **error)
+static void
+pack_str(msgpack_packer *pk, const gchar *s, gsize len)
 {
+  if (msgpack_pack_str(pk, len) != 0 || msgpack_pack_str_body(pk, s, len) != 0)
+    g_error("sluice: out of memory while packing JSON arguments");
+}
+
+/* Packs the value at the cursor. Recursion is bounded by the depth limit
+ * pass 1 enforced (at most SLUICE_JSON_MAX_DEPTH + 1). */
+static gboolean
+pack_value(SluiceJsonCursor *cur, msgpack_packer *pk, guint64 *n_values,
+           GError **error)
+{
+  SluiceMpValue v;
   int rc = 0;
 
-  switch (json_node_get_node_type(node)) {
-  case JSON_NODE_NULL:
+  (*n_values)++;
+  if (cur_peek(cur) == '{' &&
+      g_array_index(cur->doc->counts, guint32, cur->next_container) == 1) {
+    gboolean packed;
+
+    if (!try_bin(cur, pk, &packed, error))
+      return FALSE;
+    if (packed)
+      return TRUE;
+  }
+  sluice_json__cursor_value(cur, &v);
+  switch (v.type) {
+  case SLUICE_MP_NIL:
     rc = msgpack_pack_nil(pk);
     break;
-  case JSON_NODE_VALUE: {
-    GType type = json_node_get_value_type(node);
-
-    if (type == G_TYPE_INT64) {
-      rc = msgpack_pack_int64(pk, json_node_get_int(node));
-    } else if (type == G_TYPE_DOUBLE) {
-      rc = msgpack_pack_double(pk, json_node_get_double(node));
-    } else if (type == G_TYPE_BOOLEAN) {
-      rc = json_node_get_boolean(node) ? msgpack_pack_true(pk)
-                                       : msgpack_pack_false(pk);
-    } else {
-      const gchar *s = json_node_get_string(node);
-      gsize len = strlen(s);
-
-      rc = msgpack_pack_str(pk, len) | msgpack_pack_str_body(pk, s, len);
-    }
+  case SLUICE_MP_BOOL:
+    rc = v.b ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
     break;
-  }
-  case JSON_NODE_ARRAY: {
-    JsonArray *array = json_node_get_array(node);
-    guint n = json_array_get_length(array);
+  case SLUICE_MP_UINT:
+    /* At most G_MAXINT64 (pass 1); int64 packing picks the smallest
+     * encoding, as msgpack-c's own packers do. */
+    rc = msgpack_pack_int64(pk, (gint64)v.u);
+    break;
+  case SLUICE_MP_INT:
+    rc = msgpack_pack_int64(pk, v.i);
+    break;
+  case SLUICE_MP_FLOAT64:
+    rc = msgpack_pack_double(pk, v.f);
+    break;
+  case SLUICE_MP_STR:
+    pack_str(pk, v.raw.data, v.raw.len);
+    break;
+  case SLUICE_MP_ARRAY:
+    rc = msgpack_pack_array(pk, v.count);
+    for (guint32 i = 0; i < v.count && rc == 0; i++)
+      if (!pack_value(cur, pk, n_values, error))
+        return FALSE;
+    break;
+  case SLUICE_MP_MAP:
+    rc = msgpack_pack_map(pk, v.count);
+    /* In the order written, so that msgpack -> JSON -> msgpack gives the
+     * same bytes back. */
+    for (guint32 i = 0; i < v.count && rc == 0; i++) {
+      gsize len;
+      const gchar *key = sluice_json__cursor_key(cur, &len);
 
-    rc = msgpack_pack_array(pk, n);
-    for (guint i = 0; i < n && rc == 0; i++) {
-      if (!pack_node(pk, json_array_get_element(array, i), error))
+      (*n_values)++;
+      pack_str(pk, key, len);
+      if (!pack_value(cur, pk, n_values, error))
         return FALSE;
     }
     break;
-  }
-  case JSON_NODE_OBJECT: {
-    JsonObject *object = json_node_get_object(node);
-    const gchar *b64 = bin_text(object);
-    JsonObjectIter iter;
-    const gchar *name;
-    JsonNode *member;
-
-    if (b64 != NULL) {
-      gsize len = strlen(b64), n = 0;
-      guchar *bin;
-
-      if (!is_base64(b64, len)) {
-        g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
-                    "{\"$bin\": ...} must hold padded base64 text (RFC 4648), "
-                    "found \"%.40s\"",
-                    b64);
-        return FALSE;
-      }
-      bin = len > 0 ? g_base64_decode(b64, &n) : NULL;
-      rc = msgpack_pack_bin(pk, n) | msgpack_pack_bin_body(pk, bin, n);
-      g_free(bin);
-      break;
-    }
-    rc = msgpack_pack_map(pk, json_object_get_size(object));
-    /* Insertion order, so that msgpack -> JSON -> msgpack gives the same
-     * bytes back. */
-    json_object_iter_init_ordered(&iter, object);
-    while (rc == 0 && json_object_iter_next_ordered(&iter, &name, &member)) {
-      gsize len = strlen(name);
-
-      rc = msgpack_pack_str(pk, len) | msgpack_pack_str_body(pk, name, len);
-      if (!pack_node(pk, member, error))
-        return FALSE;
-    }
-    break;
-  }
+  default:
+    g_assert_not_reached();
   }
   if (rc != 0)
     g_error("sluice: out of memory while packing JSON arguments");
@@ -670,19 +1108,23 @@ free_malloced(gpointer data)
 }
 
 GBytes *
-sluice_args__from_json_node(JsonNode *node, GError **error)
+sluice_json__cursor_to_msgpack(SluiceJsonCursor *cur, guint64 *out_n_values,
+                               GError **error)
 {
   msgpack_sbuffer sbuf;
   msgpack_packer pk;
+  guint64 n_values = 0;
   gchar *data;
   gsize size;
 
   msgpack_sbuffer_init(&sbuf);
   msgpack_packer_init(&pk, &sbuf, msgpack_sbuffer_write);
-  if (!pack_node(&pk, node, error)) {
+  if (!pack_value(cur, &pk, &n_values, error)) {
     msgpack_sbuffer_destroy(&sbuf);
     return NULL;
   }
+  if (out_n_values != NULL)
+    *out_n_values = n_values;
   /* The sbuffer's malloc'd block becomes the GBytes' data: no copy. */
   size = sbuf.size;
   data = msgpack_sbuffer_release(&sbuf);
@@ -844,9 +1286,10 @@ write_map(GString *out, SluiceMpReader *r, const SluiceMpValue *map,
       ok = g_hash_table_add(set, name);
     }
     if (!ok) {
+      g_autofree gchar *name =
+          sluice_text__escape(key.raw.data, key.raw.len, 64);
       g_autofree gchar *what =
-          g_strdup_printf("the map key \"%.*s\" appears twice",
-                          (gint)MIN(key.raw.len, 64), key.raw.data);
+          g_strdup_printf("the map key \"%s\" appears twice", name);
       cannot_express(error, &key, what);
       break;
     }
@@ -966,18 +1409,21 @@ sluice_args__append_json(GString *out, gconstpointer data, gsize len,
 GBytes *
 sluice_args_from_json(const gchar *json, gssize length, GError **error)
 {
-  JsonNode *root;
+  g_autoptr(SluiceJsonDoc) doc = NULL;
+  SluiceJsonCursor cur;
+  gsize len;
   GBytes *bytes;
 
   g_return_val_if_fail(json != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
 
-  root = sluice_json__parse(json, length < 0 ? strlen(json) : (gsize)length,
-                            SLUICE_ARGS_FROM_JSON_MAX_DEPTH, error);
-  if (root == NULL)
+  len = length < 0 ? strlen(json) : (gsize)length;
+  doc = sluice_json__scan(json, len, SLUICE_MAX_ARGS_DEPTH, error);
+  if (doc == NULL)
     return NULL;
-  bytes = sluice_args__from_json_node(root, error);
-  json_node_unref(root);
+  sluice_json__cursor_init(&cur, doc);
+  bytes = sluice_json__cursor_to_msgpack(&cur, NULL, error);
+  sluice_json__cursor_clear(&cur);
   return bytes;
 }
 

@@ -86,10 +86,39 @@ gboolean sluice_envelope__set_option(SluiceMessageOptions *opts,
                                      const SluiceMpValue *value,
                                      GError **error);
 
-/** Appends one `history` element (a string). @index is for messages. */
+/**
+ * sluice_envelope__add_history_value:
+ * @index: for messages
+ * @keep: FALSE to check the element only
+ *
+ * Checks one `history` element (a UTF-8 string) and appends it. Decoders
+ * keep the newest SLUICE_HISTORY_MAX_LINES lines of a longer history (see
+ * sluice_envelope__history_first_kept()), the ones a worker would keep
+ * anyway on its next append, so that what a decoded history costs is
+ * bounded by the lines' bytes whatever their number.
+ */
 gboolean sluice_envelope__add_history_value(SluiceEnvelope *env, guint index,
                                             const SluiceMpValue *value,
-                                            GError **error);
+                                            gboolean keep, GError **error);
+
+/** Returns: the index of the first element a decoder keeps of a history of
+ * @count elements. */
+guint32 sluice_envelope__history_first_kept(guint32 count);
+
+/** Fails with INVALID when @count is above SLUICE_MAX_HEADERS. */
+gboolean sluice_envelope__check_header_count(guint64 count, GError **error);
+
+/**
+ * sluice_envelope__check_args_cost:
+ * @args_len: the size of the args' msgpack bytes
+ * @n_values: what they are made of (sluice_mp_reader__skip_counting())
+ *
+ * Fails with TOO_LARGE when unpacking the args into msgpack objects would
+ * take more than SLUICE_ARGS_COST_FACTOR times their size plus
+ * SLUICE_ARGS_COST_BASE (see sluice-envelope.h).
+ */
+gboolean sluice_envelope__check_args_cost(gsize args_len, guint64 n_values,
+                                          GError **error);
 
 /** Adds one `headers` pair: both strings, the name not yet present. */
 gboolean sluice_envelope__add_header_value(SluiceEnvelope *env,
@@ -147,42 +176,88 @@ gboolean sluice_codec__check_text(const gchar *what, const gchar *s, gsize len,
 /* ---- JSON (serializers/args-json.c) ---------------------------------------
  */
 
-typedef struct _JsonNode JsonNode;
-
-/* json-glib parses recursively, so no JSON input may nest deeper than this,
- * whatever a SluiceDecodeLimits says. */
+/* The reader keeps its own stack, but the args converter recurses once per
+ * level: no JSON input may nest deeper than this, whatever a
+ * SluiceDecodeLimits says. */
 #define SLUICE_JSON_MAX_DEPTH 1000
 
-/* sluice_args_from_json() accepts what a worker with the default limits
- * accepts inside an envelope: the envelope map takes one level. */
-#define SLUICE_ARGS_FROM_JSON_MAX_DEPTH (SLUICE_DEFAULT_MAX_DEPTH - 1)
+/**
+ * SluiceJsonDoc:
+ * A JSON text that sluice_json__scan() accepted, with the element count of
+ * each of its containers. Borrows the text.
+ */
+typedef struct _SluiceJsonDoc SluiceJsonDoc;
 
 /**
- * sluice_json__parse:
- * @text: (transfer none): @len bytes, not necessarily NUL-terminated
+ * sluice_json__scan:
+ * @text: (transfer none): @len bytes, not necessarily NUL-terminated; must
+ *   outlive the result
  * @max_depth: nesting limit (the outermost container is depth 1), at most
- *   SLUICE_JSON_MAX_DEPTH
+ *   SLUICE_JSON_MAX_DEPTH; an object {"$bin": "<string>"} stands for a
+ *   scalar and may sit one level beyond it
  *
- * Parses strict RFC 8259 JSON. A lexical pre-pass comes first: it enforces
- * @max_depth before json-glib recurses, rejects what json-glib would
- * silently accept (comments, single quotes, hex and leading-zero numbers,
- * raw control characters, \u0000, lone surrogates, integers beyond 64 bits,
- * numbers beyond float64) and classifies input that ends early (TRUNCATED) or
- * goes on after the value (TRAILING). Duplicate object keys are INVALID.
- * Errors name the line and column.
- * Returns: (transfer full): the root node, or NULL and @error.
+ * Checks strict RFC 8259 JSON without building a tree: no comments, single
+ * quotes, hexadecimal or leading-zero numbers, raw control characters,
+ * \u0000 or lone surrogates, no integers beyond 64 bits or numbers beyond
+ * float64, no duplicate keys in any object; input that ends early is
+ * TRUNCATED, input that goes on after the value TRAILING, nesting beyond
+ * @max_depth TOO_DEEP. Errors name the line and column.
+ * Costs 4 bytes per container, plus 24 bytes and the decoded bytes per key
+ * of the objects open at a time.
+ * Returns: (transfer full): the checked text, or NULL and @error.
  */
-JsonNode *sluice_json__parse(const gchar *text, gsize len, guint max_depth,
-                             GError **error);
+SluiceJsonDoc *sluice_json__scan(const gchar *text, gsize len, guint max_depth,
+                                 GError **error);
+void sluice_json__doc_free(SluiceJsonDoc *doc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SluiceJsonDoc, sluice_json__doc_free)
 
 /**
- * sluice_args__from_json_node:
- * @node: (transfer none): a node from sluice_json__parse()
- *
- * Returns: (transfer full): the msgpack encoding of @node, or NULL and
- * INVALID (for instance an unreadable {"$bin": ...}).
+ * SluiceJsonCursor:
+ * Walks a checked text value by value. Strings it hands out live in
+ * @scratch until the next call.
  */
-GBytes *sluice_args__from_json_node(JsonNode *node, GError **error);
+typedef struct {
+  const SluiceJsonDoc *doc;
+  gsize i;
+  guint next_container;
+  GString *scratch;
+} SluiceJsonCursor;
+
+void sluice_json__cursor_init(SluiceJsonCursor *cur, const SluiceJsonDoc *doc);
+void sluice_json__cursor_clear(SluiceJsonCursor *cur);
+
+/**
+ * sluice_json__cursor_value:
+ * @v: (out caller-allocates): the value at the cursor, as the msgpack value
+ *   it stands for (offset G_MAXSIZE): for an object or an array, MAP or
+ *   ARRAY with its count, the cursor then being inside it; a string points
+ *   into the cursor's scratch buffer
+ *
+ * Reads one value (a {"$bin"} object reads as the MAP it is written as).
+ */
+void sluice_json__cursor_value(SluiceJsonCursor *cur, SluiceMpValue *v);
+
+/**
+ * sluice_json__cursor_key:
+ * Inside an object, reads the next member's key.
+ * Returns: (transfer none): the decoded key (in the scratch buffer).
+ */
+const gchar *sluice_json__cursor_key(SluiceJsonCursor *cur, gsize *out_len);
+
+/** sluice_json__cursor_skip: steps over one value, however nested. */
+void sluice_json__cursor_skip(SluiceJsonCursor *cur);
+
+/**
+ * sluice_json__cursor_to_msgpack:
+ * @out_n_values: (out) (optional): how many msgpack values the result is
+ *   made of (see sluice_mp_reader__skip_counting())
+ *
+ * Converts the value at the cursor (see the table of PROTOCOL.md).
+ * Returns: (transfer full): msgpack bytes, or NULL and INVALID (an
+ * unreadable {"$bin": ...}).
+ */
+GBytes *sluice_json__cursor_to_msgpack(SluiceJsonCursor *cur,
+                                       guint64 *out_n_values, GError **error);
 
 /**
  * sluice_args__append_json:

@@ -519,7 +519,8 @@ sluice_envelope__set_option(SluiceMessageOptions *opts, SluiceOptionKey key,
 
 gboolean
 sluice_envelope__add_history_value(SluiceEnvelope *env, guint index,
-                                   const SluiceMpValue *v, GError **error)
+                                   const SluiceMpValue *v, gboolean keep,
+                                   GError **error)
 {
   /* The field's name is only built on the way to an error. */
   if (v->type != SLUICE_MP_STR) {
@@ -530,9 +531,53 @@ sluice_envelope__add_history_value(SluiceEnvelope *env, guint index,
     g_autofree gchar *field = g_strdup_printf("history[%u]", index);
     return sluice_codec__check_text(field, v->raw.data, v->raw.len, error);
   }
+  if (!keep)
+    return TRUE;
   if (env->history == NULL)
-    env->history = g_ptr_array_new_with_free_func(g_free);
+    env->history = g_ptr_array_new_full(SLUICE_HISTORY_MAX_LINES, g_free);
   g_ptr_array_add(env->history, g_strndup(v->raw.data, v->raw.len));
+  return TRUE;
+}
+
+guint32
+sluice_envelope__history_first_kept(guint32 count)
+{
+  return count > SLUICE_HISTORY_MAX_LINES ? count - SLUICE_HISTORY_MAX_LINES
+                                          : 0;
+}
+
+gboolean
+sluice_envelope__check_header_count(guint64 count, GError **error)
+{
+  if (count > SLUICE_MAX_HEADERS) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "headers: %" G_GUINT64_FORMAT
+                " names, more than the limit of %d",
+                count, SLUICE_MAX_HEADERS);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sluice_envelope__check_args_cost(gsize args_len, guint64 n_values,
+                                 GError **error)
+{
+  guint64 cost = SLUICE_MP_UNPACKED_BYTES(n_values);
+  guint64 limit =
+      (guint64)SLUICE_ARGS_COST_FACTOR * args_len + SLUICE_ARGS_COST_BASE;
+
+  if (cost > limit) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_TOO_LARGE,
+                "args: %" G_GUINT64_FORMAT " values in %" G_GSIZE_FORMAT
+                " bytes would take %" G_GUINT64_FORMAT
+                " bytes once unpacked (24 bytes per value), more than %d "
+                "times their size plus %d KiB; pack dense data as a "
+                "binary (bin) instead",
+                n_values, args_len, cost, SLUICE_ARGS_COST_FACTOR,
+                SLUICE_ARGS_COST_BASE / 1024);
+    return FALSE;
+  }
   return TRUE;
 }
 
@@ -554,13 +599,15 @@ sluice_envelope__add_header_value(SluiceEnvelope *env,
         g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   if (g_hash_table_contains(env->headers, key)) {
     g_autofree gchar *at = where(name);
+    g_autofree gchar *shown = sluice_text__escape(key, -1, 64);
     g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
-                "headers: duplicate name \"%s\"%s", key, at);
+                "headers: duplicate name \"%s\"%s", shown, at);
     g_free(key);
     return FALSE;
   }
   if (value->type != SLUICE_MP_STR) {
-    g_autofree gchar *field = g_strdup_printf("headers[\"%s\"]", key);
+    g_autofree gchar *shown = sluice_text__escape(key, -1, 64);
+    g_autofree gchar *field = g_strdup_printf("headers[\"%s\"]", shown);
     g_free(key);
     return wrong_type(field, "a string", value, error);
   }
@@ -713,6 +760,9 @@ sluice_envelope__validate(const SluiceEnvelope *env, GError **error)
     GHashTableIter iter;
     gpointer k, v;
 
+    if (!sluice_envelope__check_header_count(g_hash_table_size(env->headers),
+                                             error))
+      return FALSE;
     g_hash_table_iter_init(&iter, env->headers);
     while (g_hash_table_iter_next(&iter, &k, &v)) {
       if (k == NULL || v == NULL) {
@@ -728,16 +778,42 @@ sluice_envelope__validate(const SluiceEnvelope *env, GError **error)
   if (env->args != NULL) {
     gsize len;
     gconstpointer data = g_bytes_get_data(env->args, &len);
-
+    SluiceMpReader r;
+    guint64 n_values = 0;
     GError *local = NULL;
 
-    if (!sluice_mp__check_one_value("args", data, len, G_MAXUINT, &local)) {
-      /* Whatever the reader said (TRUNCATED, TRAILING), args that are not
-       * one msgpack value are the caller's invalid value, not bad input. */
+    /* What no worker would take is refused here, at the producer: args
+     * deeper than SLUICE_MAX_ARGS_DEPTH (the envelope map is depth 1) or
+     * too costly to unpack. */
+    sluice_mp_reader_init(&r, data, len);
+    if (!sluice_mp_reader__skip_counting(&r, 1, SLUICE_MAX_ARGS_DEPTH,
+                                         &n_values, &local)) {
+      if (g_error_matches(local, SLUICE_CODEC_ERROR,
+                          SLUICE_CODEC_ERROR_TOO_DEEP)) {
+        g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_TOO_DEEP,
+                    "args: nested deeper than %d levels, the limit "
+                    "(SLUICE_MAX_ARGS_DEPTH: workers decode messages nested "
+                    "at most %d deep, the envelope taking one level)",
+                    SLUICE_MAX_ARGS_DEPTH, SLUICE_DEFAULT_MAX_DEPTH);
+        g_error_free(local);
+        return FALSE;
+      }
+      /* Whatever the reader said (TRUNCATED, 0xc1), args that are not one
+       * msgpack value are the caller's invalid value, not bad input. */
       local->code = SLUICE_CODEC_ERROR_INVALID;
+      g_prefix_error(&local, "args: ");
       g_propagate_error(error, local);
       return FALSE;
     }
+    if (r.pos != len) {
+      g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                  "args: byte offset %" G_GSIZE_FORMAT ": %" G_GSIZE_FORMAT
+                  " bytes follow the value (exactly one value was expected)",
+                  r.pos, len - r.pos);
+      return FALSE;
+    }
+    if (!sluice_envelope__check_args_cost(len, n_values, error))
+      return FALSE;
   }
   return TRUE;
 }

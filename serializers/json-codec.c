@@ -8,21 +8,21 @@
  * its msgpack encoding gives, for every envelope whose args JSON can
  * express.
  *
- * Decoding goes through sluice_json__parse() (args-json.c): the size limit
- * first, then a strict lexical pass that enforces the depth limit before
- * json-glib's recursive parser sees the text, then json-glib. Each field is
- * then converted to a SluiceMpValue and checked by the same functions the
- * msgpack codec uses (envelope.c), so a rule cannot differ between codecs.
+ * Decoding goes through args-json.c's reader: the size limit first, then
+ * sluice_json__scan(), which checks the whole text (strictness, depth,
+ * duplicate keys) without building a tree, then a cursor that walks the
+ * envelope's members. Each field is read as a SluiceMpValue and checked by
+ * the same functions the msgpack codec uses (envelope.c), so a rule cannot
+ * differ between codecs; `args` is converted to msgpack straight from the
+ * text.
  *
- * Encoding writes the text directly into a GString (see args-json.c for why
- * JsonGenerator is not used).
+ * Encoding writes the text directly into a GString.
  */
 #include "config.h"
 
 #include "core/sluice-private.h"
 #include "serializers/codec-private.h"
 
-#include <json-glib/json-glib.h>
 #include <string.h>
 
 /* ---- Encoding -------------------------------------------------------------
@@ -192,92 +192,35 @@ json_encode(const SluiceCodec *codec, const SluiceEnvelope *env, GError **error)
 /* ---- Decoding -------------------------------------------------------------
  */
 
-/* Presents a JSON node as the msgpack value it stands for, so that the
- * field rules of envelope.c apply unchanged. Strings point into @node. */
-static void
-node_to_value(JsonNode *node, SluiceMpValue *v)
-{
-  v->offset = G_MAXSIZE;
-  switch (json_node_get_node_type(node)) {
-  case JSON_NODE_NULL:
-    v->type = SLUICE_MP_NIL;
-    return;
-  case JSON_NODE_OBJECT:
-    v->type = SLUICE_MP_MAP;
-    v->count = json_object_get_size(json_node_get_object(node));
-    return;
-  case JSON_NODE_ARRAY:
-    v->type = SLUICE_MP_ARRAY;
-    v->count = json_array_get_length(json_node_get_array(node));
-    return;
-  case JSON_NODE_VALUE:
-    break;
-  }
-  switch (json_node_get_value_type(node)) {
-  case G_TYPE_INT64: {
-    gint64 i = json_node_get_int(node);
-
-    if (i >= 0) {
-      v->type = SLUICE_MP_UINT;
-      v->u = (guint64)i;
-    } else {
-      v->type = SLUICE_MP_INT;
-      v->i = i;
-    }
-    return;
-  }
-  case G_TYPE_DOUBLE:
-    v->type = SLUICE_MP_FLOAT64;
-    v->f = json_node_get_double(node);
-    return;
-  case G_TYPE_BOOLEAN:
-    v->type = SLUICE_MP_BOOL;
-    v->b = json_node_get_boolean(node);
-    return;
-  default: {
-    gsize len;
-
-    v->type = SLUICE_MP_STR;
-    v->raw.data = json_node_get_string(node);
-    /* A SluiceMpValue string holds at most 4 GiB; a longer one (only
-     * possible with a max_bytes above that) is cut, never read past. */
-    len = strlen(v->raw.data);
-    v->raw.len = (guint32)MIN(len, G_MAXUINT32);
-    return;
-  }
-  }
-}
-
 static gboolean
-wrong_container(const gchar *field, const gchar *expected, JsonNode *node,
-                GError **error)
+wrong_container(const gchar *field, const gchar *expected,
+                const SluiceMpValue *v, GError **error)
 {
-  SluiceMpValue v;
-
-  node_to_value(node, &v);
   g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_WRONG_TYPE,
               "%s: expected %s, found %s", field, expected,
-              sluice_mp__type_name(v.type));
+              sluice_mp__type_name(v->type));
   return FALSE;
 }
 
 static gboolean
-read_opts(JsonNode *node, SluiceEnvelope *env, GError **error)
+read_opts(SluiceJsonCursor *cur, SluiceEnvelope *env, GError **error)
 {
-  JsonObjectIter iter;
-  const gchar *name;
-  JsonNode *member;
+  SluiceMpValue map;
 
-  if (!JSON_NODE_HOLDS_OBJECT(node))
-    return wrong_container("opts", "a map (a JSON object)", node, error);
-  json_object_iter_init_ordered(&iter, json_node_get_object(node));
-  while (json_object_iter_next_ordered(&iter, &name, &member)) {
-    SluiceOptionKey key = sluice_envelope__option_lookup(name, strlen(name));
+  sluice_json__cursor_value(cur, &map);
+  if (map.type != SLUICE_MP_MAP)
+    return wrong_container("opts", "a map (a JSON object)", &map, error);
+  for (guint32 i = 0; i < map.count; i++) {
+    gsize len;
+    const gchar *name = sluice_json__cursor_key(cur, &len);
+    SluiceOptionKey key = sluice_envelope__option_lookup(name, len);
     SluiceMpValue v;
 
-    if (key == SLUICE_OPT_UNKNOWN)
+    if (key == SLUICE_OPT_UNKNOWN) {
+      sluice_json__cursor_skip(cur);
       continue;
-    node_to_value(member, &v);
+    }
+    sluice_json__cursor_value(cur, &v);
     if (!sluice_envelope__set_option(&env->opts, key, &v, error))
       return FALSE;
   }
@@ -285,59 +228,78 @@ read_opts(JsonNode *node, SluiceEnvelope *env, GError **error)
 }
 
 static gboolean
-read_history(JsonNode *node, SluiceEnvelope *env, GError **error)
+read_history(SluiceJsonCursor *cur, SluiceEnvelope *env, GError **error)
 {
-  JsonArray *array;
-  guint n;
+  SluiceMpValue array;
+  guint32 first_kept;
 
-  if (!JSON_NODE_HOLDS_ARRAY(node))
-    return wrong_container("history", "an array", node, error);
-  array = json_node_get_array(node);
-  n = json_array_get_length(array);
-  for (guint i = 0; i < n; i++) {
+  sluice_json__cursor_value(cur, &array);
+  if (array.type != SLUICE_MP_ARRAY)
+    return wrong_container("history", "an array", &array, error);
+  first_kept = sluice_envelope__history_first_kept(array.count);
+  for (guint32 i = 0; i < array.count; i++) {
     SluiceMpValue v;
 
-    node_to_value(json_array_get_element(array, i), &v);
-    if (!sluice_envelope__add_history_value(env, i, &v, error))
+    sluice_json__cursor_value(cur, &v);
+    if (!sluice_envelope__add_history_value(env, i, &v, i >= first_kept, error))
       return FALSE;
   }
   return TRUE;
 }
 
 static gboolean
-read_headers(JsonNode *node, SluiceEnvelope *env, GError **error)
+read_headers(SluiceJsonCursor *cur, SluiceEnvelope *env, GError **error)
 {
-  JsonObjectIter iter;
-  const gchar *name;
-  JsonNode *member;
+  SluiceMpValue map;
+  g_autoptr(GString) name = g_string_new(NULL);
 
-  if (!JSON_NODE_HOLDS_OBJECT(node))
-    return wrong_container("headers", "a map (a JSON object)", node, error);
-  json_object_iter_init_ordered(&iter, json_node_get_object(node));
-  while (json_object_iter_next_ordered(&iter, &name, &member)) {
+  sluice_json__cursor_value(cur, &map);
+  if (map.type != SLUICE_MP_MAP)
+    return wrong_container("headers", "a map (a JSON object)", &map, error);
+  if (!sluice_envelope__check_header_count(map.count, error))
+    return FALSE;
+  for (guint32 i = 0; i < map.count; i++) {
     SluiceMpValue k, v;
-    gsize name_len = strlen(name);
+    gsize len;
+    const gchar *key = sluice_json__cursor_key(cur, &len);
 
+    /* The value's string would take the cursor's buffer: keep a copy. */
+    g_string_truncate(name, 0);
+    g_string_append_len(name, key, (gssize)len);
     k.type = SLUICE_MP_STR;
     k.offset = G_MAXSIZE;
-    k.raw.data = name;
-    k.raw.len = (guint32)MIN(name_len, G_MAXUINT32);
-    node_to_value(member, &v);
+    k.raw.data = name->str;
+    k.raw.len = (guint32)MIN(name->len, G_MAXUINT32);
+    sluice_json__cursor_value(cur, &v);
     if (!sluice_envelope__add_header_value(env, &k, &v, error))
       return FALSE;
   }
   return TRUE;
 }
 
+static gboolean
+read_args(SluiceJsonCursor *cur, SluiceEnvelope *env, GError **error)
+{
+  guint64 n_values = 0;
+  gsize len;
+
+  env->args = sluice_json__cursor_to_msgpack(cur, &n_values, error);
+  if (env->args == NULL) {
+    g_prefix_error(error, "args: ");
+    return FALSE;
+  }
+  len = g_bytes_get_size(env->args);
+  return sluice_envelope__check_args_cost(len, n_values, error);
+}
+
 static SluiceEnvelope *
 json_decode(const SluiceCodec *codec, GBytes *bytes,
             const SluiceDecodeLimits *limits, GError **error)
 {
+  g_autoptr(SluiceJsonDoc) doc = NULL;
   SluiceEnvelope *env = NULL;
-  JsonNode *root;
-  JsonObjectIter iter;
-  const gchar *name;
-  JsonNode *member;
+  SluiceJsonCursor cur;
+  SluiceMpValue root;
   gconstpointer text;
   gsize len;
   guint32 seen = 0;
@@ -350,45 +312,48 @@ json_decode(const SluiceCodec *codec, GBytes *bytes,
                 len, limits->max_bytes);
     return NULL;
   }
-  root = sluice_json__parse(text != NULL ? text : "", len, limits->max_depth,
-                            error);
-  if (root == NULL)
+  doc = sluice_json__scan(text != NULL ? text : "", len, limits->max_depth,
+                          error);
+  if (doc == NULL)
     return NULL;
-  if (!JSON_NODE_HOLDS_OBJECT(root)) {
-    wrong_container("the envelope", "a JSON object", root, error);
+  sluice_json__cursor_init(&cur, doc);
+  sluice_json__cursor_value(&cur, &root);
+  if (root.type != SLUICE_MP_MAP) {
+    wrong_container("the envelope", "a JSON object", &root, error);
     goto out;
   }
 
   env = sluice_envelope__new_for_decode();
-  json_object_iter_init_ordered(&iter, json_node_get_object(root));
-  while (json_object_iter_next_ordered(&iter, &name, &member)) {
-    SluiceEnvelopeKey key = sluice_envelope__key_lookup(name, strlen(name));
+  /* The scan refused duplicate keys, so each known key comes once. */
+  for (guint32 i = 0; i < root.count; i++) {
+    gsize name_len;
+    const gchar *name = sluice_json__cursor_key(&cur, &name_len);
+    SluiceEnvelopeKey key = sluice_envelope__key_lookup(name, name_len);
     SluiceMpValue v;
     gboolean ok;
 
-    /* Unknown keys were checked by the parser (well-formed, within the
-     * depth limit); json-glib already refused duplicates. */
-    if (key == SLUICE_KEY_UNKNOWN)
+    /* Unknown keys were checked by the scan (well-formed, within the
+     * depth limit). */
+    if (key == SLUICE_KEY_UNKNOWN) {
+      sluice_json__cursor_skip(&cur);
       continue;
+    }
     seen |= 1u << key;
     switch (key) {
     case SLUICE_KEY_ARGS:
-      env->args = sluice_args__from_json_node(member, error);
-      ok = env->args != NULL;
-      if (!ok)
-        g_prefix_error(error, "args: ");
+      ok = read_args(&cur, env, error);
       break;
     case SLUICE_KEY_OPTS:
-      ok = read_opts(member, env, error);
+      ok = read_opts(&cur, env, error);
       break;
     case SLUICE_KEY_HISTORY:
-      ok = read_history(member, env, error);
+      ok = read_history(&cur, env, error);
       break;
     case SLUICE_KEY_HEADERS:
-      ok = read_headers(member, env, error);
+      ok = read_headers(&cur, env, error);
       break;
     default:
-      node_to_value(member, &v);
+      sluice_json__cursor_value(&cur, &v);
       ok = sluice_envelope__set_field(env, key, &v, error);
       break;
     }
@@ -403,7 +368,7 @@ fail:
   sluice_envelope_free(env);
   env = NULL;
 out:
-  json_node_unref(root);
+  sluice_json__cursor_clear(&cur);
   return env;
 }
 

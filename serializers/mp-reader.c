@@ -345,11 +345,19 @@ gboolean
 sluice_mp_reader__skip(SluiceMpReader *r, guint depth, guint max_depth,
                        GError **error)
 {
+  return sluice_mp_reader__skip_counting(r, depth, max_depth, NULL, error);
+}
+
+gboolean
+sluice_mp_reader__skip_counting(SluiceMpReader *r, guint depth, guint max_depth,
+                                guint64 *n_values, GError **error)
+{
   guint64 inline_stack[SKIP_INLINE_LEVELS];
   guint64 *stack = inline_stack;
   gsize capacity = SKIP_INLINE_LEVELS;
   gsize top = 0;    /* open containers */
   guint64 left = 1; /* values still to read at the current level */
+  guint64 values = 0;
   gboolean ok = TRUE;
 
   for (;;) {
@@ -365,6 +373,7 @@ sluice_mp_reader__skip(SluiceMpReader *r, guint depth, guint max_depth,
       break;
     }
     left--;
+    values++;
     if (v.type != SLUICE_MP_ARRAY && v.type != SLUICE_MP_MAP)
       continue;
 
@@ -394,6 +403,8 @@ sluice_mp_reader__skip(SluiceMpReader *r, guint depth, guint max_depth,
 
   if (stack != inline_stack)
     g_free(stack);
+  if (ok && n_values != NULL)
+    *n_values = values;
   return ok;
 }
 
@@ -419,4 +430,149 @@ fail:
   if (what != NULL)
     g_prefix_error(error, "%s: ", what);
   return FALSE;
+}
+
+/* ---- Unpacking into msgpack objects ---------------------------------------
+ */
+
+/* One open container of the unpacker: where its next value goes. */
+typedef struct {
+  msgpack_object *items;    /* an array's elements, or NULL */
+  msgpack_object_kv *pairs; /* a map's pairs, or NULL */
+  guint64 total;            /* values it holds (two per pair) */
+  guint64 next;             /* values filled so far */
+} UnpackFrame;
+
+static void
+fill_scalar(msgpack_object *o, const SluiceMpValue *v)
+{
+  switch (v->type) {
+  case SLUICE_MP_NIL:
+    o->type = MSGPACK_OBJECT_NIL;
+    break;
+  case SLUICE_MP_BOOL:
+    o->type = MSGPACK_OBJECT_BOOLEAN;
+    o->via.boolean = v->b;
+    break;
+  case SLUICE_MP_UINT:
+    o->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+    o->via.u64 = v->u;
+    break;
+  case SLUICE_MP_INT:
+    o->type = MSGPACK_OBJECT_NEGATIVE_INTEGER;
+    o->via.i64 = v->i;
+    break;
+  case SLUICE_MP_FLOAT32:
+    o->type = MSGPACK_OBJECT_FLOAT32;
+    o->via.f64 = v->f;
+    break;
+  case SLUICE_MP_FLOAT64:
+    o->type = MSGPACK_OBJECT_FLOAT64;
+    o->via.f64 = v->f;
+    break;
+  case SLUICE_MP_STR:
+    o->type = MSGPACK_OBJECT_STR;
+    o->via.str.size = v->raw.len;
+    o->via.str.ptr = v->raw.data;
+    break;
+  case SLUICE_MP_BIN:
+    o->type = MSGPACK_OBJECT_BIN;
+    o->via.bin.size = v->raw.len;
+    o->via.bin.ptr = v->raw.data;
+    break;
+  case SLUICE_MP_EXT:
+    o->type = MSGPACK_OBJECT_EXT;
+    o->via.ext.type = v->raw.ext_type;
+    o->via.ext.size = v->raw.len;
+    o->via.ext.ptr = v->raw.data;
+    break;
+  case SLUICE_MP_ARRAY:
+  case SLUICE_MP_MAP:
+    g_assert_not_reached();
+  }
+}
+
+static gpointer
+zone_alloc(msgpack_zone *zone, gsize size)
+{
+  gpointer p = msgpack_zone_malloc(zone, size);
+
+  if (p == NULL)
+    g_error("sluice: out of memory (%" G_GSIZE_FORMAT " bytes)", size);
+  return p;
+}
+
+gboolean
+sluice_mp__unpack(gconstpointer data, gsize len, msgpack_zone *zone,
+                  msgpack_object *out, GError **error)
+{
+  SluiceMpReader r;
+  GArray *stack = g_array_new(FALSE, FALSE, sizeof(UnpackFrame));
+  msgpack_object *slot = out;
+  gboolean ok = FALSE;
+
+  sluice_mp_reader_init(&r, data, len);
+  out->type = MSGPACK_OBJECT_NIL;
+  for (;;) {
+    SluiceMpValue v;
+    UnpackFrame *top;
+
+    if (!sluice_mp_reader__next(&r, &v, error))
+      goto out;
+    if (v.type == SLUICE_MP_ARRAY) {
+      UnpackFrame f = {NULL, NULL, v.count, 0};
+
+      slot->type = MSGPACK_OBJECT_ARRAY;
+      slot->via.array.size = v.count;
+      slot->via.array.ptr = NULL;
+      if (v.count > 0) {
+        /* The reader checked the count against the bytes left. */
+        f.items = zone_alloc(zone, (gsize)v.count * sizeof(msgpack_object));
+        slot->via.array.ptr = f.items;
+        g_array_append_val(stack, f);
+      }
+    } else if (v.type == SLUICE_MP_MAP) {
+      UnpackFrame f = {NULL, NULL, 2 * (guint64)v.count, 0};
+
+      slot->type = MSGPACK_OBJECT_MAP;
+      slot->via.map.size = v.count;
+      slot->via.map.ptr = NULL;
+      if (v.count > 0) {
+        f.pairs = zone_alloc(zone, (gsize)v.count * sizeof(msgpack_object_kv));
+        slot->via.map.ptr = f.pairs;
+        g_array_append_val(stack, f);
+      }
+    } else {
+      fill_scalar(slot, &v);
+    }
+
+    /* The next slot to fill: in the innermost container not yet full. */
+    while (stack->len > 0) {
+      top = &g_array_index(stack, UnpackFrame, stack->len - 1);
+      if (top->next < top->total)
+        break;
+      g_array_set_size(stack, stack->len - 1);
+    }
+    if (stack->len == 0)
+      break;
+    top = &g_array_index(stack, UnpackFrame, stack->len - 1);
+    if (top->items != NULL)
+      slot = &top->items[top->next];
+    else if (top->next % 2 == 0)
+      slot = &top->pairs[top->next / 2].key;
+    else
+      slot = &top->pairs[top->next / 2].val;
+    top->next++;
+  }
+  if (r.pos != r.len) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_TRAILING,
+                "byte offset %" G_GSIZE_FORMAT ": %" G_GSIZE_FORMAT
+                " bytes follow the value (exactly one value was expected)",
+                r.pos, r.len - r.pos);
+    goto out;
+  }
+  ok = TRUE;
+out:
+  g_array_unref(stack);
+  return ok;
 }

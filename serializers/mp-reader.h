@@ -136,6 +136,40 @@ gboolean sluice_mp_reader__skip(SluiceMpReader *reader, guint depth,
                                 guint max_depth, GError **error);
 
 /**
+ * sluice_mp_reader__skip_counting:
+ * @n_values: (out) (optional): on success, how many values the skipped one
+ *   is made of: 1 for a scalar, 1 + its elements' for an array, 1 + its
+ *   keys' and values' for a map
+ *
+ * sluice_mp_reader__skip(), counting values on the way: what unpacking the
+ * value into msgpack objects will cost (sluice_mp__unpack()).
+ */
+gboolean sluice_mp_reader__skip_counting(SluiceMpReader *reader, guint depth,
+                                         guint max_depth, guint64 *n_values,
+                                         GError **error);
+
+/**
+ * sluice_mp__unpack:
+ * @data: (transfer none): exactly one msgpack value; strings, binaries and
+ *   exts of @out point into it, so it must outlive @out
+ * @zone: where the objects are allocated: exactly sizeof (msgpack_object)
+ *   (24 bytes) per value below the root, in allocations of a container's
+ *   size each
+ * @out: (out caller-allocates): the root object
+ *
+ * What msgpack_unpack() does, without its fixed 32-level stack and without
+ * recursion: any value the bounded reader accepts unpacks, however deep.
+ * Returns: TRUE, or FALSE with the reader's error (and @out partial).
+ */
+gboolean sluice_mp__unpack(gconstpointer data, gsize len, msgpack_zone *zone,
+                           msgpack_object *out, GError **error);
+
+/* Bytes of msgpack objects sluice_mp__unpack() allocates for a value made
+ * of @n_values values (the root is the caller's). */
+#define SLUICE_MP_UNPACKED_BYTES(n_values)                                     \
+  ((n_values) > 0 ? ((n_values)-1) * (guint64)sizeof(msgpack_object) : 0)
+
+/**
  * sluice_mp__check_one_value:
  * @what: (nullable): the name put in front of an error message ("args")
  *

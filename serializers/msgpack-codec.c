@@ -360,20 +360,15 @@ read_history(SluiceMpReader *r, SluiceEnvelope *env, guint max_depth,
              GError **error)
 {
   SluiceMpValue array, v;
+  guint32 first_kept;
 
   if (!sluice_mp_reader__next(r, &array, error) ||
       !expect_container("history", &array, SLUICE_MP_ARRAY, max_depth, error))
     return FALSE;
-  /* The reader checked the count against the bytes left, so this cannot
-   * reserve more than the input's size. */
-  if (array.count > 0) {
-    if (env->history != NULL)
-      g_ptr_array_unref(env->history);
-    env->history = g_ptr_array_new_full(array.count, g_free);
-  }
+  first_kept = sluice_envelope__history_first_kept(array.count);
   for (guint32 i = 0; i < array.count; i++) {
     if (!sluice_mp_reader__next(r, &v, error) ||
-        !sluice_envelope__add_history_value(env, i, &v, error))
+        !sluice_envelope__add_history_value(env, i, &v, i >= first_kept, error))
       return FALSE;
   }
   return TRUE;
@@ -386,7 +381,8 @@ read_headers(SluiceMpReader *r, SluiceEnvelope *env, guint max_depth,
   SluiceMpValue map, k, v;
 
   if (!sluice_mp_reader__next(r, &map, error) ||
-      !expect_container("headers", &map, SLUICE_MP_MAP, max_depth, error))
+      !expect_container("headers", &map, SLUICE_MP_MAP, max_depth, error) ||
+      !sluice_envelope__check_header_count(map.count, error))
     return FALSE;
   for (guint32 i = 0; i < map.count; i++) {
     if (!sluice_mp_reader__next(r, &k, error) ||
@@ -445,9 +441,8 @@ msgpack_decode(const SluiceCodec *codec, GBytes *bytes,
     if (key == SLUICE_KEY_UNKNOWN) {
       /* Fields added later in version 1 are skipped, if well-formed. */
       if (!sluice_mp_reader__skip(&r, 2, limits->max_depth, error)) {
-        g_prefix_error(error,
-                       "unknown key \"%.*s\": ", (gint)MIN(k.raw.len, 64),
-                       k.raw.data);
+        g_autofree gchar *name = sluice_text__escape(k.raw.data, k.raw.len, 64);
+        g_prefix_error(error, "unknown key \"%s\": ", name);
         goto fail;
       }
       continue;
@@ -463,8 +458,11 @@ msgpack_decode(const SluiceCodec *codec, GBytes *bytes,
     switch (key) {
     case SLUICE_KEY_ARGS: {
       gsize start = r.pos;
+      guint64 n_values = 0;
 
-      ok = sluice_mp_reader__skip(&r, 2, limits->max_depth, error);
+      ok = sluice_mp_reader__skip_counting(&r, 2, limits->max_depth, &n_values,
+                                           error) &&
+           sluice_envelope__check_args_cost(r.pos - start, n_values, error);
       if (ok)
         env->args = g_bytes_new_from_bytes(bytes, start, r.pos - start);
       break;

@@ -1889,6 +1889,282 @@ START_TEST(test_module_found_by_name)
 }
 END_TEST
 
+/* ---- Hostile input (issue 21) -------------------------------------------- */
+
+/* No raw control character, and no byte that is not UTF-8. */
+static void
+assert_terminal_safe(const gchar *what, const gchar *text)
+{
+  ck_assert_msg(g_utf8_validate(text, -1, NULL), "%s: not UTF-8: %s", what,
+                text);
+  for (const gchar *p = text; *p != '\0'; p = g_utf8_next_char(p)) {
+    gunichar c = g_utf8_get_char(p);
+    ck_assert_msg(c == '\n' || (c >= 0x20 && !(c >= 0x7f && c <= 0x9f)),
+                  "%s: control character U+%04X in:\n%s", what, c, text);
+  }
+}
+
+#define EVIL_TASK "evil\x1b]0;pwned\x07\x1b[2J\xc2\x9b"
+
+/* A message may name any task: ESC, BEL and CSI in its name reached text
+ * logs and the dlq tables as they were (terminal escape injection). */
+START_TEST(test_text_output_escapes_control_characters)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(SluiceEnvelope) env = sluice_envelope_new();
+  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(Worker) w = NULL;
+  g_autoptr(Run) list = NULL;
+  g_autoptr(Run) show = NULL;
+  g_autofree gchar *log = NULL;
+  g_autofree gchar *entry = NULL;
+  redisReply *r;
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+
+  /* The worker, with text logs, meets a message of that task. */
+  w = worker_start(ctx, "--log-format=text", NULL);
+  env->id = g_strdup("evil-1");
+  env->task = g_strdup(EVIL_TASK);
+  env->queue = g_strdup("default");
+  payload = sluice_envelope_encode(NULL, env, &error);
+  ck_assert_msg(payload != NULL, "%s", error != NULL ? error->message : "");
+  if (strcmp(ctx->mode, "fast") == 0)
+    r = sluice_test_redis_command(
+        sluice_test_redis_shared(), "LPUSH {%s}:q:default %b", ctx->ns,
+        g_bytes_get_data(payload, NULL), g_bytes_get_size(payload));
+  else
+    r = sluice_test_redis_command(
+        sluice_test_redis_shared(), "XADD {%s}:s:default * p %b", ctx->ns,
+        g_bytes_get_data(payload, NULL), g_bytes_get_size(payload));
+  ck_assert(r != NULL && r->type != REDIS_REPLY_ERROR);
+  freeReplyObject(r);
+  for (;;) {
+    g_free(log);
+    log = worker_log(w);
+    if (strstr(log, "is registered here") != NULL)
+      break;
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "the worker never deferred the task:\n%s", log);
+    g_usleep(20 * 1000);
+  }
+  g_free(log);
+  log = worker_stop(w);
+  assert_terminal_safe("text log", log);
+  ck_assert_msg(strstr(log, "evil\\x1b]0;pwned\\x07") != NULL, "%s", log);
+
+  /* A dead letter of that task, and a detail with escapes of its own. */
+  r = sluice_test_redis_command(
+      sluice_test_redis_shared(),
+      "XADD {%s}:dlq * payload x reason unknown_task source default "
+      "deliveries 1 at 1900000000000 task_id evil-2 task %s detail %s",
+      ctx->ns, EVIL_TASK, "boom\x1b[31m\x07 red\xff");
+  ck_assert(r != NULL && r->type == REDIS_REPLY_STRING);
+  entry = g_strdup(r->str);
+  freeReplyObject(r);
+  list = cli(ctx, "dlq", "list", NULL);
+  assert_status(list, 0);
+  assert_terminal_safe("dlq list", list->out);
+  ck_assert_msg(strstr(list->out, "evil\\x1b]0;pwned\\x07") != NULL, "%s",
+                list->out);
+  show = cli(ctx, "dlq", "show", entry, NULL);
+  assert_status(show, 0);
+  assert_terminal_safe("dlq show", show->out);
+  ck_assert_msg(strstr(show->out, "boom\\x1b[31m\\x07 red\\xff") != NULL, "%s",
+                show->out);
+}
+END_TEST
+
+/* `sluice run demo.sleep` with args nested 33 deep dead-lettered
+ * (msgpack_unpack()'s stack is 32, and the task saw nil); every depth up to
+ * 63 runs, and 64 is refused up front. demo.sleep reads its args unpacked;
+ * the map around "deep" is the first level. */
+static gchar *
+deep_sleep_args(guint depth)
+{
+  GString *json = g_string_new("{\"ms\": 0, \"deep\": ");
+
+  for (guint d = 1; d < depth; d++)
+    g_string_append_c(json, '[');
+  g_string_append(json, "1");
+  for (guint d = 1; d < depth; d++)
+    g_string_append_c(json, ']');
+  g_string_append_c(json, '}');
+  return g_string_free(json, FALSE);
+}
+
+START_TEST(test_run_args_depth)
+{
+  g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
+  static const guint depths[] = {32, 33, 63};
+
+  for (gsize i = 0; i < G_N_ELEMENTS(depths); i++) {
+    g_autofree gchar *args = deep_sleep_args(depths[i]);
+    g_autoptr(Run) run = cli_env(env, NULL, "run", "demo.sleep", args,
+                                 "--module", DEMO_MODULE, "--json", NULL);
+
+    assert_status(run, 0);
+    ck_assert_msg(strstr(run->out, "\"slept_ms\":0") != NULL, "depth %u: %s",
+                  depths[i], run->out);
+  }
+  {
+    g_autofree gchar *args = deep_sleep_args(64);
+    g_autoptr(Run) run = cli_env(env, NULL, "run", "demo.sleep", args,
+                                 "--module", DEMO_MODULE, NULL);
+
+    assert_status(run, 2);
+    assert_one_line_error(run, "limit of 63");
+  }
+}
+END_TEST
+
+#define NASTY_PASSWORD "p@ss/w?rd:x#y%z"
+
+/* A password off the command line: from a file named by --password-file,
+ * SLUICE_PASSWORD_FILE or password_file in [connection]; or raw in the URL
+ * with its '@', '/', '?' and '#'. No message shows it. */
+START_TEST(test_password_file)
+{
+  SluiceTestRedisOptions options = {.requirepass = NASTY_PASSWORD};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_start(&options, &error);
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *bare = NULL;
+  g_autofree gchar *raw = NULL;
+  g_autofree gchar *with_user = NULL;
+  g_autofree gchar *file = g_build_filename(ctx->dir, "pw", NULL);
+  g_autofree gchar *wrong = g_build_filename(ctx->dir, "wrong", NULL);
+  g_autofree gchar *empty = g_build_filename(ctx->dir, "empty", NULL);
+  g_autofree gchar *config = g_build_filename(ctx->dir, "c.conf", NULL);
+  g_autofree gchar *config_text = NULL;
+  g_auto(GStrv) env = NULL;
+  g_auto(GStrv) env_file = NULL;
+  g_auto(GStrv) env_raw = NULL;
+  g_auto(GStrv) env_user = NULL;
+  g_auto(GStrv) env_config = cli_environ(NULL, "fast", "pw");
+
+  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
+  bare =
+      g_strdup_printf("redis://127.0.0.1:%u/0", sluice_test_redis_port(server));
+  /* Raw, but for '%', which starts an escape in a URL. */
+  raw = g_strdup_printf("redis://:p@ss/w?rd:x#y%%25z@127.0.0.1:%u/0",
+                        sluice_test_redis_port(server));
+  with_user = g_strdup_printf("redis://default@127.0.0.1:%u/0",
+                              sluice_test_redis_port(server));
+  ck_assert(
+      g_file_set_contents(file, NASTY_PASSWORD "\r\nnot this\n", -1, NULL));
+  ck_assert(g_file_set_contents(wrong, "wrong-" NASTY_PASSWORD "\n", -1, NULL));
+  ck_assert(g_file_set_contents(empty, "\n" NASTY_PASSWORD "\n", -1, NULL));
+  config_text =
+      g_strdup_printf("[connection]\nurl=%s\npassword_file=%s\n", bare, file);
+  ck_assert(g_file_set_contents(config, config_text, -1, NULL));
+  env = cli_environ(bare, "fast", "pw");
+  env_file =
+      g_environ_setenv(g_strdupv(env), "SLUICE_PASSWORD_FILE", file, TRUE);
+  env_raw = cli_environ(raw, "fast", "pw");
+  env_user = cli_environ(with_user, "fast", "pw");
+
+  {
+    g_autoptr(Run) flag =
+        cli_env(env, NULL, "stats", "--password-file", file, NULL);
+    g_autoptr(Run) from_env = cli_env(env_file, NULL, "stats", NULL);
+    g_autoptr(Run) from_config =
+        cli_env(env_config, NULL, "stats", "--config", config, NULL);
+    g_autoptr(Run) in_url = cli_env(env_raw, NULL, "stats", NULL);
+    g_autoptr(Run) acl_user =
+        cli_env(env_user, NULL, "stats", "--password-file", file, NULL);
+
+    assert_status(flag, 0);
+    assert_status(from_env, 0);
+    assert_status(from_config, 0);
+    assert_status(in_url, 0);
+    assert_status(acl_user, 0);
+  }
+  {
+    g_autoptr(Run) refused =
+        cli_env(env, NULL, "stats", "--password-file", wrong, NULL);
+    g_autoptr(Run) blank =
+        cli_env(env, NULL, "stats", "--password-file", empty, NULL);
+    g_autoptr(Run) missing =
+        cli_env(env, NULL, "stats", "--password-file", "/nonexistent/pw", NULL);
+    g_autoptr(Run) twice =
+        cli_env(env_raw, NULL, "stats", "--password-file", file, NULL);
+    g_autoptr(Run) unix_url = cli(ctx, "stats", "--url", "unix:///tmp/x.sock",
+                                  "--password-file", file, NULL);
+    Run *all[] = {refused, blank, missing, twice, unix_url};
+
+    assert_status(refused, 1);
+    assert_one_line_error(refused, "password");
+    assert_status(blank, 2);
+    assert_one_line_error(blank, "empty first line");
+    assert_status(missing, 2);
+    assert_one_line_error(missing, "/nonexistent/pw");
+    assert_status(twice, 2);
+    assert_one_line_error(twice, "one place");
+    assert_status(unix_url, 2);
+    assert_one_line_error(unix_url, "unix://");
+    for (gsize i = 0; i < G_N_ELEMENTS(all); i++) {
+      ck_assert_msg(strstr(all[i]->err, "ss/w?rd") == NULL, "%s", all[i]->err);
+      ck_assert_msg(strstr(all[i]->out, "ss/w?rd") == NULL, "%s", all[i]->out);
+    }
+  }
+}
+END_TEST
+
+/* A value with a backslash that starts no escape made GLib warn from inside
+ * g_key_file_get_string(); it is a usage error naming the key, and text
+ * from the file is quoted escaped. */
+START_TEST(test_config_file_bad_values)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *path = g_build_filename(ctx->dir, "bad.conf", NULL);
+  g_autofree gchar *typo = g_build_filename(ctx->dir, "typo.conf", NULL);
+  g_autoptr(Run) escape = NULL;
+  g_autoptr(Run) key = NULL;
+
+  ck_assert(g_file_set_contents(
+      path, "[connection]\nnamespace=a\\Kb\nurl=redis://h/0\\\n", -1, NULL));
+  ck_assert(
+      g_file_set_contents(typo, "[connection]\nur\x1b[2Jl=x\n", -1, NULL));
+  escape = cli(ctx, "stats", "--config", path, NULL);
+  assert_status(escape, 2);
+  assert_one_line_error(escape, "backslash");
+  ck_assert_msg(strstr(escape->err, "GLib") == NULL, "%s", escape->err);
+  key = cli(ctx, "stats", "--config", typo, NULL);
+  assert_status(key, 2);
+  assert_one_line_error(key, "ur\\x1b[2Jl");
+}
+END_TEST
+
+/* The command pings Redis before anything else with the log held back, so
+ * that a failed ping is one error; what the library says once per pool on
+ * a ping that works (here: that CONFIG GET is denied, so maxmemory-policy
+ * could not be checked) was muted with it, and never said again. */
+START_TEST(test_worker_logs_what_the_ping_found)
+{
+  g_autoptr(Ctx) ctx = ctx_new(1);
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *rules =
+      g_strdup_printf("cliw%d on >pw ~{%s}:* &{%s}:* +@all -config",
+                      (int)getpid(), ctx->ns, ctx->ns);
+  g_autofree gchar *url =
+      g_strdup_printf("redis://cliw%d:pw@127.0.0.1:%u/0", (int)getpid(),
+                      sluice_test_redis_port(sluice_test_redis_shared()));
+  g_autoptr(Worker) w = NULL;
+  g_autofree gchar *log = NULL;
+  const gchar *needle = "could not check maxmemory-policy";
+
+  ck_assert_msg(
+      sluice_test_redis_acl_setuser(sluice_test_redis_shared(), rules, &error),
+      "%s", error != NULL ? error->message : "");
+  ctx->env = g_environ_setenv(ctx->env, "SLUICE_URL", url, TRUE);
+  w = worker_start(ctx, NULL);
+  log = worker_stop(w);
+  ck_assert_msg(strstr(log, needle) != NULL, "%s", log);
+  ck_assert_msg(strstr(strstr(log, needle) + 1, needle) == NULL, "%s", log);
+}
+END_TEST
+
 /* ---- The suite ----------------------------------------------------------- */
 
 static gboolean
@@ -1942,6 +2218,8 @@ cli_suite(gboolean reliable)
     tcase_add_test(e2e, test_poison_batch_mates_survive);
     tcase_add_test(e2e, test_worker_waits_for_redis_at_start);
   }
+  tcase_add_loop_test(e2e, test_text_output_escapes_control_characters, 0,
+                      n_modes);
   suite_add_tcase(s, e2e);
 
   tcase_add_unchecked_fixture(errors, sluice_test_redis_shared_setup,
@@ -1962,6 +2240,11 @@ cli_suite(gboolean reliable)
   tcase_add_test(misc, test_args_from_stdin_and_dash);
   tcase_add_test(misc, test_run_in_process);
   tcase_add_test(misc, test_module_found_by_name);
+  tcase_add_test(misc, test_run_args_depth);
+  tcase_add_test(misc, test_password_file);
+  tcase_add_test(misc, test_config_file_bad_values);
+  if (reliable)
+    tcase_add_test(misc, test_worker_logs_what_the_ping_found);
   suite_add_tcase(s, misc);
   return s;
 }

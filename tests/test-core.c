@@ -521,6 +521,85 @@ START_TEST(cron_rejects_bad_expressions)
 }
 END_TEST
 
+/* Negative times round down to their minute: the occurrence at 0 is not
+ * skipped (division truncating toward zero used to skip it). */
+START_TEST(cron_before_the_epoch)
+{
+  expect_next("* * * * *", -1, 0);
+  expect_next("* * * * *", -60000, 0);
+  expect_next("* * * * *", -60001, -60000);
+  expect_next("0 0 1 1 *", -1, 0);
+  expect_next("0 0 1 1 *", utc_ms(1969, 6, 1, 0, 0), 0);
+  expect_next("30 12 * * *", utc_ms(1900, 1, 1, 0, 0),
+              utc_ms(1900, 1, 1, 12, 30));
+}
+END_TEST
+
+/* The range is what GDateTime can name: years 1 to 9999. Inside it every
+ * answer is right, up to the last minute; outside, a clear error, never a
+ * GLib critical. */
+START_TEST(cron_range)
+{
+  const gint64 first = utc_ms(1, 1, 1, 0, 0);
+  const gint64 last = utc_ms(9999, 12, 31, 23, 59);
+  /* The first minute minus 2 ms, and the first ms of the year 10000. */
+  static const gint64 outside[] = {G_MININT64, G_MAXINT64,
+                                   G_GINT64_CONSTANT(-62135596800002),
+                                   G_GINT64_CONSTANT(253402300800000)};
+  g_autoptr(GError) error = NULL;
+  gint64 next = 0;
+
+  g_log_set_always_fatal(G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
+  expect_next("* * * * *", first - 1, first);
+  expect_next("* * * * *", last - 1, last);
+  expect_next("59 23 31 12 *", utc_ms(9999, 1, 1, 0, 0), last);
+  expect_next("0 0 1 1 *", utc_ms(9998, 6, 1, 0, 0), utc_ms(9999, 1, 1, 0, 0));
+  /* Nothing after the last minute: an error that says why. */
+  ck_assert(!sluice_cron_next("* * * * *", last, &next, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "9999-12-31T23:59Z"));
+  g_clear_error(&error);
+  ck_assert(
+      !sluice_cron_next("0 0 1 1 *", utc_ms(9999, 6, 1, 0, 0), &next, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "9999-12-31T23:59Z"));
+  g_clear_error(&error);
+  /* A month that never comes again before the end of the range. */
+  ck_assert(!sluice_cron_next("0 0 1 feb *", utc_ms(9999, 3, 1, 0, 0), &next,
+                              &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "9999-12-31T23:59Z"));
+  g_clear_error(&error);
+  for (gsize i = 0; i < G_N_ELEMENTS(outside); i++) {
+    ck_assert_msg(!sluice_cron_next("* * * * *", outside[i], &next, &error),
+                  "%" G_GINT64_FORMAT " was accepted", outside[i]);
+    ck_assert(g_error_matches(error, SLUICE_WORKER_ERROR,
+                              SLUICE_WORKER_ERROR_INVALID));
+    ck_assert_ptr_nonnull(strstr(error->message, "0001-01-01"));
+    g_clear_error(&error);
+  }
+  /* An impossible date is still the five-year error, anywhere in range. */
+  ck_assert(!sluice_cron_next("0 0 30 2 *", first, &next, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "five years"));
+}
+END_TEST
+
+/* The expression is quoted in errors; whatever bytes it held, the message
+ * is printable UTF-8. */
+START_TEST(cron_error_messages_are_utf8)
+{
+  static const gchar *const bad[] = {"\xff * * * *", "* * * * \x1b[2J",
+                                     "\xe2\x82 * * * *", "*/\xc3 * * * *"};
+
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(GError) error = NULL;
+    gint64 next;
+
+    ck_assert(!sluice_cron_next(bad[i], 0, &next, &error));
+    ck_assert_msg(g_utf8_validate(error->message, -1, NULL), "%s",
+                  error->message);
+    ck_assert_ptr_null(strchr(error->message, '\x1b'));
+  }
+}
+END_TEST
+
 /* ---- Task ids ------------------------------------------------------------ */
 
 static gpointer
@@ -751,6 +830,9 @@ main(void)
   suite_add_tcase(s, broker);
   tcase_add_test(cron, cron_next_occurrences);
   tcase_add_test(cron, cron_rejects_bad_expressions);
+  tcase_add_test(cron, cron_before_the_epoch);
+  tcase_add_test(cron, cron_range);
+  tcase_add_test(cron, cron_error_messages_are_utf8);
   suite_add_tcase(s, cron);
 
   runner = srunner_create(s);

@@ -33,8 +33,8 @@ valid_entry_id(const gchar *id)
 }
 
 /* One XRANGE element ([id, [field, value, ...]]) to a SluiceDeadLetter. */
-static SluiceDeadLetter *
-dead_letter_from_reply(redisReply *entry)
+SluiceDeadLetter *
+sluice_redis_broker__dead_letter_from_reply(redisReply *entry)
 {
   SluiceDeadLetter *dl;
   redisReply *fields;
@@ -113,7 +113,8 @@ dlq_range(SluiceRedisBroker *self, const gchar *what, const gchar *start,
     return sluice_redis_broker__unexpected(self, what, error);
   }
   for (size_t i = 0; i < reply->elements; i++) {
-    SluiceDeadLetter *dl = dead_letter_from_reply(reply->element[i]);
+    SluiceDeadLetter *dl =
+        sluice_redis_broker__dead_letter_from_reply(reply->element[i]);
     if (dl != NULL)
       g_ptr_array_add(out, dl);
   }
@@ -364,7 +365,8 @@ sluice_redis__lookup_task(SluiceBroker *broker, const gchar *id,
     out->payload = sluice_redis_reply__steal_bytes(reply->element[3], 0);
   } else if (place == 2) {
     if (reply->elements != 2 ||
-        (out->dead_letter = dead_letter_from_reply(reply->element[1])) == NULL)
+        (out->dead_letter = sluice_redis_broker__dead_letter_from_reply(
+             reply->element[1])) == NULL)
       goto unexpected;
     out->place = SLUICE_TASK_PLACE_DEAD;
   }

@@ -297,4 +297,16 @@ gboolean sluice_redis__lookup_task(SluiceBroker *broker, const gchar *id,
                                    SluiceTaskLocation *out, GError **error);
 gboolean sluice_redis__check(SluiceBroker *broker, GError **error);
 
+/**
+ * sluice_redis_broker__dead_letter_from_reply:
+ * @entry: one element of an XRANGE reply of the dead-letter stream; its
+ *   payload string is taken over (the reply keeps the rest)
+ *
+ * Returns: (transfer full) (nullable): the entry, NULL when @entry is not
+ * shaped like one. Every field comes from Redis as it is: callers (and the
+ * fuzz target fuzz/fuzz-dead-letter.c) treat them as outside bytes.
+ */
+SluiceDeadLetter *
+sluice_redis_broker__dead_letter_from_reply(redisReply *entry);
+
 G_END_DECLS

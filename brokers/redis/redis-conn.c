@@ -4,10 +4,11 @@
  * Design choices, in the order an operation meets them:
  *
  * URL. `redis://[[user]:password@]host[:port][/db]` or
- * `unix:///path?db=N`, parsed with GLib's GUri, so user and password are
- * percent-decoded (a password with '@' or ':' is written %40, %3A). The
- * password is kept for AUTH and never shown: every message uses
- * url->display, where it reads "***".
+ * `unix:///path?db=N`. The userinfo ends at the last '@', so a password
+ * may hold '/', '?', '#', ':' or '@' as it is (or percent-encoded); user
+ * and password are percent-decoded, the rest is parsed with GLib's GUri.
+ * The password is kept for AUTH and never shown: every message uses
+ * url->display, where it reads "***" (see the URLs section).
  *
  * CONNECT. hiredis 0.14.1 has no redisConnectWithOptions and no RESP3, so
  * a connection is redisConnectWithTimeout() (or ...UnixWithTimeout) with the
@@ -94,9 +95,23 @@ struct _SluiceRedisPool {
    * this client's mode, checked on every new connection. */
   gchar *meta_key;
   gchar *mode;
+  gchar *ns; /* for permission messages; may be NULL */
 };
 
-/* ---- URLs ---------------------------------------------------------------- */
+/* ---- URLs ----------------------------------------------------------------
+ *
+ * Users paste passwords into URLs as they are, with '/', '?', '#', ':' or
+ * '@' unescaped, so the URL is not handed to GUri whole (GUri would end the
+ * userinfo at the first '/' or '@' and show the rest of the password as a
+ * host or a path). The text is split first, by one rule that never
+ * depends on what the password holds: after "scheme://", everything up to
+ * the LAST '@' is the userinfo, the user before its first ':' and the
+ * password after it. Only the part after that '@' goes to GUri. Every
+ * message shows the URL rebuilt from the scheme, the user and that part,
+ * so the password cannot reach one, however the URL is malformed; a
+ * userinfo without ':' may be a password typed without its colon, so it is
+ * not shown either.
+ */
 
 static gboolean
 url_invalid(GError **error, const gchar *shown, const gchar *why)
@@ -126,127 +141,223 @@ static gchar *
 make_display(const SluiceRedisUrl *url)
 {
   GString *s = g_string_new(url->is_unix ? "unix://" : "redis://");
+  g_autofree gchar *host = NULL;
 
   if (url->is_unix) {
-    g_string_append(s, url->path);
+    g_autofree gchar *path = sluice_broker_escape_text(url->path, -1, 0);
+
+    g_string_append(s, path);
     if (url->db != 0)
       g_string_append_printf(s, "?db=%d", url->db);
     return g_string_free(s, FALSE);
   }
   if (url->user != NULL || url->password != NULL) {
-    if (url->user != NULL)
-      g_string_append_uri_escaped(s, url->user, NULL, FALSE);
+    if (url->user != NULL) {
+      g_autofree gchar *user = g_uri_escape_string(url->user, NULL, FALSE);
+      g_autofree gchar *shown = sluice_broker_escape_text(user, -1, 0);
+      g_string_append(s, shown);
+    }
     if (url->password != NULL)
       g_string_append(s, ":***");
     g_string_append_c(s, '@');
   }
-  if (strchr(url->host, ':') != NULL)
-    g_string_append_printf(s, "[%s]", url->host);
+  host = sluice_broker_escape_text(url->host, -1, 0);
+  if (strchr(host, ':') != NULL)
+    g_string_append_printf(s, "[%s]", host);
   else
-    g_string_append(s, url->host);
+    g_string_append(s, host);
   g_string_append_printf(s, ":%d/%d", url->port, url->db);
   return g_string_free(s, FALSE);
+}
+
+/* The pieces of a URL text, by the rule at the top of this section. All
+ * point into the text; @userinfo is NULL when there is no '@'. */
+typedef struct {
+  const gchar *scheme; /* NULL when the text has no "scheme://" */
+  gsize scheme_len;
+  const gchar *userinfo;
+  gsize userinfo_len;
+  const gchar *colon; /* the first ':' of the userinfo, or NULL */
+  const gchar *rest;  /* after the "scheme://" and the userinfo's '@' */
+} UrlParts;
+
+static void
+split_url(const gchar *text, UrlParts *parts)
+{
+  const gchar *p = text;
+  const gchar *after_scheme = text;
+  const gchar *at;
+
+  memset(parts, 0, sizeof *parts);
+  /* RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) then "://". */
+  if (g_ascii_isalpha(*p)) {
+    while (g_ascii_isalnum(*p) || *p == '+' || *p == '-' || *p == '.')
+      p++;
+    if (g_str_has_prefix(p, "://")) {
+      parts->scheme = text;
+      parts->scheme_len = (gsize)(p - text);
+      after_scheme = p + 3;
+    }
+  }
+  parts->rest = after_scheme;
+  at = strrchr(after_scheme, '@');
+  if (at != NULL) {
+    parts->userinfo = after_scheme;
+    parts->userinfo_len = (gsize)(at - after_scheme);
+    parts->colon = memchr(after_scheme, ':', parts->userinfo_len);
+    parts->rest = at + 1;
+  }
+}
+
+/* The URL as messages may show it: no password, nothing that could be
+ * one, every byte printable UTF-8. */
+static gchar *
+shown_url(const UrlParts *parts)
+{
+  GString *s = g_string_new(NULL);
+  g_autofree gchar *rest = sluice_broker_escape_text(parts->rest, -1, 200);
+
+  if (parts->scheme != NULL) {
+    g_autofree gchar *scheme =
+        sluice_broker_escape_text(parts->scheme, (gssize)parts->scheme_len, 20);
+    g_string_append_printf(s, "%s://", scheme);
+  }
+  if (parts->userinfo != NULL) {
+    if (parts->colon != NULL) {
+      g_autofree gchar *user = sluice_broker_escape_text(
+          parts->userinfo, (gssize)(parts->colon - parts->userinfo), 64);
+      g_string_append_printf(s, "%s:***@", user);
+    } else {
+      g_string_append(s, "***@");
+    }
+  }
+  g_string_append(s, rest);
+  return g_string_free(s, FALSE);
+}
+
+/* Percent-decodes @len bytes of @text into a NUL-free string, or NULL. */
+static gchar *
+unescape_part(const gchar *text, gsize len)
+{
+  g_autofree gchar *raw = g_strndup(text, len);
+
+  return g_uri_unescape_string(raw, NULL);
 }
 
 gboolean
 sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
 {
   g_autoptr(GUri) uri = NULL;
-  g_autoptr(GError) local = NULL;
   g_autofree gchar *shown = NULL;
+  g_autofree gchar *scheme = NULL;
+  g_autofree gchar *hostpart = NULL;
   SluiceRedisUrl parsed = {0};
-  const gchar *scheme;
+  UrlParts parts;
+  const gchar *host;
   const gchar *query;
 
   g_return_val_if_fail(text != NULL && url != NULL, FALSE);
 
-  uri =
-      g_uri_parse(text, G_URI_FLAGS_HAS_PASSWORD | G_URI_FLAGS_NON_DNS, &local);
-  if (uri == NULL) {
-    /* GUri's message may quote the text, password included: say only
-     * where the URL is broken. */
-    return url_invalid(error, "(not shown)",
-                       "it is not a well-formed URL; percent-encode "
-                       "special characters in the user and password");
-  }
-  /* What we may show: the URL without its userinfo. */
-  shown = g_uri_join(G_URI_FLAGS_NONE, g_uri_get_scheme(uri), NULL,
-                     g_uri_get_host(uri), g_uri_get_port(uri),
-                     g_uri_get_path(uri), g_uri_get_query(uri), NULL);
-
-  scheme = g_uri_get_scheme(uri);
-  query = g_uri_get_query(uri);
-  if (g_ascii_strcasecmp(scheme, "rediss") == 0)
+  split_url(text, &parts);
+  shown = shown_url(&parts);
+  if (parts.scheme == NULL)
+    return url_invalid(error, shown,
+                       "it does not start with redis:// or unix://");
+  scheme = g_ascii_strdown(parts.scheme, (gssize)parts.scheme_len);
+  if (strcmp(scheme, "rediss") == 0)
     return url_invalid(error, shown,
                        "TLS (rediss://) is not supported by hiredis 0.14; "
                        "reach a TLS Redis through a local TLS tunnel");
+  if (strcmp(scheme, "unix") != 0 && strcmp(scheme, "redis") != 0)
+    return url_invalid(error, shown, "the scheme must be redis:// or unix://");
+  if (strcmp(scheme, "unix") == 0 && parts.userinfo != NULL)
+    /* A socket is protected by its file permissions; '@' in a socket
+     * path is written %40. */
+    return url_invalid(error, shown,
+                       "unix:// URLs cannot carry credentials (write '@' in "
+                       "a socket path as %40); use redis:// or a socket that "
+                       "needs none");
+  if (parts.userinfo != NULL && parts.colon == NULL)
+    return url_invalid(error, shown,
+                       "a user needs a password: write user:password@ or "
+                       ":password@ (an ACL user with nopass accepts any "
+                       "password)");
 
-  if (g_ascii_strcasecmp(scheme, "unix") == 0) {
+  /* Only what follows the userinfo goes to GUri: it holds no password. */
+  hostpart = g_strconcat(scheme, "://", parts.rest, NULL);
+  uri = g_uri_parse(hostpart, G_URI_FLAGS_NON_DNS, NULL);
+  if (uri == NULL)
+    return url_invalid(error, shown,
+                       "it is not a well-formed URL; percent-encode special "
+                       "characters of the host and the path");
+  if (g_uri_get_fragment(uri) != NULL)
+    return url_invalid(error, shown, "a fragment (#...) has no meaning here");
+  host = g_uri_get_host(uri);
+  query = g_uri_get_query(uri);
+
+  if (strcmp(scheme, "unix") == 0) {
     parsed.is_unix = TRUE;
-    if (g_uri_get_host(uri) != NULL && g_uri_get_host(uri)[0] != '\0')
+    if (host != NULL && host[0] != '\0')
       return url_invalid(error, shown,
                          "a unix URL has no host: write unix:///path (three "
                          "slashes)");
     if (g_uri_get_path(uri)[0] != '/')
-      return url_invalid(error, shown, "the socket path must be absolute");
-    parsed.path = g_strdup(g_uri_get_path(uri));
+      return url_invalid(error, shown,
+                         "the socket path is missing or not absolute");
     if (query != NULL) {
       g_autoptr(GHashTable) params =
           g_uri_parse_params(query, -1, "&", G_URI_PARAMS_NONE, NULL);
       GHashTableIter iter;
       gpointer key, value;
 
-      if (params == NULL) {
-        sluice_redis_url__clear(&parsed);
+      if (params == NULL)
         return url_invalid(error, shown, "the query is malformed");
-      }
       g_hash_table_iter_init(&iter, params);
       while (g_hash_table_iter_next(&iter, &key, &value)) {
-        if (strcmp(key, "db") != 0 || !parse_db(value, &parsed.db)) {
-          sluice_redis_url__clear(&parsed);
+        if (strcmp(key, "db") != 0 || !parse_db(value, &parsed.db))
           return url_invalid(error, shown,
                              "the only query parameter is db=N, with N a "
                              "database number");
-        }
       }
     }
-  } else if (g_ascii_strcasecmp(scheme, "redis") == 0) {
+    parsed.path = g_strdup(g_uri_get_path(uri));
+  } else {
     const gchar *path = g_uri_get_path(uri);
 
-    if (g_uri_get_host(uri) == NULL || g_uri_get_host(uri)[0] == '\0')
-      return url_invalid(error, shown, "the host is missing");
+    if (host == NULL || host[0] == '\0')
+      return url_invalid(error, shown,
+                         "the host is missing (redis://host[:port][/db])");
     if (query != NULL)
       return url_invalid(error, shown,
                          "redis:// URLs take no query; put the database "
                          "number in the path (/N)");
-    parsed.host = g_strdup(g_uri_get_host(uri));
-    parsed.port = g_uri_get_port(uri) > 0 ? g_uri_get_port(uri) : 6379;
     if (path[0] != '\0' && strcmp(path, "/") != 0 &&
-        !parse_db(path + 1, &parsed.db)) {
-      sluice_redis_url__clear(&parsed);
+        !parse_db(path + 1, &parsed.db))
       return url_invalid(error, shown,
                          "the path must be a database number (/0 ... /15)");
-    }
-  } else {
-    return url_invalid(error, shown, "the scheme must be redis:// or unix://");
+    parsed.host = g_strdup(host);
+    parsed.port = g_uri_get_port(uri) > 0 ? g_uri_get_port(uri) : 6379;
   }
 
-  if (g_uri_get_user(uri) != NULL && g_uri_get_user(uri)[0] != '\0')
-    parsed.user = g_strdup(g_uri_get_user(uri));
-  if (g_uri_get_password(uri) != NULL)
-    parsed.password = g_strdup(g_uri_get_password(uri));
-  if (parsed.user != NULL && parsed.password == NULL) {
-    sluice_redis_url__clear(&parsed);
-    return url_invalid(error, shown,
-                       "a user needs a password: write user:password@ (an "
-                       "ACL user with nopass accepts any password)");
-  }
-  if (parsed.is_unix && (parsed.user != NULL || parsed.password != NULL)) {
-    /* GUri has no userinfo without an authority; keep the rule simple. */
-    sluice_redis_url__clear(&parsed);
-    return url_invalid(error, shown,
-                       "unix:// URLs cannot carry credentials here; use "
-                       "redis:// or a socket that needs none");
+  if (parts.userinfo != NULL) {
+    gsize user_len = (gsize)(parts.colon - parts.userinfo);
+    const gchar *pw = parts.colon + 1;
+    gsize pw_len = parts.userinfo_len - user_len - 1;
+    gchar *user = unescape_part(parts.userinfo, user_len);
+
+    parsed.password = unescape_part(pw, pw_len);
+    if (user == NULL || parsed.password == NULL) {
+      g_free(user);
+      sluice_redis_url__clear(&parsed);
+      return url_invalid(error, shown,
+                         "the user or the password holds a '%' that does not "
+                         "start an escape (%XX) or an escaped NUL; write '%' "
+                         "as %25");
+    }
+    if (user[0] != '\0')
+      parsed.user = user;
+    else
+      g_free(user);
   }
   parsed.display = make_display(&parsed);
   *url = parsed;
@@ -299,7 +410,11 @@ sluice_redis_reply__steal_bytes(redisReply *reply, gsize skip)
   gsize len;
 
   g_return_val_if_fail(reply != NULL, NULL);
-  g_return_val_if_fail(reply->type == REDIS_REPLY_STRING, NULL);
+  /* A status reply carries its text the same way; callers that take
+   * either (reply_is_string) may hand one over. */
+  g_return_val_if_fail(reply->type == REDIS_REPLY_STRING ||
+                           reply->type == REDIS_REPLY_STATUS,
+                       NULL);
   g_return_val_if_fail(reply->len >= skip, NULL);
 
   str = reply->str;
@@ -329,9 +444,147 @@ has_prefix(const redisReply *reply, const gchar *prefix)
          strncmp(reply->str, prefix, strlen(prefix)) == 0;
 }
 
+/* "config|get" -> "CONFIG GET". */
+static gchar *
+command_name(const gchar *acl_name, gsize len)
+{
+  gchar *name = g_ascii_strup(acl_name, (gssize)len);
+
+  g_strdelimit(name, "|", ' ');
+  return name;
+}
+
+/* The commands a line of a Lua script calls: "XADD", "XGROUP CREATE". */
+static gchar *
+commands_on_line(const gchar *line, gsize len)
+{
+  GString *names = g_string_new(NULL);
+  const gchar *end = line + len;
+
+  for (const gchar *p = line; p < end;) {
+    const gchar *call = g_strstr_len(p, end - p, "call('");
+    const gchar *name, *q;
+
+    if (call == NULL)
+      break;
+    name = call + 6;
+    q = memchr(name, '\'', (gsize)(end - name));
+    if (q == NULL)
+      break;
+    if (names->len > 0)
+      g_string_append(names, ", ");
+    {
+      g_autofree gchar *upper = g_ascii_strup(name, q - name);
+      g_autofree gchar *shown = sluice_broker_escape_text(upper, -1, 40);
+      g_string_append(names, shown);
+    }
+    /* A literal second word of a container command is its subcommand. */
+    if (g_str_has_prefix(q, "', '")) {
+      const gchar *sub = q + 4;
+      const gchar *sub_end = memchr(sub, '\'', (gsize)(end - sub));
+      gboolean word = sub_end != NULL && sub_end > sub;
+
+      for (const gchar *c = sub; word && c < sub_end; c++)
+        word = g_ascii_isupper(*c);
+      if (word) {
+        g_autofree gchar *shown =
+            sluice_broker_escape_text(sub, sub_end - sub, 40);
+        g_string_append_printf(names, " %s", shown);
+      }
+    }
+    p = q + 1;
+  }
+  if (names->len == 0) {
+    g_string_free(names, TRUE);
+    return NULL;
+  }
+  return g_string_free(names, FALSE);
+}
+
+/* What a NOPERM (or a script's permission) error says is missing, as a
+ * phrase that follows "may not". */
+static gchar *
+missing_permission(SluiceRedisPool *pool, const redisReply *reply,
+                   const SluiceRedisScriptInfo *script)
+{
+  const gchar *msg = reply->str != NULL ? reply->str : "";
+  const gchar *run = strstr(msg, "to run the '");
+  g_autofree gchar *grant = NULL;
+
+  grant = pool->ns != NULL
+              ? g_strdup_printf("~{%s}:* and &{%s}:*", pool->ns, pool->ns)
+              : g_strdup("~{<namespace>}:* and &{<namespace>}:*");
+  if (run != NULL) {
+    const gchar *name = run + strlen("to run the '");
+    const gchar *q = strchr(name, '\'');
+
+    if (q != NULL) {
+      g_autofree gchar *command = command_name(name, q - name);
+      g_autofree gchar *acl = g_ascii_strdown(name, q - name);
+      g_autofree gchar *shown = sluice_broker_escape_text(command, -1, 60);
+      g_autofree gchar *rule = sluice_broker_escape_text(acl, -1, 60);
+
+      return g_strdup_printf("run %s (grant it with ACL SETUSER <user> +%s)",
+                             shown, rule);
+    }
+  }
+  if (strstr(msg, "keys") != NULL)
+    return g_strdup_printf("access a key it needs (grant the namespace's "
+                           "keys and channels: %s)",
+                           grant);
+  if (strstr(msg, "channel") != NULL)
+    return g_strdup_printf("use a channel it needs (grant the namespace's "
+                           "keys and channels: %s)",
+                           grant);
+  if (strstr(msg, "can't run this command") != NULL) {
+    const gchar *at = strstr(msg, "@user_script:");
+    guint64 line_no = 0;
+
+    /* Redis names the line of the script, not the command: find it. */
+    if (at != NULL && script != NULL && script->text != NULL)
+      line_no = g_ascii_strtoull(at + strlen("@user_script:"), NULL, 10);
+    if (line_no > 0) {
+      const gchar *line = script->text;
+
+      for (guint64 n = 1; n < line_no && line != NULL; n++) {
+        line = strchr(line, '\n');
+        if (line != NULL)
+          line++;
+      }
+      if (line != NULL) {
+        const gchar *eol = strchr(line, '\n');
+        g_autofree gchar *names = commands_on_line(
+            line, eol != NULL ? (gsize)(eol - line) : strlen(line));
+
+        if (names != NULL)
+          return g_strdup_printf(
+              "run %s, which line %" G_GUINT64_FORMAT
+              " of Sluice's %s script calls (grant it with ACL SETUSER "
+              "<user> +<command>)",
+              names, line_no, script->name);
+      }
+    }
+    return g_strdup_printf("run a command that Sluice's %s script calls "
+                           "(ACL LOG on the server names it)",
+                           script != NULL ? script->name : "Lua");
+  }
+  return g_strdup_printf("do what Sluice needs (grant the commands of its "
+                         "role, and %s)",
+                         grant);
+}
+
 gboolean
 sluice_redis_reply__check(SluiceRedisPool *pool, const redisReply *reply,
                           const gchar *what, GError **error)
+{
+  return sluice_redis_reply__check_script(pool, reply, what, NULL, error);
+}
+
+gboolean
+sluice_redis_reply__check_script(SluiceRedisPool *pool, const redisReply *reply,
+                                 const gchar *what,
+                                 const SluiceRedisScriptInfo *script,
+                                 GError **error)
 {
   const gchar *url = pool->url.display;
   const gchar *msg;
@@ -359,12 +612,16 @@ sluice_redis_reply__check(SluiceRedisPool *pool, const redisReply *reply,
                 "Redis at %s refused the user or password of the URL (%s): "
                 "check the credentials (percent-encode special characters)",
                 url, msg);
-  } else if (has_prefix(reply, "NOPERM")) {
+  } else if (has_prefix(reply, "NOPERM") ||
+             has_prefix(reply, "ERR The user executing the script can't")) {
+    g_autofree gchar *missing = missing_permission(pool, reply, script);
+    g_autofree gchar *said = sluice_broker_escape_text(msg, -1, 300);
+
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH,
-                "%s refused: the Redis user of %s lacks a permission Sluice "
-                "needs (%s); grant it keys and channels of the namespace and "
-                "the commands it uses (e.g. ACL SETUSER <user> +@all)",
-                what, url, msg);
+                "%s refused: the Redis user of %s may not %s (Redis said: "
+                "%s); README.md and sluice(1) (\"Least privilege\") list the "
+                "ACL each role needs",
+                what, url, missing, said);
   } else if (has_prefix(reply, "MISCONF")) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
                 "%s refused: Redis at %s cannot persist to disk and refuses "
@@ -694,7 +951,8 @@ sluice_redis_conn__read_within(SluiceRedisPool *pool, SluiceRedisConn *conn,
 /* Warns once per pool when Redis may evict Sluice's keys: with allkeys-*
  * any key may go (queued messages lost silently); with volatile-* the keys
  * with a TTL (records, idempotency claims) may vanish early. A user
- * without permission for CONFIG GET gets no warning. */
+ * without permission for CONFIG GET is told, once, that the check could
+ * not be made: a least-privilege user must not silence the warning. */
 static void
 check_eviction_policy(SluiceRedisPool *pool, const redisReply *reply)
 {
@@ -705,7 +963,21 @@ check_eviction_policy(SluiceRedisPool *pool, const redisReply *reply)
   first = !pool->policy_checked;
   pool->policy_checked = TRUE;
   g_mutex_unlock(&pool->lock);
-  if (!first || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+  if (!first)
+    return;
+  if (reply->type == REDIS_REPLY_ERROR) {
+    g_autofree gchar *said = sluice_broker_escape_text(reply->str, -1, 200);
+
+    sluice_broker_log(
+        NULL, G_LOG_LEVEL_MESSAGE,
+        "could not check maxmemory-policy of Redis at %s: CONFIG GET is not "
+        "permitted for this user (%s); make sure it is noeviction, or a full "
+        "Redis deletes queued messages without a trace (grant +config|get "
+        "to have it checked)",
+        pool->url.display, said);
+    return;
+  }
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
       reply->element[1]->type != REDIS_REPLY_STRING)
     return;
   policy = reply->element[1]->str;
@@ -723,8 +995,9 @@ check_eviction_policy(SluiceRedisPool *pool, const redisReply *reply)
                       pool->url.display, policy);
 }
 
-/* AUTH, SELECT, CLIENT ID (and, once, CONFIG GET maxmemory-policy) in one
- * round trip. On failure returns FALSE
+/* AUTH, SELECT, CLIENT ID, the namespace's mode (and, once, CONFIG GET
+ * maxmemory-policy) in one round trip; a second one, on a namespace's
+ * first use, records the mode. On failure returns FALSE
  * and either sets *reason (the server could not be talked to: an outage)
  * or @error (the server answered no). */
 static gboolean
@@ -733,6 +1006,7 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
 {
   const SluiceRedisUrl *url = &pool->url;
   redisReply *replies[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+  redisReply *recorded[2] = {NULL, NULL};
   guint n = 0;
   guint auth_at = G_MAXUINT, select_at = G_MAXUINT, policy_at = G_MAXUINT;
   guint mode_at = G_MAXUINT;
@@ -783,15 +1057,11 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
     policy_at = n++;
   }
   if (pool->meta_key != NULL) {
-    /* The first client of a namespace records its mode; every client
-     * compares. HSETNX may be refused to a read-only user: only the HGET
-     * decides. */
-    const char *set[4] = {"HSETNX", pool->meta_key, "mode", pool->mode};
-    size_t set_lens[4] = {6, strlen(pool->meta_key), 4, strlen(pool->mode)};
+    /* Every client compares with the mode the namespace recorded; the
+     * first one records it (below), so a read-only user never tries a
+     * write on a namespace in use. */
     const char *get[3] = {"HGET", pool->meta_key, "mode"};
     size_t get_lens[3] = {4, strlen(pool->meta_key), 4};
-    sluice_redis_conn__append(conn, 4, set, set_lens);
-    n++;
     sluice_redis_conn__append(conn, 3, get, get_lens);
     mode_at = n++;
   }
@@ -828,6 +1098,26 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
     if (!sluice_redis_reply__check(pool, mode, "reading the namespace's mode",
                                    error))
       goto out;
+    if (mode->type == REDIS_REPLY_NIL) {
+      /* A new namespace: record this client's mode (HSETNX: a peer may be
+       * first), then compare with whatever won. */
+      const char *set[4] = {"HSETNX", pool->meta_key, "mode", pool->mode};
+      size_t set_lens[4] = {6, strlen(pool->meta_key), 4, strlen(pool->mode)};
+      const char *get[3] = {"HGET", pool->meta_key, "mode"};
+      size_t get_lens[3] = {4, strlen(pool->meta_key), 4};
+
+      sluice_redis_conn__append(conn, 4, set, set_lens);
+      sluice_redis_conn__append(conn, 3, get, get_lens);
+      if (!exchange_raw(conn, 2, recorded, timeout_ms, reason)) {
+        sluice_redis_replies__free(replies, n);
+        return FALSE;
+      }
+      /* HSETNX may be refused to a read-only user: only the HGET decides. */
+      if (!sluice_redis_reply__check(pool, recorded[1],
+                                     "reading the namespace's mode", error))
+        goto out;
+      mode = recorded[1];
+    }
     if (mode->type == REDIS_REPLY_STRING &&
         (mode->len != strlen(pool->mode) ||
          memcmp(mode->str, pool->mode, mode->len) != 0)) {
@@ -846,6 +1136,7 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
   ok = TRUE;
 out:
   sluice_redis_replies__free(replies, n);
+  sluice_redis_replies__free(recorded, 2);
   return ok;
 }
 
@@ -924,6 +1215,13 @@ sluice_redis_pool__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
 }
 
 void
+sluice_redis_pool__set_namespace(SluiceRedisPool *pool, const gchar *ns)
+{
+  g_free(pool->ns);
+  pool->ns = g_strdup(ns);
+}
+
+void
 sluice_redis_pool__close(SluiceRedisPool *pool)
 {
   GQueue idle = G_QUEUE_INIT;
@@ -945,6 +1243,7 @@ sluice_redis_pool__free(SluiceRedisPool *pool)
     return;
   sluice_redis_pool__close(pool);
   g_array_unref(pool->blocked_ids);
+  g_free(pool->ns);
   g_mutex_clear(&pool->lock);
   sluice_redis_url__clear(&pool->url);
   g_free(pool->meta_key);

@@ -196,13 +196,48 @@ gboolean sluice_redis_conn__read_within(SluiceRedisPool *pool,
  *
  * Returns: TRUE when @reply is not an error reply. Otherwise FALSE and an
  * error mapped from the Redis error: OOM -> _FULL; NOAUTH, WRONGPASS,
- * NOPERM -> _AUTH; MISCONF, LOADING, READONLY, BUSY, MASTERDOWN,
+ * NOPERM (naming the missing command, or the key and channel patterns to
+ * grant) -> _AUTH; MISCONF, LOADING, READONLY, BUSY, MASTERDOWN,
  * TRYAGAIN, CLUSTERDOWN -> _UNAVAILABLE; anything else -> _FAILED. Each
  * message names the URL (without password) and what to do.
  */
 gboolean sluice_redis_reply__check(SluiceRedisPool *pool,
                                    const redisReply *reply, const gchar *what,
                                    GError **error);
+
+/**
+ * SluiceRedisScriptInfo:
+ * @name: the script's name, for messages
+ * @text: (nullable): its Lua source
+ */
+typedef struct {
+  const gchar *name;
+  const gchar *text;
+} SluiceRedisScriptInfo;
+
+/**
+ * sluice_redis_reply__check_script:
+ * @script: (nullable): the script that gave @reply
+ *
+ * sluice_redis_reply__check() for the reply of a script. A user whose ACL
+ * lacks a command the script calls gets an error that names the command:
+ * Redis only says which line of the script was refused, so the line is
+ * looked up in @script's text.
+ */
+gboolean sluice_redis_reply__check_script(SluiceRedisPool *pool,
+                                          const redisReply *reply,
+                                          const gchar *what,
+                                          const SluiceRedisScriptInfo *script,
+                                          GError **error);
+
+/**
+ * sluice_redis_pool__set_namespace:
+ * @ns: (nullable): copied
+ *
+ * The namespace the pool serves, so that a permission error can say which
+ * key and channel patterns to grant.
+ */
+void sluice_redis_pool__set_namespace(SluiceRedisPool *pool, const gchar *ns);
 
 /** sluice_redis_reply__is_error_code: Returns: TRUE if @reply is an error
  * reply whose code (first word) is @code ("NOSCRIPT"). */
@@ -211,7 +246,7 @@ gboolean sluice_redis_reply__is_error_code(const redisReply *reply,
 
 /**
  * sluice_redis_reply__steal_bytes:
- * @reply: a string reply
+ * @reply: a string (or status) reply
  * @skip: bytes to drop from the front (0, or 1 for a record's flag byte)
  *
  * Returns: (transfer full): the reply's bytes from @skip on, as a GBytes

@@ -36,7 +36,9 @@ sluice_redis_reply__to_int(const redisReply *r, gint64 *out)
       return TRUE;
     /* A score may come as "1.5e+12": go through a double. */
     d = g_ascii_strtod(buf, &end);
-    if (*end != '\0')
+    /* "inf" or 1e300 from a hostile or damaged entry: no gint64 holds it
+     * (and converting it would be undefined). */
+    if (*end != '\0' || !(d > -9.2e18 && d < 9.2e18))
       return FALSE;
     *out = (gint64)(d < 0 ? d - 0.5 : d + 0.5);
   }

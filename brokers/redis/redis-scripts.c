@@ -548,6 +548,7 @@ sluice_redis_script__eval(SluiceRedisPool *pool, SluiceRedisConn *conn,
 {
   redisReply *replies[2] = {NULL, NULL};
   redisReply *reply;
+  const SluiceRedisScriptInfo info = {script->name, script->text};
 
   g_return_val_if_fail(argc >= SLUICE_REDIS_SCRIPT_ARGV0, FALSE);
   *out_reply = NULL;
@@ -582,7 +583,8 @@ sluice_redis_script__eval(SluiceRedisPool *pool, SluiceRedisConn *conn,
     freeReplyObject(replies[0]);
     reply = replies[1];
   }
-  if (!sluice_redis_reply__check(pool, reply, script->name, error)) {
+  if (!sluice_redis_reply__check_script(pool, reply, script->name, &info,
+                                        error)) {
     freeReplyObject(reply);
     return FALSE;
   }

@@ -175,6 +175,7 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                                             : SLUICE_REDIS_DEFAULT_BACKOFF_MS);
   sluice_redis_url__clear(&url);
   sluice_redis_keys__init(&self->keys, ns);
+  sluice_redis_pool__set_namespace(self->pool, ns);
   {
     g_autofree gchar *meta =
         sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_META, NULL);

@@ -321,10 +321,20 @@ check_persistence(SluiceRedisBroker *self)
   sluice_redis_argv__finish(&a);
   if (!sluice_redis_broker__command(self, "CONFIG GET", TRUE, &a, 0, &reply,
                                     &error)) {
-    sluice_broker_log(&self->parent, G_LOG_LEVEL_INFO,
-                      "could not read the persistence settings of Redis "
-                      "at %s (%s); make sure it runs with appendonly yes",
-                      url, error->message);
+    /* A least-privilege user must not silence the warning below. */
+    if (g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH))
+      sluice_broker_log(&self->parent, G_LOG_LEVEL_MESSAGE,
+                        "could not check the persistence of Redis at %s: "
+                        "CONFIG GET is not permitted for this user; make "
+                        "sure it runs with appendonly yes (and appendfsync "
+                        "always), or acknowledged work can be lost (grant "
+                        "+config|get to have it checked)",
+                        url);
+    else
+      sluice_broker_log(&self->parent, G_LOG_LEVEL_INFO,
+                        "could not read the persistence settings of Redis "
+                        "at %s (%s); make sure it runs with appendonly yes",
+                        url, error->message);
     sluice_redis_argv__clear(&a);
     return;
   }

@@ -27,9 +27,41 @@ G_BEGIN_DECLS
 
 #define SLUICE_ENVELOPE_VERSION 1
 #define SLUICE_DEFAULT_MAX_MESSAGE_BYTES (1024 * 1024)
+
+/**
+ * SLUICE_DEFAULT_MAX_DEPTH:
+ *
+ * The one nesting limit: what workers decode (the envelope map is depth 1,
+ * so its `args` may nest SLUICE_MAX_ARGS_DEPTH deep), what
+ * sluice_envelope_encode() and so sluice_client_enqueue() accept in `args`,
+ * what sluice_args_from_json() (and `sluice enqueue`, `sluice run`) accept,
+ * and what a task's result value may hold. A msgpack bin is a scalar, and
+ * so is its JSON form {"$bin": "..."}: it adds no level in either codec,
+ * so both carry exactly the same values.
+ */
 #define SLUICE_DEFAULT_MAX_DEPTH 64
+#define SLUICE_MAX_ARGS_DEPTH (SLUICE_DEFAULT_MAX_DEPTH - 1)
 #define SLUICE_HISTORY_MAX_LINES 10
 #define SLUICE_HISTORY_MAX_LINE_BYTES 256
+
+/* An envelope carries at most this many headers (both codecs refuse more,
+ * encoding and decoding). */
+#define SLUICE_MAX_HEADERS 256
+
+/**
+ * SLUICE_ARGS_COST_FACTOR:
+ *
+ * Unpacked by sluice_task_context_get_args(), arguments take one 24-byte
+ * msgpack_object per value. So that what a message costs a worker is
+ * bounded by its size, arguments of n bytes may take at most
+ * SLUICE_ARGS_COST_FACTOR * n + SLUICE_ARGS_COST_BASE bytes that way:
+ * arguments that would take more (large arrays of one-byte values such as
+ * small integers or nils) are refused (TOO_LARGE) by both encoders, and so
+ * by sluice_client_enqueue(), and by both decoders. Dense data belongs in a
+ * bin.
+ */
+#define SLUICE_ARGS_COST_FACTOR 16
+#define SLUICE_ARGS_COST_BASE (64 * 1024)
 
 #define SLUICE_CODEC_ERROR (sluice_codec_error_quark())
 SLUICE_AVAILABLE_IN_0_1
@@ -232,7 +264,10 @@ GBytes *sluice_envelope_encode(const SluiceCodec *codec,
  * @bytes: (transfer none): an encoded envelope, msgpack or JSON
  * @limits: (nullable): NULL means the defaults
  *
- * Picks the codec by the first byte (see the top of this file).
+ * Picks the codec by the first byte (see the top of this file). Decoding
+ * @bytes allocates at most 8 times their size plus 64 KiB at its peak, in
+ * either encoding (PROTOCOL.md, "What a message costs"); a history longer
+ * than SLUICE_HISTORY_MAX_LINES keeps its newest lines.
  * Returns: (transfer full): the envelope, or NULL and a SLUICE_CODEC_ERROR.
  */
 SLUICE_AVAILABLE_IN_0_1
@@ -248,8 +283,9 @@ SluiceEnvelope *sluice_envelope_decode(GBytes *bytes,
  * Converts JSON to msgpack: integers stay integers, other numbers become
  * float64, strings stay strings, null/true/false/arrays/objects map 1:1.
  * A JSON syntax error names its line and column. The value may nest at
- * most 63 deep (the envelope around it takes one level of the 64 a decoder
- * accepts) and be at most SLUICE_DEFAULT_MAX_MESSAGE_BYTES long.
+ * most SLUICE_MAX_ARGS_DEPTH (63) deep (the envelope around it takes one
+ * level of the 64 a decoder accepts; {"$bin": ...} takes none). The size
+ * limit is the client's (max_message_bytes), on the whole message.
  * Returns: (transfer full): msgpack bytes, or NULL and @error.
  */
 SLUICE_AVAILABLE_IN_0_1

@@ -185,7 +185,13 @@ guint sluice_task_context_get_max_attempts(SluiceTaskContext *ctx);
 /** Returns: how many times the broker has delivered this message (>= 1). */
 SLUICE_AVAILABLE_IN_0_1
 guint sluice_task_context_get_delivery_count(SluiceTaskContext *ctx);
-/** Returns: the arguments, unpacked; a nil object when there are none. */
+/**
+ * sluice_task_context_get_args:
+ * Returns: the arguments, unpacked on the first call: at any depth the
+ * decoders accept (SLUICE_MAX_ARGS_DEPTH), into 24 bytes per value, which
+ * the decoders bounded (SLUICE_ARGS_COST_FACTOR); a nil object only when
+ * the message carries none.
+ */
 SLUICE_AVAILABLE_IN_0_1
 const msgpack_object *sluice_task_context_get_args(SluiceTaskContext *ctx);
 /** Returns: the arguments' msgpack bytes. */

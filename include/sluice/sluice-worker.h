@@ -385,10 +385,13 @@ gboolean sluice_worker_add_periodic(SluiceWorker *worker,
 /**
  * sluice_cron_next:
  * @cron: a five-field expression (see SluicePeriodicOptions)
- * @after_ms: a time
+ * @after_ms: a time, negative (before 1970) or not, from 0001-01-01T00:00Z
+ *   minus 1 ms to 9999-12-31T23:59:59.999Z (the years GDateTime can name)
  * @out_next_ms: (out): the first minute strictly after @after_ms that
  *   matches, in ms since the epoch
- * Returns: FALSE with SLUICE_WORKER_ERROR_INVALID for a bad expression.
+ * Returns: FALSE with SLUICE_WORKER_ERROR_INVALID for a bad expression, a
+ * time outside the range, an expression that matches no date within five
+ * years (30 February) or none before 9999-12-31T23:59Z.
  */
 SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_cron_next(const gchar *cron, gint64 after_ms,

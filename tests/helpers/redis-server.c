@@ -17,7 +17,8 @@
  *    parent process are left to the parent.
  *
  * To add a server option, add a field to SluiceTestRedisOptions and its
- * command-line flags to build_argv().
+ * command-line flags to build_argv(). Restricted ACL users are added after
+ * the start (sluice_test_redis_acl_setuser) and replayed by a restart.
  */
 #include "config.h"
 
@@ -56,7 +57,8 @@ struct _SluiceTestRedis {
   gboolean unix_socket;
   gchar *url;
   gchar *socket_url;
-  redisContext *ctx; /* for sluice_test_redis_command() */
+  redisContext *ctx;    /* for sluice_test_redis_command() */
+  GPtrArray *acl_users; /* rules given to sluice_test_redis_acl_setuser() */
 };
 
 /* Servers alive in this process, for the atexit() handler. Test code: a
@@ -310,6 +312,86 @@ spawn_and_wait(SluiceTestRedis *r, GError **error)
   return SPAWN_FAILED;
 }
 
+static gboolean
+apply_acl(SluiceTestRedis *r, const gchar *rules, GError **error)
+{
+  g_auto(GStrv) words = g_strsplit_set(rules, " \t\n", -1);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  redisContext *c = connect_admin(r);
+  redisReply *reply;
+  gboolean ok;
+
+  if (c == NULL) {
+    g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED,
+                "cannot connect to redis-server on port %u", r->port);
+    return FALSE;
+  }
+  g_ptr_array_add(argv, (gpointer) "ACL");
+  g_ptr_array_add(argv, (gpointer) "SETUSER");
+  for (guint i = 0; words[i] != NULL; i++)
+    if (words[i][0] != '\0')
+      g_ptr_array_add(argv, words[i]);
+  reply = redisCommandArgv(c, (int)argv->len, (const char **)argv->pdata, NULL);
+  ok = reply != NULL && reply->type == REDIS_REPLY_STATUS;
+  if (!ok)
+    g_set_error(error, G_SPAWN_ERROR, G_SPAWN_ERROR_FAILED,
+                "ACL SETUSER %s: %s", rules,
+                reply != NULL && reply->str != NULL ? reply->str : "no reply");
+  if (reply != NULL)
+    freeReplyObject(reply);
+  redisFree(c);
+  return ok;
+}
+
+gboolean
+sluice_test_redis_acl_setuser(SluiceTestRedis *r, const gchar *rules,
+                              GError **error)
+{
+  if (!apply_acl(r, rules, error))
+    return FALSE;
+  if (r->acl_users == NULL)
+    r->acl_users = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(r->acl_users, g_strdup(rules));
+  return TRUE;
+}
+
+GPtrArray *
+sluice_test_redis_acl_log(SluiceTestRedis *r)
+{
+  GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+  redisReply *reply = sluice_test_redis_command(r, "ACL LOG 1000");
+
+  for (size_t i = 0;
+       reply != NULL && reply->type == REDIS_REPLY_ARRAY && i < reply->elements;
+       i++) {
+    redisReply *entry = reply->element[i];
+    const gchar *reason = NULL, *object = NULL;
+    gchar *pair;
+
+    for (size_t k = 0;
+         entry->type == REDIS_REPLY_ARRAY && k + 1 < entry->elements; k += 2) {
+      redisReply *key = entry->element[k], *value = entry->element[k + 1];
+      if (key->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING)
+        continue;
+      if (strcmp(key->str, "reason") == 0)
+        reason = value->str;
+      else if (strcmp(key->str, "object") == 0)
+        object = value->str;
+    }
+    pair = g_strdup_printf("%s %s", reason != NULL ? reason : "?",
+                           object != NULL ? object : "?");
+    if (!g_ptr_array_find_with_equal_func(out, pair, g_str_equal, NULL))
+      g_ptr_array_add(out, pair);
+    else
+      g_free(pair);
+  }
+  if (reply != NULL)
+    freeReplyObject(reply);
+  g_ptr_array_sort(out, (GCompareFunc)g_strcmp0);
+  freeReplyObject(sluice_test_redis_command(r, "ACL LOG RESET"));
+  return out;
+}
+
 static void
 make_urls(SluiceTestRedis *r)
 {
@@ -419,8 +501,12 @@ sluice_test_redis_restart(SluiceTestRedis *r, GError **error)
 
     g_clear_error(error);
     res = spawn_and_wait(r, error);
-    if (res == SPAWN_OK)
+    if (res == SPAWN_OK) {
+      for (guint i = 0; r->acl_users != NULL && i < r->acl_users->len; i++)
+        if (!apply_acl(r, r->acl_users->pdata[i], error))
+          return FALSE;
       return TRUE;
+    }
     if (res == SPAWN_FAILED)
       return FALSE;
     g_usleep(200 * 1000); /* the port is still held; try again */
@@ -471,6 +557,8 @@ sluice_test_redis_stop(SluiceTestRedis *r)
   g_free(r->acl_password);
   g_free(r->url);
   g_free(r->socket_url);
+  if (r->acl_users != NULL)
+    g_ptr_array_unref(r->acl_users);
   g_free(r);
 }
 

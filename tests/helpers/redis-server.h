@@ -113,6 +113,25 @@ gint64 sluice_test_redis_integer(SluiceTestRedis *server, const char *format,
                                  ...);
 
 /**
+ * sluice_test_redis_acl_setuser:
+ * @rules: what follows ACL SETUSER, words separated by blanks: a user name
+ *   and its rules ("worker on >pw ~{ns}:* -@all +ping")
+ *
+ * Creates or changes an ACL user; restarts of the server replay it.
+ * Returns: FALSE and @error when the server refuses the rules.
+ */
+gboolean sluice_test_redis_acl_setuser(SluiceTestRedis *server,
+                                       const gchar *rules, GError **error);
+
+/**
+ * sluice_test_redis_acl_log:
+ * Returns: (transfer full): what ACL LOG says was refused since the last
+ * call, one "reason object" pair per refusal ("command xadd"), sorted and
+ * without repeats; empty when nothing was. Resets the log.
+ */
+GPtrArray *sluice_test_redis_acl_log(SluiceTestRedis *server);
+
+/**
  * sluice_test_redis_info_int:
  * Returns: the integer field @field of INFO @section, or -1.
  */

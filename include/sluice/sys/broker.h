@@ -736,6 +736,23 @@ SLUICE_BROKER_API
 void sluice_broker_log(SluiceBroker *broker, GLogLevelFlags level,
                        const gchar *format, ...) G_GNUC_PRINTF(3, 4);
 
+/**
+ * sluice_broker_escape_text:
+ * @bytes: (nullable): outside bytes (a key, a server's reply, a URL)
+ * @length: their length, or -1 if NUL-terminated
+ * @max_bytes: show at most this many bytes (cut at a character, then
+ *   "…"); 0 = all
+ *
+ * What a broker quotes in an error message or a log line: printable UTF-8
+ * is kept; control characters become \n, \t, \xNN or \uNNNN, and every
+ * byte that is not part of valid UTF-8 becomes \xNN, so a message is safe
+ * on a terminal and in JSON whatever the store sent.
+ * Returns: (transfer full): valid UTF-8 without control characters.
+ */
+SLUICE_BROKER_API
+gchar *sluice_broker_escape_text(const gchar *bytes, gssize length,
+                                 gsize max_bytes);
+
 /* ---- The one dispatch point per slot ------------------------------------
  *
  * The core calls a broker only through these. Each checks its arguments
