@@ -64,7 +64,7 @@ resolve(const EnqueueArgs *args, SluiceEnqueueOptions *out, GHashTable *headers,
     if (!cli_parse_count("--max-attempts", args->max_attempts, 1, 1000, &n,
                          error))
       return FALSE;
-    out->options.retry.max_attempts = (guint)n;
+    out->options.retry.max_attempts = (gint)n;
   }
   if (args->timeout != NULL) {
     if (!cli_parse_duration("--timeout", args->timeout,

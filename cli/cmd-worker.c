@@ -147,7 +147,7 @@ resolve_retry(const RetryArgs *args, const CliSettings *settings,
       NULL) {
     if (!cli_parse_count(s.what, value, 1, 1000, &n, error))
       return FALSE;
-    policy->max_attempts = (guint)n;
+    policy->max_attempts = (gint)n;
   }
   if ((value = setting(&s, args->backoff, settings, "backoff")) != NULL &&
       !cli_parse_duration(s.what, value, &policy->initial_backoff_ms, error))

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/sluice-private.h"
+#include "serializers/text.h"
 
 /* ---- Value types that cross the contract --------------------------------- */
 
@@ -222,4 +223,10 @@ sluice_broker_stats_add_worker(SluiceBrokerStats *stats, const gchar *id,
                                gint64 last_seen_ms)
 {
   sluice_broker_stats_add_worker_info(stats, id, last_seen_ms, TRUE, NULL);
+}
+
+gchar *
+sluice_broker_escape_text(const gchar *bytes, gssize length, gsize max_bytes)
+{
+  return sluice_text__escape(bytes, length, max_bytes);
 }

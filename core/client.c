@@ -16,6 +16,7 @@
 #include <sys/random.h>
 
 #include "core/sluice-private.h"
+#include "serializers/codec-private.h"
 
 /* The first argument is the quark's name, not an expression. */
 /* clang-format off */
@@ -26,8 +27,6 @@ G_DEFINE_QUARK(sluice-client-error-quark, sluice_client_error)
 /* How soon get_result notices its cancellable: a broker's wait cannot be
  * interrupted, so with one it waits in steps this long. */
 #define CANCEL_CHECK_MS 200
-#define ID_MAX 256
-#define QUEUE_MAX 200
 
 struct _SluiceClient {
   gatomicrefcount ref_count;
@@ -217,29 +216,17 @@ prepared_clear(Prepared *p)
 }
 
 gboolean
-sluice_client__check_name(const gchar *what, const gchar *value, gsize max,
+sluice_client__check_name(SluiceNameKind kind, const gchar *value,
                           GError **error)
 {
-  gsize len = value != NULL ? strlen(value) : 0;
+  g_autofree gchar *problem =
+      sluice_name__problem(kind, value, value != NULL ? strlen(value) : 0);
 
-  if (len == 0) {
-    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
-                "the %s cannot be empty", what);
-    return FALSE;
-  }
-  if (len > max) {
-    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
-                "the %s is %" G_GSIZE_FORMAT
-                " bytes long; the limit is %" G_GSIZE_FORMAT,
-                what, len, max);
-    return FALSE;
-  }
-  if (!g_utf8_validate(value, len, NULL)) {
-    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
-                "the %s is not valid UTF-8", what);
-    return FALSE;
-  }
-  return TRUE;
+  if (problem == NULL)
+    return TRUE;
+  g_set_error_literal(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
+                      problem);
+  return FALSE;
 }
 
 static gboolean
@@ -275,10 +262,10 @@ prepare(SluiceClient *client, const gchar *task, GBytes *args,
   }
   if (queue == NULL)
     queue = SLUICE_DEFAULT_QUEUE;
-  if (!sluice_client__check_name("queue name", queue, QUEUE_MAX, error))
+  if (!sluice_client__check_name(SLUICE_NAME_QUEUE, queue, error))
     return FALSE;
   if (options->id != NULL &&
-      !sluice_client__check_name("task id", options->id, ID_MAX, error))
+      !sluice_client__check_name(SLUICE_NAME_ID, options->id, error))
     return FALSE;
   if (options->delay_ms < 0 || options->eta_ms < 0) {
     g_set_error_literal(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,

@@ -25,8 +25,8 @@ run_here(Job *job, SluiceChildOutcome *ran)
 
   memset(ran, 0, sizeof *ran);
   sluice_task_context__init(&ctx, job->env, job->delivery->delivery_count,
-                            job->policy.max_attempts, sluice_job__cancellable,
-                            job);
+                            (guint)job->policy.max_attempts,
+                            sluice_job__cancellable, job);
   g_atomic_int_set(&job->in_task, 1);
   ran->ok = job->entry->func(&ctx, job->entry->user_data, &ran->error);
   g_atomic_int_set(&job->in_task, 0);

@@ -11,8 +11,6 @@
 
 #include <unistd.h>
 
-#include <glib-unix.h>
-
 #include "core/worker-private.h"
 
 #define PROMOTE_BATCH 256
@@ -376,27 +374,6 @@ periodic_tick(gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-static gboolean
-signal_stop(gpointer data)
-{
-  SluiceWorker *worker = data;
-
-  if (g_atomic_int_compare_and_exchange(&worker->signalled, 0, 1)) {
-    sluice_log__message(
-        G_LOG_LEVEL_MESSAGE,
-        "signal received: stopping gracefully (waiting up to %" G_GINT64_FORMAT
-        " ms for running tasks); send it again to stop at once",
-        worker->options.shutdown_timeout_ms);
-    sluice_worker_request_stop(worker);
-  } else {
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "second signal: stopping at once; running tasks are "
-                        "cancelled and given back for redelivery");
-    sluice_worker_stop_now(worker);
-  }
-  return G_SOURCE_CONTINUE;
-}
-
 /* A fake clock moved: re-evaluate everything that waits for a time. */
 static gboolean
 clock_moved_idle(gpointer data)
@@ -553,16 +530,6 @@ sluice_worker__housekeeping_start(SluiceWorker *worker)
     add_interval(worker,
                  (guint)MAX(worker->options.visibility_timeout_ms / 2, 1),
                  reclaim_tick);
-  if (worker->handle_signals) {
-    GSource *s = g_unix_signal_source_new(SIGTERM);
-    g_source_set_callback(s, signal_stop, worker, NULL);
-    g_source_attach(s, worker->context);
-    g_source_unref(s);
-    s = g_unix_signal_source_new(SIGINT);
-    g_source_set_callback(s, signal_stop, worker, NULL);
-    g_source_attach(s, worker->context);
-    g_source_unref(s);
-  }
   if (sluice_clock_is_fake(worker->clock))
     worker->clock_watch =
         sluice_clock_add_watch(worker->clock, clock_moved, worker);

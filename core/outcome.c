@@ -228,7 +228,7 @@ sluice_outcome__failed(Job *job, const gchar *message,
   worker->stats.failed_attempts++;
   g_mutex_unlock(&worker->lock);
 
-  if (!fatal && env->attempt < job->policy.max_attempts) {
+  if (!fatal && env->attempt < (guint)job->policy.max_attempts) {
     g_autoptr(SluiceEnvelope) next = sluice_envelope_copy(env);
     gint64 delay;
     GBytes *record = NULL;

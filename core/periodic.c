@@ -47,8 +47,7 @@ struct _SluicePeriodic {
   gint64 next_due;
 };
 
-/* ---- Cron ------------------------------------------------------------------
- */
+/* ---- Cron ---------------------------------------------------------------- */
 
 static const gchar *const month_names[] = {"jan", "feb", "mar", "apr",
                                            "may", "jun", "jul", "aug",
@@ -324,8 +323,7 @@ sluice_cron_next(const gchar *cron, gint64 after_ms, gint64 *out_next_ms,
   return cron_error(error, cron, "it matches no date in the next five years");
 }
 
-/* ---- Schedules --------------------------------------------------------------
- */
+/* ---- Schedules ----------------------------------------------------------- */
 
 void
 sluice_periodic_options_init(SluicePeriodicOptions *options)

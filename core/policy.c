@@ -1,9 +1,9 @@
 /* policy.c - retry policy resolution and backoff (see sluice-policy.h).
  *
  * Resolution is per field, so a message that only overrides max_attempts
- * still inherits the task's backoff. The sentinels for "unset" are chosen so
- * that a zero-filled struct is all unset except the backoffs, which use -1
- * because 0 ms is a meaningful backoff (retry at once).
+ * still inherits the task's backoff. Every numeric field is unset when
+ * negative (SLUICE_RETRY_UNSET): 0 is a meaningful backoff (retry at once),
+ * so no other value could serve all four fields.
  */
 #include "config.h"
 
@@ -15,10 +15,10 @@ void
 sluice_retry_policy_init_unset(SluiceRetryPolicy *policy)
 {
   g_return_if_fail(policy != NULL);
-  policy->max_attempts = 0;
-  policy->initial_backoff_ms = -1;
-  policy->multiplier = 0.0;
-  policy->max_backoff_ms = -1;
+  policy->max_attempts = SLUICE_RETRY_UNSET;
+  policy->initial_backoff_ms = SLUICE_RETRY_UNSET;
+  policy->multiplier = SLUICE_RETRY_UNSET;
+  policy->max_backoff_ms = SLUICE_RETRY_UNSET;
   policy->jitter = SLUICE_UNSET;
 }
 
@@ -39,11 +39,11 @@ overlay(SluiceRetryPolicy *out, const SluiceRetryPolicy *level)
 {
   if (level == NULL)
     return;
-  if (level->max_attempts > 0)
+  if (level->max_attempts >= 0)
     out->max_attempts = level->max_attempts;
   if (level->initial_backoff_ms >= 0)
     out->initial_backoff_ms = level->initial_backoff_ms;
-  if (level->multiplier > 0.0)
+  if (level->multiplier >= 0.0)
     out->multiplier = level->multiplier;
   if (level->max_backoff_ms >= 0)
     out->max_backoff_ms = level->max_backoff_ms;
@@ -62,9 +62,12 @@ sluice_retry_policy_resolve(SluiceRetryPolicy *out,
   overlay(out, global);
   overlay(out, task);
   overlay(out, message);
-  /* A multiplier below 1 would shrink delays; treat it as constant backoff. */
+  /* Refused where given; a policy filled in by hand may still hold them. A
+   * multiplier below 1 would shrink delays: constant backoff instead. */
   if (out->multiplier < 1.0)
     out->multiplier = 1.0;
+  if (out->max_attempts < 1)
+    out->max_attempts = 1;
 }
 
 gint64

@@ -650,7 +650,7 @@ sluice_pool__run(SluicePool *pool, guint index, Job *job,
   if (wake)
     wake_monitor(pool);
   head[1] = GUINT32_TO_LE(job->delivery->delivery_count);
-  head[2] = GUINT32_TO_LE(job->policy.max_attempts);
+  head[2] = GUINT32_TO_LE((guint32)job->policy.max_attempts);
   head[3] = GUINT32_TO_LE(o->max_rss_per_child > 0 ? SLUICE_RUN_REPORT_RSS : 0);
 
   sent = sluice_frame__write(slot->to_child, SLUICE_FRAME_RUN, head,

@@ -13,6 +13,11 @@
 #include <sluice/sys/broker.h>
 #include <sluice/sluice.h>
 
+/* sluice_text__escape(): quoting outside bytes in messages;
+ * sluice_name__problem(): the one rule for names. */
+#include "serializers/codec-private.h"
+#include "serializers/text.h"
+
 G_BEGIN_DECLS
 
 /* ---- Structured logging --------------------------------------------------
@@ -32,23 +37,6 @@ void sluice_log__finished(const gchar *task_id, const gchar *task,
 void sluice_log__task(GLogLevelFlags level, const gchar *task_id,
                       const gchar *task, const gchar *queue, guint attempt,
                       const gchar *format, ...) G_GNUC_PRINTF(6, 7);
-
-/* ---- Quoting outside bytes (text.c) ------------------------------------ */
-
-/**
- * sluice_text__escape:
- * @bytes: (nullable): any bytes: a key from a message, a URL, a cron
- *   expression
- * @length: their length, or -1 if NUL-terminated
- * @max_bytes: show at most this many bytes of @bytes (cut at a character,
- *   then "…"); 0 = all
- *
- * What every message that quotes outside bytes uses: printable UTF-8 is
- * kept, control characters (C0, DEL, C1) become \n, \t, \xNN or \uNNNN,
- * and every byte that is not part of a valid UTF-8 character becomes \xNN.
- * Returns: (transfer full): valid UTF-8 without control characters.
- */
-gchar *sluice_text__escape(const gchar *bytes, gssize length, gsize max_bytes);
 
 /* ---- Tasks --------------------------------------------------------------- */
 
@@ -97,9 +85,10 @@ void sluice_task_context__clear(SluiceTaskContext *ctx);
 /* Returns: (transfer full): a new random task id (a version 4 UUID). */
 gchar *sluice_client__new_id(void);
 
-/* Checks a queue name, task id, ...: non-empty, at most @max bytes, UTF-8. */
-gboolean sluice_client__check_name(const gchar *what, const gchar *value,
-                                   gsize max, GError **error);
+/* Checks a name by the one rule (sluice_name__problem()), as a
+ * SLUICE_CLIENT_ERROR_INVALID. */
+gboolean sluice_client__check_name(SluiceNameKind kind, const gchar *value,
+                                   GError **error);
 
 /* ---- Periodic schedules (periodic.c), driven by the worker --------------- */
 

@@ -15,14 +15,13 @@
 #include <string.h>
 
 #include "core/sluice-private.h"
+#include "serializers/codec-private.h"
 #include "serializers/mp-reader.h"
 
 /* The first argument is the quark's name, not an expression. */
 /* clang-format off */
 G_DEFINE_QUARK(sluice-task-error-quark, sluice_task_error)
 /* clang-format on */
-
-#define TASK_NAME_MAX 200
 
 struct _SluiceRegistry {
   gatomicrefcount ref_count;
@@ -85,34 +84,14 @@ sluice_registry_unref(SluiceRegistry *registry)
 gboolean
 sluice_task__name_is_valid(const gchar *name, GError **error)
 {
-  gsize len;
+  g_autofree gchar *problem = sluice_name__problem(
+      SLUICE_NAME_TASK, name, name != NULL ? strlen(name) : 0);
 
-  if (name == NULL || name[0] == '\0') {
-    g_set_error_literal(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
-                        "a task name cannot be empty");
-    return FALSE;
-  }
-  len = strlen(name);
-  if (len > TASK_NAME_MAX) {
-    g_autofree gchar *shown = sluice_text__escape(name, (gssize)len, 40);
-    g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
-                "task name “%s” is %" G_GSIZE_FORMAT
-                " bytes long; the limit is %d",
-                shown, len, TASK_NAME_MAX);
-    return FALSE;
-  }
-  for (gsize i = 0; i < len; i++) {
-    if (!g_ascii_isgraph(name[i])) {
-      g_autofree gchar *shown = sluice_text__escape(name, (gssize)len, 0);
-      g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
-                  "task name “%s” has a space or non-printable character at "
-                  "byte %" G_GSIZE_FORMAT
-                  "; use printable ASCII such as “mail.send”",
-                  shown, i);
-      return FALSE;
-    }
-  }
-  return TRUE;
+  if (problem == NULL)
+    return TRUE;
+  g_set_error_literal(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
+                      problem);
+  return FALSE;
 }
 
 gboolean
@@ -129,6 +108,12 @@ sluice_registry_add(SluiceRegistry *registry, const gchar *name,
 
   if (!sluice_task__name_is_valid(name, error))
     return FALSE;
+  if (options != NULL && sluice_retry_policy__problem(&options->retry)) {
+    g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
+                "task “%s”: %s", name,
+                sluice_retry_policy__problem(&options->retry));
+    return FALSE;
+  }
   if (options != NULL &&
       (options->timeout_ms < 0 || options->hard_timeout_ms < 0)) {
     g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
@@ -226,8 +211,7 @@ sluice_registry_list(SluiceRegistry *registry)
   return (gchar **)g_ptr_array_free(names, FALSE);
 }
 
-/* ---- Task context ---------------------------------------------------------
- */
+/* ---- Task context -------------------------------------------------------- */
 
 void
 sluice_task_context__init(SluiceTaskContext *ctx, const SluiceEnvelope *env,

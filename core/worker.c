@@ -3,11 +3,14 @@
  */
 #include "config.h"
 
+#include <glib-unix.h>
+#include <signal.h>
 #include <string.h>
 
 #include <unistd.h>
 
 #include "core/isolation-private.h"
+#include "serializers/codec-private.h"
 
 /* The first argument is the quark's name, not an expression. */
 /* clang-format off */
@@ -85,6 +88,8 @@ check_options(const SluiceWorkerOptions *o, GError **error)
   else if (o->memory_limit_per_child > 0 &&
            o->memory_limit_per_child < ((guint64)16 << 20))
     bad = "memory_limit_per_child must be 0 (none) or at least 16 MiB";
+  if (bad == NULL)
+    bad = sluice_retry_policy__problem(&o->retry);
   if (bad != NULL) {
     g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
                 "invalid worker options: %s", bad);
@@ -100,7 +105,7 @@ check_options(const SluiceWorkerOptions *o, GError **error)
     }
     for (guint i = 0; o->queues[i] != NULL; i++) {
       GError *local = NULL;
-      if (!sluice_client__check_name("queue name", o->queues[i], 200, &local)) {
+      if (!sluice_client__check_name(SLUICE_NAME_QUEUE, o->queues[i], &local)) {
         g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
                     "invalid worker options: %s", local->message);
         g_error_free(local);
@@ -181,40 +186,6 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
 }
 
 SluiceWorker *
-sluice_worker__core_ref(SluiceWorker *worker)
-{
-  g_atomic_ref_count_inc(&worker->core_refs);
-  return worker;
-}
-
-void
-sluice_worker__core_unref(SluiceWorker *worker)
-{
-  if (!g_atomic_ref_count_dec(&worker->core_refs))
-    return;
-  g_ptr_array_unref(worker->periodics);
-  g_hash_table_unref(worker->revoked);
-  g_mutex_clear(&worker->revoke_lock);
-  g_hash_table_unref(worker->repeated);
-  g_mutex_clear(&worker->outage_lock);
-  g_main_context_unref(worker->context);
-  g_async_queue_unref(worker->settle_queue);
-  g_ptr_array_unref(worker->executors);
-  g_cond_clear(&worker->exec_cond);
-  g_mutex_clear(&worker->exec_lock);
-  g_rand_free(worker->rand);
-  g_hash_table_unref(worker->jobs);
-  g_cond_clear(&worker->cond);
-  g_mutex_clear(&worker->lock);
-  g_free(worker->id);
-  g_strfreev(worker->queues);
-  sluice_clock_unref(worker->clock);
-  sluice_registry_unref(worker->registry);
-  sluice_broker_unref(worker->broker);
-  g_free(worker);
-}
-
-SluiceWorker *
 sluice_worker_ref(SluiceWorker *worker)
 {
   g_return_val_if_fail(worker != NULL, NULL);
@@ -262,6 +233,42 @@ sluice_worker_handle_signals(SluiceWorker *worker, GError **error)
   worker->handle_signals = TRUE;
   g_mutex_unlock(&worker->lock);
   return TRUE;
+}
+
+/* SIGTERM and SIGINT, on the housekeeping context: the first asks for a
+ * graceful stop, the second for one at once. */
+static gboolean
+signal_stop(gpointer data)
+{
+  SluiceWorker *worker = data;
+
+  if (g_atomic_int_compare_and_exchange(&worker->signalled, 0, 1)) {
+    sluice_log__message(
+        G_LOG_LEVEL_MESSAGE,
+        "signal received: stopping gracefully (waiting up to %" G_GINT64_FORMAT
+        " ms for running tasks); send it again to stop at once",
+        worker->options.shutdown_timeout_ms);
+    sluice_worker_request_stop(worker);
+  } else {
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "second signal: stopping at once; running tasks are "
+                        "cancelled and given back for redelivery");
+    sluice_worker_stop_now(worker);
+  }
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+watch_signals(SluiceWorker *worker)
+{
+  static const int signals[] = {SIGTERM, SIGINT};
+
+  for (gsize i = 0; i < G_N_ELEMENTS(signals); i++) {
+    GSource *s = g_unix_signal_source_new(signals[i]);
+    g_source_set_callback(s, signal_stop, worker, NULL);
+    g_source_attach(s, worker->context);
+    g_source_unref(s);
+  }
 }
 
 gboolean
@@ -331,6 +338,8 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
                     g_thread_new("sluice-exec", sluice_worker__executor_main,
                                  sluice_worker__core_ref(worker)));
 
+  if (worker->handle_signals)
+    watch_signals(worker);
   sluice_worker__housekeeping_start(worker);
   worker->settler = g_thread_new("sluice-settle", sluice_worker__settler_main,
                                  sluice_worker__core_ref(worker));

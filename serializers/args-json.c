@@ -44,7 +44,9 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include <sluice/sluice.h>
+
+#include "serializers/text.h"
 #include "serializers/codec-private.h"
 
 #include <math.h>
@@ -54,8 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Positions ------------------------------------------------------------
- */
+/* ---- Positions ----------------------------------------------------------- */
 
 /* 1-based line and column (in characters) of byte @offset of @text. */
 static void
@@ -393,8 +394,7 @@ lex_literal(Lexer *lx)
   return TRUE;
 }
 
-/* ---- Pass 1: the check ----------------------------------------------------
- */
+/* ---- Pass 1: the check --------------------------------------------------- */
 
 struct _SluiceJsonDoc {
   const gchar *text;
@@ -964,8 +964,7 @@ sluice_json__cursor_skip(SluiceJsonCursor *cur)
   } while (depth > 0);
 }
 
-/* ---- JSON -> msgpack ------------------------------------------------------
- */
+/* ---- JSON -> msgpack ----------------------------------------------------- */
 
 /* Strict base64: the alphabet of RFC 4648 section 4, padded. g_base64_decode
  * skips what it does not know, which would turn a typo into other bytes. */
@@ -1131,8 +1130,7 @@ sluice_json__cursor_to_msgpack(SluiceJsonCursor *cur, guint64 *out_n_values,
   return g_bytes_new_with_free_func(data, size, free_malloced, data);
 }
 
-/* ---- msgpack -> JSON ------------------------------------------------------
- */
+/* ---- msgpack -> JSON ----------------------------------------------------- */
 
 void
 sluice_json__append_string(GString *out, const gchar *s, gsize len)
@@ -1403,8 +1401,7 @@ sluice_args__append_json(GString *out, gconstpointer data, gsize len,
   return TRUE;
 }
 
-/* ---- Public API -----------------------------------------------------------
- */
+/* ---- Public API ---------------------------------------------------------- */
 
 GBytes *
 sluice_args_from_json(const gchar *json, gssize length, GError **error)

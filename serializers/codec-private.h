@@ -11,6 +11,21 @@
 
 G_BEGIN_DECLS
 
+/* A codec: a static, immutable table of its two operations (private:
+ * codec.c picks one by the first byte, so there are only these two). */
+#define SLUICE_CODEC_VERSION 1
+struct _SluiceCodec {
+  guint32 version;
+  const gchar *name;
+  /* Returns: (transfer full): the bytes of @env, or NULL and @error. */
+  GBytes *(*encode)(const SluiceCodec *codec, const SluiceEnvelope *env,
+                    GError **error);
+  /* Returns: (transfer full): a new envelope, or NULL and @error. @bytes is
+   * borrowed; @limits is never NULL. */
+  SluiceEnvelope *(*decode)(const SluiceCodec *codec, GBytes *bytes,
+                            const SluiceDecodeLimits *limits, GError **error);
+};
+
 /* ---- Envelope fields (serializers/envelope.c) -----------------------------
  *
  * Both decoders walk their input and hand every known field to these
@@ -18,8 +33,24 @@ G_BEGIN_DECLS
  * type, range and UTF-8 rules are written once.
  */
 
-#define SLUICE_ENVELOPE_MAX_ID_BYTES 256
-#define SLUICE_ENVELOPE_MAX_NAME_BYTES 200
+/* What a name is, for the one rule every layer checks names by. */
+typedef enum {
+  SLUICE_NAME_ID,    /* a task id */
+  SLUICE_NAME_TASK,  /* a task name */
+  SLUICE_NAME_QUEUE, /* a queue name */
+} SluiceNameKind;
+
+/**
+ * sluice_name__problem:
+ * @s: (nullable): the name; NULL counts as empty
+ *
+ * The one rule for ids, task names and queue names (SLUICE_MAX_ID_BYTES,
+ * SLUICE_MAX_NAME_BYTES): the codecs, the client, the registry and the
+ * worker's options all check names here.
+ * Returns: (transfer full) (nullable): why @s is not a valid name of
+ * @kind, quoting it safely; NULL when it is.
+ */
+gchar *sluice_name__problem(SluiceNameKind kind, const gchar *s, gsize len);
 
 typedef enum {
   SLUICE_KEY_UNKNOWN = -1,
@@ -59,6 +90,13 @@ const gchar *sluice_envelope__option_name(SluiceOptionKey key);
 /* Returns: the key spelled by @name[0..@len), or the UNKNOWN value. */
 SluiceEnvelopeKey sluice_envelope__key_lookup(const gchar *name, gsize len);
 SluiceOptionKey sluice_envelope__option_lookup(const gchar *name, gsize len);
+
+/* Returns: (nullable): what is wrong with a level of retry policy (a set
+ * value out of range), for an error message; NULL if nothing is. */
+const gchar *sluice_retry_policy__problem(const SluiceRetryPolicy *policy);
+
+/* Returns: (transfer full): the args of an envelope without any (nil). */
+GBytes *sluice_envelope__nil_args(void);
 
 /**
  * sluice_envelope__new_for_decode:
@@ -173,8 +211,7 @@ gboolean sluice_message_options__any_set(const SluiceMessageOptions *opts);
 gboolean sluice_codec__check_text(const gchar *what, const gchar *s, gsize len,
                                   GError **error);
 
-/* ---- JSON (serializers/args-json.c) ---------------------------------------
- */
+/* ---- JSON (serializers/args-json.c) -------------------------------------- */
 
 /* The reader keeps its own stack, but the args converter recurses once per
  * level: no JSON input may nest deeper than this, whatever a

@@ -20,13 +20,14 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include <sluice/sluice.h>
+
+#include "serializers/text.h"
 #include "serializers/codec-private.h"
 
 #include <string.h>
 
-/* ---- Encoding -------------------------------------------------------------
- */
+/* ---- Encoding ------------------------------------------------------------ */
 
 static void
 put_key(GString *out, const gchar *name)
@@ -70,7 +71,7 @@ put_opts(GString *out, const SluiceMessageOptions *o)
 
   put_key(out, sluice_envelope__key_name(SLUICE_KEY_OPTS));
   g_string_append_c(out, '{');
-  if (retry->max_attempts > 0) {
+  if (retry->max_attempts >= 0) {
     put_option_key(out, SLUICE_OPT_MAX_ATTEMPTS, &first);
     put_int(out, retry->max_attempts);
   }
@@ -78,7 +79,7 @@ put_opts(GString *out, const SluiceMessageOptions *o)
     put_option_key(out, SLUICE_OPT_INITIAL_BACKOFF_MS, &first);
     put_int(out, retry->initial_backoff_ms);
   }
-  if (retry->multiplier > 0.0) {
+  if (retry->multiplier >= 0.0) {
     put_option_key(out, SLUICE_OPT_MULTIPLIER, &first);
     sluice_json__append_double(out, retry->multiplier);
   }
@@ -189,8 +190,7 @@ json_encode(const SluiceCodec *codec, const SluiceEnvelope *env, GError **error)
   return g_string_free_to_bytes(out);
 }
 
-/* ---- Decoding -------------------------------------------------------------
- */
+/* ---- Decoding ------------------------------------------------------------ */
 
 static gboolean
 wrong_container(const gchar *field, const gchar *expected,

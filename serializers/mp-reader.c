@@ -432,8 +432,7 @@ fail:
   return FALSE;
 }
 
-/* ---- Unpacking into msgpack objects ---------------------------------------
- */
+/* ---- Unpacking into msgpack objects -------------------------------------- */
 
 /* One open container of the unpacker: where its next value goes. */
 typedef struct {

@@ -25,17 +25,18 @@
  * no depth.
  *
  * The second half of this header declares the semi-private functions that
- * envelope.c, the two codecs, args-json.c and core/result.c share, so that
+ * envelope.c, the two codecs, args-json.c and result.c share, so that
  * every validation rule of the wire format lives in exactly one place.
  */
 #pragma once
 
-#include "core/sluice-private.h"
+#include <sluice/sluice.h>
+
+#include "serializers/text.h"
 
 G_BEGIN_DECLS
 
-/* ---- The reader -----------------------------------------------------------
- */
+/* ---- The reader ---------------------------------------------------------- */
 
 typedef enum {
   SLUICE_MP_NIL,

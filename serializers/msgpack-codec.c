@@ -22,15 +22,16 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include <sluice/sluice.h>
+
+#include "serializers/text.h"
 #include "serializers/codec-private.h"
 
 #include <msgpack.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Encoding -------------------------------------------------------------
- */
+/* ---- Encoding ------------------------------------------------------------ */
 
 /* The largest str header (0xdb + 4 bytes) and int encoding (marker + 8). */
 #define STR_HEAD_MAX 5
@@ -196,22 +197,22 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
     w.rc |= msgpack_pack_int64(&w.pk, env->eta);
   }
   if (has_opts) {
-    n_opts = (retry->max_attempts > 0) + (retry->initial_backoff_ms >= 0) +
-             (retry->multiplier > 0.0) + (retry->max_backoff_ms >= 0) +
+    n_opts = (retry->max_attempts >= 0) + (retry->initial_backoff_ms >= 0) +
+             (retry->multiplier >= 0.0) + (retry->max_backoff_ms >= 0) +
              (retry->jitter != SLUICE_UNSET) + (o->timeout_ms > 0) +
              (o->expires_at > 0) + (o->store_result != SLUICE_UNSET) +
              (o->result_ttl_ms > 0) + (o->dead_letter != SLUICE_UNSET);
     put_key(&w, SLUICE_KEY_OPTS);
     w.rc |= msgpack_pack_map(&w.pk, n_opts);
-    if (retry->max_attempts > 0) {
+    if (retry->max_attempts >= 0) {
       put_option_key(&w, SLUICE_OPT_MAX_ATTEMPTS);
-      w.rc |= msgpack_pack_uint32(&w.pk, retry->max_attempts);
+      w.rc |= msgpack_pack_uint32(&w.pk, (guint32)retry->max_attempts);
     }
     if (retry->initial_backoff_ms >= 0) {
       put_option_key(&w, SLUICE_OPT_INITIAL_BACKOFF_MS);
       w.rc |= msgpack_pack_int64(&w.pk, retry->initial_backoff_ms);
     }
-    if (retry->multiplier > 0.0) {
+    if (retry->multiplier >= 0.0) {
       put_option_key(&w, SLUICE_OPT_MULTIPLIER);
       w.rc |= msgpack_pack_double(&w.pk, retry->multiplier);
     }
@@ -279,8 +280,7 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
                                     w.sbuf.data);
 }
 
-/* ---- Decoding -------------------------------------------------------------
- */
+/* ---- Decoding ------------------------------------------------------------ */
 
 static gboolean
 expect_container(const gchar *field, const SluiceMpValue *v, SluiceMpType type,

@@ -1905,6 +1905,25 @@ assert_terminal_safe(const gchar *what, const gchar *text)
 }
 
 #define EVIL_TASK "evil\x1b]0;pwned\x07\x1b[2J\xc2\x9b"
+#define EVIL_PLACEHOLDER "evilXXXXXXXXXXXXXXXX"
+G_STATIC_ASSERT(sizeof(EVIL_TASK) == sizeof(EVIL_PLACEHOLDER));
+
+/* @payload (consumed) with the first @from replaced by @to of equal length. */
+static GBytes *
+with_name_replaced(GBytes *payload, const gchar *from, const gchar *to)
+{
+  gsize len;
+  const guint8 *data = g_bytes_get_data(payload, &len);
+  guint8 *copy = g_memdup2(data, len);
+  gsize n = strlen(from), i;
+
+  for (i = 0; i + n <= len && memcmp(copy + i, from, n) != 0; i++)
+    ;
+  ck_assert(i + n <= len);
+  memcpy(copy + i, to, n);
+  g_bytes_unref(payload);
+  return g_bytes_new_take(copy, len);
+}
 
 /* A message may name any task: ESC, BEL and CSI in its name reached text
  * logs and the dlq tables as they were (terminal escape injection). */
@@ -1925,10 +1944,13 @@ START_TEST(test_text_output_escapes_control_characters)
   /* The worker, with text logs, meets a message of that task. */
   w = worker_start(ctx, "--log-format=text", NULL);
   env->id = g_strdup("evil-1");
-  env->task = g_strdup(EVIL_TASK);
+  env->task = g_strdup(EVIL_PLACEHOLDER);
   env->queue = g_strdup("default");
   payload = sluice_envelope_encode(NULL, env, &error);
   ck_assert_msg(payload != NULL, "%s", error != NULL ? error->message : "");
+  /* Our encoder refuses such a name, so write it as a foreign producer
+   * would: the placeholder has the same length, the framing stays valid. */
+  payload = with_name_replaced(payload, EVIL_PLACEHOLDER, EVIL_TASK);
   if (strcmp(ctx->mode, "fast") == 0)
     r = sluice_test_redis_command(
         sluice_test_redis_shared(), "LPUSH {%s}:q:default %b", ctx->ns,
@@ -1942,10 +1964,10 @@ START_TEST(test_text_output_escapes_control_characters)
   for (;;) {
     g_free(log);
     log = worker_log(w);
-    if (strstr(log, "is registered here") != NULL)
+    if (strstr(log, "dead-lettered (malformed)") != NULL)
       break;
     ck_assert_msg(g_get_monotonic_time() < deadline,
-                  "the worker never deferred the task:\n%s", log);
+                  "the worker never reported the message:\n%s", log);
     g_usleep(20 * 1000);
   }
   g_free(log);

@@ -100,6 +100,115 @@ count_destroy(gpointer data)
   (*(guint *)data)++;
 }
 
+static gboolean
+task_nothing(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  return TRUE;
+}
+
+/* One "unset": SLUICE_RETRY_UNSET in every numeric field; a set value out
+ * of range is refused wherever a policy is given; 0 on the wire stays
+ * "unset", as PROTOCOL.md says. */
+START_TEST(retry_policy_has_one_unset_and_refuses_zero_attempts)
+{
+  SluiceRetryPolicy unset, out;
+  SluiceTaskOptions to;
+  SluiceWorkerOptions wo;
+  SluiceEnqueueOptions eo;
+  g_autoptr(SluiceRegistry) registry = sluice_registry_new();
+  g_autoptr(SluiceBroker) broker = sluice_memory_broker_new(NULL, NULL);
+  g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) wire = NULL;
+  g_autoptr(SluiceEnvelope) env = NULL;
+  static const gchar json[] =
+      "{\"v\":1,\"id\":\"a\",\"task\":\"t\",\"queue\":\"q\",\"attempt\":1,"
+      "\"opts\":{\"max_attempts\":0,\"multiplier\":0}}";
+
+  sluice_retry_policy_init_unset(&unset);
+  ck_assert_int_eq(unset.max_attempts, SLUICE_RETRY_UNSET);
+  ck_assert_int_eq(unset.initial_backoff_ms, SLUICE_RETRY_UNSET);
+  ck_assert(unset.multiplier == SLUICE_RETRY_UNSET);
+  ck_assert_int_eq(unset.max_backoff_ms, SLUICE_RETRY_UNSET);
+  sluice_retry_policy_resolve(&out, NULL, NULL, &unset);
+  ck_assert_int_eq(out.max_attempts, SLUICE_DEFAULT_MAX_ATTEMPTS);
+
+  sluice_task_options_init(&to);
+  to.retry.max_attempts = 0;
+  ck_assert(!sluice_registry_add(registry, "t.zero", task_nothing, NULL, NULL,
+                                 &to, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "max_attempts"));
+  g_clear_error(&error);
+
+  sluice_worker_options_init(&wo);
+  wo.retry.max_attempts = 0;
+  ck_assert_ptr_null(sluice_worker_new(broker, registry, &wo, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "max_attempts"));
+  g_clear_error(&error);
+
+  sluice_enqueue_options_init(&eo);
+  eo.options.retry.max_attempts = 0;
+  ck_assert_ptr_null(
+      sluice_client_enqueue(client, "t.zero", NULL, &eo, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "max_attempts"));
+  g_clear_error(&error);
+
+  wire = g_bytes_new_static(json, sizeof json - 1);
+  env = sluice_envelope_decode(wire, NULL, &error);
+  ck_assert_msg(env != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_int_eq(env->opts.retry.max_attempts, SLUICE_RETRY_UNSET);
+  ck_assert(env->opts.retry.multiplier == SLUICE_RETRY_UNSET);
+}
+END_TEST
+
+/* Ids, task names and queue names are checked by one rule, with one set of
+ * limits, wherever they come in: enqueue, registration, worker options and
+ * a decoded message. */
+START_TEST(names_follow_one_rule_everywhere)
+{
+  g_autoptr(SluiceRegistry) registry = sluice_registry_new();
+  g_autoptr(SluiceBroker) broker = sluice_memory_broker_new(NULL, NULL);
+  g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *long_queue = g_strnfill(SLUICE_MAX_NAME_BYTES + 1, 'q');
+  g_autofree gchar *long_id = g_strnfill(SLUICE_MAX_ID_BYTES + 1, 'i');
+  const gchar *queues[] = {long_queue, NULL};
+  SluiceWorkerOptions wo;
+  SluiceEnqueueOptions eo;
+  static const gchar spaced[] =
+      "{\"v\":1,\"id\":\"a\",\"task\":\"my task\",\"queue\":\"q\","
+      "\"attempt\":1}";
+  g_autoptr(GBytes) wire = g_bytes_new_static(spaced, sizeof spaced - 1);
+
+  ck_assert_ptr_null(
+      sluice_client_enqueue(client, "my task", NULL, NULL, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "task name"));
+  g_clear_error(&error);
+  ck_assert(!sluice_registry_add(registry, "my task", task_nothing, NULL, NULL,
+                                 NULL, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "task name"));
+  g_clear_error(&error);
+  ck_assert_ptr_null(sluice_envelope_decode(wire, NULL, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "task name"));
+  g_clear_error(&error);
+
+  sluice_worker_options_init(&wo);
+  wo.queues = queues;
+  ck_assert_ptr_null(sluice_worker_new(broker, registry, &wo, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "limit is 200"));
+  g_clear_error(&error);
+  sluice_enqueue_options_init(&eo);
+  eo.queue = long_queue;
+  ck_assert_ptr_null(sluice_client_enqueue(client, "ok", NULL, &eo, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "limit is 200"));
+  g_clear_error(&error);
+  sluice_enqueue_options_init(&eo);
+  eo.id = long_id;
+  ck_assert_ptr_null(sluice_client_enqueue(client, "ok", NULL, &eo, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "limit is 256"));
+}
+END_TEST
+
 START_TEST(registry_rejects_duplicates_and_bad_names)
 {
   g_autoptr(SluiceRegistry) registry = sluice_registry_new();
@@ -819,6 +928,9 @@ main(void)
   tcase_add_test(registry, worker_rejects_bad_options);
   tcase_add_test(registry, error_domains_have_their_names);
   tcase_add_test(registry, arguments_by_key_and_results_by_field);
+  tcase_add_test(registry,
+                 retry_policy_has_one_unset_and_refuses_zero_attempts);
+  tcase_add_test(registry, names_follow_one_rule_everywhere);
   tcase_add_test(registry, task_ids_are_unique_version_4_uuids);
   suite_add_tcase(s, registry);
   tcase_add_loop_test(broker, registration_rejects_each_missing_required_slot,

@@ -105,8 +105,7 @@ pk_envelope_start(Pk *p, guint extra)
   msgpack_pack_int(&p->pk, 1);
 }
 
-/* ---- Depth ----------------------------------------------------------------
- */
+/* ---- Depth --------------------------------------------------------------- */
 
 /* The depth of an unpacked value: containers count, scalars do not. */
 static guint
@@ -256,8 +255,7 @@ START_TEST(test_bin_at_the_limit_through_both_codecs)
 }
 END_TEST
 
-/* ---- Messages -------------------------------------------------------------
- */
+/* ---- Messages ------------------------------------------------------------ */
 
 /* An unknown key whose bytes are not UTF-8, holding a malformed value: the
  * msgpack codec quoted the key's raw bytes. */
@@ -670,8 +668,7 @@ START_TEST(test_args_unpack_cost_is_bounded)
 }
 END_TEST
 
-/* ---- URLs -----------------------------------------------------------------
- */
+/* ---- URLs ---------------------------------------------------------------- */
 
 #define CANARY "Pw/7?q@S#:k"
 
@@ -810,8 +807,7 @@ START_TEST(test_url_canary_never_leaks)
 }
 END_TEST
 
-/* ---- Dead letters from Redis ---------------------------------------------
- */
+/* ---- Dead letters from Redis --------------------------------------------- */
 
 static redisReply *
 string_reply(int type, const gchar *s)

@@ -44,6 +44,12 @@ G_BEGIN_DECLS
 #define SLUICE_HISTORY_MAX_LINES 10
 #define SLUICE_HISTORY_MAX_LINE_BYTES 256
 
+/* The longest task id, in bytes (non-empty UTF-8). */
+#define SLUICE_MAX_ID_BYTES 256
+/* The longest task or queue name, in bytes. A task name is printable ASCII
+ * without spaces ("mail.send"); a queue name is non-empty UTF-8. */
+#define SLUICE_MAX_NAME_BYTES 200
+
 /* An envelope carries at most this many headers (both codecs refuse more,
  * encoding and decoding). */
 #define SLUICE_MAX_HEADERS 256
@@ -218,28 +224,19 @@ typedef struct {
 SLUICE_AVAILABLE_IN_0_1
 void sluice_decode_limits_init(SluiceDecodeLimits *limits);
 
-typedef struct _SluiceCodec SluiceCodec;
-
 /**
  * SluiceCodec:
- * @version: SLUICE_CODEC_VERSION
- * @name: "msgpack", "json", ...
- * @encode: Returns: (transfer full): the bytes of @env, or NULL and @error
- * @decode: Returns: (transfer full): a new envelope, or NULL and @error.
- *   @bytes is borrowed. @limits is never NULL.
  *
- * A codec is a static, immutable table; codecs are not reference counted.
+ * A wire format of the envelope: sluice_codec_msgpack() (the default) or
+ * sluice_codec_json(). Opaque and static (not reference counted). There is
+ * no third: a decoder tells the two apart by the first byte, so a codec of
+ * one's own could write bytes no worker reads.
  */
-#define SLUICE_CODEC_VERSION 1
-struct _SluiceCodec {
-  guint32 version;
-  const gchar *name;
-  GBytes *(*encode)(const SluiceCodec *codec, const SluiceEnvelope *env,
-                    GError **error);
-  SluiceEnvelope *(*decode)(const SluiceCodec *codec, GBytes *bytes,
-                            const SluiceDecodeLimits *limits, GError **error);
-  /* Slots above are valid for version 1 */
-};
+typedef struct _SluiceCodec SluiceCodec;
+
+/** sluice_codec_get_name: Returns: "msgpack" or "json". */
+SLUICE_AVAILABLE_IN_0_2
+const gchar *sluice_codec_get_name(const SluiceCodec *codec);
 
 /** sluice_codec_msgpack: Returns: (transfer none): the msgpack codec. */
 SLUICE_AVAILABLE_IN_0_1

@@ -4,7 +4,8 @@
  * task (when it is registered) and per message (when it is enqueued). Each
  * field is resolved on its own: the message's value if it set one, else the
  * task's, else the global one, else Sluice's default. A level leaves a field
- * "unset" with the sentinel values below, which is what
+ * unset with one encoding for every numeric field, SLUICE_RETRY_UNSET (any
+ * negative value), and SLUICE_UNSET for jitter: what
  * sluice_retry_policy_init_unset() produces.
  *
  * Backoff after failed attempt n (1-based) is
@@ -24,6 +25,10 @@ G_BEGIN_DECLS
 #define SLUICE_DEFAULT_BACKOFF_MULTIPLIER 2.0
 #define SLUICE_DEFAULT_MAX_BACKOFF_MS 30000
 
+/* A numeric field of a SluiceRetryPolicy that a level leaves to the one
+ * below (any negative value means the same). */
+#define SLUICE_RETRY_UNSET (-1)
+
 /**
  * SluiceTristate:
  * A boolean setting that a level may leave to the level below.
@@ -36,16 +41,21 @@ typedef enum {
 
 /**
  * SluiceRetryPolicy:
- * @max_attempts: attempts in all, the first included; 0 = unset
- * @initial_backoff_ms: delay after the first failure; < 0 = unset
- * @multiplier: growth per attempt (>= 1.0); 0 = unset
- * @max_backoff_ms: cap of the delay; < 0 = unset
- * @jitter: randomise each delay within [d/2, d]
+ * @max_attempts: attempts in all, the first included (>= 1)
+ * @initial_backoff_ms: delay after the first failure (>= 0; 0 retries at
+ *   once)
+ * @multiplier: growth per attempt (values below 1.0 count as 1.0)
+ * @max_backoff_ms: cap of the delay (>= 0)
+ * @jitter: randomise each delay within [d/2, d]; SLUICE_UNSET = unset
+ *
+ * The numeric fields are unset when SLUICE_RETRY_UNSET (negative); a set
+ * value out of range (max_attempts 0) is refused where the policy is given
+ * (enqueue, registration, worker options).
  *
  * A plain value type: copy it freely; it owns nothing.
  */
 typedef struct {
-  guint max_attempts;
+  gint max_attempts;
   gint64 initial_backoff_ms;
   gdouble multiplier;
   gint64 max_backoff_ms;

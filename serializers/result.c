@@ -22,7 +22,9 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include <sluice/sluice.h>
+
+#include "serializers/text.h"
 #include "serializers/codec-private.h"
 
 #include <msgpack.h>
@@ -54,8 +56,7 @@ static const gchar *const state_names[] = {
     "succeeded", "failed", "dead_lettered", "cancelled",
 };
 
-/* ---- States ---------------------------------------------------------------
- */
+/* ---- States -------------------------------------------------------------- */
 
 const gchar *
 sluice_task_state_to_string(SluiceTaskState state)
@@ -90,8 +91,7 @@ sluice_task_state_is_final(SluiceTaskState state)
          state == SLUICE_STATE_DEAD_LETTERED || state == SLUICE_STATE_CANCELLED;
 }
 
-/* ---- The record -----------------------------------------------------------
- */
+/* ---- The record ---------------------------------------------------------- */
 
 static SluiceResult *
 result_alloc(void)
@@ -329,8 +329,7 @@ sluice_result_set_times(SluiceResult *result, gint64 enqueued_at,
   result->finished_at = MAX(finished_at, 0);
 }
 
-/* ---- Encoding -------------------------------------------------------------
- */
+/* ---- Encoding ------------------------------------------------------------ */
 
 typedef enum {
   KEY_V,
@@ -443,8 +442,7 @@ sluice_result_encode(const SluiceResult *result)
   return g_bytes_new_with_free_func(sbuf.data, sbuf.size, free, sbuf.data);
 }
 
-/* ---- Decoding -------------------------------------------------------------
- */
+/* ---- Decoding ------------------------------------------------------------ */
 
 static ResultKey
 key_lookup(const gchar *name, gsize len)
@@ -537,10 +535,10 @@ read_field(SluiceResult *result, ResultKey key, SluiceMpReader *r,
   case KEY_ID:
     if (!get_text(field, &v, &result->id, error))
       return FALSE;
-    if (*result->id == '\0' || v.raw.len > SLUICE_ENVELOPE_MAX_ID_BYTES) {
+    if (*result->id == '\0' || v.raw.len > SLUICE_MAX_ID_BYTES) {
       g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
                   "id: must be 1 to %d bytes long, found %u",
-                  SLUICE_ENVELOPE_MAX_ID_BYTES, v.raw.len);
+                  SLUICE_MAX_ID_BYTES, v.raw.len);
       return FALSE;
     }
     return TRUE;

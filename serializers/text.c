@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "core/sluice-private.h"
+#include "serializers/text.h"
 
 /* Appends the escape of one byte or character that may not be shown. */
 static void
@@ -82,10 +82,4 @@ sluice_text__escape(const gchar *bytes, gssize length, gsize max_bytes)
     i += n;
   }
   return g_string_free(out, FALSE);
-}
-
-gchar *
-sluice_broker_escape_text(const gchar *bytes, gssize length, gsize max_bytes)
-{
-  return sluice_text__escape(bytes, length, max_bytes);
 }
