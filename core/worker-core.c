@@ -43,4 +43,3 @@ sluice_worker__core_unref(SluiceWorker *worker)
   sluice_broker_unref(worker->broker);
   g_free(worker);
 }
-

@@ -163,8 +163,8 @@ gchar *
 sluice_name__problem(SluiceNameKind kind, const gchar *s, gsize len)
 {
   static const gchar *const what[] = {"task id", "task name", "queue name"};
-  gsize max = kind == SLUICE_NAME_ID ? SLUICE_MAX_ID_BYTES
-                                     : SLUICE_MAX_NAME_BYTES;
+  gsize max =
+      kind == SLUICE_NAME_ID ? SLUICE_MAX_ID_BYTES : SLUICE_MAX_NAME_BYTES;
   g_autoptr(GError) text = NULL;
 
   if (s == NULL || len == 0)
