@@ -291,6 +291,12 @@ static const SluiceBrokerClass fake_class = {
     .finalize = fake_finalize,
 };
 
+static gboolean
+fake_list_paused(SluiceBroker *self, GPtrArray *out, GError **error)
+{
+  return TRUE;
+}
+
 static const struct {
   const gchar *name;
   glong offset;
@@ -358,6 +364,16 @@ START_TEST(registration_rejects_unknown_versions_and_bad_sizes)
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_INCOMPLETE));
   ck_assert_ptr_nonnull(strstr(error->message, "heartbeat"));
+  g_clear_error(&error);
+
+  /* A pause nobody can read back (or a list of pauses nobody can set). */
+  klass = fake_class;
+  klass.version = 3;
+  klass.list_paused = fake_list_paused;
+  ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_INCOMPLETE));
+  ck_assert_ptr_nonnull(strstr(error->message, "set_paused"));
 }
 END_TEST
 
