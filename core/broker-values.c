@@ -159,6 +159,8 @@ worker_info_free(gpointer data)
   g_free(w->host);
   g_strfreev(w->queues);
   g_strfreev(w->tasks);
+  if (w->running_tasks != NULL)
+    g_ptr_array_unref(w->running_tasks);
   g_free(w);
 }
 
