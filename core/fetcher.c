@@ -338,11 +338,11 @@ sluice_worker__fetcher_main(gpointer data)
       if (idle_gen == 0) {
         g_mutex_lock(&worker->lock);
         pause_gen = worker->pause_gen;
-        while (!worker->stop_requested && worker->pause_gen == pause_gen &&
-               worker->idle_request_gen <= worker->idle_done_gen &&
-               g_cond_wait_until(&worker->cond, &worker->lock,
-                                 g_get_monotonic_time() +
-                                     FETCH_BLOCK_MS * 1000))
+        while (
+            !worker->stop_requested && worker->pause_gen == pause_gen &&
+            worker->idle_request_gen <= worker->idle_done_gen &&
+            g_cond_wait_until(&worker->cond, &worker->lock,
+                              g_get_monotonic_time() + FETCH_BLOCK_MS * 1000))
           ;
         g_mutex_unlock(&worker->lock);
         continue;

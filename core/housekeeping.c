@@ -239,10 +239,9 @@ running_tasks(SluiceWorker *worker)
     Job *job = key;
     if (job->env != NULL && g_atomic_int_get(&job->phase) == JOB_RUNNING &&
         job->started_at > 0)
-      g_ptr_array_add(out,
-                      sluice_running_task__new(job->env->id, job->env->task,
-                                               job->env->queue,
-                                               job->started_at));
+      g_ptr_array_add(
+          out, sluice_running_task__new(job->env->id, job->env->task,
+                                        job->env->queue, job->started_at));
   }
   g_ptr_array_sort(out, by_start);
   if (out->len > SLUICE_ANNOUNCED_RUNNING_MAX)

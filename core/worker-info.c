@@ -159,8 +159,8 @@ take_strv(SluiceMpReader *r, const SluiceMpValue *v, gchar ***out)
 }
 
 SluiceRunningTask *
-sluice_running_task__new(const gchar *id, const gchar *task,
-                         const gchar *queue, gint64 started_at_ms)
+sluice_running_task__new(const gchar *id, const gchar *task, const gchar *queue,
+                         gint64 started_at_ms)
 {
   SluiceRunningTask *t = g_new0(SluiceRunningTask, 1);
 
@@ -216,8 +216,8 @@ take_running(SluiceMpReader *r, const SluiceMpValue *v, GPtrArray **out)
     if (id == NULL || !take_uint(&f[3], &started) || started > G_MAXINT64 ||
         list->len >= SLUICE_ANNOUNCED_RUNNING_MAX)
       continue;
-    g_ptr_array_add(list, sluice_running_task__new(id, task, queue,
-                                                   (gint64)started));
+    g_ptr_array_add(list,
+                    sluice_running_task__new(id, task, queue, (gint64)started));
   }
   if (*out != NULL)
     g_ptr_array_unref(*out);
