@@ -1979,6 +1979,77 @@ START_TEST(periodic_missed_runs_follow_the_policy)
 }
 END_TEST
 
+/* Overlap = skip: an occurrence is not dispatched while the previous one
+ * has not finished; once it has, the next one is. */
+START_TEST(periodic_overlap_skip_waits_for_the_previous_occurrence)
+{
+  SluicePeriodicOptions po;
+  SluiceTaskOptions to;
+  SluiceWorkerOptions o;
+  const gchar *const held[] = {"held", NULL};
+  Env *e = env_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) second = NULL;
+  g_autofree gchar *first_id = NULL, *second_id = NULL, *third_id = NULL;
+  gint64 last = 0;
+
+  /* It needs the previous occurrence's final record. */
+  sluice_task_options_init(&to);
+  to.store_result = SLUICE_OFF;
+  add_task(e, "t.nostore", task_ok, &to);
+  sluice_periodic_options_init(&po);
+  po.name = "nightly";
+  po.task = "t.nostore";
+  po.interval_ms = 60000;
+  po.overlap = SLUICE_OVERLAP_SKIP;
+  ck_assert(!sluice_worker_add_periodic(e->worker, &po, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID));
+  g_clear_error(&error);
+
+  /* Its occurrences go to a queue this worker does not serve, so the
+   * first stays queued until another worker runs it. */
+  po.task = "t.ok";
+  po.queue = "held";
+  ck_assert(sluice_worker_add_periodic(e->worker, &po, &error));
+  run_idle(e);
+  first_id = g_strdup_printf("periodic:nightly:%" G_GINT64_FORMAT, e->t0);
+  second_id =
+      g_strdup_printf("periodic:nightly:%" G_GINT64_FORMAT, e->t0 + 60000);
+  third_id =
+      g_strdup_printf("periodic:nightly:%" G_GINT64_FORMAT, e->t0 + 120000);
+  ck_assert_state(e, first_id, SLUICE_STATE_QUEUED);
+
+  sluice_test_log_capture_reset();
+  sluice_test_harness_advance(e->h, 60000);
+  run_idle(e);
+  ck_assert(sluice_broker_last_periodic(e->broker, "nightly", &last, &error));
+  ck_assert_int_eq(last, e->t0);
+  ck_assert(sluice_broker_get_record(e->broker, second_id, &second, &error));
+  ck_assert_ptr_null(second);
+  ck_assert(sluice_test_log_capture_contains("skipped its occurrence"));
+
+  /* The first runs and finishes; the next occurrence is dispatched. */
+  default_options(&o);
+  o.queues = held;
+  {
+    g_autoptr(SluiceWorker) w2 =
+        sluice_worker_new(e->broker, e->registry, &o, &error);
+    ck_assert(sluice_worker_run_until_idle(w2, 60000, NULL, &error));
+    sluice_worker_stop(w2);
+  }
+  ck_assert_uint_eq(runs_of(first_id), 1);
+  ck_assert_state(e, first_id, SLUICE_STATE_SUCCEEDED);
+  sluice_test_harness_advance(e->h, 60000);
+  run_idle(e);
+  ck_assert(sluice_broker_last_periodic(e->broker, "nightly", &last, &error));
+  ck_assert_int_eq(last, e->t0 + 120000);
+  ck_assert_state(e, third_id, SLUICE_STATE_QUEUED);
+  ck_assert_uint_eq(runs_of(second_id), 0);
+  env_free(e);
+}
+END_TEST
+
 /* ---- Operators: what a worker tells them --------------------------------- */
 
 /* A name no worker knows is said once (per name, per minute), however many
@@ -2539,6 +2610,8 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_add_test(semantics,
                  periodic_occurrence_is_dispatched_once_by_many_workers);
   tcase_add_test(semantics, periodic_missed_runs_follow_the_policy);
+  tcase_add_test(semantics,
+                 periodic_overlap_skip_waits_for_the_previous_occurrence);
   tcase_add_test(semantics, unknown_task_is_logged_once_per_name);
   tcase_add_test(semantics, workers_announce_what_they_serve);
   tcase_add_test(semantics, reclaimed_deliveries_run_alone);
