@@ -8,6 +8,9 @@
  *   cmd-task.c     `sluice result`, `sluice inspect`, `sluice cancel`
  *   cmd-dlq.c      `sluice dlq list|show|replay|purge`
  *   cmd-stats.c    `sluice stats`
+ *   cmd-ls.c       `sluice ls`
+ *   cmd-queue.c    `sluice pause|resume|purge|delete|run-now`
+ *   cmd-periodic.c `sluice periodic ls`
  *
  * and helpers:
  *
@@ -18,6 +21,8 @@
  *   output.c       tables, JSON, times, task records
  *   log.c          the log writer (journald, text or JSON lines)
  *   modules.c      task modules (GModule)
+ *   progress.c     progress bars of bulk commands, the --yes rule
+ *   periodic-config.c  periodic schedules of the key file
  *
  * The command uses only the public API (it links libsluice.la, which
  * exports nothing else). It keeps no global state of its own: each
@@ -428,6 +433,76 @@ CliLog *cli_log_init(CliLogFormat format, GLogLevelFlags threshold);
 gboolean cli_modules_load(const gchar *const *paths, SluiceRegistry *registry,
                           GError **error);
 
+/* ---- Bulk commands (progress.c) ------------------------------------------ */
+
+typedef struct _CliProgress CliProgress;
+
+/**
+ * cli_progress_new:
+ * @what: what is being done ("replaying dead letters")
+ * @total: how many steps
+ * Returns: (transfer full): a progress bar on stderr if stderr is a
+ * terminal, else one that draws nothing; free with cli_progress_free(),
+ * which erases it.
+ */
+CliProgress *cli_progress_new(const gchar *what, guint64 total);
+/** cli_progress_step: one step done. */
+void cli_progress_step(CliProgress *progress);
+void cli_progress_free(CliProgress *progress);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliProgress, cli_progress_free)
+
+/**
+ * cli_confirm_many:
+ * @n: how many tasks the command would touch
+ * @yes: --yes was given
+ * @dry_run: --dry-run was given (nothing will be touched)
+ * @doing: the action, for the message ("purging queue “q”")
+ * @what: what @n counts ("dead letters")
+ *
+ * The rule of every destructive command: more than one task takes --yes.
+ * Returns: TRUE, or FALSE and a usage error naming --yes and --dry-run.
+ */
+gboolean cli_confirm_many(guint64 n, gboolean yes, gboolean dry_run,
+                          const gchar *doing, const gchar *what,
+                          GError **error);
+
+/* ---- Periodic schedules of the key file (periodic-config.c) -------------- */
+
+/**
+ * CliPeriodic:
+ * @options: the schedule, ready for sluice_worker_add_periodic(); its
+ *   strings and arguments are owned by this struct
+ * @group: the key file group it came from, for messages
+ * @schedule: how it repeats, in words ("every 30s", "cron 0 3 * * * in
+ *   Europe/Berlin")
+ */
+typedef struct {
+  SluicePeriodicOptions options;
+  gchar *group;
+  gchar *schedule;
+  /*< private >*/
+  gchar *name;
+  gchar *task;
+  gchar *queue;
+  gchar *cron;
+  gchar *timezone;
+  GBytes *args;
+} CliPeriodic;
+
+/**
+ * cli_periodic_load:
+ * @settings: loaded settings (the key file, if any)
+ * @out: (out) (transfer full) (element-type CliPeriodic): every
+ *   `[periodic "NAME"]` group of the key file, in file order (empty
+ *   without a file)
+ *
+ * Reads and checks each schedule (its keys, their values, the schedule
+ * itself), so a mistake is reported before a worker starts.
+ * Returns: FALSE and a usage error naming the file, group and key.
+ */
+gboolean cli_periodic_load(const CliSettings *settings, GPtrArray **out,
+                           GError **error);
+
 /* ---- Subcommands --------------------------------------------------------- */
 
 /* Each takes its own arguments (argv[0] = its name) and returns the exit
@@ -440,6 +515,13 @@ int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_cancel(int argc, char **argv);
 int cli_cmd_dlq(int argc, char **argv);
 int cli_cmd_stats(int argc, char **argv);
+int cli_cmd_ls(int argc, char **argv);
+int cli_cmd_pause(int argc, char **argv);
+int cli_cmd_resume(int argc, char **argv);
+int cli_cmd_purge(int argc, char **argv);
+int cli_cmd_delete(int argc, char **argv);
+int cli_cmd_run_now(int argc, char **argv);
+int cli_cmd_periodic(int argc, char **argv);
 
 /* The texts --help shows at the bottom of every subcommand. */
 #define CLI_HELP_CONNECTION                                                    \

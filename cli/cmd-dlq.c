@@ -10,6 +10,10 @@
  * The broker contract has no slot to purge the dead-letter queue in one
  * step, so `purge` deletes entry by entry; an entry buried meanwhile is
  * kept (it was not in the snapshot).
+ *
+ * `replay --all` and `purge` touch many tasks: more than one takes --yes
+ * (cli_confirm_many()), and they show a progress bar on a terminal and a
+ * summary line in any case.
  */
 #include "config.h"
 
@@ -357,13 +361,14 @@ static int
 dlq_replay(int argc, char **argv)
 {
   CliCommon common = {0};
-  gboolean all = FALSE, keep_attempt = FALSE, dry_run = FALSE;
+  gboolean all = FALSE, keep_attempt = FALSE, dry_run = FALSE, yes = FALSE;
   g_autofree gchar *reason = NULL;
   g_autofree gchar *task = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceClient) client = NULL;
   g_autoptr(GPtrArray) entries = NULL;
   g_autoptr(CliJson) json = NULL;
+  g_autoptr(CliProgress) progress = NULL;
   guint done = 0, failed = 0;
   int status = CLI_EXIT_OK;
   const GOptionEntry options[] = {
@@ -375,8 +380,10 @@ dlq_replay(int argc, char **argv)
        "With --all: only entries of this task name", "T"},
       {"keep-attempt", 0, 0, G_OPTION_ARG_NONE, &keep_attempt,
        "Keep the attempt count (default: start again at attempt 1)", NULL},
-      {"dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry_run,
+      {"dry-run", 0, 0, G_OPTION_ARG_NONE, &dry_run,
        "Say what would be replayed, and replay nothing", NULL},
+      {"yes", 'y', 0, G_OPTION_ARG_NONE, &yes,
+       "With --all: replay them (needed when more than one matches)", NULL},
       {NULL}};
 
   if (!cli_parse_options(
@@ -407,10 +414,15 @@ dlq_replay(int argc, char **argv)
 
   if (all) {
     entries = snapshot(client, reason, task, &error);
-    if (entries == NULL) {
+    if (entries == NULL ||
+        !cli_confirm_many(entries->len, yes, dry_run,
+                          "replaying every matching dead letter",
+                          "dead letters", &error)) {
       status = cli_report(error);
       goto out;
     }
+    if (!dry_run)
+      progress = cli_progress_new("replaying dead letters", entries->len);
   } else {
     entries =
         g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
@@ -438,6 +450,8 @@ dlq_replay(int argc, char **argv)
     const SluiceDeadLetter *e = entries->pdata[i];
     g_autofree gchar *id = NULL;
 
+    if (progress != NULL)
+      cli_progress_step(progress);
     if (!dry_run && !sluice_client_dlq_replay(client, e->entry_id, keep_attempt,
                                               &id, &error)) {
       cli_report(error);
@@ -455,8 +469,9 @@ dlq_replay(int argc, char **argv)
       cli_json_key(json, "task");
       cli_json_string(json, e->task);
       cli_json_end_object(json);
-    } else {
-      /* What the entry says came from a message: escaped for the terminal. */
+    } else if (!all || dry_run) {
+      /* --all says it in one summary line (and a bar on a terminal). What
+       * the entry says came from a message: escaped for the terminal. */
       g_autofree gchar *shown_id = cli_terminal_text(
           id != NULL ? id : (e->task_id != NULL ? e->task_id : "-"), -1);
       g_autofree gchar *shown_task =
@@ -468,6 +483,7 @@ dlq_replay(int argc, char **argv)
              e->entry_id, shown_id, shown_task, shown_reason);
     }
   }
+  g_clear_pointer(&progress, cli_progress_free);
   if (json != NULL) {
     cli_json_end_array(json);
     cli_json_key(json, "failed");
@@ -478,8 +494,9 @@ dlq_replay(int argc, char **argv)
     printf("no dead letters%s\n",
            reason != NULL || task != NULL ? " match" : "");
   } else if (all) {
-    printf("%s %u dead letter%s\n", dry_run ? "would replay" : "replayed", done,
-           done == 1 ? "" : "s");
+    printf("%s %u dead letter%s%s\n", dry_run ? "would replay" : "replayed",
+           done, done == 1 ? "" : "s",
+           failed > 0 ? " (see the errors above)" : "");
   }
   if (failed > 0)
     status = CLI_EXIT_FAILURE;
@@ -494,12 +511,13 @@ static int
 dlq_purge(int argc, char **argv)
 {
   CliCommon common = {0};
-  gboolean dry_run = FALSE;
+  gboolean dry_run = FALSE, yes = FALSE;
   g_autofree gchar *reason = NULL;
   g_autofree gchar *task = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceClient) client = NULL;
   g_autoptr(GPtrArray) entries = NULL;
+  g_autoptr(CliProgress) progress = NULL;
   guint done = 0;
   int status = CLI_EXIT_OK;
   const GOptionEntry options[] = {
@@ -507,14 +525,17 @@ dlq_purge(int argc, char **argv)
        "Only entries buried for this reason", "R"},
       {"task", 0, 0, G_OPTION_ARG_STRING, &task,
        "Only entries of this task name", "T"},
-      {"dry-run", 'n', 0, G_OPTION_ARG_NONE, &dry_run,
+      {"dry-run", 0, 0, G_OPTION_ARG_NONE, &dry_run,
        "Count what would be deleted, and delete nothing", NULL},
+      {"yes", 'y', 0, G_OPTION_ARG_NONE, &yes,
+       "Delete them (needed when more than one matches)", NULL},
       {NULL}};
 
   if (!cli_parse_options(&common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON,
                          options, "",
                          "Delete dead letters for good (all of them, or those "
-                         "matching --reason and --task).",
+                         "matching --reason and --task).\nMore than one takes "
+                         "--yes.",
                          NULL, &argc, &argv, &error) ||
       !cli_check_reason(reason, &error)) {
     status = cli_report(error);
@@ -529,12 +550,18 @@ dlq_purge(int argc, char **argv)
     goto out;
   }
   if ((client = cli_open_client(&common, NULL, &error)) == NULL ||
-      (entries = snapshot(client, reason, task, &error)) == NULL) {
+      (entries = snapshot(client, reason, task, &error)) == NULL ||
+      !cli_confirm_many(entries->len, yes, dry_run,
+                        "purging the dead-letter queue", "dead letters",
+                        &error)) {
     status = cli_report(error);
     goto out;
   }
+  if (!dry_run)
+    progress = cli_progress_new("purging dead letters", entries->len);
   for (guint i = 0; i < entries->len && !dry_run; i++) {
     const SluiceDeadLetter *e = entries->pdata[i];
+    cli_progress_step(progress);
     if (sluice_client_dlq_delete(client, e->entry_id, &error)) {
       done++;
     } else if (g_error_matches(error, SLUICE_CLIENT_ERROR,
@@ -546,6 +573,7 @@ dlq_purge(int argc, char **argv)
       break;
     }
   }
+  g_clear_pointer(&progress, cli_progress_free);
   if (dry_run)
     done = entries->len;
   if (common.json) {

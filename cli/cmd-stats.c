@@ -1,8 +1,11 @@
-/* cmd-stats.c - `sluice stats`: what is waiting, running and buried, and
- * which workers are alive.
+/* cmd-stats.c - `sluice stats`: what is waiting, running and buried,
+ * which queues are paused, and how each worker is doing (host, pid,
+ * queues, tasks running, counts since it started, last heartbeat; a
+ * worker whose liveness lapsed is shown dead for a while).
  *
  * Everything comes from one sluice_client_get_stats() call (one Lua script
- * on Redis, so the figures are one consistent snapshot). The broker
+ * on Redis, so the figures are one consistent snapshot; the paused queues
+ * are read just after it). The broker
  * reports the scheduled and in-flight counts for the whole namespace, not
  * per queue; redis-fast cannot count in-flight tasks at all (a popped
  * message is no longer in Redis) and says so.
@@ -60,6 +63,8 @@ stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
     cli_json_string(json, q->name);
     cli_json_key(json, "ready");
     cli_json_int(json, q->ready);
+    cli_json_key(json, "paused");
+    cli_json_bool(json, q->paused);
     cli_json_end_object(json);
   }
   cli_json_end_array(json);
@@ -131,6 +136,23 @@ stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
     cli_json_int(json, (gint64)w->retried);
     cli_json_key(json, "dead_lettered");
     cli_json_int(json, (gint64)w->dead_lettered);
+    cli_json_key(json, "running_tasks");
+    cli_json_begin_array(json);
+    for (guint k = 0; w->running_tasks != NULL && k < w->running_tasks->len;
+         k++) {
+      const SluiceRunningTask *t = w->running_tasks->pdata[k];
+      cli_json_begin_object(json);
+      cli_json_key(json, "id");
+      cli_json_string(json, t->id);
+      cli_json_key(json, "task");
+      cli_json_string(json, t->task);
+      cli_json_key(json, "queue");
+      cli_json_string(json, t->queue);
+      cli_json_key(json, "started_at");
+      cli_json_time(json, t->started_at_ms);
+      cli_json_end_object(json);
+    }
+    cli_json_end_array(json);
     cli_json_end_object(json);
   }
   cli_json_end_array(json);
@@ -157,12 +179,12 @@ stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
     printf("no queues yet (nothing was enqueued in namespace %s)\n",
            settings->namespace_);
   } else {
-    const gchar *header[] = {"QUEUE", "READY", NULL};
-    g_autoptr(CliTable) table = cli_table_new(header, 2);
+    const gchar *header[] = {"QUEUE", "READY", "STATUS", NULL};
+    g_autoptr(CliTable) table = cli_table_new(header, 3);
     for (guint i = 0; i < stats->queues->len; i++) {
       const SluiceQueueStats *q = stats->queues->pdata[i];
       g_autofree gchar *ready = g_strdup_printf("%" G_GINT64_FORMAT, q->ready);
-      cli_table_add(table, q->name, ready);
+      cli_table_add(table, q->name, ready, q->paused ? "paused" : "active");
     }
     cli_table_print(table);
   }
@@ -200,17 +222,35 @@ stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
   if (stats->workers->len == 0) {
     printf("no workers alive\n");
   } else {
-    const gchar *header[] = {"WORKER", "STATUS", "LAST HEARTBEAT",
-                             "AGE",    "TASKS",  NULL};
-    g_autoptr(CliTable) table = cli_table_new(header, 5);
+    const gchar *header[] = {"WORKER",  "STATUS",         "HOST",      "PID",
+                             "QUEUES",  "RUNNING",        "SUCCEEDED", "FAILED",
+                             "RETRIED", "LAST HEARTBEAT", "AGE",       "TASKS",
+                             NULL};
+    g_autoptr(CliTable) table = cli_table_new(header, 12);
     for (guint i = 0; i < stats->workers->len; i++) {
       const SluiceWorkerInfo *w = stats->workers->pdata[i];
       g_autofree gchar *seen = cli_format_time(w->last_seen_ms);
       g_autofree gchar *age = cli_format_age(w->last_seen_ms, now);
       g_autofree gchar *tasks =
           w->tasks != NULL ? g_strjoinv(",", w->tasks) : g_strdup("-");
-      cli_table_add(table, w->id, w->alive ? "alive" : "dead", seen, age,
-                    tasks);
+      g_autofree gchar *queues =
+          w->queues != NULL ? g_strjoinv(",", w->queues) : NULL;
+      g_autofree gchar *pid = w->pid > 0 ? g_strdup_printf("%d", w->pid) : NULL;
+      /* Without an announcement (a lapsed worker) the counts are unknown. */
+      g_autofree gchar *running =
+          w->info != NULL ? g_strdup_printf("%u/%u", w->running, w->concurrency)
+                          : NULL;
+      g_autofree gchar *ok =
+          w->info != NULL ? g_strdup_printf("%" G_GUINT64_FORMAT, w->succeeded)
+                          : NULL;
+      g_autofree gchar *failed =
+          w->info != NULL ? g_strdup_printf("%" G_GUINT64_FORMAT, w->failed)
+                          : NULL;
+      g_autofree gchar *retried =
+          w->info != NULL ? g_strdup_printf("%" G_GUINT64_FORMAT, w->retried)
+                          : NULL;
+      cli_table_add(table, w->id, w->alive ? "alive" : "dead", w->host, pid,
+                    queues, running, ok, failed, retried, seen, age, tasks);
     }
     cli_table_print(table);
   }
@@ -235,8 +275,10 @@ cli_cmd_stats(int argc, char **argv)
 
   if (!cli_parse_options(
           &common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON, entries, "",
-          "Show queue depths, scheduled and in-flight tasks, dead letters "
-          "by reason,\nand the workers alive with their last heartbeat.",
+          "Show queue depths and which queues are paused, scheduled and "
+          "in-flight tasks,\ndead letters by reason, and each worker: host, "
+          "pid, queues, tasks running,\ncounts since it started and last "
+          "heartbeat (dead once its liveness lapsed).",
           NULL, &argc, &argv, &error)) {
     status = cli_report(error);
     goto out;

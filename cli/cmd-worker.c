@@ -10,7 +10,9 @@
  * back without waiting, and the exit status is 1.
  *
  * Every worker setting comes from its option, else from the [worker]
- * group of the configuration file, else the library's default. The backoff
+ * group of the configuration file, else the library's default. Periodic
+ * schedules come from the file's [periodic "NAME"] groups
+ * (periodic-config.c). The backoff
  * options exist so that operators (and the tests) can shorten retries
  * without rebuilding the task module.
  *
@@ -325,6 +327,7 @@ typedef struct {
   CliLogFormat log_format;
   guint dead_letter_max;
   gboolean fail_fast;
+  GPtrArray *periodics; /* CliPeriodic*: the [periodic "NAME"] groups */
 } WorkerPlan;
 
 static void
@@ -333,6 +336,7 @@ worker_plan_clear(WorkerPlan *plan)
   g_strfreev(plan->queues);
   g_strfreev(plan->modules);
   g_free(plan->worker_id);
+  g_clear_pointer(&plan->periodics, g_ptr_array_unref);
 }
 
 static gboolean
@@ -420,6 +424,8 @@ resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
     return FALSE;
   plan->options.log_each_task =
       plan->options.log_each_task && !args->no_task_log;
+  if (!cli_periodic_load(settings, &plan->periodics, error))
+    return FALSE;
   return resolve_isolation(args, settings, &plan->options, error);
 }
 
@@ -432,6 +438,7 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
   g_autoptr(SluiceWorker) worker = NULL;
   g_autofree gchar *tasks = NULL;
   g_autofree gchar *queues = NULL;
+  g_autoptr(GString) schedules = NULL;
 
   /* With --fail-fast, Redis first, so that a worker that cannot reach it
    * says so in one line and exits. Otherwise an unreachable Redis is
@@ -444,16 +451,29 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
       !cli_modules_load((const gchar *const *)plan->modules, registry, &error))
     return cli_report(error);
   worker = sluice_worker_new(broker, registry, &plan->options, &error);
-  if (worker == NULL || !sluice_worker_handle_signals(worker, &error) ||
+  if (worker == NULL)
+    return cli_report(error);
+  schedules = g_string_new(NULL);
+  for (guint i = 0; i < plan->periodics->len; i++) {
+    const CliPeriodic *p = plan->periodics->pdata[i];
+    if (!sluice_worker_add_periodic(worker, &p->options, &error)) {
+      g_prefix_error(&error, "%s: [%s]: ", settings->config_path, p->group);
+      return cli_report(error);
+    }
+    g_string_append_printf(schedules, "%s%s (%s)", i > 0 ? ", " : "",
+                           p->options.name, p->schedule);
+  }
+  if (!sluice_worker_handle_signals(worker, &error) ||
       !sluice_worker_start(worker, &error))
     return cli_report(error);
 
   tasks = task_list(registry);
   queues = plan->queues != NULL ? g_strjoinv(", ", plan->queues)
                                 : g_strdup(SLUICE_DEFAULT_QUEUE);
-  g_info("worker %s ready: %s mode, namespace %s, queues %s; tasks %s",
+  g_info("worker %s ready: %s mode, namespace %s, queues %s; tasks %s%s%s",
          sluice_worker_get_id(worker), cli_mode_name(settings->mode),
-         settings->namespace_, queues, tasks);
+         settings->namespace_, queues, tasks,
+         schedules->len > 0 ? "; periodic " : "", schedules->str);
 
   cli_notify_ready(worker);
 

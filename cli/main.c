@@ -1,6 +1,7 @@
 /* main.c - `sluice`: the entry point, which hands over to a subcommand.
  *
- *   sluice worker|run|enqueue|result|inspect|cancel|dlq|stats [OPTION…]
+ *   sluice worker|run|enqueue|result|inspect|cancel|dlq|stats|ls|pause|
+ *          resume|purge|delete|run-now|periodic [OPTION…]
  *
  * Each subcommand parses its own options (and has its own --help), so
  * this file only picks one, names the process after it (messages then
@@ -27,6 +28,13 @@ static const Command commands[] = {
     {"cancel", cli_cmd_cancel, "Cancel a scheduled, queued or running task"},
     {"dlq", cli_cmd_dlq, "List, show, replay or purge dead letters"},
     {"stats", cli_cmd_stats, "Queue depths, dead letters and live workers"},
+    {"ls", cli_cmd_ls, "List tasks of one state: queued, scheduled, ..."},
+    {"pause", cli_cmd_pause, "Pause queues: workers stop taking from them"},
+    {"resume", cli_cmd_resume, "Resume paused queues"},
+    {"purge", cli_cmd_purge, "Delete every task waiting in a queue"},
+    {"delete", cli_cmd_delete, "Delete one task, wherever it is"},
+    {"run-now", cli_cmd_run_now, "Run a scheduled or retrying task now"},
+    {"periodic", cli_cmd_periodic, "List the key file's periodic schedules"},
     {"run", cli_cmd_run, "Run one task in this process, without Redis"},
 };
 
@@ -64,8 +72,10 @@ main(int argc, char **argv)
   }
   for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
     if (strcmp(argv[1], commands[i].name) == 0) {
-      /* `sluice dlq` names itself after its own subcommand. */
-      if (commands[i].run != cli_cmd_dlq) {
+      /* `sluice dlq` and `sluice periodic` name themselves after their
+       * own subcommands. */
+      if (commands[i].run != cli_cmd_dlq &&
+          commands[i].run != cli_cmd_periodic) {
         g_autofree gchar *name = g_strdup_printf("sluice %s", commands[i].name);
         g_set_prgname(name);
       }
@@ -80,7 +90,8 @@ main(int argc, char **argv)
   }
   fprintf(stderr,
           "sluice: unknown command “%s”: the commands are worker, enqueue, "
-          "result, inspect, cancel, dlq, stats and run (see sluice --help)\n",
+          "result, inspect, cancel, dlq, stats, ls, pause, resume, purge, "
+          "delete, run-now, periodic and run (see sluice --help)\n",
           argv[1]);
   return CLI_EXIT_USAGE;
 }

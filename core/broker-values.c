@@ -1,7 +1,7 @@
 /* broker-values.c - the value types that cross the broker contract
- * (deliveries, revocations, task locations, dead letters) and the
- * statistics a broker fills in: constructors, copies, and the helpers of
- * sys/broker.h that add to a SluiceBrokerStats.
+ * (deliveries, revocations, task locations, listed messages, dead
+ * letters) and the statistics a broker fills in: constructors, copies, and
+ * the helpers of sys/broker.h that add to a SluiceBrokerStats.
  */
 #include "config.h"
 
@@ -73,6 +73,32 @@ sluice_task_location_clear(SluiceTaskLocation *location)
   location->due_at = 0;
 }
 
+SluiceListedMessage *
+sluice_listed_message_new(const gchar *id, const gchar *queue, GBytes *payload,
+                          gint64 due_at)
+{
+  SluiceListedMessage *message;
+
+  g_return_val_if_fail(queue != NULL && payload != NULL, NULL);
+  message = g_new0(SluiceListedMessage, 1);
+  message->id = g_strdup(id);
+  message->queue = g_strdup(queue);
+  message->payload = g_bytes_ref(payload);
+  message->due_at = due_at;
+  return message;
+}
+
+void
+sluice_listed_message_free(SluiceListedMessage *message)
+{
+  if (message == NULL)
+    return;
+  g_free(message->id);
+  g_free(message->queue);
+  g_bytes_unref(message->payload);
+  g_free(message);
+}
+
 SluiceDeadLetter *
 sluice_dead_letter_new(void)
 {
@@ -134,6 +160,8 @@ worker_info_free(gpointer data)
   g_free(w->host);
   g_strfreev(w->queues);
   g_strfreev(w->tasks);
+  if (w->running_tasks != NULL)
+    g_ptr_array_unref(w->running_tasks);
   g_free(w);
 }
 

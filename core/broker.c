@@ -111,6 +111,14 @@ validate_class(const SluiceBrokerClass *klass, GError **error)
                 name, klass->heartbeat == NULL ? "heartbeat" : "reclaim");
     return FALSE;
   }
+  if (klass->version >= 3 &&
+      (klass->set_paused == NULL) != (klass->list_paused == NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” must provide set_paused and list_paused "
+                "together, or neither",
+                name);
+    return FALSE;
+  }
   if ((klass->claim_periodic == NULL) != (klass->last_periodic == NULL)) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
                 "broker “%s” must provide claim_periodic and last_periodic "
@@ -754,4 +762,111 @@ sluice_broker_announce(SluiceBroker *broker, const gchar *consumer,
     return TRUE;
   ok = broker->klass->announce(broker, consumer, info, MAX(ttl_ms, 1), &local);
   return finish(broker, "announce", ok, local, error);
+}
+
+/* A listing slot's cursor: what the broker set, or NULL; never a cursor
+ * the caller passed in, so the caller owns exactly what it gets. */
+static gboolean
+finish_listing(SluiceBroker *broker, const gchar *slot, gboolean ok,
+               GError *local, gchar *cursor, gchar **out_cursor, GError **error)
+{
+  if (ok && out_cursor != NULL)
+    *out_cursor = cursor;
+  else
+    g_free(cursor);
+  return finish(broker, slot, ok, local, error);
+}
+
+gboolean
+sluice_broker_list_queued(SluiceBroker *broker, const gchar *queue,
+                          const gchar *cursor, guint limit, GPtrArray *out,
+                          gchar **out_cursor, GError **error)
+{
+  GError *local = NULL;
+  gchar *next = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(queue != NULL && out != NULL, FALSE);
+  if (out_cursor != NULL)
+    *out_cursor = NULL;
+  if (broker->klass->list_queued == NULL)
+    return unsupported(broker, "list the messages waiting in a queue", error);
+  if (limit == 0)
+    return TRUE;
+  ok = broker->klass->list_queued(broker, queue, cursor, limit, out, &next,
+                                  &local);
+  return finish_listing(broker, "list_queued", ok, local, next, out_cursor,
+                        error);
+}
+
+gboolean
+sluice_broker_list_scheduled(SluiceBroker *broker, const gchar *cursor,
+                             guint limit, GPtrArray *out, gchar **out_cursor,
+                             GError **error)
+{
+  GError *local = NULL;
+  gchar *next = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(out != NULL, FALSE);
+  if (out_cursor != NULL)
+    *out_cursor = NULL;
+  if (broker->klass->list_scheduled == NULL)
+    return unsupported(broker, "list the schedule", error);
+  if (limit == 0)
+    return TRUE;
+  ok = broker->klass->list_scheduled(broker, cursor, limit, out, &next, &local);
+  return finish_listing(broker, "list_scheduled", ok, local, next, out_cursor,
+                        error);
+}
+
+gboolean
+sluice_broker_set_paused(SluiceBroker *broker, const gchar *queue,
+                         gboolean paused, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(queue != NULL, FALSE);
+  if (broker->klass->set_paused == NULL)
+    return unsupported(broker, "pause a queue", error);
+  ok = broker->klass->set_paused(broker, queue, paused, &local);
+  return finish(broker, "set_paused", ok, local, error);
+}
+
+gboolean
+sluice_broker_list_paused(SluiceBroker *broker, GPtrArray *out, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(out != NULL, FALSE);
+  if (broker->klass->list_paused == NULL)
+    return TRUE;
+  ok = broker->klass->list_paused(broker, out, &local);
+  return finish(broker, "list_paused", ok, local, error);
+}
+
+gboolean
+sluice_broker_reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
+                         gboolean *out_found, GError **error)
+{
+  GError *local = NULL;
+  gboolean found = FALSE;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(id != NULL, FALSE);
+  if (out_found != NULL)
+    *out_found = FALSE;
+  if (broker->klass->reschedule == NULL)
+    return unsupported(broker, "move a task on the schedule", error);
+  ok = broker->klass->reschedule(broker, id, MAX(due_at, 0), &found, &local);
+  if (out_found != NULL)
+    *out_found = ok && found;
+  return finish(broker, "reschedule", ok, local, error);
 }

@@ -614,6 +614,34 @@ sluice_client_cancel(SluiceClient *client, const gchar *id, GError **error)
   return SLUICE_CANCEL_REVOKED;
 }
 
+/* Marks the paused queues of @out; with every queue asked for, a paused
+ * queue nothing was enqueued to yet is listed too. Pauses are the core's
+ * business, so brokers' stats know nothing of them. */
+static gboolean
+mark_paused(SluiceClient *client, gboolean every_queue, SluiceBrokerStats *out,
+            GError **error)
+{
+  g_autoptr(GPtrArray) paused = g_ptr_array_new_with_free_func(g_free);
+
+  if (!sluice_broker_list_paused(client->broker, paused, error))
+    return FALSE;
+  for (guint i = 0; i < paused->len; i++) {
+    gboolean listed = FALSE;
+
+    for (guint k = 0; k < out->queues->len; k++) {
+      SluiceQueueStats *q = out->queues->pdata[k];
+      if (g_strcmp0(q->name, paused->pdata[i]) == 0)
+        q->paused = listed = TRUE;
+    }
+    if (!listed && every_queue) {
+      sluice_broker_stats_add_queue(out, paused->pdata[i], 0);
+      ((SluiceQueueStats *)out->queues->pdata[out->queues->len - 1])->paused =
+          TRUE;
+    }
+  }
+  return TRUE;
+}
+
 gboolean
 sluice_client_get_stats(SluiceClient *client, const gchar *const *queues,
                         SluiceBrokerStats *out, GError **error)
@@ -621,13 +649,20 @@ sluice_client_get_stats(SluiceClient *client, const gchar *const *queues,
   g_return_val_if_fail(client != NULL, FALSE);
   g_return_val_if_fail(out != NULL, FALSE);
   sluice_broker_stats_init(out);
-  if (!sluice_broker_stats(client->broker, queues, out, error)) {
+  if (!sluice_broker_stats(client->broker, queues, out, error) ||
+      !mark_paused(client, queues == NULL, out, error)) {
     sluice_broker_stats_clear(out);
     return FALSE;
   }
   for (guint i = 0; i < out->workers->len; i++)
     sluice_worker_info__decode(out->workers->pdata[i]);
   return TRUE;
+}
+
+const SluiceClientOptions *
+sluice_client__options(SluiceClient *client)
+{
+  return &client->options;
 }
 
 gboolean

@@ -13,6 +13,9 @@
  * is set aside to run alone, and a second one is given back. So a crash is
  * charged to the one delivery that caused it, and a message that never
  * crashed a worker is never buried max_deliveries for its neighbour.
+ *
+ * Paused queues (pause.c) are left out of every fetch and reclaim; with
+ * all of them paused the fetcher waits for a change instead of fetching.
  */
 #include "config.h"
 
@@ -190,6 +193,7 @@ static gboolean
 reclaim_one(SluiceWorker *worker, gboolean *out_contacted, GError **error)
 {
   g_autoptr(GPtrArray) got = g_ptr_array_new();
+  g_autoptr(GPtrArray) active = sluice_worker__active_queues(worker);
   gint64 now_us = g_get_monotonic_time();
   gboolean may;
 
@@ -198,9 +202,10 @@ reclaim_one(SluiceWorker *worker, gboolean *out_contacted, GError **error)
    * lease may be the one that stalls, and the peers it would judge dead may
    * just not have renewed yet. The housekeeping tick asks again. */
   g_mutex_lock(&worker->lock);
+  /* A paused queue's work is not taken over either, until it resumes. */
   may = now_us - worker->last_lease_ok_us <=
             worker->options.visibility_timeout_ms * 1000 * 2 / 3 &&
-        now_us >= worker->reclaim_quiet_until_us;
+        now_us >= worker->reclaim_quiet_until_us && active->pdata[0] != NULL;
   if (!may) {
     worker->reclaim_wanted = FALSE;
     g_cond_broadcast(&worker->cond);
@@ -210,7 +215,7 @@ reclaim_one(SluiceWorker *worker, gboolean *out_contacted, GError **error)
   if (!may)
     return TRUE;
   if (!sluice_broker_reclaim(worker->broker, worker->id,
-                             (const gchar *const *)worker->queues, 1,
+                             (const gchar *const *)active->pdata, 1,
                              worker->options.visibility_timeout_ms, got, error))
     return FALSE;
   if (got->len == 0) {
@@ -243,7 +248,9 @@ sluice_worker__fetcher_main(gpointer data)
 {
   SluiceWorker *worker = data;
   g_autoptr(GPtrArray) got = g_ptr_array_new();
+  g_autoptr(GPtrArray) active = NULL;
   gint64 backoff_ms = OUTAGE_BACKOFF_MIN_MS;
+  guint64 pause_gen;
   gboolean leases =
       (sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) != 0;
 
@@ -324,10 +331,27 @@ sluice_worker__fetcher_main(gpointer data)
       sluice_worker__sync_housekeeping(worker);
       ok = sluice_worker__promote_all_due(worker, NULL, &error);
     }
-    if (ok)
+    g_clear_pointer(&active, g_ptr_array_unref);
+    active = sluice_worker__active_queues(worker);
+    if (ok && active->pdata[0] == NULL) {
+      /* Every queue is paused: nothing to fetch until one resumes. */
+      if (idle_gen == 0) {
+        g_mutex_lock(&worker->lock);
+        pause_gen = worker->pause_gen;
+        while (
+            !worker->stop_requested && worker->pause_gen == pause_gen &&
+            worker->idle_request_gen <= worker->idle_done_gen &&
+            g_cond_wait_until(&worker->cond, &worker->lock,
+                              g_get_monotonic_time() + FETCH_BLOCK_MS * 1000))
+          ;
+        g_mutex_unlock(&worker->lock);
+        continue;
+      }
+    } else if (ok) {
       ok = sluice_broker_fetch(worker->broker, worker->id,
-                               (const gchar *const *)worker->queues, want,
+                               (const gchar *const *)active->pdata, want,
                                idle_gen > 0 ? 0 : FETCH_BLOCK_MS, got, &error);
+    }
     if (!ok) {
       sluice_worker__broker_failed(worker, "fetching", error);
       goto backoff;

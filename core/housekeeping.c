@@ -2,9 +2,9 @@
  * own that task code can never block.
  *
  * Promotion of due scheduled messages (asleep until the earliest known due
- * time, never longer than schedule_poll_interval), revocation sync, lease
- * renewal with the worker's announcement, the decision to reclaim (the
- * fetcher does it), the timeout watchdog, periodic schedules and the
+ * time, never longer than schedule_poll_interval), revocation and pause
+ * sync, lease renewal, the worker's announcement, the decision to reclaim
+ * (the fetcher does it), the timeout watchdog, periodic schedules and the
  * signals. A fake clock that moves wakes the timers that wait for a time.
  */
 #include "config.h"
@@ -14,6 +14,9 @@
 #include "core/worker-private.h"
 
 #define PROMOTE_BATCH 256
+/* How often a worker announces itself (its running tasks go stale by at
+ * most this much), unless a third of its lease is shorter. */
+#define ANNOUNCE_INTERVAL_MS 2000
 
 /* A GSource that fires at a ready time set from any thread. */
 static gboolean
@@ -134,6 +137,12 @@ revocation_tick(gpointer data)
     sluice_worker__broker_ok(worker);
   else
     sluice_worker__broker_failed(worker, "reading revocations", error);
+  g_clear_error(&error);
+  /* Pauses ride on the same tick: both are "what operators changed". */
+  if (sluice_worker__sync_paused(worker, &error))
+    sluice_worker__broker_ok(worker);
+  else
+    sluice_worker__broker_failed(worker, "reading the paused queues", error);
   return G_SOURCE_CONTINUE;
 }
 
@@ -203,15 +212,52 @@ watchdog_tick(gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* Tells the broker who this worker is and what it serves, for as long as
- * its lease: stats show it (dead once this lapses), and producers can tell
- * whether anyone serves a task name. */
+static gint
+by_start(gconstpointer a, gconstpointer b)
+{
+  const SluiceRunningTask *x = *(SluiceRunningTask *const *)a;
+  const SluiceRunningTask *y = *(SluiceRunningTask *const *)b;
+
+  if (x->started_at_ms != y->started_at_ms)
+    return x->started_at_ms < y->started_at_ms ? -1 : 1;
+  return g_strcmp0(x->id, y->id);
+}
+
+/* The tasks running now, oldest first, at most what an announcement
+ * carries. Called with the lock held. */
+static GPtrArray *
+running_tasks(SluiceWorker *worker)
+{
+  GPtrArray *out = g_ptr_array_new_with_free_func(sluice_running_task__free);
+  GHashTableIter iter;
+  gpointer key;
+
+  g_hash_table_iter_init(&iter, worker->jobs);
+  while (g_hash_table_iter_next(&iter, &key, NULL)) {
+    Job *job = key;
+    if (job->env != NULL && g_atomic_int_get(&job->phase) == JOB_RUNNING &&
+        job->started_at > 0)
+      g_ptr_array_add(
+          out, sluice_running_task__new(job->env->id, job->env->task,
+                                        job->env->queue, job->started_at));
+  }
+  g_ptr_array_sort(out, by_start);
+  if (out->len > SLUICE_ANNOUNCED_RUNNING_MAX)
+    g_ptr_array_set_size(out, SLUICE_ANNOUNCED_RUNNING_MAX);
+  return out;
+}
+
+/* Tells the broker who this worker is, what it serves and what it runs,
+ * for as long as its lease: stats show it (dead once this lapses),
+ * producers can tell whether anyone serves a task name, and operators list
+ * the running tasks. Every ANNOUNCE_INTERVAL_MS, so that list is fresh. */
 static void
 announce(SluiceWorker *worker)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) bytes = NULL;
   g_auto(GStrv) tasks = sluice_registry_list(worker->registry);
+  g_autoptr(GPtrArray) running = NULL;
   SluiceWorkerInfo info = {0};
 
   info.host = (gchar *)g_get_host_name();
@@ -226,7 +272,9 @@ announce(SluiceWorker *worker)
   info.failed = worker->stats.failed_attempts;
   info.retried = worker->stats.retried;
   info.dead_lettered = worker->stats.dead_lettered;
+  running = running_tasks(worker);
   g_mutex_unlock(&worker->lock);
+  info.running_tasks = running;
   bytes = sluice_worker_info__encode(&info);
   if (!sluice_broker_announce(worker->broker, worker->id, bytes,
                               worker->options.visibility_timeout_ms, &error))
@@ -295,7 +343,6 @@ heartbeat_tick(gpointer data)
     g_mutex_unlock(&worker->lock);
     worker->lease_lost = FALSE;
     sluice_worker__broker_ok(worker);
-    announce(worker);
   } else {
     sluice_worker__broker_failed(worker, "renewing the worker's lease", error);
   }
@@ -342,6 +389,13 @@ reclaim_tick(gpointer data)
   worker->reclaim_wanted = TRUE;
   g_cond_broadcast(&worker->cond);
   g_mutex_unlock(&worker->lock);
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+announce_tick(gpointer data)
+{
+  announce(data);
   return G_SOURCE_CONTINUE;
 }
 
@@ -533,9 +587,14 @@ sluice_worker__housekeeping_start(SluiceWorker *worker)
   if (sluice_clock_is_fake(worker->clock))
     worker->clock_watch =
         sluice_clock_add_watch(worker->clock, clock_moved, worker);
+  add_interval(worker,
+               (guint)MIN(ANNOUNCE_INTERVAL_MS,
+                          MAX(worker->options.visibility_timeout_ms / 3, 1)),
+               announce_tick);
   /* First heartbeat before the first fetch, so stats show the worker and a
    * lease exists before anything is held. */
   heartbeat_tick(worker);
+  announce(worker);
   worker->housekeeper = g_thread_new("sluice-housekeep", housekeeper_main,
                                      sluice_worker__core_ref(worker));
 }

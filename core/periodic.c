@@ -11,8 +11,22 @@
  * Interval schedules are aligned to the epoch (every 60 s means at :00 of
  * each minute), so independent workers agree on occurrence times without
  * talking to each other. Cron expressions are the classic five fields,
- * evaluated in UTC; when both day-of-month and day-of-week are restricted a
- * day matching either fires, as in Vixie cron.
+ * evaluated in the schedule's time zone (UTC by default); when both
+ * day-of-month and day-of-week are restricted a day matching either fires,
+ * as in Vixie cron.
+ *
+ * Time zones: the cron walk runs over wall-clock minutes (seconds as if
+ * the zone were UTC) and maps each match to an instant. A wall time the
+ * clocks skip (spring forward) maps to the first instant after the gap,
+ * and every skipped time maps to that same instant, so it runs once; a
+ * wall time shown twice (fall back) maps to its first occurrence, and its
+ * second is passed over because it maps to an instant already past.
+ *
+ * Overlap (SLUICE_OVERLAP_SKIP): before dispatching, the schedule looks up
+ * its previous occurrence, the last one the broker recorded, by its id:
+ * its record (every such occurrence is enqueued with a `queued` record
+ * that its worker replaces) says whether it finished; without one, the
+ * schedule says whether it waits for a retry.
  */
 #include "config.h"
 
@@ -43,6 +57,8 @@ struct _SluicePeriodic {
   CronSpec spec;
   SluiceMissedPolicy missed;
   guint missed_max;
+  GTimeZone *tz; /* NULL = UTC */
+  SluiceOverlapPolicy overlap;
   gboolean started;
   gint64 next_due;
 };
@@ -246,12 +262,80 @@ typedef enum {
   CRON_NONE_IN_RANGE,      /* none before the end of year 9999 */
 } CronResult;
 
-/* The first matching minute strictly after @after_ms, which must lie in
+/* ---- Time zones ------------------------------------------------------------
+ */
+
+static GTimeZone *
+zone_new(const gchar *name)
+{
+#if GLIB_CHECK_VERSION(2, 68, 0)
+  return g_time_zone_new_identifier(name);
+#else
+  /* Before 2.68 an unknown name silently gives UTC: tell them apart. */
+  GTimeZone *tz = g_time_zone_new(name);
+  if (g_strcmp0(g_time_zone_get_identifier(tz), name) != 0) {
+    g_time_zone_unref(tz);
+    return NULL;
+  }
+  return tz;
+#endif
+}
+
+/* The offset from UTC (seconds) in force at @utc_s. */
+static gint64
+zone_offset(GTimeZone *tz, gint64 utc_s)
+{
+  return g_time_zone_get_offset(
+      tz, g_time_zone_find_interval(tz, G_TIME_TYPE_UNIVERSAL, utc_s));
+}
+
+/* The instant (UTC seconds) at which the wall clock of @tz shows @wall_s
+ * (its fields read as if UTC): the first of two when the clocks go back
+ * over it, the first instant after the gap when they skip it. Assumes at
+ * most one change of offset within a day of it, as every zone has. */
+static gint64
+wall_to_utc(GTimeZone *tz, gint64 wall_s)
+{
+  gint64 before = zone_offset(tz, wall_s - 86400);
+  gint64 after = zone_offset(tz, wall_s + 86400);
+  gint64 offsets[2] = {before, after};
+  gint64 best = G_MAXINT64;
+  gint64 lo, hi, lo_offset;
+
+  for (guint i = 0; i < 2; i++) {
+    gint64 u = wall_s - offsets[i];
+    if (zone_offset(tz, u) == offsets[i])
+      best = MIN(best, u);
+  }
+  if (best != G_MAXINT64)
+    return best;
+  /* In the gap: the change of offset lies between the two candidates;
+   * find its instant (a second's precision, a dozen steps for an hour). */
+  lo = wall_s - MAX(before, after);
+  hi = wall_s - MIN(before, after);
+  lo_offset = zone_offset(tz, lo);
+  while (hi - lo > 1) {
+    gint64 mid = lo + (hi - lo) / 2;
+    if (zone_offset(tz, mid) == lo_offset)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return hi;
+}
+
+/* The first matching minute strictly after @after_ms, on the wall clock of
+ * @tz (NULL = UTC); @after_ms must lie in
  * [CRON_FIRST_S * 1000 - 1, CRON_LAST_S * 1000 + 59999]. */
 static CronResult
-cron_next(const CronSpec *spec, gint64 after_ms, gint64 *out_ms)
+cron_next(const CronSpec *spec, GTimeZone *tz, gint64 after_ms, gint64 *out_ms)
 {
-  gint64 t = (floor_div(after_ms, 60000) + 1) * 60; /* seconds, on a minute */
+  gint64 shift_ms =
+      tz != NULL ? zone_offset(tz, floor_div(after_ms, 1000)) * 1000 : 0;
+  /* Wall-clock seconds, on a minute, and never before the first minute
+   * GDateTime can name (a zone west of UTC in year 1). */
+  gint64 t =
+      MAX((floor_div(after_ms + shift_ms, 60000) + 1) * 60, CRON_FIRST_S);
   gint64 limit = MIN(t + CRON_SEARCH_S, CRON_LAST_S + 60);
 
   while (t < limit) {
@@ -283,8 +367,17 @@ cron_next(const CronSpec *spec, gint64 after_ms, gint64 *out_ms)
       t += 60;
       continue;
     }
-    *out_ms = t * 1000;
-    return CRON_FOUND;
+    if (tz == NULL) {
+      *out_ms = t * 1000;
+      return CRON_FOUND;
+    }
+    /* A wall time of the repeated hour whose first occurrence is past
+     * (its second one, after the clocks went back) is passed over. */
+    if (wall_to_utc(tz, t) * 1000 > after_ms) {
+      *out_ms = wall_to_utc(tz, t) * 1000;
+      return CRON_FOUND;
+    }
+    t += 60;
   }
   return limit == CRON_LAST_S + 60 ? CRON_NONE_IN_RANGE
                                    : CRON_NONE_IN_FIVE_YEARS;
@@ -310,7 +403,7 @@ sluice_cron_next(const gchar *cron, gint64 after_ms, gint64 *out_next_ms,
                 after_ms, CRON_FIRST_S * 1000, CRON_LAST_S * 1000);
     return FALSE;
   }
-  switch (cron_next(&spec, after_ms, out_next_ms)) {
+  switch (cron_next(&spec, NULL, after_ms, out_next_ms)) {
   case CRON_FOUND:
     return TRUE;
   case CRON_NONE_IN_RANGE:
@@ -347,7 +440,7 @@ occurrence_after(SluicePeriodic *p, gint64 after_ms)
     return n <= G_MAXINT64 / p->interval_ms ? n * p->interval_ms : 0;
   }
   if (after_ms > CRON_LAST_S * 1000 + 59999 ||
-      cron_next(&p->spec, after_ms, &next) != CRON_FOUND)
+      cron_next(&p->spec, p->tz, after_ms, &next) != CRON_FOUND)
     return 0;
   return next;
 }
@@ -358,6 +451,8 @@ sluice_periodic__new(const SluicePeriodicOptions *options,
 {
   SluicePeriodic *p;
   GError *local = NULL;
+  GTimeZone *tz = NULL;
+  SluiceTaskOptions task_options;
   CronSpec spec;
 
   if (options->name == NULL || options->name[0] == '\0') {
@@ -388,6 +483,43 @@ sluice_periodic__new(const SluicePeriodicOptions *options,
     g_prefix_error(error, "periodic schedule “%s”: ", options->name);
     return NULL;
   }
+  if (options->timezone != NULL && options->cron == NULL) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                "periodic schedule “%s”: a time zone applies to cron "
+                "expressions only (an interval is aligned to the epoch, in "
+                "no zone); drop the time zone or use a cron expression",
+                options->name);
+    return NULL;
+  }
+  if (options->timezone != NULL && (tz = zone_new(options->timezone)) == NULL) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                "periodic schedule “%s”: unknown time zone “%s”: use an "
+                "IANA name such as Europe/Berlin (the system's tzdata, "
+                "/usr/share/zoneinfo) or an offset such as +02:00",
+                options->name, options->timezone);
+    return NULL;
+  }
+  if (options->overlap != SLUICE_OVERLAP_ALLOW &&
+      options->overlap != SLUICE_OVERLAP_SKIP) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                "periodic schedule “%s”: overlap must be "
+                "SLUICE_OVERLAP_ALLOW or SLUICE_OVERLAP_SKIP",
+                options->name);
+    g_clear_pointer(&tz, g_time_zone_unref);
+    return NULL;
+  }
+  /* A skip waits for the previous occurrence's final record. */
+  if (options->overlap == SLUICE_OVERLAP_SKIP && registry != NULL &&
+      sluice_registry_get_options(registry, options->task, &task_options) &&
+      task_options.store_result == SLUICE_OFF) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                "periodic schedule “%s”: overlap = skip needs the results "
+                "of task “%s” stored, to know when an occurrence finished, "
+                "but the task is registered with store_result off",
+                options->name, options->task);
+    g_clear_pointer(&tz, g_time_zone_unref);
+    return NULL;
+  }
 
   p = g_new0(SluicePeriodic, 1);
   p->name = g_strdup(options->name);
@@ -395,7 +527,6 @@ sluice_periodic__new(const SluicePeriodicOptions *options,
   if (options->queue != NULL) {
     p->queue = g_strdup(options->queue);
   } else {
-    SluiceTaskOptions task_options;
     p->queue = g_strdup(registry != NULL &&
                                 sluice_registry_get_options(
                                     registry, options->task, &task_options) &&
@@ -411,7 +542,35 @@ sluice_periodic__new(const SluicePeriodicOptions *options,
   p->missed = options->missed;
   p->missed_max =
       options->missed_max > 0 ? options->missed_max : MISSED_MAX_DEFAULT;
+  p->tz = tz;
+  p->overlap = options->overlap;
   return p;
+}
+
+gboolean
+sluice_periodic_next_occurrence(const SluicePeriodicOptions *options,
+                                gint64 after_ms, gint64 *out_next_ms,
+                                GError **error)
+{
+  SluicePeriodic *p;
+  gint64 next;
+
+  g_return_val_if_fail(options != NULL && out_next_ms != NULL, FALSE);
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  p = sluice_periodic__new(options, NULL, error);
+  if (p == NULL)
+    return FALSE;
+  next = occurrence_after(p, after_ms);
+  sluice_periodic__free(p);
+  if (next == 0) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                "periodic schedule “%s” never occurs again (its cron "
+                "expression matches no date in the next five years)",
+                options->name);
+    return FALSE;
+  }
+  *out_next_ms = next;
+  return TRUE;
 }
 
 void
@@ -425,6 +584,8 @@ sluice_periodic__free(SluicePeriodic *p)
   if (p->args != NULL)
     g_bytes_unref(p->args);
   g_free(p->cron);
+  if (p->tz != NULL)
+    g_time_zone_unref(p->tz);
   g_free(p);
 }
 
@@ -440,15 +601,69 @@ sluice_periodic__get_next_due(SluicePeriodic *p)
   return p->started ? p->next_due : 0;
 }
 
-/* Enqueues occurrence @at through the broker's compare-and-set. */
+/* Overlap: sets @out_state to what the previous occurrence (the last one
+ * the broker recorded before @at) still is, or to UNKNOWN when it
+ * finished or there is none. */
+static gboolean
+previous_state(SluicePeriodic *p, SluiceBroker *broker, gint64 at,
+               gchar **out_id, SluiceTaskState *out_state, GError **error)
+{
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(SluiceResult) record = NULL;
+  SluiceTaskLocation loc;
+  gint64 last = 0;
+
+  *out_state = SLUICE_STATE_UNKNOWN;
+  if (!sluice_broker_last_periodic(broker, p->name, &last, error))
+    return FALSE;
+  if (last <= 0 || last >= at)
+    return TRUE;
+  *out_id = g_strdup_printf("periodic:%s:%" G_GINT64_FORMAT, p->name, last);
+  if (!sluice_broker_get_record(broker, *out_id, &bytes, error))
+    return FALSE;
+  if (bytes != NULL && (record = sluice_result_decode(bytes, NULL)) != NULL) {
+    if (!sluice_task_state_is_final(sluice_result_get_state(record)))
+      *out_state = sluice_result_get_state(record);
+    return TRUE;
+  }
+  /* No record (it expired, or was never written): still on the schedule
+   * means it waits for a retry. */
+  if (!sluice_broker_lookup_task(broker, *out_id, &loc, error))
+    return FALSE;
+  if (loc.place == SLUICE_TASK_PLACE_SCHEDULED)
+    *out_state = SLUICE_STATE_RETRYING;
+  sluice_task_location_clear(&loc);
+  return TRUE;
+}
+
+/* Enqueues occurrence @at through the broker's compare-and-set, unless
+ * the overlap policy skips it. */
 static gboolean
 dispatch_occurrence(SluicePeriodic *p, SluiceBroker *broker, gint64 at,
                     gint64 now, GError **error)
 {
   g_autoptr(SluiceEnvelope) env = sluice_envelope_new();
   g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GBytes) record = NULL;
   SluiceSubmit submit;
   gboolean claimed = FALSE;
+
+  if (p->overlap == SLUICE_OVERLAP_SKIP) {
+    g_autofree gchar *previous = NULL;
+    SluiceTaskState state;
+
+    if (!previous_state(p, broker, at, &previous, &state, error))
+      return FALSE;
+    if (state != SLUICE_STATE_UNKNOWN) {
+      sluice_log__message(G_LOG_LEVEL_INFO,
+                          "periodic schedule “%s” skipped its occurrence at "
+                          "%" G_GINT64_FORMAT ": the previous one (%s) is "
+                          "still %s (overlap = skip)",
+                          p->name, at, previous,
+                          sluice_task_state_to_string(state));
+      return TRUE;
+    }
+  }
 
   env->id = g_strdup_printf("periodic:%s:%" G_GINT64_FORMAT, p->name, at);
   env->task = g_strdup(p->task);
@@ -467,6 +682,15 @@ dispatch_occurrence(SluicePeriodic *p, SluiceBroker *broker, gint64 at,
   submit.id = env->id;
   submit.queue = env->queue;
   submit.payload = payload;
+  if (p->overlap == SLUICE_OVERLAP_SKIP) {
+    /* What the next occurrence looks at: its worker replaces it. */
+    g_autoptr(SluiceResult) r = sluice_result_new(env->id, SLUICE_STATE_QUEUED);
+    sluice_result_set_task(r, env->task, env->queue);
+    sluice_result_set_times(r, now, 0, 0);
+    record = sluice_result_encode(r);
+    submit.record = record;
+    submit.record_ttl_ms = SLUICE_DEFAULT_RESULT_TTL_MS;
+  }
   if (!sluice_broker_claim_periodic(broker, p->name, at, &submit, &claimed,
                                     error))
     return FALSE;

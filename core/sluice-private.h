@@ -90,6 +90,13 @@ gchar *sluice_client__new_id(void);
 gboolean sluice_client__check_name(SluiceNameKind kind, const gchar *value,
                                    GError **error);
 
+/* Returns: (transfer none): @client's options, defaults filled in. */
+const SluiceClientOptions *sluice_client__options(SluiceClient *client);
+
+/* The longest queue name and task id a client accepts. */
+#define SLUICE_CLIENT_QUEUE_MAX 200
+#define SLUICE_CLIENT_ID_MAX 256
+
 /* ---- Periodic schedules (periodic.c), driven by the worker --------------- */
 
 typedef struct _SluicePeriodic SluicePeriodic;
@@ -115,6 +122,11 @@ gint64 sluice_periodic__get_next_due(SluicePeriodic *periodic);
 GBytes *sluice_worker_info__encode(const SluiceWorkerInfo *w);
 /* Fills @w's fields from @w->info; leaves what it cannot read unset. */
 void sluice_worker_info__decode(SluiceWorkerInfo *w);
+/* Returns: (transfer full): a SluiceRunningTask (copies the strings). */
+SluiceRunningTask *sluice_running_task__new(const gchar *id, const gchar *task,
+                                            const gchar *queue,
+                                            gint64 started_at_ms);
+void sluice_running_task__free(gpointer task);
 
 /* ---- Brokers ------------------------------------------------------------- */
 

@@ -1,9 +1,10 @@
 /* worker-info.c - what a worker announces about itself, as bytes.
  *
- * A worker tells the broker, with every heartbeat, who it is (host, pid),
- * what it serves (queues, task names) and how it is doing (slots, tasks
- * running, counts since it started); `stats`, `sluice enqueue` (is anyone
- * serving this task name?) and operators read it back. The broker stores
+ * A worker tells the broker, every couple of seconds, who it is (host,
+ * pid), what it serves (queues, task names) and how it is doing (slots,
+ * tasks running and which, counts since it started); `stats`, `sluice
+ * enqueue` (is anyone serving this task name?), `sluice ls --state
+ * running` and operators read it back. The broker stores
  * the bytes untouched (the `announce` slot), so the encoding is the core's
  * alone: a msgpack map with short string keys, version `v` 1. A reader
  * ignores keys it does not know, so fields can be added.
@@ -59,7 +60,7 @@ sluice_worker_info__encode(const SluiceWorkerInfo *w)
 
   msgpack_sbuffer_init(&buf);
   msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 12);
+  msgpack_pack_map(&pk, 13);
   pack_key(&pk, "v");
   msgpack_pack_uint32(&pk, INFO_VERSION);
   pack_key(&pk, "host");
@@ -84,6 +85,23 @@ sluice_worker_info__encode(const SluiceWorkerInfo *w)
   msgpack_pack_uint64(&pk, w->retried);
   pack_key(&pk, "dead_lettered");
   msgpack_pack_uint64(&pk, w->dead_lettered);
+  /* [[id, task, queue, started_at], ...], bounded: an announcement is
+   * rewritten every few seconds. */
+  pack_key(&pk, "running_tasks");
+  {
+    guint n = w->running_tasks != NULL
+                  ? MIN(w->running_tasks->len, SLUICE_ANNOUNCED_RUNNING_MAX)
+                  : 0;
+    msgpack_pack_array(&pk, n);
+    for (guint i = 0; i < n; i++) {
+      const SluiceRunningTask *t = w->running_tasks->pdata[i];
+      msgpack_pack_array(&pk, 4);
+      pack_str(&pk, t->id);
+      pack_str(&pk, t->task);
+      pack_str(&pk, t->queue);
+      msgpack_pack_int64(&pk, t->started_at_ms);
+    }
+  }
   return g_bytes_new_take(buf.data, buf.size);
 }
 
@@ -140,6 +158,73 @@ take_strv(SluiceMpReader *r, const SluiceMpValue *v, gchar ***out)
   return TRUE;
 }
 
+SluiceRunningTask *
+sluice_running_task__new(const gchar *id, const gchar *task, const gchar *queue,
+                         gint64 started_at_ms)
+{
+  SluiceRunningTask *t = g_new0(SluiceRunningTask, 1);
+
+  t->id = g_strdup(id);
+  t->task = g_strdup(task);
+  t->queue = g_strdup(queue);
+  t->started_at_ms = started_at_ms;
+  return t;
+}
+
+void
+sluice_running_task__free(gpointer data)
+{
+  SluiceRunningTask *t = data;
+
+  g_free(t->id);
+  g_free(t->task);
+  g_free(t->queue);
+  g_free(t);
+}
+
+/* Reads the running tasks of the array whose header is @v: each an array
+ * [id, task, queue, started_at]; one of another shape is skipped. Returns
+ * FALSE if the reader cannot continue. */
+static gboolean
+take_running(SluiceMpReader *r, const SluiceMpValue *v, GPtrArray **out)
+{
+  g_autoptr(GPtrArray) list =
+      g_ptr_array_new_with_free_func(sluice_running_task__free);
+
+  for (guint32 i = 0; i < v->count; i++) {
+    SluiceMpValue e, f[4];
+    g_autofree gchar *id = NULL, *task = NULL, *queue = NULL;
+    guint64 started = 0;
+
+    if (!sluice_mp_reader__next(r, &e, NULL))
+      return FALSE;
+    if (e.type != SLUICE_MP_ARRAY || e.count != 4) {
+      r->pos = e.offset;
+      if (!sluice_mp_reader__skip(r, 2, 8, NULL))
+        return FALSE;
+      continue;
+    }
+    for (guint k = 0; k < 4; k++) {
+      if (!sluice_mp_reader__next(r, &f[k], NULL))
+        return FALSE;
+      if (f[k].type == SLUICE_MP_ARRAY || f[k].type == SLUICE_MP_MAP)
+        return FALSE;
+    }
+    id = take_str(&f[0]);
+    task = take_str(&f[1]);
+    queue = take_str(&f[2]);
+    if (id == NULL || !take_uint(&f[3], &started) || started > G_MAXINT64 ||
+        list->len >= SLUICE_ANNOUNCED_RUNNING_MAX)
+      continue;
+    g_ptr_array_add(list,
+                    sluice_running_task__new(id, task, queue, (gint64)started));
+  }
+  if (*out != NULL)
+    g_ptr_array_unref(*out);
+  *out = g_steal_pointer(&list);
+  return TRUE;
+}
+
 void
 sluice_worker_info__decode(SluiceWorkerInfo *w)
 {
@@ -167,6 +252,11 @@ sluice_worker_info__decode(SluiceWorkerInfo *w)
     if (v.type == SLUICE_MP_ARRAY &&
         (key_is(&k, "queues") || key_is(&k, "tasks"))) {
       if (!take_strv(&r, &v, key_is(&k, "queues") ? &w->queues : &w->tasks))
+        return;
+      continue;
+    }
+    if (v.type == SLUICE_MP_ARRAY && key_is(&k, "running_tasks")) {
+      if (!take_running(&r, &v, &w->running_tasks))
         return;
       continue;
     }

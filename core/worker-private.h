@@ -15,6 +15,7 @@
  *
  * and what they share: job.c (a delivery in the worker), outcome.c (what
  * is decided about a delivery: the settlement it becomes), revocations.c
+ * and pause.c (what housekeeping syncs from the broker for the fetcher)
  * and trouble.c (what the worker says when the broker fails).
  *
  * A message's life in a worker:
@@ -163,6 +164,13 @@ struct _SluiceWorker {
 
   GPtrArray *periodics; /* SluicePeriodic* */
 
+  /* Under lock (pause.c): the queues to fetch from, `queues` minus the
+   * paused ones, NULL-terminated (len counts the NULL); replaced whole, so
+   * a reader keeps a reference to the list it fetches with. pause_gen
+   * counts the replacements. */
+  GPtrArray *active_queues;
+  guint64 pause_gen;
+
   /* Under lock: when the lease was last renewed (monotonic us), and until
    * when a worker back from a lost lease takes nothing over. */
   gint64 last_lease_ok_us;
@@ -295,6 +303,16 @@ gboolean sluice_worker__first_in_a_while(SluiceWorker *worker,
 gboolean sluice_worker__is_revoked(SluiceWorker *worker, const gchar *id,
                                    gint64 now);
 gboolean sluice_worker__sync_revocations(SluiceWorker *worker, GError **error);
+
+/* ---- Paused queues (pause.c) --------------------------------------------- */
+
+void sluice_worker__init_active_queues(SluiceWorker *worker);
+/* Returns: (transfer full): the queues to fetch from now (see
+ * active_queues); pdata is a NULL-terminated list. */
+GPtrArray *sluice_worker__active_queues(SluiceWorker *worker);
+/* Reads the paused queues and updates active_queues, logging and waking a
+ * blocked fetch on a change. Returns FALSE on a broker error. */
+gboolean sluice_worker__sync_paused(SluiceWorker *worker, GError **error);
 
 /* ---- Threads ------------------------------------------------------------- */
 

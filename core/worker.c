@@ -182,6 +182,7 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   worker->periodics =
       g_ptr_array_new_with_free_func((GDestroyNotify)sluice_periodic__free);
+  sluice_worker__init_active_queues(worker);
   return worker;
 }
 
@@ -321,6 +322,9 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
    * out by the periodic sync instead. */
   if (!sluice_worker__sync_revocations(worker, &local))
     sluice_worker__broker_failed(worker, "reading revocations", local);
+  g_clear_error(&local);
+  if (!sluice_worker__sync_paused(worker, &local))
+    sluice_worker__broker_failed(worker, "reading the paused queues", local);
   for (guint i = 0; i < worker->periodics->len; i++) {
     g_autoptr(GError) perror = NULL;
     if (!sluice_periodic__start(worker->periodics->pdata[i], worker->broker,

@@ -21,14 +21,20 @@
  * CLI, or blocking in `sluice result --wait`) with a generous bound, and
  * Check's timeout is the backstop.
  */
+/* posix_openpt() and friends, for the terminal a test gives a command. */
+#define _GNU_SOURCE 1
+
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <gio/gio.h>
 #include <glib/gstdio.h>
 #include <json-glib/json-glib.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -1530,6 +1536,496 @@ END_TEST
 
 /* A namespace is used in one mode: a client of the other is refused with
  * an error naming both, in either direction. */
+/* ---- Seeing and steering -------------------------------------------------- */
+
+/* `sluice ARGS... NULL` with its stderr on a terminal (a pseudo-terminal
+ * of the test's own); what it wrote there is in run->err. */
+static Run *cli_on_terminal(Ctx *ctx, const gchar *first,
+                            ...) G_GNUC_NULL_TERMINATED;
+static Run *
+cli_on_terminal(Ctx *ctx, const gchar *first, ...)
+{
+  g_autoptr(GSubprocessLauncher) launcher =
+      g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_PIPE);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_autoptr(GSubprocess) proc = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GString) err = g_string_new(NULL);
+  g_autofree gchar *out = NULL;
+  Run *run = g_new0(Run, 1);
+  int master, slave;
+  va_list ap;
+
+  master = posix_openpt(O_RDWR | O_NOCTTY);
+  ck_assert_int_ge(master, 0);
+  ck_assert(grantpt(master) == 0 && unlockpt(master) == 0);
+  slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+  ck_assert_int_ge(slave, 0);
+  g_ptr_array_add(argv, (gpointer)SLUICE_BIN);
+  va_start(ap, first);
+  for (const gchar *a = first; a != NULL; a = va_arg(ap, const gchar *))
+    g_ptr_array_add(argv, (gpointer)a);
+  va_end(ap);
+  g_ptr_array_add(argv, NULL);
+  g_subprocess_launcher_set_environ(launcher, ctx->env);
+  g_subprocess_launcher_take_stderr_fd(launcher, slave);
+  proc = g_subprocess_launcher_spawnv(
+      launcher, (const gchar *const *)argv->pdata, &error);
+  ck_assert_msg(proc != NULL, "spawn: %s", error != NULL ? error->message : "");
+  g_clear_object(&launcher); /* closes our copy of the terminal's end */
+  /* Read the terminal until its last writer is gone (EIO), so a child
+   * never blocks on a full terminal. */
+  for (;;) {
+    gchar buf[4096];
+    ssize_t n = read(master, buf, sizeof buf);
+    if (n > 0)
+      g_string_append_len(err, buf, n);
+    else if (n < 0 && errno == EINTR)
+      continue;
+    else
+      break;
+  }
+  close(master);
+  ck_assert(g_subprocess_communicate_utf8(proc, NULL, NULL, &out, NULL, NULL));
+  run->status = exit_status_of(proc);
+  run->out = g_steal_pointer(&out);
+  run->err = g_strdup(err->str);
+  return run;
+}
+
+/* The tasks `sluice ls ARGS... --json` listed (a JSON array node), and its
+ * next_cursor in @out_cursor (nullable). */
+static JsonNode *ls_json(Ctx *ctx, gchar **out_cursor, const gchar *first,
+                         ...) G_GNUC_NULL_TERMINATED;
+static JsonNode *
+ls_json(Ctx *ctx, gchar **out_cursor, const gchar *first, ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_autoptr(Run) run = NULL;
+  g_autoptr(JsonNode) root = NULL;
+  JsonObject *o;
+  va_list ap;
+
+  g_ptr_array_add(argv, (gpointer) "ls");
+  va_start(ap, first);
+  for (const gchar *a = first; a != NULL; a = va_arg(ap, const gchar *))
+    g_ptr_array_add(argv, (gpointer)a);
+  va_end(ap);
+  g_ptr_array_add(argv, (gpointer) "--json");
+  g_ptr_array_add(argv, NULL);
+  run = run_argv(ctx->env, NULL, (const gchar *const *)argv->pdata);
+  assert_status(run, 0);
+  root = parse_json(run->out);
+  o = object_of(root);
+  if (out_cursor != NULL)
+    *out_cursor = g_strdup(member_string(o, "next_cursor"));
+  return json_node_copy(json_object_get_member(o, "tasks"));
+}
+
+static guint
+n_listed(JsonNode *tasks)
+{
+  return json_array_get_length(json_node_get_array(tasks));
+}
+
+static JsonObject *
+listed(JsonNode *tasks, guint i)
+{
+  return json_array_get_object_element(json_node_get_array(tasks), i);
+}
+
+/* Every state, paged with cursors: what `ls` prints, in JSON and tables. */
+START_TEST(test_ls_lists_each_state)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(JsonNode) page = NULL;
+  g_autoptr(JsonNode) rest = NULL;
+  g_autoptr(Run) table = NULL;
+  g_autoptr(Worker) w = NULL;
+  g_autofree gchar *cursor = NULL;
+  g_autofree gchar *end = NULL;
+  g_autofree gchar *q1 = enqueue(ctx, "demo.noop", "--queue", "q-ls", NULL);
+  g_autofree gchar *q2 =
+      enqueue(ctx, "demo.echo", "{\"n\": 2}", "--queue", "q-ls", NULL);
+  g_autofree gchar *q3 = enqueue(ctx, "demo.noop", "--queue", "q-ls", NULL);
+  g_autofree gchar *later =
+      enqueue(ctx, "demo.noop", "--queue", "q-ls", "--delay", "1h", NULL);
+  g_autofree gchar *failing = NULL;
+  g_autofree gchar *fatal = NULL;
+  g_autofree gchar *sleeper = NULL;
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+
+  /* Queued, two pages: in the order a worker takes them. */
+  page = ls_json(ctx, &cursor, "q-ls", "-n", "2", NULL);
+  ck_assert_uint_eq(n_listed(page), 2);
+  ck_assert_str_eq(member_string(listed(page, 0), "id"), q1);
+  ck_assert_str_eq(member_string(listed(page, 1), "id"), q2);
+  ck_assert_str_eq(member_string(listed(page, 1), "state"), "queued");
+  ck_assert_ptr_nonnull(cursor);
+  rest = ls_json(ctx, &end, "q-ls", "-n", "2", "--cursor", cursor, NULL);
+  ck_assert_uint_eq(n_listed(rest), 1);
+  ck_assert_str_eq(member_string(listed(rest, 0), "id"), q3);
+  ck_assert_ptr_null(end);
+  g_clear_pointer(&page, json_node_unref);
+  page = ls_json(ctx, NULL, "q-ls", "--task", "demo.echo", NULL);
+  ck_assert_uint_eq(n_listed(page), 1);
+  ck_assert_str_eq(member_string(listed(page, 0), "id"), q2);
+  table = cli(ctx, "ls", "q-ls", "-n", "2", NULL);
+  assert_status(table, 0);
+  ck_assert_msg(strstr(table->out, q1) != NULL &&
+                    strstr(table->out, "--cursor ") != NULL &&
+                    strstr(table->out, "{\"n\":2}") != NULL,
+                "%s", table->out);
+
+  /* Scheduled, with its due time. */
+  g_clear_pointer(&page, json_node_unref);
+  page = ls_json(ctx, NULL, "--state", "scheduled", NULL);
+  ck_assert_uint_eq(n_listed(page), 1);
+  ck_assert_str_eq(member_string(listed(page, 0), "id"), later);
+  ck_assert(member_int(listed(page, 0), "due_at") >
+            member_int(listed(page, 0), "enqueued_at"));
+
+  /* Retrying (with its next attempt and last error), dead, running. */
+  w = worker_start(ctx, "--queue", "q-run", "--backoff", "1h", "--no-jitter",
+                   "--concurrency", "2", NULL);
+  failing = enqueue(ctx, "demo.fail", "--queue", "q-run", NULL);
+  fatal = enqueue(ctx, "demo.fatal", "--queue", "q-run", NULL);
+  sleeper =
+      enqueue(ctx, "demo.sleep", "{\"ms\": 600000}", "--queue", "q-run", NULL);
+  g_free(wait_for_state(ctx, failing, "retrying", NULL));
+  g_free(wait_for_state(ctx, fatal, "dead_lettered", NULL));
+  g_clear_pointer(&page, json_node_unref);
+  page = ls_json(ctx, NULL, "q-run", "--state", "retrying", NULL);
+  ck_assert_uint_eq(n_listed(page), 1);
+  ck_assert_str_eq(member_string(listed(page, 0), "id"), failing);
+  ck_assert_int_eq(member_int(listed(page, 0), "attempt"), 2);
+  ck_assert(member_int(listed(page, 0), "due_at") > 0);
+  ck_assert(strstr(member_string(listed(page, 0), "error"), "demo.fail") !=
+            NULL);
+  g_clear_pointer(&page, json_node_unref);
+  page = ls_json(ctx, NULL, "--state", "dead", NULL);
+  ck_assert_uint_eq(n_listed(page), 1);
+  ck_assert_str_eq(member_string(listed(page, 0), "id"), fatal);
+  ck_assert_str_eq(member_string(listed(page, 0), "dead_letter_reason"),
+                   "non_retryable");
+  ck_assert(member_string(listed(page, 0), "entry_id") != NULL);
+  /* Running tasks are what workers announce (every 2 s). */
+  for (;;) {
+    g_clear_pointer(&page, json_node_unref);
+    page = ls_json(ctx, NULL, "--state", "running", NULL);
+    if (n_listed(page) == 1)
+      break;
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "the running task was never listed");
+    g_usleep(100 * 1000);
+  }
+  ck_assert_str_eq(member_string(listed(page, 0), "id"), sleeper);
+  ck_assert(member_string(listed(page, 0), "worker") != NULL);
+  ck_assert(member_int(listed(page, 0), "started_at") > 0);
+  g_clear_pointer(&table, run_free);
+  table = cli(ctx, "ls", "--state", "running", NULL);
+  ck_assert_msg(strstr(table->out, sleeper) != NULL, "%s", table->out);
+  {
+    g_autoptr(Run) none = cli(ctx, "ls", "nowhere", NULL);
+    g_autoptr(Run) bad = cli(ctx, "ls", "--state", "finished", NULL);
+    g_autoptr(Run) no_queue = cli(ctx, "ls", NULL);
+    assert_status(none, 0);
+    ck_assert_str_eq(none->out, "no queued tasks in queue nowhere\n");
+    assert_status(bad, 2);
+    assert_one_line_error(bad, "“finished”");
+    assert_status(no_queue, 2);
+    assert_one_line_error(no_queue, "which queue");
+  }
+  g_free(worker_stop(w));
+}
+END_TEST
+
+/* A paused queue: the worker says so and takes nothing from it, producers
+ * still enqueue, stats show it; resumed, the task runs. */
+START_TEST(test_pause_and_resume_a_queue)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, NULL);
+  g_autoptr(Run) paused = cli(ctx, "pause", "default", NULL);
+  g_autoptr(Run) stats = NULL;
+  g_autoptr(Run) table = NULL;
+  g_autoptr(Run) resumed = NULL;
+  g_autoptr(Run) result = NULL;
+  g_autoptr(JsonNode) s = NULL;
+  g_autoptr(JsonNode) page = NULL;
+  g_autofree gchar *id = NULL;
+  g_autofree gchar *state = NULL;
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+  JsonArray *queues;
+  gboolean found = FALSE;
+
+  assert_status(paused, 0);
+  for (;;) {
+    g_autofree gchar *log = worker_log(w);
+    if (strstr(log, "queue “default” is paused") != NULL)
+      break;
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "the worker never saw the pause:\n%s", log);
+    g_usleep(20 * 1000);
+  }
+  id = enqueue(ctx, "demo.noop", NULL);
+  stats = cli(ctx, "stats", "--json", NULL);
+  assert_status(stats, 0);
+  s = parse_json(stats->out);
+  queues = json_object_get_array_member(object_of(s), "queues");
+  for (guint i = 0; i < json_array_get_length(queues); i++) {
+    JsonObject *q = json_array_get_object_element(queues, i);
+    if (g_strcmp0(member_string(q, "name"), "default") == 0) {
+      found = TRUE;
+      ck_assert(json_object_get_boolean_member(q, "paused"));
+    }
+  }
+  ck_assert_msg(found, "%s", stats->out);
+  table = cli(ctx, "stats", NULL);
+  ck_assert_msg(strstr(table->out, "paused") != NULL, "%s", table->out);
+  /* Longer than a pause takes to reach a worker: it stays queued. */
+  g_usleep(2 * G_USEC_PER_SEC);
+  state = state_of(ctx, id);
+  ck_assert_str_eq(state, "queued");
+  page = ls_json(ctx, NULL, "default", NULL);
+  ck_assert_uint_eq(n_listed(page), 1);
+
+  resumed = cli(ctx, "resume", "default", NULL);
+  assert_status(resumed, 0);
+  result = cli(ctx, "result", id, "--wait", "60s", NULL);
+  assert_status(result, 0);
+  g_free(worker_stop(w));
+}
+END_TEST
+
+/* Purging more than one task takes --yes; a dry run counts. */
+START_TEST(test_purge_needs_yes)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Run) refused = NULL;
+  g_autoptr(Run) dry = NULL;
+  g_autoptr(Run) purged = NULL;
+  g_autoptr(Run) one = NULL;
+  g_autoptr(JsonNode) page = NULL;
+  g_autoptr(JsonNode) j = NULL;
+
+  for (guint i = 0; i < 3; i++)
+    g_free(enqueue(ctx, "demo.noop", "--queue", "q-purge", NULL));
+  refused = cli(ctx, "purge", "q-purge", NULL);
+  assert_status(refused, 2);
+  assert_one_line_error(refused, "--yes");
+  ck_assert(strstr(refused->err, "3 ready tasks") != NULL);
+  page = ls_json(ctx, NULL, "q-purge", NULL);
+  ck_assert_uint_eq(n_listed(page), 3);
+  dry = cli(ctx, "purge", "q-purge", "--dry-run", NULL);
+  assert_status(dry, 0);
+  ck_assert_str_eq(dry->out, "would purge 3 ready tasks of queue q-purge\n");
+  purged = cli(ctx, "purge", "q-purge", "--yes", "--json", NULL);
+  assert_status(purged, 0);
+  j = parse_json(purged->out);
+  ck_assert_int_eq(member_int(object_of(j), "purged"), 3);
+  /* One task is not many: no --yes needed. */
+  g_free(enqueue(ctx, "demo.noop", "--queue", "q-purge", NULL));
+  one = cli(ctx, "purge", "q-purge", NULL);
+  assert_status(one, 0);
+  ck_assert_str_eq(one->out, "purged 1 ready task of queue q-purge\n");
+}
+END_TEST
+
+/* Run now takes a delayed task off the schedule; delete finds a task
+ * wherever it is; both say when they cannot. */
+START_TEST(test_run_now_and_delete)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, NULL);
+  g_autofree gchar *later = enqueue(ctx, "demo.noop", "--delay", "1h", NULL);
+  g_autofree gchar *doomed = enqueue(ctx, "demo.noop", "--delay", "1h", NULL);
+  g_autofree gchar *fatal = enqueue(ctx, "demo.fatal", NULL);
+  g_autoptr(Run) moved = cli(ctx, "run-now", later, NULL);
+  g_autoptr(Run) result = NULL;
+  g_autoptr(Run) again = NULL;
+  g_autoptr(Run) del = NULL;
+  g_autoptr(Run) del_dead = NULL;
+  g_autoptr(Run) dead = NULL;
+  g_autoptr(JsonNode) j = NULL;
+  g_autofree gchar *state = NULL;
+
+  assert_status(moved, 0);
+  result = cli(ctx, "result", later, "--wait", "60s", NULL);
+  assert_status(result, 0);
+  again = cli(ctx, "run-now", later, NULL);
+  assert_status(again, 1);
+  assert_one_line_error(again, "not on the schedule");
+  ck_assert(strstr(again->err, "succeeded") != NULL);
+
+  del = cli(ctx, "delete", doomed, "--json", NULL);
+  assert_status(del, 0);
+  j = parse_json(del->out);
+  ck_assert_str_eq(member_string(object_of(j), "outcome"), "unscheduled");
+  state = state_of(ctx, doomed);
+  ck_assert_str_eq(state, "cancelled");
+  g_free(wait_for_state(ctx, fatal, "dead_lettered", NULL));
+  del_dead = cli(ctx, "delete", fatal, NULL);
+  assert_status(del_dead, 0);
+  ck_assert(strstr(del_dead->out, "was a dead letter") != NULL);
+  dead = cli(ctx, "dlq", "list", NULL);
+  ck_assert_str_eq(dead->out, "no dead letters\n");
+  g_free(worker_stop(w));
+}
+END_TEST
+
+/* Bulk dead-letter commands: more than one entry takes --yes; a progress
+ * bar on a terminal, a summary line always. */
+START_TEST(test_dlq_bulk_commands_need_yes)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, NULL);
+  g_autoptr(Run) replay = NULL;
+  g_autoptr(Run) purge = NULL;
+  g_autoptr(Run) replayed = NULL;
+  g_autoptr(Run) purged = NULL;
+  g_autoptr(Run) list = NULL;
+  gchar *ids[3];
+
+  for (guint i = 0; i < 3; i++)
+    ids[i] = enqueue(ctx, "demo.fatal", NULL);
+  for (guint i = 0; i < 3; i++) {
+    g_free(wait_for_state(ctx, ids[i], "dead_lettered", NULL));
+    g_free(ids[i]);
+  }
+  g_free(worker_stop(w));
+
+  replay = cli(ctx, "dlq", "replay", "--all", NULL);
+  assert_status(replay, 2);
+  assert_one_line_error(replay, "--yes");
+  purge = cli(ctx, "dlq", "purge", NULL);
+  assert_status(purge, 2);
+  assert_one_line_error(purge, "--yes");
+  ck_assert(strstr(purge->err, "3 dead letters") != NULL);
+  list = cli(ctx, "dlq", "list", "--json", NULL);
+  {
+    g_autoptr(JsonNode) l = parse_json(list->out);
+    ck_assert_int_eq(json_array_get_length(
+                         json_object_get_array_member(object_of(l), "entries")),
+                     3);
+  }
+
+  /* Off a terminal: the summary line alone. */
+  replayed = cli(ctx, "dlq", "replay", "--all", "--yes", NULL);
+  assert_status(replayed, 0);
+  ck_assert_str_eq(replayed->out, "replayed 3 dead letters\n");
+  ck_assert_str_eq(replayed->err, "");
+  w = worker_start(ctx, NULL);
+  for (;;) {
+    g_autoptr(Run) l = cli(ctx, "dlq", "list", "--json", NULL);
+    g_autoptr(JsonNode) n = parse_json(l->out);
+    if (json_array_get_length(
+            json_object_get_array_member(object_of(n), "entries")) == 3)
+      break;
+    g_usleep(20 * 1000);
+  }
+  g_free(worker_stop(w));
+
+  /* On a terminal: a bar on stderr too. */
+  purged = cli_on_terminal(ctx, "dlq", "purge", "--yes", NULL);
+  assert_status(purged, 0);
+  ck_assert_str_eq(purged->out, "purged 3 dead letters\n");
+  ck_assert_msg(strstr(purged->err, "purging dead letters [") != NULL &&
+                    strstr(purged->err, "3/3") != NULL,
+                "no progress bar: [%s]", purged->err);
+}
+END_TEST
+
+/* Schedules from the worker's key file: dispatched, and listed with their
+ * next and last occurrences; a bad one stops the worker at start. */
+START_TEST(test_periodic_from_the_key_file)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *config = g_build_filename(ctx->dir, "periodic.conf", NULL);
+  g_autofree gchar *bad = g_build_filename(ctx->dir, "bad.conf", NULL);
+  g_autofree gchar *config_arg = g_strdup_printf("--config=%s", config);
+  g_autofree gchar *bad_arg = g_strdup_printf("--config=%s", bad);
+  g_autoptr(Worker) w = NULL;
+  g_autoptr(Run) listed_before = NULL;
+  g_autoptr(Run) table = NULL;
+  g_autoptr(Run) refused = NULL;
+  g_autofree gchar *occurrence = NULL;
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+  gint64 last = 0;
+
+  ck_assert(g_file_set_contents(config,
+                                "[periodic \"tick\"]\n"
+                                "task = demo.echo\n"
+                                "args = {\"from\": \"the key file\"}\n"
+                                "interval = 1s\n"
+                                "\n"
+                                "[periodic \"nightly\"]\n"
+                                "task = demo.noop\n"
+                                "cron = 30 2 * * *\n"
+                                "timezone = Europe/Berlin\n"
+                                "overlap = skip\n",
+                                -1, NULL));
+  listed_before = cli(ctx, "periodic", "ls", config_arg, "--json", NULL);
+  assert_status(listed_before, 0);
+  {
+    g_autoptr(JsonNode) j = parse_json(listed_before->out);
+    JsonArray *a = json_object_get_array_member(object_of(j), "schedules");
+    ck_assert_int_eq(json_array_get_length(a), 2);
+    ck_assert_str_eq(member_string(json_array_get_object_element(a, 0), "name"),
+                     "tick");
+    ck_assert(member_is_null(json_array_get_object_element(a, 0), "last_at"));
+    ck_assert(member_int(json_array_get_object_element(a, 0), "next_at") > 0);
+    ck_assert_str_eq(
+        member_string(json_array_get_object_element(a, 1), "timezone"),
+        "Europe/Berlin");
+  }
+
+  w = worker_start(ctx, config_arg, NULL);
+  for (;;) {
+    g_autoptr(Run) run = cli(ctx, "periodic", "ls", config_arg, "--json", NULL);
+    g_autoptr(JsonNode) j = parse_json(run->out);
+    JsonObject *tick = json_array_get_object_element(
+        json_object_get_array_member(object_of(j), "schedules"), 0);
+    if (!member_is_null(tick, "last_at")) {
+      last = member_int(tick, "last_at");
+      break;
+    }
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "no occurrence was dispatched");
+    g_usleep(100 * 1000);
+  }
+  occurrence = g_strdup_printf("periodic:tick:%" G_GINT64_FORMAT, last);
+  {
+    g_autoptr(Run) result =
+        cli(ctx, "result", occurrence, "--wait", "60s", "--json", NULL);
+    g_autoptr(JsonNode) r = NULL;
+    assert_status(result, 0);
+    r = parse_json(result->out);
+    ck_assert_str_eq(
+        member_string(json_object_get_object_member(object_of(r), "result"),
+                      "from"),
+        "the key file");
+  }
+  table = cli(ctx, "periodic", "ls", config_arg, NULL);
+  assert_status(table, 0);
+  ck_assert_msg(strstr(table->out, "every 1s") != NULL &&
+                    strstr(table->out, "cron 30 2 * * * in Europe/Berlin") !=
+                        NULL,
+                "%s", table->out);
+  g_free(worker_stop(w));
+
+  /* A mistake in a schedule: the worker refuses to start, naming it. */
+  ck_assert(g_file_set_contents(bad,
+                                "[periodic \"broken\"]\n"
+                                "task = demo.noop\n"
+                                "cron = 61 * * * *\n",
+                                -1, NULL));
+  refused = cli(ctx, "worker", "--module", DEMO_MODULE, bad_arg, NULL);
+  assert_status(refused, 2);
+  assert_one_line_error(refused, "[periodic \"broken\"]");
+}
+END_TEST
+
 START_TEST(test_mode_mismatch_is_refused)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i);
@@ -1646,6 +2142,16 @@ START_TEST(test_error_usage)
       {{"dlq", "list", "--reason", "tired", NULL}, 2, "“tired”"},
       {{"dlq", "frob", NULL}, 2, "unknown command “frob”"},
       {{"dlq", "replay", NULL}, 2, "--all"},
+      /* -n is --limit wherever it exists, and nothing else anywhere. */
+      {{"dlq", "replay", "--all", "-n", NULL}, 2, "-n"},
+      {{"dlq", "purge", "-n", NULL}, 2, "-n"},
+      {{"dlq", "list", "-n", "0", NULL}, 2, "--limit"},
+      {{"ls", "default", "-n", "0", NULL}, 2, "--limit"},
+      {{"ls", "default", "--cursor", "nope", NULL}, 2, "cursor"},
+      {{"pause", NULL}, 2, "which queue"},
+      {{"run-now", NULL}, 2, "task id"},
+      {{"run-now", "no-such-task", NULL}, 1, "not on the schedule"},
+      {{"periodic", "frob", NULL}, 2, "unknown command “frob”"},
       {{"worker", "--module", "/nonexistent/tasks.so", NULL},
        1,
        "/nonexistent/tasks.so"},
@@ -1691,7 +2197,9 @@ START_TEST(test_help_everywhere)
       {"worker", NULL},        {"enqueue", NULL},      {"result", NULL},
       {"inspect", NULL},       {"cancel", NULL},       {"stats", NULL},
       {"run", NULL},           {"dlq", "list", NULL},  {"dlq", "show", NULL},
-      {"dlq", "replay", NULL}, {"dlq", "purge", NULL},
+      {"dlq", "replay", NULL}, {"dlq", "purge", NULL}, {"ls", NULL},
+      {"pause", NULL},         {"resume", NULL},       {"purge", NULL},
+      {"delete", NULL},        {"run-now", NULL},      {"periodic", "ls", NULL},
   };
   g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
   g_autoptr(Run) top = cli_env(env, NULL, "--help", NULL);
@@ -2236,6 +2744,12 @@ cli_suite(gboolean reliable)
   tcase_add_loop_test(e2e, test_outage_is_one_line_each_way, 0, n_modes);
   tcase_add_loop_test(e2e, test_process_isolation_survives_a_crash, 0, n_modes);
   tcase_add_test(e2e, test_systemd_notify);
+  tcase_add_loop_test(e2e, test_ls_lists_each_state, 0, n_modes);
+  tcase_add_loop_test(e2e, test_pause_and_resume_a_queue, 0, n_modes);
+  tcase_add_loop_test(e2e, test_purge_needs_yes, 0, n_modes);
+  tcase_add_loop_test(e2e, test_run_now_and_delete, 0, n_modes);
+  tcase_add_loop_test(e2e, test_dlq_bulk_commands_need_yes, 0, n_modes);
+  tcase_add_loop_test(e2e, test_periodic_from_the_key_file, 0, n_modes);
   if (reliable) {
     tcase_add_test(e2e, test_poison_batch_mates_survive);
     tcase_add_test(e2e, test_worker_waits_for_redis_at_start);

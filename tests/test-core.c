@@ -400,6 +400,12 @@ static const SluiceBrokerClass fake_class = {
     .finalize = fake_finalize,
 };
 
+static gboolean
+fake_list_paused(SluiceBroker *self, GPtrArray *out, GError **error)
+{
+  return TRUE;
+}
+
 static const struct {
   const gchar *name;
   glong offset;
@@ -467,6 +473,16 @@ START_TEST(registration_rejects_unknown_versions_and_bad_sizes)
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_INCOMPLETE));
   ck_assert_ptr_nonnull(strstr(error->message, "heartbeat"));
+  g_clear_error(&error);
+
+  /* A pause nobody can read back (or a list of pauses nobody can set). */
+  klass = fake_class;
+  klass.version = 3;
+  klass.list_paused = fake_list_paused;
+  ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_INCOMPLETE));
+  ck_assert_ptr_nonnull(strstr(error->message, "set_paused"));
 }
 END_TEST
 
@@ -520,6 +536,29 @@ START_TEST(optional_slots_fall_back_as_documented)
   g_clear_error(&error);
   ck_assert(
       !sluice_broker_claim_periodic(broker, "p", 1, &submit, NULL, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_UNSUPPORTED));
+  g_clear_error(&error);
+
+  /* Version 3's listings, pauses and moves: unsupported, and no queue is
+   * ever paused. */
+  ck_assert(
+      !sluice_broker_list_queued(broker, "q", NULL, 5, out, NULL, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_UNSUPPORTED));
+  ck_assert_ptr_nonnull(strstr(error->message, "“fake”"));
+  g_clear_error(&error);
+  ck_assert(!sluice_broker_list_scheduled(broker, NULL, 5, out, NULL, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_UNSUPPORTED));
+  g_clear_error(&error);
+  ck_assert(!sluice_broker_set_paused(broker, "q", TRUE, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_UNSUPPORTED));
+  g_clear_error(&error);
+  ck_assert(sluice_broker_list_paused(broker, out, &error));
+  ck_assert_uint_eq(out->len, 0);
+  ck_assert(!sluice_broker_reschedule(broker, "t1", 0, NULL, &error));
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_UNSUPPORTED));
   g_clear_error(&error);
@@ -705,6 +744,120 @@ START_TEST(cron_error_messages_are_utf8)
     ck_assert_msg(g_utf8_validate(error->message, -1, NULL), "%s",
                   error->message);
     ck_assert_ptr_null(strchr(error->message, '\x1b'));
+  }
+}
+END_TEST
+
+/* The next occurrence of @cron in @zone after @after. */
+static gint64
+next_in_zone(const gchar *cron, const gchar *zone, gint64 after)
+{
+  g_autoptr(GError) error = NULL;
+  SluicePeriodicOptions po;
+  gint64 next = 0;
+
+  sluice_periodic_options_init(&po);
+  po.name = "tz";
+  po.task = "t.x";
+  po.cron = cron;
+  po.timezone = zone;
+  ck_assert_msg(sluice_periodic_next_occurrence(&po, after, &next, &error),
+                "%s", error != NULL ? error->message : "");
+  return next;
+}
+
+#define assert_next_in_zone(cron, zone, after, want)                           \
+  do {                                                                         \
+    gint64 _got = next_in_zone(cron, zone, after);                             \
+    ck_assert_msg(_got == (want),                                              \
+                  "%s in %s: got %" G_GINT64_FORMAT                            \
+                  ", want %" G_GINT64_FORMAT,                                  \
+                  cron, zone, _got, (gint64)(want));                           \
+  } while (0)
+
+/* Europe/Berlin goes from 02:00 CET to 03:00 CEST on 2026-03-29 (01:00
+ * UTC) and back from 03:00 CEST to 02:00 CET on 2026-10-25 (01:00 UTC). */
+START_TEST(cron_in_a_time_zone_runs_dst_times_once)
+{
+  const gchar *berlin = "Europe/Berlin";
+
+  /* An ordinary day: 02:30 CET is 01:30 UTC. */
+  assert_next_in_zone("30 2 * * *", berlin, utc_ms(2026, 3, 27, 12, 0),
+                      utc_ms(2026, 3, 28, 1, 30));
+  /* In the gap: 02:30 does not exist; it runs at 03:00 CEST, once. */
+  assert_next_in_zone("30 2 * * *", berlin, utc_ms(2026, 3, 28, 12, 0),
+                      utc_ms(2026, 3, 29, 1, 0));
+  assert_next_in_zone("30 2 * * *", berlin, utc_ms(2026, 3, 29, 1, 0),
+                      utc_ms(2026, 3, 30, 0, 30));
+  /* Every quarter of the skipped hour: all at 03:00, run once. */
+  assert_next_in_zone("*/15 2 * * *", berlin, utc_ms(2026, 3, 28, 23, 0),
+                      utc_ms(2026, 3, 29, 1, 0));
+  assert_next_in_zone("*/15 2 * * *", berlin, utc_ms(2026, 3, 29, 1, 0),
+                      utc_ms(2026, 3, 30, 0, 0));
+  /* Around the gap, the hours on either side run as usual. */
+  assert_next_in_zone("0 * * * *", berlin, utc_ms(2026, 3, 28, 23, 30),
+                      utc_ms(2026, 3, 29, 0, 0)); /* 01:00 CET */
+  assert_next_in_zone("0 * * * *", berlin, utc_ms(2026, 3, 29, 0, 0),
+                      utc_ms(2026, 3, 29, 1, 0)); /* 02:00 -> 03:00 CEST */
+  assert_next_in_zone("0 * * * *", berlin, utc_ms(2026, 3, 29, 1, 0),
+                      utc_ms(2026, 3, 29, 2, 0)); /* 04:00 CEST */
+
+  /* The repeated hour: 02:30 happens at 00:30 UTC (CEST) and again at
+   * 01:30 UTC (CET); it runs at the first only. */
+  assert_next_in_zone("30 2 * * *", berlin, utc_ms(2026, 10, 24, 12, 0),
+                      utc_ms(2026, 10, 25, 0, 30));
+  assert_next_in_zone("30 2 * * *", berlin, utc_ms(2026, 10, 25, 0, 30),
+                      utc_ms(2026, 10, 26, 1, 30));
+  assert_next_in_zone("30 2 * * *", berlin, utc_ms(2026, 10, 25, 1, 0),
+                      utc_ms(2026, 10, 26, 1, 30));
+  /* 03:00 CET comes an hour after the repeated one ends. */
+  assert_next_in_zone("0 3 * * *", berlin, utc_ms(2026, 10, 24, 12, 0),
+                      utc_ms(2026, 10, 25, 2, 0));
+  /* Named zones and offsets agree with UTC where they should. */
+  assert_next_in_zone("0 12 * * *", "UTC", utc_ms(2026, 6, 1, 0, 0),
+                      utc_ms(2026, 6, 1, 12, 0));
+  assert_next_in_zone("0 12 * * *", "+02:00", utc_ms(2026, 6, 1, 0, 0),
+                      utc_ms(2026, 6, 1, 10, 0));
+}
+END_TEST
+
+START_TEST(periodic_options_are_checked)
+{
+  SluicePeriodicOptions po;
+  gint64 next = 0;
+
+  sluice_periodic_options_init(&po);
+  po.name = "p";
+  po.task = "t.x";
+  po.cron = "0 * * * *";
+  po.timezone = "Mars/Olympus_Mons";
+  {
+    g_autoptr(GError) error = NULL;
+    ck_assert(!sluice_periodic_next_occurrence(&po, 0, &next, &error));
+    ck_assert(g_error_matches(error, SLUICE_WORKER_ERROR,
+                              SLUICE_WORKER_ERROR_INVALID));
+    ck_assert_ptr_nonnull(strstr(error->message, "Mars/Olympus_Mons"));
+  }
+  po.cron = NULL;
+  po.interval_ms = 60000;
+  po.timezone = "Europe/Berlin";
+  {
+    g_autoptr(GError) error = NULL;
+    ck_assert(!sluice_periodic_next_occurrence(&po, 0, &next, &error));
+    ck_assert_ptr_nonnull(strstr(error->message, "cron expressions only"));
+  }
+  po.timezone = NULL;
+  po.overlap = (SluiceOverlapPolicy)7;
+  {
+    g_autoptr(GError) error = NULL;
+    ck_assert(!sluice_periodic_next_occurrence(&po, 0, &next, &error));
+    ck_assert_ptr_nonnull(strstr(error->message, "overlap"));
+  }
+  po.overlap = SLUICE_OVERLAP_SKIP;
+  {
+    g_autoptr(GError) error = NULL;
+    ck_assert(sluice_periodic_next_occurrence(&po, 60000, &next, &error));
+    ck_assert_int_eq(next, 120000);
   }
 }
 END_TEST
@@ -945,6 +1098,8 @@ main(void)
   tcase_add_test(cron, cron_before_the_epoch);
   tcase_add_test(cron, cron_range);
   tcase_add_test(cron, cron_error_messages_are_utf8);
+  tcase_add_test(cron, cron_in_a_time_zone_runs_dst_times_once);
+  tcase_add_test(cron, periodic_options_are_checked);
   suite_add_tcase(s, cron);
 
   runner = srunner_create(s);

@@ -465,6 +465,50 @@ START_TEST(test_reclaim_after_kill_under_worker_user)
 }
 END_TEST
 
+/* The operator's steering (`sluice pause`, `resume`, `run-now`, `delete`,
+ * `purge`) needs a worker's rights, as README says, and no more. */
+START_TEST(test_operator_steers_under_worker_user)
+{
+  const gchar *mode = modes[_i];
+  g_autoptr(World) w = world_new("steer");
+  g_autofree gchar *role = g_strdup_printf("worker-%s", mode);
+  g_autofree gchar *worker_url = role_url(role, w->ns);
+  g_autoptr(SluiceBroker) admin =
+      broker_as(sluice_test_redis_url(shared), mode, w->ns);
+  g_autoptr(SluiceClient) producer = client_of(admin, TRUE);
+  g_autoptr(SluiceBroker) operator_broker = broker_as(worker_url, mode, w->ns);
+  g_autoptr(SluiceClient) operator_ = client_of(operator_broker, TRUE);
+  g_auto(GStrv) paused = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *soon = NULL;
+  g_autofree gchar *later = NULL;
+  SluiceEnqueueOptions options;
+  guint64 removed = 0;
+
+  sluice_enqueue_options_init(&options);
+  options.delay_ms = 600000;
+  soon = sluice_client_enqueue(producer, "t.log", NULL, &options, &error);
+  later = sluice_client_enqueue(producer, "t.log", NULL, &options, &error);
+  ck_assert_msg(error == NULL, "%s", error != NULL ? error->message : "");
+
+  ck_assert_msg(sluice_client_pause(operator_, "default", &error), "%s",
+                error != NULL ? error->message : "");
+  paused = sluice_client_list_paused(operator_, &error);
+  ck_assert_msg(paused != NULL && g_strv_length(paused) == 1, "%s",
+                error != NULL ? error->message : "");
+  ck_assert_msg(sluice_client_resume(operator_, "default", &error), "%s",
+                error != NULL ? error->message : "");
+  ck_assert_msg(sluice_client_run_now(operator_, soon, &error), "%s",
+                error != NULL ? error->message : "");
+  ck_assert_int_eq(sluice_client_delete(operator_, later, &error),
+                   SLUICE_DELETE_UNSCHEDULED);
+  ck_assert_msg(sluice_client_purge(operator_, "default", &removed, &error),
+                "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(removed, 1);
+  assert_nothing_else_refused();
+}
+END_TEST
+
 /* The worker user of one namespace on another: refused, with the patterns
  * to grant named; a user without a command: refused, with the command. */
 START_TEST(test_other_namespace_and_missing_command)
@@ -560,6 +604,35 @@ START_TEST(test_reader_reads_and_cannot_write)
   dead = sluice_client_dlq_list(reader, NULL, 10, NULL, NULL, &error);
   ck_assert_msg(dead != NULL, "%s", error != NULL ? error->message : "");
   ck_assert_uint_eq(dead->len, 1);
+  /* The operator's listings (`sluice ls`, `stats` showing pauses). */
+  {
+    static const SluiceTaskState states[] = {
+        SLUICE_STATE_QUEUED, SLUICE_STATE_SCHEDULED, SLUICE_STATE_RETRYING,
+        SLUICE_STATE_RUNNING, SLUICE_STATE_DEAD_LETTERED};
+    SluiceEnqueueOptions later;
+
+    sluice_enqueue_options_init(&later);
+    later.delay_ms = 600000;
+    g_free(sluice_client_enqueue(producer, "t.log", NULL, &later, &error));
+    ck_assert_msg(error == NULL, "%s", error != NULL ? error->message : "");
+    for (gsize i = 0; i < G_N_ELEMENTS(states); i++) {
+      g_autoptr(GPtrArray) page = NULL;
+      SluiceListOptions lo;
+
+      sluice_list_options_init(&lo);
+      lo.state = states[i];
+      lo.queue = "default";
+      page = sluice_client_list(reader, &lo, NULL, &error);
+      ck_assert_msg(page != NULL, "state %d: %s", states[i],
+                    error != NULL ? error->message : "");
+      if (states[i] == SLUICE_STATE_QUEUED ||
+          states[i] == SLUICE_STATE_SCHEDULED ||
+          states[i] == SLUICE_STATE_DEAD_LETTERED)
+        ck_assert_uint_eq(page->len, 1);
+    }
+    g_strfreev(sluice_client_list_paused(reader, &error));
+    ck_assert_msg(error == NULL, "%s", error != NULL ? error->message : "");
+  }
   assert_nothing_else_refused();
 
   ck_assert_ptr_null(
@@ -682,6 +755,7 @@ acl_suite(void)
   tcase_add_loop_test(tc, test_worker_and_producer_under_their_users, 0, 2);
   tcase_add_test(tc, test_reclaim_after_kill_under_worker_user);
   tcase_add_loop_test(tc, test_other_namespace_and_missing_command, 0, 2);
+  tcase_add_loop_test(tc, test_operator_steers_under_worker_user, 0, 2);
   tcase_add_loop_test(tc, test_reader_reads_and_cannot_write, 0, 2);
   tcase_add_loop_test(tc, test_config_get_denied_is_said_once, 0, 2);
   suite_add_tcase(s, tc);

@@ -46,6 +46,100 @@ test_broker(void)
   return sluice_test_redis_shared_broker(SLUICE_REDIS_FAST);
 }
 
+/* ---- slots: looking ------------------------------------------------------ */
+
+/* Enqueues @n plain messages "m000000".. on @queue, in batches. */
+static void
+enqueue_many(SluiceBroker *b, const gchar *queue, guint n)
+{
+  for (guint start = 0; start < n; start += 1000) {
+    guint k = MIN(1000, n - start);
+    g_autofree SluiceSubmit *items = g_new0(SluiceSubmit, k);
+    g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) payloads =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    g_autoptr(GError) error = NULL;
+
+    for (guint i = 0; i < k; i++) {
+      gchar *id = g_strdup_printf("m%06u", start + i);
+      g_ptr_array_add(keep, id);
+      g_ptr_array_add(payloads, sluice_test_text(id));
+      items[i] = (SluiceSubmit){
+          .id = id, .queue = queue, .payload = payloads->pdata[i]};
+    }
+    ck_assert_msg(sluice_broker_enqueue(b, items, k, &error), "%s",
+                  error != NULL ? error->message : "");
+  }
+}
+
+/* One page of @queue; fails the test on an error. */
+static GPtrArray *
+list_page(SluiceBroker *b, const gchar *queue, const gchar *cursor, guint limit,
+          gchar **out_cursor)
+{
+  g_autoptr(GError) error = NULL;
+  GPtrArray *page = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)sluice_listed_message_free);
+
+  ck_assert_msg(sluice_broker_list_queued(b, queue, cursor, limit, page,
+                                          out_cursor, &error),
+                "%s", error != NULL ? error->message : "");
+  return page;
+}
+
+static gboolean
+listed_is(GPtrArray *page, guint i, const gchar *payload)
+{
+  return i < page->len &&
+         sluice_test_bytes_is(((SluiceListedMessage *)page->pdata[i])->payload,
+                              payload);
+}
+
+/* A page of 10 from a queue of 100,000 is one script running one LRANGE,
+ * at its head and at its far end alike, and takes nothing. */
+START_TEST(test_list_queued_is_one_lrange_per_page)
+{
+  SluiceTestRedis *shared = sluice_test_redis_shared();
+  g_autoptr(SluiceBroker) b = test_broker();
+  g_autofree gchar *ns = sluice_test_namespace();
+  g_autoptr(GPtrArray) page = NULL;
+  g_autofree gchar *cursor = NULL;
+  g_autofree gchar *last = NULL;
+  gint64 evals, ranges, lens, scans, keys;
+
+  enqueue_many(b, "default", 100000);
+  g_ptr_array_unref(list_page(b, "default", NULL, 1, &cursor)); /* loads it */
+  g_clear_pointer(&cursor, g_free);
+  evals = sluice_test_redis_calls(shared, "evalsha");
+  ranges = sluice_test_redis_calls(shared, "lrange");
+  lens = sluice_test_redis_calls(shared, "llen");
+  scans = sluice_test_redis_calls(shared, "scan");
+  keys = sluice_test_redis_calls(shared, "keys");
+  page = list_page(b, "default", NULL, 10, &cursor);
+  ck_assert_uint_eq(page->len, 10);
+  ck_assert(listed_is(page, 0, "m000000") && listed_is(page, 9, "m000009"));
+  ck_assert_str_eq(cursor, "10");
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "evalsha") - evals, 1);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "lrange") - ranges, 1);
+  g_clear_pointer(&page, g_ptr_array_unref);
+
+  /* The far end: still one LRANGE; then the end of the listing. */
+  page = list_page(b, "default", "99990", 10, &last);
+  ck_assert_uint_eq(page->len, 10);
+  ck_assert(listed_is(page, 0, "m099990") && listed_is(page, 9, "m099999"));
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "lrange") - ranges, 2);
+  g_clear_pointer(&page, g_ptr_array_unref);
+  page = list_page(b, "default", last, 10, &cursor);
+  ck_assert_uint_eq(page->len, 0);
+  ck_assert_ptr_null(cursor);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "evalsha") - evals, 3);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "llen") - lens, 0);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "scan") - scans, 0);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "keys") - keys, 0);
+  ck_assert_int_eq(sluice_test_redis_llen(shared, ns, "default"), 100000);
+}
+END_TEST
+
 /* ---- slots: produce ------------------------------------------------------ */
 
 START_TEST(test_enqueue_batch_one_round_trip)
@@ -1327,6 +1421,7 @@ redis_suite(void)
   tcase_add_test(slots, test_revocations_are_sorted_by_expiry_and_pruned);
   tcase_add_test(slots, test_dead_letter_cap_trims_the_stream);
   tcase_add_test(slots, test_stats_list_workers_by_heartbeat);
+  tcase_add_test(slots, test_list_queued_is_one_lrange_per_page);
   suite_add_tcase(s, slots);
 
   tcase_add_unchecked_fixture(redis, sluice_test_redis_shared_setup,

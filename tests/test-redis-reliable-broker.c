@@ -53,6 +53,105 @@ test_broker(void)
   return sluice_test_redis_shared_broker(SLUICE_REDIS_RELIABLE);
 }
 
+/* ---- looking ------------------------------------------------------------- */
+
+/* Enqueues @n plain messages "m000000".. on @queue, in batches. */
+static void
+enqueue_many(SluiceBroker *b, const gchar *queue, guint n)
+{
+  for (guint start = 0; start < n; start += 1000) {
+    guint k = MIN(1000, n - start);
+    g_autofree SluiceSubmit *items = g_new0(SluiceSubmit, k);
+    g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GPtrArray) payloads =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    g_autoptr(GError) error = NULL;
+
+    for (guint i = 0; i < k; i++) {
+      gchar *id = g_strdup_printf("m%06u", start + i);
+      g_ptr_array_add(keep, id);
+      g_ptr_array_add(payloads, sluice_test_text(id));
+      items[i] = (SluiceSubmit){
+          .id = id, .queue = queue, .payload = payloads->pdata[i]};
+    }
+    ck_assert_msg(sluice_broker_enqueue(b, items, k, &error), "%s",
+                  error != NULL ? error->message : "");
+  }
+}
+
+/* One page of @queue; fails the test on an error. */
+static GPtrArray *
+list_page(SluiceBroker *b, const gchar *queue, const gchar *cursor, guint limit,
+          gchar **out_cursor)
+{
+  g_autoptr(GError) error = NULL;
+  GPtrArray *page = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)sluice_listed_message_free);
+
+  ck_assert_msg(sluice_broker_list_queued(b, queue, cursor, limit, page,
+                                          out_cursor, &error),
+                "%s", error != NULL ? error->message : "");
+  return page;
+}
+
+static gboolean
+listed_is(GPtrArray *page, guint i, const gchar *payload)
+{
+  return i < page->len &&
+         sluice_test_bytes_is(((SluiceListedMessage *)page->pdata[i])->payload,
+                              payload);
+}
+
+/* A page of 10 from a stream of 100,000 is one script: one XINFO GROUPS
+ * (where the group's reads are) and one XRANGE COUNT after it; what a
+ * consumer holds is not listed, and nothing is taken. */
+START_TEST(test_list_queued_is_one_xrange_after_the_group)
+{
+  SluiceTestRedis *shared = sluice_test_redis_shared();
+  g_autoptr(SluiceBroker) b = test_broker();
+  g_autofree gchar *ns = sluice_test_namespace();
+  g_autoptr(GPtrArray) page = NULL;
+  g_autoptr(GPtrArray) held = NULL;
+  g_autofree gchar *cursor = NULL;
+  g_autofree gchar *next = NULL;
+  gint64 evals, ranges, infos, lens, scans;
+
+  enqueue_many(b, "default", 100000);
+  held = sluice_test_fetch(b, "c1", q_default, 5, 0);
+  ck_assert_uint_eq(held->len, 5);
+  g_ptr_array_unref(list_page(b, "default", NULL, 1, &cursor)); /* loads it */
+  g_clear_pointer(&cursor, g_free);
+  evals = sluice_test_redis_calls(shared, "evalsha");
+  ranges = sluice_test_redis_calls(shared, "xrange");
+  infos = sluice_test_redis_calls(shared, "xinfo|groups");
+  lens = sluice_test_redis_calls(shared, "xlen");
+  scans = sluice_test_redis_calls(shared, "scan");
+  page = list_page(b, "default", NULL, 10, &cursor);
+  ck_assert_uint_eq(page->len, 10);
+  ck_assert(listed_is(page, 0, "m000005") && listed_is(page, 9, "m000014"));
+  ck_assert_ptr_nonnull(cursor);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "evalsha") - evals, 1);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "xrange") - ranges, 1);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "xinfo|groups") - infos, 1);
+  g_clear_pointer(&page, g_ptr_array_unref);
+  page = list_page(b, "default", cursor, 10, &next);
+  ck_assert(listed_is(page, 0, "m000015"));
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "xrange") - ranges, 2);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "xlen") - lens, 0);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "scan") - scans, 0);
+  ck_assert_int_eq(sluice_test_redis_xlen(shared, ns, "default"), 100000);
+  ck_assert_int_eq(sluice_test_redis_pending(shared, ns, "default"), 5);
+
+  /* A cursor the group's reads passed meanwhile resumes at the first entry
+   * still ready, never at a delivered one. */
+  g_clear_pointer(&held, g_ptr_array_unref);
+  held = sluice_test_fetch(b, "c1", q_default, 100, 0);
+  g_clear_pointer(&page, g_ptr_array_unref);
+  page = list_page(b, "default", cursor, 1, NULL);
+  ck_assert(listed_is(page, 0, "m000105"));
+}
+END_TEST
+
 /* ---- fetch and settle ---------------------------------------------------- */
 
 /* An acknowledged entry leaves the stream and the PEL; a bare dead letter
@@ -863,6 +962,7 @@ reliable_suite(void)
   tcase_add_test(broker,
                  test_group_recreated_after_restart_without_persistence);
   tcase_add_test(broker, test_purge_never_touches_the_pel);
+  tcase_add_test(broker, test_list_queued_is_one_xrange_after_the_group);
   tcase_add_test(broker, test_oom_refuses_work_but_drains);
   suite_add_tcase(s, broker);
   return s;

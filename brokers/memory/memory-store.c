@@ -57,8 +57,9 @@ announced_free(gpointer data)
   g_free(a);
 }
 
-static gint
-scheduled_compare(gconstpointer a, gconstpointer b, gpointer user_data)
+gint
+sluice_memory__scheduled_compare(gconstpointer a, gconstpointer b,
+                                 gpointer user_data)
 {
   const SluiceMemoryScheduled *x = a, *y = b;
 
@@ -88,6 +89,7 @@ sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max)
   self->workers =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, announced_free);
   self->out = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  self->paused = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   self->periodic =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->dedup = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -109,6 +111,7 @@ sluice_memory__clear(SluiceMemoryBroker *self)
   g_clear_pointer(&self->dropped, g_hash_table_unref);
   g_clear_pointer(&self->workers, g_hash_table_unref);
   g_clear_pointer(&self->out, g_hash_table_unref);
+  g_clear_pointer(&self->paused, g_hash_table_unref);
   if (self->dead_letters != NULL)
     g_queue_free_full(self->dead_letters,
                       (GDestroyNotify)sluice_dead_letter_free);
@@ -165,7 +168,8 @@ sluice_memory__schedule(SluiceMemoryBroker *self, const gchar *id,
   s->payload = g_bytes_ref(payload);
   s->due_at = due_at;
   s->seq = self->schedule_seq++;
-  iter = g_sequence_insert_sorted(self->schedule, s, scheduled_compare, NULL);
+  iter = g_sequence_insert_sorted(self->schedule, s,
+                                  sluice_memory__scheduled_compare, NULL);
   g_hash_table_insert(self->scheduled_by_id, s->id, iter);
 }
 

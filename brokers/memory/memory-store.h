@@ -15,6 +15,7 @@
  *   dead letters a GQueue, oldest first, capped at dead_letter_max (the
  *                drops counted by reason), indexed by task id
  *   workers      id -> what the worker announced, until it lapses
+ *   paused       the names of the paused queues
  *
  * Expired entries are dropped when met and swept every few thousand
  * writes, so memory stays bounded by what is alive.
@@ -82,6 +83,7 @@ typedef struct {
   guint64 dead_letter_seq;
   GHashTable *dropped; /* reason -> gint64*: dropped by the cap */
   GHashTable *workers; /* gchar* -> SluiceMemoryAnnounced* */
+  GHashTable *paused;  /* gchar* set: the paused queues */
   GHashTable *out;     /* handles of the deliveries not settled yet */
   guint64 delivery_seq;
   gint64 in_flight;
@@ -98,6 +100,9 @@ void sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max);
  * zero-filled instance. Not under the lock: nothing else runs. */
 void sluice_memory__clear(SluiceMemoryBroker *self);
 
+/** The schedule's order: (due time, insertion number). */
+gint sluice_memory__scheduled_compare(gconstpointer a, gconstpointer b,
+                                      gpointer user_data);
 /** Returns: (transfer full): a gint64 holding @value, for the tables. */
 gint64 *sluice_memory__new_time(gint64 value);
 void sluice_memory__message_free(gpointer message);

@@ -1,6 +1,6 @@
 /* redis-admin.c - the Redis broker's slots for what operators read and
- * do: dead letters, stats, purge, worker announcements, task lookup and
- * the connection check.
+ * do: dead letters, stats, purge, pausing, worker announcements, task
+ * lookup and the connection check.
  *
  * Dead letters are entries of one capped stream ({ns}:dlq), so their ids
  * are stream ids and listing is XRANGE; every change to them is a script
@@ -311,6 +311,62 @@ sluice_redis__purge(SluiceBroker *broker, const gchar *queue,
                                          "purge", &a, &n, error))
     return FALSE;
   *out_removed = (guint64)MAX(n, 0);
+  return TRUE;
+}
+
+/* Paused queues are one set: SADD and SREM are harmless to repeat, and
+ * the workers read it with SMEMBERS about once a second. */
+gboolean
+sluice_redis__set_paused(SluiceBroker *broker, const gchar *queue,
+                         gboolean paused, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  g_autofree gchar *key =
+      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_PAUSED, NULL);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, 3, 0);
+  sluice_redis_argv__add_str(&a, paused ? "SADD" : "SREM");
+  sluice_redis_argv__add_str(&a, key);
+  sluice_redis_argv__add_str(&a, queue);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, paused ? "pause" : "resume", TRUE, &a,
+                                    0, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (ok)
+    freeReplyObject(reply);
+  return ok;
+}
+
+gboolean
+sluice_redis__list_paused(SluiceBroker *broker, GPtrArray *out, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  g_autofree gchar *key =
+      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_PAUSED, NULL);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, 2, 0);
+  sluice_redis_argv__add_str(&a, "SMEMBERS");
+  sluice_redis_argv__add_str(&a, key);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "list_paused", TRUE, &a, 0, &reply,
+                                    error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_ARRAY) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "list_paused", error);
+  }
+  for (size_t i = 0; i < reply->elements; i++)
+    if (sluice_redis_reply__is_string(reply->element[i]))
+      g_ptr_array_add(out, sluice_redis_reply__dup(reply->element[i]));
+  freeReplyObject(reply);
   return TRUE;
 }
 

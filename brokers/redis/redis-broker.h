@@ -243,6 +243,11 @@ gboolean sluice_redis__count_reclaimable(SluiceBroker *broker,
                                          gint64 idle_ms, guint *out_n,
                                          GError **error);
 
+gboolean sluice_redis__list_queued(SluiceBroker *broker, const gchar *queue,
+                                   const gchar *cursor, guint limit,
+                                   GPtrArray *out, gchar **out_cursor,
+                                   GError **error);
+
 /* redis-tasks.c */
 gboolean sluice_redis__promote_due(SluiceBroker *broker, gint64 now_ms,
                                    guint max, guint *out_promoted,
@@ -277,6 +282,13 @@ gboolean sluice_redis__claim_periodic(SluiceBroker *broker, const gchar *name,
 gboolean sluice_redis__last_periodic(SluiceBroker *broker, const gchar *name,
                                      gint64 *out_last, GError **error);
 
+gboolean sluice_redis__list_scheduled(SluiceBroker *broker, const gchar *cursor,
+                                      guint limit, GPtrArray *out,
+                                      gchar **out_cursor, GError **error);
+gboolean sluice_redis__reschedule(SluiceBroker *broker, const gchar *id,
+                                  gint64 due_at, gboolean *out_found,
+                                  GError **error);
+
 /* redis-admin.c */
 gboolean sluice_redis__dlq_list(SluiceBroker *broker, const gchar *after,
                                 guint limit, GPtrArray *out, GError **error);
@@ -291,6 +303,10 @@ gboolean sluice_redis__stats(SluiceBroker *broker, const gchar *const *queues,
                              SluiceBrokerStats *out, GError **error);
 gboolean sluice_redis__purge(SluiceBroker *broker, const gchar *queue,
                              guint64 *out_removed, GError **error);
+gboolean sluice_redis__set_paused(SluiceBroker *broker, const gchar *queue,
+                                  gboolean paused, GError **error);
+gboolean sluice_redis__list_paused(SluiceBroker *broker, GPtrArray *out,
+                                   GError **error);
 gboolean sluice_redis__announce(SluiceBroker *broker, const gchar *consumer,
                                 GBytes *info, gint64 ttl_ms, GError **error);
 gboolean sluice_redis__lookup_task(SluiceBroker *broker, const gchar *id,

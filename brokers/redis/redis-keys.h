@@ -36,6 +36,7 @@
  *   P dlq:dropped         hash: reason -> dead letters dropped by the cap
  *   P winfo:<worker>      string: what a worker announced (opaque bytes of
  *                         the core), PX its lease: gone = not alive
+ *   P paused              set of the paused queues' names
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
@@ -76,6 +77,7 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_DLQ_IDS "dlq:ids"
 #define SLUICE_REDIS_K_DLQ_DROPPED "dlq:dropped"
 #define SLUICE_REDIS_K_WINFO "winfo:"
+#define SLUICE_REDIS_K_PAUSED "paused"
 
 /* The first byte of a stored record. */
 #define SLUICE_REDIS_RECORD_FINAL 'F'

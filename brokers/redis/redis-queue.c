@@ -1,5 +1,6 @@
 /* redis-queue.c - the Redis broker's slots that move messages: enqueue,
- * fetch, settle, heartbeat, leave, reclaim and wakeup.
+ * fetch, settle, heartbeat, leave, reclaim and wakeup; and the one that
+ * looks at a queue without moving anything, list_queued.
  *
  * Enqueue and settle batch: one script call per batch, each item atomic on
  * its own. Both have a path without Lua for the batches that need only
@@ -516,4 +517,61 @@ sluice_redis__wakeup(SluiceBroker *broker)
 
   if (self->pool != NULL)
     sluice_redis_pool__wakeup(self->pool);
+}
+
+/* ---- look ---------------------------------------------------------------- */
+
+/* One read-only script: the transport's t_peek, one range read of the
+ * queue (LRANGE or XRANGE with a count), never a scan. */
+gboolean
+sluice_redis__list_queued(SluiceBroker *broker, const gchar *queue,
+                          const gchar *cursor, guint limit, GPtrArray *out,
+                          gchar **out_cursor, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 3, 16);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, queue);
+  sluice_redis_argv__add_str(&a, cursor != NULL ? cursor : "");
+  sluice_redis_argv__add_int(&a, limit);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_LIST_QUEUED, TRUE,
+                                 &a, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "list_queued", error);
+  }
+  if (reply->element[0]->type == REDIS_REPLY_NIL) {
+    freeReplyObject(reply);
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "“%s” is not a cursor of a listing of queue “%s” in this "
+                "mode: pass the cursor a previous page returned, or none to "
+                "start at the next message to be fetched",
+                cursor, queue);
+    return FALSE;
+  }
+  if (!sluice_redis_reply__is_string(reply->element[0])) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "list_queued", error);
+  }
+  for (size_t i = 1; i < reply->elements; i++) {
+    g_autoptr(GBytes) payload = NULL;
+
+    if (reply->element[i]->type != REDIS_REPLY_STRING)
+      continue;
+    payload = sluice_redis_reply__steal_bytes(reply->element[i], 0);
+    g_ptr_array_add(out, sluice_listed_message_new(NULL, queue, payload, 0));
+  }
+  *out_cursor = reply->element[0]->len > 0
+                    ? sluice_redis_reply__dup(reply->element[0])
+                    : NULL;
+  freeReplyObject(reply);
+  return TRUE;
 }

@@ -21,7 +21,8 @@
  *
  * A transport (redis-transport.h) supplies a Lua fragment defining t_push,
  * t_push_many, t_check, t_ack, t_release, t_depth, t_in_flight, t_purge,
- * t_heartbeat and t_leave, and optionally t_flush and t_gone; the library
+ * t_peek, t_heartbeat and t_leave, and optionally t_flush and t_gone; the
+ * library
  * and bodies below call only those to touch a queue.
  *
  * Stored formats:
@@ -455,6 +456,55 @@ static const gchar body_lookup[] =
     "end\n"
     "return {0}\n";
 
+/* ARGV: queue cursor limit. The transport's page of ready messages:
+ * {cursor', payload, ...}, cursor' '' at the end. */
+static const gchar body_list_queued[] =
+    "return t_peek(ARGV[1], ARGV[2], tonumber(ARGV[3]))\n";
+
+/* ARGV: cursor_id cursor_due limit (cursor_id '' = from the earliest).
+ * Returns {next_id, next_due, then id due queue payload per entry}, in due
+ * order (ties in id order, as the zset keeps them), next_id '' at the end.
+ * The cursor's entry is found by rank, so entries promoted or cancelled
+ * meanwhile shift nothing; if it left the schedule, the page resumes at its
+ * due time (entries due then may repeat). O(log n + limit). */
+static const gchar body_list_scheduled[] =
+    "local start, limit = 0, tonumber(ARGV[3])\n"
+    "if ARGV[1] ~= '' then\n"
+    "  local r = redis.call('ZRANK', K_SCHEDULE, ARGV[1])\n"
+    "  local due = r and redis.call('ZSCORE', K_SCHEDULE, ARGV[1])\n"
+    "  if due and tonumber(due) == tonumber(ARGV[2]) then\n"
+    "    start = r + 1\n"
+    "  else\n"
+    "    start = redis.call('ZCOUNT', K_SCHEDULE, '-inf', '(' .. ARGV[2])\n"
+    "  end\n"
+    "end\n"
+    "local e = redis.call('ZRANGE', K_SCHEDULE, start, start + limit - 1,\n"
+    "                     'WITHSCORES')\n"
+    "local out = {'', ''}\n"
+    "for j = 1, #e, 2 do\n"
+    "  out[#out + 1] = e[j]\n"
+    "  out[#out + 1] = e[j + 1]\n"
+    "  out[#out + 1] = redis.call('HGET', K_SCHED_QUEUE, e[j]) or ''\n"
+    "  out[#out + 1] = redis.call('HGET', K_SCHED_PAYLOAD, e[j]) or ''\n"
+    "end\n"
+    "if #e == 2 * limit then out[1], out[2] = e[#e - 1], e[#e] end\n"
+    "return out\n";
+
+/* ARGV: id due. Returns 1 if id was scheduled, else 0 and nothing
+ * written. due 0 moves it to its queue now (as promotion does); due > 0
+ * makes it due then. */
+static const gchar body_reschedule[] =
+    "if not redis.call('ZSCORE', K_SCHEDULE, ARGV[1]) then return 0 end\n"
+    "if tonumber(ARGV[2]) > 0 then\n"
+    "  redis.call('ZADD', K_SCHEDULE, 'XX', ARGV[2], ARGV[1])\n"
+    "  return 1\n"
+    "end\n"
+    "local payload = redis.call('HGET', K_SCHED_PAYLOAD, ARGV[1])\n"
+    "local queue = redis.call('HGET', K_SCHED_QUEUE, ARGV[1])\n"
+    "schedule_remove(ARGV[1])\n"
+    "if payload and queue then t_push(queue, payload) end\n"
+    "return 1\n";
+
 /* ---- Assembly ------------------------------------------------------------ */
 
 void
@@ -522,6 +572,12 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
        SLUICE_REDIS_LUA_DRAINS, body_revocations_since},
       {SLUICE_REDIS_SCRIPT_LOOKUP, "lookup_task", SLUICE_REDIS_LUA_READS,
        body_lookup},
+      {SLUICE_REDIS_SCRIPT_LIST_QUEUED, "list_queued", SLUICE_REDIS_LUA_READS,
+       body_list_queued},
+      {SLUICE_REDIS_SCRIPT_LIST_SCHEDULED, "list_scheduled",
+       SLUICE_REDIS_LUA_READS, body_list_scheduled},
+      {SLUICE_REDIS_SCRIPT_RESCHEDULE, "reschedule", SLUICE_REDIS_LUA_ADDS_WORK,
+       body_reschedule},
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(table) == SLUICE_REDIS_SCRIPT_N);
 

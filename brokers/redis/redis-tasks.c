@@ -1,6 +1,6 @@
 /* redis-tasks.c - the Redis broker's slots for what is kept about tasks
- * off the queue: the schedule, result records (and waiting for one),
- * revocations and periodic claims.
+ * off the queue: the schedule (and listing and moving what is on it),
+ * result records (and waiting for one), revocations and periodic claims.
  *
  * Records are written with a PX expiry and, when final, announced on the
  * task's done channel in the same step; wait_record subscribes before it
@@ -68,6 +68,102 @@ sluice_redis__cancel_scheduled(SluiceBroker *broker, const gchar *id,
                                          "cancel_scheduled", &a, &n, error))
     return FALSE;
   *out_removed = n == 1;
+  return TRUE;
+}
+
+/* A schedule cursor is "<due>:<id>" of the last entry listed: ids may hold
+ * colons, due times never do. */
+gboolean
+sluice_redis__list_scheduled(SluiceBroker *broker, const gchar *cursor,
+                             guint limit, GPtrArray *out, gchar **out_cursor,
+                             GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  g_autofree gchar *due = NULL;
+  const gchar *id = "";
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  if (cursor != NULL) {
+    const gchar *colon = strchr(cursor, ':');
+    gint64 n;
+
+    due = colon != NULL ? g_strndup(cursor, colon - cursor) : NULL;
+    if (due == NULL || colon[1] == '\0' ||
+        !g_ascii_string_to_signed(due, 10, 0, G_MAXINT64, &n, NULL)) {
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                  "“%s” is not a cursor of a schedule listing: pass the "
+                  "cursor a previous page returned, or none to start at the "
+                  "earliest",
+                  cursor);
+      return FALSE;
+    }
+    id = colon + 1;
+  }
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 3, 16);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, id);
+  sluice_redis_argv__add_str(&a, due != NULL ? due : "0");
+  sluice_redis_argv__add_int(&a, limit);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_LIST_SCHEDULED, TRUE,
+                                 &a, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 ||
+      (reply->elements - 2) % 4 != 0 ||
+      !sluice_redis_reply__is_string(reply->element[0]) ||
+      !sluice_redis_reply__is_string(reply->element[1])) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "list_scheduled", error);
+  }
+  for (size_t i = 2; i + 3 < reply->elements; i += 4) {
+    g_autofree gchar *entry = NULL;
+    g_autofree gchar *queue = NULL;
+    g_autoptr(GBytes) payload = NULL;
+    gint64 at = 0;
+
+    if (!sluice_redis_reply__is_string(reply->element[i]) ||
+        !sluice_redis_reply__to_int(reply->element[i + 1], &at) ||
+        reply->element[i + 3]->type != REDIS_REPLY_STRING)
+      continue;
+    entry = sluice_redis_reply__dup(reply->element[i]);
+    queue = sluice_redis_reply__dup(reply->element[i + 2]);
+    payload = sluice_redis_reply__steal_bytes(reply->element[i + 3], 0);
+    g_ptr_array_add(out, sluice_listed_message_new(entry, queue, payload, at));
+  }
+  if (reply->element[0]->len > 0) {
+    g_autofree gchar *last = sluice_redis_reply__dup(reply->element[0]);
+    gint64 at = 0;
+
+    sluice_redis_reply__to_int(reply->element[1], &at);
+    *out_cursor = g_strdup_printf("%" G_GINT64_FORMAT ":%s", at, last);
+  }
+  freeReplyObject(reply);
+  return TRUE;
+}
+
+gboolean
+sluice_redis__reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
+                         gboolean *out_found, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  gint64 n;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2, 32);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, id);
+  sluice_redis_argv__add_int(&a, due_at);
+  sluice_redis_argv__finish(&a);
+  /* Not repeated: a lost reply may have moved it already, and the second
+   * call would then report it missing. */
+  if (!sluice_redis_broker__eval_integer(self, SLUICE_REDIS_SCRIPT_RESCHEDULE,
+                                         "reschedule", &a, &n, error))
+    return FALSE;
+  *out_found = n == 1;
   return TRUE;
 }
 

@@ -32,6 +32,14 @@
  *   t_in_flight(queues) -> integer
  *                                delivered and unsettled, or -1 if unknown
  *   t_purge(queue) -> integer    delete the ready messages, say how many
+ *   t_peek(queue, after, limit) -> {cursor, payload, ...}
+ *                                up to limit ready messages after cursor
+ *                                `after` ('' = from the next to be
+ *                                fetched), in fetch order, without taking
+ *                                them; cursor '' at the end, {false}
+ *                                for a cursor that is not one of its
+ *                                own. Must not write, and costs
+ *                                O(limit): one range read, never a scan
  *   t_heartbeat(consumer, lease_ms, argv, first)
  *                                renew leases; argv[first..] are queue,
  *                                handle pairs of the deliveries held.

@@ -89,6 +89,11 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->dlq_delete = sluice_redis__dlq_delete;
   klass->stats = sluice_redis__stats;
   klass->purge = sluice_redis__purge;
+  klass->list_queued = sluice_redis__list_queued;
+  klass->list_scheduled = sluice_redis__list_scheduled;
+  klass->set_paused = sluice_redis__set_paused;
+  klass->list_paused = sluice_redis__list_paused;
+  klass->reschedule = sluice_redis__reschedule;
   klass->close = redis_close;
   klass->finalize = redis_finalize;
 }

@@ -29,6 +29,9 @@
  *            repeated after a lost reply does not release twice (unless a
  *            fetch took it in between: a possible duplicate at shutdown)
  *   ack      nothing (ack_is_noop): an ACK without record is not even sent
+ *   list     LRANGE with negative indices, a page from the consuming end;
+ *            its cursor is an offset from that end, so a page listed while
+ *            workers pop (or releases push back) may skip or repeat some
  *
  * Payloads are handed to the core without a copy: each delivery's GBytes
  * takes over the buffer hiredis allocated for the reply element.
@@ -73,6 +76,22 @@ static const gchar fast_lua[] =
     "  local n = redis.call('LLEN', K_QUEUE .. queue)\n"
     "  redis.call('DEL', K_QUEUE .. queue)\n"
     "  return n\n"
+    "end\n"
+    /* The consumer pops from the right: a page of limit from offset off
+     * (counted from that end) is one LRANGE of negative indices, which
+     * Redis walks from the nearer end of the list; reversed into fetch
+     * order. */
+    "local function t_peek(queue, after, limit)\n"
+    "  if after ~= '' and not string.match(after, '^%d+$') then\n"
+    "    return {false}\n"
+    "  end\n"
+    "  local off = tonumber(after) or 0\n"
+    "  local e = redis.call('LRANGE', K_QUEUE .. queue, -(off + limit),\n"
+    "                       -(off + 1))\n"
+    "  local out = {''}\n"
+    "  for i = #e, 1, -1 do out[#out + 1] = e[i] end\n"
+    "  if #e == limit then out[1] = string.format('%d', off + limit) end\n"
+    "  return out\n"
     "end\n"
     "local function t_heartbeat(consumer, lease_ms, argv, first) end\n"
     "local function t_leave(consumer) end\n";

@@ -204,20 +204,52 @@ const gchar sluice_redis__reliable_lua[] =
     "  return n\n"
     "end\n"
     /* The ready messages are those after the group's last delivered id
-     * (all of them without a group); pending ones stay. */
-    "local function t_purge(queue)\n"
-    "  local key = K_STREAM .. queue\n"
-    "  local ok, groups = pcall(redis.call, 'XINFO', 'GROUPS', key)\n"
-    "  if not ok then return 0 end\n"
-    "  local start = '-'\n"
+     * (all of them without a group): acknowledged entries are deleted, so
+     * what is at or before it is pending. Returns the XRANGE start of the
+     * ready ones, and the last delivered id (nil without a group); nil
+     * without a stream. */
+    "local function t_ready_start(key)\n"
+    "  if redis.call('EXISTS', key) == 0 then return nil end\n"
+    "  local groups = redis.call('XINFO', 'GROUPS', key)\n"
     "  for _, g in ipairs(groups) do\n"
     "    local name, last\n"
     "    for j = 1, #g, 2 do\n"
     "      if g[j] == 'name' then name = g[j + 1]\n"
     "      elseif g[j] == 'last-delivered-id' then last = g[j + 1] end\n"
     "    end\n"
-    "    if name == GROUP and last then start = '(' .. last end\n"
+    "    if name == GROUP and last then return '(' .. last, last end\n"
     "  end\n"
+    "  return '-'\n"
+    "end\n"
+    /* Up to limit ready entries after entry `after` ('' = from the first
+     * ready one), oldest (next to be read) first, read with one XRANGE
+     * COUNT: {cursor, payload, ...}, the cursor the id of the last one when
+     * the page is full, else ''; {false} for a cursor that is no entry
+     * id. A cursor that the group's reads have passed meanwhile resumes
+     * at the first ready entry. */
+    "local function t_peek(queue, after, limit)\n"
+    "  local key = K_STREAM .. queue\n"
+    "  local start, last = t_ready_start(key)\n"
+    "  if not start then return {''} end\n"
+    "  if after ~= '' then\n"
+    "    local ams, aseq = id_num(after)\n"
+    "    if not ams then return {false} end\n"
+    "    local lms, lseq\n"
+    "    if last then lms, lseq = id_num(last) end\n"
+    "    if not lms or id_cmp(ams, aseq, lms, lseq) > 0 then\n"
+    "      start = '(' .. after\n"
+    "    end\n"
+    "  end\n"
+    "  local e = redis.call('XRANGE', key, start, '+', 'COUNT', limit)\n"
+    "  local out = {''}\n"
+    "  for _, x in ipairs(e) do out[#out + 1] = t_fields(x[2]) end\n"
+    "  if #e == limit then out[1] = e[#e][1] end\n"
+    "  return out\n"
+    "end\n"
+    "local function t_purge(queue)\n"
+    "  local key = K_STREAM .. queue\n"
+    "  local start = t_ready_start(key)\n"
+    "  if not start then return 0 end\n"
     "  local n = 0\n"
     "  while true do\n"
     "    local e = redis.call('XRANGE', key, start, '+', 'COUNT', 1000)\n"

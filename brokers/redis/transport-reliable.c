@@ -111,6 +111,11 @@
  *            group where it holds nothing.
  *   stats    depth = XLEN - pending per queue; in_flight = the pending
  *            counts summed; stale settles from {ns}:stale.
+ *   list     XRANGE COUNT after the group's last delivered id (what lies
+ *            after it was never delivered; released copies are there too):
+ *            the cursor is an entry id, so paging is stable while workers
+ *            read, and a cursor they passed meanwhile resumes at the first
+ *            entry still ready.
  *   persistence  the first fetch reads appendonly and appendfsync and
  *            warns when they can lose acknowledged work (R15).
  *

@@ -349,6 +349,58 @@ trace_purge(SluiceBroker *b, const gchar *queue, guint64 *removed,
                 error);
 }
 
+static gboolean
+trace_list_queued(SluiceBroker *b, const gchar *queue, const gchar *cursor,
+                  guint limit, GPtrArray *out, gchar **out_cursor,
+                  GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "list_queued", t,
+                sluice_broker_list_queued(trace(b)->inner, queue, cursor, limit,
+                                          out, out_cursor, error),
+                error);
+}
+
+static gboolean
+trace_list_scheduled(SluiceBroker *b, const gchar *cursor, guint limit,
+                     GPtrArray *out, gchar **out_cursor, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "list_scheduled", t,
+                sluice_broker_list_scheduled(trace(b)->inner, cursor, limit,
+                                             out, out_cursor, error),
+                error);
+}
+
+static gboolean
+trace_set_paused(SluiceBroker *b, const gchar *queue, gboolean paused,
+                 GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "set_paused", t,
+                sluice_broker_set_paused(trace(b)->inner, queue, paused, error),
+                error);
+}
+
+static gboolean
+trace_list_paused(SluiceBroker *b, GPtrArray *out, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "list_paused", t,
+                sluice_broker_list_paused(trace(b)->inner, out, error), error);
+}
+
+static gboolean
+trace_reschedule(SluiceBroker *b, const gchar *id, gint64 due_at,
+                 gboolean *out_found, GError **error)
+{
+  gint64 t = NOW();
+  return traced(
+      b, "reschedule", t,
+      sluice_broker_reschedule(trace(b)->inner, id, due_at, out_found, error),
+      error);
+}
+
 static void
 trace_finalize(SluiceBroker *b)
 {
@@ -395,6 +447,11 @@ static const SluiceBrokerClass trace_class_template = {
     .count_reclaimable = trace_count_reclaimable,
     .lookup_task = trace_lookup_task,
     .announce = trace_announce,
+    .list_queued = trace_list_queued,
+    .list_scheduled = trace_list_scheduled,
+    .set_paused = trace_set_paused,
+    .list_paused = trace_list_paused,
+    .reschedule = trace_reschedule,
 };
 
 SluiceBroker *

@@ -113,11 +113,37 @@ sluice_memory_broker_new(SluiceClock *clock,
  * SluiceQueueStats:
  * @name: the queue
  * @ready: messages waiting to be fetched
+ * @paused: (since 0.2) workers take nothing from it (sluice_client_pause());
+ *   set by sluice_client_get_stats(), never by a broker
+ *
+ * Allocated by the library (sluice_broker_stats_add_queue()).
  */
 typedef struct {
   gchar *name;
   gint64 ready;
+  gboolean paused;
 } SluiceQueueStats;
+
+/* The most running tasks a worker lists in its announcement. */
+#define SLUICE_ANNOUNCED_RUNNING_MAX 100
+
+/**
+ * SluiceRunningTask:
+ * @id: the task id
+ * @task: the task's name
+ * @queue: the queue it came from
+ * @started_at_ms: when this attempt started (ms since epoch, the worker's
+ *   clock)
+ *
+ * A task a worker said it was running when it last announced itself.
+ * Owned by the SluiceWorkerInfo that holds it.
+ */
+typedef struct {
+  gchar *id;
+  gchar *task;
+  gchar *queue;
+  gint64 started_at_ms;
+} SluiceRunningTask;
 
 /**
  * SluiceWorkerInfo:
@@ -136,6 +162,12 @@ typedef struct {
  * @started_at_ms: when it started (ms since epoch)
  * @succeeded, @failed, @retried, @dead_lettered: its counts since it
  *   started, as of its last announcement
+ * @running_tasks: (since 0.2) (nullable) (element-type SluiceRunningTask):
+ *   the tasks it was running then, oldest first, at most
+ *   SLUICE_ANNOUNCED_RUNNING_MAX of them (@running says how many ran in
+ *   all). A worker announces itself every 2 seconds (or every third of its
+ *   lease, if that is shorter), so the list is that old at most while the
+ *   worker lives.
  *
  * The fields after @info are decoded from @info by the client
  * (sluice_client_get_stats()); they are empty when a worker announced
@@ -157,6 +189,7 @@ typedef struct {
   guint64 failed;
   guint64 retried;
   guint64 dead_lettered;
+  GPtrArray *running_tasks;
 } SluiceWorkerInfo;
 
 /**

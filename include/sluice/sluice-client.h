@@ -1,5 +1,5 @@
-/* sluice-client.h - the producer side: enqueue, await, inspect, cancel, and
- * the dead-letter queue.
+/* sluice-client.h - the producer side: enqueue, await, inspect, cancel,
+ * list, pause, purge and move tasks, and the dead-letter queue.
  *
  * A client is cheap and thread-safe: any number of threads may enqueue
  * through one client at once.
@@ -273,6 +273,220 @@ gboolean sluice_client_count_servers(SluiceClient *client, const gchar *task,
 SLUICE_AVAILABLE_IN_0_2
 gboolean sluice_client_check(SluiceClient *client, GError **error);
 
+/* ---- Seeing and steering ------------------------------------------------ */
+
+#define SLUICE_LIST_DEFAULT_LIMIT 100
+#define SLUICE_LIST_MAX_LIMIT 10000
+
+/**
+ * SluiceListedTask:
+ * @id: the task id (NULL only for a malformed message)
+ * @state: QUEUED, SCHEDULED, RETRYING, RUNNING or DEAD_LETTERED
+ * @task: (nullable): its name (NULL when its message cannot be decoded)
+ * @queue: the queue it waits in, goes to when due, runs from, or was
+ *   buried from
+ * @attempt: the attempt it is at (the next one for a retrying task; 0 if
+ *   unknown)
+ * @enqueued_at_ms: when it was first enqueued (0 if unknown)
+ * @due_at_ms: SCHEDULED and RETRYING: when it is due (the next attempt)
+ * @started_at_ms: RUNNING: when this attempt started
+ * @worker: (nullable): RUNNING: the worker that runs it
+ * @error: (nullable): RETRYING: the last failure (from its history);
+ *   DEAD_LETTERED: the final error; SCHEDULED: why an unknown task name is
+ *   deferred; a note when its message cannot be decoded
+ * @dead_letter_reason: (nullable): DEAD_LETTERED: why it was buried
+ * @entry_id: (nullable): DEAD_LETTERED: its dead-letter entry (for
+ *   sluice_client_dlq_replay() and friends)
+ * @args: (nullable): its arguments (msgpack), when its message was read
+ *
+ * One task a listing found. Owns every field; free with
+ * sluice_listed_task_free().
+ */
+typedef struct {
+  gchar *id;
+  SluiceTaskState state;
+  gchar *task;
+  gchar *queue;
+  guint attempt;
+  gint64 enqueued_at_ms;
+  gint64 due_at_ms;
+  gint64 started_at_ms;
+  gchar *worker;
+  gchar *error;
+  gchar *dead_letter_reason;
+  gchar *entry_id;
+  GBytes *args;
+} SluiceListedTask;
+
+/** sluice_listed_task_free: NULL-safe. */
+SLUICE_AVAILABLE_IN_0_2
+void sluice_listed_task_free(SluiceListedTask *task);
+
+/**
+ * SluiceListOptions:
+ * @state: which tasks: SLUICE_STATE_QUEUED (the default), _SCHEDULED (a
+ *   delay or an ETA, or an unknown task name deferred), _RETRYING
+ *   (waiting for their next attempt), _RUNNING or _DEAD_LETTERED
+ * @queue: (nullable): QUEUED: the queue to list (required); otherwise only
+ *   tasks of this queue (NULL = every queue)
+ * @task: (nullable): only tasks of this name
+ * @cursor: (nullable): where to go on: the @out_next_cursor of the
+ *   previous page; NULL = from the start
+ * @limit: at most this many (0 = SLUICE_LIST_DEFAULT_LIMIT; at most
+ *   SLUICE_LIST_MAX_LIMIT)
+ *
+ * Initialise with sluice_list_options_init().
+ */
+typedef struct {
+  SluiceTaskState state;
+  const gchar *queue;
+  const gchar *task;
+  const gchar *cursor;
+  guint limit;
+} SluiceListOptions;
+
+SLUICE_AVAILABLE_IN_0_2
+void sluice_list_options_init(SluiceListOptions *options);
+
+/**
+ * sluice_client_list:
+ * @options: (nullable): what to list; NULL = the defaults (which fail: a
+ *   queued listing needs a queue)
+ * @out_next_cursor: (out) (optional) (transfer full): where the next page
+ *   starts, or NULL when this page reached the end
+ *
+ * Pages through tasks of one state without taking or changing anything,
+ * and without blocking workers:
+ *
+ * - QUEUED: the queue's ready messages, in the order workers take them
+ *   (the broker's `list_queued`: one range read per page);
+ * - SCHEDULED and RETRYING: the schedule, earliest due first (a retry is a
+ *   scheduled message past its first attempt; its error is the last line
+ *   of its history);
+ * - RUNNING: what the live workers announced they run, oldest first (at
+ *   most SLUICE_ANNOUNCED_RUNNING_MAX per worker, and up to 2 s old);
+ * - DEAD_LETTERED: the dead letters, oldest first.
+ *
+ * A page costs O(@limit) broker work. With a filter (@task, a @queue for
+ * the schedule or the dead letters, and always for SCHEDULED versus
+ * RETRYING) the client reads pages and keeps what matches, reading at
+ * most 10 x @limit entries (at least 1000) per call: a filtered page may
+ * then hold fewer than @limit tasks, even none, with a cursor to go on.
+ * Pages from no cursor to none list every task exactly once while nothing
+ * changes meanwhile.
+ *
+ * Returns: (transfer full) (element-type SluiceListedTask): the page, or
+ * NULL and @error: SLUICE_CLIENT_ERROR_INVALID for a bad option or a
+ * cursor of another listing; SLUICE_BROKER_ERROR_UNSUPPORTED when the
+ * broker cannot list.
+ */
+SLUICE_AVAILABLE_IN_0_2
+GPtrArray *sluice_client_list(SluiceClient *client,
+                              const SluiceListOptions *options,
+                              gchar **out_next_cursor, GError **error);
+
+/**
+ * sluice_client_pause:
+ * @queue: a queue name
+ *
+ * Pauses @queue in the broker, for every worker, until
+ * sluice_client_resume(): producers still enqueue, and each worker stops
+ * taking from it within about a second (it re-reads the paused queues
+ * with its revocations, every revocation_interval_ms); what a worker
+ * fetched before still runs. Pausing a paused queue changes nothing.
+ * Returns: FALSE with SLUICE_BROKER_ERROR_UNSUPPORTED when the broker
+ * cannot pause, or another error.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_client_pause(SluiceClient *client, const gchar *queue,
+                             GError **error);
+
+/** sluice_client_resume: undoes sluice_client_pause(); see there. */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_client_resume(SluiceClient *client, const gchar *queue,
+                              GError **error);
+
+/**
+ * sluice_client_list_paused:
+ * Returns: (transfer full) (array zero-terminated=1): the paused queues,
+ * sorted (empty when none, or the broker cannot pause), or NULL and
+ * @error.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gchar **sluice_client_list_paused(SluiceClient *client, GError **error);
+
+/**
+ * sluice_client_purge:
+ * @out_removed: (out) (optional): how many messages were deleted
+ *
+ * Deletes every ready message of @queue in one atomic step: tasks running
+ * or on the schedule are not touched. Nothing is recorded for the deleted
+ * tasks (their records, if any, stay as they were).
+ * Returns: FALSE with SLUICE_BROKER_ERROR_UNSUPPORTED when the broker
+ * cannot purge, or another error.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_client_purge(SluiceClient *client, const gchar *queue,
+                             guint64 *out_removed, GError **error);
+
+/**
+ * SluiceDeleteOutcome:
+ * @SLUICE_DELETE_FAILED: an error occurred (@error is set)
+ * @SLUICE_DELETE_UNSCHEDULED: it was on the schedule (delayed or waiting
+ *   for a retry) and is removed: it will certainly not run, and its record
+ *   says `cancelled`
+ * @SLUICE_DELETE_DEAD_LETTER: it was a dead letter, and its newest dead
+ *   letter is deleted for good
+ * @SLUICE_DELETE_REVOKED: it was neither (queued, running, finished or
+ *   unknown): a revocation was recorded, as sluice_client_cancel() does,
+ *   so a worker skips it queued or cancels it running
+ */
+typedef enum {
+  SLUICE_DELETE_FAILED = 0,
+  SLUICE_DELETE_UNSCHEDULED,
+  SLUICE_DELETE_DEAD_LETTER,
+  SLUICE_DELETE_REVOKED,
+} SluiceDeleteOutcome;
+
+/**
+ * sluice_client_delete:
+ * @id: a task id
+ *
+ * Deletes one task wherever it is: off the schedule (atomically), out of
+ * the dead letters, or, queued or running, by a revocation.
+ * Returns: what happened (see SluiceDeleteOutcome).
+ */
+SLUICE_AVAILABLE_IN_0_2
+SluiceDeleteOutcome sluice_client_delete(SluiceClient *client, const gchar *id,
+                                         GError **error);
+
+/**
+ * sluice_client_run_now:
+ * @id: the id of a task on the schedule (delayed, or waiting for a retry)
+ *
+ * Moves the task from the schedule to the end of its queue in one atomic
+ * step, so the next free worker runs it; its attempt and history stay as
+ * they are.
+ * Returns: TRUE, or FALSE and SLUICE_CLIENT_ERROR_NOT_FOUND (saying where
+ * the task is instead, when the broker can tell), or a broker error.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_client_run_now(SluiceClient *client, const gchar *id,
+                               GError **error);
+
+/**
+ * sluice_client_get_last_periodic:
+ * @name: a periodic schedule's name
+ * @out_last: (out): its last dispatched occurrence (ms since epoch), or 0
+ *   if it never dispatched one
+ * Returns: FALSE with SLUICE_BROKER_ERROR_UNSUPPORTED when the broker has
+ * no periodic schedules, or another error.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_client_get_last_periodic(SluiceClient *client,
+                                         const gchar *name, gint64 *out_last,
+                                         GError **error);
+
 /* ---- Dead letters -------------------------------------------------------- */
 
 /**
@@ -319,5 +533,6 @@ gboolean sluice_client_dlq_delete(SluiceClient *client, const gchar *entry_id,
                                   GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SluiceClient, sluice_client_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SluiceListedTask, sluice_listed_task_free)
 
 G_END_DECLS

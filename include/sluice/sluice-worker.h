@@ -341,16 +341,44 @@ typedef enum {
 } SluiceMissedPolicy;
 
 /**
+ * SluiceOverlapPolicy:
+ * What a schedule does when an occurrence falls due while its previous
+ * one has not finished:
+ * @SLUICE_OVERLAP_ALLOW: dispatch it anyway (the default)
+ * @SLUICE_OVERLAP_SKIP: skip it while the previous occurrence is queued,
+ *   scheduled (waiting for a retry) or running; the next occurrence looks
+ *   again. The previous one is known by its id ("periodic:<name>:<ms>"
+ *   of the last occurrence the broker recorded) and its record: each
+ *   occurrence is enqueued with a `queued` record, which its worker
+ *   replaces with the final one, so the task must store its result
+ *   (store_result, the default). A record lives result_ttl (24 h): an
+ *   occurrence lost with a redis-fast worker holds the schedule back that
+ *   long at most.
+ */
+typedef enum {
+  SLUICE_OVERLAP_ALLOW,
+  SLUICE_OVERLAP_SKIP,
+} SluiceOverlapPolicy;
+
+/**
  * SluicePeriodicOptions:
  * @name: the schedule's unique name (the key of its compare-and-set)
  * @task: the task to enqueue
  * @args: (nullable): its arguments (msgpack)
  * @queue: (nullable): NULL = the task's queue or "default"
  * @interval_ms: every this long, aligned to the epoch; or 0 and @cron
- * @cron: (nullable): a five-field cron expression, evaluated in UTC
- *   ("*\/15 9-17 * * 1-5"): minute hour day-of-month month day-of-week
+ * @cron: (nullable): a five-field cron expression ("*\/15 9-17 * * 1-5"):
+ *   minute hour day-of-month month day-of-week, in @timezone
  * @missed: see SluiceMissedPolicy
  * @missed_max: the most occurrences SLUICE_MISSED_ALL dispatches (0 = 100)
+ * @timezone: (since 0.2) (nullable): the time zone @cron is read in, an
+ *   IANA name ("Europe/Berlin"; the system's tzdata) or an offset
+ *   ("+02:00"); NULL = UTC. When the clocks go forward, a time in the
+ *   skipped hour runs once, at the first instant after it (02:30 runs at
+ *   03:00); when they go back, a time in the repeated hour runs once, at
+ *   its first occurrence. Only for @cron: interval schedules are aligned
+ *   to the epoch, in no zone.
+ * @overlap: (since 0.2) see SluiceOverlapPolicy
  *
  * Each occurrence becomes a task with the deterministic id
  * "periodic:<name>:<due ms>", enqueued through the broker's compare-and-set,
@@ -365,6 +393,8 @@ typedef struct {
   const gchar *cron;
   SluiceMissedPolicy missed;
   guint missed_max;
+  const gchar *timezone;
+  SluiceOverlapPolicy overlap;
 } SluicePeriodicOptions;
 
 SLUICE_AVAILABLE_IN_0_1
@@ -388,7 +418,8 @@ gboolean sluice_worker_add_periodic(SluiceWorker *worker,
  * @after_ms: a time, negative (before 1970) or not, from 0001-01-01T00:00Z
  *   minus 1 ms to 9999-12-31T23:59:59.999Z (the years GDateTime can name)
  * @out_next_ms: (out): the first minute strictly after @after_ms that
- *   matches, in ms since the epoch
+ *   matches, in UTC, in ms since the epoch (for another zone see
+ *   sluice_periodic_next_occurrence())
  * Returns: FALSE with SLUICE_WORKER_ERROR_INVALID for a bad expression, a
  * time outside the range, an expression that matches no date within five
  * years (30 February) or none before 9999-12-31T23:59Z.
@@ -396,6 +427,20 @@ gboolean sluice_worker_add_periodic(SluiceWorker *worker,
 SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_cron_next(const gchar *cron, gint64 after_ms,
                           gint64 *out_next_ms, GError **error);
+
+/**
+ * sluice_periodic_next_occurrence:
+ * @options: a schedule, as for sluice_worker_add_periodic()
+ * @after_ms: a time (ms since epoch)
+ * @out_next_ms: (out): the schedule's first occurrence strictly after
+ *   @after_ms
+ * Returns: FALSE with SLUICE_WORKER_ERROR_INVALID for a bad schedule (the
+ * message says what to change), or one that never occurs again.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_periodic_next_occurrence(const SluicePeriodicOptions *options,
+                                         gint64 after_ms, gint64 *out_next_ms,
+                                         GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SluiceWorker, sluice_worker_unref)
 

@@ -8,7 +8,8 @@
  * priority of its queues, that a repeated settle is harmless, that RETRY
  * and DEAD_LETTER happen with the acknowledgement, that promote_due never
  * promotes twice, what releases, revocations, periodic claims, dead
- * letters, lookups, announcements and stats do. What needs a capability
+ * letters, lookups, announcements, stats, listings, pauses and moves on
+ * the schedule do. What needs a capability
  * (LEASES, FENCING, IN_FLIGHT, CLOCK_TTL) or an optional slot is checked
  * only where the broker declares it, never by the broker's name.
  *
@@ -1359,6 +1360,326 @@ START_TEST(in_flight_counts_deliveries_until_settled_and_purge_spares_them)
 }
 END_TEST
 
+/* ---- seeing and steering: listings, pauses, moves ------------------------ */
+
+static SluiceListedMessage *
+listed_at(GPtrArray *listed, guint i)
+{
+  ck_assert_uint_lt(i, listed->len);
+  return g_ptr_array_index(listed, i);
+}
+
+/* Pages through @queue (NULL: the schedule) @limit at a time, from the
+ * start to the end; returns every message listed, in order. */
+static GPtrArray *
+list_all(Contract *c, const gchar *queue, guint limit, guint *out_pages)
+{
+  GPtrArray *all = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)sluice_listed_message_free);
+  g_autofree gchar *cursor = NULL;
+  guint pages = 0;
+
+  do {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GPtrArray) page = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)sluice_listed_message_free);
+    gchar *next = NULL;
+    gboolean ok = queue != NULL
+                      ? sluice_broker_list_queued(c->broker, queue, cursor,
+                                                  limit, page, &next, &error)
+                      : sluice_broker_list_scheduled(c->broker, cursor, limit,
+                                                     page, &next, &error);
+
+    ck_assert_msg(ok, "%s", error != NULL ? error->message : "");
+    ck_assert_uint_le(page->len, limit);
+    /* A page short of the limit is the last. */
+    ck_assert(page->len == limit || next == NULL);
+    while (page->len > 0)
+      g_ptr_array_add(all, g_ptr_array_steal_index(page, 0));
+    g_free(cursor);
+    cursor = next;
+    ck_assert_uint_lt(++pages, 1000);
+  } while (cursor != NULL);
+  if (out_pages != NULL)
+    *out_pages = pages;
+  return all;
+}
+
+/* Pages from no cursor to none list every ready message once, in the order
+ * fetch takes them, and take nothing; a delivered message is not ready, a
+ * released one is again. */
+START_TEST(list_queued_pages_cover_every_ready_message_once)
+{
+  g_autoptr(Contract) c = contract_new();
+  g_autoptr(GPtrArray) all = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GPtrArray) page = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)sluice_listed_message_free);
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *cursor = NULL;
+  SluiceBrokerStats stats;
+  SluiceSettlement release = {0};
+  guint pages = 0;
+
+  if (c->broker->klass->list_queued == NULL) {
+    ck_assert(!sluice_broker_list_queued(c->broker, "default", NULL, 5, page,
+                                         &cursor, &error));
+    ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                              SLUICE_BROKER_ERROR_UNSUPPORTED));
+    return;
+  }
+  /* Nothing there: one empty page, and the end. */
+  ck_assert(sluice_broker_list_queued(c->broker, "default", NULL, 5, page,
+                                      &cursor, &error));
+  ck_assert_uint_eq(page->len, 0);
+  ck_assert_ptr_null(cursor);
+
+  for (guint i = 0; i < 25; i++) {
+    g_autofree gchar *id = g_strdup_printf("m%02u", i);
+    sluice_test_enqueue(c->broker, id, "default", id, 0);
+  }
+  sluice_test_enqueue(c->broker, "other", "elsewhere", "other", 0);
+  sluice_test_enqueue(c->broker, "later", "default", "later", 5000);
+  all = list_all(c, "default", 7, &pages);
+  ck_assert_uint_eq(all->len, 25);
+  ck_assert_uint_ge(pages, 4);
+  for (guint i = 0; i < 25; i++) {
+    g_autofree gchar *id = g_strdup_printf("m%02u", i);
+    ck_assert_msg(sluice_test_bytes_is(listed_at(all, i)->payload, id),
+                  "message %u listed out of order", i);
+    ck_assert_str_eq(listed_at(all, i)->queue, "default");
+    ck_assert_int_eq(listed_at(all, i)->due_at, 0);
+  }
+  g_clear_pointer(&all, g_ptr_array_unref);
+  stats = sluice_test_stats(c->broker, q_default);
+  ck_assert_int_eq(sluice_test_queue_ready(&stats, "default"), 25);
+  sluice_broker_stats_clear(&stats);
+
+  /* Delivered and not settled: not listed. Released: listed again. */
+  got = sluice_test_fetch(c->broker, "c1", q_default, 3, 0);
+  ck_assert_uint_eq(got->len, 3);
+  all = list_all(c, "default", 100, NULL);
+  ck_assert_uint_eq(all->len, 22);
+  ck_assert(sluice_test_bytes_is(listed_at(all, 0)->payload, "m03"));
+  g_clear_pointer(&all, g_ptr_array_unref);
+  release.delivery = at(got, 0);
+  release.action = SLUICE_SETTLE_RELEASE;
+  release.id = "m00";
+  ck_assert_int_eq(sluice_test_settle_one(c->broker, "c1", &release),
+                   SLUICE_SETTLE_DONE);
+  all = list_all(c, "default", 100, NULL);
+  ck_assert_uint_eq(all->len, 23);
+  {
+    gboolean seen = FALSE;
+    for (guint i = 0; i < all->len; i++)
+      seen = seen || sluice_test_bytes_is(listed_at(all, i)->payload, "m00");
+    ck_assert_msg(seen, "the released message is not listed");
+  }
+  g_clear_pointer(&all, g_ptr_array_unref);
+
+  /* A cursor the broker never gave is refused, not guessed at. */
+  ck_assert(!sluice_broker_list_queued(c->broker, "default", "not a cursor", 5,
+                                       page, &cursor, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
+}
+END_TEST
+
+/* The schedule, earliest first, each entry once across pages, with its
+ * id, queue, payload and due time; listing promotes nothing. */
+START_TEST(list_scheduled_pages_in_due_order)
+{
+  g_autoptr(Contract) c = contract_new();
+  g_autoptr(GPtrArray) all = NULL;
+  g_autoptr(GPtrArray) page = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)sluice_listed_message_free);
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *cursor = NULL;
+  SluiceBrokerStats stats;
+  guint promoted;
+  gint64 next;
+
+  if (c->broker->klass->list_scheduled == NULL) {
+    ck_assert(!sluice_broker_list_scheduled(c->broker, NULL, 5, page, &cursor,
+                                            &error));
+    ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                              SLUICE_BROKER_ERROR_UNSUPPORTED));
+    return;
+  }
+  /* Twelve entries, due in reverse order of their ids, three due at
+   * each time. */
+  for (guint i = 0; i < 12; i++) {
+    g_autofree gchar *id = g_strdup_printf("s%02u", i);
+    sluice_test_enqueue(c->broker, id, i % 2 ? "odd" : "even", id,
+                        10000 - (i / 3) * 1000);
+  }
+  sluice_test_enqueue(c->broker, "ready", "default", "ready", 0);
+  all = list_all(c, NULL, 5, NULL);
+  ck_assert_uint_eq(all->len, 12);
+  {
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint i = 0; i < all->len; i++) {
+      SluiceListedMessage *m = listed_at(all, i);
+      guint n = (guint)g_ascii_strtoull(m->id + 1, NULL, 10);
+
+      ck_assert_ptr_nonnull(m->id);
+      ck_assert(sluice_test_bytes_is(m->payload, m->id));
+      ck_assert_str_eq(m->queue, n % 2 ? "odd" : "even");
+      ck_assert_int_eq(m->due_at, 10000 - (n / 3) * 1000);
+      if (i > 0)
+        ck_assert_int_le(listed_at(all, i - 1)->due_at, m->due_at);
+      ck_assert_msg(g_hash_table_add(seen, m->id), "%s listed twice", m->id);
+    }
+  }
+  g_clear_pointer(&all, g_ptr_array_unref);
+  stats = sluice_test_stats(c->broker, NULL);
+  ck_assert_int_eq(stats.scheduled, 12);
+  sluice_broker_stats_clear(&stats);
+
+  /* A page goes on after its cursor even when earlier entries were
+   * promoted meanwhile: nothing after the cursor is skipped. */
+  ck_assert(
+      sluice_broker_list_scheduled(c->broker, NULL, 4, page, &cursor, &error));
+  ck_assert_uint_eq(page->len, 4);
+  ck_assert_ptr_nonnull(cursor);
+  ck_assert(
+      sluice_broker_promote_due(c->broker, 7000, 2, &promoted, &next, &error));
+  ck_assert_uint_eq(promoted, 2);
+  g_ptr_array_set_size(page, 0);
+  {
+    gchar *rest = NULL;
+    ck_assert(sluice_broker_list_scheduled(c->broker, cursor, 100, page, &rest,
+                                           &error));
+    ck_assert_ptr_null(rest);
+  }
+  ck_assert_uint_eq(page->len, 8);
+
+  g_ptr_array_set_size(page, 0);
+  ck_assert(!sluice_broker_list_scheduled(c->broker, "not a cursor", 5, page,
+                                          &cursor, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
+}
+END_TEST
+
+static gboolean
+paused_contains(GPtrArray *paused, const gchar *queue)
+{
+  for (guint i = 0; i < paused->len; i++)
+    if (g_strcmp0(paused->pdata[i], queue) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static GPtrArray *
+paused_now(Contract *c)
+{
+  g_autoptr(GError) error = NULL;
+  GPtrArray *paused = g_ptr_array_new_with_free_func(g_free);
+
+  ck_assert_msg(sluice_broker_list_paused(c->broker, paused, &error), "%s",
+                error != NULL ? error->message : "");
+  return paused;
+}
+
+/* A pause is a stored flag: listed until resumed, once however often it
+ * is set; the broker still takes and hands out the queue's messages (the
+ * workers decide not to fetch). */
+START_TEST(paused_queues_are_stored_and_listed)
+{
+  g_autoptr(Contract) c = contract_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) paused = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+
+  if (c->broker->klass->set_paused == NULL) {
+    paused = paused_now(c);
+    ck_assert_uint_eq(paused->len, 0);
+    ck_assert(!sluice_broker_set_paused(c->broker, "a", TRUE, &error));
+    ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                              SLUICE_BROKER_ERROR_UNSUPPORTED));
+    return;
+  }
+  paused = paused_now(c);
+  ck_assert_uint_eq(paused->len, 0);
+  g_clear_pointer(&paused, g_ptr_array_unref);
+  ck_assert(sluice_broker_set_paused(c->broker, "a", TRUE, &error));
+  ck_assert(sluice_broker_set_paused(c->broker, "a", TRUE, &error));
+  ck_assert(sluice_broker_set_paused(c->broker, "b", TRUE, &error));
+  paused = paused_now(c);
+  ck_assert_uint_eq(paused->len, 2);
+  ck_assert(paused_contains(paused, "a") && paused_contains(paused, "b"));
+  g_clear_pointer(&paused, g_ptr_array_unref);
+
+  sluice_test_enqueue(c->broker, "1", "a", "1", 0);
+  got = sluice_test_fetch(c->broker, "c1", (const gchar *const[]){"a", NULL},
+                          10, 0);
+  ck_assert_uint_eq(got->len, 1);
+
+  ck_assert(sluice_broker_set_paused(c->broker, "a", FALSE, &error));
+  ck_assert(sluice_broker_set_paused(c->broker, "never", FALSE, &error));
+  paused = paused_now(c);
+  ck_assert_uint_eq(paused->len, 1);
+  ck_assert(paused_contains(paused, "b"));
+}
+END_TEST
+
+/* Rescheduling moves an entry's due time, or with 0 straight to its queue
+ * (a blocked fetch would take it), bytes untouched; an id that is not on
+ * the schedule changes nothing. */
+START_TEST(reschedule_moves_an_entry_or_runs_it_now)
+{
+  g_autoptr(Contract) c = contract_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+  const gchar *const jobs[] = {"jobs", NULL};
+  SluiceBrokerStats stats;
+  gboolean found = TRUE;
+  guint promoted;
+  gint64 next;
+
+  if (c->broker->klass->reschedule == NULL) {
+    ck_assert(!sluice_broker_reschedule(c->broker, "x", 0, &found, &error));
+    ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                              SLUICE_BROKER_ERROR_UNSUPPORTED));
+    return;
+  }
+  sluice_test_enqueue(c->broker, "sooner", "jobs", "sooner", 50000);
+  sluice_test_enqueue(c->broker, "now", "jobs", "now-bytes", 60000);
+  ck_assert(
+      sluice_broker_reschedule(c->broker, "sooner", 2000, &found, &error));
+  ck_assert(found);
+  ck_assert(
+      sluice_broker_promote_due(c->broker, 1999, 10, &promoted, &next, &error));
+  ck_assert_uint_eq(promoted, 0);
+  ck_assert_int_eq(next, 2000);
+
+  ck_assert(sluice_broker_reschedule(c->broker, "now", 0, &found, &error));
+  ck_assert(found);
+  got = sluice_test_fetch(c->broker, "c1", jobs, 10, 0);
+  ck_assert_uint_eq(got->len, 1);
+  ck_assert(sluice_test_bytes_is(at(got, 0)->payload, "now-bytes"));
+  ck_assert_str_eq(at(got, 0)->queue, "jobs");
+  stats = sluice_test_stats(c->broker, NULL);
+  ck_assert_int_eq(stats.scheduled, 1);
+  sluice_broker_stats_clear(&stats);
+
+  ck_assert(sluice_broker_reschedule(c->broker, "now", 0, &found, &error));
+  ck_assert(!found);
+  ck_assert(sluice_broker_reschedule(c->broker, "never", 0, &found, &error));
+  ck_assert(!found);
+  g_clear_pointer(&got, g_ptr_array_unref);
+  got = sluice_test_fetch(c->broker, "c1", jobs, 10, 0);
+  ck_assert_uint_eq(got->len, 0);
+  ck_assert(
+      sluice_broker_promote_due(c->broker, 2000, 10, &promoted, &next, &error));
+  ck_assert_uint_eq(promoted, 1);
+  got = fetch_all(c, "c1", jobs, 10);
+  ck_assert_uint_eq(got->len, 1);
+  ck_assert(sluice_test_bytes_is(at(got, 0)->payload, "sooner"));
+}
+END_TEST
+
 /* ---- leases: heartbeats, reclaim, fencing -------------------------------- */
 
 typedef struct {
@@ -1613,5 +1934,9 @@ sluice_conformance__contract_tcase(const SluiceConformanceFactory *f)
   tcase_add_test(tc, reclaim_takes_over_only_dead_or_idle_deliveries);
   tcase_add_test(tc, heartbeat_keeps_the_deliveries_it_renews);
   tcase_add_test(tc, a_settle_by_the_former_owner_is_refused_as_stale);
+  tcase_add_test(tc, list_queued_pages_cover_every_ready_message_once);
+  tcase_add_test(tc, list_scheduled_pages_in_due_order);
+  tcase_add_test(tc, paused_queues_are_stored_and_listed);
+  tcase_add_test(tc, reschedule_moves_an_entry_or_runs_it_now);
   return tc;
 }

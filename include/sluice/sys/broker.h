@@ -306,6 +306,26 @@ typedef struct {
   SluiceDeadLetter *dead_letter;
 } SluiceTaskLocation;
 
+/**
+ * SluiceListedMessage:
+ * @id: (nullable): `list_scheduled`: the task id the schedule keys the
+ *   entry by; NULL from `list_queued` (the id is in the payload)
+ * @queue: the queue it waits in, or goes to when due
+ * @payload: the envelope bytes as stored
+ * @due_at: `list_scheduled`: when it is due (ms since epoch); 0 for a
+ *   ready message
+ *
+ * One message a listing slot found, left where it was. Made by a broker
+ * with sluice_listed_message_new(), owned by the caller of the slot, freed
+ * with sluice_listed_message_free(). Owns every field.
+ */
+typedef struct {
+  gchar *id;
+  gchar *queue;
+  GBytes *payload;
+  gint64 due_at;
+} SluiceListedMessage;
+
 #define SLUICE_BROKER_CLASS_VERSION 3
 
 /**
@@ -659,6 +679,76 @@ struct _SluiceBrokerClass {
   gboolean (*put_records)(SluiceBroker *self, const SluiceRecordWrite *items,
                           guint n, GError **error);
 
+  /* ---- seeing and steering (version 3) -------------------------------- */
+
+  /**
+   * list_queued: Optional. If NULL, listing queued tasks fails with
+   * UNSUPPORTED.
+   * Appends to @out (SluiceListedMessage, transfer full) up to @limit
+   * ready messages of @queue, in the order `fetch` would take them,
+   * without taking them: a delivered message not settled yet is not
+   * listed, a released one is (where its release put it). Starts after
+   * @cursor (NULL: at the next message a fetch takes) and sets
+   * @out_cursor (transfer full) to where the next page starts, or to NULL
+   * when the queue was listed to its end. Cursors are the broker's own
+   * strings. When nothing changes meanwhile, pages from NULL to NULL list
+   * every ready message exactly once; while messages are fetched or
+   * released meanwhile, a broker whose cursor is a position may skip or
+   * repeat some (it says so where it documents its cursor). Costs
+   * O(@limit) (plus what finding @cursor costs the store), never a scan of
+   * the queue, and never blocks a consumer. Changes nothing.
+   */
+  gboolean (*list_queued)(SluiceBroker *self, const gchar *queue,
+                          const gchar *cursor, guint limit, GPtrArray *out,
+                          gchar **out_cursor, GError **error);
+
+  /**
+   * list_scheduled: Optional. If NULL, listing scheduled and retrying
+   * tasks fails with UNSUPPORTED.
+   * Appends to @out (SluiceListedMessage, transfer full, @id and @due_at
+   * set) up to @limit entries of the schedule, earliest due first (entries
+   * due at the same time in a stable order of the broker's), starting after
+   * @cursor (NULL: the earliest), and sets @out_cursor as `list_queued`
+   * does. Every queue's entries are listed: the core filters by queue and
+   * tells a delay from a retry by the envelope's attempt. Costs O(log n +
+   * @limit). Changes nothing.
+   */
+  gboolean (*list_scheduled)(SluiceBroker *self, const gchar *cursor,
+                             guint limit, GPtrArray *out, gchar **out_cursor,
+                             GError **error);
+
+  /**
+   * set_paused: Optional (with list_paused). If NULL, pausing fails with
+   * UNSUPPORTED.
+   * Records that @queue is paused (@paused) or not, where every client and
+   * worker of the store sees it, for good (it outlives the workers).
+   * Pausing a paused queue, or resuming one that is not, changes nothing.
+   * Pausing stores a flag and nothing else: producers still enqueue; the
+   * workers read `list_paused` and stop fetching from the queue.
+   */
+  gboolean (*set_paused)(SluiceBroker *self, const gchar *queue,
+                         gboolean paused, GError **error);
+
+  /**
+   * list_paused: Optional (required with set_paused). If NULL, no queue is
+   * ever paused.
+   * Appends to @out (gchar *, transfer full) the name of every paused
+   * queue. Workers call it about once a second.
+   */
+  gboolean (*list_paused)(SluiceBroker *self, GPtrArray *out, GError **error);
+
+  /**
+   * reschedule: Optional. If NULL, moving a scheduled task fails with
+   * UNSUPPORTED.
+   * If @id is on the schedule, in one atomic step: with @due_at 0, takes it
+   * off and appends its message to its queue, ready at once (as
+   * `promote_due` would, so a blocked `fetch` takes it); with @due_at > 0,
+   * makes it due then instead. Sets @out_found; if @id is not scheduled,
+   * changes nothing. The message's bytes are untouched.
+   */
+  gboolean (*reschedule)(SluiceBroker *self, const gchar *id, gint64 due_at,
+                         gboolean *out_found, GError **error);
+
   /* Slots above are valid for version 3 */
 };
 
@@ -710,6 +800,23 @@ void sluice_revocation_free(SluiceRevocation *revocation);
 /** sluice_task_location_clear: frees what @location holds and zeroes it. */
 SLUICE_BROKER_API
 void sluice_task_location_clear(SluiceTaskLocation *location);
+
+/**
+ * sluice_listed_message_new:
+ * @id: (nullable) (transfer none): copied
+ * @queue: (transfer none): copied
+ * @payload: (transfer none): referenced
+ * @due_at: 0 for a ready message
+ * Returns: (transfer full)
+ */
+SLUICE_BROKER_API
+SluiceListedMessage *sluice_listed_message_new(const gchar *id,
+                                               const gchar *queue,
+                                               GBytes *payload, gint64 due_at);
+
+/** sluice_listed_message_free: NULL-safe. */
+SLUICE_BROKER_API
+void sluice_listed_message_free(SluiceListedMessage *message);
 
 /* ---- For broker authors: logging ---------------------------------------- */
 
@@ -863,5 +970,29 @@ gboolean sluice_broker_lookup_task(SluiceBroker *broker, const gchar *id,
 SLUICE_BROKER_API
 gboolean sluice_broker_announce(SluiceBroker *broker, const gchar *consumer,
                                 GBytes *info, gint64 ttl_ms, GError **error);
+/* The listing slots: @out_cursor (transfer full) is set to NULL at the
+ * end; UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_list_queued(SluiceBroker *broker, const gchar *queue,
+                                   const gchar *cursor, guint limit,
+                                   GPtrArray *out, gchar **out_cursor,
+                                   GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_list_scheduled(SluiceBroker *broker, const gchar *cursor,
+                                      guint limit, GPtrArray *out,
+                                      gchar **out_cursor, GError **error);
+/* UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_set_paused(SluiceBroker *broker, const gchar *queue,
+                                  gboolean paused, GError **error);
+/* Without the slot: TRUE, nothing added (no queue is paused). */
+SLUICE_BROKER_API
+gboolean sluice_broker_list_paused(SluiceBroker *broker, GPtrArray *out,
+                                   GError **error);
+/* UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_reschedule(SluiceBroker *broker, const gchar *id,
+                                  gint64 due_at, gboolean *out_found,
+                                  GError **error);
 
 G_END_DECLS
