@@ -141,10 +141,9 @@ sluice_outcome__dead_letter(Job *job, const gchar *reason, const gchar *detail)
                                        detail, reason, now);
     p->record_final = TRUE;
   }
-  sluice_log__task(G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
-                   job->delivery->queue, job_attempt(job),
-                   "dead-lettered (%s): %s", reason,
-                   detail != NULL ? detail : "");
+  sluice_log__envelope(G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
+                       "dead-lettered (%s): %s", reason,
+                       detail != NULL ? detail : "");
   push_pending(worker, p);
 }
 
@@ -159,9 +158,8 @@ sluice_outcome__cancelled(Job *job, const gchar *why)
                                sluice_clock_now_ms(job->worker->clock));
     p->record_final = TRUE;
   }
-  sluice_log__task(G_LOG_LEVEL_INFO, job_id(job), job_task(job),
-                   job->delivery->queue, job_attempt(job), "cancelled: %s",
-                   why);
+  sluice_log__envelope(G_LOG_LEVEL_INFO, job->env, job->delivery->queue,
+                       "cancelled: %s", why);
   push_pending(job->worker, p);
 }
 
@@ -247,8 +245,8 @@ sluice_outcome__failed(Job *job, const gchar *message,
     if (worker->options.track_state && job->store_result)
       record = sluice_outcome__record(job, SLUICE_STATE_RETRYING, NULL, message,
                                       NULL, now);
-    sluice_log__task(
-        G_LOG_LEVEL_INFO, env->id, env->task, env->queue, env->attempt,
+    sluice_log__envelope(
+        G_LOG_LEVEL_INFO, env, env->queue,
         "attempt %u of %u failed: %s; retrying in %" G_GINT64_FORMAT " ms",
         env->attempt, job->policy.max_attempts, message, delay);
     settle_reschedule(job, next, now + delay, KIND_RETRIED, record);
@@ -273,8 +271,8 @@ sluice_outcome__failed(Job *job, const gchar *message,
                                          message, NULL, now);
       p->record_final = TRUE;
     }
-    sluice_log__task(G_LOG_LEVEL_WARNING, env->id, env->task, env->queue,
-                     env->attempt, "failed for good (%s): %s", reason, message);
+    sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
+                         "failed for good (%s): %s", reason, message);
     push_pending(worker, p);
   }
 }
@@ -325,8 +323,8 @@ sluice_outcome__defer_unknown(Job *job, gint64 now)
   }
   log_key = g_strconcat("unknown-task:", env->task, NULL);
   if (sluice_worker__first_in_a_while(worker, log_key))
-    sluice_log__task(
-        G_LOG_LEVEL_MESSAGE, env->id, env->task, env->queue, env->attempt,
+    sluice_log__envelope(
+        G_LOG_LEVEL_MESSAGE, env, env->queue,
         "no task named “%s” is registered here; deferring messages of it "
         "(this one by %" G_GINT64_FORMAT " ms) and burying them once it has "
         "been unknown for %" G_GINT64_FORMAT " ms; said once a minute",

@@ -43,8 +43,7 @@ log_settled(Pending *p)
 {
   Job *job = p->job;
 
-  sluice_log__finished(job_id(job), job_task(job), job->delivery->queue,
-                       job_attempt(job), outcome_name(p->kind),
+  sluice_log__finished(job->env, job->delivery->queue, outcome_name(p->kind),
                        __atomic_load_n(&job->run_us, __ATOMIC_RELAXED));
 }
 
@@ -213,14 +212,13 @@ sluice_worker__settler_main(gpointer data)
       for (guint i = 0; i < n_items; i++) {
         Job *job = batch[settled[i]]->job;
         if (items[i].status == SLUICE_SETTLE_STALE)
-          sluice_log__task(G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
-                           job->delivery->queue, job_attempt(job),
-                           "settle refused: another worker owns this delivery "
-                           "now (lease lost); the task may run again");
+          sluice_log__envelope(
+              G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
+              "settle refused: another worker owns this delivery "
+              "now (lease lost); the task may run again");
         else if (items[i].status == SLUICE_SETTLE_GONE)
-          sluice_log__task(
-              G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
-              job->delivery->queue, job_attempt(job),
+          sluice_log__envelope(
+              G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
               "settle refused: no worker holds this delivery any more: it "
               "was settled already, or the broker lost it (a Redis "
               "restarted without its latest writes, or an entry deleted by "

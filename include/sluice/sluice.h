@@ -22,5 +22,6 @@
 #include <sluice/sluice-result.h>
 #include <sluice/sluice-task.h>
 #include <sluice/sluice-testing.h>
+#include <sluice/sluice-trace.h>
 #include <sluice/sluice-worker.h>
 #undef SLUICE_INSIDE
