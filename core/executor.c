@@ -90,6 +90,7 @@ execute(Job *job, guint slot)
   g_mutex_lock(&worker->lock);
   worker->running++;
   worker->stats.started++;
+  job->series->started++;
   worker->stats.peak_running = MAX(worker->stats.peak_running, worker->running);
   job->started_at = now;
   g_mutex_unlock(&worker->lock);

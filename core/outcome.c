@@ -116,11 +116,11 @@ sluice_outcome__running(Job *job, gint64 now)
   push_pending(job->worker, p);
 }
 
-/* Buries the job's delivery, untouched, for @reason. Always dead-letters:
- * the reasons that a task may turn into `failed` are handled by
- * sluice_outcome__failed. */
-void
-sluice_outcome__dead_letter(Job *job, const gchar *reason, const gchar *detail)
+/* Buries the job's delivery, untouched, for @reason; @failed_attempt when
+ * an attempt's failure brought it there. */
+static void
+bury(Job *job, const gchar *reason, const gchar *detail,
+     gboolean failed_attempt)
 {
   SluiceWorker *worker = job->worker;
   gint64 now = sluice_clock_now_ms(worker->clock);
@@ -136,6 +136,7 @@ sluice_outcome__dead_letter(Job *job, const gchar *reason, const gchar *detail)
   dl->at = now;
   dl->payload = g_bytes_ref(job->delivery->payload);
   p->dead_letter = dl;
+  p->failed_attempt = failed_attempt;
   if (job->env != NULL && job->store_result) {
     p->record = sluice_outcome__record(job, SLUICE_STATE_DEAD_LETTERED, NULL,
                                        detail, reason, now);
@@ -145,6 +146,14 @@ sluice_outcome__dead_letter(Job *job, const gchar *reason, const gchar *detail)
                        "dead-lettered (%s): %s", reason,
                        detail != NULL ? detail : "");
   push_pending(worker, p);
+}
+
+/* Always dead-letters: the reasons that a task may turn into `failed` are
+ * handled by sluice_outcome__failed. */
+void
+sluice_outcome__dead_letter(Job *job, const gchar *reason, const gchar *detail)
+{
+  bury(job, reason, detail, FALSE);
 }
 
 void
@@ -200,6 +209,7 @@ settle_reschedule(Job *job, SluiceEnvelope *next, gint64 due_at,
     return FALSE;
   }
   p = pending_new(job, kind, SLUICE_SETTLE_RETRY);
+  p->failed_attempt = kind == KIND_RETRIED;
   p->reschedule_payload = payload;
   p->reschedule_at = due_at;
   p->record = record;
@@ -260,12 +270,13 @@ sluice_outcome__failed(Job *job, const gchar *message,
             ? g_strdup(message)
             : g_strdup_printf("failed %u of %u attempts; last error: %s",
                               env->attempt, job->policy.max_attempts, message);
-    sluice_outcome__dead_letter(job, reason, detail);
+    bury(job, reason, detail, TRUE);
     return;
   }
 
   {
     Pending *p = pending_new(job, KIND_FAILED, SLUICE_SETTLE_ACK);
+    p->failed_attempt = TRUE;
     if (job->store_result) {
       p->record = sluice_outcome__record(job, SLUICE_STATE_FAILED, NULL,
                                          message, NULL, now);

@@ -152,6 +152,7 @@ sluice_worker__settler_main(gpointer data)
   g_autofree SluiceSettlement *items = g_new0(SluiceSettlement, max);
   g_autofree SluiceRecordWrite *records = g_new0(SluiceRecordWrite, max);
   g_autofree guint *settled = g_new0(guint, max); /* batch index of items[i] */
+  g_autofree gint64 *started_at = g_new0(gint64, max); /* of items[i] */
   gboolean stop = FALSE;
 
   while (!stop) {
@@ -227,6 +228,15 @@ sluice_worker__settler_main(gpointer data)
     }
 
     if (n_items > 0) {
+      /* The metrics are counted before the settle is announced, so that
+       * whoever waits for it (run_until_idle) finds them counted. */
+      g_mutex_lock(&worker->lock);
+      for (guint i = 0; i < n_items; i++)
+        started_at[i] = batch[settled[i]]->job->started_at;
+      g_mutex_unlock(&worker->lock);
+      sluice_metrics__settled(worker, batch, settled, items, started_at,
+                              n_items);
+
       g_mutex_lock(&worker->lock);
       for (guint i = 0; i < n_items; i++) {
         Pending *p = batch[settled[i]];

@@ -177,6 +177,7 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   worker->periodics =
       g_ptr_array_new_with_free_func((GDestroyNotify)sluice_periodic__free);
+  sluice_metrics__init(worker);
   return worker;
 }
 
@@ -192,6 +193,7 @@ sluice_worker__core_unref(SluiceWorker *worker)
 {
   if (!g_atomic_ref_count_dec(&worker->core_refs))
     return;
+  sluice_metrics__clear(worker);
   g_ptr_array_unref(worker->periodics);
   g_hash_table_unref(worker->revoked);
   g_mutex_clear(&worker->revoke_lock);

@@ -16,6 +16,7 @@
 #include <sluice/sluice-clock.h>
 #include <sluice/sluice-envelope.h>
 #include <sluice/sluice-macros.h>
+#include <sluice/sluice-metrics.h>
 #include <sluice/sluice-module.h>
 #include <sluice/sluice-policy.h>
 #include <sluice/sluice-redis.h>
