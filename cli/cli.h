@@ -8,6 +8,7 @@
  *   cmd-task.c     `sluice result`, `sluice inspect`, `sluice cancel`
  *   cmd-dlq.c      `sluice dlq list|show|replay|purge`
  *   cmd-stats.c    `sluice stats`
+ *   cmd-exporter.c `sluice exporter` (the namespace's gauges over HTTP)
  *
  * and helpers:
  *
@@ -18,6 +19,8 @@
  *   output.c       tables, JSON, times, task records
  *   log.c          the log writer (journald, text or JSON lines)
  *   modules.c      task modules (GModule)
+ *   http.c         HTTP endpoints: listen addresses, the server (http.h)
+ *   metrics-server.c  the worker's /metrics and /healthz
  *
  * The command uses only the public API (it links libsluice.la, which
  * exports nothing else). It keeps no global state of its own: each
@@ -423,6 +426,7 @@ int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_cancel(int argc, char **argv);
 int cli_cmd_dlq(int argc, char **argv);
 int cli_cmd_stats(int argc, char **argv);
+int cli_cmd_exporter(int argc, char **argv);
 
 /* The texts --help shows at the bottom of every subcommand. */
 #define CLI_HELP_CONNECTION                                                    \
@@ -430,6 +434,38 @@ int cli_cmd_stats(int argc, char **argv);
   "and SLUICE_NAMESPACE, else the [connection] group of the --config file\n"   \
   "(or $SLUICE_CONFIG), else redis://127.0.0.1:6379/0, reliable, sluice.\n"    \
   "Durations: 500ms, 30s, 5m, 1h. See sluice(1)."
+
+/* ---- HTTP endpoints (http.c, metrics-server.c) --------------------------- */
+
+/**
+ * cli_parse_listen:
+ * @what: the option or key, for the message
+ * @text: HOST:PORT with an IP address (an IPv6 one in brackets), or a
+ *   bare PORT for 127.0.0.1; port 0 takes any free port
+ * @out: (out) (transfer full): the address
+ * Returns: FALSE and a usage error with examples.
+ */
+gboolean cli_parse_listen(const gchar *what, const gchar *text,
+                          GSocketAddress **out, GError **error);
+
+typedef struct _CliMetricsServer CliMetricsServer;
+
+/**
+ * cli_metrics_server_start:
+ * @worker: a started worker; referenced
+ *
+ * Serves /metrics and /healthz on @address from a thread of its own, and
+ * logs the URL (with the port bound).
+ * Returns: (transfer full): the server, or NULL and an error (the address
+ * is in use, ...).
+ */
+CliMetricsServer *cli_metrics_server_start(SluiceWorker *worker,
+                                           GSocketAddress *address,
+                                           GError **error);
+/* /healthz answers 503 from now on: the worker is stopping. */
+void cli_metrics_server_stopping(CliMetricsServer *server);
+/* Stops serving and frees @server. NULL-safe. */
+void cli_metrics_server_free(CliMetricsServer *server);
 
 /* ---- systemd (notify.c) ------------------------------------------------- */
 

@@ -50,6 +50,7 @@ static const gchar *const worker_keys[] = {"queues",
                                            "max-tasks-per-child",
                                            "max-rss-per-child",
                                            "memory-limit-per-child",
+                                           "metrics-listen",
                                            NULL};
 
 /* The retry options `worker` and `run` share, as typed. */
@@ -246,6 +247,7 @@ typedef struct {
   gchar *max_tasks_per_child;
   gchar *max_rss_per_child;
   gchar *memory_limit_per_child;
+  gchar *metrics_listen;
 } WorkerArgs;
 
 static void
@@ -268,6 +270,7 @@ worker_args_clear(WorkerArgs *args)
   g_free(args->max_tasks_per_child);
   g_free(args->max_rss_per_child);
   g_free(args->memory_limit_per_child);
+  g_free(args->metrics_listen);
 }
 
 /* The process-isolation settings: --isolation and the child limits. */
@@ -325,6 +328,7 @@ typedef struct {
   CliLogFormat log_format;
   guint dead_letter_max;
   gboolean fail_fast;
+  GSocketAddress *metrics_listen; /* owned; NULL = no metrics endpoint */
 } WorkerPlan;
 
 static void
@@ -333,6 +337,7 @@ worker_plan_clear(WorkerPlan *plan)
   g_strfreev(plan->queues);
   g_strfreev(plan->modules);
   g_free(plan->worker_id);
+  g_clear_object(&plan->metrics_listen);
 }
 
 static gboolean
@@ -420,6 +425,10 @@ resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
     return FALSE;
   plan->options.log_each_task =
       plan->options.log_each_task && !args->no_task_log;
+  if ((value = setting(&s, args->metrics_listen, settings, "metrics-listen")) !=
+          NULL &&
+      !cli_parse_listen(s.what, value, &plan->metrics_listen, error))
+    return FALSE;
   return resolve_isolation(args, settings, &plan->options, error);
 }
 
@@ -430,6 +439,7 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
   g_autoptr(SluiceRegistry) registry = sluice_registry_new();
   g_autoptr(SluiceBroker) broker = NULL;
   g_autoptr(SluiceWorker) worker = NULL;
+  CliMetricsServer *metrics = NULL;
   g_autofree gchar *tasks = NULL;
   g_autofree gchar *queues = NULL;
 
@@ -447,6 +457,13 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
   if (worker == NULL || !sluice_worker_handle_signals(worker, &error) ||
       !sluice_worker_start(worker, &error))
     return cli_report(error);
+  /* After the start: process isolation forks before this has threads. */
+  if (plan->metrics_listen != NULL &&
+      (metrics = cli_metrics_server_start(worker, plan->metrics_listen,
+                                          &error)) == NULL) {
+    sluice_worker_stop(worker);
+    return cli_report(error);
+  }
 
   tasks = task_list(registry);
   queues = plan->queues != NULL ? g_strjoinv(", ", plan->queues)
@@ -461,7 +478,9 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
    * a stop was asked for, and stop returns when it is complete. */
   sluice_worker_wait(worker);
   cli_notify_stopping(worker);
+  cli_metrics_server_stopping(metrics);
   sluice_worker_stop(worker);
+  cli_metrics_server_free(metrics);
   if (sluice_worker_stopped_forcibly(worker)) {
     g_warning("worker %s exits at once, as asked by a second signal; what "
               "it was running was given back for redelivery",
@@ -551,6 +570,10 @@ cli_cmd_worker(int argc, char **argv)
        "Process isolation: kill a child using more than SIZE while it runs a "
        "task; its attempt fails",
        "SIZE"},
+      {"metrics-listen", 0, 0, G_OPTION_ARG_STRING, &args.metrics_listen,
+       "Serve /metrics (Prometheus) and /healthz on ADDR:PORT (a bare port "
+       "is 127.0.0.1)",
+       "ADDR:PORT"},
       {NULL}};
 
   retry_entries(&args.retry, retry);

@@ -1,6 +1,7 @@
 /* main.c - `sluice`: the entry point, which hands over to a subcommand.
  *
- *   sluice worker|run|enqueue|result|inspect|cancel|dlq|stats [OPTION…]
+ *   sluice worker|run|enqueue|result|inspect|cancel|dlq|stats|exporter
+ *          [OPTION…]
  *
  * Each subcommand parses its own options (and has its own --help), so
  * this file only picks one, names the process after it (messages then
@@ -27,6 +28,8 @@ static const Command commands[] = {
     {"cancel", cli_cmd_cancel, "Cancel a scheduled, queued or running task"},
     {"dlq", cli_cmd_dlq, "List, show, replay or purge dead letters"},
     {"stats", cli_cmd_stats, "Queue depths, dead letters and live workers"},
+    {"exporter", cli_cmd_exporter,
+     "Serve the namespace's gauges to Prometheus over HTTP"},
     {"run", cli_cmd_run, "Run one task in this process, without Redis"},
 };
 
@@ -80,7 +83,8 @@ main(int argc, char **argv)
   }
   fprintf(stderr,
           "sluice: unknown command “%s”: the commands are worker, enqueue, "
-          "result, inspect, cancel, dlq, stats and run (see sluice --help)\n",
+          "result, inspect, cancel, dlq, stats, exporter and run (see sluice "
+          "--help)\n",
           argv[1]);
   return CLI_EXIT_USAGE;
 }
