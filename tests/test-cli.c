@@ -1691,7 +1691,7 @@ START_TEST(test_help_everywhere)
       {"worker", NULL},        {"enqueue", NULL},      {"result", NULL},
       {"inspect", NULL},       {"cancel", NULL},       {"stats", NULL},
       {"run", NULL},           {"dlq", "list", NULL},  {"dlq", "show", NULL},
-      {"dlq", "replay", NULL}, {"dlq", "purge", NULL},
+      {"dlq", "replay", NULL}, {"dlq", "purge", NULL}, {"exporter", NULL},
   };
   g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
   g_autoptr(Run) top = cli_env(env, NULL, "--help", NULL);
