@@ -22,6 +22,11 @@
  * CPU microseconds from INFO deltas) hold up on a noisy machine better than
  * rates; docs/performance.md quotes them first. bench/run.sh starts its own
  * redis-server and runs the full set.
+ *
+ * --scrape-interval MS makes the process operation take a metrics snapshot
+ * and render it (what a /metrics scrape does) every MS milliseconds from a
+ * thread of its own while the worker runs, and report how many it took:
+ * the worker CPU per task with and without it is the cost of scraping.
  */
 #include "config.h"
 
@@ -50,6 +55,7 @@ typedef struct {
   gint samples;
   gchar *isolation;
   gboolean log_each_task;
+  gint scrape_interval_ms;
 } Settings;
 
 static Settings settings = {
@@ -257,6 +263,80 @@ counter_wait(void)
   g_mutex_unlock(&counter.lock);
 }
 
+/* ---- Scrapes during a run ----------------------------------------------- */
+
+typedef struct {
+  SluiceWorker *worker;
+  GThread *thread;
+  GMutex lock;
+  GCond cond;
+  gboolean stop;
+  guint scrapes;
+  gsize bytes;
+} Scraper;
+
+static gpointer
+scraper_main(gpointer data)
+{
+  Scraper *s = data;
+
+  g_mutex_lock(&s->lock);
+  while (!s->stop) {
+    gint64 until =
+        g_get_monotonic_time() + (gint64)settings.scrape_interval_ms * 1000;
+    SluiceWorkerMetrics m;
+    gchar *text;
+
+    g_mutex_unlock(&s->lock);
+    sluice_worker_get_metrics(s->worker, &m);
+    text = sluice_worker_metrics_to_prometheus(&m);
+    sluice_worker_metrics_clear(&m);
+    g_mutex_lock(&s->lock);
+    s->scrapes++;
+    s->bytes = strlen(text);
+    g_free(text);
+    while (!s->stop && g_cond_wait_until(&s->cond, &s->lock, until))
+      ;
+  }
+  g_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+/* Starts scraping @worker, if --scrape-interval asks for it. */
+static Scraper *
+scraper_start(SluiceWorker *worker)
+{
+  Scraper *s;
+
+  if (settings.scrape_interval_ms <= 0)
+    return NULL;
+  s = g_new0(Scraper, 1);
+  s->worker = worker;
+  g_mutex_init(&s->lock);
+  g_cond_init(&s->cond);
+  s->thread = g_thread_new("bench-scrape", scraper_main, s);
+  return s;
+}
+
+/* Stops it and appends what it did to @line. */
+static void
+scraper_stop(Scraper *s, GString *line)
+{
+  if (s == NULL)
+    return;
+  g_mutex_lock(&s->lock);
+  s->stop = TRUE;
+  g_cond_signal(&s->cond);
+  g_mutex_unlock(&s->lock);
+  g_thread_join(s->thread);
+  g_string_append_printf(
+      line, " scrape_interval_ms=%d scrapes=%u scrape_bytes=%" G_GSIZE_FORMAT,
+      settings.scrape_interval_ms, s->scrapes, s->bytes);
+  g_mutex_clear(&s->lock);
+  g_cond_clear(&s->cond);
+  g_free(s);
+}
+
 static SluiceWorker *
 make_worker(SluiceBroker *broker, SluiceRegistry *registry, GError **error)
 {
@@ -370,6 +450,7 @@ run_worker_phase(gint n, gboolean results, BenchRedisCounters *before,
   BenchRedisCounters after;
   gint64 t0, t1;
   gdouble cpu0, cpu1, children0;
+  Scraper *scraper;
 
   if (broker == NULL)
     return FALSE;
@@ -381,11 +462,15 @@ run_worker_phase(gint n, gboolean results, BenchRedisCounters *before,
   cpu0 = cpu_seconds();
   children0 = children_cpu_seconds();
   t0 = g_get_monotonic_time();
-  if (!sluice_worker_start(worker, error) || !wait_for_tasks(worker, error))
+  if (!sluice_worker_start(worker, error))
+    return FALSE;
+  scraper = scraper_start(worker);
+  if (!wait_for_tasks(worker, error))
     return FALSE;
   t1 = g_get_monotonic_time();
   cpu1 = cpu_seconds();
   after = bench_redis_counters(rc);
+  scraper_stop(scraper, line);
   sluice_worker_stop(worker);
   g_string_append_printf(
       line, " rate_per_s=%.0f worker_cpu_us_per_task=%.2f rss_mb=%.1f",
@@ -422,6 +507,7 @@ op_process(gboolean results, GError **error)
     g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, error);
     gint64 t0, t1;
     gdouble cpu0, cpu1, children0;
+    Scraper *scraper;
 
     if (!fill(client, "bench.noop", n, error))
       return FALSE;
@@ -429,10 +515,14 @@ op_process(gboolean results, GError **error)
     cpu0 = cpu_seconds();
     children0 = children_cpu_seconds();
     t0 = g_get_monotonic_time();
-    if (!sluice_worker_start(worker, error) || !wait_for_tasks(worker, error))
+    if (!sluice_worker_start(worker, error))
+      return FALSE;
+    scraper = scraper_start(worker);
+    if (!wait_for_tasks(worker, error))
       return FALSE;
     t1 = g_get_monotonic_time();
     cpu1 = cpu_seconds();
+    scraper_stop(scraper, line);
     sluice_worker_stop(worker);
     g_string_append_printf(
         line, " rate_per_s=%.0f worker_cpu_us_per_task=%.2f rss_mb=%.1f",
@@ -628,6 +718,10 @@ main(int argc, char **argv)
        "the process operation's worker: thread (default) or process", "HOW"},
       {"log-each-task", 0, 0, G_OPTION_ARG_NONE, &settings.log_each_task,
        "the worker logs a line per task (to a writer that drops it)", NULL},
+      {"scrape-interval", 0, 0, G_OPTION_ARG_INT, &settings.scrape_interval_ms,
+       "process: snapshot and render the worker's metrics every MS ms "
+       "(default 0: never)",
+       "MS"},
       {NULL},
   };
   g_autoptr(GOptionContext) context =

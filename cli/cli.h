@@ -11,6 +11,7 @@
  *   cmd-ls.c       `sluice ls`
  *   cmd-queue.c    `sluice pause|resume|purge|delete|run-now`
  *   cmd-periodic.c `sluice periodic ls`
+ *   cmd-exporter.c `sluice exporter` (the namespace's gauges over HTTP)
  *
  * and helpers:
  *
@@ -23,6 +24,8 @@
  *   modules.c      task modules (GModule)
  *   progress.c     progress bars of bulk commands, the --yes rule
  *   periodic-config.c  periodic schedules of the key file
+ *   http.c         HTTP endpoints: listen addresses, the server (http.h)
+ *   metrics-server.c  the worker's /metrics and /healthz
  *
  * The command uses only the public API (it links libsluice.la, which
  * exports nothing else). It keeps no global state of its own: each
@@ -522,6 +525,7 @@ int cli_cmd_purge(int argc, char **argv);
 int cli_cmd_delete(int argc, char **argv);
 int cli_cmd_run_now(int argc, char **argv);
 int cli_cmd_periodic(int argc, char **argv);
+int cli_cmd_exporter(int argc, char **argv);
 
 /* The texts --help shows at the bottom of every subcommand. */
 #define CLI_HELP_CONNECTION                                                    \
@@ -531,6 +535,38 @@ int cli_cmd_periodic(int argc, char **argv);
   "Keep a password off the command line: --password-file, or\n"                \
   "SLUICE_PASSWORD_FILE, or password_file in [connection].\n"                  \
   "Durations: 500ms, 30s, 5m, 1h. See sluice(1)."
+
+/* ---- HTTP endpoints (http.c, metrics-server.c) --------------------------- */
+
+/**
+ * cli_parse_listen:
+ * @what: the option or key, for the message
+ * @text: HOST:PORT with an IP address (an IPv6 one in brackets), or a
+ *   bare PORT for 127.0.0.1; port 0 takes any free port
+ * @out: (out) (transfer full): the address
+ * Returns: FALSE and a usage error with examples.
+ */
+gboolean cli_parse_listen(const gchar *what, const gchar *text,
+                          GSocketAddress **out, GError **error);
+
+typedef struct _CliMetricsServer CliMetricsServer;
+
+/**
+ * cli_metrics_server_start:
+ * @worker: a started worker; referenced
+ *
+ * Serves /metrics and /healthz on @address from a thread of its own, and
+ * logs the URL (with the port bound).
+ * Returns: (transfer full): the server, or NULL and an error (the address
+ * is in use, ...).
+ */
+CliMetricsServer *cli_metrics_server_start(SluiceWorker *worker,
+                                           GSocketAddress *address,
+                                           GError **error);
+/* /healthz answers 503 from now on: the worker is stopping. */
+void cli_metrics_server_stopping(CliMetricsServer *server);
+/* Stops serving and frees @server. NULL-safe. */
+void cli_metrics_server_free(CliMetricsServer *server);
 
 /* ---- systemd (notify.c) ------------------------------------------------- */
 

@@ -52,6 +52,7 @@ static const gchar *const worker_keys[] = {"queues",
                                            "max-tasks-per-child",
                                            "max-rss-per-child",
                                            "memory-limit-per-child",
+                                           "metrics-listen",
                                            NULL};
 
 /* The retry options `worker` and `run` share, as typed. */
@@ -248,6 +249,7 @@ typedef struct {
   gchar *max_tasks_per_child;
   gchar *max_rss_per_child;
   gchar *memory_limit_per_child;
+  gchar *metrics_listen;
 } WorkerArgs;
 
 static void
@@ -270,6 +272,7 @@ worker_args_clear(WorkerArgs *args)
   g_free(args->max_tasks_per_child);
   g_free(args->max_rss_per_child);
   g_free(args->memory_limit_per_child);
+  g_free(args->metrics_listen);
 }
 
 /* The process-isolation settings: --isolation and the child limits. */
@@ -328,6 +331,7 @@ typedef struct {
   guint dead_letter_max;
   gboolean fail_fast;
   GPtrArray *periodics; /* CliPeriodic*: the [periodic "NAME"] groups */
+  GSocketAddress *metrics_listen; /* owned; NULL = no metrics endpoint */
 } WorkerPlan;
 
 static void
@@ -337,6 +341,7 @@ worker_plan_clear(WorkerPlan *plan)
   g_strfreev(plan->modules);
   g_free(plan->worker_id);
   g_clear_pointer(&plan->periodics, g_ptr_array_unref);
+  g_clear_object(&plan->metrics_listen);
 }
 
 static gboolean
@@ -426,6 +431,10 @@ resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
       plan->options.log_each_task && !args->no_task_log;
   if (!cli_periodic_load(settings, &plan->periodics, error))
     return FALSE;
+  if ((value = setting(&s, args->metrics_listen, settings, "metrics-listen")) !=
+          NULL &&
+      !cli_parse_listen(s.what, value, &plan->metrics_listen, error))
+    return FALSE;
   return resolve_isolation(args, settings, &plan->options, error);
 }
 
@@ -436,6 +445,7 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
   g_autoptr(SluiceRegistry) registry = sluice_registry_new();
   g_autoptr(SluiceBroker) broker = NULL;
   g_autoptr(SluiceWorker) worker = NULL;
+  CliMetricsServer *metrics = NULL;
   g_autofree gchar *tasks = NULL;
   g_autofree gchar *queues = NULL;
   g_autoptr(GString) schedules = NULL;
@@ -466,6 +476,13 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
   if (!sluice_worker_handle_signals(worker, &error) ||
       !sluice_worker_start(worker, &error))
     return cli_report(error);
+  /* After the start: process isolation forks before this has threads. */
+  if (plan->metrics_listen != NULL &&
+      (metrics = cli_metrics_server_start(worker, plan->metrics_listen,
+                                          &error)) == NULL) {
+    sluice_worker_stop(worker);
+    return cli_report(error);
+  }
 
   tasks = task_list(registry);
   queues = plan->queues != NULL ? g_strjoinv(", ", plan->queues)
@@ -481,7 +498,9 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
    * a stop was asked for, and stop returns when it is complete. */
   sluice_worker_wait(worker);
   cli_notify_stopping(worker);
+  cli_metrics_server_stopping(metrics);
   sluice_worker_stop(worker);
+  cli_metrics_server_free(metrics);
   if (sluice_worker_stopped_forcibly(worker)) {
     g_warning("worker %s exits at once, as asked by a second signal; what "
               "it was running was given back for redelivery",
@@ -571,6 +590,10 @@ cli_cmd_worker(int argc, char **argv)
        "Process isolation: kill a child using more than SIZE while it runs a "
        "task; its attempt fails",
        "SIZE"},
+      {"metrics-listen", 0, 0, G_OPTION_ARG_STRING, &args.metrics_listen,
+       "Serve /metrics (Prometheus) and /healthz on ADDR:PORT (a bare port "
+       "is 127.0.0.1)",
+       "ADDR:PORT"},
       {NULL}};
 
   retry_entries(&args.retry, retry);

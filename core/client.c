@@ -291,12 +291,20 @@ prepare(SluiceClient *client, const gchar *task, GBytes *args,
   /* An ETA in the past is simply due: send it straight to its queue. */
   if (eta > now)
     env->eta = eta;
+  if (client->options.headers_hook != NULL)
+    client->options.headers_hook(env, client->options.headers_hook_data);
   if (options->headers != NULL) {
     GHashTableIter iter;
     gpointer k, v;
     g_hash_table_iter_init(&iter, options->headers);
     while (g_hash_table_iter_next(&iter, &k, &v))
       sluice_envelope_set_header(env, k, v);
+  }
+  /* A malformed trace context would break every trace it joined. */
+  if (!sluice_trace__check_envelope(env, error)) {
+    g_prefix_error(error, "cannot enqueue “%s”: ", task);
+    sluice_envelope_free(env);
+    return FALSE;
   }
 
   out->env = env;

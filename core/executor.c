@@ -46,9 +46,8 @@ settle_lost_child(Job *job, SluiceChildOutcome *ran)
   SluiceWorker *worker = job->worker;
   SluiceEnvelope *env = job->env;
 
-  sluice_log__task(G_LOG_LEVEL_WARNING, env->id, env->task, env->queue,
-                   env->attempt, "task's child process was lost: %s",
-                   ran->death);
+  sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
+                       "task's child process was lost: %s", ran->death);
   if (ran->timed_out) {
     g_autofree gchar *message = g_strdup_printf("timed out: %s", ran->death);
     g_mutex_lock(&worker->lock);
@@ -91,6 +90,7 @@ execute(Job *job, guint slot)
   g_mutex_lock(&worker->lock);
   worker->running++;
   worker->stats.started++;
+  job->series->started++;
   worker->stats.peak_running = MAX(worker->stats.peak_running, worker->running);
   job->started_at = now;
   g_mutex_unlock(&worker->lock);
@@ -136,17 +136,15 @@ execute(Job *job, guint slot)
     /* The watchdog (timeout) or the stop sequence settled it already. The
      * line first: whoever sees the count must find the line written. */
     if (ran.end != SLUICE_CHILD_RETURNED)
-      sluice_log__task(G_LOG_LEVEL_WARNING, env->id, env->task, env->queue,
-                       env->attempt,
-                       "task's process ended after it was timed out or "
-                       "released: %s",
-                       ran.death);
+      sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
+                           "task's process ended after it was timed out or "
+                           "released: %s",
+                           ran.death);
     else
-      sluice_log__task(G_LOG_LEVEL_WARNING, env->id, env->task, env->queue,
-                       env->attempt,
-                       "task returned after it was timed out or released; "
-                       "its late %s is discarded",
-                       ran.ok ? "result" : "error");
+      sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
+                           "task returned after it was timed out or released; "
+                           "its late %s is discarded",
+                           ran.ok ? "result" : "error");
     g_mutex_lock(&worker->lock);
     worker->stats.late_results_discarded++;
     g_mutex_unlock(&worker->lock);

@@ -99,6 +99,9 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
   g_mutex_unlock(&worker->lock);
 
   job->env = sluice_envelope_decode(delivery->payload, &worker->limits, &error);
+  if (job->env != NULL)
+    job->entry = sluice_registry__lookup(worker->registry, job->env->task);
+  job->series = sluice_metrics__series(worker, job);
   if (job->env == NULL) {
     g_autofree gchar *detail =
         g_strdup_printf("cannot decode the message: %s", error->message);
@@ -107,7 +110,6 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
     sluice_outcome__dead_letter(job, SLUICE_DLQ_MALFORMED, detail);
     return NULL;
   }
-  job->entry = sluice_registry__lookup(worker->registry, job->env->task);
   resolve_job_options(job);
   now = sluice_clock_now_ms(worker->clock);
 

@@ -199,9 +199,8 @@ watchdog_tick(gpointer data)
       worker->stats.timed_out++;
       g_mutex_unlock(&worker->lock);
       sluice_job__cancel(job);
-      sluice_log__task(G_LOG_LEVEL_WARNING, job->env->id, job->env->task,
-                       job->env->queue, job->env->attempt,
-                       "%s; its cancellable is cancelled", message);
+      sluice_log__envelope(G_LOG_LEVEL_WARNING, job->env, job->env->queue,
+                           "%s; its cancellable is cancelled", message);
       sluice_outcome__failed(job, message, -1, FALSE);
     }
     sluice_job__unref(job);

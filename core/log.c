@@ -1,5 +1,7 @@
-/* log.c - structured log lines with the task's id, name, queue and attempt,
- * and the lines brokers log (sluice_broker_log(), sys/broker.h).
+/* log.c - structured log lines with the task's id, name, queue, attempt
+ * and trace context, the lines task code logs through its context
+ * (sluice_task_context_log()), and the lines brokers log
+ * (sluice_broker_log(), sys/broker.h).
  *
  * The fields are those of sluice-private.h, and SLUICE_BROKER for a
  * broker's line. The CLI installs a writer that sends them to journald or
@@ -12,12 +14,24 @@
 
 static const gchar *syslog_priority(GLogLevelFlags level);
 
+/* The fields of a task's lines beyond its id, name, queue and attempt. */
+typedef struct {
+  const gchar *traceparent;
+  gchar trace_id[33];
+} TraceFields;
+
+static void
+trace_fields_of(const SluiceEnvelope *env, TraceFields *out)
+{
+  out->traceparent = sluice_trace__traceparent(env, out->trace_id);
+}
+
 static void
 log_fields(GLogLevelFlags level, const gchar *task_id, const gchar *task,
-           const gchar *queue, guint attempt, const gchar *message,
-           const GLogField *extra, gsize n_extra)
+           const gchar *queue, guint attempt, const TraceFields *trace,
+           const gchar *message, const GLogField *extra, gsize n_extra)
 {
-  GLogField fields[12];
+  GLogField fields[16];
   gsize n = 0;
   gchar attempt_text[16];
   g_autofree gchar *escaped = NULL;
@@ -41,6 +55,10 @@ log_fields(GLogLevelFlags level, const gchar *task_id, const gchar *task,
     g_snprintf(attempt_text, sizeof attempt_text, "%u", attempt);
     fields[n++] = (GLogField){"SLUICE_ATTEMPT", attempt_text, -1};
   }
+  if (trace != NULL && trace->traceparent != NULL) {
+    fields[n++] = (GLogField){"SLUICE_TRACEPARENT", trace->traceparent, -1};
+    fields[n++] = (GLogField){"SLUICE_TRACE_ID", trace->trace_id, -1};
+  }
   for (gsize i = 0; i < n_extra && n < G_N_ELEMENTS(fields); i++)
     fields[n++] = extra[i];
   g_log_structured_array(level, fields, n);
@@ -55,7 +73,7 @@ sluice_log__message(GLogLevelFlags level, const gchar *format, ...)
   va_start(ap, format);
   message = g_strdup_vprintf(format, ap);
   va_end(ap);
-  log_fields(level, NULL, NULL, NULL, 0, message, NULL, 0);
+  log_fields(level, NULL, NULL, NULL, 0, NULL, message, NULL, 0);
 }
 
 void
@@ -68,18 +86,54 @@ sluice_log__task(GLogLevelFlags level, const gchar *task_id, const gchar *task,
   va_start(ap, format);
   message = g_strdup_vprintf(format, ap);
   va_end(ap);
-  log_fields(level, task_id, task, queue, attempt, message, NULL, 0);
+  log_fields(level, task_id, task, queue, attempt, NULL, message, NULL, 0);
 }
 
 void
-sluice_log__finished(const gchar *task_id, const gchar *task,
-                     const gchar *queue, guint attempt, const gchar *outcome,
-                     gint64 duration_us)
+sluice_log__envelope(GLogLevelFlags level, const SluiceEnvelope *env,
+                     const gchar *queue, const gchar *format, ...)
 {
+  va_list ap;
+  g_autofree gchar *message = NULL;
+  TraceFields trace;
+
+  va_start(ap, format);
+  message = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  trace_fields_of(env, &trace);
+  log_fields(level, env != NULL ? env->id : NULL,
+             env != NULL ? env->task : NULL, queue,
+             env != NULL ? env->attempt : 0, &trace, message, NULL, 0);
+}
+
+void
+sluice_task_context_log(SluiceTaskContext *ctx, GLogLevelFlags level,
+                        const gchar *format, ...)
+{
+  va_list ap;
+  g_autofree gchar *message = NULL;
+
+  g_return_if_fail(ctx != NULL);
+  g_return_if_fail(format != NULL);
+  /* A fatal level would abort the worker on a task's say-so. */
+  g_return_if_fail((level & (G_LOG_LEVEL_ERROR | G_LOG_FLAG_FATAL)) == 0);
+  va_start(ap, format);
+  message = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  sluice_log__envelope(level, ctx->envelope, ctx->envelope->queue, "%s",
+                       message);
+}
+
+void
+sluice_log__finished(const SluiceEnvelope *env, const gchar *queue,
+                     const gchar *outcome, gint64 duration_us)
+{
+  const gchar *task = env != NULL ? env->task : NULL;
   gchar duration[24] = "";
   gchar message[256];
   GLogField extra[2];
   gsize n = 0;
+  TraceFields trace;
 
   /* No allocation and no floating point: this runs once per task. */
   extra[n++] = (GLogField){"SLUICE_OUTCOME", outcome, -1};
@@ -93,8 +147,9 @@ sluice_log__finished(const gchar *task_id, const gchar *task,
     g_snprintf(message, sizeof message, "%s %s", task != NULL ? task : "task",
                outcome);
   }
-  log_fields(G_LOG_LEVEL_INFO, task_id, task, queue, attempt, message, extra,
-             n);
+  trace_fields_of(env, &trace);
+  log_fields(G_LOG_LEVEL_INFO, env != NULL ? env->id : NULL, task, queue,
+             env != NULL ? env->attempt : 0, &trace, message, extra, n);
 }
 /* syslog's priority for @level, as g_log_structured() would set it (GLib
  * does not export its own mapping). */

@@ -116,11 +116,11 @@ sluice_outcome__running(Job *job, gint64 now)
   push_pending(job->worker, p);
 }
 
-/* Buries the job's delivery, untouched, for @reason. Always dead-letters:
- * the reasons that a task may turn into `failed` are handled by
- * sluice_outcome__failed. */
-void
-sluice_outcome__dead_letter(Job *job, const gchar *reason, const gchar *detail)
+/* Buries the job's delivery, untouched, for @reason; @failed_attempt when
+ * an attempt's failure brought it there. */
+static void
+bury(Job *job, const gchar *reason, const gchar *detail,
+     gboolean failed_attempt)
 {
   SluiceWorker *worker = job->worker;
   gint64 now = sluice_clock_now_ms(worker->clock);
@@ -136,16 +136,24 @@ sluice_outcome__dead_letter(Job *job, const gchar *reason, const gchar *detail)
   dl->at = now;
   dl->payload = g_bytes_ref(job->delivery->payload);
   p->dead_letter = dl;
+  p->failed_attempt = failed_attempt;
   if (job->env != NULL && job->store_result) {
     p->record = sluice_outcome__record(job, SLUICE_STATE_DEAD_LETTERED, NULL,
                                        detail, reason, now);
     p->record_final = TRUE;
   }
-  sluice_log__task(G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
-                   job->delivery->queue, job_attempt(job),
-                   "dead-lettered (%s): %s", reason,
-                   detail != NULL ? detail : "");
+  sluice_log__envelope(G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
+                       "dead-lettered (%s): %s", reason,
+                       detail != NULL ? detail : "");
   push_pending(worker, p);
+}
+
+/* Always dead-letters: the reasons that a task may turn into `failed` are
+ * handled by sluice_outcome__failed. */
+void
+sluice_outcome__dead_letter(Job *job, const gchar *reason, const gchar *detail)
+{
+  bury(job, reason, detail, FALSE);
 }
 
 void
@@ -159,9 +167,8 @@ sluice_outcome__cancelled(Job *job, const gchar *why)
                                sluice_clock_now_ms(job->worker->clock));
     p->record_final = TRUE;
   }
-  sluice_log__task(G_LOG_LEVEL_INFO, job_id(job), job_task(job),
-                   job->delivery->queue, job_attempt(job), "cancelled: %s",
-                   why);
+  sluice_log__envelope(G_LOG_LEVEL_INFO, job->env, job->delivery->queue,
+                       "cancelled: %s", why);
   push_pending(job->worker, p);
 }
 
@@ -202,6 +209,7 @@ settle_reschedule(Job *job, SluiceEnvelope *next, gint64 due_at,
     return FALSE;
   }
   p = pending_new(job, kind, SLUICE_SETTLE_RETRY);
+  p->failed_attempt = kind == KIND_RETRIED;
   p->reschedule_payload = payload;
   p->reschedule_at = due_at;
   p->record = record;
@@ -247,8 +255,8 @@ sluice_outcome__failed(Job *job, const gchar *message,
     if (worker->options.track_state && job->store_result)
       record = sluice_outcome__record(job, SLUICE_STATE_RETRYING, NULL, message,
                                       NULL, now);
-    sluice_log__task(
-        G_LOG_LEVEL_INFO, env->id, env->task, env->queue, env->attempt,
+    sluice_log__envelope(
+        G_LOG_LEVEL_INFO, env, env->queue,
         "attempt %u of %u failed: %s; retrying in %" G_GINT64_FORMAT " ms",
         env->attempt, job->policy.max_attempts, message, delay);
     settle_reschedule(job, next, now + delay, KIND_RETRIED, record);
@@ -262,19 +270,20 @@ sluice_outcome__failed(Job *job, const gchar *message,
             ? g_strdup(message)
             : g_strdup_printf("failed %u of %u attempts; last error: %s",
                               env->attempt, job->policy.max_attempts, message);
-    sluice_outcome__dead_letter(job, reason, detail);
+    bury(job, reason, detail, TRUE);
     return;
   }
 
   {
     Pending *p = pending_new(job, KIND_FAILED, SLUICE_SETTLE_ACK);
+    p->failed_attempt = TRUE;
     if (job->store_result) {
       p->record = sluice_outcome__record(job, SLUICE_STATE_FAILED, NULL,
                                          message, NULL, now);
       p->record_final = TRUE;
     }
-    sluice_log__task(G_LOG_LEVEL_WARNING, env->id, env->task, env->queue,
-                     env->attempt, "failed for good (%s): %s", reason, message);
+    sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
+                         "failed for good (%s): %s", reason, message);
     push_pending(worker, p);
   }
 }
@@ -325,8 +334,8 @@ sluice_outcome__defer_unknown(Job *job, gint64 now)
   }
   log_key = g_strconcat("unknown-task:", env->task, NULL);
   if (sluice_worker__first_in_a_while(worker, log_key))
-    sluice_log__task(
-        G_LOG_LEVEL_MESSAGE, env->id, env->task, env->queue, env->attempt,
+    sluice_log__envelope(
+        G_LOG_LEVEL_MESSAGE, env, env->queue,
         "no task named “%s” is registered here; deferring messages of it "
         "(this one by %" G_GINT64_FORMAT " ms) and burying them once it has "
         "been unknown for %" G_GINT64_FORMAT " ms; said once a minute",

@@ -81,9 +81,8 @@ sluice_worker__sync_revocations(SluiceWorker *worker, GError **error)
      * revocation at each sync: cancel each job once. */
     if (sluice_worker__is_revoked(worker, job->env->id, now) &&
         g_atomic_int_compare_and_exchange(&job->revoked, 0, 1)) {
-      sluice_log__task(G_LOG_LEVEL_MESSAGE, job->env->id, job->env->task,
-                       job->env->queue, job->env->attempt,
-                       "revoked while running; cancelling it");
+      sluice_log__envelope(G_LOG_LEVEL_MESSAGE, job->env, job->env->queue,
+                           "revoked while running; cancelling it");
       sluice_job__cancel(job);
     }
     sluice_job__unref(job);

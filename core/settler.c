@@ -43,8 +43,7 @@ log_settled(Pending *p)
 {
   Job *job = p->job;
 
-  sluice_log__finished(job_id(job), job_task(job), job->delivery->queue,
-                       job_attempt(job), outcome_name(p->kind),
+  sluice_log__finished(job->env, job->delivery->queue, outcome_name(p->kind),
                        __atomic_load_n(&job->run_us, __ATOMIC_RELAXED));
 }
 
@@ -153,6 +152,7 @@ sluice_worker__settler_main(gpointer data)
   g_autofree SluiceSettlement *items = g_new0(SluiceSettlement, max);
   g_autofree SluiceRecordWrite *records = g_new0(SluiceRecordWrite, max);
   g_autofree guint *settled = g_new0(guint, max); /* batch index of items[i] */
+  g_autofree gint64 *started_at = g_new0(gint64, max); /* of items[i] */
   gboolean stop = FALSE;
 
   while (!stop) {
@@ -213,14 +213,13 @@ sluice_worker__settler_main(gpointer data)
       for (guint i = 0; i < n_items; i++) {
         Job *job = batch[settled[i]]->job;
         if (items[i].status == SLUICE_SETTLE_STALE)
-          sluice_log__task(G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
-                           job->delivery->queue, job_attempt(job),
-                           "settle refused: another worker owns this delivery "
-                           "now (lease lost); the task may run again");
+          sluice_log__envelope(
+              G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
+              "settle refused: another worker owns this delivery "
+              "now (lease lost); the task may run again");
         else if (items[i].status == SLUICE_SETTLE_GONE)
-          sluice_log__task(
-              G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
-              job->delivery->queue, job_attempt(job),
+          sluice_log__envelope(
+              G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
               "settle refused: no worker holds this delivery any more: it "
               "was settled already, or the broker lost it (a Redis "
               "restarted without its latest writes, or an entry deleted by "
@@ -229,6 +228,15 @@ sluice_worker__settler_main(gpointer data)
     }
 
     if (n_items > 0) {
+      /* The metrics are counted before the settle is announced, so that
+       * whoever waits for it (run_until_idle) finds them counted. */
+      g_mutex_lock(&worker->lock);
+      for (guint i = 0; i < n_items; i++)
+        started_at[i] = batch[settled[i]]->job->started_at;
+      g_mutex_unlock(&worker->lock);
+      sluice_metrics__settled(worker, batch, settled, items, started_at,
+                              n_items);
+
       g_mutex_lock(&worker->lock);
       for (guint i = 0; i < n_items; i++) {
         Pending *p = batch[settled[i]];

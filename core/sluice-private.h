@@ -25,18 +25,35 @@ G_BEGIN_DECLS
  * Every log line goes through g_log_structured_array() with the log domain
  * "sluice" and, where a task is concerned, the fields SLUICE_TASK_ID,
  * SLUICE_TASK, SLUICE_QUEUE and SLUICE_ATTEMPT, so journald (or a JSON log
- * writer) can filter by task. NULL fields are left out.
+ * writer) can filter by task, and SLUICE_TRACEPARENT and SLUICE_TRACE_ID
+ * when its message carries a trace context. NULL fields are left out.
  */
 void sluice_log__message(GLogLevelFlags level, const gchar *format, ...)
     G_GNUC_PRINTF(2, 3);
 /* The one line per finished task (SLUICE_OUTCOME, SLUICE_DURATION_US;
- * @duration_us < 0 when it never ran). */
-void sluice_log__finished(const gchar *task_id, const gchar *task,
-                          const gchar *queue, guint attempt,
+ * @duration_us < 0 when it never ran). @env is NULL for a message that did
+ * not decode. */
+void sluice_log__finished(const SluiceEnvelope *env, const gchar *queue,
                           const gchar *outcome, gint64 duration_us);
+/* A line about a task without its envelope at hand. */
 void sluice_log__task(GLogLevelFlags level, const gchar *task_id,
                       const gchar *task, const gchar *queue, guint attempt,
                       const gchar *format, ...) G_GNUC_PRINTF(6, 7);
+/* A line about the task of @env (nullable: a message that did not decode),
+ * taken from @queue: its id, name, attempt and trace context. */
+void sluice_log__envelope(GLogLevelFlags level, const SluiceEnvelope *env,
+                          const gchar *queue, const gchar *format, ...)
+    G_GNUC_PRINTF(4, 5);
+
+/* ---- Trace context (trace-context.c) ------------------------------------- */
+
+/* sluice_trace_context_check() on @env's headers. */
+gboolean sluice_trace__check_envelope(const SluiceEnvelope *env,
+                                      GError **error);
+/* Returns: (transfer none) (nullable): @env's traceparent when it is a
+ * valid one, its trace id copied into @trace_id; NULL otherwise. */
+const gchar *sluice_trace__traceparent(const SluiceEnvelope *env,
+                                       gchar trace_id[33]);
 
 /* ---- Tasks --------------------------------------------------------------- */
 

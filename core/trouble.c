@@ -25,9 +25,11 @@ sluice_worker__broker_failed(SluiceWorker *worker, const gchar *what,
   if (g_error_matches(error, SLUICE_BROKER_ERROR,
                       SLUICE_BROKER_ERROR_UNAVAILABLE)) {
     g_mutex_lock(&worker->outage_lock);
+    worker->broker_errors++;
     if (!g_atomic_int_get(&worker->outage)) {
       g_atomic_int_set(&worker->outage, 1);
       worker->outage_since = now;
+      worker->broker_outages++;
       log_it = TRUE;
     }
     g_mutex_unlock(&worker->outage_lock);
@@ -40,6 +42,7 @@ sluice_worker__broker_failed(SluiceWorker *worker, const gchar *what,
     return;
   }
   g_mutex_lock(&worker->outage_lock);
+  worker->broker_errors++;
   {
     gint64 *last = g_hash_table_lookup(worker->repeated, what);
     if (last == NULL) {

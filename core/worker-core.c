@@ -22,6 +22,7 @@ sluice_worker__core_unref(SluiceWorker *worker)
 {
   if (!g_atomic_ref_count_dec(&worker->core_refs))
     return;
+  sluice_metrics__clear(worker);
   g_ptr_array_unref(worker->active_queues);
   g_ptr_array_unref(worker->periodics);
   g_hash_table_unref(worker->revoked);

@@ -15,8 +15,9 @@
  *
  * and what they share: job.c (a delivery in the worker), outcome.c (what
  * is decided about a delivery: the settlement it becomes), revocations.c
- * and pause.c (what housekeeping syncs from the broker for the fetcher)
- * and trouble.c (what the worker says when the broker fails).
+ * and pause.c (what housekeeping syncs from the broker for the fetcher),
+ * trouble.c (what the worker says when the broker fails) and metrics.c
+ * (what it counts per task and queue, for sluice-metrics.h).
  *
  * A message's life in a worker:
  *
@@ -81,6 +82,38 @@ typedef enum {
 } SettleKind;
 
 typedef struct _Job Job;
+
+/* ---- Metrics (metrics.c) --------------------------------------------------
+ * One series per (task, queue) that received a delivery. The histograms'
+ * sums are whole units (durations in us, latencies in ms): exact, and
+ * cheaper than floating point. */
+#define METRICS_DURATION_BOUNDS 21
+#define METRICS_LATENCY_BOUNDS 18
+#define METRICS_REASONS 6 /* the SLUICE_DLQ_* reasons */
+
+typedef struct {
+  guint64 buckets[METRICS_DURATION_BOUNDS + 1]; /* the larger of the two */
+  guint64 count;
+  guint64 sum;
+} MetricsHistogram;
+
+typedef struct {
+  const gchar *task; /* the entry's name (the worker holds the registry),
+                        or a label of sluice-metrics.h */
+  guint queue;       /* index into worker->queues; n_queues for another */
+  guint64 started;   /* under worker->lock: the executor's start section */
+  /* Under metrics_lock, written by the settler: */
+  guint64 succeeded;
+  guint64 failed;
+  guint64 retried;
+  guint64 dead_lettered;
+  guint64 dead_by_reason[METRICS_REASONS];
+  guint64 cancelled;
+  guint64 released;
+  guint64 deferred;
+  MetricsHistogram duration; /* us */
+  MetricsHistogram latency;  /* ms */
+} MetricsSeries;
 
 struct _SluiceWorker {
   gatomicrefcount ref_count;
@@ -170,6 +203,16 @@ struct _SluiceWorker {
    * counts the replacements. */
   GPtrArray *active_queues;
   guint64 pause_gen;
+  /* Metrics: the series are made by the fetcher (the only thread that
+   * resolves them, so it looks up without the lock and inserts under it)
+   * and never freed before the worker. Lock order: lock, then
+   * metrics_lock; the settler never holds both. */
+  GMutex metrics_lock;
+  GHashTable *metrics_by_task; /* entry or label -> MetricsSeries*[] */
+  GPtrArray *metrics_series;   /* MetricsSeries*, owned */
+  GHashTable *queue_index;     /* queue name -> index + 1; fixed */
+  guint64 broker_errors;       /* under outage_lock */
+  guint64 broker_outages;      /* under outage_lock */
 
   /* Under lock: when the lease was last renewed (monotonic us), and until
    * when a worker back from a lost lease takes nothing over. */
@@ -209,6 +252,7 @@ struct _Job {
   gint64 run_us;          /* how long the task ran; -1 = it never ran (atomic:
                   * a late task sets it after the watchdog settled it) */
   gint64 deadline;        /* clock ms; 0 = none; under worker lock */
+  MetricsSeries *series;  /* set by dispatch before any settlement */
 };
 
 typedef struct {
@@ -220,6 +264,7 @@ typedef struct {
   GBytes *reschedule_payload;
   gint64 reschedule_at;
   SluiceDeadLetter *dead_letter;
+  gboolean failed_attempt; /* the settlement follows a failed attempt */
 } Pending;
 
 /* Pushed onto the settle queue to stop the settler; never dereferenced.
@@ -297,6 +342,20 @@ void sluice_worker__broker_failed(SluiceWorker *worker, const gchar *what,
 void sluice_worker__broker_ok(SluiceWorker *worker);
 gboolean sluice_worker__first_in_a_while(SluiceWorker *worker,
                                          const gchar *key);
+
+/* ---- Metrics (metrics.c) ------------------------------------------------- */
+
+void sluice_metrics__init(SluiceWorker *worker);
+void sluice_metrics__clear(SluiceWorker *worker);
+/* The series of @job (decoded or not); fetcher thread only. */
+MetricsSeries *sluice_metrics__series(SluiceWorker *worker, Job *job);
+/* Counts the settlements of one batch that the broker accepted: @n items
+ * of @batch (item i is batch[settled[i]]), whose jobs started at
+ * @started_at[i] (clock ms; 0 = never). Settler thread only. */
+void sluice_metrics__settled(SluiceWorker *worker, Pending *const *batch,
+                             const guint *settled,
+                             const SluiceSettlement *items,
+                             const gint64 *started_at, guint n);
 
 /* ---- Revocations (revocations.c) ----------------------------------------- */
 

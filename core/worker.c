@@ -183,6 +183,7 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
   worker->periodics =
       g_ptr_array_new_with_free_func((GDestroyNotify)sluice_periodic__free);
   sluice_worker__init_active_queues(worker);
+  sluice_metrics__init(worker);
   return worker;
 }
 
@@ -448,9 +449,8 @@ wait_for_running(SluiceWorker *worker)
     Job *job = key;
     if (g_atomic_int_get(&job->phase) == JOB_RUNNING && job_claim(job)) {
       if (job->env != NULL)
-        sluice_log__task(
-            G_LOG_LEVEL_WARNING, job->env->id, job->env->task, job->env->queue,
-            job->env->attempt,
+        sluice_log__envelope(
+            G_LOG_LEVEL_WARNING, job->env, job->env->queue,
             "still running %s: cancelled and released for redelivery; a "
             "late result will be discarded",
             g_atomic_int_get(&worker->force_stop)
@@ -486,11 +486,11 @@ wait_for_running(SluiceWorker *worker)
             : g_strdup_printf("%" G_GINT64_FORMAT " ms",
                               worker->options.cancel_grace_ms);
     stuck++;
-    sluice_log__task(G_LOG_LEVEL_WARNING, job_id(job), job_task(job),
-                     job->delivery->queue, job_attempt(job),
-                     "task %s ignored its cancellable: still running %s after "
-                     "it was cancelled; its thread is left behind",
-                     job_id(job) != NULL ? job_id(job) : "(unknown)", when);
+    sluice_log__envelope(
+        G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
+        "task %s ignored its cancellable: still running %s after "
+        "it was cancelled; its thread is left behind",
+        job_id(job) != NULL ? job_id(job) : "(unknown)", when);
   }
   return stuck;
 }

@@ -49,6 +49,18 @@ typedef enum {
 #define SLUICE_DEFAULT_QUEUE "default"
 
 /**
+ * SluiceHeadersHook:
+ * @env: the message being enqueued; the hook may only set headers on it,
+ *   with sluice_envelope_set_header(); its id, task and queue are set
+ * @user_data: SluiceClientOptions.headers_hook_data
+ *
+ * Adds headers from the enqueuing thread's context. A trace context it
+ * sets is checked like any other (sluice_trace_context_check()): a
+ * malformed one fails the enqueue.
+ */
+typedef void (*SluiceHeadersHook)(SluiceEnvelope *env, gpointer user_data);
+
+/**
  * SluiceClientOptions:
  * @track_state: write queued/scheduled records when enqueueing
  * @result_ttl_ms: lifetime of those records (0 = 24 h)
@@ -61,6 +73,11 @@ typedef enum {
  * @registry: (nullable): when set, an enqueue that names no queue uses the
  *   task's registered queue (SluiceTaskOptions.queue); the client takes a
  *   reference
+ * @headers_hook: (nullable): called for every message, on the thread that
+ *   enqueues it, before the headers of its SluiceEnqueueOptions are set
+ *   (so those win); for headers taken from the caller's context, such as
+ *   the current span's traceparent (sluice-trace.h)
+ * @headers_hook_data: passed to @headers_hook; the client does not own it
  */
 typedef struct {
   gboolean track_state;
@@ -71,6 +88,8 @@ typedef struct {
   const SluiceCodec *codec;
   gint64 result_poll_interval_ms;
   SluiceRegistry *registry;
+  SluiceHeadersHook headers_hook;
+  gpointer headers_hook_data;
 } SluiceClientOptions;
 
 SLUICE_AVAILABLE_IN_0_1
@@ -86,7 +105,9 @@ void sluice_client_options_init(SluiceClientOptions *options);
  * @eta_ms: run no earlier than this time (ms since epoch); wins over
  *   @delay_ms when both are set
  * @options: per-message options (retry policy, timeout, expiry, ...)
- * @headers: (nullable) (element-type utf8 utf8): copied into the message
+ * @headers: (nullable) (element-type utf8 utf8): copied into the message;
+ *   "traceparent" and "tracestate" must be a W3C trace context
+ *   (sluice-trace.h), or the enqueue fails with SLUICE_CLIENT_ERROR_INVALID
  *
  * Initialise with sluice_enqueue_options_init().
  */

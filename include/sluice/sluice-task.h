@@ -197,10 +197,28 @@ const msgpack_object *sluice_task_context_get_args(SluiceTaskContext *ctx);
 /** Returns: the arguments' msgpack bytes. */
 SLUICE_AVAILABLE_IN_0_1
 GBytes *sluice_task_context_get_args_bytes(SluiceTaskContext *ctx);
-/** Returns: (nullable): a header of the message. */
+/**
+ * sluice_task_context_get_header:
+ * Returns: (nullable): a header of the message, as its producer set it;
+ * retries, releases and replays keep them. "traceparent" and "tracestate"
+ * are the producer's trace context (sluice-trace.h).
+ */
 SLUICE_AVAILABLE_IN_0_1
 const gchar *sluice_task_context_get_header(SluiceTaskContext *ctx,
                                             const gchar *name);
+/**
+ * sluice_task_context_log:
+ * @level: a GLib log level other than G_LOG_LEVEL_ERROR
+ *
+ * Logs a structured line (g_log_structured_array(), domain "sluice") with
+ * the fields the worker's own lines about this task carry: SLUICE_TASK_ID,
+ * SLUICE_TASK, SLUICE_QUEUE, SLUICE_ATTEMPT and, when the message carries
+ * a valid trace context, SLUICE_TRACEPARENT and SLUICE_TRACE_ID, so a log
+ * collector can file every line of the task under its trace.
+ */
+SLUICE_AVAILABLE_IN_0_2
+void sluice_task_context_log(SluiceTaskContext *ctx, GLogLevelFlags level,
+                             const gchar *format, ...) G_GNUC_PRINTF(3, 4);
 /**
  * sluice_task_context_get_cancellable:
  * Returns: cancelled when the task overruns its timeout, is revoked, or the

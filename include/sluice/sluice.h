@@ -16,11 +16,13 @@
 #include <sluice/sluice-clock.h>
 #include <sluice/sluice-envelope.h>
 #include <sluice/sluice-macros.h>
+#include <sluice/sluice-metrics.h>
 #include <sluice/sluice-module.h>
 #include <sluice/sluice-policy.h>
 #include <sluice/sluice-redis.h>
 #include <sluice/sluice-result.h>
 #include <sluice/sluice-task.h>
 #include <sluice/sluice-testing.h>
+#include <sluice/sluice-trace.h>
 #include <sluice/sluice-worker.h>
 #undef SLUICE_INSIDE

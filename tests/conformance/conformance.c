@@ -36,6 +36,7 @@ static struct {
   guint cancelled_seen;
   GPtrArray *order;       /* task ids in the order they started */
   GHashTable *deliveries; /* id -> delivery count of its last run */
+  GHashTable *traces; /* id -> GPtrArray of "traceparent|tracestate" by run */
   guint suspects_running; /* t.watch runs with a delivery count >= 2 */
   guint beside_suspect;   /* t.watch runs that overlapped such a run */
 } rec;
@@ -47,10 +48,13 @@ rec_reset(void)
   g_clear_pointer(&rec.attempts, g_hash_table_unref);
   g_clear_pointer(&rec.order, g_ptr_array_unref);
   g_clear_pointer(&rec.deliveries, g_hash_table_unref);
+  g_clear_pointer(&rec.traces, g_hash_table_unref);
   rec.attempts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                        (GDestroyNotify)g_array_unref);
   rec.order = g_ptr_array_new_with_free_func(g_free);
   rec.deliveries = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  rec.traces = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                     (GDestroyNotify)g_ptr_array_unref);
   rec.suspects_running = rec.beside_suspect = 0;
   rec.runs = rec.running = rec.peak = rec.at_gate = 0;
   rec.gate_open = rec.broken = FALSE;
@@ -62,6 +66,9 @@ static void
 rec_run(SluiceTaskContext *ctx)
 {
   const gchar *id = sluice_task_context_get_id(ctx);
+  const gchar *tp = sluice_task_context_get_header(ctx, "traceparent");
+  const gchar *ts = sluice_task_context_get_header(ctx, "tracestate");
+  GPtrArray *traces;
   GArray *a;
   guint v;
 
@@ -71,6 +78,13 @@ rec_run(SluiceTaskContext *ctx)
     a = g_array_new(FALSE, FALSE, sizeof(guint));
     g_hash_table_insert(rec.attempts, g_strdup(id), a);
   }
+  traces = g_hash_table_lookup(rec.traces, id);
+  if (traces == NULL) {
+    traces = g_ptr_array_new_with_free_func(g_free);
+    g_hash_table_insert(rec.traces, g_strdup(id), traces);
+  }
+  g_ptr_array_add(traces, g_strdup_printf("%s|%s", tp != NULL ? tp : "-",
+                                          ts != NULL ? ts : "-"));
   v = sluice_task_context_get_attempt(ctx) * 1000 +
       sluice_task_context_get_retries(ctx);
   g_array_append_val(a, v);
@@ -110,6 +124,21 @@ attempt_of(const gchar *id, guint i)
     v = g_array_index(a, guint, i);
   g_mutex_unlock(&rec.lock);
   return v;
+}
+
+/* The trace context run @i of @id saw: "traceparent|tracestate". */
+static gchar *
+trace_of(const gchar *id, guint i)
+{
+  GPtrArray *traces;
+  gchar *seen = NULL;
+
+  g_mutex_lock(&rec.lock);
+  traces = g_hash_table_lookup(rec.traces, id);
+  if (traces != NULL && i < traces->len)
+    seen = g_strdup(traces->pdata[i]);
+  g_mutex_unlock(&rec.lock);
+  return seen;
 }
 
 static guint
@@ -1509,6 +1538,96 @@ START_TEST(replay_can_keep_the_attempt)
 }
 END_TEST
 
+/* ---- 13b. the producer's trace context reaches every attempt ------------ */
+
+#define TEST_TRACEPARENT                                                       \
+  "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+#define TEST_TRACESTATE "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+
+/* Enqueue options carrying a trace context. @headers is the caller's. */
+static void
+traced_options(SluiceEnqueueOptions *eo, GHashTable *headers)
+{
+  sluice_enqueue_options_init(eo);
+  g_hash_table_insert(headers, g_strdup("traceparent"),
+                      g_strdup(TEST_TRACEPARENT));
+  g_hash_table_insert(headers, g_strdup("tracestate"),
+                      g_strdup(TEST_TRACESTATE));
+  eo->headers = headers;
+}
+
+/* A retry, the dead letter it ends in and its replay carry the headers
+ * the producer set: every attempt sees them. */
+START_TEST(trace_context_survives_retries_and_replays)
+{
+  Env *e = env_new();
+  g_autoptr(GHashTable) headers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  SluiceEnqueueOptions eo;
+  g_autofree gchar *id = NULL;
+  g_autoptr(SluiceDeadLetter) dl = NULL;
+  g_autoptr(SluiceEnvelope) buried = NULL;
+  g_autoptr(GError) error = NULL;
+
+  traced_options(&eo, headers);
+  eo.options.retry.max_attempts = 2;
+  eo.options.retry.initial_backoff_ms = 0;
+  g_mutex_lock(&rec.lock);
+  rec.broken = TRUE;
+  g_mutex_unlock(&rec.lock);
+  id = enqueue(e, "t.broken", NULL, &eo);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 2);
+  dl = only_dead_letter(e);
+  buried = sluice_envelope_decode(dl->payload, NULL, &error);
+  ck_assert_msg(buried != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_str_eq(sluice_envelope_get_header(buried, "traceparent"),
+                   TEST_TRACEPARENT);
+  ck_assert_str_eq(sluice_envelope_get_header(buried, "tracestate"),
+                   TEST_TRACESTATE);
+
+  g_mutex_lock(&rec.lock);
+  rec.broken = FALSE;
+  g_mutex_unlock(&rec.lock);
+  ck_assert(
+      sluice_client_dlq_replay(e->client, dl->entry_id, FALSE, NULL, &error));
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 3);
+  for (guint i = 0; i < 3; i++) {
+    g_autofree gchar *seen = trace_of(id, i);
+    ck_assert_str_eq(seen, TEST_TRACEPARENT "|" TEST_TRACESTATE);
+  }
+  ck_assert_state(e, id, SLUICE_STATE_SUCCEEDED);
+  env_free(e);
+}
+END_TEST
+
+/* A message deferred because no worker knew its task name keeps its trace
+ * context until a worker that knows the name runs it. */
+START_TEST(trace_context_survives_a_deferral)
+{
+  Env *e = env_new();
+  g_autoptr(GHashTable) headers =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  SluiceEnqueueOptions eo;
+  g_autofree gchar *id = NULL;
+  g_autofree gchar *seen = NULL;
+
+  traced_options(&eo, headers);
+  id = enqueue(e, "t.later", NULL, &eo);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 0);
+  ck_assert_uint_eq(stats_of(e).deferred, 1);
+  add_task(e, "t.later", task_ok, NULL);
+  sluice_test_harness_advance(e->h, SLUICE_DEFAULT_UNKNOWN_TASK_DEFER_MS);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of(id), 1);
+  seen = trace_of(id, 0);
+  ck_assert_str_eq(seen, TEST_TRACEPARENT "|" TEST_TRACESTATE);
+  env_free(e);
+}
+END_TEST
+
 /* ---- 14. graceful stop and the concurrency limit ------------------------- */
 
 typedef struct {
@@ -2601,6 +2720,8 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_add_test(semantics, dead_letter_cap_drops_the_oldest);
   tcase_add_test(semantics, replay_resets_attempt_and_the_task_runs);
   tcase_add_test(semantics, replay_can_keep_the_attempt);
+  tcase_add_test(semantics, trace_context_survives_retries_and_replays);
+  tcase_add_test(semantics, trace_context_survives_a_deferral);
   tcase_add_test(semantics, queues_are_served_in_priority_order);
   tcase_add_test(semantics, delayed_task_runs_only_when_due);
   tcase_add_test(semantics, enqueue_with_an_id_is_idempotent);

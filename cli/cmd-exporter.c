@@ -1,0 +1,288 @@
+/* cmd-exporter.c - `sluice exporter`: the namespace's gauges over HTTP,
+ * for Prometheus.
+ *
+ * A worker's /metrics (`sluice worker --metrics-listen`) says what that
+ * worker did. What the namespace holds, queue depths, the schedule, dead
+ * letters, the workers alive, is the broker's, the same for every worker:
+ * served by each of them it would cost a broker read per worker per
+ * scrape. One exporter serves it for all, and reads the broker at most
+ * once per --interval (one sluice_client_get_stats(): one Lua script on
+ * Redis), whatever the number of scrapers; scrapes within an interval get
+ * the figures of the last read. The server runs on the main context, so
+ * scrapes are answered one at a time and concurrent ones share a read.
+ *
+ * A broker that cannot be read is not a reason to stop: the exporter
+ * answers with sluice_exporter_broker_up 0 and no gauges (stale figures
+ * would look current), says so in one log line, and one more when a read
+ * succeeds again. /healthz is 200 while the last read succeeded.
+ */
+#include "config.h"
+
+#include <glib-unix.h>
+
+#include "cli/http.h"
+
+#define GROUP_EXPORTER "exporter"
+#define DEFAULT_INTERVAL_MS 15000
+
+static const gchar *const exporter_keys[] = {"listen", "interval", "queues",
+                                             NULL};
+
+typedef struct {
+  SluiceClient *client;
+  gchar **queues; /* NULL = every queue */
+  gint64 interval_us;
+  gint64 read_at_us; /* monotonic; 0 = never read */
+  gboolean ok;       /* the last read succeeded */
+  gchar *stats_text; /* its figures, rendered */
+  gchar *error;      /* or why it failed */
+  gdouble read_seconds;
+  guint64 reads;
+  guint64 read_errors;
+} Exporter;
+
+/* Reads the broker if the figures are older than the interval. */
+static void
+refresh(Exporter *e)
+{
+  g_autoptr(GError) error = NULL;
+  SluiceBrokerStats stats;
+  gint64 now = g_get_monotonic_time();
+  gboolean was_ok = e->ok || e->read_at_us == 0;
+
+  if (e->read_at_us > 0 && now - e->read_at_us < e->interval_us)
+    return;
+  e->reads++;
+  e->ok = sluice_client_get_stats(e->client, (const gchar *const *)e->queues,
+                                  &stats, &error);
+  e->read_at_us = g_get_monotonic_time();
+  e->read_seconds = (e->read_at_us - now) / 1e6;
+  g_clear_pointer(&e->stats_text, g_free);
+  g_clear_pointer(&e->error, g_free);
+  if (e->ok) {
+    e->stats_text = sluice_broker_stats_to_prometheus(&stats);
+    sluice_broker_stats_clear(&stats);
+    if (!was_ok)
+      g_message("the broker can be read again");
+    return;
+  }
+  e->read_errors++;
+  e->error = g_strdup(error->message);
+  if (was_ok)
+    g_warning("cannot read the broker's stats: %s; serving "
+              "sluice_exporter_broker_up 0 until a read succeeds",
+              error->message);
+}
+
+static void
+serve_metrics(SoupServer *soup, SoupServerMessage *msg, const char *path,
+              GHashTable *query, gpointer data)
+{
+  Exporter *e = data;
+  GString *out;
+  gchar number[G_ASCII_DTOSTR_BUF_SIZE];
+
+  if (!cli_http_accept(msg, path, "/metrics"))
+    return;
+  refresh(e);
+  out = g_string_new(NULL);
+  g_string_append_printf(
+      out,
+      "# HELP sluice_exporter_broker_up 1 if the last read of the broker's "
+      "stats succeeded.\n# TYPE sluice_exporter_broker_up gauge\n"
+      "sluice_exporter_broker_up %d\n"
+      "# HELP sluice_exporter_reads_total Reads of the broker's stats.\n"
+      "# TYPE sluice_exporter_reads_total counter\n"
+      "sluice_exporter_reads_total %" G_GUINT64_FORMAT "\n"
+      "# HELP sluice_exporter_read_errors_total Reads of the broker's stats "
+      "that failed.\n# TYPE sluice_exporter_read_errors_total counter\n"
+      "sluice_exporter_read_errors_total %" G_GUINT64_FORMAT "\n",
+      e->ok ? 1 : 0, e->reads, e->read_errors);
+  g_string_append_printf(
+      out,
+      "# HELP sluice_exporter_read_duration_seconds How long the last read "
+      "took.\n# TYPE sluice_exporter_read_duration_seconds gauge\n"
+      "sluice_exporter_read_duration_seconds %s\n",
+      g_ascii_dtostr(number, sizeof number, e->read_seconds));
+  g_string_append_printf(
+      out,
+      "# HELP sluice_exporter_read_age_seconds How old the figures served "
+      "are.\n# TYPE sluice_exporter_read_age_seconds gauge\n"
+      "sluice_exporter_read_age_seconds %s\n",
+      g_ascii_dtostr(number, sizeof number,
+                     (g_get_monotonic_time() - e->read_at_us) / 1e6));
+  if (e->ok)
+    g_string_append(out, e->stats_text);
+  cli_http_respond(msg, SOUP_STATUS_OK, CLI_HTTP_PROMETHEUS,
+                   g_string_free(out, FALSE));
+}
+
+static void
+serve_health(SoupServer *soup, SoupServerMessage *msg, const char *path,
+             GHashTable *query, gpointer data)
+{
+  Exporter *e = data;
+
+  if (!cli_http_accept(msg, path, "/healthz"))
+    return;
+  refresh(e);
+  if (e->ok)
+    cli_http_respond(msg, SOUP_STATUS_OK, "text/plain; charset=utf-8",
+                     g_strdup("ok\n"));
+  else
+    cli_http_respond(msg, SOUP_STATUS_SERVICE_UNAVAILABLE,
+                     "text/plain; charset=utf-8",
+                     g_strdup_printf("cannot read the broker: %s\n", e->error));
+}
+
+static gboolean
+quit_on_signal(gpointer data)
+{
+  g_main_loop_quit(data);
+  return G_SOURCE_CONTINUE;
+}
+
+/* The value of @option, else of @key in [exporter], else NULL; @what
+ * names where it came from. */
+static gchar *
+exporter_setting(const gchar *option, const CliSettings *settings,
+                 const gchar *key, gchar **what)
+{
+  g_free(*what);
+  if (option != NULL) {
+    *what = g_strconcat("--", key, NULL);
+    return g_strdup(option);
+  }
+  *what = settings->keyfile != NULL
+              ? g_strdup_printf("%s: [%s] %s", settings->config_path,
+                                GROUP_EXPORTER, key)
+              : NULL;
+  return settings->keyfile != NULL
+             ? g_key_file_get_string(settings->keyfile, GROUP_EXPORTER, key,
+                                     NULL)
+             : NULL;
+}
+
+static int export(const CliSettings *settings, GSocketAddress *address,
+                  Exporter *e)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) broker = NULL;
+  g_autoptr(SoupServer) soup = NULL;
+  g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
+  g_autofree gchar *url = NULL;
+  guint term, interrupt;
+
+  /* Not checked now: an exporter that starts before its Redis serves
+   * sluice_exporter_broker_up 0 until it is there. */
+  broker = cli_connect(settings, 0, FALSE, &error);
+  if (broker == NULL || (e->client = cli_client_new(broker, &error)) == NULL)
+    return cli_report(error);
+  soup = cli_http_listen(address, NULL, &url, &error);
+  if (soup == NULL)
+    return cli_report(error);
+  soup_server_add_handler(soup, "/metrics", serve_metrics, e, NULL);
+  soup_server_add_handler(soup, "/healthz", serve_health, e, NULL);
+  term = g_unix_signal_add(SIGTERM, quit_on_signal, loop);
+  interrupt = g_unix_signal_add(SIGINT, quit_on_signal, loop);
+  g_info("exporter of namespace %s (%s mode) serving on %s/metrics, reading "
+         "the broker at most every %" G_GINT64_FORMAT " ms",
+         settings->namespace_, cli_mode_name(settings->mode), url,
+         e->interval_us / 1000);
+  g_main_loop_run(loop);
+  g_source_remove(term);
+  g_source_remove(interrupt);
+  soup_server_disconnect(soup);
+  g_info("exporter stops");
+  return CLI_EXIT_OK;
+}
+
+int
+cli_cmd_exporter(int argc, char **argv)
+{
+  CliCommon common = {0};
+  CliSettings settings = {0};
+  Exporter e = {0};
+  g_autofree gchar *listen = NULL;
+  g_autofree gchar *interval = NULL;
+  g_auto(GStrv) queues = NULL;
+  g_autofree gchar *value = NULL;
+  g_autofree gchar *what = NULL;
+  g_autoptr(GSocketAddress) address = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 interval_ms = DEFAULT_INTERVAL_MS;
+  int status;
+  const GOptionEntry entries[] = {
+      {"listen", 0, 0, G_OPTION_ARG_STRING, &listen,
+       "Serve /metrics and /healthz on ADDR:PORT (a bare port is 127.0.0.1)",
+       "ADDR:PORT"},
+      {"interval", 0, 0, G_OPTION_ARG_STRING, &interval,
+       "Read the broker at most this often; scrapes in between get the last "
+       "figures (default 15s)",
+       "DURATION"},
+      {"queue", 'q', 0, G_OPTION_ARG_STRING_ARRAY, &queues,
+       "Only this queue (repeat it; default: every queue)", "Q"},
+      {NULL}};
+
+  if (!cli_parse_options(
+          &common, CLI_OPTIONS_CONNECTION, entries, "",
+          "Serve the namespace's gauges (queue depths, scheduled and "
+          "in-flight tasks,\ndead letters by reason, workers alive) to "
+          "Prometheus over HTTP.\nOne exporter serves a namespace for every "
+          "scraper; workers serve their own\ncounters with sluice worker "
+          "--metrics-listen. SIGTERM or SIGINT stops it.",
+          "Example:\n  sluice exporter --listen 127.0.0.1:9465 --interval 15s",
+          &argc, &argv, &error) ||
+      !cli_settings_load(&common, &settings, &error) ||
+      !cli_keyfile_check_keys(&settings, GROUP_EXPORTER, exporter_keys,
+                              &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  cli_log_init(CLI_LOG_TEXT, G_LOG_LEVEL_INFO);
+  if (argc > 1) {
+    cli_usage_error(&error,
+                    "unexpected argument “%s” (queues are given "
+                    "with --queue)",
+                    argv[1]);
+    status = cli_report(error);
+    goto out;
+  }
+  value = exporter_setting(listen, &settings, "listen", &what);
+  if (value == NULL) {
+    cli_usage_error(&error, "where should it listen? give --listen "
+                            "ADDR:PORT, e.g. --listen 127.0.0.1:9465, or "
+                            "listen= in the [exporter] group of --config");
+    status = cli_report(error);
+    goto out;
+  }
+  if (!cli_parse_listen(what, value, &address, &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  g_clear_pointer(&value, g_free);
+  value = exporter_setting(interval, &settings, "interval", &what);
+  if (value != NULL &&
+      (!cli_parse_duration(what, value, &interval_ms, &error) ||
+       (interval_ms < 1 &&
+        !cli_usage_error(&error, "%s: the interval must be at least 1ms",
+                         what)))) {
+    status = cli_report(error);
+    goto out;
+  }
+  e.interval_us = interval_ms * 1000;
+  e.queues = queues != NULL ? g_steal_pointer(&queues)
+             : settings.keyfile != NULL
+                 ? g_key_file_get_string_list(settings.keyfile, GROUP_EXPORTER,
+                                              "queues", NULL, NULL)
+                 : NULL;
+  status = export(&settings, address, &e);
+out:
+  g_clear_pointer(&e.client, sluice_client_unref);
+  g_strfreev(e.queues);
+  g_free(e.stats_text);
+  g_free(e.error);
+  cli_settings_clear(&settings);
+  cli_common_clear(&common);
+  return status;
+}
