@@ -157,6 +157,7 @@ assert_opts_equal(const SluiceMessageOptions *a, const SluiceMessageOptions *b)
   ck_assert_int_eq(a->store_result, b->store_result);
   ck_assert_int_eq(a->result_ttl_ms, b->result_ttl_ms);
   ck_assert_int_eq(a->dead_letter, b->dead_letter);
+  ck_assert_int_eq(a->hard_timeout_ms, b->hard_timeout_ms);
 }
 
 /* history and headers are NULL while empty. */
@@ -653,7 +654,7 @@ END_TEST
 /* Each option alone, set, then the same envelope with it unset again. */
 START_TEST(test_round_trip_each_option)
 {
-  for (guint opt = 0; opt < 13; opt++) {
+  for (guint opt = 0; opt < 14; opt++) {
     SluiceEnvelope *env = minimal_envelope();
     SluiceMessageOptions *o = &env->opts;
     SluiceEnvelope *back;
@@ -697,6 +698,9 @@ START_TEST(test_round_trip_each_option)
       break;
     case 12:
       o->retry.multiplier = 0.1;
+      break;
+    case 13:
+      o->hard_timeout_ms = 250;
       break;
     }
     ck_assert(sluice_message_options__any_set(o));
@@ -933,6 +937,7 @@ static const WrongType wrong_types[] = {
     {"opts.store_result", "\"yes\"", "opts.store_result"},
     {"opts.result_ttl_ms", "[]", "opts.result_ttl_ms"},
     {"opts.dead_letter", "0", "opts.dead_letter"},
+    {"opts.hard_timeout_ms", "true", "opts.hard_timeout_ms"},
 };
 
 START_TEST(test_wrong_type)
@@ -1544,6 +1549,8 @@ START_TEST(test_codecs_agree)
     if (g_rand_boolean(rand))
       o->result_ttl_ms = g_rand_int(rand);
     o->dead_letter = g_rand_int_range(rand, 0, 3);
+    if (g_rand_boolean(rand))
+      o->hard_timeout_ms = g_rand_int(rand);
     for (gint i = g_rand_int_range(rand, 0, 4); i > 0; i--)
       sluice_envelope_add_history(env,
                                   i % 2 ? "failed: \"quoted\"\n" : "échec ✗");
