@@ -63,6 +63,7 @@
 #include <hiredis/sds.h>
 
 #include "brokers/redis/redis-conn.h"
+#include "brokers/redis/redis-reply.h"
 
 #define INITIAL_BACKOFF_MS 100
 /* The longest a wakeup may spend making a connection. */
@@ -704,6 +705,24 @@ const gchar *
 sluice_redis_pool__get_namespace(SluiceRedisPool *pool)
 {
   return pool->ns;
+}
+
+gboolean
+sluice_redis_reply__check(SluiceRedisPool *pool, const redisReply *reply,
+                          const gchar *what, GError **error)
+{
+  return sluice_redis_error__check(pool->url.display, pool->ns, reply, what,
+                                   NULL, error);
+}
+
+gboolean
+sluice_redis_reply__check_script(SluiceRedisPool *pool, const redisReply *reply,
+                                 const gchar *what,
+                                 const SluiceRedisScriptInfo *script,
+                                 GError **error)
+{
+  return sluice_redis_error__check(pool->url.display, pool->ns, reply, what,
+                                   script, error);
 }
 
 const gchar *

@@ -1,5 +1,5 @@
-/* redis-conn.h - connections, the connection pool and error replies of the
- * Redis brokers (internal; URLs are redis-url.h).
+/* redis-conn.h - connections and the connection pool of the Redis brokers
+ * (internal; URLs are redis-url.h, error replies redis-errors.h).
  *
  * A SluiceRedisPool owns every hiredis context of one broker. An operation
  * checks a connection out (sluice_redis_pool__acquire), appends its commands,
@@ -18,6 +18,8 @@
 
 #include <sluice/sys/broker.h>
 
+#include "brokers/redis/redis-errors.h"
+#include "brokers/redis/redis-reply.h"
 #include "brokers/redis/redis-url.h"
 
 G_BEGIN_DECLS
@@ -174,16 +176,6 @@ gboolean sluice_redis_reply__check(SluiceRedisPool *pool,
                                    GError **error);
 
 /**
- * SluiceRedisScriptInfo:
- * @name: the script's name, for messages
- * @text: (nullable): its Lua source
- */
-typedef struct {
-  const gchar *name;
-  const gchar *text;
-} SluiceRedisScriptInfo;
-
-/**
  * sluice_redis_reply__check_script:
  * @script: (nullable): the script that gave @reply
  *
@@ -206,25 +198,6 @@ gboolean sluice_redis_reply__check_script(SluiceRedisPool *pool,
  * key and channel patterns to grant.
  */
 void sluice_redis_pool__set_namespace(SluiceRedisPool *pool, const gchar *ns);
-
-/** sluice_redis_reply__is_error_code: Returns: TRUE if @reply is an error
- * reply whose code (first word) is @code ("NOSCRIPT"). */
-gboolean sluice_redis_reply__is_error_code(const redisReply *reply,
-                                           const gchar *code);
-
-/**
- * sluice_redis_reply__steal_bytes:
- * @reply: a string (or status) reply
- * @skip: bytes to drop from the front (0, or 1 for a record's flag byte)
- *
- * Returns: (transfer full): the reply's bytes from @skip on, as a GBytes
- * that takes over hiredis's buffer (no copy); @reply's string becomes
- * NULL, and freeReplyObject() still frees the rest of @reply.
- */
-GBytes *sluice_redis_reply__steal_bytes(redisReply *reply, gsize skip);
-
-/** sluice_redis_replies__free: frees @n replies (NULL entries skipped). */
-void sluice_redis_replies__free(redisReply **replies, guint n);
 
 /**
  * sluice_redis_pool__wakeup:

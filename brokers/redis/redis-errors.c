@@ -1,63 +1,16 @@
-/* redis-errors.c - what a Redis reply says went wrong, as a GError that
- * tells the user what to do (see redis-conn.h), and the small helpers that
- * free or take over replies.
+/* redis-errors.c - what a Redis error reply says went wrong, as a GError
+ * that tells the user what to do (see redis-errors.h).
  *
  * An error reply maps to a broker error code by its first word; a NOPERM
  * names the command to grant, and for a script, Redis only names the
  * refused line, so the command is found on that line of the script's text.
- * New error codes belong in sluice_redis_reply__check().
+ * New error codes belong in sluice_redis_error__check().
  */
 #include "config.h"
 
 #include <string.h>
 
-#include "brokers/redis/redis-conn.h"
-
-/* ---- Replies ------------------------------------------------------------- */
-
-void
-sluice_redis_replies__free(redisReply **replies, guint n)
-{
-  for (guint i = 0; i < n; i++) {
-    if (replies[i] != NULL)
-      freeReplyObject(replies[i]);
-    replies[i] = NULL;
-  }
-}
-
-GBytes *
-sluice_redis_reply__steal_bytes(redisReply *reply, gsize skip)
-{
-  gchar *str;
-  gsize len;
-
-  g_return_val_if_fail(reply != NULL, NULL);
-  /* A status reply carries its text the same way; callers that take
-   * either (reply_is_string) may hand one over. */
-  g_return_val_if_fail(reply->type == REDIS_REPLY_STRING ||
-                           reply->type == REDIS_REPLY_STATUS,
-                       NULL);
-  g_return_val_if_fail(reply->len >= skip, NULL);
-
-  str = reply->str;
-  len = reply->len;
-  reply->str = NULL;
-  reply->len = 0;
-  if (str == NULL)
-    return g_bytes_new(NULL, 0);
-  /* hiredis 0.14 allocates reply strings with malloc(). */
-  return g_bytes_new_with_free_func(str + skip, len - skip, free, str);
-}
-
-gboolean
-sluice_redis_reply__is_error_code(const redisReply *reply, const gchar *code)
-{
-  gsize n = strlen(code);
-
-  return reply != NULL && reply->type == REDIS_REPLY_ERROR && reply->len >= n &&
-         strncmp(reply->str, code, n) == 0 &&
-         (reply->len == n || reply->str[n] == ' ');
-}
+#include "brokers/redis/redis-errors.h"
 
 static gboolean
 has_prefix(const redisReply *reply, const gchar *prefix)
@@ -126,12 +79,11 @@ commands_on_line(const gchar *line, gsize len)
 /* What a NOPERM (or a script's permission) error says is missing, as a
  * phrase that follows "may not". */
 static gchar *
-missing_permission(SluiceRedisPool *pool, const redisReply *reply,
+missing_permission(const gchar *ns, const redisReply *reply,
                    const SluiceRedisScriptInfo *script)
 {
   const gchar *msg = reply->str != NULL ? reply->str : "";
   const gchar *run = strstr(msg, "to run the '");
-  const gchar *ns = sluice_redis_pool__get_namespace(pool);
   g_autofree gchar *grant = NULL;
 
   grant = ns != NULL ? g_strdup_printf("~{%s}:* and &{%s}:*", ns, ns)
@@ -196,19 +148,10 @@ missing_permission(SluiceRedisPool *pool, const redisReply *reply,
 }
 
 gboolean
-sluice_redis_reply__check(SluiceRedisPool *pool, const redisReply *reply,
-                          const gchar *what, GError **error)
+sluice_redis_error__check(const gchar *url, const gchar *ns,
+                          const redisReply *reply, const gchar *what,
+                          const SluiceRedisScriptInfo *script, GError **error)
 {
-  return sluice_redis_reply__check_script(pool, reply, what, NULL, error);
-}
-
-gboolean
-sluice_redis_reply__check_script(SluiceRedisPool *pool, const redisReply *reply,
-                                 const gchar *what,
-                                 const SluiceRedisScriptInfo *script,
-                                 GError **error)
-{
-  const gchar *url = sluice_redis_pool__get_display_url(pool);
   const gchar *msg;
 
   if (reply == NULL || reply->type != REDIS_REPLY_ERROR)
@@ -236,7 +179,7 @@ sluice_redis_reply__check_script(SluiceRedisPool *pool, const redisReply *reply,
                 url, msg);
   } else if (has_prefix(reply, "NOPERM") ||
              has_prefix(reply, "ERR The user executing the script can't")) {
-    g_autofree gchar *missing = missing_permission(pool, reply, script);
+    g_autofree gchar *missing = missing_permission(ns, reply, script);
     g_autofree gchar *said = sluice_broker_escape_text(msg, -1, 300);
 
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH,
