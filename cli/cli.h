@@ -357,12 +357,18 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliTable, cli_table_free)
  */
 gchar *cli_terminal_text(const gchar *text, gssize length);
 
+/** cli_append_terminal_text: cli_terminal_text() appended to @out. */
+void cli_append_terminal_text(GString *out, const gchar *text, gssize length);
+
 /**
  * cli_format_time:
  * Returns: (transfer full): @ms as "2025-06-01T12:00:00.123Z" (UTC), or
  * NULL when @ms is 0 (not reached).
  */
 gchar *cli_format_time(gint64 ms);
+
+/** cli_append_time: appends @ms as cli_format_time() writes it (0 too). */
+void cli_append_time(GString *out, gint64 ms);
 
 /** cli_format_age: Returns: (transfer full): "3s ago", "2m ago", ... */
 gchar *cli_format_age(gint64 then_ms, gint64 now_ms);
