@@ -757,6 +757,8 @@ may_write(Web *web, SoupServerMessage *msg)
                     "page (cross-origin request)");
     return FALSE;
   }
+  if (token != NULL && token[0] == '\0')
+    token = NULL;
   if (token == NULL || !web_token_equal(token, web->token)) {
     respond_message(msg, SOUP_STATUS_FORBIDDEN,
                     token == NULL

@@ -25,7 +25,7 @@ function el(tag, attrs, ...children) {
     if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined) continue;
     node.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -103,9 +103,11 @@ function canWrite() {
 }
 
 async function post(path, params) {
+  const headers = {'Content-Type': 'application/x-www-form-urlencoded'};
+  if (token()) headers['X-Sluice-Token'] = token();
   const r = await fetch('/api/' + path, {
     method: 'POST',
-    headers: {'X-Sluice-Token': token(), 'Content-Type': 'application/x-www-form-urlencoded'},
+    headers,
     body: new URLSearchParams(params),
   });
   const body = await r.json().catch(() => ({error: 'HTTP ' + r.status}));
@@ -150,7 +152,7 @@ function action(label, cls, question, path, params, done) {
       } catch (e) {
         notice(label + ' failed: ' + e.message, true);
       }
-      route();
+      route(true);
     },
   }, label);
 }
@@ -183,7 +185,7 @@ async function loadOverview() {
 
 // @now is the server's clock, which the points' times are on.
 function chart(rates, startedAt, now) {
-  const W = 720, H = 200, L = 44, R = 8, T = 10, B = 24;
+  const W = 1200, H = 240, L = 44, R = 12, T = 10, B = 24;
   const from = now - 3600 * 1000;
   const points = rates.points.filter((p) => p.at >= from && p.span_ms > 0).map((p) => ({
     at: p.at,
@@ -393,7 +395,7 @@ async function pageDead(params) {
           count = e.body.count; // changed meanwhile: ask again with the new count
         }
       }
-      route();
+      route(true);
     },
   }, verb + ' all matching');
   show(
@@ -520,7 +522,7 @@ async function route(quiet) {
 document.addEventListener('DOMContentLoaded', () => {
   const input = document.getElementById('token');
   input.value = token();
-  input.addEventListener('change', () => { sessionStorage.setItem('sluice-token', input.value); route(true); });
+  input.addEventListener('input', () => sessionStorage.setItem('sluice-token', input.value));
   const find = () => {
     const id = document.getElementById('find-id').value.trim();
     if (id) location.hash = '#/task/' + encodeURIComponent(id);
