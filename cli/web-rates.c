@@ -6,12 +6,17 @@
  * heartbeat, read by sluice_client_get_stats()). A sample is the growth
  * of those counts since the previous sample, worker by worker: a worker
  * that stopped meanwhile takes its counts with it (they are not
- * subtracted), and one that started meanwhile brings all of its own. So
+ * subtracted), and one that started after the first sample brings all of
+ * its own (one that started before and is seen only later brings none:
+ * they may predate the dashboard). So
  * the history starts when `sluice web` starts, and loses what a worker
  * finished between its last announcement and its end.
  *
- * "Processed" counts every finished attempt (succeeded, failed, retried,
- * dead-lettered); "failed" the ones that did not succeed. A point holds
+ * "Processed" counts every attempt that ran to an end, "failed" the ones
+ * that failed (whether a retry followed or not): a worker's announced
+ * `failed` is its failed attempts, of which `retried` and most of
+ * `dead_lettered` are outcomes, so neither is added again. Dead letters
+ * that never ran (expired, unknown task name) are not attempts. A point holds
  * the counts and the time they took, not a rate: the page divides, and
  * the JSON writer needs no floating-point numbers.
  */
@@ -41,7 +46,8 @@ struct _WebRates {
   guint start; /* the oldest point */
   guint len;
   GHashTable *last; /* worker id -> Counts at the previous sample */
-  gint64 last_ms;   /* 0 = no baseline yet */
+  gint64 first_ms;  /* the baseline; 0 = none yet */
+  gint64 last_ms;
   gint64 interval_ms;
 };
 
@@ -91,15 +97,16 @@ web_rates_sample(WebRates *rates, const SluiceBrokerStats *stats, gint64 now_ms)
     Counts *now = g_new0(Counts, 1);
     const Counts *before = g_hash_table_lookup(rates->last, w->id);
 
-    now->failed = w->failed + w->retried + w->dead_lettered;
-    now->processed = w->succeeded + now->failed;
+    now->failed = w->failed;
+    now->processed = w->succeeded + w->failed;
     if (before != NULL && now->processed >= before->processed &&
         now->failed >= before->failed) {
       p.processed += now->processed - before->processed;
       p.failed += now->failed - before->failed;
-    } else if (before == NULL && rates->last_ms > 0 &&
-               w->started_at_ms >= rates->last_ms) {
-      /* Started since the last sample: all it did is new. */
+    } else if (before == NULL && rates->first_ms > 0 &&
+               w->started_at_ms >= rates->first_ms) {
+      /* Started after the baseline (seen only now, as its first
+       * announcement may come after a sample): all it did is new. */
       p.processed += now->processed;
       p.failed += now->failed;
     }
@@ -108,8 +115,10 @@ web_rates_sample(WebRates *rates, const SluiceBrokerStats *stats, gint64 now_ms)
   /* Workers gone since the last sample are forgotten with it. */
   g_hash_table_unref(rates->last);
   rates->last = g_steal_pointer(&seen);
-  if (rates->last_ms > 0 && p.span_ms > 0)
+  if (rates->first_ms > 0 && p.span_ms > 0)
     push(rates, &p);
+  if (rates->first_ms == 0)
+    rates->first_ms = now_ms;
   rates->last_ms = now_ms;
   /* Only the last hour is kept, whatever the ring could hold. */
   while (rates->len > 0 && rates->ring[rates->start].at_ms < now_ms - HOUR_MS) {
