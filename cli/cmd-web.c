@@ -260,6 +260,8 @@ cli_cmd_web(int argc, char **argv)
   web.shown_url = web_shown_url(settings.url);
   web.read_only = read_only;
   web.sample_interval_ms = interval_ms;
+  web.loopback = g_inet_address_get_is_loopback(
+      g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(address)));
   web.rates = web_rates_new(interval_ms);
   status = serve(&settings, address, &web);
 out:

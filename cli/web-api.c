@@ -958,6 +958,50 @@ post_dead_all(Web *web, SoupServerMessage *msg, gboolean replay,
 
 /* ---- Dispatch ------------------------------------------------------------ */
 
+/* Whether the request's Host is a loopback address or "localhost" (with
+ * or without a port). */
+static gboolean
+host_is_loopback(SoupServerMessage *msg)
+{
+  const gchar *host = soup_message_headers_get_one(
+      soup_server_message_get_request_headers(msg), "Host");
+  g_autofree gchar *name = NULL;
+  g_autoptr(GInetAddress) ip = NULL;
+
+  if (host == NULL)
+    return FALSE;
+  if (host[0] == '[') {
+    const gchar *close = strchr(host, ']');
+    if (close == NULL)
+      return FALSE;
+    name = g_strndup(host + 1, (gsize)(close - host - 1));
+  } else {
+    const gchar *colon = strchr(host, ':');
+    name =
+        colon != NULL ? g_strndup(host, (gsize)(colon - host)) : g_strdup(host);
+  }
+  if (g_ascii_strcasecmp(name, "localhost") == 0)
+    return TRUE;
+  ip = g_inet_address_new_from_string(name);
+  return ip != NULL && g_inet_address_get_is_loopback(ip);
+}
+
+/* Answers 403 and returns FALSE for a request to a loopback server under
+ * another name: a page of a site whose name now resolves to 127.0.0.1 is
+ * "same-origin" to itself, and could otherwise read the dashboard. */
+static gboolean
+host_allowed(Web *web, SoupServerMessage *msg)
+{
+  if (!web->loopback || host_is_loopback(msg))
+    return TRUE;
+  security_headers(msg);
+  cli_http_respond(msg, SOUP_STATUS_FORBIDDEN, "text/plain; charset=utf-8",
+                   g_strdup("this dashboard listens on loopback: open it as "
+                            "http://127.0.0.1:PORT/ or http://localhost:PORT/ "
+                            "(Host header)\n"));
+  return FALSE;
+}
+
 static GHashTable *
 form_of(SoupServerMessage *msg)
 {
@@ -978,6 +1022,8 @@ serve_api(SoupServer *soup, SoupServerMessage *msg, const char *path,
   gboolean get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
   g_autoptr(GHashTable) form = NULL;
 
+  if (!host_allowed(web, msg))
+    return;
   if (get) {
     if (strcmp(path, "/api/overview") == 0)
       get_overview(web, msg);
@@ -1046,6 +1092,8 @@ serve_file(SoupServer *soup, SoupServerMessage *msg, const char *path,
   g_autofree gchar *resource = NULL;
   g_autoptr(GBytes) bytes = NULL;
 
+  if (!host_allowed(data, msg))
+    return;
   security_headers(msg);
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
     soup_message_headers_replace(soup_server_message_get_response_headers(msg),

@@ -57,6 +57,9 @@ void web_rates_to_json(const WebRates *rates, CliJson *json);
  * @read_only: --read-only was given
  * @rates: the processed/failed history since the process started
  * @started_at_ms: when it started
+ * @loopback: it listens on a loopback address only, so it answers only
+ *   requests addressed to one (the Host header), not a name that a site
+ *   made resolve to 127.0.0.1 (DNS rebinding)
  */
 typedef struct {
   SluiceClient *client;
@@ -67,6 +70,7 @@ typedef struct {
   WebRates *rates;
   gint64 started_at_ms;
   gint64 sample_interval_ms;
+  gboolean loopback;
 } Web;
 
 /**

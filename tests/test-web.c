@@ -671,6 +671,12 @@ START_TEST(test_pages_are_embedded)
   g_autoptr(Reply) missing = get(web, "/../../etc/passwd");
   g_autoptr(Reply) api_missing = get(web, "/api/nothing");
   g_autoptr(Reply) put = request(web, "PUT", "/api/overview", "", NULL);
+  g_autoptr(Reply) rebound = request(web, "GET", "/api/overview", NULL, "Host",
+                                     "attacker.example:9466", NULL);
+  g_autoptr(Reply) rebound_page =
+      request(web, "GET", "/", NULL, "Host", "attacker.example", NULL);
+  g_autoptr(Reply) by_name =
+      request(web, "GET", "/api/overview", NULL, "Host", "localhost", NULL);
 
   assert_reply(index, 200);
   ck_assert_str_eq(index->content_type, "text/html");
@@ -687,6 +693,11 @@ START_TEST(test_pages_are_embedded)
   assert_reply(missing, 404);
   assert_reply(api_missing, 404);
   assert_reply(put, 405);
+  /* Loopback answers loopback names only (DNS rebinding). */
+  assert_reply(rebound, 403);
+  ck_assert(strstr(rebound->body, "loopback") != NULL);
+  assert_reply(rebound_page, 403);
+  assert_reply(by_name, 200);
   proc_stop(web);
 }
 END_TEST
