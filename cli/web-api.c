@@ -228,6 +228,23 @@ worker_to_json(CliJson *json, const SluiceWorkerInfo *w, gint64 now_ms)
   cli_json_int(json, (gint64)w->retried);
   cli_json_key(json, "dead_lettered");
   cli_json_int(json, (gint64)w->dead_lettered);
+  cli_json_key(json, "running_tasks");
+  cli_json_begin_array(json);
+  for (guint i = 0; w->running_tasks != NULL && i < w->running_tasks->len;
+       i++) {
+    const SluiceRunningTask *t = w->running_tasks->pdata[i];
+    cli_json_begin_object(json);
+    cli_json_key(json, "id");
+    cli_json_string(json, t->id);
+    cli_json_key(json, "task");
+    cli_json_string(json, t->task);
+    cli_json_key(json, "queue");
+    cli_json_string(json, t->queue);
+    cli_json_key(json, "started_at");
+    cli_json_time(json, t->started_at_ms);
+    cli_json_end_object(json);
+  }
+  cli_json_end_array(json);
   cli_json_end_object(json);
 }
 
@@ -823,8 +840,14 @@ post_queue(Web *web, SoupServerMessage *msg, const gchar *action,
   }
   g_info("dashboard: %s queue %s", action, queue);
   if (strcmp(action, "purge") == 0) {
-    g_autofree gchar *n = g_strdup_printf("%" G_GUINT64_FORMAT, removed);
-    respond_done(msg, "removed", n);
+    g_autoptr(CliJson) json = cli_json_new();
+    cli_json_begin_object(json);
+    cli_json_key(json, "ok");
+    cli_json_bool(json, TRUE);
+    cli_json_key(json, "removed");
+    cli_json_int(json, (gint64)removed);
+    cli_json_end_object(json);
+    respond_json(msg, SOUP_STATUS_OK, json);
   } else {
     respond_done(msg, NULL, NULL);
   }

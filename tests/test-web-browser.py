@@ -492,6 +492,9 @@ class Test:
         self.wd.screenshot("overview-chart")
         self.load("#/workers")
         assert self.wd.text('tr[data-worker="w-browser"] .health') == "healthy"
+        running = self.tasks["running"][0]
+        assert running in self.wd.text(
+            'tr[data-worker="w-browser"] .running-tasks')
         self.wd.screenshot("workers")
 
     def check_api_never_shows_the_password(self):

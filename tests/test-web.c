@@ -735,6 +735,7 @@ START_TEST(test_writes_need_the_token)
        {"Cookie", "X-Sluice-Token=" TOKEN, NULL},
        "X-Sluice-Token"},
   };
+  g_autoptr(Reply) no_body = NULL;
   g_autoptr(Reply) get_pause = NULL;
   g_autoptr(Reply) same_origin = NULL;
   g_autoptr(Reply) resume = NULL;
@@ -750,6 +751,11 @@ START_TEST(test_writes_need_the_token)
     ck_assert_msg(!queue_paused(ctx, "work"), "%s paused the queue",
                   refused[i].what);
   }
+  /* A POST without a body is a request like another. */
+  no_body = request(web, "POST", "/api/queues/pause", NULL, "X-Sluice-Token",
+                    TOKEN, NULL);
+  assert_reply(no_body, 400);
+  ck_assert(strstr(no_body->body, "queue=") != NULL);
   /* A GET never acts, whatever its path. */
   get_pause = get(web, "/api/queues/pause?queue=work");
   assert_reply(get_pause, 404);
@@ -774,8 +780,7 @@ START_TEST(test_writes_need_the_token)
 
     assert_reply(unconfirmed, 400);
     assert_reply(purged, 200);
-    ck_assert_str_eq(json_object_get_string_member(obj(purged), "removed"),
-                     "1");
+    ck_assert_int_eq(json_object_get_int_member(obj(purged), "removed"), 1);
     ls = cli_json(ctx, "ls", "work", NULL);
     ck_assert_uint_eq(json_array_get_length(json_object_get_array_member(
                           json_node_get_object(ls), "tasks")),

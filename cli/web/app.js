@@ -477,12 +477,14 @@ async function pageWorkers() {
     el('td', {class: 'num running'}, w.running + ' / ' + w.concurrency),
     el('td', {class: 'num'}, w.succeeded), el('td', {class: 'num'}, w.failed),
     el('td', {class: 'num'}, w.retried), el('td', {class: 'num'}, w.dead_lettered),
-    el('td', {}, time(w.started_at)), el('td', {}, time(w.last_seen))));
+    el('td', {}, time(w.started_at)), el('td', {}, time(w.last_seen)),
+    el('td', {class: 'wrap running-tasks'}, w.running_tasks.length === 0 ? '-'
+      : w.running_tasks.map((t) => el('div', {}, taskLink(t.id), ' ', t.task)))));
   show(el('h2', {}, 'Workers'),
     rows.length === 0 ? el('p', {class: 'muted'}, 'No workers seen lately.')
       : table(['Worker', 'Health', 'Host / pid', 'Queues', {label: 'Running', num: true}, {label: 'Succeeded', num: true},
-        {label: 'Failed', num: true}, {label: 'Retried', num: true}, {label: 'Dead', num: true}, 'Started', 'Last seen'], rows, {id: 'workers'}),
-    el('p', {class: 'muted'}, 'Healthy: a heartbeat in the last 6 s; late: alive but no heartbeat since; dead: its liveness lapsed (listed for a while). Counts are since each worker started.'));
+        {label: 'Failed', num: true}, {label: 'Retried', num: true}, {label: 'Dead', num: true}, 'Started', 'Last seen', 'Running tasks'], rows, {id: 'workers'}),
+    el('p', {class: 'muted'}, 'Healthy: a heartbeat in the last 6 s; late: alive but no heartbeat since; dead: its liveness lapsed (listed for a while). Counts are since each worker started; failed counts failed attempts, retried or not.'));
   scheduleRefresh();
 }
 
