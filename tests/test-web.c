@@ -913,6 +913,41 @@ START_TEST(test_read_only_refuses_writes)
 }
 END_TEST
 
+START_TEST(test_config_file_web_group)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0, NULL);
+  g_autofree gchar *tokens = token_file(ctx, TOKEN);
+  g_autofree gchar *path = g_build_filename(ctx->dir, "sluice.conf", NULL);
+  g_autofree gchar *bad = g_build_filename(ctx->dir, "bad.conf", NULL);
+  g_autofree gchar *config = g_strdup_printf(
+      "[web]\nlisten=127.0.0.1:0\ntoken-file=%s\nread-only=true\n"
+      "sample-interval=1s\n",
+      tokens);
+  const gchar *argv[] = {"web", "--config", path, NULL};
+  g_autoptr(Proc) web = NULL;
+  g_autoptr(Reply) overview = NULL;
+  g_autoptr(Reply) refused = NULL;
+  g_autoptr(Run) unknown = NULL;
+
+  ck_assert(g_file_set_contents(path, config, -1, NULL));
+  web = proc_start(ctx, "serving on ", argv);
+  overview = get(web, "/api/overview");
+  assert_reply(overview, 200);
+  ck_assert_str_eq(json_object_get_string_member(obj(overview), "writes"),
+                   "read-only");
+  refused = post(web, "/api/queues/pause", "queue=work");
+  assert_reply(refused, 403);
+  proc_stop(web);
+
+  /* A misspelt key is named, not ignored. */
+  ck_assert(g_file_set_contents(bad, "[web]\ntokenfile=x\n", -1, NULL));
+  unknown = cli(ctx, "web", "--config", bad, NULL);
+  assert_status(unknown, 2);
+  ck_assert(strstr(unknown->err, "unknown key") != NULL);
+  ck_assert(strstr(unknown->err, "token-file") != NULL);
+}
+END_TEST
+
 /* ---- The Redis password -------------------------------------------------- */
 
 static void
@@ -1116,6 +1151,7 @@ main(void)
   tcase_add_loop_test(api, test_writes_need_the_token, 0, n_modes);
   tcase_add_loop_test(api, test_task_and_dead_letter_actions, 0, n_modes);
   tcase_add_test(api, test_read_only_refuses_writes);
+  tcase_add_test(api, test_config_file_web_group);
   tcase_add_loop_test(api, test_password_never_in_any_response, 0, n_modes);
   tcase_add_loop_test(api, test_rates_count_what_workers_finish, 0, n_modes);
   suite_add_tcase(s, api);
