@@ -12,6 +12,9 @@
  *   cmd-queue.c    `sluice pause|resume|purge|delete|run-now`
  *   cmd-periodic.c `sluice periodic ls`
  *   cmd-exporter.c `sluice exporter` (the namespace's gauges over HTTP)
+ *   cmd-web.c      `sluice web` (the dashboard; web-api.c serves its pages
+ *                  and JSON API, web-rates.c keeps its chart's history;
+ *                  web.h)
  *
  * and helpers:
  *
@@ -395,6 +398,22 @@ void cli_result_print(const SluiceResult *result, gboolean json);
 /** cli_result_to_json: writes the record's JSON object into @json. */
 void cli_result_to_json(CliJson *json, const SluiceResult *result);
 
+/**
+ * cli_listed_task_to_json:
+ * Writes one task of a listing (sluice_client_list()) as a JSON object:
+ * what `sluice ls --json` prints for it.
+ */
+void cli_listed_task_to_json(CliJson *json, const SluiceListedTask *task);
+
+/**
+ * cli_dead_letter_fields_to_json:
+ * Writes the fields of a dead-letter entry (entry_id, task_id, task,
+ * reason, detail, source, deliveries, at) as keys and values into the
+ * object @json is in: what `sluice dlq list --json` prints for it.
+ */
+void cli_dead_letter_fields_to_json(CliJson *json,
+                                    const SluiceDeadLetter *entry);
+
 /* ---- Logging (log.c) ----------------------------------------------------- */
 
 typedef enum {
@@ -532,6 +551,7 @@ int cli_cmd_delete(int argc, char **argv);
 int cli_cmd_run_now(int argc, char **argv);
 int cli_cmd_periodic(int argc, char **argv);
 int cli_cmd_exporter(int argc, char **argv);
+int cli_cmd_web(int argc, char **argv);
 
 /* The texts --help shows at the bottom of every subcommand. */
 #define CLI_HELP_CONNECTION                                                    \

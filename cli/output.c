@@ -546,3 +546,67 @@ cli_result_print(const SluiceResult *result, gboolean json)
   }
   cli_table_print(table);
 }
+
+/* ---- Listings ------------------------------------------------------------ */
+
+void
+cli_listed_task_to_json(CliJson *json, const SluiceListedTask *t)
+{
+  g_autofree gchar *args = cli_msgpack_to_json(t->args);
+
+  cli_json_begin_object(json);
+  cli_json_key(json, "id");
+  cli_json_string(json, t->id);
+  cli_json_key(json, "state");
+  cli_json_string(json, sluice_task_state_to_string(t->state));
+  cli_json_key(json, "task");
+  cli_json_string(json, t->task);
+  cli_json_key(json, "queue");
+  cli_json_string(json, t->queue);
+  cli_json_key(json, "attempt");
+  if (t->attempt > 0)
+    cli_json_int(json, t->attempt);
+  else
+    cli_json_null(json);
+  cli_json_key(json, "enqueued_at");
+  cli_json_time(json, t->enqueued_at_ms);
+  cli_json_key(json, "due_at");
+  cli_json_time(json, t->due_at_ms);
+  cli_json_key(json, "started_at");
+  cli_json_time(json, t->started_at_ms);
+  cli_json_key(json, "worker");
+  cli_json_string(json, t->worker);
+  cli_json_key(json, "error");
+  cli_json_string(json, t->error);
+  cli_json_key(json, "dead_letter_reason");
+  cli_json_string(json, t->dead_letter_reason);
+  cli_json_key(json, "entry_id");
+  cli_json_string(json, t->entry_id);
+  cli_json_key(json, "args");
+  if (args != NULL)
+    cli_json_raw(json, args);
+  else
+    cli_json_null(json);
+  cli_json_end_object(json);
+}
+
+void
+cli_dead_letter_fields_to_json(CliJson *json, const SluiceDeadLetter *entry)
+{
+  cli_json_key(json, "entry_id");
+  cli_json_string(json, entry->entry_id);
+  cli_json_key(json, "task_id");
+  cli_json_string(json, entry->task_id);
+  cli_json_key(json, "task");
+  cli_json_string(json, entry->task);
+  cli_json_key(json, "reason");
+  cli_json_string(json, entry->reason);
+  cli_json_key(json, "detail");
+  cli_json_string(json, entry->detail);
+  cli_json_key(json, "source");
+  cli_json_string(json, entry->source);
+  cli_json_key(json, "deliveries");
+  cli_json_int(json, entry->deliveries);
+  cli_json_key(json, "at");
+  cli_json_time(json, entry->at);
+}
