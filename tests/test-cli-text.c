@@ -17,7 +17,7 @@
 static gchar *
 expected_time(gint64 ms)
 {
-  gint64 s = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+  gint64 s = ms / 1000 - (ms % 1000 < 0); /* rounded down, without -ms */
   g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(s);
 
   if (dt == NULL)
