@@ -1931,6 +1931,7 @@ START_TEST(test_dlq_bulk_commands_need_yes)
   assert_status(replayed, 0);
   ck_assert_str_eq(replayed->out, "replayed 3 dead letters\n");
   ck_assert_str_eq(replayed->err, "");
+  g_clear_pointer(&w, worker_free);
   w = worker_start(ctx, NULL);
   for (;;) {
     g_autoptr(Run) l = cli(ctx, "dlq", "list", "--json", NULL);
