@@ -1,0 +1,123 @@
+"""Python producers and the C worker (`sluice worker --module demo`) on a
+real redis-server, in both modes: every kind of task enqueued here runs
+there and its result comes back; tasks a C producer (`sluice enqueue`)
+made are inspected and cancelled from here."""
+
+import asyncio
+import json
+import time
+
+import pytest
+
+import sluice
+import sluice.aio
+import support
+
+WAIT = 120000  # ms: generous, the machine is shared
+
+
+@pytest.fixture(params=["fast", "reliable"])
+def mode(request):
+    return request.param
+
+
+@pytest.fixture
+def worker(build, server, namespace, mode):
+    w = support.Worker(server.url, mode, namespace)
+    yield w
+    w.stop()
+
+
+def client(server, namespace, mode, **kw):
+    return sluice.Client(server.url, namespace=namespace, mode=mode, **kw)
+
+
+def test_every_kind_of_task_runs_on_the_c_worker(worker, server, namespace,
+                                                 mode):
+    c = client(server, namespace, mode)
+    now = int(time.time() * 1000)
+    echo = c.enqueue("demo.echo", {"to": "world", "n": [1, 2.5, None]},
+                     headers={"tenant": "acme", "traceparent":
+                              "00-4bf92f3577b34da6a3ce929d0e0e4736-"
+                              "00f067aa0ba902b7-01"})
+    delayed = c.enqueue("demo.echo", "later", delay_ms=300)
+    eta = c.enqueue("demo.echo", b"\x00\x01bin", eta_ms=now + 300)
+    own, existed = c.enqueue_full("demo.echo", 42, id="order-%s" % mode)
+    again = c.enqueue_full("demo.echo", 43, id="order-%s" % mode)
+    flaky = c.enqueue("demo.flaky", {"fail_times": 1},
+                      options=sluice.Options(max_attempts=3,
+                                             initial_backoff_ms=0))
+    fatal = c.enqueue("demo.fatal")
+    fail = c.enqueue("demo.fail", options={"max_attempts": 2,
+                                           "initial_backoff_ms": 0})
+    nothing = c.enqueue("demo.noop", options={"store_result": True})
+    batch = c.enqueue_batch([sluice.Request("demo.echo", i)
+                             for i in range(20)])
+
+    assert c.get_result(echo, WAIT).value == {"to": "world",
+                                              "n": [1, 2.5, None]}
+    assert c.get_result(delayed, WAIT).value == "later"
+    got = c.get_result(eta, WAIT)
+    assert got.value == b"\x00\x01bin" and got.started_at >= now + 300
+    assert not existed and again == (own, True)
+    assert c.get_result(own, WAIT).value == 42
+    got = c.get_result(flaky, WAIT)
+    assert got.state == "succeeded" and got.attempt == 2
+    got = c.get_result(fatal, WAIT)
+    assert (got.state, got.dlq_reason) == ("dead_lettered", "non_retryable")
+    got = c.get_result(fail, WAIT)
+    assert (got.state, got.dlq_reason, got.attempt) == (
+        "dead_lettered", "max_attempts", 2)
+    got = c.get_result(nothing, WAIT)
+    assert got.state == "succeeded" and not got.has_value
+    assert [c.get_result(i, WAIT).value for i in batch] == list(range(20))
+
+    # The dead letters, listed and one replayed: it runs (and fails) again.
+    dead = c.dlq_list(task="demo.fail")
+    assert [d.task_id for d in dead] == [fail]
+    assert [d.task_id for d in c.dlq_list(reason="non_retryable")] == [fatal]
+    assert c.dlq_replay(dead[0].entry_id) == fail
+    got = c.get_result(fail, WAIT)
+    assert (got.state, got.attempt) == ("dead_lettered", 2)
+    assert [d.task_id for d in c.dlq_list(task="demo.fail")] == [fail]
+
+
+def test_asyncio_producer_on_the_c_worker(worker, server, namespace, mode):
+    async def run():
+        async with sluice.aio.Client(server.url, namespace=namespace,
+                                     mode=mode) as c:
+            ids = [await c.enqueue("demo.echo", i, delay_ms=100 * (i % 2))
+                   for i in range(6)]
+            ids += await c.enqueue_batch([{"task": "demo.echo", "args": "b"}])
+            results = await asyncio.gather(
+                *(c.get_result(i, WAIT) for i in ids))
+            return [r.value for r in results]
+    assert asyncio.run(run()) == [0, 1, 2, 3, 4, 5, "b"]
+
+
+def test_c_producers_tasks_are_inspected_and_cancelled(build, server,
+                                                       namespace, mode):
+    def cli(*args):
+        return support.sluice_cli(*args, url=server.url, mode=mode,
+                                  namespace=namespace)
+
+    c = client(server, namespace, mode)
+    before = int(time.time() * 1000)
+    later = cli("enqueue", "demo.echo", '{"a": 1}', "--delay", "1h").strip()
+    queued = cli("enqueue", "demo.sleep", '{"ms": 1}', "-q", "idle").strip()
+    got = c.inspect(later)
+    assert (got.state, got.task, got.queue) == ("scheduled", "demo.echo",
+                                                "default")
+    assert before + 3600000 <= got.due_at <= before + 3600000 + 120000
+    assert c.cancel(later) == "removed"
+    assert c.inspect(later).state == "cancelled"
+    record = json.loads(cli("inspect", later, "--json"))
+    assert record["state"] == "cancelled"
+
+    # Queued, not yet taken: revoked; a worker then skips it.
+    assert c.cancel(queued) == "revoked"
+    w = support.Worker(server.url, mode, namespace, queues=("idle",))
+    try:
+        assert c.get_result(queued, WAIT).state == "cancelled"
+    finally:
+        w.stop()
