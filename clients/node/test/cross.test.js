@@ -1,0 +1,98 @@
+'use strict';
+// Node producers and the C worker (`sluice worker --module demo`) on a
+// real redis-server, in both modes: every kind of task enqueued here runs
+// there and its result comes back; tasks a C producer (`sluice enqueue`)
+// made are inspected and cancelled from here.
+
+const assert = require('node:assert/strict');
+const { test, before, after } = require('node:test');
+const sluice = require('..');
+const support = require('./support');
+
+const WAIT = { timeoutMs: 120000 }; // generous: the machine is shared
+let server;
+before(async () => { server = await support.startRedis(); });
+after(async () => { await server.stop(); });
+
+for (const mode of ['fast', 'reliable']) {
+  test(`${mode}: every kind of task runs on the C worker`, async (t) => {
+    if (support.skipWithoutBuild(t)) return;
+    const ns = support.newNamespace();
+    const worker = support.startWorker(server.url, mode, ns);
+    const c = new sluice.Client(server.url, { namespace: ns, mode });
+    try {
+      const now = Date.now();
+      const echo = await c.enqueue('demo.echo', { to: 'world', n: [1, 2.5, null] }, {
+        headers: { tenant: 'acme', traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' },
+      });
+      const delayed = await c.enqueue('demo.echo', 'later', { delayMs: 300 });
+      const eta = await c.enqueue('demo.echo', Buffer.from([0, 1, 0x62]), { etaMs: now + 300 });
+      const own = await c.enqueueFull('demo.echo', 42, { id: `order-${mode}` });
+      const again = await c.enqueueFull('demo.echo', 43, { id: `order-${mode}` });
+      const flaky = await c.enqueue('demo.flaky', { fail_times: 1 }, { options: { maxAttempts: 3, initialBackoffMs: 0 } });
+      const fatal = await c.enqueue('demo.fatal');
+      const fail = await c.enqueue('demo.fail', null, { options: { maxAttempts: 2, initialBackoffMs: 0 } });
+      const nothing = await c.enqueue('demo.noop', null, { options: { storeResult: true } });
+      const batch = await c.enqueueBatch(Array.from({ length: 20 }, (_, i) => ({ task: 'demo.echo', args: i })));
+
+      assert.deepEqual((await c.getResult(echo, WAIT)).value, { to: 'world', n: [1, 2.5, null] });
+      assert.equal((await c.getResult(delayed, WAIT)).value, 'later');
+      const e = await c.getResult(eta, WAIT);
+      assert.deepEqual(Buffer.from(e.value), Buffer.from([0, 1, 0x62]));
+      assert.ok(e.startedAt >= now + 300);
+      assert.equal(own.existed, false);
+      assert.deepEqual(again, { id: own.id, existed: true });
+      assert.equal((await c.getResult(own.id, WAIT)).value, 42);
+      const f = await c.getResult(flaky, WAIT);
+      assert.equal(f.state, 'succeeded');
+      assert.equal(f.attempt, 2);
+      const d = await c.getResult(fatal, WAIT);
+      assert.deepEqual([d.state, d.dlqReason], ['dead_lettered', 'non_retryable']);
+      const g = await c.getResult(fail, WAIT);
+      assert.deepEqual([g.state, g.dlqReason, g.attempt], ['dead_lettered', 'max_attempts', 2]);
+      const n = await c.getResult(nothing, WAIT);
+      assert.equal(n.state, 'succeeded');
+      assert.equal(n.hasValue, false);
+      const values = await Promise.all(batch.map((id) => c.getResult(id, WAIT)));
+      assert.deepEqual(values.map((r) => r.value), Array.from({ length: 20 }, (_, i) => i));
+
+      const dead = await c.dlqList({ task: 'demo.fail' });
+      assert.deepEqual(dead.map((x) => x.taskId), [fail]);
+      assert.deepEqual((await c.dlqList({ reason: 'non_retryable' })).map((x) => x.taskId), [fatal]);
+      assert.equal(await c.dlqReplay(dead[0].entryId), fail);
+      const h = await c.getResult(fail, WAIT);
+      assert.deepEqual([h.state, h.attempt], ['dead_lettered', 2]);
+    } finally {
+      await c.close();
+      await worker.stop();
+    }
+  });
+
+  test(`${mode}: a C producer's tasks are inspected and cancelled`, async (t) => {
+    if (support.skipWithoutBuild(t)) return;
+    const ns = support.newNamespace();
+    const conn = { url: server.url, mode, namespace: ns };
+    const c = new sluice.Client(server.url, { namespace: ns, mode });
+    try {
+      const now = Date.now();
+      const later = support.sluiceCli(['enqueue', 'demo.echo', '{"a": 1}', '--delay', '1h'], conn).trim();
+      const queued = support.sluiceCli(['enqueue', 'demo.sleep', '{"ms": 1}', '-q', 'idle'], conn).trim();
+      const got = await c.inspect(later);
+      assert.deepEqual([got.state, got.task, got.queue], ['scheduled', 'demo.echo', 'default']);
+      assert.ok(got.dueAt >= now + 3600000 && got.dueAt <= now + 3600000 + 120000);
+      assert.equal(await c.cancel(later), 'removed');
+      assert.equal((await c.inspect(later)).state, 'cancelled');
+      assert.equal(JSON.parse(support.sluiceCli(['inspect', later, '--json'], conn)).state, 'cancelled');
+
+      assert.equal(await c.cancel(queued), 'revoked');
+      const worker = support.startWorker(server.url, mode, ns, ['idle']);
+      try {
+        assert.equal((await c.getResult(queued, WAIT)).state, 'cancelled');
+      } finally {
+        await worker.stop();
+      }
+    } finally {
+      await c.close();
+    }
+  });
+}
