@@ -281,15 +281,37 @@ function walkArgs(value) {
   return count;
 }
 
+function arrayHeader(n) {
+  if (n < 16) return Buffer.from([0x90 | n]);
+  if (n < 65536) return Buffer.from([0xdc, n >> 8, n & 0xff]);
+  const b = Buffer.alloc(5);
+  b[0] = 0xdd;
+  b.writeUInt32BE(n, 1);
+  return b;
+}
+
+/** Containers by hand, so that a Map is a msgpack map in its own order
+ * (@msgpack/msgpack writes a Map as an empty map); scalars by the
+ * library. Depth is bounded by walkArgs first. */
+function encodeValue(v) {
+  if (Array.isArray(v)) return Buffer.concat([arrayHeader(v.length), ...v.map(encodeValue)]);
+  if (isContainer(v)) {
+    const entries = v instanceof Map ? [...v] : Object.entries(v);
+    return Buffer.concat([mapHeader(entries.length),
+      ...entries.flatMap(([k, x]) => [encodeValue(k), encodeValue(x)])]);
+  }
+  return enc(v);
+}
+
 /** The msgpack bytes of args (empty for undefined/null: left out). A
- * Buffer given as args is sent as a bin; integers beyond 2^53 cannot be
- * given. */
+ * Buffer given as args is sent as a bin, a Map as a map in its order;
+ * integers beyond 2^53 cannot be given. */
 function packArgs(args) {
   if (args === undefined || args === null) return Buffer.alloc(0);
   const n = walkArgs(args);
   let data;
   try {
-    data = enc(args);
+    data = encodeValue(args);
   } catch (e) {
     throw new InvalidInputError(`args cannot be encoded as msgpack: ${e.message}`);
   }

@@ -73,6 +73,13 @@ test('prepare writes what the encoder writes', () => {
   }))]));
 });
 
+test('a Map is a map in its own order, an object with integer-like keys in JavaScript\'s', () => {
+  assert.equal(p.packArgs(new Map([['b', 1], ['1', new Map([['x', [true]]])]])).toString('hex'),
+    '82a16201a13181a17891c3');
+  assert.equal(p.packArgs({ b: 1, 1: 2 }).toString('hex'), '82a13102a16201');
+  assert.throws(() => p.packArgs(10n ** 30n), /cannot be encoded/);
+});
+
 test('decodeEnvelope keeps args as their bytes', () => {
   const args = Buffer.from([0x92, 0xd0, 0x01, 0xca, 0x3f, 0x80, 0, 0]); // int8 1, float32 1.0
   const env = p.encodeEnvelope({ id: 'i', task: 't', queue: 'q', args, attempt: 2 });
