@@ -48,10 +48,16 @@ class Client {
     this.settings = p.checkSettings(settings);
     this.ownsRedis = redis === undefined;
     this.redis = redis !== undefined ? redis : new Redis(url, REDIS_OPTIONS);
-    // Errors reach the caller through the command that met them.
-    if (this.ownsRedis) this.redis.on('error', () => {});
     this.scripts = p.scriptsFor(this.settings.mode);
     this.modeChecked = null;
+    if (this.ownsRedis) {
+      // Errors reach the caller through the command that met them.
+      this.redis.on('error', () => {});
+      // The mode is checked again after every reconnection, as the C
+      // client checks it on every new connection: a namespace wiped by a
+      // restart is recorded again.
+      this.redis.on('close', () => { this.modeChecked = null; });
+    }
     this.subscriber = null;
     this.waiters = new Map(); // channel -> Set of wake functions
   }

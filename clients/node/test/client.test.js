@@ -207,3 +207,19 @@ test('scripts are loaded again after a flush', () => withClient({}, async (c, ns
   await c.enqueue('t.ok');
   assert.equal((await ready(ns, 'fast')).length, 2);
 }));
+
+test('the mode is checked again after a reconnection', () => withClient({}, async (c, ns) => {
+  const meta = `{${ns}}:meta`;
+  await c.enqueue('t.ok');
+  await redis.del(meta); // a restart without persistence
+  await redis.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+  await support.waitUntil(() => c.modeChecked === null, 'the client to see the connection close');
+  await c.enqueue('t.ok');
+  assert.equal(await redis.hget(meta, 'mode'), 'fast');
+  await redis.hset(meta, 'mode', 'reliable');
+  await redis.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+  await support.waitUntil(() => c.modeChecked === null, 'the client to see the connection close');
+  await assert.rejects(c.enqueue('t.ok'), sluice.WrongModeError);
+  await assert.rejects(c.enqueue('t.ok'), sluice.WrongModeError);
+  assert.equal((await ready(ns, 'fast')).length, 2);
+}));

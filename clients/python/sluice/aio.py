@@ -19,7 +19,19 @@ import redis.asyncio
 from . import protocol as p
 from .client import check_mode, now_ms, translate
 from .errors import InvalidInput, MalformedReply, NotFound, Timeout, \
-    Unavailable
+    Unavailable, WrongMode
+
+
+async def read_mode(command: Any, meta: str, mode: str) -> Optional[bytes]:
+    """sluice.client.read_mode, awaiting each command."""
+    recorded = await command("HGET", meta, "mode")
+    if recorded is None:
+        try:
+            await command("HSETNX", meta, "mode", mode)
+        except redis.exceptions.ResponseError:
+            pass  # a read-only user: the HGET decides
+        recorded = await command("HGET", meta, "mode")
+    return recorded
 
 
 class Client:
@@ -32,15 +44,19 @@ class Client:
             self.settings = p.Settings(**settings)
         except TypeError as e:
             raise InvalidInput(str(e)) from None
+        self._scripts = p.scripts_for(self.settings.mode)
+        # Someone else's connections are checked once; ours on every new
+        # connection, as the C client does.
+        self._mode_checked = redis is None
         if redis is None:
             try:
-                redis = _aioredis.Redis.from_url(url, decode_responses=False)
+                redis = _aioredis.Redis.from_url(
+                    url, decode_responses=False,
+                    redis_connect_func=self._on_connect)
             except ValueError as e:
                 raise InvalidInput("the Redis URL %r cannot be used: %s"
                                    % (url, e))
         self.redis = redis
-        self._scripts = p.scripts_for(self.settings.mode)
-        self._mode_checked = False
 
     async def close(self) -> None:
         await self.redis.close()
@@ -57,19 +73,28 @@ class Client:
     async def _check_mode(self) -> None:
         if self._mode_checked:
             return
-        meta = self._key("meta")
         try:
-            recorded = await self.redis.hget(meta, "mode")
-            if recorded is None:
-                try:
-                    await self.redis.hsetnx(meta, "mode", self.settings.mode)
-                except _exc.ResponseError:
-                    pass  # a read-only user: the HGET decides
-                recorded = await self.redis.hget(meta, "mode")
+            recorded = await read_mode(self.redis.execute_command,
+                                       self._key("meta"), self.settings.mode)
         except _exc.RedisError as e:
             raise translate("reading the namespace's mode", e) from e
         check_mode(self.settings.mode, recorded, self.settings.namespace)
         self._mode_checked = True
+
+    async def _on_connect(self, conn: Any) -> None:
+        await conn.on_connect()
+
+        async def command(*args: Any) -> Any:
+            await conn.send_command(*args)
+            return await conn.read_response()
+
+        recorded = await read_mode(command, self._key("meta"),
+                                   self.settings.mode)
+        try:
+            check_mode(self.settings.mode, recorded, self.settings.namespace)
+        except WrongMode:
+            await conn.disconnect()  # not left connected: checked again
+            raise
 
     async def _eval(self, name: str, argv: List[Any]) -> Any:
         await self._check_mode()

@@ -46,6 +46,19 @@ def redis_errors(what: str):
         raise translate(what, e) from e
 
 
+def read_mode(command: Any, meta: str, mode: str) -> Optional[bytes]:
+    """The namespace's recorded mode, recording ours if there is none
+    (HSETNX: a peer may be first; only what won counts)."""
+    recorded = command("HGET", meta, "mode")
+    if recorded is None:
+        try:
+            command("HSETNX", meta, "mode", mode)
+        except redis.exceptions.ResponseError:
+            pass  # a read-only user: the HGET decides
+        recorded = command("HGET", meta, "mode")
+    return recorded
+
+
 def check_mode(mode: str, recorded: Optional[bytes], namespace: str) -> None:
     if recorded is not None and recorded != mode.encode():
         theirs = recorded.decode("utf-8", "replace")
@@ -74,10 +87,17 @@ class Client:
             self.settings = p.Settings(**settings)
         except TypeError as e:
             raise InvalidInput(str(e)) from None
-        self.redis = redis if redis is not None else \
-            _redis_from_url(url)
         self._scripts = p.scripts_for(self.settings.mode)
-        self._mode_checked = False
+        if redis is not None:
+            # Someone else's connections: checked once, before the first
+            # command.
+            self.redis = redis
+            self._mode_checked = False
+        else:
+            # Checked on every new connection, as the C client does, so
+            # that a namespace wiped by a restart is recorded again.
+            self.redis = _redis_from_url(url, self._on_connect)
+            self._mode_checked = True
 
     # ---- plumbing ----------------------------------------------------------
 
@@ -96,18 +116,25 @@ class Client:
     def _check_mode(self) -> None:
         if self._mode_checked:
             return
-        meta = self._key("meta")
         with redis_errors("reading the namespace's mode"):
-            recorded = self.redis.hget(meta, "mode")
-            if recorded is None:
-                # HSETNX: a peer may be first; only what won counts.
-                try:
-                    self.redis.hsetnx(meta, "mode", self.settings.mode)
-                except redis.exceptions.ResponseError:
-                    pass  # a read-only user: the HGET decides
-                recorded = self.redis.hget(meta, "mode")
+            recorded = read_mode(self.redis.execute_command,
+                                 self._key("meta"), self.settings.mode)
         check_mode(self.settings.mode, recorded, self.settings.namespace)
         self._mode_checked = True
+
+    def _on_connect(self, conn: Any) -> None:
+        conn.on_connect()
+
+        def command(*args: Any) -> Any:
+            conn.send_command(*args)
+            return conn.read_response()
+
+        recorded = read_mode(command, self._key("meta"), self.settings.mode)
+        try:
+            check_mode(self.settings.mode, recorded, self.settings.namespace)
+        except WrongMode:
+            conn.disconnect()  # not left connected, so checked again
+            raise
 
     def _eval(self, name: str, argv: List[Any]) -> Any:
         """EVALSHA, and on NOSCRIPT the text once, as the C broker does."""
@@ -324,8 +351,9 @@ class Client:
         return sub.id
 
 
-def _redis_from_url(url: str) -> "redis.Redis":
+def _redis_from_url(url: str, on_connect: Any) -> "redis.Redis":
     try:
-        return redis.Redis.from_url(url, decode_responses=False)
+        return redis.Redis.from_url(url, decode_responses=False,
+                                    redis_connect_func=on_connect)
     except ValueError as e:
         raise InvalidInput("the Redis URL %r cannot be used: %s" % (url, e))

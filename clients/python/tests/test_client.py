@@ -307,3 +307,42 @@ def test_asyncio_client_does_what_the_sync_one_does(server, namespace, mode):
             return await c.dlq_list()
     assert asyncio.run(run()) == []
     assert len(ready(server, namespace, mode)) == 4
+
+
+def test_mode_is_checked_on_every_new_connection(server, namespace):
+    meta = "{%s}:meta" % namespace
+    r = server.client()
+    c = sluice.Client(server.url, namespace=namespace)
+    a = sluice.aio.Client(server.url, namespace=namespace)
+
+    async def aio_enqueue():
+        return await a.enqueue("t.ok")
+
+    loop = asyncio.new_event_loop()
+    try:
+        c.enqueue("t.ok")
+        loop.run_until_complete(aio_enqueue())
+        # A restart without persistence: the record is gone, and the next
+        # connection records it again.
+        r.delete(meta)
+        r.client_kill_filter(_type="normal", skipme=True)
+        c.enqueue("t.ok")
+        assert r.hget(meta, "mode") == b"fast"
+        # Another mode recorded meanwhile: refused once reconnected.
+        r.hset(meta, "mode", "reliable")
+        r.client_kill_filter(_type="normal", skipme=True)
+        with pytest.raises(sluice.WrongMode):
+            c.enqueue("t.ok")
+        with pytest.raises(sluice.WrongMode):
+            c.enqueue("t.ok")  # not left connected
+        # (redis.asyncio hands out a killed pooled connection once before it
+        # notices: drop them instead.)
+        loop.run_until_complete(a.redis.connection_pool.disconnect())
+        with pytest.raises(sluice.WrongMode):
+            loop.run_until_complete(aio_enqueue())
+        with pytest.raises(sluice.WrongMode):
+            loop.run_until_complete(aio_enqueue())
+    finally:
+        loop.run_until_complete(a.close())
+        loop.close()
+    assert len(ready(server, namespace, "fast")) == 3
