@@ -96,3 +96,27 @@ for (const mode of ['fast', 'reliable']) {
     }
   });
 }
+
+test('the README example runs', async (t) => {
+  if (support.skipWithoutBuild(t)) return;
+  // README's Node example, as written but for the server's URL and where
+  // the package is, on a C worker of the namespace and mode it uses.
+  const fs = require('node:fs');
+  const path = require('node:path');
+  const { execFile } = require('node:child_process');
+  const readme = fs.readFileSync(path.join(support.SRCDIR, 'README.md'), 'utf8');
+  let code = readme.split('### Node\n')[1].split('```js\n')[1].split('```')[0];
+  assert.ok(code.includes("require('sluice-client')"));
+  code = code.replace("require('sluice-client')", `require(${JSON.stringify(path.join(__dirname, '..'))})`)
+    .replace('redis://127.0.0.1:6379/0', server.url);
+  const worker = support.startWorker(server.url, 'reliable', 'sluice');
+  try {
+    const out = await new Promise((resolve, reject) => {
+      execFile(process.execPath, ['-e', `(async () => {\n${code}\n})().catch((e) => { console.error(e); process.exit(1); });`],
+        { timeout: 120000 }, (err, stdout, stderr) => (err ? reject(new Error(stderr || err.message)) : resolve(stdout)));
+    });
+    assert.equal(out, "{ to: 'world' }\n");
+  } finally {
+    await worker.stop();
+  }
+});

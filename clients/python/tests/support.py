@@ -5,6 +5,7 @@ stopped by pid (as tests/helpers/redis-server.c does for the C suites)."""
 import os
 import shutil
 import signal
+import sys
 import socket
 import subprocess
 import tempfile

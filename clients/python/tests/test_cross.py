@@ -121,3 +121,24 @@ def test_c_producers_tasks_are_inspected_and_cancelled(build, server,
         assert c.get_result(queued, WAIT).state == "cancelled"
     finally:
         w.stop()
+
+
+def test_the_readme_example_runs(build, server):
+    """README's Python example, as written but for the server's URL, on a
+    C worker of the namespace and mode it uses."""
+    with open(support.os.path.join(support.SRCDIR, "README.md")) as f:
+        readme = f.read()
+    code = readme.split("### Python\n", 1)[1].split("```python\n", 1)[1]
+    code = code.split("```", 1)[0]
+    assert "sluice.Client(" in code
+    w = support.Worker(server.url, "reliable", "sluice")
+    try:
+        out = support.subprocess.run(
+            [support.sys.executable, "-c",
+             code.replace("redis://127.0.0.1:6379/0", server.url)],
+            cwd=support.os.path.join(support.SRCDIR, "clients", "python"),
+            capture_output=True, timeout=120)
+    finally:
+        w.stop()
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.decode() == "{'to': 'world'}\n"
