@@ -8,8 +8,11 @@ everything here: the checks the C client makes before it sends anything
 lists and replies of the scripts a producer calls.
 """
 
+import base64
+import binascii
 import dataclasses
 import hashlib
+import json
 import math
 import os
 import uuid
@@ -412,40 +415,105 @@ def encode_envelope(id: str, task: str, queue: str, args: bytes = b"",
     return pk.pack_map_header(n_keys) + b"".join(parts)
 
 
+_JSON_WS = b" \t\r\n"
+HISTORY_MAX_LINES = 10
+
+
+def _json_object(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise ValueError("a key given twice")
+    return dict(pairs)
+
+
+def _json_constant(name: str) -> Any:
+    raise ValueError("%s is not JSON" % name)
+
+
+def _json_args(v: Any) -> Any:
+    """PROTOCOL.md's JSON form of args as the value msgpack packs to the
+    bytes Sluice converts it to ({"$bin": base64} is a bin)."""
+    if isinstance(v, dict):
+        if list(v) == ["$bin"] and isinstance(v["$bin"], str):
+            return base64.b64decode(v["$bin"], validate=True)
+        return {_json_text(k): _json_args(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_json_args(x) for x in v]
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, int) and not -2**63 <= v <= INT64_MAX:
+        raise ValueError("an integer beyond 64 bits")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise ValueError("not a finite number")
+    if isinstance(v, str):
+        return _json_text(v)
+    return v
+
+
+def _json_text(s: str) -> str:
+    if _utf8(s) is None:
+        raise ValueError("a string that is not UTF-8 or holds U+0000")
+    return s
+
+
+def _decode_json_envelope(data: bytes) -> Dict[str, Any]:
+    env = json.loads(data.decode("utf-8"), object_pairs_hook=_json_object,
+                     parse_constant=_json_constant)
+    if not isinstance(env, dict):
+        raise ValueError("not an object")
+    if "args" in env:
+        env["args"] = _packer().pack(_json_args(env["args"]))
+    for k, v in env.items():
+        if isinstance(v, str):
+            _json_text(v)
+    return env
+
+
+def _decode_msgpack_envelope(data: bytes) -> Dict[str, Any]:
+    up = msgpack.Unpacker(raw=False, strict_map_key=False)
+    up.feed(data)
+    n = up.read_map_header()
+    env: Dict[str, Any] = {}
+    for _ in range(n):
+        key = up.unpack()
+        if key == "args":
+            # Kept as its bytes, as the C decoder keeps a slice.
+            start = up.tell()
+            up.skip()
+            env["args"] = bytes(data[start:up.tell()])
+        elif key in env and isinstance(key, str):
+            raise ValueError("a key given twice")
+        else:
+            env[key] = up.unpack()
+    if up.tell() != len(data):
+        raise ValueError("bytes after the envelope")
+    return env
+
+
 def decode_envelope(data: bytes) -> Optional[Dict[str, Any]]:
-    """The fields of an envelope in msgpack, `args` kept as its bytes, or
-    None when it is not one (a worker buries such a message `malformed`)."""
+    """The fields of an envelope, msgpack or JSON (told apart by the first
+    byte, as workers do), `args` as msgpack bytes, or None when it is not
+    one (a worker buries such a message `malformed`). history keeps its
+    newest 10 lines, as the C decoder does."""
     try:
-        up = msgpack.Unpacker(raw=False, strict_map_key=False)
-        up.feed(data)
-        n = up.read_map_header()
-        env: Dict[str, Any] = {}
-        for _ in range(n):
-            key = up.unpack()
-            if key == "args":
-                # Kept as its bytes, as the C decoder keeps a slice.
-                start = up.tell()
-                up.skip()
-                env["args"] = bytes(data[start:up.tell()])
-            else:
-                env[key] = up.unpack()
-        if up.tell() != len(data):
-            return None
+        if data.lstrip(_JSON_WS)[:1] == b"{":
+            env = _decode_json_envelope(data)
+        else:
+            env = _decode_msgpack_envelope(data)
         for k in ("id", "task", "queue"):
             if not isinstance(env.get(k), str):
                 return None
-        if not isinstance(env.get("attempt"), int) or env.get("v") != 1:
+        if type(env.get("attempt")) is not int or env.get("v") != 1 or \
+                type(env.get("v")) is not int:
             return None
+        if isinstance(env.get("history"), list):
+            env["history"] = env["history"][-HISTORY_MAX_LINES:]
         return env
-    except (ValueError, TypeError, msgpack.UnpackException,
-            msgpack.OutOfData):
+    except (ValueError, TypeError, UnicodeDecodeError, binascii.Error,
+            msgpack.UnpackException, msgpack.OutOfData):
         return None
 
 
 # ---- Result records ---------------------------------------------------------
-
-_NO_VALUE = object()
-
 
 @dataclasses.dataclass
 class Result:

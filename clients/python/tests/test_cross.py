@@ -142,3 +142,79 @@ def test_the_readme_example_runs(build, server):
         w.stop()
     assert out.returncode == 0, out.stderr.decode()
     assert out.stdout.decode() == "{'to': 'world'}\n"
+
+
+def _replay_cases():
+    p = sluice.protocol
+    full = p.encode_envelope(
+        "m1", "t.m", "default", p.pack_args({"k": [1, "x"]}), 3, 1700000000000,
+        1700000005000, p.Options(max_attempts=4, initial_backoff_ms=0,
+                                 multiplier=1.5, max_backoff_ms=10,
+                                 jitter=True, timeout_ms=20, expires_at=30,
+                                 store_result=False, result_ttl_ms=40,
+                                 dead_letter=True),
+        {"z": "1", "a": "2"}, 1700000001000,
+        ["line %d" % i for i in range(12)])
+    unknown = msgpack_pack({"v": 1, "id": "u1", "task": "t.u", "queue": "uq",
+                            "attempt": 2, "later": {"field": [1]},
+                            "opts": {"max_attempts": 0, "multiplier": 0.0,
+                                     "future": True}})
+    return {
+        "msgpack with every field": full,
+        "msgpack with unknown keys and unset options": unknown,
+        "json": b' {"v":1,"id":"j1","task":"t.j","queue":"default",'
+                b'"args":[1,2.5,{"$bin":"AAE="},"x",{"n":null}],'
+                b'"attempt":4,"enqueued_at":1700000000000,'
+                b'"opts":{"max_attempts":5,"multiplier":2,"jitter":false},'
+                b'"headers":{"b":"1","a":"2"},"history":["e1"],'
+                b'"extra":{"k":[1]}}',
+        "malformed": b"\xc1\x00",
+        "a field of the wrong type": msgpack_pack(
+            {"v": 1, "id": "w1", "task": "t.w", "queue": "default",
+             "attempt": "3"}),
+    }
+
+
+def msgpack_pack(v):
+    import msgpack
+    return msgpack.packb(v, use_bin_type=True)
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["reset", "keep"])
+def test_dlq_replay_sends_what_the_c_client_sends(build, server, mode, keep):
+    """The same dead letters replayed by `sluice dlq replay` (C) and by
+    this client leave the same bytes on the queue and the same record."""
+    r = server.client()
+    for name, payload in _replay_cases().items():
+        queues = {}
+        for who in ("c", "py"):
+            ns = "replay-%s-%s-%s-%d" % (who, mode, keep, abs(hash(name)))
+            c = client(server, ns, mode)
+            c.enqueue("t.ok", queue="setup")  # records the mode
+            eid = r.xadd("{%s}:dlq" % ns, {
+                "payload": payload, "reason": "max_attempts",
+                "source": "default", "deliveries": 1, "at": 1,
+                "task_id": "tid-1", "task": "t.x"}).decode()
+            r.hincrby("{%s}:dlq:count" % ns, "max_attempts", 1)
+            if who == "c":
+                support.sluice_cli("dlq", "replay", eid,
+                                   *(["--keep-attempt"] if keep else []),
+                                   url=server.url, mode=mode, namespace=ns)
+            else:
+                c.dlq_replay(eid, keep_attempt=keep)
+            assert c.dlq_list() == [], name
+            got = {}
+            for key in r.keys("{%s}:[qs]:*" % ns):
+                q = key.decode().split(":", 2)[2]
+                if q != "setup":
+                    got[q] = (r.lrange(key, 0, -1) if mode == "fast" else
+                              [f[b"p"] for _, f in r.xrange(key)])
+            recs = []
+            for key in r.keys("{%s}:r:*" % ns):
+                raw = r.get(key)
+                res = sluice.protocol.decode_record(raw[1:], "x")
+                # Everything but the time it was written.
+                recs.append((key.decode().split(":", 2)[2], raw[:1],
+                             res.state, res.task, res.queue, res.attempt))
+            queues[who] = (got, recs)
+        assert queues["py"] == queues["c"], name
