@@ -13,12 +13,14 @@ const msgpack = require('@msgpack/msgpack');
 const {
   InvalidInputError, TooLargeError, MalformedReplyError,
 } = require('./errors');
+const { decodeJsonEnvelope } = require('./json-envelope');
 
 // The limits of include/sluice/sluice-envelope.h and sluice-client.h.
 const MAX_ID_BYTES = 256;
 const MAX_NAME_BYTES = 200;
 const MAX_HEADERS = 256;
 const MAX_ARGS_DEPTH = 63;
+const HISTORY_MAX_LINES = 10;
 const ARGS_COST_FACTOR = 16;
 const ARGS_COST_BASE = 64 * 1024;
 const UNPACKED_VALUE_BYTES = 24;
@@ -427,6 +429,9 @@ function decodeOne(buf) {
 function decodeEnvelope(data) {
   try {
     const buf = Buffer.from(data);
+    let first = 0;
+    while (first < buf.length && ' \t\r\n'.includes(String.fromCharCode(buf[first]))) first++;
+    if (buf[first] === 0x7b) return checkedEnvelope(decodeJsonEnvelope(buf));
     let pos = 0;
     const m = buf[pos++];
     let n;
@@ -440,16 +445,25 @@ function decodeEnvelope(data) {
       const key = decodeOne(buf.subarray(pos, kend));
       const vend = skip(buf, kend);
       const raw = buf.subarray(kend, vend);
+      if (typeof key === 'string' && Object.prototype.hasOwnProperty.call(env, key) && key !== 'args') return null;
       env[key] = key === 'args' ? Buffer.from(raw) : decodeOne(raw);
       pos = vend;
     }
-    if (pos !== buf.length || env.v !== 1) return null;
-    for (const k of ['id', 'task', 'queue']) if (typeof env[k] !== 'string') return null;
-    if (!Number.isInteger(env.attempt)) return null;
-    return env;
+    if (pos !== buf.length) return null;
+    return checkedEnvelope(env);
   } catch (e) {
     return null;
   }
+}
+
+/** env when its required fields are there, history cut to its newest 10
+ * lines as the C decoder keeps them; else null. */
+function checkedEnvelope(env) {
+  if (env.v !== 1) return null;
+  for (const k of ['id', 'task', 'queue']) if (typeof env[k] !== 'string') return null;
+  if (!Number.isInteger(env.attempt)) return null;
+  if (Array.isArray(env.history)) env.history = env.history.slice(-HISTORY_MAX_LINES);
+  return env;
 }
 
 // ---- Result records --------------------------------------------------------

@@ -120,3 +120,80 @@ test('the README example runs', async (t) => {
     await worker.stop();
   }
 });
+
+function replayCases() {
+  const p = sluice.protocol;
+  const msgpack = require('@msgpack/msgpack');
+  const pack = (v) => Buffer.from(msgpack.encode(v));
+  return {
+    'msgpack with every field': p.encodeEnvelope({
+      id: 'm1', task: 't.m', queue: 'default', args: p.packArgs({ k: [1, 'x'] }), attempt: 3,
+      enqueuedAt: 1700000000000, eta: 1700000005000,
+      opts: {
+        maxAttempts: 4, initialBackoffMs: 0, multiplier: 1.5, maxBackoffMs: 10, jitter: true,
+        timeoutMs: 20, expiresAt: 30, storeResult: false, resultTtlMs: 40, deadLetter: true,
+      },
+      headers: { z: '1', a: '2' }, unknownSince: 1700000001000,
+      history: Array.from({ length: 12 }, (_, i) => `line ${i}`),
+    }),
+    'msgpack with unknown keys and unset options': pack({
+      v: 1, id: 'u1', task: 't.u', queue: 'uq', attempt: 2, later: { field: [1] },
+      opts: { max_attempts: 0, multiplier: 0.5, future: true },
+    }),
+    json: Buffer.from(' {"v":1,"id":"j1","task":"t.j","queue":"default","args":[1,2.5,2.0,{"$bin":"AAE="},"x",{"n":null}],'
+      + '"attempt":4,"enqueued_at":1700000000000,"opts":{"max_attempts":5,"multiplier":2,"jitter":false},'
+      + '"headers":{"b":"1","a":"2"},"history":["e1"],"extra":{"k":[1]}}'),
+    malformed: Buffer.from([0xc1, 0x00]),
+    'a field of the wrong type': pack({ v: 1, id: 'w1', task: 't.w', queue: 'default', attempt: '3' }),
+  };
+}
+
+for (const mode of ['fast', 'reliable']) {
+  for (const keep of [false, true]) {
+    test(`${mode}: dlqReplay sends what the C client sends (${keep ? 'keep' : 'reset'})`, async (t) => {
+      if (support.skipWithoutBuild(t)) return;
+      const r = server.client();
+      const p = sluice.protocol;
+      try {
+        for (const [name, payload] of Object.entries(replayCases())) {
+          const seen = {};
+          for (const who of ['c', 'node']) {
+            const ns = support.newNamespace();
+            const c = new sluice.Client(server.url, { namespace: ns, mode });
+            try {
+              await c.enqueue('t.ok', null, { queue: 'setup' });
+              const eid = await r.xadd(`{${ns}}:dlq`, '*', 'payload', payload, 'reason', 'max_attempts',
+                'source', 'default', 'deliveries', '1', 'at', '1', 'task_id', 'tid-1', 'task', 't.x');
+              await r.hincrby(`{${ns}}:dlq:count`, 'max_attempts', 1);
+              if (who === 'c') {
+                support.sluiceCli(['dlq', 'replay', eid, ...(keep ? ['--keep-attempt'] : [])], { url: server.url, mode, namespace: ns });
+              } else {
+                await c.dlqReplay(eid, { keepAttempt: keep });
+              }
+              assert.deepEqual(await c.dlqList(), [], name);
+              const got = {};
+              for (const key of (await r.keys(`{${ns}}:[qs]:*`)).sort()) {
+                const q = key.split(':').slice(2).join(':');
+                if (q === 'setup') continue;
+                got[q] = mode === 'fast' ? (await r.lrangeBuffer(key, 0, -1)).map((b) => b.toString('hex'))
+                  : (await r.xrangeBuffer(key, '-', '+')).map(([, f]) => f[1].toString('hex'));
+              }
+              const recs = [];
+              for (const key of (await r.keys(`{${ns}}:r:*`)).sort()) {
+                const raw = await r.getBuffer(key);
+                const res = p.decodeRecord(raw.subarray(1), 'x');
+                recs.push([key.split(':').slice(2).join(':'), raw[0], res.state, res.task, res.queue, res.attempt]);
+              }
+              seen[who] = { got, recs };
+            } finally {
+              await c.close();
+            }
+          }
+          assert.deepEqual(seen.node, seen.c, name);
+        }
+      } finally {
+        r.disconnect();
+      }
+    });
+  }
+}

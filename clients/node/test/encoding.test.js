@@ -112,3 +112,15 @@ test('the shipped Lua is the tree\'s', () => {
       `${rel} differs: run \`make client-lua\``);
   }
 });
+
+test('a JSON envelope is read as strictly as the C library reads it', () => {
+  const env = (rest) => Buffer.from(`{"v":1,"id":"i","task":"t","queue":"q","attempt":1${rest}}`);
+  const got = p.decodeEnvelope(env(',"args":[2,2.0,-1e2,{"$bin":"AAE="},"\\ud83d\\ude00"]'));
+  assert.equal(got.args.toString('hex'), '9502cb4000000000000000cbc059000000000000c4020001a4f09f9880');
+  for (const bad of [',"id":"j"', ',"args":NaN', ',"args":"\\u0000"', ',"args":"\\ud800"',
+    ',"args":01', ',"args":[1,]', ',"args":9223372036854775808', ',"args":{"a":1,"a":2}']) {
+    assert.equal(p.decodeEnvelope(env(bad)), null, bad);
+  }
+  assert.equal(p.decodeEnvelope(Buffer.concat([env(''), Buffer.from(' x')])), null);
+  assert.notEqual(p.decodeEnvelope(Buffer.concat([Buffer.from(' \n'), env(''), Buffer.from(' ')])), null);
+});

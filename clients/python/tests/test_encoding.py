@@ -96,3 +96,20 @@ def test_shipped_lua_is_the_trees():
                     open(os.path.join(p._LUA_DIR, rel), "rb") as b:
                 assert a.read() == b.read(), \
                     "%s differs: run `make client-lua`" % rel
+
+
+def test_a_json_envelope_is_read_as_strictly_as_the_c_library_reads_it():
+    def env(rest):
+        return ('{"v":1,"id":"i","task":"t","queue":"q","attempt":1%s}'
+                % rest).encode()
+    got = p.decode_envelope(env(',"args":[2,2.0,-1e2,{"$bin":"AAE="},'
+                                '"\\ud83d\\ude00"]'))
+    assert got["args"].hex() == \
+        "9502cb4000000000000000cbc059000000000000c4020001a4f09f9880"
+    for bad in (',"id":"j"', ',"args":NaN', ',"args":"\\u0000"',
+                ',"args":"\\ud800"', ',"args":01', ',"args":[1,]',
+                ',"args":9223372036854775808', ',"args":{"a":1,"a":2}',
+                ',"attempt":true'):
+        assert p.decode_envelope(env(bad)) is None, bad
+    assert p.decode_envelope(env("") + b" x") is None
+    assert p.decode_envelope(b" \n" + env("") + b" ") is not None
