@@ -736,7 +736,7 @@ function resultOfLookup(id, reply) {
       attempt: env.attempt, enqueuedAt: env.enqueued_at || 0, dueAt: due,
     });
     if (env.unknown_since) {
-      r.error = `deferred: no worker knows a task named “${env.task}”; it is buried unknown_task if none does by unknown_task_timeout`;
+      r.error = `deferred: no worker knows a task named “${env.task}” (since ${iso8601(env.unknown_since)}); it is buried unknown_task if none does by unknown_task_timeout`;
     } else if (Array.isArray(env.history) && env.history.length > 0) {
       r.error = env.history[env.history.length - 1];
     }
@@ -757,6 +757,12 @@ function resultOfLookup(id, reply) {
     return r;
   }
   throw new MalformedReplyError('lookup_task: unexpected reply');
+}
+
+/** As g_date_time_format_iso8601() writes a UTC time of whole seconds. */
+function iso8601(ms) {
+  const d = new Date(Math.floor(Number(ms) / 1000) * 1000);
+  return Number.isNaN(d.getTime()) ? 'an unknown time' : d.toISOString().replace('.000Z', 'Z');
 }
 
 function dueOfLookup(reply) {

@@ -197,3 +197,39 @@ for (const mode of ['fast', 'reliable']) {
     });
   }
 }
+
+for (const mode of ['fast', 'reliable']) {
+  test(`${mode}: inspect says what \`sluice inspect\` says`, async (t) => {
+    if (support.skipWithoutBuild(t)) return;
+    const ns = support.newNamespace();
+    const worker = support.startWorker(server.url, mode, ns);
+    const c = new sluice.Client(server.url, { namespace: ns, mode });
+    const r = server.client();
+    const conn = { url: server.url, mode, namespace: ns };
+    try {
+      const deferred = await c.enqueue('nobody.knows');
+      const retrying = await c.enqueue('demo.fail', null, { options: { initialBackoffMs: 600000, maxBackoffMs: 600000 } });
+      const delayed = await c.enqueue('demo.echo', 1, { delayMs: 3600000 });
+      const dead = await c.enqueue('demo.fatal');
+      const done = await c.enqueue('demo.echo', { a: [1] });
+      assert.equal((await c.getResult(dead, WAIT)).state, 'dead_lettered');
+      assert.equal((await c.getResult(done, WAIT)).state, 'succeeded');
+      await support.waitUntil(async () => (await r.zscore(`{${ns}}:schedule`, deferred)) !== null, 'the deferral');
+      await support.waitUntil(async () => (await c.inspect(retrying)).state === 'retrying', 'the retry');
+      await r.del(`{${ns}}:r:${dead}`, `{${ns}}:r:${deferred}`); // found on the schedule, among dead letters
+      const fields = [['id', 'id'], ['state', 'state'], ['task', 'task'], ['queue', 'queue'],
+        ['attempt', 'attempt'], ['worker', 'worker'], ['error', 'error'], ['dlqReason', 'dead_letter_reason'],
+        ['enqueuedAt', 'enqueued_at'], ['startedAt', 'started_at'], ['finishedAt', 'finished_at'], ['dueAt', 'due_at']];
+      for (const id of [deferred, retrying, delayed, dead, done]) {
+        const mine = await c.inspect(id);
+        const theirs = JSON.parse(support.sluiceCli(['inspect', id, '--json'], conn));
+        for (const [f, k] of fields) assert.equal(mine[f] || null, theirs[k] === undefined ? null : theirs[k], `${id} ${f}`);
+        if (theirs.result !== null && theirs.result !== undefined) assert.deepEqual(mine.value, theirs.result);
+      }
+    } finally {
+      r.disconnect();
+      await c.close();
+      await worker.stop();
+    }
+  });
+}

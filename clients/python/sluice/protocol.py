@@ -11,6 +11,7 @@ lists and replies of the scripts a producer calls.
 import base64
 import binascii
 import dataclasses
+import datetime
 import hashlib
 import json
 import math
@@ -904,9 +905,10 @@ def result_of_lookup(id: str, reply: Any) -> Optional[Result]:
                    attempt=env["attempt"],
                    enqueued_at=env.get("enqueued_at", 0), due_at=due)
         if env.get("unknown_since"):
-            r.error = ("deferred: no worker knows a task named “%s”; it is "
-                       "buried unknown_task if none does by "
-                       "unknown_task_timeout" % env["task"])
+            r.error = ("deferred: no worker knows a task named “%s” (since "
+                       "%s); it is buried unknown_task if none does by "
+                       "unknown_task_timeout" % (env["task"],
+                                                 _iso8601(env["unknown_since"])))
         elif env.get("history"):
             r.error = env["history"][-1]
         return r
@@ -921,6 +923,16 @@ def result_of_lookup(id: str, reply: Any) -> Optional[Result]:
             r.finished_at = dl.at
         return r
     raise MalformedReply("lookup_task: Redis answered %r" % (reply,))
+
+
+def _iso8601(ms: Any) -> str:
+    """As g_date_time_format_iso8601() writes a UTC time of whole seconds."""
+    try:
+        return datetime.datetime.fromtimestamp(
+            int(ms) // 1000, datetime.timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%SZ")
+    except (TypeError, ValueError, OverflowError, OSError):
+        return "an unknown time"
 
 
 def due_of_lookup(reply: Any) -> int:

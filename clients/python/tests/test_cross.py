@@ -218,3 +218,47 @@ def test_dlq_replay_sends_what_the_c_client_sends(build, server, mode, keep):
                              res.state, res.task, res.queue, res.attempt))
             queues[who] = (got, recs)
         assert queues["py"] == queues["c"], name
+
+
+def test_inspect_says_what_sluice_inspect_says(worker, server, namespace,
+                                               mode):
+    """inspect here and `sluice inspect --json` (the C client) agree on
+    tasks in every place: a record, the schedule (deferred, retrying,
+    delayed), the dead letters without a record."""
+    c = client(server, namespace, mode)
+    r = server.client()
+
+    def cli_inspect(id):
+        return json.loads(support.sluice_cli("inspect", id, "--json",
+                                             url=server.url, mode=mode,
+                                             namespace=namespace))
+
+    deferred = c.enqueue("nobody.knows")
+    retrying = c.enqueue("demo.fail", options={"initial_backoff_ms": 600000,
+                                               "max_backoff_ms": 600000})
+    delayed = c.enqueue("demo.echo", 1, delay_ms=3600000)
+    dead = c.enqueue("demo.fatal")
+    done = c.enqueue("demo.echo", {"a": [1]})
+    assert c.get_result(dead, WAIT).state == "dead_lettered"
+    assert c.get_result(done, WAIT).state == "succeeded"
+    support.wait_until(lambda: r.zscore("{%s}:schedule" % namespace,
+                                        deferred) is not None,
+                       what="the deferral")
+    support.wait_until(lambda: c.inspect(retrying).state == "retrying",
+                       what="the retry")
+    r.delete("{%s}:r:%s" % (namespace, dead))  # found among dead letters
+    r.delete("{%s}:r:%s" % (namespace, deferred))
+    for id in (deferred, retrying, delayed, dead, done):
+        mine, theirs = c.inspect(id), cli_inspect(id)
+        for field, key in (("id", "id"), ("state", "state"), ("task", "task"),
+                           ("queue", "queue"), ("attempt", "attempt"),
+                           ("worker", "worker"), ("error", "error"),
+                           ("dlq_reason", "dead_letter_reason"),
+                           ("enqueued_at", "enqueued_at"),
+                           ("started_at", "started_at"),
+                           ("finished_at", "finished_at"),
+                           ("due_at", "due_at")):
+            want = theirs.get(key)
+            assert (getattr(mine, field) or None) == want, (id, field)
+        if theirs.get("result") is not None:
+            assert mine.value == theirs["result"]
