@@ -3,7 +3,8 @@
 #
 #   ./dev.sh demo    install what is missing, build, run examples/hello
 #   ./dev.sh test    install what is missing, build, run the whole test suite
-#   ./dev.sh build   install what is missing, build
+#   ./dev.sh build   install what is missing, build (and npm ci the Node
+#                    client's dependencies from its lockfile)
 #   ./dev.sh fuzz    install what is missing, build, run every fuzz target
 #                    for FUZZ_SECONDS (default 30) each (make fuzz)
 #
@@ -23,7 +24,11 @@ jobs=$(nproc 2>/dev/null || echo 2)
 packages=(build-essential autoconf automake libtool pkg-config
   libglib2.0-dev libhiredis-dev libmsgpack-dev libjson-glib-dev check
   libsystemd-dev libsoup-3.0-dev redis-server clang-format clang libclang-rt-14-dev
-  python3 chromium chromium-driver)
+  python3 chromium chromium-driver python3-redis python3-msgpack python3-pytest
+  nodejs)
+# npm comes with some builds of nodejs (NodeSource's); Debian packages it
+# apart, and its npm package would conflict with the former.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 install_packages() {
   local missing=()
@@ -55,6 +60,18 @@ build() {
     echo "$flags" >"$build/.dev-flags"
   fi
   make -C "$build" -j"$jobs" -s >/dev/null
+  node_modules
+}
+
+# The Node client's dependencies, from its lockfile, when missing or when
+# the lockfile changed; npm's cache makes it work offline after the first
+# install. Never at run time.
+node_modules() {
+  local dir=clients/node
+  if [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+    [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    (cd "$dir" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null)
+  fi
 }
 
 case "${1:-}" in

@@ -28,6 +28,8 @@
 #include <signal.h>
 
 #include "brokers/redis/redis-broker.h"
+#include "brokers/redis/redis-lua.h"
+#include "brokers/redis/transport-reliable-lua.h"
 #include "tests/helpers/broker-calls.h"
 #include "tests/helpers/log-capture.h"
 #include "tests/helpers/redis-fixture.h"
@@ -1396,6 +1398,58 @@ START_TEST(test_oom_refuses_work_but_drains)
 }
 END_TEST
 
+/* ---- The Lua files ------------------------------------------------------ */
+
+/* The key names are written twice, as SLUICE_REDIS_K_* for C and in
+ * lua/prelude.lua for the scripts (and the other clients): they must
+ * agree, one line per key, nothing more. */
+START_TEST(test_prelude_names_every_key)
+{
+  static const struct {
+    const gchar *local;
+    const gchar *suffix;
+  } keys[] = {
+      {"K_QUEUE", SLUICE_REDIS_K_QUEUE},
+      {"K_STREAM", SLUICE_REDIS_K_STREAM},
+      {"K_RECORD", SLUICE_REDIS_K_RECORD},
+      {"K_DONE", SLUICE_REDIS_K_DONE},
+      {"K_PERIODIC", SLUICE_REDIS_K_PERIODIC},
+      {"K_DEDUP", SLUICE_REDIS_K_DEDUP},
+      {"K_ALIVE", SLUICE_REDIS_K_ALIVE},
+      {"K_SCHEDULE", SLUICE_REDIS_K_SCHEDULE},
+      {"K_SCHED_PAYLOAD", SLUICE_REDIS_K_SCHED_PAYLOAD},
+      {"K_SCHED_QUEUE", SLUICE_REDIS_K_SCHED_QUEUE},
+      {"K_REVOKED", SLUICE_REDIS_K_REVOKED},
+      {"K_DLQ", SLUICE_REDIS_K_DLQ},
+      {"K_DLQ_COUNT", SLUICE_REDIS_K_DLQ_COUNT},
+      {"K_QUEUES", SLUICE_REDIS_K_QUEUES},
+      {"K_WORKERS", SLUICE_REDIS_K_WORKERS},
+      {"K_STALE", SLUICE_REDIS_K_STALE},
+      {"K_META", SLUICE_REDIS_K_META},
+      {"K_REVOKED_SEQ", SLUICE_REDIS_K_REVOKED_SEQ},
+      {"K_REVOKED_N", SLUICE_REDIS_K_REVOKED_N},
+      {"K_DLQ_IDS", SLUICE_REDIS_K_DLQ_IDS},
+      {"K_DLQ_DROPPED", SLUICE_REDIS_K_DLQ_DROPPED},
+      {"K_WINFO", SLUICE_REDIS_K_WINFO},
+  };
+  g_auto(GStrv) lines = g_strsplit(sluice_redis_lua__prelude, "\n", -1);
+  guint locals = 0;
+
+  for (guint i = 0; i < G_N_ELEMENTS(keys); i++) {
+    g_autofree gchar *line =
+        g_strdup_printf("local %s = P .. '%s'", keys[i].local, keys[i].suffix);
+    ck_assert_msg(g_strv_contains((const gchar *const *)lines, line),
+                  "prelude.lua lacks: %s", line);
+  }
+  for (guint i = 0; lines[i] != NULL; i++)
+    locals += g_str_has_prefix(lines[i], "local K_");
+  ck_assert_uint_eq(locals, G_N_ELEMENTS(keys));
+  ck_assert_ptr_nonnull(strstr(sluice_redis_lua__transport_reliable,
+                               "\nlocal GROUP = '" SLUICE_REDIS_RELIABLE_GROUP
+                               "'\n"));
+}
+END_TEST
+
 /* ---- Suite --------------------------------------------------------------- */
 
 static Suite *
@@ -1442,6 +1496,7 @@ redis_suite(void)
   tcase_add_test(redis, test_namespaces_isolated);
   tcase_add_test(redis, test_one_mode_per_namespace);
   tcase_add_test(redis, test_oom_refuses_work_but_drains);
+  tcase_add_test(redis, test_prelude_names_every_key);
   suite_add_tcase(s, redis);
   return s;
 }

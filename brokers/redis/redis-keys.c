@@ -2,9 +2,10 @@
  *
  * Nothing else in Sluice pastes key strings together: C code calls
  * sluice_redis_keys__append()/_make(), Lua scripts use the locals of the
- * prelude below. To add a key, add its SLUICE_REDIS_K_* suffix to
- * redis-keys.h, document it in the layout table there, and add one line to
- * the prelude here; a per-task key must be written with a PX expiry.
+ * prelude, brokers/redis/lua/prelude.lua. To add a key, add its
+ * SLUICE_REDIS_K_* suffix to redis-keys.h, document it in the layout table
+ * there, and add one line to the prelude (and to the check in
+ * test-redis-fast.c); a per-task key must be written with a PX expiry.
  *
  * Why scripts build keys themselves instead of receiving them in KEYS:
  * promotion learns a message's queue only inside the script, so scripts
@@ -93,37 +94,4 @@ sluice_redis_keys__make(const SluiceRedisKeys *keys, const gchar *suffix,
                         const gchar *name)
 {
   return g_strconcat(keys->prefix, suffix, name, NULL);
-}
-
-/* Plain string locals rather than functions: creating a handful of
- * closures on every script call costs Redis CPU for nothing. */
-static const gchar lua_prelude[] =
-    "local P = KEYS[1]\n"
-    "local K_QUEUE = P .. '" SLUICE_REDIS_K_QUEUE "'\n"
-    "local K_STREAM = P .. '" SLUICE_REDIS_K_STREAM "'\n"
-    "local K_RECORD = P .. '" SLUICE_REDIS_K_RECORD "'\n"
-    "local K_DONE = P .. '" SLUICE_REDIS_K_DONE "'\n"
-    "local K_PERIODIC = P .. '" SLUICE_REDIS_K_PERIODIC "'\n"
-    "local K_DEDUP = P .. '" SLUICE_REDIS_K_DEDUP "'\n"
-    "local K_ALIVE = P .. '" SLUICE_REDIS_K_ALIVE "'\n"
-    "local K_SCHEDULE = P .. '" SLUICE_REDIS_K_SCHEDULE "'\n"
-    "local K_SCHED_PAYLOAD = P .. '" SLUICE_REDIS_K_SCHED_PAYLOAD "'\n"
-    "local K_SCHED_QUEUE = P .. '" SLUICE_REDIS_K_SCHED_QUEUE "'\n"
-    "local K_REVOKED = P .. '" SLUICE_REDIS_K_REVOKED "'\n"
-    "local K_DLQ = P .. '" SLUICE_REDIS_K_DLQ "'\n"
-    "local K_DLQ_COUNT = P .. '" SLUICE_REDIS_K_DLQ_COUNT "'\n"
-    "local K_QUEUES = P .. '" SLUICE_REDIS_K_QUEUES "'\n"
-    "local K_WORKERS = P .. '" SLUICE_REDIS_K_WORKERS "'\n"
-    "local K_STALE = P .. '" SLUICE_REDIS_K_STALE "'\n"
-    "local K_META = P .. '" SLUICE_REDIS_K_META "'\n"
-    "local K_REVOKED_SEQ = P .. '" SLUICE_REDIS_K_REVOKED_SEQ "'\n"
-    "local K_REVOKED_N = P .. '" SLUICE_REDIS_K_REVOKED_N "'\n"
-    "local K_DLQ_IDS = P .. '" SLUICE_REDIS_K_DLQ_IDS "'\n"
-    "local K_DLQ_DROPPED = P .. '" SLUICE_REDIS_K_DLQ_DROPPED "'\n"
-    "local K_WINFO = P .. '" SLUICE_REDIS_K_WINFO "'\n";
-
-const gchar *
-sluice_redis_keys__lua_prelude(void)
-{
-  return lua_prelude;
 }

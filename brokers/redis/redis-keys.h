@@ -2,10 +2,11 @@
  *
  * Every key of a namespace starts with the partition prefix "{ns}:", whose
  * hash tag puts the whole namespace in one Redis Cluster slot, so every Lua
- * script touches one slot. C code builds keys with the functions below; Lua
- * scripts build them from the prelude that sluice_redis_keys__lua_prelude()
- * returns. Both are made from the same SLUICE_REDIS_K_* suffixes, so the
- * layout is written down exactly once.
+ * script touches one slot. C code builds keys with the functions below from
+ * the SLUICE_REDIS_K_* suffixes; Lua scripts build them from the locals of
+ * brokers/redis/lua/prelude.lua (K_QUEUE for SLUICE_REDIS_K_QUEUE, ...),
+ * which the clients in other languages ship too. test-redis-fast checks
+ * that both name the same suffixes.
  *
  * Layout (P = "{ns}:"):
  *
@@ -139,16 +140,5 @@ gsize sluice_redis_keys__append(const SluiceRedisKeys *keys, GString *buf,
  */
 gchar *sluice_redis_keys__make(const SluiceRedisKeys *keys, const gchar *suffix,
                                const gchar *name);
-
-/**
- * sluice_redis_keys__lua_prelude:
- * Returns: (transfer none): static Lua text that defines, from KEYS[1] (the
- * partition prefix), one local per key above: K_QUEUE, K_STREAM, K_RECORD,
- * K_DONE, K_PERIODIC, K_DEDUP, K_ALIVE, K_WINFO (prefixes to which a name
- * is appended) and K_SCHEDULE, K_SCHED_PAYLOAD, K_SCHED_QUEUE, K_REVOKED,
- * K_REVOKED_SEQ, K_REVOKED_N, K_DLQ, K_DLQ_COUNT, K_DLQ_IDS,
- * K_DLQ_DROPPED, K_QUEUES, K_WORKERS, K_STALE, K_META (whole keys).
- */
-const gchar *sluice_redis_keys__lua_prelude(void);
 
 G_END_DECLS

@@ -2,15 +2,23 @@
  * run (internal).
  *
  * Every atomic step that touches more than one key is one script. A
- * script is assembled from four parts:
+ * script is assembled from the files of brokers/redis/lua/ (compiled in,
+ * redis-lua.h), concatenated in this order:
  *
- *   shebang    "#!lua" for steps that add work (refused when Redis is out
- *              of memory, so producers feel the pressure) or "#!lua
- *              flags=allow-oom" for steps that only drain
- *   prelude    the key names (redis-keys.c)
- *   transport  the queue transport's Lua fragment (redis-transport.h)
- *   library    shared helpers: records, the schedule, submits, dead letters
- *   body       the step itself
+ *   shebang    the first line of the step's file: "#!lua" for steps that
+ *              add work (refused when Redis is out of memory, so producers
+ *              feel the pressure), "#!lua flags=allow-oom" for steps that
+ *              only drain, "#!lua flags=no-writes,allow-oom" for reads
+ *   prelude    prelude.lua, the key names
+ *   hooks      hooks.lua, defaults of the optional transport hooks
+ *   transport  the queue transport's fragment (redis-transport.h), e.g.
+ *              transport-fast.lua
+ *   library    library.lua: records, the schedule, submits, dead letters
+ *   body       the rest of the step's file
+ *
+ * The clients in other languages assemble the scripts they call the same
+ * way, from copies of the same files, so every client runs the same bytes
+ * (and EVALSHA finds a script whichever client loaded it).
  *
  * and run with EVALSHA; on NOSCRIPT (a SCRIPT FLUSH, a restarted server)
  * the text is loaded again and the call retried once, in one round trip.
@@ -50,11 +58,6 @@ typedef enum {
   SLUICE_REDIS_SCRIPT_N
 } SluiceRedisScriptId;
 
-/* Shebang lines. */
-#define SLUICE_REDIS_LUA_ADDS_WORK "#!lua\n"
-#define SLUICE_REDIS_LUA_DRAINS "#!lua flags=allow-oom\n"
-#define SLUICE_REDIS_LUA_READS "#!lua flags=no-writes,allow-oom\n"
-
 /**
  * SluiceRedisScript:
  * @name: for error messages ("settle")
@@ -75,16 +78,15 @@ typedef struct {
 /**
  * sluice_redis_script__init:
  * @name: (transfer none): static
- * @shebang: one of SLUICE_REDIS_LUA_*
  * @transport_lua: (nullable): the transport's fragment
- * @body: the step
+ * @source: (transfer none): the step's file (redis-lua.h): its shebang
+ *   line, then its body
  *
- * Assembles shebang + prelude + @transport_lua + library + @body and
- * computes its SHA1. Clear with sluice_redis_script__clear().
+ * Assembles shebang + prelude + hooks + @transport_lua + library + body
+ * and computes its SHA1. Clear with sluice_redis_script__clear().
  */
 void sluice_redis_script__init(SluiceRedisScript *script, const gchar *name,
-                               const gchar *shebang, const gchar *transport_lua,
-                               const gchar *body);
+                               const gchar *transport_lua, const gchar *source);
 
 void sluice_redis_script__clear(SluiceRedisScript *script);
 

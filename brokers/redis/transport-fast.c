@@ -36,65 +36,14 @@
  * Payloads are handed to the core without a copy: each delivery's GBytes
  * takes over the buffer hiredis allocated for the reply element.
  *
- * To extend: a new list operation belongs in the Lua fragment below if a
- * shared script needs it, or in a C function here if only this transport
+ * To extend: a new list operation belongs in the Lua fragment
+ * (lua/transport-fast.lua) if a shared script needs it, or in a C function here if only this transport
  * does; see redis-transport.h for the fragment's contract.
  */
 #include "config.h"
 
 #include "brokers/redis/redis-broker.h"
-
-static const gchar fast_lua[] =
-    "local function t_push(queue, payload)\n"
-    "  redis.call('LPUSH', K_QUEUE .. queue, payload)\n"
-    "end\n"
-    /* One LPUSH per chunk: LPUSH k a b c leaves c b a, and popping from
-     * the right gives a b c, so the order holds. Chunks stay well below
-     * Lua's unpack limit. */
-    "local function t_push_many(queue, payloads)\n"
-    "  local key = K_QUEUE .. queue\n"
-    "  for s = 1, #payloads, 1000 do\n"
-    "    redis.call('LPUSH', key,\n"
-    "               unpack(payloads, s, math.min(s + 999, #payloads)))\n"
-    "  end\n"
-    "end\n"
-    "local function t_check(queue, handle, consumer) return true end\n"
-    "local function t_ack(queue, handle, consumer) end\n"
-    /* A settle repeated after a lost reply must not release twice: skip
-     * when the same bytes already sit at the consuming end. */
-    "local function t_release(queue, handle, consumer, payload, count)\n"
-    "  local key = K_QUEUE .. queue\n"
-    "  if redis.call('LINDEX', key, -1) ~= payload then\n"
-    "    redis.call('RPUSH', key, payload)\n"
-    "  end\n"
-    "end\n"
-    "local function t_depth(queue)\n"
-    "  return redis.call('LLEN', K_QUEUE .. queue)\n"
-    "end\n"
-    "local function t_in_flight(queues) return -1 end\n"
-    "local function t_purge(queue)\n"
-    "  local n = redis.call('LLEN', K_QUEUE .. queue)\n"
-    "  redis.call('DEL', K_QUEUE .. queue)\n"
-    "  return n\n"
-    "end\n"
-    /* The consumer pops from the right: a page of limit from offset off
-     * (counted from that end) is one LRANGE of negative indices, which
-     * Redis walks from the nearer end of the list; reversed into fetch
-     * order. */
-    "local function t_peek(queue, after, limit)\n"
-    "  if after ~= '' and not string.match(after, '^%d+$') then\n"
-    "    return {false}\n"
-    "  end\n"
-    "  local off = tonumber(after) or 0\n"
-    "  local e = redis.call('LRANGE', K_QUEUE .. queue, -(off + limit),\n"
-    "                       -(off + 1))\n"
-    "  local out = {''}\n"
-    "  for i = #e, 1, -1 do out[#out + 1] = e[i] end\n"
-    "  if #e == limit then out[1] = string.format('%d', off + limit) end\n"
-    "  return out\n"
-    "end\n"
-    "local function t_heartbeat(consumer, lease_ms, argv, first) end\n"
-    "local function t_leave(consumer) end\n";
+#include "brokers/redis/redis-lua.h"
 
 static gboolean
 fast_fetch(SluiceRedisBroker *self, const gchar *consumer,
@@ -208,7 +157,7 @@ fast_push_native(SluiceRedisBroker *self, SluiceRedisConn *conn,
 static const SluiceRedisTransport fast_transport = {
     .name = "redis-fast",
     .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE,
-    .lua = fast_lua,
+    .lua = sluice_redis_lua__transport_fast,
     .ack_is_noop = TRUE,
     .init = NULL,
     .finalize = NULL,

@@ -7,12 +7,8 @@
 
 G_BEGIN_DECLS
 
-/* The consumer group of every stream. */
+/* The consumer group of every stream (GROUP in transport-reliable.lua). */
 #define SLUICE_REDIS_RELIABLE_GROUP "sluice"
-
-/* The transport's fragment for the shared scripts (SluiceRedisTransport's
- * lua; the contract is in redis-transport.h). */
-extern const gchar sluice_redis__reliable_lua[];
 
 /**
  * SluiceRedisReliableScripts:
@@ -26,7 +22,7 @@ extern const gchar sluice_redis__reliable_lua[];
  *   would take, without taking it
  *
  * The scripts only this transport runs; each one's ARGV and reply are
- * documented with its body in transport-reliable-lua.c.
+ * documented in its file, brokers/redis/lua/reliable/<name>.lua.
  */
 typedef struct {
   SluiceRedisScript ensure;

@@ -133,6 +133,7 @@
 
 #include "brokers/redis/redis-broker.h"
 #include "brokers/redis/transport-reliable-lua.h"
+#include "brokers/redis/redis-lua.h"
 #include "brokers/redis/transport-reliable.h"
 
 /* The most entries one reclaim takes (keeps Lua's argument lists short). */
@@ -810,7 +811,7 @@ static const SluiceRedisTransport reliable_transport = {
     .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
             SLUICE_BROKER_CAP_LEASES | SLUICE_BROKER_CAP_FENCING |
             SLUICE_BROKER_CAP_IN_FLIGHT,
-    .lua = sluice_redis__reliable_lua,
+    .lua = sluice_redis_lua__transport_reliable,
     .ack_is_noop = FALSE,
     .init = reliable_init,
     .finalize = reliable_finalize,

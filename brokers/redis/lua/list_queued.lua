@@ -1,0 +1,4 @@
+#!lua flags=no-writes,allow-oom
+-- ARGV: queue cursor limit. The transport's page of ready messages:
+-- {cursor', payload, ...}, cursor' '' at the end.
+return t_peek(ARGV[1], ARGV[2], tonumber(ARGV[3]))

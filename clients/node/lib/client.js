@@ -1,0 +1,341 @@
+'use strict';
+// The Sluice producer for Node, on ioredis.
+
+const Redis = require('ioredis');
+const p = require('./protocol');
+const {
+  SluiceError, InvalidInputError, WrongModeError, FullError, UnavailableError,
+  MalformedReplyError, NotFoundError, SluiceTimeoutError,
+} = require('./errors');
+
+const nowMs = () => Date.now();
+
+function isConnectionError(e) {
+  return e.name === 'MaxRetriesPerRequestError'
+    || /Connection is closed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|Stream isn't writeable|enableOfflineQueue/.test(e.message || '');
+}
+
+/** The typed error for what ioredis rejected with. */
+function translate(what, e) {
+  if (e instanceof SluiceError) return e;
+  if (isConnectionError(e)) {
+    return new UnavailableError(`${what}: Redis is unreachable or the connection was lost (${e.message}); check the URL and that Redis runs`);
+  }
+  if (/^OOM/.test(e.message || '')) {
+    return new FullError(`${what}: Redis is out of memory and refuses new work (${e.message}); let workers drain it, or raise maxmemory`);
+  }
+  return new SluiceError(`${what}: Redis refused the command: ${e.message}`);
+}
+
+const REDIS_OPTIONS = {
+  lazyConnect: true,
+  // A command fails (UnavailableError) after one reconnection attempt
+  // instead of waiting for Redis forever.
+  maxRetriesPerRequest: 1,
+  retryStrategy: (times) => Math.min(times * 100, 2000),
+};
+
+class Client {
+  /**
+   * @param {string} url redis:// URL (ioredis), default redis://127.0.0.1:6379/0
+   * @param {object} options namespace, mode ("fast" | "reliable"),
+   *   trackState, resultTtlMs, revokeTtlMs, dedupTtlMs, maxMessageBytes,
+   *   resultPollIntervalMs: the settings of SluiceClientOptions, with the
+   *   same defaults; redis: an ioredis instance to use instead of url.
+   */
+  constructor(url = 'redis://127.0.0.1:6379/0', options = {}) {
+    const { redis, ...settings } = options;
+    this.settings = p.checkSettings(settings);
+    this.ownsRedis = redis === undefined;
+    this.redis = redis !== undefined ? redis : new Redis(url, REDIS_OPTIONS);
+    this.scripts = p.scriptsFor(this.settings.mode);
+    this.modeChecked = null;
+    if (this.ownsRedis) {
+      // Errors reach the caller through the command that met them.
+      this.redis.on('error', () => {});
+      // The mode is checked again after every reconnection, as the C
+      // client checks it on every new connection: a namespace wiped by a
+      // restart is recorded again.
+      this.redis.on('close', () => { this.modeChecked = null; });
+    }
+    this.subscriber = null;
+    this.waiters = new Map(); // channel -> Set of wake functions
+  }
+
+  async close() {
+    if (this.subscriber !== null) this.subscriber.disconnect();
+    if (this.ownsRedis) this.redis.disconnect();
+  }
+
+  key(suffix, name = '') {
+    return this.settings.prefix + suffix + name;
+  }
+
+  async checkMode() {
+    if (this.modeChecked === null) {
+      this.modeChecked = this.readMode().catch((e) => {
+        this.modeChecked = null;
+        throw e;
+      });
+    }
+    return this.modeChecked;
+  }
+
+  async readMode() {
+    const meta = this.key('meta');
+    let recorded;
+    try {
+      recorded = await this.redis.hget(meta, 'mode');
+      if (recorded === null) {
+        // HSETNX: a peer may be first; only what won counts.
+        await this.redis.hsetnx(meta, 'mode', this.settings.mode).catch((e) => {
+          if (isConnectionError(e)) throw e; // a read-only user: the HGET decides
+        });
+        recorded = await this.redis.hget(meta, 'mode');
+      }
+    } catch (e) {
+      throw translate("reading the namespace's mode", e);
+    }
+    if (recorded !== null && recorded !== this.settings.mode) {
+      throw new WrongModeError(`the namespace “${this.settings.namespace}” is used in ${recorded} mode, but this client is set up for ${this.settings.mode} mode: producers, workers and commands of one namespace must use the same mode; pass mode: "${recorded}", or use another namespace`);
+    }
+  }
+
+  /** EVALSHA, and on NOSCRIPT the text once, as the C broker does. */
+  async eval(name, argv) {
+    await this.checkMode();
+    const s = this.scripts[name];
+    try {
+      try {
+        return await this.redis.callBuffer('EVALSHA', s.sha, '1', this.settings.prefix, ...argv);
+      } catch (e) {
+        if (!/^NOSCRIPT/.test(e.message || '')) throw e;
+        await this.redis.callBuffer('SCRIPT', 'LOAD', s.text);
+        return await this.redis.callBuffer('EVALSHA', s.sha, '1', this.settings.prefix, ...argv);
+      }
+    } catch (e) {
+      throw translate(name, e);
+    }
+  }
+
+  async command(what, ...args) {
+    await this.checkMode();
+    try {
+      return await this.redis.callBuffer(...args);
+    } catch (e) {
+      throw translate(what, e);
+    }
+  }
+
+  // ---- enqueue -------------------------------------------------------------
+
+  /** Enqueues one message; resolves to its task id. options: queue, id
+   * (idempotent for dedupTtlMs), delayMs, etaMs (ms since the epoch;
+   * wins), headers, options (per-message: maxAttempts, initialBackoffMs,
+   * multiplier, maxBackoffMs, jitter, timeoutMs, expiresAt, storeResult,
+   * resultTtlMs, deadLetter). */
+  async enqueue(task, args, options = {}) {
+    return (await this.enqueueFull(task, args, options)).id;
+  }
+
+  /** enqueue(), also telling whether a caller-chosen id had been enqueued
+   * already (then nothing was written). */
+  async enqueueFull(task, args, options = {}) {
+    const { ids, existed } = await this.enqueueMany([{ ...options, task, args }], false);
+    return { id: ids[0], existed: existed[0] };
+  }
+
+  /** Many messages in one script call, each atomic on its own; nothing is
+   * sent if any is invalid. requests: [{task, args, ...enqueue options}]. */
+  async enqueueBatch(requests) {
+    return (await this.enqueueMany(requests, true)).ids;
+  }
+
+  async enqueueMany(requests, batch) {
+    const now = nowMs();
+    const prepared = requests.map((r, i) => {
+      try {
+        return p.prepare(this.settings, r, now);
+      } catch (e) {
+        if (batch && e instanceof InvalidInputError) {
+          e.message = `request ${i} of the batch: ${e.message}`;
+        }
+        throw e;
+      }
+    });
+    if (prepared.length === 0) return { ids: [], existed: [] };
+    const argv = p.enqueueArgv(this.settings, prepared);
+    let reply;
+    try {
+      reply = await this.eval('enqueue', argv);
+    } catch (e) {
+      // Every claim holds this call's token: a batch of ids only is safe
+      // to send again, and recognises its own claims.
+      if (!(e instanceof UnavailableError) || !prepared.every((x) => x.dedup)) throw e;
+      reply = await this.eval('enqueue', argv);
+    }
+    return { ids: prepared.map((x) => x.id), existed: p.enqueueReply(reply, prepared.length) };
+  }
+
+  // ---- results -------------------------------------------------------------
+
+  async readRecord(id) {
+    const raw = await this.command('get_record', 'GET', this.key('r:', id));
+    const [data, final] = p.splitRecord(raw);
+    if (data === null) return [null, false];
+    const r = p.decodeRecord(data, id);
+    return [r, final || r.final];
+  }
+
+  async subscribe(channel, wake) {
+    if (this.subscriber === null) {
+      this.subscriber = this.redis.duplicate();
+      this.subscriber.on('error', () => {});
+      this.subscriber.on('message', (ch) => {
+        for (const w of this.waiters.get(ch) || []) w();
+      });
+    }
+    let set = this.waiters.get(channel);
+    if (set === undefined) {
+      set = new Set();
+      this.waiters.set(channel, set);
+    }
+    set.add(wake);
+    if (set.size === 1) await this.subscriber.subscribe(channel);
+  }
+
+  async unsubscribe(channel, wake) {
+    const set = this.waiters.get(channel);
+    if (set === undefined) return;
+    set.delete(wake);
+    if (set.size === 0) {
+      this.waiters.delete(channel);
+      await this.subscriber.unsubscribe(channel).catch(() => {});
+    }
+  }
+
+  /** Waits for task id's final record (options.timeoutMs; none = forever).
+   * Woken by the notification published with the final record; re-reads
+   * it every resultPollIntervalMs in case a notification was lost. Rejects
+   * with SluiceTimeoutError. */
+  async getResult(id, options = {}) {
+    p.checkName('id', id);
+    const timeoutMs = options.timeoutMs;
+    const deadline = timeoutMs === undefined || timeoutMs === null
+      ? Infinity : Date.now() + Math.max(timeoutMs, 0);
+    const poll = this.settings.resultPollIntervalMs;
+    const channel = this.key('done:', id);
+    let last = null;
+    let wakeUp = () => {};
+    let woken = false;
+    const wake = () => { woken = true; wakeUp(); };
+    await this.checkMode();
+    try {
+      // Subscribed before reading: a final record written after the read
+      // is announced to this subscription.
+      await this.subscribe(channel, wake).catch((e) => { throw translate('get_result', e); });
+      for (;;) {
+        woken = false;
+        const [r, final] = await this.readRecord(id);
+        if (r !== null) {
+          last = r.state;
+          if (final) return r;
+        }
+        const wait = Math.min(poll, deadline - Date.now());
+        if (wait <= 0) break;
+        if (!woken) {
+          await new Promise((resolve) => {
+            const timer = setTimeout(resolve, wait);
+            wakeUp = () => { clearTimeout(timer); resolve(); };
+          });
+        }
+        wakeUp = () => {};
+      }
+    } finally {
+      await this.unsubscribe(channel, wake);
+    }
+    throw new SluiceTimeoutError(`task ${id} did not finish within ${Math.max(timeoutMs || 0, 0)} ms (its record says: ${last || 'nothing yet'})`);
+  }
+
+  /** The task's record, or what the schedule or the dead letters say of
+   * it; rejects with NotFoundError. */
+  async inspect(id) {
+    p.checkName('id', id);
+    const [r] = await this.readRecord(id);
+    if (r !== null) {
+      if (r.state === 'scheduled' || r.state === 'retrying') {
+        r.dueAt = p.dueOfLookup(await this.eval('lookup_task', [id]));
+      }
+      return r;
+    }
+    const found = p.resultOfLookup(id, await this.eval('lookup_task', [id]));
+    if (found === null) {
+      throw new NotFoundError(`no record of task ${id}: it does not exist, its record expired, or it is queued or running with trackState off`);
+    }
+    return found;
+  }
+
+  /** "removed" when it was still scheduled (gone; its record says
+   * cancelled), else "revoked" (workers skip it, or interrupt it). */
+  async cancel(id) {
+    p.checkName('id', id);
+    const now = nowMs();
+    const n = p.intReply('cancel_scheduled', await this.eval('cancel_scheduled',
+      [id, p.cancelRecord(id, now), String(this.settings.resultTtlMs)]));
+    if (n === 1) return 'removed';
+    p.intReply('revoke', await this.eval('revoke', [id, String(now + this.settings.revokeTtlMs)]));
+    return 'revoked';
+  }
+
+  // ---- dead letters --------------------------------------------------------
+
+  /** Dead letters oldest first: options after (an entry id), limit
+   * (default 100), reason, task. */
+  async dlqList(options = {}) {
+    const { after, reason, task } = options;
+    let limit = options.limit === undefined ? 100 : options.limit;
+    if (after !== undefined && after !== null && !p.validEntryId(after)) {
+      throw new InvalidInputError(`“${after}” is not a dead-letter entry id (they look like 1700000000000-0)`);
+    }
+    if (!Number.isInteger(limit) || limit < 0) throw new InvalidInputError('limit must be an integer >= 0');
+    limit = limit || 100;
+    const filtered = (reason !== undefined && reason !== null) || (task !== undefined && task !== null);
+    const out = [];
+    let cursor = after;
+    while (out.length < limit) {
+      const want = filtered ? 256 : limit - out.length;
+      const page = await this.command('dlq_list', 'XRANGE', this.key('dlq'),
+        cursor === undefined || cursor === null ? '-' : `(${cursor}`, '+', 'COUNT', String(want));
+      if (!Array.isArray(page)) throw new MalformedReplyError('dlq_list: unexpected reply');
+      const entries = page.map(p.deadLetterFromEntry);
+      for (const e of entries) {
+        if (out.length >= limit) break;
+        if ((reason === undefined || reason === null || e.reason === reason)
+            && (task === undefined || task === null || e.task === task)) out.push(e);
+      }
+      if (entries.length < want) break;
+      cursor = entries[entries.length - 1].entryId;
+    }
+    return out;
+  }
+
+  async dlqGet(entryId) {
+    if (p.validEntryId(entryId)) {
+      const page = await this.command('dlq_get', 'XRANGE', this.key('dlq'), entryId, entryId, 'COUNT', '1');
+      if (Array.isArray(page) && page.length > 0) return p.deadLetterFromEntry(page[0]);
+    }
+    throw new NotFoundError(`no dead letter with entry id ${entryId} (list them with dlqList or \`sluice dlq list\`)`);
+  }
+
+  /** Sends a dead letter back to its queue (attempts restored unless
+   * options.keepAttempt); resolves to its task id. */
+  async dlqReplay(entryId, options = {}) {
+    const dl = await this.dlqGet(entryId);
+    const sub = p.replaySubmit(this.settings, dl, Boolean(options.keepAttempt), nowMs());
+    const [found] = p.pairReply('dlq_replay', await this.eval('dlq_replay', p.replayArgv(entryId, sub)));
+    if (found !== 1) throw new NotFoundError(`no dead letter with entry id ${entryId} (replayed or deleted meanwhile)`);
+    return sub.id;
+  }
+}
+
+module.exports = { Client };

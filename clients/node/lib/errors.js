@@ -1,0 +1,31 @@
+'use strict';
+// The errors a Sluice producer raises; every one is a SluiceError whose
+// message says what to do.
+
+class SluiceError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = this.constructor.name;
+  }
+}
+/** An argument the C client would refuse too; nothing was sent. */
+class InvalidInputError extends SluiceError {}
+/** The message is over maxMessageBytes, or its args too costly to unpack. */
+class TooLargeError extends InvalidInputError {}
+/** The namespace is used in the other mode (fast or reliable). */
+class WrongModeError extends InvalidInputError {}
+/** Redis is out of memory (maxmemory, noeviction) and refuses new work. */
+class FullError extends SluiceError {}
+/** Redis cannot be reached, or the connection was lost. */
+class UnavailableError extends SluiceError {}
+/** Redis answered something no Sluice script or record looks like. */
+class MalformedReplyError extends SluiceError {}
+/** No such task record or dead letter. */
+class NotFoundError extends SluiceError {}
+/** getResult: the task did not finish in time. */
+class SluiceTimeoutError extends SluiceError {}
+
+module.exports = {
+  SluiceError, InvalidInputError, TooLargeError, WrongModeError, FullError,
+  UnavailableError, MalformedReplyError, NotFoundError, SluiceTimeoutError,
+};

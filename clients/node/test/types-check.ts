@@ -1,0 +1,31 @@
+// Compiled (not run) by types.test.js: the declarations of index.d.ts
+// must describe the API as the README and the tests use it.
+import {
+  Client, DeadLetter, EnqueueRequest, FullError, InvalidInputError, Result, SluiceError,
+  SluiceTimeoutError, UnavailableError, WrongModeError,
+} from '..';
+
+async function main(): Promise<void> {
+  const c = new Client('redis://127.0.0.1:6379/0', { mode: 'reliable', namespace: 'sluice', trackState: true });
+  const id: string = await c.enqueue('demo.echo', { to: 'world' }, {
+    delayMs: 500, headers: { tenant: 'acme' }, options: { maxAttempts: 5, jitter: false },
+  });
+  const full: { id: string; existed: boolean } = await c.enqueueFull('demo.echo', 1, { id: 'order-42' });
+  const reqs: EnqueueRequest[] = [{ task: 'demo.echo', args: [1], queue: 'q', etaMs: Date.now() }];
+  const ids: string[] = await c.enqueueBatch(reqs);
+  const r: Result = await c.getResult(id, { timeoutMs: 30000 });
+  const state: string = r.state;
+  const done: boolean = r.final;
+  const how: 'removed' | 'revoked' = await c.cancel(full.id);
+  const dead: DeadLetter[] = await c.dlqList({ reason: 'max_attempts', limit: 10 });
+  const back: string = await c.dlqReplay(dead[0].entryId, { keepAttempt: true });
+  const seen: Result = await c.inspect(ids[0]);
+  await c.close();
+  for (const e of [new FullError('x'), new UnavailableError('x'), new WrongModeError('x'),
+    new InvalidInputError('x'), new SluiceTimeoutError('x')]) {
+    const base: SluiceError = e;
+    void base;
+  }
+  void [state, done, how, back, seen];
+}
+void main;

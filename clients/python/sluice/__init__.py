@@ -1,0 +1,17 @@
+"""Sluice producers for Python: enqueue tasks for Sluice's C workers,
+await, inspect and cancel them, list and replay dead letters.
+
+sluice.Client is blocking; sluice.aio.Client is the same for asyncio. The
+bytes they write are those of the C library (PROTOCOL.md), and the Redis
+scripts they run are the files the C broker compiles in.
+"""
+
+from .client import Client
+from .errors import (Full, InvalidInput, MalformedReply, NotFound,
+                     SluiceError, Timeout, TooLarge, Unavailable, WrongMode)
+from .protocol import DeadLetter, Options, Request, Result
+
+__all__ = ["Client", "DeadLetter", "Full", "InvalidInput", "MalformedReply",
+           "NotFound", "Options", "Request", "Result", "SluiceError",
+           "Timeout", "TooLarge", "Unavailable", "WrongMode"]
+__version__ = "0.1.0"

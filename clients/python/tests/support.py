@@ -1,0 +1,158 @@
+"""Test support: a throwaway redis-server and Sluice C workers, each
+started by the test on a free loopback port in a directory of its own and
+stopped by pid (as tests/helpers/redis-server.c does for the C suites)."""
+
+import os
+import shutil
+import signal
+import sys
+import socket
+import subprocess
+import tempfile
+import time
+
+import redis
+
+SRCDIR = os.environ.get("SLUICE_SRCDIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+BUILDDIR = os.environ.get("SLUICE_BUILDDIR") or os.path.join(SRCDIR,
+                                                             "_build")
+DATA = os.path.join(SRCDIR, "tests", "data")
+
+
+def wait_until(cond, timeout=60.0, what="a condition"):
+    """Polls cond() every 20 ms until true; generous deadlines, because
+    the machine is shared."""
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise AssertionError("timed out waiting for %s" % what)
+        time.sleep(0.02)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    def __init__(self):
+        exe = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
+        if not exe:
+            raise RuntimeError("redis-server is not installed "
+                               "(apt-get install redis-server)")
+        self.dir = tempfile.mkdtemp(prefix="sluice-py-redis-")
+        for _ in range(20):
+            self.port = free_port()
+            self.proc = subprocess.Popen(
+                [exe, "--port", str(self.port), "--bind", "127.0.0.1",
+                 "--dir", self.dir, "--save", "", "--appendonly", "no",
+                 "--maxmemory-policy", "noeviction"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                cwd=self.dir)
+            if self._ready():
+                break
+            self.proc.kill()
+            self.proc.wait()
+        else:
+            raise RuntimeError("redis-server did not start")
+        self.url = "redis://127.0.0.1:%d/0" % self.port
+
+    def _ready(self):
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                return False  # the port was taken meanwhile: try another
+            try:
+                if redis.Redis(port=self.port, socket_timeout=1).ping():
+                    return True
+            except redis.exceptions.ConnectionError:
+                time.sleep(0.02)
+        return False
+
+    def client(self):
+        return redis.Redis(port=self.port)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def sluice_exe():
+    return os.path.join(BUILDDIR, "cli", "sluice")
+
+
+def sluice_env():
+    env = dict(os.environ)
+    env["SLUICE_MODULE_PATH"] = os.path.join(BUILDDIR, "examples",
+                                             "demo-module", ".libs")
+    for k in ("SLUICE_URL", "SLUICE_MODE", "SLUICE_NAMESPACE",
+              "SLUICE_CONFIG"):
+        env.pop(k, None)
+    return env
+
+
+class Worker:
+    """`sluice worker --module demo`, the C worker, on one namespace."""
+
+    def __init__(self, url, mode, namespace, queues=("default",)):
+        args = [sluice_exe(), "worker", "--module", "demo", "--url", url,
+                "--mode", mode, "--namespace", namespace, "-c", "2",
+                "--backoff", "10ms", "--backoff-max", "20ms",
+                "--no-task-log"]
+        for q in queues:
+            args += ["-q", q]
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(args, env=sluice_env(),
+                                     stdout=self.log, stderr=self.log)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+    def output(self):
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")
+
+
+def sluice_cli(*args, url, mode, namespace):
+    """The `sluice` command (a C producer); returns its stdout."""
+    out = subprocess.run([sluice_exe()] + list(args) + [
+        "--url", url, "--mode", mode, "--namespace", namespace],
+        env=sluice_env(), capture_output=True, timeout=120)
+    if out.returncode != 0:
+        raise AssertionError("sluice %s failed: %s" % (
+            " ".join(args), out.stderr.decode()))
+    return out.stdout.decode()
+
+
+def need_build():
+    """The C build's programs (c-oracle, sluice, the demo module). Under
+    `make check` (SLUICE_REQUIRE_BUILD=1) they must be there: a test that
+    skips there could not fail."""
+    import pytest
+    if not os.path.exists(sluice_exe()):
+        if os.environ.get("SLUICE_REQUIRE_BUILD"):
+            pytest.fail("no C build in %s" % BUILDDIR)
+        pytest.skip("no C build in %s (set SLUICE_BUILDDIR)" % BUILDDIR)
+
+
+def oracle(*args):
+    exe = os.path.join(BUILDDIR, "tests", "c-oracle")
+    return subprocess.run([exe] + list(args), capture_output=True,
+                          check=True, timeout=120).stdout.decode()
