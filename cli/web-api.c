@@ -26,6 +26,8 @@
  * ambient credentials cannot authorise anything. POST bodies are
  * application/x-www-form-urlencoded.
  *
+ * The writes and their checks are web-writes.c.
+ *
  * A bulk action on dead letters takes a snapshot of the matching entries
  * and acts only if it holds as many as the page showed and the person
  * confirmed (expect=N); otherwise it answers 409 with the new count, so a
@@ -35,8 +37,8 @@
 
 #include <string.h>
 
+#include "cli/web-api.h"
 #include "cli/web-resources.h"
-#include "cli/web.h"
 
 #define RESOURCE_PREFIX "/org/sluice/web"
 #define PAGE_DEFAULT 50
@@ -71,16 +73,16 @@ security_headers(SoupServerMessage *msg)
   soup_message_headers_replace(h, "Cache-Control", "no-store");
 }
 
-static void
-respond_json(SoupServerMessage *msg, guint status, CliJson *json)
+void
+web_respond_json(SoupServerMessage *msg, guint status, CliJson *json)
 {
   security_headers(msg);
   cli_http_respond(msg, status, JSON_TYPE,
                    g_strndup(json->out->str, json->out->len));
 }
 
-static void
-respond_message(SoupServerMessage *msg, guint status, const gchar *text)
+void
+web_respond_message(SoupServerMessage *msg, guint status, const gchar *text)
 {
   g_autoptr(CliJson) json = cli_json_new();
 
@@ -88,12 +90,12 @@ respond_message(SoupServerMessage *msg, guint status, const gchar *text)
   cli_json_key(json, "error");
   cli_json_string(json, text);
   cli_json_end_object(json);
-  respond_json(msg, status, json);
+  web_respond_json(msg, status, json);
 }
 
 /* The HTTP status of a failed library call. */
-static guint
-status_for(const GError *error)
+guint
+web_status_for(const GError *error)
 {
   if (error->domain == SLUICE_CLIENT_ERROR &&
       error->code == SLUICE_CLIENT_ERROR_NOT_FOUND)
@@ -106,17 +108,17 @@ status_for(const GError *error)
   return SOUP_STATUS_INTERNAL_SERVER_ERROR;
 }
 
-static void
-respond_error(SoupServerMessage *msg, const GError *error)
+void
+web_respond_error(SoupServerMessage *msg, const GError *error)
 {
-  respond_message(msg, status_for(error), error->message);
+  web_respond_message(msg, web_status_for(error), error->message);
 }
 
 /* ---- Parameters ---------------------------------------------------------- */
 
 /* A parameter, or NULL when absent or empty. */
-static const gchar *
-param(GHashTable *params, const gchar *name)
+const gchar *
+web_param(GHashTable *params, const gchar *name)
 {
   const gchar *value =
       params != NULL ? g_hash_table_lookup(params, name) : NULL;
@@ -127,7 +129,7 @@ param(GHashTable *params, const gchar *name)
 static gboolean
 param_limit(GHashTable *params, guint *out, GError **error)
 {
-  const gchar *text = param(params, "limit");
+  const gchar *text = web_param(params, "limit");
   guint64 limit = PAGE_DEFAULT;
 
   if (text != NULL &&
@@ -137,11 +139,11 @@ param_limit(GHashTable *params, guint *out, GError **error)
   return TRUE;
 }
 
-static gboolean
-param_required(GHashTable *params, const gchar *name, const gchar **out,
-               GError **error)
+gboolean
+web_param_required(GHashTable *params, const gchar *name, const gchar **out,
+                   GError **error)
 {
-  *out = param(params, name);
+  *out = web_param(params, name);
   if (*out == NULL)
     return cli_usage_error(error, "give %s=", name);
   return TRUE;
@@ -265,7 +267,7 @@ get_overview(Web *web, SoupServerMessage *msg)
   gint64 now_ms;
 
   if (!sluice_client_get_stats(web->client, NULL, &stats, &error)) {
-    respond_error(msg, error);
+    web_respond_error(msg, error);
     return;
   }
   now_ms = g_get_real_time() / 1000;
@@ -320,7 +322,7 @@ get_overview(Web *web, SoupServerMessage *msg)
   cli_json_end_array(json);
   cli_json_end_object(json);
   sluice_broker_stats_clear(&stats);
-  respond_json(msg, SOUP_STATUS_OK, json);
+  web_respond_json(msg, SOUP_STATUS_OK, json);
 }
 
 /* ---- GET /api/rates ------------------------------------------------------ */
@@ -331,7 +333,7 @@ get_rates(Web *web, SoupServerMessage *msg)
   g_autoptr(CliJson) json = cli_json_new();
 
   web_rates_to_json(web->rates, json);
-  respond_json(msg, SOUP_STATUS_OK, json);
+  web_respond_json(msg, SOUP_STATUS_OK, json);
 }
 
 /* ---- GET /api/tasks ------------------------------------------------------ */
@@ -369,22 +371,22 @@ get_tasks(Web *web, SoupServerMessage *msg, GHashTable *query)
   SluiceListOptions lo;
 
   sluice_list_options_init(&lo);
-  lo.queue = param(query, "queue");
-  lo.task = param(query, "task");
-  lo.cursor = param(query, "cursor");
-  if (!parse_state(param(query, "state"), &lo.state, &error) ||
+  lo.queue = web_param(query, "queue");
+  lo.task = web_param(query, "task");
+  lo.cursor = web_param(query, "cursor");
+  if (!parse_state(web_param(query, "state"), &lo.state, &error) ||
       !param_limit(query, &lo.limit, &error) ||
       (lo.state == SLUICE_STATE_QUEUED && lo.queue == NULL &&
        !cli_usage_error(&error, "queued tasks are listed a queue at a time: "
                                 "give queue=")) ||
       (tasks = sluice_client_list(web->client, &lo, &next, &error)) == NULL) {
-    respond_error(msg, error);
+    web_respond_error(msg, error);
     return;
   }
   json = cli_json_new();
   cli_json_begin_object(json);
   cli_json_key(json, "state");
-  cli_json_string(json, param(query, "state"));
+  cli_json_string(json, web_param(query, "state"));
   cli_json_key(json, "tasks");
   cli_json_begin_array(json);
   for (guint i = 0; i < tasks->len; i++)
@@ -393,17 +395,17 @@ get_tasks(Web *web, SoupServerMessage *msg, GHashTable *query)
   cli_json_key(json, "next_cursor");
   cli_json_string(json, next);
   cli_json_end_object(json);
-  respond_json(msg, SOUP_STATUS_OK, json);
+  web_respond_json(msg, SOUP_STATUS_OK, json);
 }
 
 /* ---- GET /api/dead, /api/dead/count -------------------------------------- */
 
-static gboolean
-dead_filters(GHashTable *params, const gchar **reason, const gchar **task,
-             GError **error)
+gboolean
+web_dead_filters(GHashTable *params, const gchar **reason, const gchar **task,
+                 GError **error)
 {
-  *reason = param(params, "reason");
-  *task = param(params, "task");
+  *reason = web_param(params, "reason");
+  *task = web_param(params, "task");
   return cli_check_reason(*reason, error);
 }
 
@@ -416,11 +418,11 @@ get_dead(Web *web, SoupServerMessage *msg, GHashTable *query)
   const gchar *reason, *task;
   guint limit;
 
-  if (!dead_filters(query, &reason, &task, &error) ||
+  if (!web_dead_filters(query, &reason, &task, &error) ||
       !param_limit(query, &limit, &error) ||
-      (entries = sluice_client_dlq_list(web->client, param(query, "after"),
+      (entries = sluice_client_dlq_list(web->client, web_param(query, "after"),
                                         limit, reason, task, &error)) == NULL) {
-    respond_error(msg, error);
+    web_respond_error(msg, error);
     return;
   }
   json = cli_json_new();
@@ -440,15 +442,15 @@ get_dead(Web *web, SoupServerMessage *msg, GHashTable *query)
           ? ((SluiceDeadLetter *)entries->pdata[entries->len - 1])->entry_id
           : NULL);
   cli_json_end_object(json);
-  respond_json(msg, SOUP_STATUS_OK, json);
+  web_respond_json(msg, SOUP_STATUS_OK, json);
 }
 
 /* Every entry matching the filters, oldest first (as `sluice dlq replay
  * --all` takes them: acting on a live listing would meet its own
  * replays again). */
-static GPtrArray *
-snapshot(SluiceClient *client, const gchar *reason, const gchar *task,
-         GError **error)
+GPtrArray *
+web_dead_snapshot(SluiceClient *client, const gchar *reason, const gchar *task,
+                  GError **error)
 {
   g_autoptr(GPtrArray) all =
       g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
@@ -476,9 +478,10 @@ get_dead_count(Web *web, SoupServerMessage *msg, GHashTable *query)
   g_autoptr(CliJson) json = NULL;
   const gchar *reason, *task;
 
-  if (!dead_filters(query, &reason, &task, &error) ||
-      (entries = snapshot(web->client, reason, task, &error)) == NULL) {
-    respond_error(msg, error);
+  if (!web_dead_filters(query, &reason, &task, &error) ||
+      (entries = web_dead_snapshot(web->client, reason, task, &error)) ==
+          NULL) {
+    web_respond_error(msg, error);
     return;
   }
   json = cli_json_new();
@@ -486,7 +489,7 @@ get_dead_count(Web *web, SoupServerMessage *msg, GHashTable *query)
   cli_json_key(json, "count");
   cli_json_int(json, entries->len);
   cli_json_end_object(json);
-  respond_json(msg, SOUP_STATUS_OK, json);
+  web_respond_json(msg, SOUP_STATUS_OK, json);
 }
 
 /* ---- GET /api/task ------------------------------------------------------- */
@@ -628,16 +631,16 @@ get_task(Web *web, SoupServerMessage *msg, GHashTable *query)
   g_autoptr(SluiceListedTask) listed = NULL;
   g_autoptr(SluiceEnvelope) env = NULL;
   g_autoptr(CliJson) json = NULL;
-  const gchar *id, *entry_id = param(query, "entry");
+  const gchar *id, *entry_id = web_param(query, "entry");
 
-  if (!param_required(query, "id", &id, &error)) {
-    respond_error(msg, error);
+  if (!web_param_required(query, "id", &id, &error)) {
+    web_respond_error(msg, error);
     return;
   }
   record = sluice_client_inspect(web->client, id, &error);
   if (record == NULL && !g_error_matches(error, SLUICE_CLIENT_ERROR,
                                          SLUICE_CLIENT_ERROR_NOT_FOUND)) {
-    respond_error(msg, error);
+    web_respond_error(msg, error);
     return;
   }
   g_clear_error(&error);
@@ -645,7 +648,7 @@ get_task(Web *web, SoupServerMessage *msg, GHashTable *query)
     entry = sluice_client_dlq_get(web->client, entry_id, &error);
     if (entry == NULL && !g_error_matches(error, SLUICE_CLIENT_ERROR,
                                           SLUICE_CLIENT_ERROR_NOT_FOUND)) {
-      respond_error(msg, error);
+      web_respond_error(msg, error);
       return;
     }
     /* An entry of another task is not this task's. */
@@ -660,7 +663,7 @@ get_task(Web *web, SoupServerMessage *msg, GHashTable *query)
   }
   if (error != NULL && !g_error_matches(error, SLUICE_CLIENT_ERROR,
                                         SLUICE_CLIENT_ERROR_NOT_FOUND)) {
-    respond_error(msg, error);
+    web_respond_error(msg, error);
     return;
   }
   if (record == NULL && entry == NULL) {
@@ -669,7 +672,7 @@ get_task(Web *web, SoupServerMessage *msg, GHashTable *query)
         "expired after its result TTL, or a task enqueued without state "
         "tracking that has not finished)%s",
         id, entry_id != NULL ? ", and no such dead letter" : "");
-    respond_message(msg, SOUP_STATUS_NOT_FOUND, text);
+    web_respond_message(msg, SOUP_STATUS_NOT_FOUND, text);
     return;
   }
   if (entry != NULL && entry->payload != NULL)
@@ -705,278 +708,7 @@ get_task(Web *web, SoupServerMessage *msg, GHashTable *query)
   else
     cli_json_null(json);
   cli_json_end_object(json);
-  respond_json(msg, SOUP_STATUS_OK, json);
-}
-
-/* ---- Writes -------------------------------------------------------------- */
-
-gboolean
-web_token_equal(const gchar *a, const gchar *b)
-{
-  guint8 da[32], db[32];
-  gsize la = sizeof da, lb = sizeof db;
-  g_autoptr(GChecksum) ca = g_checksum_new(G_CHECKSUM_SHA256);
-  g_autoptr(GChecksum) cb = g_checksum_new(G_CHECKSUM_SHA256);
-  guint8 diff = 0;
-
-  g_checksum_update(ca, (const guchar *)a, (gssize)strlen(a));
-  g_checksum_update(cb, (const guchar *)b, (gssize)strlen(b));
-  g_checksum_get_digest(ca, da, &la);
-  g_checksum_get_digest(cb, db, &lb);
-  for (gsize i = 0; i < sizeof da; i++)
-    diff |= (guint8)(da[i] ^ db[i]);
-  return diff == 0;
-}
-
-/* Whether the request comes from this server's own pages: a browser
- * sends Origin with every POST and Sec-Fetch-Site with every request
- * (recent ones); a client that sends neither is not a browser, and
- * needs the token all the same. */
-static gboolean
-same_origin(SoupServerMessage *msg)
-{
-  SoupMessageHeaders *h = soup_server_message_get_request_headers(msg);
-  const gchar *origin = soup_message_headers_get_one(h, "Origin");
-  const gchar *site = soup_message_headers_get_one(h, "Sec-Fetch-Site");
-  const gchar *host = soup_message_headers_get_one(h, "Host");
-
-  if (site != NULL && strcmp(site, "same-origin") != 0)
-    return FALSE;
-  if (origin != NULL) {
-    g_autofree gchar *own =
-        host != NULL ? g_strconcat("http://", host, NULL) : NULL;
-    return own != NULL && g_ascii_strcasecmp(origin, own) == 0;
-  }
-  return TRUE;
-}
-
-/* Answers 403 and returns FALSE unless @msg may write. */
-static gboolean
-may_write(Web *web, SoupServerMessage *msg)
-{
-  const gchar *token = soup_message_headers_get_one(
-      soup_server_message_get_request_headers(msg), WEB_TOKEN_HEADER);
-
-  if (web->read_only) {
-    respond_message(msg, SOUP_STATUS_FORBIDDEN,
-                    "this dashboard is read-only (sluice web --read-only)");
-    return FALSE;
-  }
-  if (web->token == NULL) {
-    respond_message(msg, SOUP_STATUS_FORBIDDEN,
-                    "write actions are disabled: start sluice web with "
-                    "--token-file FILE to enable them");
-    return FALSE;
-  }
-  if (!same_origin(msg)) {
-    respond_message(msg, SOUP_STATUS_FORBIDDEN,
-                    "refused: a write must come from the dashboard's own "
-                    "page (cross-origin request)");
-    return FALSE;
-  }
-  if (token != NULL && token[0] == '\0')
-    token = NULL;
-  if (token == NULL || !web_token_equal(token, web->token)) {
-    respond_message(msg, SOUP_STATUS_FORBIDDEN,
-                    token == NULL
-                        ? "give the token of --token-file in the "
-                          "X-Sluice-Token header"
-                        : "wrong token (X-Sluice-Token): it must be the "
-                          "first line of the --token-file");
-    return FALSE;
-  }
-  return TRUE;
-}
-
-static void
-respond_done(SoupServerMessage *msg, const gchar *key, const gchar *value)
-{
-  g_autoptr(CliJson) json = cli_json_new();
-
-  cli_json_begin_object(json);
-  cli_json_key(json, "ok");
-  cli_json_bool(json, TRUE);
-  if (key != NULL) {
-    cli_json_key(json, key);
-    cli_json_string(json, value);
-  }
-  cli_json_end_object(json);
-  respond_json(msg, SOUP_STATUS_OK, json);
-}
-
-static void
-post_queue(Web *web, SoupServerMessage *msg, const gchar *action,
-           GHashTable *form)
-{
-  g_autoptr(GError) error = NULL;
-  const gchar *queue;
-  guint64 removed = 0;
-  gboolean ok;
-
-  if (!param_required(form, "queue", &queue, &error)) {
-    respond_error(msg, error);
-    return;
-  }
-  if (strcmp(action, "pause") == 0) {
-    ok = sluice_client_pause(web->client, queue, &error);
-  } else if (strcmp(action, "resume") == 0) {
-    ok = sluice_client_resume(web->client, queue, &error);
-  } else if (strcmp(action, "purge") == 0) {
-    /* Deleting a queue's tasks takes its name typed again. */
-    if (g_strcmp0(param(form, "confirm"), queue) != 0) {
-      respond_message(msg, SOUP_STATUS_BAD_REQUEST,
-                      "purging deletes every task waiting in the queue: "
-                      "confirm with confirm=QUEUE");
-      return;
-    }
-    ok = sluice_client_purge(web->client, queue, &removed, &error);
-  } else {
-    respond_message(msg, SOUP_STATUS_NOT_FOUND, "no such action");
-    return;
-  }
-  if (!ok) {
-    respond_error(msg, error);
-    return;
-  }
-  g_info("dashboard: %s queue %s", action, queue);
-  if (strcmp(action, "purge") == 0) {
-    g_autoptr(CliJson) json = cli_json_new();
-    cli_json_begin_object(json);
-    cli_json_key(json, "ok");
-    cli_json_bool(json, TRUE);
-    cli_json_key(json, "removed");
-    cli_json_int(json, (gint64)removed);
-    cli_json_end_object(json);
-    respond_json(msg, SOUP_STATUS_OK, json);
-  } else {
-    respond_done(msg, NULL, NULL);
-  }
-}
-
-static void
-post_task(Web *web, SoupServerMessage *msg, const gchar *action,
-          GHashTable *form)
-{
-  g_autoptr(GError) error = NULL;
-  const gchar *id;
-
-  if (!param_required(form, "id", &id, &error)) {
-    respond_error(msg, error);
-    return;
-  }
-  if (strcmp(action, "run-now") == 0) {
-    if (!sluice_client_run_now(web->client, id, &error)) {
-      respond_error(msg, error);
-      return;
-    }
-    g_info("dashboard: run task %s now", id);
-    respond_done(msg, NULL, NULL);
-  } else if (strcmp(action, "delete") == 0) {
-    static const gchar *const outcomes[] = {
-        [SLUICE_DELETE_UNSCHEDULED] = "unscheduled",
-        [SLUICE_DELETE_DEAD_LETTER] = "dead_letter",
-        [SLUICE_DELETE_REVOKED] = "revoked",
-    };
-    SluiceDeleteOutcome outcome = sluice_client_delete(web->client, id, &error);
-    if (outcome == SLUICE_DELETE_FAILED) {
-      respond_error(msg, error);
-      return;
-    }
-    g_info("dashboard: delete task %s (%s)", id, outcomes[outcome]);
-    respond_done(msg, "outcome", outcomes[outcome]);
-  } else {
-    respond_message(msg, SOUP_STATUS_NOT_FOUND, "no such action");
-  }
-}
-
-static void
-post_dead_one(Web *web, SoupServerMessage *msg, gboolean replay,
-              GHashTable *form)
-{
-  g_autoptr(GError) error = NULL;
-  g_autofree gchar *task_id = NULL;
-  const gchar *entry;
-  gboolean ok;
-
-  if (!param_required(form, "entry", &entry, &error)) {
-    respond_error(msg, error);
-    return;
-  }
-  ok = replay ? sluice_client_dlq_replay(web->client, entry, FALSE, &task_id,
-                                         &error)
-              : sluice_client_dlq_delete(web->client, entry, &error);
-  if (!ok) {
-    respond_error(msg, error);
-    return;
-  }
-  g_info("dashboard: %s dead letter %s", replay ? "replay" : "delete", entry);
-  respond_done(msg, "task_id", task_id);
-}
-
-static void
-post_dead_all(Web *web, SoupServerMessage *msg, gboolean replay,
-              GHashTable *form)
-{
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) entries = NULL;
-  g_autoptr(CliJson) json = NULL;
-  const gchar *reason, *task, *expect_text;
-  guint64 expect;
-  guint done = 0, gone = 0;
-
-  if (!dead_filters(form, &reason, &task, &error) ||
-      !param_required(form, "expect", &expect_text, &error) ||
-      !cli_parse_count("expect", expect_text, 0, G_MAXUINT32, &expect,
-                       &error) ||
-      (entries = snapshot(web->client, reason, task, &error)) == NULL) {
-    respond_error(msg, error);
-    return;
-  }
-  if (entries->len != expect) {
-    json = cli_json_new();
-    cli_json_begin_object(json);
-    cli_json_key(json, "error");
-    cli_json_string(json, "the dead letters changed since they were counted: "
-                          "confirm again with the new count");
-    cli_json_key(json, "count");
-    cli_json_int(json, entries->len);
-    cli_json_end_object(json);
-    respond_json(msg, SOUP_STATUS_CONFLICT, json);
-    return;
-  }
-  for (guint i = 0; i < entries->len; i++) {
-    const SluiceDeadLetter *e = entries->pdata[i];
-    g_autoptr(GError) local = NULL;
-    gboolean ok =
-        replay ? sluice_client_dlq_replay(web->client, e->entry_id, FALSE, NULL,
-                                          &local)
-               : sluice_client_dlq_delete(web->client, e->entry_id, &local);
-    if (ok) {
-      done++;
-    } else if (g_error_matches(local, SLUICE_CLIENT_ERROR,
-                               SLUICE_CLIENT_ERROR_NOT_FOUND)) {
-      gone++; /* replayed or deleted by someone else meanwhile */
-    } else {
-      g_autofree gchar *text = g_strdup_printf(
-          "%s %u of %u dead letters, then: %s", replay ? "replayed" : "deleted",
-          done, entries->len, local->message);
-      respond_message(msg, status_for(local), text);
-      return;
-    }
-  }
-  g_info("dashboard: %s %u dead letters (reason %s, task %s)",
-         replay ? "replay" : "delete", done, reason != NULL ? reason : "any",
-         task != NULL ? task : "any");
-  json = cli_json_new();
-  cli_json_begin_object(json);
-  cli_json_key(json, "ok");
-  cli_json_bool(json, TRUE);
-  cli_json_key(json, "done");
-  cli_json_int(json, done);
-  cli_json_key(json, "gone");
-  cli_json_int(json, gone);
-  cli_json_end_object(json);
-  respond_json(msg, SOUP_STATUS_OK, json);
+  web_respond_json(msg, SOUP_STATUS_OK, json);
 }
 
 /* ---- Dispatch ------------------------------------------------------------ */
@@ -1061,33 +793,33 @@ serve_api(SoupServer *soup, SoupServerMessage *msg, const char *path,
     else if (strcmp(path, "/api/task") == 0)
       get_task(web, msg, query);
     else
-      respond_message(msg, SOUP_STATUS_NOT_FOUND, "no such API path");
+      web_respond_message(msg, SOUP_STATUS_NOT_FOUND, "no such API path");
     return;
   }
   if (strcmp(method, "POST") != 0) {
     soup_message_headers_replace(soup_server_message_get_response_headers(msg),
                                  "Allow", "GET, HEAD, POST");
-    respond_message(msg, SOUP_STATUS_METHOD_NOT_ALLOWED,
-                    "GET reads, POST acts; nothing else is served");
+    web_respond_message(msg, SOUP_STATUS_METHOD_NOT_ALLOWED,
+                        "GET reads, POST acts; nothing else is served");
     return;
   }
-  if (!may_write(web, msg))
+  if (!web_may_write(web, msg))
     return;
   form = form_of(msg);
   if (g_str_has_prefix(path, "/api/queues/"))
-    post_queue(web, msg, path + strlen("/api/queues/"), form);
+    web_post_queue(web, msg, path + strlen("/api/queues/"), form);
   else if (g_str_has_prefix(path, "/api/tasks/"))
-    post_task(web, msg, path + strlen("/api/tasks/"), form);
+    web_post_task(web, msg, path + strlen("/api/tasks/"), form);
   else if (strcmp(path, "/api/dead/replay") == 0)
-    post_dead_one(web, msg, TRUE, form);
+    web_post_dead_one(web, msg, TRUE, form);
   else if (strcmp(path, "/api/dead/delete") == 0)
-    post_dead_one(web, msg, FALSE, form);
+    web_post_dead_one(web, msg, FALSE, form);
   else if (strcmp(path, "/api/dead/replay-all") == 0)
-    post_dead_all(web, msg, TRUE, form);
+    web_post_dead_all(web, msg, TRUE, form);
   else if (strcmp(path, "/api/dead/delete-all") == 0)
-    post_dead_all(web, msg, FALSE, form);
+    web_post_dead_all(web, msg, FALSE, form);
   else
-    respond_message(msg, SOUP_STATUS_NOT_FOUND, "no such API path");
+    web_respond_message(msg, SOUP_STATUS_NOT_FOUND, "no such API path");
 }
 
 /* ---- Static files -------------------------------------------------------- */

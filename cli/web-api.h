@@ -1,0 +1,54 @@
+/* web-api.h - what the API's two files share (internal to `sluice web`):
+ * web-api.c answers the reads and dispatches, web-writes.c carries out the
+ * writes. Every function answers @msg itself.
+ */
+#pragma once
+
+#include "cli/web.h"
+
+G_BEGIN_DECLS
+
+/* ---- Answers (web-api.c) ---- */
+/* @json as the body with @status and the security headers. */
+void web_respond_json(SoupServerMessage *msg, guint status, CliJson *json);
+/* {"error": @text} with @status. */
+void web_respond_message(SoupServerMessage *msg, guint status,
+                         const gchar *text);
+/* @error as a JSON error, with the status web_status_for() maps it to. */
+void web_respond_error(SoupServerMessage *msg, const GError *error);
+/* 400 for bad input, 404 for what is not there, 503 for a broker that
+ * cannot be reached, 500 otherwise. */
+guint web_status_for(const GError *error);
+
+/* ---- Parameters (web-api.c) ---- */
+/* A parameter, or NULL when absent or empty. */
+const gchar *web_param(GHashTable *params, const gchar *name);
+/* A parameter that must be there: FALSE with an error naming it if not. */
+gboolean web_param_required(GHashTable *params, const gchar *name,
+                            const gchar **out, GError **error);
+/* The reason= and task= filters of a dead-letter page or bulk action. */
+gboolean web_dead_filters(GHashTable *params, const gchar **reason,
+                          const gchar **task, GError **error);
+/* (transfer full): every dead letter matching the filters, read a page at
+ * a time: what a bulk action confirms and acts on. */
+GPtrArray *web_dead_snapshot(SluiceClient *client, const gchar *reason,
+                             const gchar *task, GError **error);
+
+/* ---- Writes (web-writes.c) ---- */
+/* TRUE when a write may run; otherwise it has answered 403 and why. */
+gboolean web_may_write(Web *web, SoupServerMessage *msg);
+/* POST /api/queues/pause|resume|purge. */
+void web_post_queue(Web *web, SoupServerMessage *msg, const gchar *action,
+                    GHashTable *form);
+/* POST /api/tasks/delete|run-now. */
+void web_post_task(Web *web, SoupServerMessage *msg, const gchar *action,
+                   GHashTable *form);
+/* POST /api/dead/replay|delete (@replay says which): one entry. */
+void web_post_dead_one(Web *web, SoupServerMessage *msg, gboolean replay,
+                       GHashTable *form);
+/* POST /api/dead/replay-all|delete-all: the entries matching a filter,
+ * if there are as many as the person confirmed. */
+void web_post_dead_all(Web *web, SoupServerMessage *msg, gboolean replay,
+                       GHashTable *form);
+
+G_END_DECLS
