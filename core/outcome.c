@@ -3,21 +3,21 @@
  * The worker decides; the broker carries it out in one atomic step. Every
  * decision is made here, in one place:
  *
- *   outcome                           action       record (if stored)  reason
- *   ------------------------------    -----------  ------------------
- * -------------- the task succeeded                ACK          succeeded -
- *   failed, attempts left             RETRY        retrying (tracked)  -
- *   failed on its last attempt        DEAD_LETTER  dead_lettered max_attempts
- *     ... and dead_letter is off      ACK          failed              -
- *   failed for good (fatal)           DEAD_LETTER  dead_lettered non_retryable
- *   ran past its timeout              as "failed": the watchdog settles it
- *   revoked (queued or running)       ACK          cancelled           -
- *   undecodable                       DEAD_LETTER  - malformed past its
- * expires_at               DEAD_LETTER  dead_lettered       expired delivered
- * too often               DEAD_LETTER  dead_lettered       max_deliveries task
- * name unknown, within time    RETRY        scheduled (tracked) - (deferred)
- *   task name unknown, past time      DEAD_LETTER  dead_lettered unknown_task
- *   given back by a stop              RELEASE      queued (tracked)    -
+ *   outcome                         action       record (if stored)   reason
+ *   ------------------------------  -----------  -------------------  --------------
+ *   the task succeeded              ACK          succeeded            -
+ *   failed, attempts left           RETRY        retrying (tracked)   -
+ *   failed on its last attempt      DEAD_LETTER  dead_lettered        max_attempts
+ *     ... and dead_letter is off    ACK          failed               -
+ *   failed for good (fatal)         DEAD_LETTER  dead_lettered        non_retryable
+ *   ran past its timeout            as "failed": the watchdog settles it
+ *   revoked (queued or running)     ACK          cancelled            -
+ *   undecodable                     DEAD_LETTER  -                    malformed
+ *   past its expires_at             DEAD_LETTER  dead_lettered        expired
+ *   delivered too often             DEAD_LETTER  dead_lettered        max_deliveries
+ *   task name unknown, within time  RETRY        scheduled (tracked)  - (deferred)
+ *   task name unknown, past time    DEAD_LETTER  dead_lettered        unknown_task
+ *   given back by a stop            RELEASE      queued (tracked)     -
  *
  * "tracked" records are written only with track_state. A retry and a
  * deferral put a new envelope on the schedule in the same step that
