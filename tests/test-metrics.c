@@ -1414,8 +1414,6 @@ START_TEST(test_worker_metrics_while_tasks_run)
   ck_assert(value_of(previous, "sluice_worker_slots", "") == 4);
   ck_assert(value_of(previous, "sluice_worker_broker_up", "") == 1);
 
-  sleep1 = enqueue(ctx, "demo.sleep", "{\"ms\": 1500}", NULL);
-  sleep2 = enqueue(ctx, "demo.sleep", "{\"ms\": 1500}", NULL);
   for (guint i = 0; i < 20; i++)
     g_ptr_array_add(noops, enqueue(ctx, "demo.noop", NULL));
   fail = enqueue(ctx, "demo.fail", "--max-attempts", "2", NULL);
@@ -1424,6 +1422,10 @@ START_TEST(test_worker_metrics_while_tasks_run)
   slow = enqueue(ctx, "demo.sleep", "{\"ms\": 60000}", "--timeout", "300ms",
                  "--max-attempts", "1", NULL);
   unknown = enqueue(ctx, "demo.nobody", NULL);
+  /* The sleepers last, and long: the scrape below must find them running
+   * however slowly a busy machine ran the enqueues before it. */
+  sleep1 = enqueue(ctx, "demo.sleep", "{\"ms\": 5000}", NULL);
+  sleep2 = enqueue(ctx, "demo.sleep", "{\"ms\": 5000}", NULL);
 
   /* A scrape while tasks run... */
   mid = scrape_until(w, &previous, both_sleepers_run);
@@ -1463,7 +1465,7 @@ START_TEST(test_worker_metrics_while_tasks_run)
   ck_assert(dead_lettered(final, "demo.sleep", "max_attempts") == 1);
   ck_assert_sample(final, "sluice_worker_task_duration_seconds_count",
                    "demo.sleep", 3);
-  /* The two sleeps of 1.5 s are above 1 s (a lower bound, not a race). */
+  /* The two sleeps of 5 s are above 1 s (a lower bound, not a race). */
   {
     g_autofree gchar *sleeps = series("demo.sleep", "default");
     le1 = g_strdup_printf("le=\"1\",%s", sleeps);
