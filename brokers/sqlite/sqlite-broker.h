@@ -90,6 +90,10 @@ gboolean sluice_sqlite__open(SluiceSqliteBroker *self, GError **error);
 void sluice_sqlite__close(SluiceSqliteBroker *self);
 void sluice_sqlite__clear(SluiceSqliteBroker *self);
 
+/* Tests only: caps the database at @pages pages (PRAGMA max_page_count)
+ * on every connection made from now on, to stand for a full disk. */
+void sluice_sqlite__set_max_page_count(SluiceBroker *broker, gint64 pages);
+
 SluiceSqliteConn *sluice_sqlite__conn_get(SluiceSqliteBroker *self,
                                           GError **error);
 void sluice_sqlite__conn_put(SluiceSqliteConn *c);

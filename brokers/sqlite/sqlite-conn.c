@@ -614,6 +614,22 @@ sluice_sqlite__close(SluiceSqliteBroker *self)
 }
 
 void
+sluice_sqlite__set_max_page_count(SluiceBroker *broker, gint64 pages)
+{
+  SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
+  g_autoptr(GPtrArray) idle = g_ptr_array_new();
+
+  g_mutex_lock(&self->pool_lock);
+  self->max_page_count = pages;
+  /* Idle connections were configured without it. */
+  while (self->idle->len > 0)
+    g_ptr_array_add(idle, g_ptr_array_steal_index_fast(self->idle, 0));
+  g_mutex_unlock(&self->pool_lock);
+  for (guint i = 0; i < idle->len; i++)
+    conn_free(idle->pdata[i]);
+}
+
+void
 sluice_sqlite__clear(SluiceSqliteBroker *self)
 {
   /* May run on a half-built instance: every field may be unset. */
