@@ -22,6 +22,7 @@ typedef struct {
   gchar *at;
   gchar *max_attempts;
   gchar *timeout;
+  gchar *hard_timeout;
   gchar *expires;
   gchar *id;
   gchar **headers;
@@ -35,6 +36,7 @@ enqueue_args_clear(EnqueueArgs *args)
   g_free(args->at);
   g_free(args->max_attempts);
   g_free(args->timeout);
+  g_free(args->hard_timeout);
   g_free(args->expires);
   g_free(args->id);
   g_strfreev(args->headers);
@@ -73,6 +75,16 @@ resolve(const EnqueueArgs *args, SluiceEnqueueOptions *out, GHashTable *headers,
     if (out->options.timeout_ms == 0)
       return cli_usage_error(error, "--timeout: give a duration above 0 "
                                     "(no --timeout means no limit)");
+  }
+  if (args->hard_timeout != NULL) {
+    if (!cli_parse_duration("--hard-timeout", args->hard_timeout,
+                            &out->options.hard_timeout_ms, error))
+      return FALSE;
+    if (out->options.hard_timeout_ms == 0)
+      return cli_usage_error(error,
+                             "--hard-timeout: give a duration above 0 (no "
+                             "--hard-timeout means the task's or the "
+                             "worker's)");
   }
   if (args->expires != NULL) {
     if (!cli_parse_duration("--expires", args->expires, &ms, error))
@@ -184,6 +196,10 @@ cli_cmd_enqueue(int argc, char **argv)
        "N"},
       {"timeout", 0, 0, G_OPTION_ARG_STRING, &args.timeout,
        "Fail an attempt that runs longer than this", "DURATION"},
+      {"hard-timeout", 0, 0, G_OPTION_ARG_STRING, &args.hard_timeout,
+       "Kill the process running it after this long (workers with "
+       "--isolation process)",
+       "DURATION"},
       {"expires", 0, 0, G_OPTION_ARG_STRING, &args.expires,
        "Bury it (reason expired) if it has not started within this long",
        "DURATION"},

@@ -33,7 +33,8 @@ resolve_job_options(Job *job)
   job->timeout_ms = m->timeout_ms > 0                ? m->timeout_ms
                     : t != NULL && t->timeout_ms > 0 ? t->timeout_ms
                                                      : 0;
-  job->hard_timeout_ms = t != NULL && t->hard_timeout_ms > 0
+  job->hard_timeout_ms = m->hard_timeout_ms > 0 ? m->hard_timeout_ms
+                         : t != NULL && t->hard_timeout_ms > 0
                              ? t->hard_timeout_ms
                              : worker->options.hard_timeout_ms;
   job->store_result = m->store_result != SLUICE_UNSET

@@ -81,6 +81,7 @@ typedef enum {
   SLUICE_OPT_STORE_RESULT,
   SLUICE_OPT_RESULT_TTL_MS,
   SLUICE_OPT_DEAD_LETTER,
+  SLUICE_OPT_HARD_TIMEOUT_MS,
   SLUICE_N_OPTS
 } SluiceOptionKey;
 
@@ -211,7 +212,7 @@ gboolean sluice_message_options__any_set(const SluiceMessageOptions *opts);
 gboolean sluice_codec__check_text(const gchar *what, const gchar *s, gsize len,
                                   GError **error);
 
-/* ---- JSON (serializers/args-json.c) -------------------------------------- */
+/* ---- JSON (json-reader.c reads, args-json.c converts) ------------------- */
 
 /* The reader keeps its own stack, but the args converter recurses once per
  * level: no JSON input may nest deeper than this, whatever a
@@ -280,6 +281,15 @@ void sluice_json__cursor_value(SluiceJsonCursor *cur, SluiceMpValue *v);
  * Returns: (transfer none): the decoded key (in the scratch buffer).
  */
 const gchar *sluice_json__cursor_key(SluiceJsonCursor *cur, gsize *out_len);
+
+/**
+ * sluice_json__cursor_take_bin:
+ * At an object of one member "$bin" whose value is a string, steps over
+ * it, leaves the string decoded in cur->scratch and returns TRUE (what the
+ * string holds is the caller's to check); at anything else returns FALSE
+ * and leaves the cursor where it was.
+ */
+gboolean sluice_json__cursor_take_bin(SluiceJsonCursor *cur);
 
 /** sluice_json__cursor_skip: steps over one value, however nested. */
 void sluice_json__cursor_skip(SluiceJsonCursor *cur);

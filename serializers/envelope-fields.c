@@ -27,19 +27,20 @@ static const gchar *const key_names[SLUICE_N_KEYS] = {
 };
 
 static const gchar *const option_names[SLUICE_N_OPTS] = {
-    "max_attempts",  "initial_backoff_ms", "multiplier", "max_backoff_ms",
-    "jitter",        "timeout_ms",         "expires_at", "store_result",
-    "result_ttl_ms", "dead_letter",
+    "max_attempts",  "initial_backoff_ms", "multiplier",      "max_backoff_ms",
+    "jitter",        "timeout_ms",         "expires_at",      "store_result",
+    "result_ttl_ms", "dead_letter",        "hard_timeout_ms",
 };
 
 /* The same, as error messages name them; static so that decoding a valid
  * `opts` map allocates nothing. */
 static const gchar *const option_fields[SLUICE_N_OPTS] = {
-    "opts.max_attempts",  "opts.initial_backoff_ms",
-    "opts.multiplier",    "opts.max_backoff_ms",
-    "opts.jitter",        "opts.timeout_ms",
-    "opts.expires_at",    "opts.store_result",
-    "opts.result_ttl_ms", "opts.dead_letter",
+    "opts.max_attempts",    "opts.initial_backoff_ms",
+    "opts.multiplier",      "opts.max_backoff_ms",
+    "opts.jitter",          "opts.timeout_ms",
+    "opts.expires_at",      "opts.store_result",
+    "opts.result_ttl_ms",   "opts.dead_letter",
+    "opts.hard_timeout_ms",
 };
 
 /* The keys without which an envelope cannot be run. */
@@ -380,6 +381,8 @@ sluice_envelope__set_option(SluiceMessageOptions *opts, SluiceOptionKey key,
     return get_int64(field, v, 0, &opts->result_ttl_ms, error);
   case SLUICE_OPT_DEAD_LETTER:
     return get_bool(field, v, &opts->dead_letter, error);
+  case SLUICE_OPT_HARD_TIMEOUT_MS:
+    return get_int64(field, v, 0, &opts->hard_timeout_ms, error);
   default:
     break;
   }
@@ -517,7 +520,8 @@ sluice_message_options__any_set(const SluiceMessageOptions *o)
          o->retry.multiplier >= 0.0 || o->retry.max_backoff_ms >= 0 ||
          o->retry.jitter != SLUICE_UNSET || o->timeout_ms > 0 ||
          o->expires_at > 0 || o->store_result != SLUICE_UNSET ||
-         o->result_ttl_ms > 0 || o->dead_letter != SLUICE_UNSET;
+         o->result_ttl_ms > 0 || o->dead_letter != SLUICE_UNSET ||
+         o->hard_timeout_ms > 0;
 }
 
 static gint
@@ -607,6 +611,8 @@ sluice_envelope__validate(const SluiceEnvelope *env, GError **error)
       !validate_not_negative("opts.timeout_ms", o->timeout_ms, error) ||
       !validate_not_negative("opts.expires_at", o->expires_at, error) ||
       !validate_not_negative("opts.result_ttl_ms", o->result_ttl_ms, error) ||
+      !validate_not_negative("opts.hard_timeout_ms", o->hard_timeout_ms,
+                             error) ||
       !validate_tristate("opts.jitter", o->retry.jitter, error) ||
       !validate_tristate("opts.store_result", o->store_result, error) ||
       !validate_tristate("opts.dead_letter", o->dead_letter, error))

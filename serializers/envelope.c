@@ -44,6 +44,7 @@ sluice_message_options_init(SluiceMessageOptions *opts)
   opts->store_result = SLUICE_UNSET;
   opts->result_ttl_ms = 0;
   opts->dead_letter = SLUICE_UNSET;
+  opts->hard_timeout_ms = 0;
 }
 
 void

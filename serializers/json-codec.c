@@ -111,6 +111,10 @@ put_opts(GString *out, const SluiceMessageOptions *o)
     put_option_key(out, SLUICE_OPT_DEAD_LETTER, &first);
     g_string_append(out, o->dead_letter == SLUICE_ON ? "true" : "false");
   }
+  if (o->hard_timeout_ms > 0) {
+    put_option_key(out, SLUICE_OPT_HARD_TIMEOUT_MS, &first);
+    put_int(out, o->hard_timeout_ms);
+  }
   g_string_append_c(out, '}');
 }
 

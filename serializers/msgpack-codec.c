@@ -201,7 +201,8 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
              (retry->multiplier >= 0.0) + (retry->max_backoff_ms >= 0) +
              (retry->jitter != SLUICE_UNSET) + (o->timeout_ms > 0) +
              (o->expires_at > 0) + (o->store_result != SLUICE_UNSET) +
-             (o->result_ttl_ms > 0) + (o->dead_letter != SLUICE_UNSET);
+             (o->result_ttl_ms > 0) + (o->dead_letter != SLUICE_UNSET) +
+             (o->hard_timeout_ms > 0);
     put_key(&w, SLUICE_KEY_OPTS);
     w.rc |= msgpack_pack_map(&w.pk, n_opts);
     if (retry->max_attempts >= 0) {
@@ -246,6 +247,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
       put_option_key(&w, SLUICE_OPT_DEAD_LETTER);
       w.rc |= o->dead_letter == SLUICE_ON ? msgpack_pack_true(&w.pk)
                                           : msgpack_pack_false(&w.pk);
+    }
+    if (o->hard_timeout_ms > 0) {
+      put_option_key(&w, SLUICE_OPT_HARD_TIMEOUT_MS);
+      w.rc |= msgpack_pack_int64(&w.pk, o->hard_timeout_ms);
     }
   }
   if (env->unknown_since > 0) {

@@ -1504,10 +1504,19 @@ START_TEST(test_process_isolation_survives_a_crash)
   g_autoptr(Worker) w = NULL;
   g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
   g_autofree gchar *poison = NULL;
+  g_autofree gchar *hung = NULL;
   g_autofree gchar *pid = NULL;
   g_autofree gchar *log = NULL;
+  g_autoptr(Run) refused = NULL;
   const gchar *error_text;
 
+  /* A message's own hard timeout, on a task that has none. */
+  hung = enqueue(ctx, "demo.sleep", "{\"ms\": 600000}", "--hard-timeout",
+                 "300ms", "--max-attempts", "1", NULL);
+  refused = cli(ctx, "enqueue", "demo.noop", "--hard-timeout", "0s", NULL);
+  assert_status(refused, 2);
+  ck_assert_msg(strstr(refused->err, "--hard-timeout") != NULL, "%s",
+                refused->err);
   for (guint i = 0; i < 10; i++)
     g_ptr_array_add(ids, enqueue(ctx, "demo.sleep", "{\"ms\": 30}", NULL));
   poison = enqueue(ctx, "demo.crash", "--max-attempts", "2", NULL);
@@ -1529,6 +1538,13 @@ START_TEST(test_process_isolation_survives_a_crash)
     error_text = member_string(o, "error");
     ck_assert_msg(strstr(error_text, "killed by SIGABRT") != NULL, "error: %s",
                   error_text);
+  }
+  g_free(wait_for_state(ctx, hung, "dead_lettered", NULL));
+  {
+    g_autoptr(JsonNode) record = inspect(ctx, hung);
+    error_text = member_string(object_of(record), "error");
+    ck_assert_msg(strstr(error_text, "hard timeout of 300 ms") != NULL,
+                  "error: %s", error_text);
   }
   log = worker_stop(w);
   ck_assert_msg(strstr(log, "process isolation") != NULL, "%s", log);

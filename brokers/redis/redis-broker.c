@@ -15,7 +15,8 @@
  *   redis-broker.c       this file: connections, retries, reply shapes
  *   redis-argv.c         argument vectors; redis-reply.c reply reading
  *   redis-scripts.c      the shared Lua scripts; redis-keys.c key names;
- *                        redis-conn.c URLs, connections and the pool
+ *                        redis-conn.c connections and the pool;
+ *                        redis-url.c URLs; redis-errors.c error replies
  *   transport-*.c        the transports
  *
  * How each slot reaches Redis (round trips in brackets):

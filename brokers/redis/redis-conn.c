@@ -1,14 +1,10 @@
-/* redis-conn.c - Redis URLs, hiredis connections and the pool that shares
- * them between threads (see redis-conn.h for the API).
+/* redis-conn.c - hiredis connections and the pool that shares them
+ * between threads (see redis-conn.h for the API).
  *
  * Design choices, in the order an operation meets them:
  *
- * URL. `redis://[[user]:password@]host[:port][/db]` or
- * `unix:///path?db=N`. The userinfo ends at the last '@', so a password
- * may hold '/', '?', '#', ':' or '@' as it is (or percent-encoded); user
- * and password are percent-decoded, the rest is parsed with GLib's GUri.
- * The password is kept for AUTH and never shown: every message uses
- * url->display, where it reads "***" (see the URLs section).
+ * URL. Parsed by redis-url.c; the password is kept for AUTH and never
+ * shown: every message uses url->display.
  *
  * CONNECT. hiredis 0.14.1 has no redisConnectWithOptions and no RESP3, so
  * a connection is redisConnectWithTimeout() (or ...UnixWithTimeout) with the
@@ -56,7 +52,7 @@
  *
  * To extend: new connection-level setup (CLIENT SETNAME, a RESP3 HELLO once
  * hiredis has it) belongs in conn_handshake(); new error codes in
- * sluice_redis_reply__check().
+ * sluice_redis_reply__check() (redis-errors.c).
  */
 #include "config.h"
 
@@ -67,6 +63,7 @@
 #include <hiredis/sds.h>
 
 #include "brokers/redis/redis-conn.h"
+#include "brokers/redis/redis-reply.h"
 
 #define INITIAL_BACKOFF_MS 100
 /* The longest a wakeup may spend making a connection. */
@@ -97,553 +94,6 @@ struct _SluiceRedisPool {
   gchar *mode;
   gchar *ns; /* for permission messages; may be NULL */
 };
-
-/* ---- URLs ----------------------------------------------------------------
- *
- * Users paste passwords into URLs as they are, with '/', '?', '#', ':' or
- * '@' unescaped, so the URL is not handed to GUri whole (GUri would end the
- * userinfo at the first '/' or '@' and show the rest of the password as a
- * host or a path). The text is split first, by one rule that never
- * depends on what the password holds: after "scheme://", everything up to
- * the LAST '@' is the userinfo, the user before its first ':' and the
- * password after it. Only the part after that '@' goes to GUri. Every
- * message shows the URL rebuilt from the scheme, the user and that part,
- * so the password cannot reach one, however the URL is malformed; a
- * userinfo without ':' may be a password typed without its colon, so it is
- * not shown either.
- */
-
-static gboolean
-url_invalid(GError **error, const gchar *shown, const gchar *why)
-{
-  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-              "invalid Redis URL “%s”: %s (expected "
-              "redis://[[user]:password@]host[:port][/db] or "
-              "unix:///path/to/socket[?db=N])",
-              shown, why);
-  return FALSE;
-}
-
-static gboolean
-parse_db(const gchar *text, gint *out)
-{
-  guint64 value;
-
-  if (text == NULL || text[0] == '\0')
-    return FALSE;
-  if (!g_ascii_string_to_unsigned(text, 10, 0, G_MAXINT, &value, NULL))
-    return FALSE;
-  *out = (gint)value;
-  return TRUE;
-}
-
-static gchar *
-make_display(const SluiceRedisUrl *url)
-{
-  GString *s = g_string_new(url->is_unix ? "unix://" : "redis://");
-  g_autofree gchar *host = NULL;
-
-  if (url->is_unix) {
-    g_autofree gchar *path = sluice_broker_escape_text(url->path, -1, 0);
-
-    g_string_append(s, path);
-    if (url->db != 0)
-      g_string_append_printf(s, "?db=%d", url->db);
-    return g_string_free(s, FALSE);
-  }
-  if (url->user != NULL || url->password != NULL) {
-    if (url->user != NULL) {
-      g_autofree gchar *user = g_uri_escape_string(url->user, NULL, FALSE);
-      g_autofree gchar *shown = sluice_broker_escape_text(user, -1, 0);
-      g_string_append(s, shown);
-    }
-    if (url->password != NULL)
-      g_string_append(s, ":***");
-    g_string_append_c(s, '@');
-  }
-  host = sluice_broker_escape_text(url->host, -1, 0);
-  if (strchr(host, ':') != NULL)
-    g_string_append_printf(s, "[%s]", host);
-  else
-    g_string_append(s, host);
-  g_string_append_printf(s, ":%d/%d", url->port, url->db);
-  return g_string_free(s, FALSE);
-}
-
-/* The pieces of a URL text, by the rule at the top of this section. All
- * point into the text; @userinfo is NULL when there is no '@'. */
-typedef struct {
-  const gchar *scheme; /* NULL when the text has no "scheme://" */
-  gsize scheme_len;
-  const gchar *userinfo;
-  gsize userinfo_len;
-  const gchar *colon; /* the first ':' of the userinfo, or NULL */
-  const gchar *rest;  /* after the "scheme://" and the userinfo's '@' */
-} UrlParts;
-
-static void
-split_url(const gchar *text, UrlParts *parts)
-{
-  const gchar *p = text;
-  const gchar *after_scheme = text;
-  const gchar *at;
-
-  memset(parts, 0, sizeof *parts);
-  /* RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) then "://". */
-  if (g_ascii_isalpha(*p)) {
-    while (g_ascii_isalnum(*p) || *p == '+' || *p == '-' || *p == '.')
-      p++;
-    if (g_str_has_prefix(p, "://")) {
-      parts->scheme = text;
-      parts->scheme_len = (gsize)(p - text);
-      after_scheme = p + 3;
-    }
-  }
-  parts->rest = after_scheme;
-  at = strrchr(after_scheme, '@');
-  if (at != NULL) {
-    parts->userinfo = after_scheme;
-    parts->userinfo_len = (gsize)(at - after_scheme);
-    parts->colon = memchr(after_scheme, ':', parts->userinfo_len);
-    parts->rest = at + 1;
-  }
-}
-
-/* The URL as messages may show it: no password, nothing that could be
- * one, every byte printable UTF-8. */
-static gchar *
-shown_url(const UrlParts *parts)
-{
-  GString *s = g_string_new(NULL);
-  g_autofree gchar *rest = sluice_broker_escape_text(parts->rest, -1, 200);
-
-  if (parts->scheme != NULL) {
-    g_autofree gchar *scheme =
-        sluice_broker_escape_text(parts->scheme, (gssize)parts->scheme_len, 20);
-    g_string_append_printf(s, "%s://", scheme);
-  }
-  if (parts->userinfo != NULL) {
-    if (parts->colon != NULL) {
-      g_autofree gchar *user = sluice_broker_escape_text(
-          parts->userinfo, (gssize)(parts->colon - parts->userinfo), 64);
-      g_string_append_printf(s, "%s:***@", user);
-    } else {
-      g_string_append(s, "***@");
-    }
-  }
-  g_string_append(s, rest);
-  return g_string_free(s, FALSE);
-}
-
-/* Percent-decodes @len bytes of @text into a NUL-free string, or NULL. */
-static gchar *
-unescape_part(const gchar *text, gsize len)
-{
-  g_autofree gchar *raw = g_strndup(text, len);
-
-  return g_uri_unescape_string(raw, NULL);
-}
-
-gboolean
-sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
-{
-  g_autoptr(GUri) uri = NULL;
-  g_autofree gchar *shown = NULL;
-  g_autofree gchar *scheme = NULL;
-  g_autofree gchar *hostpart = NULL;
-  SluiceRedisUrl parsed = {0};
-  UrlParts parts;
-  const gchar *host;
-  const gchar *query;
-
-  g_return_val_if_fail(text != NULL && url != NULL, FALSE);
-
-  split_url(text, &parts);
-  shown = shown_url(&parts);
-  if (parts.scheme == NULL)
-    return url_invalid(error, shown,
-                       "it does not start with redis:// or unix://");
-  scheme = g_ascii_strdown(parts.scheme, (gssize)parts.scheme_len);
-  if (strcmp(scheme, "rediss") == 0)
-    return url_invalid(error, shown,
-                       "TLS (rediss://) is not supported by hiredis 0.14; "
-                       "reach a TLS Redis through a local TLS tunnel");
-  if (strcmp(scheme, "unix") != 0 && strcmp(scheme, "redis") != 0)
-    return url_invalid(error, shown, "the scheme must be redis:// or unix://");
-  if (strcmp(scheme, "unix") == 0 && parts.userinfo != NULL)
-    /* A socket is protected by its file permissions; '@' in a socket
-     * path is written %40. */
-    return url_invalid(error, shown,
-                       "unix:// URLs cannot carry credentials (write '@' in "
-                       "a socket path as %40); use redis:// or a socket that "
-                       "needs none");
-  if (parts.userinfo != NULL && parts.colon == NULL)
-    return url_invalid(error, shown,
-                       "a user needs a password: write user:password@ or "
-                       ":password@ (an ACL user with nopass accepts any "
-                       "password)");
-
-  /* Only what follows the userinfo goes to GUri: it holds no password. */
-  hostpart = g_strconcat(scheme, "://", parts.rest, NULL);
-  uri = g_uri_parse(hostpart, G_URI_FLAGS_NON_DNS, NULL);
-  if (uri == NULL)
-    return url_invalid(error, shown,
-                       "it is not a well-formed URL; percent-encode special "
-                       "characters of the host and the path");
-  if (g_uri_get_fragment(uri) != NULL)
-    return url_invalid(error, shown, "a fragment (#...) has no meaning here");
-  host = g_uri_get_host(uri);
-  query = g_uri_get_query(uri);
-
-  if (strcmp(scheme, "unix") == 0) {
-    parsed.is_unix = TRUE;
-    if (host != NULL && host[0] != '\0')
-      return url_invalid(error, shown,
-                         "a unix URL has no host: write unix:///path (three "
-                         "slashes)");
-    if (g_uri_get_path(uri)[0] != '/')
-      return url_invalid(error, shown,
-                         "the socket path is missing or not absolute");
-    if (query != NULL) {
-      g_autoptr(GHashTable) params =
-          g_uri_parse_params(query, -1, "&", G_URI_PARAMS_NONE, NULL);
-      GHashTableIter iter;
-      gpointer key, value;
-
-      if (params == NULL)
-        return url_invalid(error, shown, "the query is malformed");
-      g_hash_table_iter_init(&iter, params);
-      while (g_hash_table_iter_next(&iter, &key, &value)) {
-        if (strcmp(key, "db") != 0 || !parse_db(value, &parsed.db))
-          return url_invalid(error, shown,
-                             "the only query parameter is db=N, with N a "
-                             "database number");
-      }
-    }
-    parsed.path = g_strdup(g_uri_get_path(uri));
-  } else {
-    const gchar *path = g_uri_get_path(uri);
-
-    if (host == NULL || host[0] == '\0')
-      return url_invalid(error, shown,
-                         "the host is missing (redis://host[:port][/db])");
-    if (query != NULL)
-      return url_invalid(error, shown,
-                         "redis:// URLs take no query; put the database "
-                         "number in the path (/N)");
-    if (path[0] != '\0' && strcmp(path, "/") != 0 &&
-        !parse_db(path + 1, &parsed.db))
-      return url_invalid(error, shown,
-                         "the path must be a database number (/0 ... /15)");
-    parsed.host = g_strdup(host);
-    parsed.port = g_uri_get_port(uri) > 0 ? g_uri_get_port(uri) : 6379;
-  }
-
-  if (parts.userinfo != NULL) {
-    gsize user_len = (gsize)(parts.colon - parts.userinfo);
-    const gchar *pw = parts.colon + 1;
-    gsize pw_len = parts.userinfo_len - user_len - 1;
-    gchar *user = unescape_part(parts.userinfo, user_len);
-
-    parsed.password = unescape_part(pw, pw_len);
-    if (user == NULL || parsed.password == NULL) {
-      g_free(user);
-      sluice_redis_url__clear(&parsed);
-      return url_invalid(error, shown,
-                         "the user or the password holds a '%' that does not "
-                         "start an escape (%XX) or an escaped NUL; write '%' "
-                         "as %25");
-    }
-    if (user[0] != '\0')
-      parsed.user = user;
-    else
-      g_free(user);
-  }
-  parsed.display = make_display(&parsed);
-  *url = parsed;
-  return TRUE;
-}
-
-void
-sluice_redis_url__clear(SluiceRedisUrl *url)
-{
-  if (url == NULL)
-    return;
-  g_clear_pointer(&url->host, g_free);
-  g_clear_pointer(&url->path, g_free);
-  g_clear_pointer(&url->user, g_free);
-  if (url->password != NULL)
-    memset(url->password, 0, strlen(url->password));
-  g_clear_pointer(&url->password, g_free);
-  g_clear_pointer(&url->display, g_free);
-}
-
-static void
-url_copy(const SluiceRedisUrl *from, SluiceRedisUrl *to)
-{
-  to->is_unix = from->is_unix;
-  to->host = g_strdup(from->host);
-  to->port = from->port;
-  to->path = g_strdup(from->path);
-  to->db = from->db;
-  to->user = g_strdup(from->user);
-  to->password = g_strdup(from->password);
-  to->display = g_strdup(from->display);
-}
-
-/* ---- Replies ------------------------------------------------------------- */
-
-void
-sluice_redis_replies__free(redisReply **replies, guint n)
-{
-  for (guint i = 0; i < n; i++) {
-    if (replies[i] != NULL)
-      freeReplyObject(replies[i]);
-    replies[i] = NULL;
-  }
-}
-
-GBytes *
-sluice_redis_reply__steal_bytes(redisReply *reply, gsize skip)
-{
-  gchar *str;
-  gsize len;
-
-  g_return_val_if_fail(reply != NULL, NULL);
-  /* A status reply carries its text the same way; callers that take
-   * either (reply_is_string) may hand one over. */
-  g_return_val_if_fail(reply->type == REDIS_REPLY_STRING ||
-                           reply->type == REDIS_REPLY_STATUS,
-                       NULL);
-  g_return_val_if_fail(reply->len >= skip, NULL);
-
-  str = reply->str;
-  len = reply->len;
-  reply->str = NULL;
-  reply->len = 0;
-  if (str == NULL)
-    return g_bytes_new(NULL, 0);
-  /* hiredis 0.14 allocates reply strings with malloc(). */
-  return g_bytes_new_with_free_func(str + skip, len - skip, free, str);
-}
-
-gboolean
-sluice_redis_reply__is_error_code(const redisReply *reply, const gchar *code)
-{
-  gsize n = strlen(code);
-
-  return reply != NULL && reply->type == REDIS_REPLY_ERROR && reply->len >= n &&
-         strncmp(reply->str, code, n) == 0 &&
-         (reply->len == n || reply->str[n] == ' ');
-}
-
-static gboolean
-has_prefix(const redisReply *reply, const gchar *prefix)
-{
-  return reply->len >= strlen(prefix) &&
-         strncmp(reply->str, prefix, strlen(prefix)) == 0;
-}
-
-/* "config|get" -> "CONFIG GET". */
-static gchar *
-command_name(const gchar *acl_name, gsize len)
-{
-  gchar *name = g_ascii_strup(acl_name, (gssize)len);
-
-  g_strdelimit(name, "|", ' ');
-  return name;
-}
-
-/* The commands a line of a Lua script calls: "XADD", "XGROUP CREATE". */
-static gchar *
-commands_on_line(const gchar *line, gsize len)
-{
-  GString *names = g_string_new(NULL);
-  const gchar *end = line + len;
-
-  for (const gchar *p = line; p < end;) {
-    const gchar *call = g_strstr_len(p, end - p, "call('");
-    const gchar *name, *q;
-
-    if (call == NULL)
-      break;
-    name = call + 6;
-    q = memchr(name, '\'', (gsize)(end - name));
-    if (q == NULL)
-      break;
-    if (names->len > 0)
-      g_string_append(names, ", ");
-    {
-      g_autofree gchar *upper = g_ascii_strup(name, q - name);
-      g_autofree gchar *shown = sluice_broker_escape_text(upper, -1, 40);
-      g_string_append(names, shown);
-    }
-    /* A literal second word of a container command is its subcommand. */
-    if (g_str_has_prefix(q, "', '")) {
-      const gchar *sub = q + 4;
-      const gchar *sub_end = memchr(sub, '\'', (gsize)(end - sub));
-      gboolean word = sub_end != NULL && sub_end > sub;
-
-      for (const gchar *c = sub; word && c < sub_end; c++)
-        word = g_ascii_isupper(*c);
-      if (word) {
-        g_autofree gchar *shown =
-            sluice_broker_escape_text(sub, sub_end - sub, 40);
-        g_string_append_printf(names, " %s", shown);
-      }
-    }
-    p = q + 1;
-  }
-  if (names->len == 0) {
-    g_string_free(names, TRUE);
-    return NULL;
-  }
-  return g_string_free(names, FALSE);
-}
-
-/* What a NOPERM (or a script's permission) error says is missing, as a
- * phrase that follows "may not". */
-static gchar *
-missing_permission(SluiceRedisPool *pool, const redisReply *reply,
-                   const SluiceRedisScriptInfo *script)
-{
-  const gchar *msg = reply->str != NULL ? reply->str : "";
-  const gchar *run = strstr(msg, "to run the '");
-  g_autofree gchar *grant = NULL;
-
-  grant = pool->ns != NULL
-              ? g_strdup_printf("~{%s}:* and &{%s}:*", pool->ns, pool->ns)
-              : g_strdup("~{<namespace>}:* and &{<namespace>}:*");
-  if (run != NULL) {
-    const gchar *name = run + strlen("to run the '");
-    const gchar *q = strchr(name, '\'');
-
-    if (q != NULL) {
-      g_autofree gchar *command = command_name(name, q - name);
-      g_autofree gchar *acl = g_ascii_strdown(name, q - name);
-      g_autofree gchar *shown = sluice_broker_escape_text(command, -1, 60);
-      g_autofree gchar *rule = sluice_broker_escape_text(acl, -1, 60);
-
-      return g_strdup_printf("run %s (grant it with ACL SETUSER <user> +%s)",
-                             shown, rule);
-    }
-  }
-  if (strstr(msg, "keys") != NULL)
-    return g_strdup_printf("access a key it needs (grant the namespace's "
-                           "keys and channels: %s)",
-                           grant);
-  if (strstr(msg, "channel") != NULL)
-    return g_strdup_printf("use a channel it needs (grant the namespace's "
-                           "keys and channels: %s)",
-                           grant);
-  if (strstr(msg, "can't run this command") != NULL) {
-    const gchar *at = strstr(msg, "@user_script:");
-    guint64 line_no = 0;
-
-    /* Redis names the line of the script, not the command: find it. */
-    if (at != NULL && script != NULL && script->text != NULL)
-      line_no = g_ascii_strtoull(at + strlen("@user_script:"), NULL, 10);
-    if (line_no > 0) {
-      const gchar *line = script->text;
-
-      for (guint64 n = 1; n < line_no && line != NULL; n++) {
-        line = strchr(line, '\n');
-        if (line != NULL)
-          line++;
-      }
-      if (line != NULL) {
-        const gchar *eol = strchr(line, '\n');
-        g_autofree gchar *names = commands_on_line(
-            line, eol != NULL ? (gsize)(eol - line) : strlen(line));
-
-        if (names != NULL)
-          return g_strdup_printf(
-              "run %s, which line %" G_GUINT64_FORMAT
-              " of Sluice's %s script calls (grant it with ACL SETUSER "
-              "<user> +<command>)",
-              names, line_no, script->name);
-      }
-    }
-    return g_strdup_printf("run a command that Sluice's %s script calls "
-                           "(ACL LOG on the server names it)",
-                           script != NULL ? script->name : "Lua");
-  }
-  return g_strdup_printf("do what Sluice needs (grant the commands of its "
-                         "role, and %s)",
-                         grant);
-}
-
-gboolean
-sluice_redis_reply__check(SluiceRedisPool *pool, const redisReply *reply,
-                          const gchar *what, GError **error)
-{
-  return sluice_redis_reply__check_script(pool, reply, what, NULL, error);
-}
-
-gboolean
-sluice_redis_reply__check_script(SluiceRedisPool *pool, const redisReply *reply,
-                                 const gchar *what,
-                                 const SluiceRedisScriptInfo *script,
-                                 GError **error)
-{
-  const gchar *url = pool->url.display;
-  const gchar *msg;
-
-  if (reply == NULL || reply->type != REDIS_REPLY_ERROR)
-    return TRUE;
-  msg = reply->str != NULL ? reply->str : "";
-
-  if (has_prefix(reply, "OOM")) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FULL,
-                "%s refused: Redis at %s is out of memory (maxmemory "
-                "reached) and takes no new work until workers drain the "
-                "queues or maxmemory is raised (%s)",
-                what, url, msg);
-  } else if (has_prefix(reply, "NOAUTH")) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH,
-                "Redis at %s requires a password: put it in the URL "
-                "(redis://:password@host, or redis://user:password@host for "
-                "an ACL user)",
-                url);
-  } else if (has_prefix(reply, "WRONGPASS") || has_prefix(reply, "ERR AUTH") ||
-             has_prefix(reply, "ERR invalid password") ||
-             has_prefix(reply, "ERR invalid username")) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH,
-                "Redis at %s refused the user or password of the URL (%s): "
-                "check the credentials (percent-encode special characters)",
-                url, msg);
-  } else if (has_prefix(reply, "NOPERM") ||
-             has_prefix(reply, "ERR The user executing the script can't")) {
-    g_autofree gchar *missing = missing_permission(pool, reply, script);
-    g_autofree gchar *said = sluice_broker_escape_text(msg, -1, 300);
-
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH,
-                "%s refused: the Redis user of %s may not %s (Redis said: "
-                "%s); README.md and sluice(1) (\"Least privilege\") list the "
-                "ACL each role needs",
-                what, url, missing, said);
-  } else if (has_prefix(reply, "MISCONF")) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
-                "%s refused: Redis at %s cannot persist to disk and refuses "
-                "writes; check its log, its dir and free disk space (%s)",
-                what, url, msg);
-  } else if (has_prefix(reply, "LOADING") || has_prefix(reply, "BUSY") ||
-             has_prefix(reply, "MASTERDOWN") || has_prefix(reply, "TRYAGAIN") ||
-             has_prefix(reply, "CLUSTERDOWN")) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
-                "%s: Redis at %s cannot serve now (%s); retry shortly", what,
-                url, msg);
-  } else if (has_prefix(reply, "READONLY")) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
-                "%s refused: Redis at %s is a read-only replica (%s); point "
-                "the URL at the primary",
-                what, url, msg);
-  } else {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FAILED,
-                "%s failed on Redis at %s: %s", what, url, msg);
-  }
-  return FALSE;
-}
 
 /* ---- Outage bookkeeping -------------------------------------------------- */
 
@@ -1203,7 +653,7 @@ sluice_redis_pool__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
 {
   SluiceRedisPool *pool = g_new0(SluiceRedisPool, 1);
 
-  url_copy(url, &pool->url);
+  sluice_redis_url__copy(url, &pool->url);
   pool->connect_timeout_ms = MAX(connect_timeout_ms, 1);
   pool->command_timeout_ms = MAX(command_timeout_ms, 1);
   pool->max_backoff_ms = MAX(max_backoff_ms, 1);
@@ -1249,6 +699,30 @@ sluice_redis_pool__free(SluiceRedisPool *pool)
   g_free(pool->meta_key);
   g_free(pool->mode);
   g_free(pool);
+}
+
+const gchar *
+sluice_redis_pool__get_namespace(SluiceRedisPool *pool)
+{
+  return pool->ns;
+}
+
+gboolean
+sluice_redis_reply__check(SluiceRedisPool *pool, const redisReply *reply,
+                          const gchar *what, GError **error)
+{
+  return sluice_redis_error__check(pool->url.display, pool->ns, reply, what,
+                                   NULL, error);
+}
+
+gboolean
+sluice_redis_reply__check_script(SluiceRedisPool *pool, const redisReply *reply,
+                                 const gchar *what,
+                                 const SluiceRedisScriptInfo *script,
+                                 GError **error)
+{
+  return sluice_redis_error__check(pool->url.display, pool->ns, reply, what,
+                                   script, error);
 }
 
 const gchar *

@@ -1,5 +1,5 @@
-/* redis-conn.h - URLs, connections and the connection pool of the Redis
- * brokers (internal).
+/* redis-conn.h - connections and the connection pool of the Redis brokers
+ * (internal; URLs are redis-url.h, error replies redis-errors.h).
  *
  * A SluiceRedisPool owns every hiredis context of one broker. An operation
  * checks a connection out (sluice_redis_pool__acquire), appends its commands,
@@ -18,45 +18,11 @@
 
 #include <sluice/sys/broker.h>
 
+#include "brokers/redis/redis-errors.h"
+#include "brokers/redis/redis-reply.h"
+#include "brokers/redis/redis-url.h"
+
 G_BEGIN_DECLS
-
-/**
- * SluiceRedisUrl:
- * @is_unix: TRUE for unix:///path, FALSE for redis://host:port
- * @host: (nullable): TCP host
- * @port: TCP port
- * @path: (nullable): unix socket path
- * @db: the database to SELECT
- * @user: (nullable): ACL user (percent-decoded)
- * @password: (nullable): password (percent-decoded); never logged
- * @display: the URL as it may be shown: the password replaced by "***"
- */
-typedef struct {
-  gboolean is_unix;
-  gchar *host;
-  gint port;
-  gchar *path;
-  gint db;
-  gchar *user;
-  gchar *password;
-  gchar *display;
-} SluiceRedisUrl;
-
-/**
- * sluice_redis_url__parse:
- * @text: `redis://[[user]:password@]host[:port][/db]` or
- *   `unix:///path/to/socket[?db=N]`
- * @url: (out caller-allocates): filled on success; clear it with
- *   sluice_redis_url__clear(). Untouched on failure.
- *
- * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_INVALID saying what is
- * wrong with the URL (the message never contains the password).
- */
-gboolean sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url,
-                                 GError **error);
-
-/** sluice_redis_url__clear: frees what @url holds (wiping the password). */
-void sluice_redis_url__clear(SluiceRedisUrl *url);
 
 /**
  * SluiceRedisConn:
@@ -120,6 +86,10 @@ void sluice_redis_pool__free(SluiceRedisPool *pool);
 /** sluice_redis_pool__get_display_url: Returns: (transfer none): the URL
  * without its password, valid while @pool is. */
 const gchar *sluice_redis_pool__get_display_url(SluiceRedisPool *pool);
+
+/** sluice_redis_pool__get_namespace: Returns: (transfer none) (nullable):
+ * what sluice_redis_pool__set_namespace() set. */
+const gchar *sluice_redis_pool__get_namespace(SluiceRedisPool *pool);
 
 /** sluice_redis_pool__get_command_timeout_ms: Returns: the reply timeout. */
 gint64 sluice_redis_pool__get_command_timeout_ms(SluiceRedisPool *pool);
@@ -206,16 +176,6 @@ gboolean sluice_redis_reply__check(SluiceRedisPool *pool,
                                    GError **error);
 
 /**
- * SluiceRedisScriptInfo:
- * @name: the script's name, for messages
- * @text: (nullable): its Lua source
- */
-typedef struct {
-  const gchar *name;
-  const gchar *text;
-} SluiceRedisScriptInfo;
-
-/**
  * sluice_redis_reply__check_script:
  * @script: (nullable): the script that gave @reply
  *
@@ -238,25 +198,6 @@ gboolean sluice_redis_reply__check_script(SluiceRedisPool *pool,
  * key and channel patterns to grant.
  */
 void sluice_redis_pool__set_namespace(SluiceRedisPool *pool, const gchar *ns);
-
-/** sluice_redis_reply__is_error_code: Returns: TRUE if @reply is an error
- * reply whose code (first word) is @code ("NOSCRIPT"). */
-gboolean sluice_redis_reply__is_error_code(const redisReply *reply,
-                                           const gchar *code);
-
-/**
- * sluice_redis_reply__steal_bytes:
- * @reply: a string (or status) reply
- * @skip: bytes to drop from the front (0, or 1 for a record's flag byte)
- *
- * Returns: (transfer full): the reply's bytes from @skip on, as a GBytes
- * that takes over hiredis's buffer (no copy); @reply's string becomes
- * NULL, and freeReplyObject() still frees the rest of @reply.
- */
-GBytes *sluice_redis_reply__steal_bytes(redisReply *reply, gsize skip);
-
-/** sluice_redis_replies__free: frees @n replies (NULL entries skipped). */
-void sluice_redis_replies__free(redisReply **replies, guint n);
 
 /**
  * sluice_redis_pool__wakeup:

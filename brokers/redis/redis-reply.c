@@ -2,6 +2,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "brokers/redis/redis-reply.h"
@@ -49,4 +50,48 @@ gchar *
 sluice_redis_reply__dup(const redisReply *r)
 {
   return g_strndup(r->str, r->len);
+}
+
+void
+sluice_redis_replies__free(redisReply **replies, guint n)
+{
+  for (guint i = 0; i < n; i++) {
+    if (replies[i] != NULL)
+      freeReplyObject(replies[i]);
+    replies[i] = NULL;
+  }
+}
+
+GBytes *
+sluice_redis_reply__steal_bytes(redisReply *reply, gsize skip)
+{
+  gchar *str;
+  gsize len;
+
+  g_return_val_if_fail(reply != NULL, NULL);
+  /* A status reply carries its text the same way; callers that take
+   * either (reply_is_string) may hand one over. */
+  g_return_val_if_fail(reply->type == REDIS_REPLY_STRING ||
+                           reply->type == REDIS_REPLY_STATUS,
+                       NULL);
+  g_return_val_if_fail(reply->len >= skip, NULL);
+
+  str = reply->str;
+  len = reply->len;
+  reply->str = NULL;
+  reply->len = 0;
+  if (str == NULL)
+    return g_bytes_new(NULL, 0);
+  /* hiredis 0.14 allocates reply strings with malloc(). */
+  return g_bytes_new_with_free_func(str + skip, len - skip, free, str);
+}
+
+gboolean
+sluice_redis_reply__is_error_code(const redisReply *reply, const gchar *code)
+{
+  gsize n = strlen(code);
+
+  return reply != NULL && reply->type == REDIS_REPLY_ERROR && reply->len >= n &&
+         strncmp(reply->str, code, n) == 0 &&
+         (reply->len == n || reply->str[n] == ' ');
 }

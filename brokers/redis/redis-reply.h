@@ -1,8 +1,8 @@
 /* redis-reply.h - reading the shape of Redis replies (internal).
  *
- * What every slot and transport needs to take a reply apart; the error
- * side of a reply (mapping Redis errors to GError, NOSCRIPT, NOGROUP) and
- * stealing a reply's buffer live with the connection, in redis-conn.h.
+ * What every slot and transport needs to take a reply apart, free it or
+ * take over its buffer; mapping an error reply to a GError is
+ * redis-errors.h.
  */
 #pragma once
 
@@ -27,5 +27,24 @@ gboolean sluice_redis_reply__to_int(const redisReply *r, gint64 *out);
 /** sluice_redis_reply__dup: Returns: (transfer full): a string reply's
  * bytes as a NUL-terminated string. */
 gchar *sluice_redis_reply__dup(const redisReply *r);
+
+/** sluice_redis_reply__is_error_code: Returns: TRUE if @reply is an error
+ * reply whose code (first word) is @code ("NOSCRIPT"). */
+gboolean sluice_redis_reply__is_error_code(const redisReply *reply,
+                                           const gchar *code);
+
+/**
+ * sluice_redis_reply__steal_bytes:
+ * @reply: a string (or status) reply
+ * @skip: bytes to drop from the front (0, or 1 for a record's flag byte)
+ *
+ * Returns: (transfer full): the reply's bytes from @skip on, as a GBytes
+ * that takes over hiredis's buffer (no copy); @reply's string becomes
+ * NULL, and freeReplyObject() still frees the rest of @reply.
+ */
+GBytes *sluice_redis_reply__steal_bytes(redisReply *reply, gsize skip);
+
+/** sluice_redis_replies__free: frees @n replies (NULL entries skipped). */
+void sluice_redis_replies__free(redisReply **replies, guint n);
 
 G_END_DECLS

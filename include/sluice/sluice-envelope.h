@@ -108,10 +108,14 @@ typedef enum {
  * @result_ttl_ms: lifetime of the record; 0 = unset (24 h by default)
  * @dead_letter: on exhausted attempts, bury (ON) or record `failed` and
  *   drop (OFF); UNSET = the task's, else on
+ * @hard_timeout_ms: with process isolation, kill the child running it
+ *   after this long (the attempt fails `timeout`); 0 = unset (the task's,
+ *   else the worker's). Thread mode ignores it: a thread cannot be killed.
  *
  * Wire keys inside `opts`: max_attempts, initial_backoff_ms, multiplier,
  * max_backoff_ms, jitter, timeout_ms, expires_at, store_result,
- * result_ttl_ms, dead_letter. Unset fields are not written.
+ * result_ttl_ms, dead_letter, hard_timeout_ms. Unset fields are not
+ * written.
  */
 typedef struct {
   SluiceRetryPolicy retry;
@@ -120,6 +124,7 @@ typedef struct {
   SluiceTristate store_result;
   gint64 result_ttl_ms;
   SluiceTristate dead_letter;
+  gint64 hard_timeout_ms;
 } SluiceMessageOptions;
 
 /** sluice_message_options_init: sets every field of @opts to unset. */

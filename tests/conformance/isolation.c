@@ -220,6 +220,7 @@ env_new(const SluiceWorkerOptions *options)
   sluice_task_options_init(&spin);
   spin.hard_timeout_ms = 300;
   add_task(e, "iso.spin", task_spin, &spin);
+  add_task(e, "iso.spin-unbounded", task_spin, NULL);
   add_task(e, "iso.hog", task_hog, NULL);
   add_task(e, "iso.leak", task_leak, NULL);
   add_task(e, "iso.stubborn", task_stubborn, NULL);
@@ -500,6 +501,48 @@ START_TEST(hard_timeout_kills_an_infinite_loop)
 }
 END_TEST
 
+/* A message's own hard timeout wins over its task's, and bounds a task
+ * that has none, with no hard timeout configured on the worker. */
+START_TEST(message_hard_timeout_wins)
+{
+  static const struct {
+    const gchar *task;
+    gint64 message_ms;
+    const gchar *detail;
+  } cases[] = {
+      {"iso.spin-unbounded", 400, "hard timeout of 400 ms"},
+      {"iso.spin", 500, "hard timeout of 500 ms"},
+  };
+  SluiceWorkerOptions o;
+  Env *e;
+  gchar *ids[G_N_ELEMENTS(cases)];
+
+  process_options(&o);
+  o.concurrency = 1;
+  e = env_new(&o);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(GError) error = NULL;
+    SluiceEnqueueOptions eo;
+
+    sluice_enqueue_options_init(&eo);
+    eo.options.retry.max_attempts = 1;
+    eo.options.hard_timeout_ms = cases[i].message_ms;
+    ids[i] = sluice_client_enqueue(e->client, cases[i].task, NULL, &eo, &error);
+    ck_assert_msg(ids[i] != NULL, "%s", error != NULL ? error->message : "");
+  }
+  run_idle(e);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(SluiceDeadLetter) dl = dead_letter_of(e, ids[i]);
+
+    ck_assert_msg(strstr(dl->detail, cases[i].detail) != NULL, "%s: detail: %s",
+                  cases[i].task, dl->detail);
+    g_free(ids[i]);
+  }
+  ck_assert_uint_eq(stats_of(e).timed_out, 2);
+  env_free(e);
+}
+END_TEST
+
 /* A task that allocates without bound is stopped by the memory limit, and
  * its attempt says so. */
 START_TEST(memory_limit_stops_unbounded_allocation)
@@ -739,6 +782,7 @@ sluice_conformance_add_isolation(Suite *s, const SluiceConformanceFactory *f)
   tcase_add_test(isolation, crash_fails_one_attempt_and_spares_batch_mates);
   tcase_add_test(isolation, each_way_a_child_dies_is_named);
   tcase_add_test(isolation, hard_timeout_kills_an_infinite_loop);
+  tcase_add_test(isolation, message_hard_timeout_wins);
   tcase_add_test(isolation, memory_limit_stops_unbounded_allocation);
   tcase_add_test(isolation, children_are_recycled_by_task_count_and_memory);
   tcase_add_test(isolation, revocation_kills_only_a_child_that_ignores_it);

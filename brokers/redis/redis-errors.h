@@ -1,0 +1,40 @@
+/* redis-errors.h - Redis error replies as errors that say what to do
+ * (internal).
+ */
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <sluice/sys/broker.h>
+
+G_BEGIN_DECLS
+
+/**
+ * SluiceRedisScriptInfo:
+ * @name: the script's name, for messages
+ * @text: (nullable): its Lua source
+ */
+typedef struct {
+  const gchar *name;
+  const gchar *text;
+} SluiceRedisScriptInfo;
+
+/**
+ * sluice_redis_error__check:
+ * @url: the server's URL as it may be shown (no password)
+ * @ns: (nullable): the namespace, so that a permission error names the key
+ *   and channel patterns to grant
+ * @reply: (nullable): a reply
+ * @what: what was being done, for the message ("enqueue")
+ * @script: (nullable): the script that gave @reply: a refused command is
+ *   looked up on the line Redis names
+ *
+ * Returns: TRUE when @reply is not an error reply; otherwise FALSE and the
+ * mapped error (see sluice_redis_reply__check() in redis-conn.h).
+ */
+gboolean sluice_redis_error__check(const gchar *url, const gchar *ns,
+                                   const redisReply *reply, const gchar *what,
+                                   const SluiceRedisScriptInfo *script,
+                                   GError **error);
+
+G_END_DECLS

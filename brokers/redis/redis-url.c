@@ -1,0 +1,310 @@
+/* redis-url.c - Redis URLs: parsing, the shown form, copies (see
+ * redis-url.h).
+ *
+ * `redis://[[user]:password@]host[:port][/db]` or `unix:///path?db=N`.
+ * The userinfo ends at the last '@', so a password may hold '/', '?', '#',
+ * ':' or '@' as it is (or percent-encoded); user and password are
+ * percent-decoded, the rest is parsed with GLib's GUri. The password is
+ * kept for AUTH and never shown: every message uses url->display, where it
+ * reads "***".
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include <sluice/sys/broker.h>
+
+#include "brokers/redis/redis-url.h"
+
+/* ---- URLs ----------------------------------------------------------------
+ *
+ * Users paste passwords into URLs as they are, with '/', '?', '#', ':' or
+ * '@' unescaped, so the URL is not handed to GUri whole (GUri would end the
+ * userinfo at the first '/' or '@' and show the rest of the password as a
+ * host or a path). The text is split first, by one rule that never
+ * depends on what the password holds: after "scheme://", everything up to
+ * the LAST '@' is the userinfo, the user before its first ':' and the
+ * password after it. Only the part after that '@' goes to GUri. Every
+ * message shows the URL rebuilt from the scheme, the user and that part,
+ * so the password cannot reach one, however the URL is malformed; a
+ * userinfo without ':' may be a password typed without its colon, so it is
+ * not shown either.
+ */
+
+static gboolean
+url_invalid(GError **error, const gchar *shown, const gchar *why)
+{
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+              "invalid Redis URL “%s”: %s (expected "
+              "redis://[[user]:password@]host[:port][/db] or "
+              "unix:///path/to/socket[?db=N])",
+              shown, why);
+  return FALSE;
+}
+
+static gboolean
+parse_db(const gchar *text, gint *out)
+{
+  guint64 value;
+
+  if (text == NULL || text[0] == '\0')
+    return FALSE;
+  if (!g_ascii_string_to_unsigned(text, 10, 0, G_MAXINT, &value, NULL))
+    return FALSE;
+  *out = (gint)value;
+  return TRUE;
+}
+
+static gchar *
+make_display(const SluiceRedisUrl *url)
+{
+  GString *s = g_string_new(url->is_unix ? "unix://" : "redis://");
+  g_autofree gchar *host = NULL;
+
+  if (url->is_unix) {
+    g_autofree gchar *path = sluice_broker_escape_text(url->path, -1, 0);
+
+    g_string_append(s, path);
+    if (url->db != 0)
+      g_string_append_printf(s, "?db=%d", url->db);
+    return g_string_free(s, FALSE);
+  }
+  if (url->user != NULL || url->password != NULL) {
+    if (url->user != NULL) {
+      g_autofree gchar *user = g_uri_escape_string(url->user, NULL, FALSE);
+      g_autofree gchar *shown = sluice_broker_escape_text(user, -1, 0);
+      g_string_append(s, shown);
+    }
+    if (url->password != NULL)
+      g_string_append(s, ":***");
+    g_string_append_c(s, '@');
+  }
+  host = sluice_broker_escape_text(url->host, -1, 0);
+  if (strchr(host, ':') != NULL)
+    g_string_append_printf(s, "[%s]", host);
+  else
+    g_string_append(s, host);
+  g_string_append_printf(s, ":%d/%d", url->port, url->db);
+  return g_string_free(s, FALSE);
+}
+
+/* The pieces of a URL text, by the rule at the top of this section. All
+ * point into the text; @userinfo is NULL when there is no '@'. */
+typedef struct {
+  const gchar *scheme; /* NULL when the text has no "scheme://" */
+  gsize scheme_len;
+  const gchar *userinfo;
+  gsize userinfo_len;
+  const gchar *colon; /* the first ':' of the userinfo, or NULL */
+  const gchar *rest;  /* after the "scheme://" and the userinfo's '@' */
+} UrlParts;
+
+static void
+split_url(const gchar *text, UrlParts *parts)
+{
+  const gchar *p = text;
+  const gchar *after_scheme = text;
+  const gchar *at;
+
+  memset(parts, 0, sizeof *parts);
+  /* RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) then "://". */
+  if (g_ascii_isalpha(*p)) {
+    while (g_ascii_isalnum(*p) || *p == '+' || *p == '-' || *p == '.')
+      p++;
+    if (g_str_has_prefix(p, "://")) {
+      parts->scheme = text;
+      parts->scheme_len = (gsize)(p - text);
+      after_scheme = p + 3;
+    }
+  }
+  parts->rest = after_scheme;
+  at = strrchr(after_scheme, '@');
+  if (at != NULL) {
+    parts->userinfo = after_scheme;
+    parts->userinfo_len = (gsize)(at - after_scheme);
+    parts->colon = memchr(after_scheme, ':', parts->userinfo_len);
+    parts->rest = at + 1;
+  }
+}
+
+/* The URL as messages may show it: no password, nothing that could be
+ * one, every byte printable UTF-8. */
+static gchar *
+shown_url(const UrlParts *parts)
+{
+  GString *s = g_string_new(NULL);
+  g_autofree gchar *rest = sluice_broker_escape_text(parts->rest, -1, 200);
+
+  if (parts->scheme != NULL) {
+    g_autofree gchar *scheme =
+        sluice_broker_escape_text(parts->scheme, (gssize)parts->scheme_len, 20);
+    g_string_append_printf(s, "%s://", scheme);
+  }
+  if (parts->userinfo != NULL) {
+    if (parts->colon != NULL) {
+      g_autofree gchar *user = sluice_broker_escape_text(
+          parts->userinfo, (gssize)(parts->colon - parts->userinfo), 64);
+      g_string_append_printf(s, "%s:***@", user);
+    } else {
+      g_string_append(s, "***@");
+    }
+  }
+  g_string_append(s, rest);
+  return g_string_free(s, FALSE);
+}
+
+/* Percent-decodes @len bytes of @text into a NUL-free string, or NULL. */
+static gchar *
+unescape_part(const gchar *text, gsize len)
+{
+  g_autofree gchar *raw = g_strndup(text, len);
+
+  return g_uri_unescape_string(raw, NULL);
+}
+
+gboolean
+sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
+{
+  g_autoptr(GUri) uri = NULL;
+  g_autofree gchar *shown = NULL;
+  g_autofree gchar *scheme = NULL;
+  g_autofree gchar *hostpart = NULL;
+  SluiceRedisUrl parsed = {0};
+  UrlParts parts;
+  const gchar *host;
+  const gchar *query;
+
+  g_return_val_if_fail(text != NULL && url != NULL, FALSE);
+
+  split_url(text, &parts);
+  shown = shown_url(&parts);
+  if (parts.scheme == NULL)
+    return url_invalid(error, shown,
+                       "it does not start with redis:// or unix://");
+  scheme = g_ascii_strdown(parts.scheme, (gssize)parts.scheme_len);
+  if (strcmp(scheme, "rediss") == 0)
+    return url_invalid(error, shown,
+                       "TLS (rediss://) is not supported by hiredis 0.14; "
+                       "reach a TLS Redis through a local TLS tunnel");
+  if (strcmp(scheme, "unix") != 0 && strcmp(scheme, "redis") != 0)
+    return url_invalid(error, shown, "the scheme must be redis:// or unix://");
+  if (strcmp(scheme, "unix") == 0 && parts.userinfo != NULL)
+    /* A socket is protected by its file permissions; '@' in a socket
+     * path is written %40. */
+    return url_invalid(error, shown,
+                       "unix:// URLs cannot carry credentials (write '@' in "
+                       "a socket path as %40); use redis:// or a socket that "
+                       "needs none");
+  if (parts.userinfo != NULL && parts.colon == NULL)
+    return url_invalid(error, shown,
+                       "a user needs a password: write user:password@ or "
+                       ":password@ (an ACL user with nopass accepts any "
+                       "password)");
+
+  /* Only what follows the userinfo goes to GUri: it holds no password. */
+  hostpart = g_strconcat(scheme, "://", parts.rest, NULL);
+  uri = g_uri_parse(hostpart, G_URI_FLAGS_NON_DNS, NULL);
+  if (uri == NULL)
+    return url_invalid(error, shown,
+                       "it is not a well-formed URL; percent-encode special "
+                       "characters of the host and the path");
+  if (g_uri_get_fragment(uri) != NULL)
+    return url_invalid(error, shown, "a fragment (#...) has no meaning here");
+  host = g_uri_get_host(uri);
+  query = g_uri_get_query(uri);
+
+  if (strcmp(scheme, "unix") == 0) {
+    parsed.is_unix = TRUE;
+    if (host != NULL && host[0] != '\0')
+      return url_invalid(error, shown,
+                         "a unix URL has no host: write unix:///path (three "
+                         "slashes)");
+    if (g_uri_get_path(uri)[0] != '/')
+      return url_invalid(error, shown,
+                         "the socket path is missing or not absolute");
+    if (query != NULL) {
+      g_autoptr(GHashTable) params =
+          g_uri_parse_params(query, -1, "&", G_URI_PARAMS_NONE, NULL);
+      GHashTableIter iter;
+      gpointer key, value;
+
+      if (params == NULL)
+        return url_invalid(error, shown, "the query is malformed");
+      g_hash_table_iter_init(&iter, params);
+      while (g_hash_table_iter_next(&iter, &key, &value)) {
+        if (strcmp(key, "db") != 0 || !parse_db(value, &parsed.db))
+          return url_invalid(error, shown,
+                             "the only query parameter is db=N, with N a "
+                             "database number");
+      }
+    }
+    parsed.path = g_strdup(g_uri_get_path(uri));
+  } else {
+    const gchar *path = g_uri_get_path(uri);
+
+    if (host == NULL || host[0] == '\0')
+      return url_invalid(error, shown,
+                         "the host is missing (redis://host[:port][/db])");
+    if (query != NULL)
+      return url_invalid(error, shown,
+                         "redis:// URLs take no query; put the database "
+                         "number in the path (/N)");
+    if (path[0] != '\0' && strcmp(path, "/") != 0 &&
+        !parse_db(path + 1, &parsed.db))
+      return url_invalid(error, shown,
+                         "the path must be a database number (/0 ... /15)");
+    parsed.host = g_strdup(host);
+    parsed.port = g_uri_get_port(uri) > 0 ? g_uri_get_port(uri) : 6379;
+  }
+
+  if (parts.userinfo != NULL) {
+    gsize user_len = (gsize)(parts.colon - parts.userinfo);
+    const gchar *pw = parts.colon + 1;
+    gsize pw_len = parts.userinfo_len - user_len - 1;
+    gchar *user = unescape_part(parts.userinfo, user_len);
+
+    parsed.password = unescape_part(pw, pw_len);
+    if (user == NULL || parsed.password == NULL) {
+      g_free(user);
+      sluice_redis_url__clear(&parsed);
+      return url_invalid(error, shown,
+                         "the user or the password holds a '%' that does not "
+                         "start an escape (%XX) or an escaped NUL; write '%' "
+                         "as %25");
+    }
+    if (user[0] != '\0')
+      parsed.user = user;
+    else
+      g_free(user);
+  }
+  parsed.display = make_display(&parsed);
+  *url = parsed;
+  return TRUE;
+}
+
+void
+sluice_redis_url__clear(SluiceRedisUrl *url)
+{
+  if (url == NULL)
+    return;
+  g_clear_pointer(&url->host, g_free);
+  g_clear_pointer(&url->path, g_free);
+  g_clear_pointer(&url->user, g_free);
+  if (url->password != NULL)
+    memset(url->password, 0, strlen(url->password));
+  g_clear_pointer(&url->password, g_free);
+  g_clear_pointer(&url->display, g_free);
+}
+
+void
+sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to)
+{
+  to->is_unix = from->is_unix;
+  to->host = g_strdup(from->host);
+  to->port = from->port;
+  to->path = g_strdup(from->path);
+  to->db = from->db;
+  to->user = g_strdup(from->user);
+  to->password = g_strdup(from->password);
+  to->display = g_strdup(from->display);
+}
