@@ -305,6 +305,60 @@ START_TEST(a_file_that_is_no_sluice_database_is_refused)
 }
 END_TEST
 
+/* Waiters are woken by other processes' commits, not by a poll: with the
+ * safety re-check off, a fetch blocked for a minute gets the task a
+ * producer process enqueues, and a wait_record returns the final record a
+ * second broker writes from another process. Were the wake file not
+ * watched, both would wait out their whole minute and find nothing (the
+ * fetch) or time out (the record). */
+START_TEST(waiters_are_woken_by_other_processes)
+{
+  g_autofree gchar *db = sluice_test_sqlite_new_path();
+  g_autofree gchar *url = g_strconcat("sqlite://", db, NULL);
+  g_autofree gchar *producer = g_build_filename(
+      TEST_BUILDDIR, "tests", "helpers", "producer-proc", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GBytes) record = NULL;
+  SluiceBroker *b = open_broker(db);
+  SluiceTestFetch *fetch = sluice_test_fetch_start(b, q_default, 1, 60000);
+  gchar *argv[] = {producer, "--url", url,       "--prefix", "x",
+                   "--task", "t.log", "--count", "1",        NULL};
+  gint status = -1;
+  pid_t pid;
+
+  ck_assert_msg(g_spawn_sync(NULL, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                             NULL, NULL, &status, &error),
+                "%s", error != NULL ? error->message : "");
+  ck_assert_int_eq(status, 0);
+  got = sluice_test_fetch_join(fetch, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(got->len, 1);
+
+  pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    g_autoptr(GError) child_error = NULL;
+    g_autoptr(GBytes) done = g_bytes_new_static("done", 4);
+    SluiceBroker *other;
+
+    /* Late enough that the parent is waiting (if not, it finds the record
+     * when it looks: the test passes either way, never by luck). */
+    g_usleep(200 * 1000);
+    other = sluice_test_sqlite_broker_new(db, 100, NULL, &child_error);
+    _exit(other != NULL && sluice_broker_put_record(other, "x-0", done, TRUE,
+                                                    60000, &child_error)
+              ? 0
+              : 1);
+  }
+  ck_assert(sluice_broker_wait_record(b, "x-0", 60000, &record, &error));
+  ck_assert(sluice_test_bytes_is(record, "done"));
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  sluice_broker_unref(b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -321,6 +375,7 @@ main(void)
                  a_read_only_database_is_refused_clearly_and_keeps_its_data);
   tcase_add_test(tc, a_full_database_refuses_writes_clearly_and_loses_nothing);
   tcase_add_test(tc, a_file_that_is_no_sluice_database_is_refused);
+  tcase_add_test(tc, waiters_are_woken_by_other_processes);
   suite_add_tcase(suite, tc);
   runner = srunner_create(suite);
   srunner_set_fork_status(runner, CK_FORK);
