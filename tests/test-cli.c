@@ -629,6 +629,24 @@ START_TEST(test_default_broker_is_sqlite_in_the_state_directory)
   ck_assert_msg(strstr(stats->out, "\"sqlite\"") != NULL, "%s", stats->out);
   log = worker_stop(w);
 
+  /* The same database named by a sqlite:// URL in a configuration file:
+   * the task is there. */
+  {
+    g_autofree gchar *conf = g_build_filename(ctx->dir, "sqlite.conf", NULL);
+    g_autofree gchar *text =
+        g_strdup_printf("[connection]\nurl=sqlite://%s\n", db);
+    g_auto(GStrv) bare = cli_environ(NULL, NULL, NULL);
+    g_autoptr(Run) from_file = NULL;
+
+    ck_assert(g_file_set_contents(conf, text, -1, NULL));
+    bare = g_environ_setenv(bare, "XDG_STATE_HOME", "/nonexistent", TRUE);
+    from_file =
+        cli_env(bare, NULL, "result", id, "--json", "--config", conf, NULL);
+    assert_status(from_file, 0);
+    ck_assert_msg(strstr(from_file->out, "succeeded") != NULL, "%s",
+                  from_file->out);
+  }
+
   /* A system service (systemd's StateDirectory=) uses its own directory,
    * where the task above is not. */
   ck_assert_int_eq(g_mkdir(system_dir, 0700), 0);
