@@ -271,6 +271,48 @@ START_TEST(a_full_database_refuses_writes_clearly_and_loses_nothing)
 }
 END_TEST
 
+/* Another process holding the write lock past the busy timeout: the
+ * enqueue fails with UNAVAILABLE (the worker waits that out), says so,
+ * and wrote nothing; once the lock is gone the same enqueue goes through. */
+START_TEST(a_lock_held_past_the_busy_timeout_is_unavailable)
+{
+  g_autofree gchar *db = sluice_test_sqlite_new_path();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) payload = sluice_test_text("p");
+  SluiceSqliteOptions options;
+  SluiceBrokerStats stats;
+  SluiceBroker *b;
+  sqlite3 *other = NULL;
+  SluiceSubmit item = {.id = "a", .queue = "default", .payload = payload};
+
+  sluice_sqlite_options_init(&options);
+  options.path = db;
+  options.busy_timeout_ms = 100;
+  b = sluice_sqlite_broker_new(&options, NULL, &error);
+  ck_assert_msg(b != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_int_eq(sqlite3_open(db, &other), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL),
+                   SQLITE_OK);
+  ck_assert(!sluice_broker_enqueue(b, &item, 1, &error));
+  ck_assert_msg(g_error_matches(error, SLUICE_BROKER_ERROR,
+                                SLUICE_BROKER_ERROR_UNAVAILABLE) &&
+                    strstr(error->message, "busy timeout") != NULL,
+                "%s", error->message);
+  g_clear_error(&error);
+  ck_assert_int_eq(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL),
+                   SQLITE_OK);
+  sqlite3_close(other);
+  stats = sluice_test_stats(b, q_default);
+  ck_assert_int_eq(sluice_test_queue_ready(&stats, "default"), 0);
+  sluice_broker_stats_clear(&stats);
+  ck_assert(sluice_broker_enqueue(b, &item, 1, &error));
+  stats = sluice_test_stats(b, q_default);
+  ck_assert_int_eq(sluice_test_queue_ready(&stats, "default"), 1);
+  sluice_broker_stats_clear(&stats);
+  sluice_broker_unref(b);
+}
+END_TEST
+
 /* A database another program made is refused, not written into. */
 START_TEST(a_file_that_is_no_sluice_database_is_refused)
 {
@@ -376,6 +418,7 @@ main(void)
   tcase_add_test(tc, a_full_database_refuses_writes_clearly_and_loses_nothing);
   tcase_add_test(tc, a_file_that_is_no_sluice_database_is_refused);
   tcase_add_test(tc, waiters_are_woken_by_other_processes);
+  tcase_add_test(tc, a_lock_held_past_the_busy_timeout_is_unavailable);
   suite_add_tcase(suite, tc);
   runner = srunner_create(suite);
   srunner_set_fork_status(runner, CK_FORK);
