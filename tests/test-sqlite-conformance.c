@@ -3,7 +3,8 @@
  * database file in a directory of its own. The broker declares every
  * capability (SHARED, DURABLE, LEASES, FENCING, CLOCK_TTL, IN_FLIGHT), so
  * no scenario is skipped. Waiters' safety re-check is off: "get_result
- * wakes on completion" must be woken by the settle's notification.
+ * wakes on completion" must be woken by the settle's notification. The load
+ * scenario runs at full scale (100,000 tasks: about 6 s here).
  */
 #include "config.h"
 
@@ -22,7 +23,7 @@ create_sqlite(SluiceClock *clock, guint dead_letter_max, gpointer data,
 static const SluiceConformanceFactory sqlite_factory = {
     .name = "sqlite",
     .create = create_sqlite,
-    .scale = 0.2,
+    .scale = 1.0,
 };
 
 int
