@@ -313,6 +313,51 @@ START_TEST(a_lock_held_past_the_busy_timeout_is_unavailable)
 }
 END_TEST
 
+static gint64
+count_rows(const gchar *db, const gchar *table)
+{
+  g_autofree gchar *sql = g_strdup_printf("SELECT COUNT(*) FROM %s", table);
+  sqlite3 *raw = NULL;
+  sqlite3_stmt *stmt = NULL;
+  gint64 n;
+
+  ck_assert_int_eq(sqlite3_open(db, &raw), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(raw, sql, -1, &stmt, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(stmt), SQLITE_ROW);
+  n = sqlite3_column_int64(stmt, 0);
+  sqlite3_finalize(stmt);
+  sqlite3_close(raw);
+  return n;
+}
+
+/* What lapsed does not pile up: housekeeping (promote_due) deletes lapsed
+ * records and the liveness rows of workers that died without leaving,
+ * and keeps what is alive. */
+START_TEST(housekeeping_forgets_what_lapsed)
+{
+  g_autofree gchar *db = sluice_test_sqlite_new_path();
+  g_autoptr(SluiceClock) clock = sluice_clock_new_fake(1000000);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) rec = sluice_test_text("r");
+  SluiceBroker *b = sluice_test_sqlite_broker_new(db, 100, clock, &error);
+  guint promoted;
+  gint64 next;
+
+  ck_assert_msg(b != NULL, "%s", error != NULL ? error->message : "");
+  sluice_test_heartbeat(b, "crashed", 1, NULL);
+  sluice_test_heartbeat(b, "alive", 600000, NULL);
+  ck_assert(sluice_broker_put_record(b, "short", rec, TRUE, 1000, &error));
+  ck_assert(sluice_broker_put_record(b, "long", rec, TRUE, 60000, &error));
+  g_usleep(20 * 1000);
+  sluice_clock_advance(clock, 2000);
+  ck_assert(sluice_broker_promote_due(b, sluice_clock_now_ms(clock), 10,
+                                      &promoted, &next, &error));
+  ck_assert_int_eq(count_rows(db, "consumers"), 1);
+  ck_assert_int_eq(count_rows(db, "records"), 1);
+  sluice_broker_unref(b);
+}
+END_TEST
+
 /* A database another program made is refused, not written into. */
 START_TEST(a_file_that_is_no_sluice_database_is_refused)
 {
@@ -419,6 +464,7 @@ main(void)
   tcase_add_test(tc, a_file_that_is_no_sluice_database_is_refused);
   tcase_add_test(tc, waiters_are_woken_by_other_processes);
   tcase_add_test(tc, a_lock_held_past_the_busy_timeout_is_unavailable);
+  tcase_add_test(tc, housekeeping_forgets_what_lapsed);
   suite_add_tcase(suite, tc);
   runner = srunner_create(suite);
   srunner_set_fork_status(runner, CK_FORK);

@@ -176,7 +176,7 @@ gboolean sluice_sqlite__add_counter(SluiceSqliteConn *c, const gchar *name,
                                     gint64 n, GError **error);
 gboolean sluice_sqlite__get_counter(SluiceSqliteConn *c, const gchar *name,
                                     gint64 *out, GError **error);
-/* Deletes lapsed records, claims, revocations and announcements. */
+/* Deletes lapsed records, claims, revocations and liveness rows. */
 gboolean sluice_sqlite__sweep(SluiceSqliteConn *c, gint64 now, GError **error);
 
 /* ---- The slots ------------------------------------------------------------ */

@@ -80,15 +80,26 @@ sluice_sqlite__sweep(SluiceSqliteConn *c, gint64 now, GError **error)
       "WHERE expires_at <= ?1 LIMIT 1000)",
   };
 
+  /* A lapsed liveness row means what no row means (dead), so deleting it
+   * changes nothing but the size of the table a crashed worker left it
+   * in. Liveness is on the real time. */
+  static const gchar consumers_sql[] =
+      "DELETE FROM consumers WHERE alive_until <= ?1";
+  sqlite3_stmt *stmt;
+
   for (gsize i = 0; i < G_N_ELEMENTS(sweeps); i++) {
-    sqlite3_stmt *stmt = sluice_sqlite__stmt(c, sweeps[i], error);
+    stmt = sluice_sqlite__stmt(c, sweeps[i], error);
     if (stmt == NULL)
       return FALSE;
     sqlite3_bind_int64(stmt, 1, now);
     if (!sluice_sqlite__done(c, stmt, "deleting lapsed entries", error))
       return FALSE;
   }
-  return TRUE;
+  stmt = sluice_sqlite__stmt(c, consumers_sql, error);
+  if (stmt == NULL)
+    return FALSE;
+  sqlite3_bind_int64(stmt, 1, sluice_sqlite__real_now());
+  return sluice_sqlite__done(c, stmt, "forgetting dead consumers", error);
 }
 
 static gchar *
