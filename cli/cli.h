@@ -12,6 +12,9 @@
  *   cmd-queue.c    `sluice pause|resume|purge|delete|run-now`
  *   cmd-periodic.c `sluice periodic ls`
  *   cmd-exporter.c `sluice exporter` (the namespace's gauges over HTTP)
+ *   cmd-web.c      `sluice web` (the dashboard; web-api.c serves its pages
+ *                  and JSON API, web-rates.c keeps its chart's history;
+ *                  web.h)
  *
  * and helpers:
  *
@@ -367,12 +370,18 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CliTable, cli_table_free)
  */
 gchar *cli_terminal_text(const gchar *text, gssize length);
 
+/** cli_append_terminal_text: cli_terminal_text() appended to @out. */
+void cli_append_terminal_text(GString *out, const gchar *text, gssize length);
+
 /**
  * cli_format_time:
  * Returns: (transfer full): @ms as "2025-06-01T12:00:00.123Z" (UTC), or
  * NULL when @ms is 0 (not reached).
  */
 gchar *cli_format_time(gint64 ms);
+
+/** cli_append_time: appends @ms as cli_format_time() writes it (0 too). */
+void cli_append_time(GString *out, gint64 ms);
 
 /** cli_format_age: Returns: (transfer full): "3s ago", "2m ago", ... */
 gchar *cli_format_age(gint64 then_ms, gint64 now_ms);
@@ -398,6 +407,22 @@ void cli_result_print(const SluiceResult *result, gboolean json);
 
 /** cli_result_to_json: writes the record's JSON object into @json. */
 void cli_result_to_json(CliJson *json, const SluiceResult *result);
+
+/**
+ * cli_listed_task_to_json:
+ * Writes one task of a listing (sluice_client_list()) as a JSON object:
+ * what `sluice ls --json` prints for it.
+ */
+void cli_listed_task_to_json(CliJson *json, const SluiceListedTask *task);
+
+/**
+ * cli_dead_letter_fields_to_json:
+ * Writes the fields of a dead-letter entry (entry_id, task_id, task,
+ * reason, detail, source, deliveries, at) as keys and values into the
+ * object @json is in: what `sluice dlq list --json` prints for it.
+ */
+void cli_dead_letter_fields_to_json(CliJson *json,
+                                    const SluiceDeadLetter *entry);
 
 /* ---- Logging (log.c) ----------------------------------------------------- */
 
@@ -536,6 +561,7 @@ int cli_cmd_delete(int argc, char **argv);
 int cli_cmd_run_now(int argc, char **argv);
 int cli_cmd_periodic(int argc, char **argv);
 int cli_cmd_exporter(int argc, char **argv);
+int cli_cmd_web(int argc, char **argv);
 
 /* The texts --help shows at the bottom of every subcommand. */
 #define CLI_HELP_CONNECTION                                                    \

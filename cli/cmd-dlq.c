@@ -71,27 +71,6 @@ snapshot(SluiceClient *client, const gchar *reason, const gchar *task,
   return g_steal_pointer(&all);
 }
 
-static void
-entry_to_json(CliJson *json, const SluiceDeadLetter *entry)
-{
-  cli_json_key(json, "entry_id");
-  cli_json_string(json, entry->entry_id);
-  cli_json_key(json, "task_id");
-  cli_json_string(json, entry->task_id);
-  cli_json_key(json, "task");
-  cli_json_string(json, entry->task);
-  cli_json_key(json, "reason");
-  cli_json_string(json, entry->reason);
-  cli_json_key(json, "detail");
-  cli_json_string(json, entry->detail);
-  cli_json_key(json, "source");
-  cli_json_string(json, entry->source);
-  cli_json_key(json, "deliveries");
-  cli_json_int(json, entry->deliveries);
-  cli_json_key(json, "at");
-  cli_json_time(json, entry->at);
-}
-
 /* @text cut to @width characters, with an ellipsis when cut. */
 static gchar *
 shorten(const gchar *text, glong width)
@@ -167,7 +146,7 @@ dlq_list(int argc, char **argv)
     cli_json_begin_array(json);
     for (guint i = 0; i < entries->len; i++) {
       cli_json_begin_object(json);
-      entry_to_json(json, entries->pdata[i]);
+      cli_dead_letter_fields_to_json(json, entries->pdata[i]);
       cli_json_end_object(json);
     }
     cli_json_end_array(json);
@@ -216,7 +195,7 @@ show_json(const SluiceDeadLetter *entry, const SluiceEnvelope *env)
   g_autofree gchar *base64 = g_base64_encode(data, size);
 
   cli_json_begin_object(json);
-  entry_to_json(json, entry);
+  cli_dead_letter_fields_to_json(json, entry);
   cli_json_key(json, "malformed");
   cli_json_bool(json, env == NULL);
   cli_json_key(json, "queue");

@@ -57,47 +57,6 @@ shorten(const gchar *text, glong width)
 }
 
 static void
-task_to_json(CliJson *json, const SluiceListedTask *t)
-{
-  g_autofree gchar *args = cli_msgpack_to_json(t->args);
-
-  cli_json_begin_object(json);
-  cli_json_key(json, "id");
-  cli_json_string(json, t->id);
-  cli_json_key(json, "state");
-  cli_json_string(json, sluice_task_state_to_string(t->state));
-  cli_json_key(json, "task");
-  cli_json_string(json, t->task);
-  cli_json_key(json, "queue");
-  cli_json_string(json, t->queue);
-  cli_json_key(json, "attempt");
-  if (t->attempt > 0)
-    cli_json_int(json, t->attempt);
-  else
-    cli_json_null(json);
-  cli_json_key(json, "enqueued_at");
-  cli_json_time(json, t->enqueued_at_ms);
-  cli_json_key(json, "due_at");
-  cli_json_time(json, t->due_at_ms);
-  cli_json_key(json, "started_at");
-  cli_json_time(json, t->started_at_ms);
-  cli_json_key(json, "worker");
-  cli_json_string(json, t->worker);
-  cli_json_key(json, "error");
-  cli_json_string(json, t->error);
-  cli_json_key(json, "dead_letter_reason");
-  cli_json_string(json, t->dead_letter_reason);
-  cli_json_key(json, "entry_id");
-  cli_json_string(json, t->entry_id);
-  cli_json_key(json, "args");
-  if (args != NULL)
-    cli_json_raw(json, args);
-  else
-    cli_json_null(json);
-  cli_json_end_object(json);
-}
-
-static void
 print_table(SluiceTaskState state, GPtrArray *tasks)
 {
   static const gchar *const queued[] = {"ID",       "TASK", "ATTEMPT",
@@ -231,7 +190,7 @@ cli_cmd_ls(int argc, char **argv)
     cli_json_key(json, "tasks");
     cli_json_begin_array(json);
     for (guint i = 0; i < tasks->len; i++)
-      task_to_json(json, tasks->pdata[i]);
+      cli_listed_task_to_json(json, tasks->pdata[i]);
     cli_json_end_array(json);
     cli_json_key(json, "next_cursor");
     cli_json_string(json, next);

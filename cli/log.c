@@ -121,13 +121,6 @@ field_text(const GLogField *field)
   return g_utf8_make_valid(field->value, field->length);
 }
 
-/* A field for a text line: a terminal may show it. */
-static gchar *
-field_terminal_text(const GLogField *field)
-{
-  return cli_terminal_text(field->value, field->length);
-}
-
 static void
 write_line(const GString *line)
 {
@@ -146,45 +139,65 @@ write_line(const GString *line)
 static void
 append_now(GString *line)
 {
-  g_autofree gchar *now = cli_format_time(g_get_real_time() / 1000);
+  cli_append_time(line, g_get_real_time() / 1000);
+}
 
-  g_string_append(line, now);
+/* A field's value in a text line: escaped for the terminal, and without
+ * spaces, so that "key=value" pairs split on spaces. Appended in place: a
+ * worker writes a line per task, and a copy per field showed up in its
+ * profile. */
+static void
+append_field_value(GString *line, const GLogField *field)
+{
+  gsize from = line->len;
+
+  cli_append_terminal_text(line, field->value, field->length);
+  for (gsize i = from; i < line->len; i++)
+    if (line->str[i] == ' ')
+      line->str[i] = '_';
 }
 
 static void
 format_text(GString *line, GLogLevelFlags level, const GLogField *fields,
             gsize n_fields)
 {
-  g_autofree gchar *message = NULL;
-  g_autoptr(GString) extra = g_string_new(NULL);
+  const GLogField *message = NULL;
 
+  append_now(line);
+  g_string_append_c(line, ' ');
+  g_string_append(line, level_name(level));
+  g_string_append(line, ": ");
+  for (gsize i = 0; i < n_fields; i++)
+    if (strcmp(fields[i].key, "MESSAGE") == 0)
+      message = &fields[i];
+  if (message != NULL)
+    cli_append_terminal_text(line, message->value, message->length);
   for (gsize i = 0; i < n_fields; i++) {
     gchar buffer[64];
     const gchar *name;
 
-    if (strcmp(fields[i].key, "MESSAGE") == 0) {
-      g_free(message);
-      message = field_terminal_text(&fields[i]);
+    if (strcmp(fields[i].key, "MESSAGE") == 0)
       continue;
-    }
     if (strcmp(fields[i].key, "GLIB_DOMAIN") == 0) {
-      g_autofree gchar *domain = field_terminal_text(&fields[i]);
-      if (strcmp(domain, G_LOG_DOMAIN) != 0)
-        g_string_append_printf(extra, " domain=%s", domain);
+      gssize len = fields[i].length;
+      const gchar *value = fields[i].value;
+
+      if (len < 0 ? strcmp(value, G_LOG_DOMAIN) != 0
+                  : (gsize)len != strlen(G_LOG_DOMAIN) ||
+                        memcmp(value, G_LOG_DOMAIN, (gsize)len) != 0) {
+        g_string_append(line, " domain=");
+        cli_append_terminal_text(line, value, len);
+      }
       continue;
     }
     name = field_name(fields[i].key, buffer, sizeof buffer);
     if (name != NULL) {
-      g_autofree gchar *value = field_terminal_text(&fields[i]);
-      g_strdelimit(value, " ", '_');
-      g_string_append_printf(extra, " %s=%s", name, value);
+      g_string_append_c(line, ' ');
+      g_string_append(line, name);
+      g_string_append_c(line, '=');
+      append_field_value(line, &fields[i]);
     }
   }
-  append_now(line);
-  g_string_append_printf(line, " %s: ", level_name(level));
-  if (message != NULL)
-    g_string_append(line, message);
-  g_string_append(line, extra->str);
   g_string_append_c(line, '\n');
 }
 

@@ -1,7 +1,7 @@
 /* main.c - `sluice`: the entry point, which hands over to a subcommand.
  *
  *   sluice worker|run|enqueue|result|inspect|cancel|dlq|stats|ls|pause|
- *          resume|purge|delete|run-now|periodic|exporter [OPTION…]
+ *          resume|purge|delete|run-now|periodic|exporter|web [OPTION…]
  *
  * Each subcommand parses its own options (and has its own --help), so
  * this file only picks one, names the process after it (messages then
@@ -37,6 +37,7 @@ static const Command commands[] = {
     {"periodic", cli_cmd_periodic, "List the key file's periodic schedules"},
     {"exporter", cli_cmd_exporter,
      "Serve the namespace's gauges to Prometheus over HTTP"},
+    {"web", cli_cmd_web, "Serve a dashboard of the namespace in a browser"},
     {"run", cli_cmd_run, "Run one task in this process, without Redis"},
 };
 
@@ -94,7 +95,8 @@ main(int argc, char **argv)
   fprintf(stderr,
           "sluice: unknown command “%s”: the commands are worker, enqueue, "
           "result, inspect, cancel, dlq, stats, ls, pause, resume, purge, "
-          "delete, run-now, periodic, exporter and run (see sluice --help)\n",
+          "delete, run-now, periodic, exporter, web and run (see sluice "
+          "--help)\n",
           argv[1]);
   return CLI_EXIT_USAGE;
 }

@@ -240,14 +240,31 @@ cli_table_free(CliTable *table)
 gchar *
 cli_terminal_text(const gchar *text, gssize length)
 {
-  const guchar *p = (const guchar *)text;
   gsize len = length < 0 ? strlen(text) : (gsize)length;
   GString *out = g_string_sized_new(len);
+
+  cli_append_terminal_text(out, text, length);
+  return g_string_free(out, FALSE);
+}
+
+void
+cli_append_terminal_text(GString *out, const gchar *text, gssize length)
+{
+  const guchar *p = (const guchar *)text;
+  gsize len = length < 0 ? strlen(text) : (gsize)length;
 
   for (gsize i = 0; i < len;) {
     gunichar c;
     gsize n;
 
+    /* Most of what is logged is plain ASCII: copy it a run at a time. */
+    for (n = 0; i + n < len && p[i + n] >= 0x20 && p[i + n] < 0x7f; n++)
+      ;
+    if (n > 0) {
+      g_string_append_len(out, (const gchar *)p + i, (gssize)n);
+      i += n;
+      continue;
+    }
     if (p[i] == '\t' || p[i] == '\r' || p[i] == '\n') {
       g_string_append_c(out, ' ');
       i++;
@@ -276,7 +293,6 @@ cli_terminal_text(const gchar *text, gssize length)
       g_string_append_len(out, (const gchar *)p + i, (gssize)n);
     i += n;
   }
-  return g_string_free(out, FALSE);
 }
 
 /* A cell on one line, in valid UTF-8 without control characters: what a
@@ -331,16 +347,67 @@ cli_table_print(CliTable *table)
 gchar *
 cli_format_time(gint64 ms)
 {
-  g_autoptr(GDateTime) seconds = NULL;
-  g_autofree gchar *text = NULL;
+  GString *out;
 
   if (ms == 0)
     return NULL;
-  seconds = g_date_time_new_from_unix_utc(ms / 1000);
-  if (seconds == NULL)
-    return g_strdup_printf("%" G_GINT64_FORMAT " ms", ms);
-  text = g_date_time_format(seconds, "%Y-%m-%dT%H:%M:%S");
-  return g_strdup_printf("%s.%03dZ", text, (int)(ms % 1000));
+  out = g_string_sized_new(32);
+  cli_append_time(out, ms);
+  return g_string_free(out, FALSE);
+}
+
+/* @v as exactly @digits decimal digits, zero-padded. */
+static void
+put_digits(gchar *at, gint64 v, guint digits)
+{
+  while (digits-- > 0) {
+    at[digits] = (gchar)('0' + v % 10);
+    v /= 10;
+  }
+}
+
+void
+cli_append_time(GString *out, gint64 ms)
+{
+  /* By hand, from days since the epoch to the civil date (the proleptic
+   * Gregorian calendar, in 400-year eras): a worker logs a line per task,
+   * and a GDateTime, gmtime_r() or printf per line cost it thousands of
+   * instructions. */
+  static const gint64 first_ms = G_GINT64_CONSTANT(-62135596800000);
+  static const gint64 end_ms = G_GINT64_CONSTANT(253402300800000);
+  gint64 days, ms_of_day, era, doe, yoe, doy, mp, year, month, day;
+  gchar text[24];
+
+  if (ms < first_ms || ms >= end_ms) {
+    g_string_append_printf(out, "%" G_GINT64_FORMAT " ms", ms);
+    return;
+  }
+  days = ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);
+  ms_of_day = ms - days * 86400000;
+  days += 719468; /* from 0000-03-01 */
+  era = (days >= 0 ? days : days - 146096) / 146097;
+  doe = days - era * 146097;
+  yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  mp = (5 * doy + 2) / 153;
+  day = doy - (153 * mp + 2) / 5 + 1;
+  month = mp < 10 ? mp + 3 : mp - 9;
+  year = yoe + era * 400 + (month <= 2);
+  put_digits(text, year, 4);
+  text[4] = '-';
+  put_digits(text + 5, month, 2);
+  text[7] = '-';
+  put_digits(text + 8, day, 2);
+  text[10] = 'T';
+  put_digits(text + 11, ms_of_day / 3600000, 2);
+  text[13] = ':';
+  put_digits(text + 14, ms_of_day / 60000 % 60, 2);
+  text[16] = ':';
+  put_digits(text + 17, ms_of_day / 1000 % 60, 2);
+  text[19] = '.';
+  put_digits(text + 20, ms_of_day % 1000, 3);
+  text[23] = 'Z';
+  g_string_append_len(out, text, 24);
 }
 
 gchar *
@@ -478,4 +545,68 @@ cli_result_print(const SluiceResult *result, gboolean json)
     cli_table_add(table, "due at", due);
   }
   cli_table_print(table);
+}
+
+/* ---- Listings ------------------------------------------------------------ */
+
+void
+cli_listed_task_to_json(CliJson *json, const SluiceListedTask *t)
+{
+  g_autofree gchar *args = cli_msgpack_to_json(t->args);
+
+  cli_json_begin_object(json);
+  cli_json_key(json, "id");
+  cli_json_string(json, t->id);
+  cli_json_key(json, "state");
+  cli_json_string(json, sluice_task_state_to_string(t->state));
+  cli_json_key(json, "task");
+  cli_json_string(json, t->task);
+  cli_json_key(json, "queue");
+  cli_json_string(json, t->queue);
+  cli_json_key(json, "attempt");
+  if (t->attempt > 0)
+    cli_json_int(json, t->attempt);
+  else
+    cli_json_null(json);
+  cli_json_key(json, "enqueued_at");
+  cli_json_time(json, t->enqueued_at_ms);
+  cli_json_key(json, "due_at");
+  cli_json_time(json, t->due_at_ms);
+  cli_json_key(json, "started_at");
+  cli_json_time(json, t->started_at_ms);
+  cli_json_key(json, "worker");
+  cli_json_string(json, t->worker);
+  cli_json_key(json, "error");
+  cli_json_string(json, t->error);
+  cli_json_key(json, "dead_letter_reason");
+  cli_json_string(json, t->dead_letter_reason);
+  cli_json_key(json, "entry_id");
+  cli_json_string(json, t->entry_id);
+  cli_json_key(json, "args");
+  if (args != NULL)
+    cli_json_raw(json, args);
+  else
+    cli_json_null(json);
+  cli_json_end_object(json);
+}
+
+void
+cli_dead_letter_fields_to_json(CliJson *json, const SluiceDeadLetter *entry)
+{
+  cli_json_key(json, "entry_id");
+  cli_json_string(json, entry->entry_id);
+  cli_json_key(json, "task_id");
+  cli_json_string(json, entry->task_id);
+  cli_json_key(json, "task");
+  cli_json_string(json, entry->task);
+  cli_json_key(json, "reason");
+  cli_json_string(json, entry->reason);
+  cli_json_key(json, "detail");
+  cli_json_string(json, entry->detail);
+  cli_json_key(json, "source");
+  cli_json_string(json, entry->source);
+  cli_json_key(json, "deliveries");
+  cli_json_int(json, entry->deliveries);
+  cli_json_key(json, "at");
+  cli_json_time(json, entry->at);
 }

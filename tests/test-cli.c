@@ -2304,7 +2304,7 @@ START_TEST(test_help_everywhere)
       {"dlq", "replay", NULL}, {"dlq", "purge", NULL}, {"ls", NULL},
       {"pause", NULL},         {"resume", NULL},       {"purge", NULL},
       {"delete", NULL},        {"run-now", NULL},      {"periodic", "ls", NULL},
-      {"exporter", NULL},
+      {"exporter", NULL},      {"web", NULL},
   };
   g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
   g_autoptr(Run) top = cli_env(env, NULL, "--help", NULL);

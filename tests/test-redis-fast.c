@@ -129,6 +129,7 @@ START_TEST(test_list_queued_is_one_lrange_per_page)
   ck_assert(listed_is(page, 0, "m099990") && listed_is(page, 9, "m099999"));
   ck_assert_int_eq(sluice_test_redis_calls(shared, "lrange") - ranges, 2);
   g_clear_pointer(&page, g_ptr_array_unref);
+  g_clear_pointer(&cursor, g_free);
   page = list_page(b, "default", last, 10, &cursor);
   ck_assert_uint_eq(page->len, 0);
   ck_assert_ptr_null(cursor);

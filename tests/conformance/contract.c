@@ -1555,8 +1555,7 @@ START_TEST(list_scheduled_pages_in_due_order)
   ck_assert_uint_eq(page->len, 8);
 
   g_ptr_array_set_size(page, 0);
-  /* The dispatcher clears the out cursor first: free the old one. */
-  g_clear_pointer(&cursor, g_free);
+  g_clear_pointer(&cursor, g_free); /* an (out) parameter: ours to free */
   ck_assert(!sluice_broker_list_scheduled(c->broker, "not a cursor", 5, page,
                                           &cursor, &error));
   ck_assert(

@@ -1,0 +1,119 @@
+/* test-cli-text.c - the command's text helpers that every log line runs
+ * through: times and terminal-safe text.
+ *
+ * They are written by hand for speed (a worker logs a line per task), so
+ * they are checked here against GLib's own formatting and against the
+ * escaping rules, over the whole range of times a line can carry.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+/* What cli_append_time() must write, the slow way. */
+static gchar *
+expected_time(gint64 ms)
+{
+  gint64 s = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+  g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc(s);
+
+  if (dt == NULL)
+    return g_strdup_printf("%" G_GINT64_FORMAT " ms", ms);
+  /* ISO 8601's four-digit year: GLib's %Y writes year 1 as "1". */
+  return g_strdup_printf("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                         g_date_time_get_year(dt), g_date_time_get_month(dt),
+                         g_date_time_get_day_of_month(dt),
+                         g_date_time_get_hour(dt), g_date_time_get_minute(dt),
+                         g_date_time_get_second(dt), (int)(ms - s * 1000));
+}
+
+static void
+assert_time(gint64 ms)
+{
+  g_autoptr(GString) got = g_string_new(NULL);
+  g_autofree gchar *want = expected_time(ms);
+
+  cli_append_time(got, ms);
+  ck_assert_msg(strcmp(got->str, want) == 0, "%" G_GINT64_FORMAT ": %s, not %s",
+                ms, got->str, want);
+}
+
+START_TEST(test_time_matches_gdatetime)
+{
+  static const gint64 edges[] = {
+      0,
+      1,
+      -1,
+      999,
+      -999,
+      1000,
+      -1000,
+      86399999,
+      86400000,
+      -86400000,
+      951782400000,                       /* 2000-02-29 */
+      4107456000000,                      /* 2100-02-28 */
+      G_GINT64_CONSTANT(-62135596800000), /* 0001-01-01 */
+      G_GINT64_CONSTANT(-62135596800001), /* before it */
+      G_GINT64_CONSTANT(253402300799999), /* 9999-12-31T23:59:59.999 */
+      G_GINT64_CONSTANT(253402300800000), /* 10000-01-01 */
+      G_MININT64,
+      G_MAXINT64};
+  GRand *rand = g_rand_new_with_seed(20261201);
+
+  for (gsize i = 0; i < G_N_ELEMENTS(edges); i++)
+    assert_time(edges[i]);
+  for (guint i = 0; i < 200000; i++) {
+    gdouble span = 253402300800000.0 + 62135596800000.0;
+    gint64 ms = (gint64)(g_rand_double(rand) * span) - 62135596800000;
+    assert_time(ms);
+  }
+  g_rand_free(rand);
+}
+END_TEST
+
+START_TEST(test_terminal_text_escapes)
+{
+  static const struct {
+    const gchar *in, *out;
+  } cases[] = {
+      {"plain ascii", "plain ascii"},
+      {"tab\tand\nnewline\r", "tab and newline "},
+      {"esc\x1b[2J bel\x07 del\x7f", "esc\\x1b[2J bel\\x07 del\\x7f"},
+      {"csi \xc2\x9b c1", "csi \\u009b c1"},
+      {"caf\xc3\xa9 \xe2\x9c\x93", "caf\xc3\xa9 \xe2\x9c\x93"},
+      {"bad \xff\xfe utf8 \xe2\x82", "bad \\xff\\xfe utf8 \\xe2\\x82"},
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree gchar *got = cli_terminal_text(cases[i].in, -1);
+    g_autoptr(GString) appended = g_string_new("x");
+
+    ck_assert_str_eq(got, cases[i].out);
+    cli_append_terminal_text(appended, cases[i].in, -1);
+    ck_assert_str_eq(appended->str + 1, cases[i].out);
+  }
+}
+END_TEST
+
+int
+main(void)
+{
+  Suite *s = suite_create("cli-text");
+  TCase *tc = tcase_create("text");
+  SRunner *sr;
+  int failed;
+
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, test_time_matches_gdatetime);
+  tcase_add_test(tc, test_terminal_text_escapes);
+  suite_add_tcase(s, tc);
+  sr = srunner_create(s);
+  srunner_run_all(sr, CK_ENV);
+  failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
