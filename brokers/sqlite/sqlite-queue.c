@@ -171,6 +171,7 @@ typedef struct {
   const gchar *const *queues;
   guint max;
   GPtrArray *out;
+  gboolean ready; /* probe_step's answer */
 } FetchJob;
 
 static gboolean
@@ -229,6 +230,32 @@ take_step(SluiceSqliteConn *c, gpointer data, gboolean *notify, GError **error)
   return TRUE;
 }
 
+/* Whether any of the queues has a ready message, in a read snapshot: a
+ * fetcher woken by a commit that gave it nothing (another queue's message,
+ * a record) finds that out without taking the write lock, which every
+ * process's writers share. */
+static gboolean
+probe_step(SluiceSqliteConn *c, gpointer data, gboolean *notify, GError **error)
+{
+  static const gchar sql[] = "SELECT 1 FROM messages WHERE queue = ?1 AND "
+                             "owner IS NULL LIMIT 1";
+  FetchJob *job = data;
+
+  job->ready = FALSE;
+  for (guint q = 0; job->queues[q] != NULL && !job->ready; q++) {
+    sqlite3_stmt *stmt = sluice_sqlite__stmt(c, sql, error);
+    if (stmt == NULL)
+      return FALSE;
+    sluice_sqlite__bind_str(stmt, 1, job->queues[q]);
+    if (!sluice_sqlite__row(c, stmt, &job->ready, "looking for messages",
+                            error))
+      return FALSE;
+    if (job->ready)
+      sqlite3_reset(stmt);
+  }
+  return TRUE;
+}
+
 gboolean
 sluice_sqlite__fetch(SluiceBroker *broker, const gchar *consumer,
                      const gchar *const *queues, guint max, gint64 block_ms,
@@ -237,14 +264,21 @@ sluice_sqlite__fetch(SluiceBroker *broker, const gchar *consumer,
   SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
   gint64 deadline = g_get_monotonic_time() + MAX(block_ms, 0) * 1000;
   guint64 wakeups = sluice_sqlite__wakeups(self);
-  FetchJob job = {consumer, queues, max, out};
+  FetchJob job = {consumer, queues, max, out, FALSE};
   guint before = out->len;
+  gboolean first = TRUE;
 
   for (;;) {
     guint64 gen = sluice_sqlite__wake_gen(self);
 
-    if (!sluice_sqlite__run(self, TRUE, take_step, &job, error))
+    /* The first look takes at once (a busy worker's fetches find work);
+     * a woken one probes first. */
+    if (!first && !sluice_sqlite__run(self, FALSE, probe_step, &job, error))
       return FALSE;
+    if ((first || job.ready) &&
+        !sluice_sqlite__run(self, TRUE, take_step, &job, error))
+      return FALSE;
+    first = FALSE;
     if (out->len > before || block_ms <= 0 ||
         sluice_sqlite__wakeups(self) != wakeups ||
         g_get_monotonic_time() >= deadline)
