@@ -18,6 +18,12 @@
  *   latency        enqueue-to-start delay at a fixed --rate, p50/p99
  *   wakeup         delay from a task's return to get_result() returning
  *
+ * --broker sqlite runs on a fresh database file per operation (in a
+ * temporary directory, removed at the end; or the file of a sqlite:// --url)
+ * with --synchronous full (the default), normal or off. --worker-process
+ * runs the latency operation's worker in a child process on the same
+ * database, so its enqueue-to-start delay is a wakeup across processes.
+ *
  * Costs per task (CPU microseconds of the worker, Redis commands and Redis
  * CPU microseconds from INFO deltas) hold up on a noisy machine better than
  * rates; docs/performance.md quotes them first. bench/run.sh starts its own
@@ -36,6 +42,8 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include <sluice/sluice.h>
 
@@ -56,6 +64,8 @@ typedef struct {
   gchar *isolation;
   gboolean log_each_task;
   gint scrape_interval_ms;
+  gchar *synchronous;
+  gboolean worker_process;
 } Settings;
 
 static Settings settings = {
@@ -89,6 +99,58 @@ is_redis(void)
   return g_str_has_prefix(settings.broker, "redis-");
 }
 
+/* Where --broker sqlite puts its databases when --url names none. */
+static gchar *sqlite_dir;
+
+static SluiceBroker *
+make_sqlite_broker(GError **error)
+{
+  SluiceSqliteOptions options;
+  g_autofree gchar *path = NULL;
+
+  sluice_sqlite_options_init(&options);
+  if (sluice_url_is_sqlite(settings.url)) {
+    if (!sluice_sqlite_url_parse(settings.url, &options, &path, error))
+      return NULL;
+  } else {
+    if (sqlite_dir == NULL)
+      sqlite_dir = g_dir_make_tmp("sluice-bench-XXXXXX", error);
+    if (sqlite_dir == NULL)
+      return NULL;
+    path = g_strdup_printf("%s/%s.db", sqlite_dir,
+                           op_namespace != NULL ? op_namespace : settings.ns);
+    options.path = path;
+  }
+  if (g_strcmp0(settings.synchronous, "normal") == 0)
+    options.synchronous = SLUICE_SQLITE_SYNC_NORMAL;
+  else if (g_strcmp0(settings.synchronous, "off") == 0)
+    options.synchronous = SLUICE_SQLITE_SYNC_OFF;
+  else if (settings.synchronous != NULL &&
+           g_strcmp0(settings.synchronous, "full") != 0) {
+    g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                "unknown --synchronous “%s” (full, normal, off)",
+                settings.synchronous);
+    return NULL;
+  }
+  return sluice_sqlite_broker_new(&options, NULL, error);
+}
+
+static void
+remove_sqlite_dir(void)
+{
+  GDir *dir;
+  const gchar *name;
+
+  if (sqlite_dir == NULL || (dir = g_dir_open(sqlite_dir, 0, NULL)) == NULL)
+    return;
+  while ((name = g_dir_read_name(dir)) != NULL) {
+    g_autofree gchar *path = g_build_filename(sqlite_dir, name, NULL);
+    g_remove(path);
+  }
+  g_dir_close(dir);
+  g_rmdir(sqlite_dir);
+}
+
 static SluiceBroker *
 make_broker(GError **error)
 {
@@ -96,6 +158,8 @@ make_broker(GError **error)
 
   if (g_strcmp0(settings.broker, "memory") == 0)
     return sluice_memory_broker_new(NULL, NULL);
+  if (g_strcmp0(settings.broker, "sqlite") == 0)
+    return make_sqlite_broker(error);
   sluice_redis_options_init(&options);
   options.url = settings.url;
   options.namespace_ = op_namespace != NULL ? op_namespace : settings.ns;
@@ -105,7 +169,8 @@ make_broker(GError **error)
     options.mode = SLUICE_REDIS_RELIABLE;
   else {
     g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                "unknown broker “%s” (memory, redis-fast, redis-reliable)",
+                "unknown broker “%s” (memory, sqlite, redis-fast, "
+                "redis-reliable)",
                 settings.broker);
     return NULL;
   }
@@ -594,15 +659,48 @@ op_latency(GError **error)
   gint64 next;
   gint m;
 
+  pid_t child = -1;
+
   if (broker == NULL)
     return FALSE;
-  worker = make_worker(broker, registry, error);
-  client = sluice_client_new(broker, NULL, error);
   counter.latencies = g_new0(gint64, n);
   counter.n_latencies = 0;
   counter_reset(n);
-  if (!sluice_worker_start(worker, error))
-    return FALSE;
+  if (settings.worker_process) {
+    /* The worker in a child on the same store: each start is woken across
+     * processes (CLOCK_MONOTONIC is the same clock in both). */
+    fflush(stdout);
+    child = fork();
+    if (child == 0) {
+      g_autoptr(GError) child_error = NULL;
+      g_autoptr(SluiceBroker) own = make_broker(&child_error);
+      g_autoptr(SluiceWorker) w =
+          own != NULL ? make_worker(own, registry, &child_error) : NULL;
+
+      if (w == NULL || !sluice_worker_start(w, &child_error)) {
+        fprintf(stderr, "bench: %s\n", child_error->message);
+        _exit(1);
+      }
+      counter_wait();
+      sluice_worker_stop(w);
+      m = MIN(counter.n_latencies, n);
+      qsort(counter.latencies, m, sizeof(gint64), compare_gint64);
+      printf("bench broker=%s op=latency rate=%d tasks=%d concurrency=%d "
+             "worker=process p50_us=%" G_GINT64_FORMAT
+             " p99_us=%" G_GINT64_FORMAT "\n",
+             settings.broker, settings.rate, n, settings.concurrency,
+             counter.latencies[m / 2], counter.latencies[m * 99 / 100]);
+      fflush(stdout);
+      _exit(0);
+    }
+    /* Let the child's worker start before the first send. */
+    g_usleep(500 * 1000);
+  } else {
+    worker = make_worker(broker, registry, error);
+    if (!sluice_worker_start(worker, error))
+      return FALSE;
+  }
+  client = sluice_client_new(broker, NULL, error);
   next = g_get_monotonic_time();
   for (gint i = 0; i < n; i++) {
     msgpack_sbuffer sb;
@@ -624,6 +722,12 @@ op_latency(GError **error)
     id = sluice_client_enqueue(client, "bench.latency", args, NULL, error);
     if (id == NULL)
       return FALSE;
+  }
+  if (child > 0) {
+    int status;
+    waitpid(child, &status, 0);
+    g_free(counter.latencies);
+    return TRUE;
   }
   counter_wait();
   sluice_worker_stop(worker);
@@ -693,9 +797,15 @@ main(int argc, char **argv)
 {
   GOptionEntry entries[] = {
       {"broker", 'b', 0, G_OPTION_ARG_STRING, &settings.broker,
-       "memory, redis-fast or redis-reliable (default memory)", "NAME"},
+       "memory, sqlite, redis-fast or redis-reliable (default memory)", "NAME"},
       {"url", 'u', 0, G_OPTION_ARG_STRING, &settings.url,
-       "Redis URL (default redis://127.0.0.1:6379/0)", "URL"},
+       "Redis URL (default redis://127.0.0.1:6379/0), or sqlite:///FILE for "
+       "--broker sqlite (default: a fresh file per operation)",
+       "URL"},
+      {"synchronous", 0, 0, G_OPTION_ARG_STRING, &settings.synchronous,
+       "--broker sqlite: full (default), normal or off", "HOW"},
+      {"worker-process", 0, 0, G_OPTION_ARG_NONE, &settings.worker_process,
+       "latency: run the worker in a child process on the same store", NULL},
       {"namespace", 'n', 0, G_OPTION_ARG_STRING, &settings.ns,
        "Redis namespace (default: a fresh one per run)", "NS"},
       {"op", 'o', 0, G_OPTION_ARG_STRING, &settings.op,
@@ -779,6 +889,7 @@ main(int argc, char **argv)
       ok = op_process(TRUE, &error);
     }
   }
+  remove_sqlite_dir();
   if (!ok) {
     fprintf(stderr, "bench: %s\n", error->message);
     return 1;

@@ -7,7 +7,10 @@
 #
 # It starts redis-server on a free loopback port with its own directory
 # (persistence off, so the figures measure Sluice, not the disk), runs
-# bench/bench for memory, redis-fast and redis-reliable, measures the
+# bench/bench for memory, sqlite (synchronous normal and full, each on
+# fresh database files in a temporary directory of its own, and its
+# latency with the worker in another process), redis-fast and
+# redis-reliable, measures the
 # Redis CPU one raw pipelined command costs on the same server
 # (redis-benchmark -P 16), prints one key=value line per figure, then each
 # Redis broker's processing rate as a fraction of the limit its own command
@@ -68,6 +71,11 @@ log="$bench_redis_dir/workers.log"
 bench_machine_line bench
 
 "$bench" --broker memory | tee -a "$out"
+for sync in normal full; do
+  "$bench" --broker sqlite --synchronous "$sync" | tee -a "$out"
+  "$bench" --broker sqlite --synchronous "$sync" --op latency \
+    --worker-process | tee -a "$out"
+done
 for broker in redis-fast redis-reliable; do
   redis-cli -p "$port" flushall >/dev/null
   "$bench" --broker "$broker" --url "$url" | tee -a "$out"

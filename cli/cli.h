@@ -139,12 +139,15 @@ typedef enum {
   CLI_MODE_FAST,
   CLI_MODE_RELIABLE,
   CLI_MODE_MEMORY,
+  CLI_MODE_SQLITE, /* a sqlite:// URL: Redis's mode does not apply */
 } CliMode;
 
 /**
  * CliSettings:
- * @url: the Redis URL (never NULL once loaded)
- * @mode: fast, reliable or memory
+ * @url: the broker's URL: Redis, or sqlite:///path (never NULL once loaded)
+ * @url_is_default: no URL was given anywhere: @url is the SQLite database
+ *   in the user's state directory (cli_default_sqlite_path())
+ * @mode: fast, reliable or memory; sqlite for a sqlite:// URL
  * @namespace_: the key namespace (never NULL once loaded)
  * @keyfile: (nullable): the configuration file, when one was given; other
  *   sections ([worker]) are read from it by the subcommands
@@ -160,6 +163,7 @@ typedef enum {
  */
 typedef struct {
   gchar *url;
+  gboolean url_is_default;
   CliMode mode;
   gchar *namespace_;
   GKeyFile *keyfile;
@@ -169,6 +173,12 @@ typedef struct {
 gboolean cli_settings_load(const CliCommon *common, CliSettings *out,
                            GError **error);
 void cli_settings_clear(CliSettings *settings);
+
+/* Returns: (transfer full): the database the command uses when no URL is
+ * given anywhere: $STATE_DIRECTORY/sluice.db under systemd (a system
+ * service with StateDirectory=sluice: /var/lib/sluice/sluice.db), else
+ * $XDG_STATE_HOME/sluice/sluice.db, else ~/.local/state/sluice/sluice.db. */
+gchar *cli_default_sqlite_path(void);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CliSettings, cli_settings_clear)
 
 /** cli_mode_name: Returns: (transfer none): "fast", "reliable", "memory". */
@@ -557,7 +567,9 @@ int cli_cmd_web(int argc, char **argv);
 #define CLI_HELP_CONNECTION                                                    \
   "Connection: --url, --mode and --namespace, else SLUICE_URL, SLUICE_MODE\n"  \
   "and SLUICE_NAMESPACE, else the [connection] group of the --config file\n"   \
-  "(or $SLUICE_CONFIG), else redis://127.0.0.1:6379/0, reliable, sluice.\n"    \
+  "(or $SLUICE_CONFIG), else the SQLite database\n"                            \
+  "$XDG_STATE_HOME/sluice/sluice.db (Redis: --url redis://HOST; reliable,\n"   \
+  "namespace sluice).\n"                                                       \
   "Keep a password off the command line: --password-file, or\n"                \
   "SLUICE_PASSWORD_FILE, or password_file in [connection].\n"                  \
   "Durations: 500ms, 30s, 5m, 1h. See sluice(1)."

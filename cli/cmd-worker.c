@@ -487,10 +487,15 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
   tasks = task_list(registry);
   queues = plan->queues != NULL ? g_strjoinv(", ", plan->queues)
                                 : g_strdup(SLUICE_DEFAULT_QUEUE);
-  g_info("worker %s ready: %s mode, namespace %s, queues %s; tasks %s%s%s",
-         sluice_worker_get_id(worker), cli_mode_name(settings->mode),
-         settings->namespace_, queues, tasks,
-         schedules->len > 0 ? "; periodic " : "", schedules->str);
+  if (settings->mode == CLI_MODE_SQLITE)
+    g_info("worker %s ready: SQLite, queues %s; tasks %s%s%s",
+           sluice_worker_get_id(worker), queues, tasks,
+           schedules->len > 0 ? "; periodic " : "", schedules->str);
+  else
+    g_info("worker %s ready: %s mode, namespace %s, queues %s; tasks %s%s%s",
+           sluice_worker_get_id(worker), cli_mode_name(settings->mode),
+           settings->namespace_, queues, tasks,
+           schedules->len > 0 ? "; periodic " : "", schedules->str);
 
   cli_notify_ready(worker);
 

@@ -89,8 +89,9 @@ cli_parse_options(CliCommon *common, CliOptionSets sets,
    * than kept in a static table. */
   const GOptionEntry connection[] = {
       {"url", 0, 0, G_OPTION_ARG_STRING, &common->url,
-       "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] or unix:///PATH[?db=N] "
-       "(default redis://127.0.0.1:6379/0)",
+       "sqlite:///PATH/TO/FILE.db, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] "
+       "or unix:///PATH[?db=N] (default: sqlite:// in "
+       "$XDG_STATE_HOME/sluice/sluice.db)",
        "URL"},
       {"mode", 0, 0, G_OPTION_ARG_STRING, &common->mode,
        "Queue transport: reliable (default) or fast; it must match the "

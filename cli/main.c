@@ -50,7 +50,8 @@ usage(FILE *out)
   fprintf(out, "\nsluice COMMAND --help describes a command and its options.\n"
                "Connection: --url, --mode, --namespace, or SLUICE_URL, "
                "SLUICE_MODE,\nSLUICE_NAMESPACE, or a key file (--config); "
-               "defaults redis://127.0.0.1:6379/0,\nreliable, sluice. "
+               "default: the SQLite database\n"
+               "$XDG_STATE_HOME/sluice/sluice.db (no server). "
                "See sluice(1).\n");
 }
 

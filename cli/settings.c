@@ -8,7 +8,9 @@
  *   3. the [connection] group of the key file named by --config, else by
  *      $SLUICE_CONFIG (there is no implicit file: a command never reads a
  *      configuration nobody asked for);
- *   4. the defaults: redis://127.0.0.1:6379/0, reliable, "sluice".
+ *   4. the defaults: the SQLite database in the user's state directory
+ *      (cli_default_sqlite_path(): a fresh machine works without a
+ *      server), reliable, "sluice" (mode and namespace are Redis's).
  *
  * A password need not be in the URL, where `ps` shows it to every user of
  * the machine: a password file (--password-file, SLUICE_PASSWORD_FILE,
@@ -20,6 +22,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -48,6 +51,8 @@ cli_mode_name(CliMode mode)
     return "reliable";
   case CLI_MODE_MEMORY:
     return "memory";
+  case CLI_MODE_SQLITE:
+    return "sqlite";
   default:
     return "?";
   }
@@ -254,9 +259,17 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
     }
   }
 
-  out->url = pick(common->url, "--url", "SLUICE_URL", out, "url",
-                  SLUICE_REDIS_DEFAULT_URL, &source);
+  out->url =
+      pick(common->url, "--url", "SLUICE_URL", out, "url", NULL, &source);
   g_clear_pointer(&source, g_free);
+  if (out->url == NULL) {
+    g_autofree gchar *path = cli_default_sqlite_path();
+    g_autofree gchar *escaped =
+        g_uri_escape_string(path, G_URI_RESERVED_CHARS_ALLOWED_IN_PATH, FALSE);
+
+    out->url = g_strconcat("sqlite://", escaped, NULL);
+    out->url_is_default = TRUE;
+  }
   {
     g_autofree gchar *path =
         pick(common->password_file, "--password-file", "SLUICE_PASSWORD_FILE",
@@ -301,7 +314,64 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
     cli_settings_clear(out);
     return FALSE;
   }
+  if (sluice_url_is_sqlite(out->url) && out->mode != CLI_MODE_MEMORY)
+    out->mode = CLI_MODE_SQLITE;
   return TRUE;
+}
+
+gchar *
+cli_default_sqlite_path(void)
+{
+  const gchar *state = g_getenv("STATE_DIRECTORY");
+
+  /* systemd's StateDirectory=: a colon-separated list, ours first. */
+  if (state != NULL && g_path_is_absolute(state)) {
+    g_auto(GStrv) dirs = g_strsplit(state, ":", 2);
+    return g_build_filename(dirs[0], "sluice.db", NULL);
+  }
+  state = g_getenv("XDG_STATE_HOME");
+  if (state != NULL && g_path_is_absolute(state))
+    return g_build_filename(state, "sluice", "sluice.db", NULL);
+  return g_build_filename(g_get_home_dir(), ".local", "state", "sluice",
+                          "sluice.db", NULL);
+}
+
+/* The SQLite broker of @settings: the default database's directory is
+ * made on first use, and the first log line names the file, so that a
+ * user who gave no URL knows where their tasks are. */
+static SluiceBroker *
+connect_sqlite(const CliSettings *settings, guint dead_letter_max,
+               GError **error)
+{
+  SluiceSqliteOptions options;
+  g_autofree gchar *path = NULL;
+
+  sluice_sqlite_options_init(&options);
+  if (!sluice_sqlite_url_parse(settings->url, &options, &path, error))
+    return NULL;
+  options.dead_letter_max = dead_letter_max;
+  if (settings->url_is_default) {
+    g_autofree gchar *dir = g_path_get_dirname(path);
+
+    if (g_mkdir_with_parents(dir, 0700) != 0) {
+      int saved = errno;
+      g_autofree gchar *shown = cli_terminal_text(dir, -1);
+      g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
+                  "cannot make the directory of the default database %s: %s; "
+                  "give one with --url sqlite:///PATH or a Redis URL",
+                  shown, g_strerror(saved));
+      return NULL;
+    }
+  }
+  {
+    g_autofree gchar *shown = cli_terminal_text(path, -1);
+    g_info("using the SQLite database %s%s", shown,
+           settings->url_is_default
+               ? " (the default: no --url, SLUICE_URL or url in a "
+                 "configuration file)"
+               : "");
+  }
+  return sluice_sqlite_broker_new(&options, NULL, error);
 }
 
 SluiceBroker *
@@ -322,6 +392,9 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
                     g_get_prgname());
     return NULL;
   }
+
+  if (settings->mode == CLI_MODE_SQLITE)
+    return connect_sqlite(settings, dead_letter_max, error);
 
   sluice_redis_options_init(&options);
   options.url = settings->url;

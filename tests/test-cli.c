@@ -102,6 +102,7 @@ cli_environ(const gchar *url, const gchar *mode, const gchar *ns)
   env = g_environ_unsetenv(env, "SLUICE_MODE");
   env = g_environ_unsetenv(env, "SLUICE_NAMESPACE");
   env = g_environ_unsetenv(env, "SLUICE_CONFIG");
+  env = g_environ_unsetenv(env, "STATE_DIRECTORY");
   env = g_environ_unsetenv(env, "G_MESSAGES_DEBUG");
   env = g_environ_setenv(env, "LC_ALL", "C.UTF-8", TRUE);
   if (url != NULL)
@@ -579,6 +580,93 @@ START_TEST(test_enqueue_worker_result)
                 log);
   outcomes = logged_outcomes(log, id);
   ck_assert_str_eq(outcomes, "succeeded");
+}
+END_TEST
+
+/* With no URL anywhere, a worker and `sluice enqueue` meet in the SQLite
+ * database of the user's state directory, made on first use and named in
+ * the worker's first log line: a fresh machine needs no server. */
+START_TEST(test_default_broker_is_sqlite_in_the_state_directory)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *db_dir = g_build_filename(ctx->dir, "sluice", NULL);
+  g_autofree gchar *db = g_build_filename(db_dir, "sluice.db", NULL);
+  g_autoptr(Worker) w = NULL;
+  g_autofree gchar *id = NULL;
+  g_autofree gchar *log = NULL;
+  g_autoptr(Run) result = NULL;
+  g_autoptr(Run) stats = NULL;
+  g_autoptr(Run) elsewhere = NULL;
+  g_autoptr(JsonNode) record = NULL;
+  g_autoptr(JsonNode) first_line = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_auto(GStrv) system_env = NULL;
+  g_autofree gchar *system_dir = g_build_filename(ctx->dir, "system", NULL);
+  g_autofree gchar *system_db = g_build_filename(system_dir, "sluice.db", NULL);
+
+  g_strfreev(ctx->env);
+  ctx->env = cli_environ(NULL, NULL, NULL);
+  ctx->env = g_environ_setenv(ctx->env, "XDG_STATE_HOME", ctx->dir, TRUE);
+  ck_assert(!g_file_test(db_dir, G_FILE_TEST_EXISTS));
+
+  w = worker_start(ctx, NULL);
+  ck_assert(g_file_test(db, G_FILE_TEST_IS_REGULAR));
+  log = worker_log(w);
+  lines = g_strsplit(log, "\n", 2);
+  first_line = parse_json(lines[0]);
+  ck_assert_msg(strstr(member_string(object_of(first_line), "message"), db) !=
+                    NULL,
+                "the first line does not name %s: %s", db, lines[0]);
+  g_clear_pointer(&log, g_free);
+
+  id = enqueue(ctx, "demo.echo", "{}", NULL);
+  result = cli(ctx, "result", id, "--wait", "60s", "--json", NULL);
+  assert_status(result, 0);
+  record = parse_json(result->out);
+  ck_assert_str_eq(member_string(object_of(record), "state"), "succeeded");
+  stats = cli(ctx, "stats", "--json", NULL);
+  assert_status(stats, 0);
+  ck_assert_msg(strstr(stats->out, "\"sqlite\"") != NULL, "%s", stats->out);
+  log = worker_stop(w);
+
+  /* The same database named by a sqlite:// URL in a configuration file:
+   * the task is there. */
+  {
+    g_autofree gchar *conf = g_build_filename(ctx->dir, "sqlite.conf", NULL);
+    g_autofree gchar *text =
+        g_strdup_printf("[connection]\nurl=sqlite://%s\n", db);
+    g_auto(GStrv) bare = cli_environ(NULL, NULL, NULL);
+    g_autoptr(Run) from_file = NULL;
+
+    ck_assert(g_file_set_contents(conf, text, -1, NULL));
+    bare = g_environ_setenv(bare, "XDG_STATE_HOME", "/nonexistent", TRUE);
+    from_file =
+        cli_env(bare, NULL, "result", id, "--json", "--config", conf, NULL);
+    assert_status(from_file, 0);
+    ck_assert_msg(strstr(from_file->out, "succeeded") != NULL, "%s",
+                  from_file->out);
+  }
+
+  /* A system service (systemd's StateDirectory=) uses its own directory,
+   * where the task above is not. */
+  ck_assert_int_eq(g_mkdir(system_dir, 0700), 0);
+  system_env = g_environ_setenv(g_strdupv(ctx->env), "STATE_DIRECTORY",
+                                system_dir, TRUE);
+  elsewhere = cli_env(system_env, NULL, "result", id, "--json", NULL);
+  ck_assert_int_ne(elsewhere->status, 0);
+  ck_assert(g_file_test(system_db, G_FILE_TEST_IS_REGULAR));
+
+  /* ctx_free removes plain files of ctx->dir only. */
+  for (const gchar *const *d = (const gchar *const[]){db_dir, system_dir, NULL};
+       *d != NULL; d++) {
+    g_autoptr(GDir) dir = g_dir_open(*d, 0, NULL);
+    const gchar *name;
+    while (dir != NULL && (name = g_dir_read_name(dir)) != NULL) {
+      g_autofree gchar *path = g_build_filename(*d, name, NULL);
+      g_unlink(path);
+    }
+    g_rmdir(*d);
+  }
 }
 END_TEST
 
@@ -2742,6 +2830,7 @@ cli_suite(gboolean reliable)
                               sluice_test_redis_shared_teardown);
   tcase_set_timeout(e2e, 300);
   tcase_add_loop_test(e2e, test_enqueue_worker_result, 0, n_modes);
+  tcase_add_test(e2e, test_default_broker_is_sqlite_in_the_state_directory);
   tcase_add_loop_test(e2e, test_flaky_retries_then_succeeds, 0, n_modes);
   tcase_add_loop_test(e2e, test_no_task_log, 0, n_modes);
   tcase_add_loop_test(e2e, test_fail_dead_letter_replay_runs_again, 0, n_modes);

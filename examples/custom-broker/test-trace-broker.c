@@ -1,10 +1,13 @@
 /* test-trace-broker.c - a custom broker is done when the conformance suite
  * passes against it. Here: the trace broker wrapped around the memory
  * broker, plus a check that it really saw the traffic.
+ *
+ * It uses only the installed conformance kit (<sluice/sluice-conformance.h>,
+ * pkg-config sluice-conformance): `make distcheck` builds it out of tree
+ * with this directory's Makefile, as a broker author would.
  */
-#include <check.h>
+#include <sluice/sluice-conformance.h>
 
-#include "tests/conformance/conformance.h"
 #include "trace-broker.h"
 
 static SluiceBroker *
@@ -56,7 +59,7 @@ main(void)
   SRunner *runner;
   int failed;
 
-  sluice_test_log_capture_install();
+  sluice_conformance_capture_logs();
   tcase_set_timeout(own, 120); /* never Check's 4 s default: a busy machine */
   tcase_add_test(own, trace_sees_every_operation_of_a_round_trip);
   suite_add_tcase(suite, own);

@@ -8,6 +8,8 @@
  *
  *   memory          in-process, thread-safe; for unit tests of task code and
  *                   one-process tools. Everything is lost with the process.
+ *   sqlite          one database file, durable, shared by the processes of
+ *                   one machine (see sluice-sqlite.h).
  *   redis-fast      Redis lists (see sluice-redis.h once built).
  *   redis-reliable  Redis streams and consumer groups.
  */

@@ -20,6 +20,7 @@
 #include <sluice/sluice-module.h>
 #include <sluice/sluice-policy.h>
 #include <sluice/sluice-redis.h>
+#include <sluice/sluice-sqlite.h>
 #include <sluice/sluice-result.h>
 #include <sluice/sluice-task.h>
 #include <sluice/sluice-testing.h>

@@ -13,11 +13,15 @@
  *
  * Scenarios that need a capability the broker does not declare are skipped
  * by capability, never by broker name.
+ *
+ * Installed as libsluice-conformance (<sluice/sluice-conformance.h>, the
+ * factory and the runner); this header adds what only the tree uses.
  */
 #pragma once
 
 #include <check.h>
 
+#include <sluice/sluice-conformance.h>
 #include <sluice/sys/broker.h>
 #include <sluice/sluice.h>
 
@@ -25,23 +29,6 @@
 #include "tests/helpers/log-capture.h"
 
 G_BEGIN_DECLS
-
-typedef struct {
-  /* Shown in test names and failure messages. */
-  const gchar *name;
-  /* Makes a fresh, empty broker on @clock that keeps at most
-   * @dead_letter_max dead letters. Runs in the forked test process. */
-  SluiceBroker *(*create)(SluiceClock *clock, guint dead_letter_max,
-                          gpointer data, GError **error);
-  gpointer data;
-  /* Scale of the throughput scenarios (1.0 = 100,000 tasks); slow brokers
-   * may lower it, never to zero. */
-  gdouble scale;
-} SluiceConformanceFactory;
-
-/* Returns: (transfer full): the suite, for srunner_create(). The factory
- * must outlive the runner. */
-Suite *sluice_conformance_suite(const SluiceConformanceFactory *factory);
 
 /* Adds the process-isolation scenarios (isolation.c) to @s. */
 void sluice_conformance_add_isolation(Suite *s,

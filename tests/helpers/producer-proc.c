@@ -19,7 +19,7 @@ main(int argc, char **argv)
                    *task = NULL;
   gint count = 1000, batch = 100;
   GOptionEntry entries[] = {
-      {"url", 0, 0, G_OPTION_ARG_STRING, &url, "Redis URL", "URL"},
+      {"url", 0, 0, G_OPTION_ARG_STRING, &url, "Redis or sqlite:// URL", "URL"},
       {"mode", 0, 0, G_OPTION_ARG_STRING, &mode, "fast or reliable", "MODE"},
       {"namespace", 0, 0, G_OPTION_ARG_STRING, &ns, "key namespace", "NS"},
       {"prefix", 0, 0, G_OPTION_ARG_STRING, &prefix, "id prefix", "P"},
@@ -51,7 +51,9 @@ main(int argc, char **argv)
   ro.namespace_ = ns;
   ro.mode =
       g_strcmp0(mode, "fast") == 0 ? SLUICE_REDIS_FAST : SLUICE_REDIS_RELIABLE;
-  broker = sluice_redis_broker_new(&ro, NULL, &error);
+  broker = sluice_url_is_sqlite(url)
+               ? sluice_broker_new_for_url(url, NULL, &error)
+               : sluice_redis_broker_new(&ro, NULL, &error);
   if (broker != NULL)
     client = sluice_client_new(broker, NULL, &error);
   if (client == NULL) {

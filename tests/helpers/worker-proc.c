@@ -1,7 +1,7 @@
 /* worker-proc.c - a small worker program for the process-level Redis tests
  * (crash, poison message, lease, shutdown, Redis restart).
  *
- * It connects to the Redis URL given on its command line, registers three
+ * It connects to the Redis (or sqlite://) URL given on its command line, registers three
  * test tasks, installs sluice_worker_handle_signals() and runs until
  * SIGTERM or SIGINT (a graceful stop), then exits 0. Tests start it with
  * g_spawn_async_with_fds(), kill it by pid (SIGKILL, SIGTERM, SIGSTOP and
@@ -124,7 +124,7 @@ main(int argc, char **argv)
   gint64 visibility_ms = 1000, shutdown_ms = 30000;
   ProcConfig config = {NULL};
   GOptionEntry entries[] = {
-      {"url", 0, 0, G_OPTION_ARG_STRING, &url, "Redis URL", "URL"},
+      {"url", 0, 0, G_OPTION_ARG_STRING, &url, "Redis or sqlite:// URL", "URL"},
       {"mode", 0, 0, G_OPTION_ARG_STRING, &mode,
        "fast or reliable (default reliable)", "MODE"},
       {"namespace", 0, 0, G_OPTION_ARG_STRING, &ns, "key namespace", "NS"},
@@ -174,7 +174,10 @@ main(int argc, char **argv)
       g_strcmp0(mode, "fast") == 0 ? SLUICE_REDIS_FAST : SLUICE_REDIS_RELIABLE;
   ropts.namespace_ = ns;
   ropts.reconnect_max_backoff_ms = 200;
-  broker = sluice_redis_broker_new(&ropts, NULL, &error);
+  /* A sqlite:// URL: the SQLite broker's process tests share this program. */
+  broker = sluice_url_is_sqlite(url)
+               ? sluice_broker_new_for_url(url, NULL, &error)
+               : sluice_redis_broker_new(&ropts, NULL, &error);
   registry = broker != NULL ? sluice_registry_new() : NULL;
   if (broker == NULL ||
       !sluice_registry_add(registry, "t.log", task_log, &config, NULL, NULL,

@@ -67,7 +67,10 @@
  *
  * CONFORMANCE. tests/conformance/ runs the same scenarios against every
  * broker; a broker is done when that suite passes for it. Scenarios that
- * need a capability a broker does not declare in .caps are skipped.
+ * need a capability a broker does not declare in .caps are skipped. It is
+ * installed as a kit for brokers written outside the tree
+ * (<sluice/sluice-conformance.h>, pkg-config sluice-conformance), and
+ * docs/writing-a-broker.md walks through the contract slot by slot.
  */
 #pragma once
 

@@ -1,0 +1,127 @@
+/* sqlite.c - the SQLite broker's public API (sluice-sqlite.h), its class
+ * and its lifecycle. The slots are sqlite-queue.c (queues, leases, the
+ * schedule), sqlite-tasks.c (records, revocations, periodic claims, dead
+ * letters) and sqlite-admin.c (stats, listings, pauses); the database and
+ * waking are sqlite-conn.c.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "brokers/sqlite/sqlite-broker.h"
+
+static void
+sqlite_close(SluiceBroker *broker)
+{
+  SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
+
+  if (self->idle != NULL)
+    sluice_sqlite__close(self);
+}
+
+static void
+sqlite_finalize(SluiceBroker *broker)
+{
+  sluice_sqlite__clear(SLUICE_SQLITE_BROKER(broker));
+}
+
+static const SluiceBrokerClass sqlite_broker_class = {
+    .version = SLUICE_BROKER_CLASS_VERSION,
+    .name = "sqlite",
+    .instance_size = sizeof(SluiceSqliteBroker),
+    .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
+            SLUICE_BROKER_CAP_LEASES | SLUICE_BROKER_CAP_FENCING |
+            SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT,
+    .enqueue = sluice_sqlite__enqueue,
+    .fetch = sluice_sqlite__fetch,
+    .settle = sluice_sqlite__settle,
+    .heartbeat = sluice_sqlite__heartbeat,
+    .reclaim = sluice_sqlite__reclaim,
+    .leave = sluice_sqlite__leave,
+    .wakeup = sluice_sqlite__wakeup,
+    .promote_due = sluice_sqlite__promote_due,
+    .cancel_scheduled = sluice_sqlite__cancel_scheduled,
+    .get_record = sluice_sqlite__get_record,
+    .put_record = sluice_sqlite__put_record_slot,
+    .wait_record = sluice_sqlite__wait_record,
+    .revoke = sluice_sqlite__revoke,
+    .list_revocations = sluice_sqlite__list_revocations,
+    .claim_periodic = sluice_sqlite__claim_periodic,
+    .last_periodic = sluice_sqlite__last_periodic,
+    .dlq_list = sluice_sqlite__dlq_list,
+    .dlq_get = sluice_sqlite__dlq_get,
+    .dlq_replay = sluice_sqlite__dlq_replay,
+    .dlq_delete = sluice_sqlite__dlq_delete,
+    .stats = sluice_sqlite__stats,
+    .purge = sluice_sqlite__purge,
+    .close = sqlite_close,
+    .finalize = sqlite_finalize,
+    .check = sluice_sqlite__check,
+    .list_revocations_since = sluice_sqlite__list_revocations_since,
+    .count_reclaimable = sluice_sqlite__count_reclaimable,
+    .lookup_task = sluice_sqlite__lookup_task,
+    .announce = sluice_sqlite__announce,
+    .put_records = sluice_sqlite__put_records,
+    .list_queued = sluice_sqlite__list_queued,
+    .list_scheduled = sluice_sqlite__list_scheduled,
+    .set_paused = sluice_sqlite__set_paused,
+    .list_paused = sluice_sqlite__list_paused,
+    .reschedule = sluice_sqlite__reschedule,
+};
+
+void
+sluice_sqlite_options_init(SluiceSqliteOptions *options)
+{
+  g_return_if_fail(options != NULL);
+  memset(options, 0, sizeof *options);
+  options->synchronous = SLUICE_SQLITE_SYNC_FULL;
+}
+
+SluiceBroker *
+sluice_sqlite_broker_new(const SluiceSqliteOptions *options, SluiceClock *clock,
+                         GError **error)
+{
+  SluiceSqliteBroker *self;
+  SluiceBroker *broker;
+
+  g_return_val_if_fail(options != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  if (options->path == NULL || options->path[0] == '\0') {
+    g_set_error_literal(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                        "the SQLite broker needs the path of its database "
+                        "file (sqlite:///path/to/file.db)");
+    return NULL;
+  }
+  if (options->synchronous > SLUICE_SQLITE_SYNC_OFF) {
+    g_set_error_literal(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                        "unknown synchronous setting: use "
+                        "SLUICE_SQLITE_SYNC_FULL, _NORMAL or _OFF");
+    return NULL;
+  }
+  broker = sluice_broker_new(&sqlite_broker_class, clock, error);
+  if (broker == NULL)
+    return NULL;
+  self = SLUICE_SQLITE_BROKER(broker);
+  self->wake_fd = self->inotify_fd = self->stop_fd = -1;
+  self->path = g_strdup(options->path);
+  self->synchronous = options->synchronous;
+  self->busy_timeout_ms = options->busy_timeout_ms > 0
+                              ? options->busy_timeout_ms
+                              : SLUICE_SQLITE_DEFAULT_BUSY_TIMEOUT_MS;
+  self->dead_letter_max = options->dead_letter_max > 0
+                              ? options->dead_letter_max
+                              : SLUICE_DEFAULT_DEAD_LETTER_MAX;
+  self->poll_ms = SLUICE_SQLITE_SAFETY_POLL_MS;
+  g_mutex_init(&self->pool_lock);
+  g_mutex_init(&self->queues_lock);
+  g_mutex_init(&self->wake_lock);
+  g_cond_init(&self->wake_cond);
+  self->queues_known =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  self->idle = g_ptr_array_new();
+  if (!sluice_sqlite__open(self, error)) {
+    sluice_broker_unref(broker);
+    return NULL;
+  }
+  return broker;
+}

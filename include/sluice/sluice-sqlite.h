@@ -1,0 +1,126 @@
+/* sluice-sqlite.h - the SQLite broker: durable queues in one file, shared by
+ * every thread and process of one machine, without a server.
+ *
+ * Every atomic step of the broker contract (an enqueue, a settle, a
+ * promotion, a claim, a replay) is one SQLite transaction (BEGIN
+ * IMMEDIATE) on a database in WAL mode, so readers never block writers
+ * and a crash at any point leaves either the whole step or none of it.
+ * Deliveries are held under leases: what a worker killed with -9 held is
+ * taken over by a live worker once its lease lapses (at-least-once), and a
+ * late settle by the former owner is refused (fencing).
+ *
+ * A database file is used by any number of processes at once, on one
+ * machine: SQLite's locking needs a local file system (not NFS).
+ */
+#pragma once
+
+#include <sluice/sluice-brokers.h>
+#include <sluice/sluice-clock.h>
+#include <sluice/sluice-macros.h>
+
+G_BEGIN_DECLS
+
+/**
+ * SluiceSqliteSynchronous:
+ * @SLUICE_SQLITE_SYNC_FULL: every commit is on disk before it returns
+ *   (fsync of the write-ahead log per transaction). Nothing acknowledged is
+ *   lost, even at a power cut. The default.
+ * @SLUICE_SQLITE_SYNC_NORMAL: commits reach the operating system at once
+ *   and the disk at each checkpoint. Survives a crash of any process;
+ *   a power cut or kernel crash may lose the last transactions (tasks
+ *   enqueued, results written, acknowledgements: an acknowledged task may
+ *   run again). The database is never corrupted.
+ * @SLUICE_SQLITE_SYNC_OFF: no fsync at all. Survives a crash of a process;
+ *   a power cut may lose any recent transaction, or corrupt the database.
+ *
+ * SQLite's `PRAGMA synchronous`, per connection.
+ */
+typedef enum {
+  SLUICE_SQLITE_SYNC_FULL,
+  SLUICE_SQLITE_SYNC_NORMAL,
+  SLUICE_SQLITE_SYNC_OFF,
+} SluiceSqliteSynchronous;
+
+#define SLUICE_SQLITE_DEFAULT_BUSY_TIMEOUT_MS 10000
+
+/**
+ * SluiceSqliteOptions:
+ * @path: the database file; created (with its tables) on first use. Its
+ *   directory must exist.
+ * @synchronous: what a commit waits for (see SluiceSqliteSynchronous)
+ * @busy_timeout_ms: how long a transaction waits for another process's
+ *   to end before it fails with SLUICE_BROKER_ERROR_UNAVAILABLE
+ *   (0 = SLUICE_SQLITE_DEFAULT_BUSY_TIMEOUT_MS)
+ * @dead_letter_max: keep at most this many dead letters (0 = 10000)
+ *
+ * Initialise with sluice_sqlite_options_init(); the broker copies it.
+ */
+typedef struct {
+  const gchar *path;
+  SluiceSqliteSynchronous synchronous;
+  gint64 busy_timeout_ms;
+  guint dead_letter_max;
+} SluiceSqliteOptions;
+
+/** sluice_sqlite_options_init: the defaults (FULL), @path NULL. */
+SLUICE_AVAILABLE_IN_0_2
+void sluice_sqlite_options_init(SluiceSqliteOptions *options);
+
+/**
+ * sluice_sqlite_broker_new:
+ * @options: (transfer none): copied; @path is required
+ * @clock: (nullable) (transfer none): the clock of due times and of every
+ *   TTL (results, idempotency claims, revocations, announcements); NULL =
+ *   a real clock. Leases and liveness always follow the real time, since
+ *   every process must agree on them.
+ *
+ * Opens (or creates) the database and checks that it can be written.
+ * Returns: (transfer full): the broker, or NULL and @error:
+ * SLUICE_BROKER_ERROR_INVALID for a file that cannot be opened, is
+ * read-only or is not a Sluice database (the message names the file and
+ * what to do), SLUICE_BROKER_ERROR_UNAVAILABLE when another process held
+ * it locked for longer than the busy timeout.
+ */
+SLUICE_AVAILABLE_IN_0_2
+SluiceBroker *sluice_sqlite_broker_new(const SluiceSqliteOptions *options,
+                                       SluiceClock *clock, GError **error);
+
+/**
+ * sluice_broker_new_for_url:
+ * @url: (transfer none): `sqlite:///path/to/file.db` (an absolute path;
+ *   `?synchronous=normal|full|off` may follow), or a Redis URL
+ *   (`redis://...`, `unix://...`: the reliable mode, the default
+ *   namespace)
+ * @clock: (nullable) (transfer none): as for the brokers' constructors
+ *
+ * Opens the broker a URL names, as the sluice command does.
+ * Returns: (transfer full): the broker, or NULL and
+ * SLUICE_BROKER_ERROR_INVALID for a URL of no known scheme (or the
+ * broker's own error).
+ */
+SLUICE_AVAILABLE_IN_0_2
+SluiceBroker *sluice_broker_new_for_url(const gchar *url, SluiceClock *clock,
+                                        GError **error);
+
+/**
+ * sluice_url_is_sqlite:
+ * Returns: TRUE when @url names a SQLite database (`sqlite://`).
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_url_is_sqlite(const gchar *url);
+
+/**
+ * sluice_sqlite_url_parse:
+ * @url: a `sqlite://` URL
+ * @options: (out caller-allocates): filled (sluice_sqlite_options_init()
+ *   first); @path points into @out_path
+ * @out_path: (out) (transfer full): the file's path, to free
+ *
+ * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_INVALID saying what is
+ * wrong with @url.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_sqlite_url_parse(const gchar *url, SluiceSqliteOptions *options,
+                                 gchar **out_path, GError **error);
+
+G_END_DECLS
