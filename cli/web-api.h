@@ -1,6 +1,7 @@
 /* web-api.h - what the API's two files share (internal to `sluice web`):
- * web-api.c answers the reads and dispatches, web-writes.c carries out the
- * writes. Every function answers @msg itself.
+ * web-answers.c answers and reads parameters, web-api.c serves the reads
+ * and dispatches, web-writes.c carries out the writes. Every function that
+ * takes @msg answers it itself.
  */
 #pragma once
 
@@ -8,7 +9,9 @@
 
 G_BEGIN_DECLS
 
-/* ---- Answers (web-api.c) ---- */
+/* ---- Answers (web-answers.c) ---- */
+/* The headers every answer carries (CSP, nosniff, no framing, no-store). */
+void web_security_headers(SoupServerMessage *msg);
 /* @json as the body with @status and the security headers. */
 void web_respond_json(SoupServerMessage *msg, guint status, CliJson *json);
 /* {"error": @text} with @status. */
@@ -20,9 +23,11 @@ void web_respond_error(SoupServerMessage *msg, const GError *error);
  * cannot be reached, 500 otherwise. */
 guint web_status_for(const GError *error);
 
-/* ---- Parameters (web-api.c) ---- */
+/* ---- Parameters (web-answers.c) ---- */
 /* A parameter, or NULL when absent or empty. */
 const gchar *web_param(GHashTable *params, const gchar *name);
+/* limit= (default 50, at most 1000): FALSE with an error if malformed. */
+gboolean web_param_limit(GHashTable *params, guint *out, GError **error);
 /* A parameter that must be there: FALSE with an error naming it if not. */
 gboolean web_param_required(GHashTable *params, const gchar *name,
                             const gchar **out, GError **error);

@@ -1,6 +1,7 @@
 /* sqlite-broker.h - the SQLite broker's private state and shared layer
  * (internal; the slots are sqlite-queue.c, sqlite-tasks.c and
- * sqlite-admin.c, the class is sqlite.c).
+ * sqlite-admin.c, the row-level steps they share sqlite-rows.c, the class
+ * sqlite.c).
  *
  * Connections (sqlite-conn.c). A sqlite3 connection must not be used by
  * two threads at once, so each slot checks one out of the broker's pool
