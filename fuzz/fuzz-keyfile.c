@@ -58,9 +58,11 @@ LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
       settings.mode == CLI_MODE_FAST || settings.mode == CLI_MODE_RELIABLE ||
           settings.mode == CLI_MODE_MEMORY || settings.mode == CLI_MODE_SQLITE,
       "an unknown mode");
-  /* SQLite is the database a sqlite:// URL names (or the default one). */
-  FUZZ_ASSERT((settings.mode == CLI_MODE_SQLITE) ==
-                  g_str_has_prefix(settings.url, "sqlite://"),
+  /* SQLite is the database a sqlite:// URL names (or the default one);
+   * only the memory mode, which ignores the URL, wins over it. */
+  FUZZ_ASSERT(settings.mode == CLI_MODE_MEMORY ||
+                  (settings.mode == CLI_MODE_SQLITE) ==
+                      g_str_has_prefix(settings.url, "sqlite://"),
               "mode and URL disagree: %s", settings.url);
   if (!cli_keyfile_check_keys(&settings, "worker", worker_keys, &error))
     FUZZ_ASSERT(fuzz_text_is_printable(error->message), "not printable: %s",
