@@ -234,7 +234,10 @@ running_tasks(SluiceWorker *worker)
   g_hash_table_iter_init(&iter, worker->jobs);
   while (g_hash_table_iter_next(&iter, &key, NULL)) {
     Job *job = key;
-    if (job->env != NULL && g_atomic_int_get(&job->phase) == JOB_RUNNING &&
+    /* The phase first: the fetcher writes env after adding the job here,
+     * outside the lock, and only a job an executor took (the atomic phase
+     * says so) is sure to have it written. */
+    if (g_atomic_int_get(&job->phase) == JOB_RUNNING && job->env != NULL &&
         job->started_at > 0)
       g_ptr_array_add(
           out, sluice_running_task__new(job->env->id, job->env->task,

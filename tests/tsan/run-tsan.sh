@@ -57,6 +57,6 @@ status=0
 for t in $tests; do
   echo "== $t under ThreadSanitizer"
   LD_LIBRARY_PATH="$libdir" G_SLICE=always-malloc CK_FORK=no \
-    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" "./$t" || status=1
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 die_after_fork=0 suppressions=$src/tests/tsan/tsan.supp" "./$t" || status=1
 done
 exit $status
