@@ -32,6 +32,7 @@
 #endif
 
 #include "core/sluice-private.h"
+#include "tests/helpers/command.h"
 #include "tests/helpers/redis-fixture.h"
 
 #define SLUICE_BIN TEST_BUILDDIR "/cli/sluice"
@@ -991,153 +992,26 @@ END_TEST
 
 /* ---- The command: processes, HTTP ---------------------------------------- */
 
-typedef struct {
-  const gchar *mode;
-  gchar *url;
-  gchar *ns;
-  gchar **env;
-  gchar *dir;
-  guint n_logs;
-} Ctx;
+/* The command under test (tests/helpers/command.c). */
+typedef SluiceTestCommand Ctx;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Ctx, sluice_test_command_free)
+typedef SluiceTestRun Run;
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Run, sluice_test_run_free)
+#define child_setup sluice_test_command_child_setup
+#define cli(ctx, ...) sluice_test_command_run((ctx), __VA_ARGS__)
+#define enqueue(ctx, ...) sluice_test_command_enqueue((ctx), __VA_ARGS__)
 
-static void
-ctx_free(Ctx *ctx)
-{
-  g_autoptr(GDir) d = g_dir_open(ctx->dir, 0, NULL);
-  const gchar *name;
-
-  while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-    g_autofree gchar *path = g_build_filename(ctx->dir, name, NULL);
-    g_unlink(path);
-  }
-  g_rmdir(ctx->dir);
-  g_free(ctx->dir);
-  g_free(ctx->url);
-  g_free(ctx->ns);
-  g_strfreev(ctx->env);
-  g_free(ctx);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(Ctx, ctx_free)
-
-/* A test's world on @server (NULL: the suite's): its mode, namespace,
- * scratch directory, and an environment for the command. */
+/* A test's world on @server (NULL: the suite's). */
 static Ctx *
 ctx_new(int mode_index, SluiceTestRedis *server)
 {
-  Ctx *ctx = g_new0(Ctx, 1);
-  g_autoptr(GError) error = NULL;
-  gchar **env = g_get_environ();
-
-  ctx->mode = modes[mode_index];
-  ctx->url = g_strdup(sluice_test_redis_url(
-      server != NULL ? server : sluice_test_redis_shared()));
-  ctx->ns = sluice_test_namespace();
-  env = g_environ_unsetenv(env, "SLUICE_CONFIG");
-  env = g_environ_unsetenv(env, "G_MESSAGES_DEBUG");
-  env = g_environ_setenv(env, "LC_ALL", "C.UTF-8", TRUE);
-  env = g_environ_setenv(env, "SLUICE_URL", ctx->url, TRUE);
-  env = g_environ_setenv(env, "SLUICE_MODE", ctx->mode, TRUE);
-  env = g_environ_setenv(env, "SLUICE_NAMESPACE", ctx->ns, TRUE);
-  ctx->env = env;
-  ctx->dir = g_dir_make_tmp("sluice-metrics-XXXXXX", &error);
-  ck_assert_msg(ctx->dir != NULL, "%s", error != NULL ? error->message : "");
-  return ctx;
-}
-
-static void
-child_setup(gpointer data)
-{
-  struct rlimit none = {0, 0};
-
-  setrlimit(RLIMIT_CORE, &none);
-#ifdef __linux__
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-#endif
-}
-
-typedef struct {
-  int status;
-  gchar *out;
-  gchar *err;
-} Run;
-
-static void
-run_free(Run *run)
-{
-  g_free(run->out);
-  g_free(run->err);
-  g_free(run);
-}
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(Run, run_free)
-
-/* `sluice ARGS... NULL`, waited for. */
-static Run *cli(Ctx *ctx, const gchar *first, ...) G_GNUC_NULL_TERMINATED;
-static Run *
-cli(Ctx *ctx, const gchar *first, ...)
-{
-  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
-      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new();
-  g_autoptr(GSubprocess) proc = NULL;
-  g_autoptr(GError) error = NULL;
-  Run *run = g_new0(Run, 1);
-  va_list ap;
-
-  g_ptr_array_add(argv, (gpointer)SLUICE_BIN);
-  va_start(ap, first);
-  for (const gchar *a = first; a != NULL; a = va_arg(ap, const gchar *))
-    g_ptr_array_add(argv, (gpointer)a);
-  va_end(ap);
-  g_ptr_array_add(argv, NULL);
-  g_subprocess_launcher_set_environ(launcher, ctx->env);
-  g_subprocess_launcher_set_child_setup(launcher, child_setup, NULL, NULL);
-  proc = g_subprocess_launcher_spawnv(
-      launcher, (const gchar *const *)argv->pdata, &error);
-  ck_assert_msg(proc != NULL, "spawn: %s", error->message);
-  ck_assert(g_subprocess_communicate_utf8(proc, NULL, NULL, &run->out,
-                                          &run->err, &error));
-  run->status = g_subprocess_get_if_exited(proc)
-                    ? g_subprocess_get_exit_status(proc)
-                    : -1;
-  return run;
+  return sluice_test_command_new(modes[mode_index], server, "sluice-metrics");
 }
 
 #define assert_status(run, expected)                                           \
   ck_assert_msg((run)->status == (expected),                                   \
                 "exit status %d, expected %d\nstdout: %s\nstderr: %s",         \
                 (run)->status, (expected), (run)->out, (run)->err)
-
-static gchar *enqueue(Ctx *ctx, const gchar *first, ...) G_GNUC_NULL_TERMINATED;
-static gchar *
-enqueue(Ctx *ctx, const gchar *first, ...)
-{
-  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
-      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_SILENCE);
-  g_autoptr(GPtrArray) argv = g_ptr_array_new();
-  g_autoptr(GSubprocess) proc = NULL;
-  g_autoptr(GError) error = NULL;
-  g_autofree gchar *out = NULL;
-  va_list ap;
-
-  g_ptr_array_add(argv, (gpointer)SLUICE_BIN);
-  g_ptr_array_add(argv, (gpointer) "enqueue");
-  va_start(ap, first);
-  for (const gchar *a = first; a != NULL; a = va_arg(ap, const gchar *))
-    g_ptr_array_add(argv, (gpointer)a);
-  va_end(ap);
-  g_ptr_array_add(argv, NULL);
-  g_subprocess_launcher_set_environ(launcher, ctx->env);
-  proc = g_subprocess_launcher_spawnv(
-      launcher, (const gchar *const *)argv->pdata, &error);
-  ck_assert_msg(proc != NULL, "spawn: %s", error->message);
-  ck_assert(
-      g_subprocess_communicate_utf8(proc, NULL, NULL, &out, NULL, &error));
-  ck_assert_msg(g_subprocess_get_if_exited(proc) &&
-                    g_subprocess_get_exit_status(proc) == 0,
-                "enqueue failed");
-  g_strchomp(out);
-  return g_steal_pointer(&out);
-}
 
 /* A `sluice worker` or `sluice exporter`, its log in a file. */
 typedef struct {
