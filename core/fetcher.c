@@ -162,6 +162,9 @@ quarantine_active(SluiceWorker *worker)
 static void
 dispatch_fetched(SluiceWorker *worker, GPtrArray *got)
 {
+  /* The queues as they are now, not as the fetch began: a fetch already on
+   * its way when a pause arrived may bring messages of the paused queue. */
+  g_autoptr(GPtrArray) active = sluice_worker__active_queues(worker);
   guint n = 0;
 
   for (guint i = 0; i < got->len; i++) {
@@ -170,6 +173,15 @@ dispatch_fetched(SluiceWorker *worker, GPtrArray *got)
 
     if (job == NULL)
       continue;
+    if (job->delivery->queue != NULL &&
+        !g_strv_contains((const gchar *const *)active->pdata,
+                         job->delivery->queue)) {
+      /* Given back, uncounted: it waits in its queue for the resume. */
+      if (job_claim(job))
+        sluice_outcome__release(job);
+      sluice_job__unref(job);
+      continue;
+    }
     if (job->suspect) {
       g_mutex_lock(&worker->lock);
       if (g_queue_is_empty(&worker->quarantined) && worker->suspects_held == 1)
