@@ -73,6 +73,16 @@ sluice_task_location_clear(SluiceTaskLocation *location)
   location->due_at = 0;
 }
 
+void
+sluice_join_state_clear(SluiceJoinState *state)
+{
+  if (state == NULL)
+    return;
+  g_clear_pointer(&state->meta, g_bytes_unref);
+  g_clear_pointer(&state->outcomes, g_ptr_array_unref);
+  memset(state, 0, sizeof *state);
+}
+
 SluiceListedMessage *
 sluice_listed_message_new(const gchar *id, const gchar *queue, GBytes *payload,
                           gint64 due_at)

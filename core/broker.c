@@ -58,6 +58,8 @@ class_size_of_version(guint32 version)
     return G_STRUCT_OFFSET(SluiceBrokerClass, check);
   if (version == 2)
     return G_STRUCT_OFFSET(SluiceBrokerClass, put_records);
+  if (version == 3)
+    return G_STRUCT_OFFSET(SluiceBrokerClass, join_open);
   return sizeof(SluiceBrokerClass);
 }
 
@@ -116,6 +118,18 @@ validate_class(const SluiceBrokerClass *klass, GError **error)
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
                 "broker “%s” must provide set_paused and list_paused "
                 "together, or neither",
+                name);
+    return FALSE;
+  }
+  if (klass->version >= 4 &&
+      ((klass->join_open == NULL) != (klass->join_arrive == NULL) ||
+       (klass->join_open == NULL) != (klass->join_read == NULL) ||
+       (klass->join_open == NULL) !=
+           ((klass->caps & SLUICE_BROKER_CAP_JOINS) == 0))) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” must provide join_open, join_arrive and "
+                "join_read together, with SLUICE_BROKER_CAP_JOINS, or none "
+                "of them",
                 name);
     return FALSE;
   }
@@ -869,4 +883,82 @@ sluice_broker_reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
   if (out_found != NULL)
     *out_found = ok && found;
   return finish(broker, "reschedule", ok, local, error);
+}
+
+/* ---- Joins (version 4) --------------------------------------------------- */
+
+gboolean
+sluice_broker_join_open(SluiceBroker *broker, const SluiceJoinSpec *joins,
+                        guint n_joins, SluiceSubmit *items, guint n_items,
+                        gboolean *out_existed, GError **error)
+{
+  GError *local = NULL;
+  gboolean existed = FALSE;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(joins != NULL && n_joins > 0, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_joins; i++)
+    g_return_val_if_fail(joins[i].id != NULL && joins[i].total > 0 &&
+                             (joins[i].release != NULL ||
+                              joins[i].n_release == 0),
+                         FALSE);
+  if (out_existed != NULL)
+    *out_existed = FALSE;
+  if (broker->klass->join_open == NULL)
+    return unsupported(broker, "run workflows (it has no joins)", error);
+  ok = broker->klass->join_open(broker, joins, n_joins, items, n_items,
+                                &existed, &local);
+  if (out_existed != NULL)
+    *out_existed = ok && existed;
+  return finish(broker, "join_open", ok, local, error);
+}
+
+gboolean
+sluice_broker_join_arrive(SluiceBroker *broker, SluiceJoinArrival *items,
+                          guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(items[i].join_id != NULL && items[i].outcome != NULL,
+                         FALSE);
+    items[i].counted = FALSE;
+    items[i].released = FALSE;
+  }
+  if (n_items == 0)
+    return TRUE;
+  if (broker->klass->join_arrive == NULL)
+    return unsupported(broker, "run workflows (it has no joins)", error);
+  ok = broker->klass->join_arrive(broker, items, n_items, &local);
+  return finish(broker, "join_arrive", ok, local, error);
+}
+
+gboolean
+sluice_broker_join_read(SluiceBroker *broker, const gchar *join_id,
+                        gboolean with_outcomes, SluiceJoinState *out,
+                        gboolean *out_found, GError **error)
+{
+  GError *local = NULL;
+  gboolean found = FALSE;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(join_id != NULL && out != NULL, FALSE);
+  memset(out, 0, sizeof *out);
+  if (out_found != NULL)
+    *out_found = FALSE;
+  if (broker->klass->join_read == NULL)
+    return unsupported(broker, "run workflows (it has no joins)", error);
+  ok = broker->klass->join_read(broker, join_id, with_outcomes, out, &found,
+                                &local);
+  if (!ok || !found)
+    sluice_join_state_clear(out);
+  if (out_found != NULL)
+    *out_found = ok && found;
+  return finish(broker, "join_read", ok, local, error);
 }

@@ -87,6 +87,26 @@ execute(Job *job, guint slot)
     return;
   }
 
+  /* A chord's callback or a chain's step runs on what its join gathered.
+   * Not reading it is an outage like any other: the attempt fails and is
+   * retried. */
+  if (env->wf != NULL) {
+    g_autoptr(GError) gather_error = NULL;
+    gboolean gathered = FALSE;
+    if (!sluice_wf__gather_args(worker->broker, env, &gathered,
+                                &gather_error)) {
+      if (job_claim(job))
+        sluice_outcome__failed(
+            job, gather_error->message, -1,
+            g_error_matches(gather_error, SLUICE_TASK_ERROR,
+                            SLUICE_TASK_ERROR_FATAL));
+      sluice_job__unref(job);
+      return;
+    }
+    if (gathered && worker->pool != NULL)
+      job->run_payload = sluice_envelope_encode(NULL, env, NULL);
+  }
+
   g_mutex_lock(&worker->lock);
   worker->running++;
   worker->stats.started++;

@@ -19,6 +19,10 @@
  *   task name unknown, past time    DEAD_LETTER  dead_lettered        unknown_task
  *   given back by a stop            RELEASE      queued (tracked)     -
  *
+ * A task of a workflow (its envelope's `wf`) reports a final outcome
+ * (succeeded, failed, dead_lettered, cancelled) to its join as well: the
+ * settler sends that arrival just before the settlement (workflow-run.c).
+ *
  * "tracked" records are written only with track_state. A retry and a
  * deferral put a new envelope on the schedule in the same step that
  * acknowledges the delivery: never both lost and acknowledged.
@@ -56,6 +60,29 @@ sluice_outcome__record(Job *job, SluiceTaskState state, GBytes *value,
   return sluice_result_encode(r);
 }
 
+/* A workflow task's final outcome goes to its join with the settlement
+ * (the settler sends the arrival first). */
+static void
+join_outcome(Pending *p, SluiceTaskState state, GBytes *value,
+             const gchar *error)
+{
+  const SluiceEnvelope *env = p->job->env;
+  SluiceWfRef ref;
+
+  if (env == NULL || env->wf == NULL)
+    return;
+  if (!sluice_wf__parse(env->wf, &ref) || ref.to == NULL) {
+    sluice_wf__clear(&ref);
+    return;
+  }
+  p->wf_join = g_steal_pointer(&ref.to);
+  p->wf_member = ref.index;
+  p->wf_step = sluice_wf__step(ref.policy, state != SLUICE_STATE_SUCCEEDED);
+  p->wf_outcome = sluice_wf__outcome(
+      env->id, sluice_task_state_to_string(state), value, error);
+  sluice_wf__clear(&ref);
+}
+
 static void
 push_pending(SluiceWorker *worker, Pending *pending)
 {
@@ -79,6 +106,8 @@ sluice_pending__free(Pending *p)
   g_clear_pointer(&p->record, g_bytes_unref);
   g_clear_pointer(&p->reschedule_payload, g_bytes_unref);
   g_clear_pointer(&p->dead_letter, sluice_dead_letter_free);
+  g_free(p->wf_join);
+  g_clear_pointer(&p->wf_outcome, g_bytes_unref);
   sluice_job__unref(p->job);
   g_free(p);
 }
@@ -95,6 +124,7 @@ sluice_outcome__succeeded(Job *job, GBytes *result)
                                sluice_clock_now_ms(job->worker->clock));
     p->record_final = TRUE;
   }
+  join_outcome(p, SLUICE_STATE_SUCCEEDED, result, NULL);
   push_pending(job->worker, p);
 }
 
@@ -145,6 +175,8 @@ bury(Job *job, const gchar *reason, const gchar *detail,
   sluice_log__envelope(G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
                        "dead-lettered (%s): %s", reason,
                        detail != NULL ? detail : "");
+  join_outcome(p, SLUICE_STATE_DEAD_LETTERED, NULL,
+               detail != NULL ? detail : reason);
   push_pending(worker, p);
 }
 
@@ -169,6 +201,7 @@ sluice_outcome__cancelled(Job *job, const gchar *why)
   }
   sluice_log__envelope(G_LOG_LEVEL_INFO, job->env, job->delivery->queue,
                        "cancelled: %s", why);
+  join_outcome(p, SLUICE_STATE_CANCELLED, NULL, why);
   push_pending(job->worker, p);
 }
 
@@ -284,6 +317,7 @@ sluice_outcome__failed(Job *job, const gchar *message,
     }
     sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
                          "failed for good (%s): %s", reason, message);
+    join_outcome(p, SLUICE_STATE_FAILED, NULL, message);
     push_pending(worker, p);
   }
 }

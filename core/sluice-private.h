@@ -110,9 +110,99 @@ gboolean sluice_client__check_name(SluiceNameKind kind, const gchar *value,
 /* Returns: (transfer none): @client's options, defaults filled in. */
 const SluiceClientOptions *sluice_client__options(SluiceClient *client);
 
+/* One request, prepared: the envelope's bytes plus what the broker needs. */
+typedef struct {
+  SluiceEnvelope *env;
+  GBytes *payload;
+  GBytes *record;
+  gint64 due_at;
+  gboolean dedup;
+} SluicePrepared;
+
+/* Checks and encodes one request into @out (cleared first). @id
+ * (nullable) wins over @options->id; @wf (nullable) is the envelope's
+ * workflow reference. */
+gboolean sluice_client__prepare(SluiceClient *client, const gchar *task,
+                                GBytes *args,
+                                const SluiceEnqueueOptions *options,
+                                const gchar *id, const gchar *wf, gint64 now,
+                                SluicePrepared *out, GError **error);
+void sluice_client__prepared_clear(SluicePrepared *p);
+/* The submit of @p (borrowing from it). */
+void sluice_client__fill_submit(SluiceClient *client, SluicePrepared *p,
+                                SluiceSubmit *s);
+/* Returns: (transfer none): @client's broker and clock. */
+SluiceClock *sluice_client__clock(SluiceClient *client);
+
 /* The longest queue name and task id a client accepts. */
 #define SLUICE_CLIENT_QUEUE_MAX 200
 #define SLUICE_CLIENT_ID_MAX 256
+
+/* ---- Workflows (workflow.c builds them, workflow-run.c runs them) ---------
+ *
+ * A workflow is compiled into tasks and joins (sluice/sys/broker.h). Each
+ * task's envelope carries a reference, SluiceEnvelope.wf, in the text form
+ * "W|to|index|policy|from|mode" (PROTOCOL.md, "Workflows"):
+ *   W       the workflow id (a client-made UUID: no '|')
+ *   to      the join the task reports its final outcome to, as member
+ *           `index`; `policy` is that join's:
+ *             'f' fail fast, 'a' wait for all, 'i' ignore failures (chords
+ *             and the workflow's end join), 's' stop (a chain step), 'k'
+ *             continue (a chain step marked to continue)
+ *   from    (may be empty) the join whose outcomes become the task's
+ *           arguments; `mode` says how: 'v' the one member's result, 'm'
+ *           the map of results and errors, 'o' the map of successes
+ * Join ids are "W" (the end join, which every last task reports to) and
+ * "W/<n>"; task ids "W.<n>".
+ *
+ * A join's meta (msgpack map, the core's): "k" its kind ("end", "chord",
+ * "chain"), "p" its policy, "lo".."hi" the task numbers a fail-fast
+ * release cancels, "n" the workflow's task count (end join), "up" (chain
+ * joins) [join, base, width, policy]: where the completions of the steps it
+ * would release are counted, so that a stopped chain still reports them as
+ * failures there. */
+typedef struct {
+  gchar *workflow;
+  gchar *to;
+  guint index;
+  gchar policy;
+  gchar *from; /* NULL when none */
+  gchar mode;
+} SluiceWfRef;
+
+gchar *sluice_wf__format(const SluiceWfRef *ref);
+/* FALSE if @text is not a reference (@out is then cleared). */
+gboolean sluice_wf__parse(const gchar *text, SluiceWfRef *out);
+void sluice_wf__clear(SluiceWfRef *ref);
+/* What a member's final outcome asks of its join under @policy. */
+SluiceJoinStep sluice_wf__step(gchar policy, gboolean failed);
+/* The member outcome a join stores (msgpack): @state is a
+ * sluice_task_state_to_string() name; @value (nullable) a result. */
+GBytes *sluice_wf__outcome(const gchar *id, const gchar *state, GBytes *value,
+                           const gchar *error);
+/* TRUE when @outcome (sluice_wf__outcome()) is a success. */
+gboolean sluice_wf__outcome_succeeded(GBytes *outcome);
+/* After `join_arrive`: cancels what a fail-fast release left running and
+ * reports the steps a stopped chain will never run. Errors are logged. */
+void sluice_wf__after_arrivals(SluiceBroker *broker, gint64 now_ms,
+                               const SluiceJoinArrival *items, guint n);
+/* Before a task with a `from` join runs: replaces @env's args with what
+ * the join gathered, and drops `from` from @env->wf (a retry keeps the
+ * arguments it ran with). FALSE and @error when the join cannot be read. */
+gboolean sluice_wf__gather_args(SluiceBroker *broker, SluiceEnvelope *env,
+                                gboolean *out_gathered, GError **error);
+/* The meta of a join, decoded: FALSE when it is not the core's. */
+typedef struct {
+  gchar kind[8];
+  gchar policy;
+  guint lo, hi, n_tasks;
+  gchar *up_join; /* NULL when none */
+  guint up_base, up_width;
+  gchar up_policy;
+} SluiceWfMeta;
+GBytes *sluice_wf__meta_encode(const SluiceWfMeta *meta);
+gboolean sluice_wf__meta_decode(GBytes *bytes, SluiceWfMeta *out);
+void sluice_wf__meta_clear(SluiceWfMeta *meta);
 
 /* ---- Periodic schedules (periodic.c), driven by the worker --------------- */
 

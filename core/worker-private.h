@@ -253,6 +253,9 @@ struct _Job {
                   * a late task sets it after the watchdog settled it) */
   gint64 deadline;        /* clock ms; 0 = none; under worker lock */
   MetricsSeries *series;  /* set by dispatch before any settlement */
+  /* Process isolation: the envelope a child runs when it differs from the
+   * delivered bytes (a workflow step's gathered arguments); NULL if not. */
+  GBytes *run_payload;
 };
 
 typedef struct {
@@ -265,6 +268,12 @@ typedef struct {
   gint64 reschedule_at;
   SluiceDeadLetter *dead_letter;
   gboolean failed_attempt; /* the settlement follows a failed attempt */
+  /* A workflow task's final outcome, for its join (workflow-run.c);
+   * wf_join NULL when there is none. */
+  gchar *wf_join;
+  guint wf_member;
+  SluiceJoinStep wf_step;
+  GBytes *wf_outcome;
 } Pending;
 
 /* Pushed onto the settle queue to stop the settler; never dereferenced.

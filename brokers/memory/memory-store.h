@@ -16,6 +16,8 @@
  *                drops counted by reason), indexed by task id
  *   workers      id -> what the worker announced, until it lapses
  *   paused       the names of the paused queues
+ *   joins        id -> a workflow join (memory-joins.c): total, outcomes
+ *                by member, release messages, status, expiry
  *
  * Expired entries are dropped when met and swept every few thousand
  * writes, so memory stays bounded by what is alive.
@@ -88,6 +90,7 @@ typedef struct {
   guint64 delivery_seq;
   gint64 in_flight;
   guint writes_since_sweep;
+  GHashTable *joins; /* gchar* -> a join (memory-joins.c) */
 } SluiceMemoryBroker;
 
 /* The instance behind a slot's SluiceBroker. */
@@ -138,5 +141,19 @@ void sluice_memory__unbury(SluiceMemoryBroker *self, GList *l);
 /** Returns: (transfer none) (nullable): the link of entry @entry_id. */
 GList *sluice_memory__find_dead_letter(SluiceMemoryBroker *self,
                                        const gchar *entry_id);
+
+/* The join slots (memory-joins.c); each takes the lock itself. */
+void sluice_memory__joins_init(SluiceMemoryBroker *self);
+void sluice_memory__joins_clear(SluiceMemoryBroker *self);
+gboolean sluice_memory__join_open(SluiceBroker *broker,
+                                  const SluiceJoinSpec *joins, guint n_joins,
+                                  SluiceSubmit *items, guint n_items,
+                                  gboolean *out_existed, GError **error);
+gboolean sluice_memory__join_arrive(SluiceBroker *broker,
+                                    SluiceJoinArrival *items, guint n_items,
+                                    GError **error);
+gboolean sluice_memory__join_read(SluiceBroker *broker, const gchar *join_id,
+                                  gboolean with_outcomes, SluiceJoinState *out,
+                                  gboolean *out_found, GError **error);
 
 G_END_DECLS

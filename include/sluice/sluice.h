@@ -26,4 +26,5 @@
 #include <sluice/sluice-testing.h>
 #include <sluice/sluice-trace.h>
 #include <sluice/sluice-worker.h>
+#include <sluice/sluice-workflow.h>
 #undef SLUICE_INSIDE

@@ -98,7 +98,7 @@ struct _SluiceBroker {
   SluiceBrokerPrivate *priv;
 };
 
-#define SLUICE_BROKER_CLASS_VERSION 3
+#define SLUICE_BROKER_CLASS_VERSION 4
 
 /**
  * SluiceBrokerClass:
@@ -522,6 +522,56 @@ struct _SluiceBrokerClass {
                          gboolean *out_found, GError **error);
 
   /* Slots above are valid for version 3 */
+
+  /* ---- workflows, progress and events (version 4) ---- */
+
+  /**
+   * join_open: Optional (with join_arrive and join_read, and the
+   * SLUICE_BROKER_CAP_JOINS capability). If NULL, enqueueing a workflow
+   * fails with UNSUPPORTED.
+   * In ONE atomic step, for the whole call: opens every join of @joins
+   * (storing its total, release items and meta, for its @ttl_ms) and
+   * submits every item of @items as `enqueue` would (ready or scheduled,
+   * with its record; @dedup_ttl_ms is 0). Either all of it is written or
+   * nothing is, so a workflow never starts half-enqueued. If the join
+   * @joins[0].id exists already, the call is a repeat of one whose reply
+   * was lost: it writes nothing and sets @out_existed.
+   */
+  gboolean (*join_open)(SluiceBroker *self, const SluiceJoinSpec *joins,
+                        guint n_joins, SluiceSubmit *items, guint n_items,
+                        gboolean *out_existed, GError **error);
+
+  /**
+   * join_arrive: Optional (required with join_open).
+   * Carries out each arrival (SluiceJoinArrival), each in one atomic step:
+   * if its join exists and its member has not arrived, store the outcome
+   * and count the member (@counted); then, if the join is still open: with
+   * SLUICE_JOIN_ABANDON mark it abandoned; otherwise, if every member has
+   * arrived or the step is SLUICE_JOIN_RELEASE_NOW, submit its release
+   * items and mark it released (@released), in the same step. A member
+   * that arrived already changes nothing, whatever its step: a retried,
+   * redelivered or replayed member is counted once, and a join is
+   * released at most once. The core calls it before it settles the
+   * member's delivery, so a crash between the two is harmless: the
+   * redelivered member arrives again and is not counted twice. Returns
+   * FALSE only when the store failed; the caller repeats the same
+   * arrivals.
+   */
+  gboolean (*join_arrive)(SluiceBroker *self, SluiceJoinArrival *items,
+                          guint n_items, GError **error);
+
+  /**
+   * join_read: Optional (required with join_open).
+   * Fills @out (zeroed by the caller): the join's total, arrived count,
+   * status and meta, and with @with_outcomes its outcomes in member order
+   * (see SluiceJoinState). Sets @out_found; a join that does not exist
+   * (never opened, or expired) leaves @out zeroed. Changes nothing.
+   */
+  gboolean (*join_read)(SluiceBroker *self, const gchar *join_id,
+                        gboolean with_outcomes, SluiceJoinState *out,
+                        gboolean *out_found, GError **error);
+
+  /* Slots above are valid for version 4 */
 };
 
 /* ---- For broker authors: construction ----------------------------------- */
@@ -589,6 +639,10 @@ SluiceListedMessage *sluice_listed_message_new(const gchar *id,
 /** sluice_listed_message_free: NULL-safe. */
 SLUICE_BROKER_API
 void sluice_listed_message_free(SluiceListedMessage *message);
+
+/** sluice_join_state_clear: frees what @state holds and zeroes it. */
+SLUICE_BROKER_API
+void sluice_join_state_clear(SluiceJoinState *state);
 
 /* ---- For broker authors: logging ---------------------------------------- */
 
@@ -766,5 +820,20 @@ SLUICE_BROKER_API
 gboolean sluice_broker_reschedule(SluiceBroker *broker, const gchar *id,
                                   gint64 due_at, gboolean *out_found,
                                   GError **error);
+
+/* The join slots (version 4): UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_join_open(SluiceBroker *broker,
+                                 const SluiceJoinSpec *joins, guint n_joins,
+                                 SluiceSubmit *items, guint n_items,
+                                 gboolean *out_existed, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_join_arrive(SluiceBroker *broker,
+                                   SluiceJoinArrival *items, guint n_items,
+                                   GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_join_read(SluiceBroker *broker, const gchar *join_id,
+                                 gboolean with_outcomes, SluiceJoinState *out,
+                                 gboolean *out_found, GError **error);
 
 G_END_DECLS
