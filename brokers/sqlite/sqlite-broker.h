@@ -170,6 +170,18 @@ gboolean sluice_sqlite__schedule(SluiceSqliteConn *c, const gchar *id,
 gboolean sluice_sqlite__put_record(SluiceSqliteConn *c, const gchar *id,
                                    GBytes *record, gboolean final,
                                    gint64 ttl_ms, gint64 now, GError **error);
+/* The join slots (sqlite-joins.c). */
+gboolean sluice_sqlite__join_open(SluiceBroker *broker,
+                                  const SluiceJoinSpec *joins, guint n_joins,
+                                  SluiceSubmit *items, guint n_items,
+                                  gboolean *out_existed, GError **error);
+gboolean sluice_sqlite__join_arrive(SluiceBroker *broker,
+                                    SluiceJoinArrival *items, guint n_items,
+                                    GError **error);
+gboolean sluice_sqlite__join_read(SluiceBroker *broker, const gchar *join_id,
+                                  gboolean with_outcomes, SluiceJoinState *out,
+                                  gboolean *out_found, GError **error);
+
 /* Appends @entry, drops the oldest beyond the cap; adds to *@dropped. */
 gboolean sluice_sqlite__bury(SluiceSqliteConn *c, const SluiceDeadLetter *entry,
                              guint *dropped, GError **error);
