@@ -288,6 +288,17 @@ gboolean sluice_redis__list_scheduled(SluiceBroker *broker, const gchar *cursor,
 gboolean sluice_redis__reschedule(SluiceBroker *broker, const gchar *id,
                                   gint64 due_at, gboolean *out_found,
                                   GError **error);
+/* redis-joins.c */
+gboolean sluice_redis__join_open(SluiceBroker *broker,
+                                 const SluiceJoinSpec *joins, guint n_joins,
+                                 SluiceSubmit *items, guint n_items,
+                                 gboolean *out_existed, GError **error);
+gboolean sluice_redis__join_arrive(SluiceBroker *broker,
+                                   SluiceJoinArrival *items, guint n_items,
+                                   GError **error);
+gboolean sluice_redis__join_read(SluiceBroker *broker, const gchar *join_id,
+                                 gboolean with_outcomes, SluiceJoinState *out,
+                                 gboolean *out_found, GError **error);
 
 /* redis-admin.c */
 gboolean sluice_redis__dlq_list(SluiceBroker *broker, const gchar *after,

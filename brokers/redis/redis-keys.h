@@ -38,6 +38,10 @@
  *   P winfo:<worker>      string: what a worker announced (opaque bytes of
  *                         the core), PX its lease: gone = not alive
  *   P paused              set of the paused queues' names
+ *   P join:<id>           hash: a workflow join (redis-joins.c): t total,
+ *                         n arrived, s status, m meta, rn and q<k>/p<k> the
+ *                         messages it releases, o<member> the outcomes;
+ *                         always PX
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
@@ -78,6 +82,7 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_DLQ_IDS "dlq:ids"
 #define SLUICE_REDIS_K_DLQ_DROPPED "dlq:dropped"
 #define SLUICE_REDIS_K_WINFO "winfo:"
+#define SLUICE_REDIS_K_JOIN "join:"
 #define SLUICE_REDIS_K_PAUSED "paused"
 
 /* The first byte of a stored record. */
