@@ -133,6 +133,14 @@ validate_class(const SluiceBrokerClass *klass, GError **error)
                 name);
     return FALSE;
   }
+  if (klass->version >= 4 &&
+      (klass->put_progress == NULL) != (klass->get_progress == NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” must provide put_progress and get_progress "
+                "together, or neither",
+                name);
+    return FALSE;
+  }
   if ((klass->claim_periodic == NULL) != (klass->last_periodic == NULL)) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
                 "broker “%s” must provide claim_periodic and last_periodic "
@@ -961,4 +969,43 @@ sluice_broker_join_read(SluiceBroker *broker, const gchar *join_id,
   if (out_found != NULL)
     *out_found = ok && found;
   return finish(broker, "join_read", ok, local, error);
+}
+
+/* ---- Progress (version 4) ------------------------------------------------ */
+
+gboolean
+sluice_broker_put_progress(SluiceBroker *broker, const gchar *id,
+                           GBytes *progress, gint64 ttl_ms, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(id != NULL && progress != NULL, FALSE);
+  if (broker->klass->put_progress == NULL)
+    return TRUE;
+  ok = broker->klass->put_progress(broker, id, progress, MAX(ttl_ms, 1),
+                                   &local);
+  return finish(broker, "put_progress", ok, local, error);
+}
+
+gboolean
+sluice_broker_get_progress(SluiceBroker *broker, const gchar *id,
+                           GBytes **out_progress, GError **error)
+{
+  GError *local = NULL;
+  GBytes *progress = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(id != NULL && out_progress != NULL, FALSE);
+  *out_progress = NULL;
+  if (broker->klass->get_progress == NULL)
+    return unsupported(broker, "store task progress", error);
+  ok = broker->klass->get_progress(broker, id, &progress, &local);
+  if (ok)
+    *out_progress = progress;
+  else
+    g_clear_pointer(&progress, g_bytes_unref);
+  return finish(broker, "get_progress", ok, local, error);
 }

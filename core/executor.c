@@ -27,6 +27,7 @@ run_here(Job *job, SluiceChildOutcome *ran)
   sluice_task_context__init(&ctx, job->env, job->delivery->delivery_count,
                             (guint)job->policy.max_attempts,
                             sluice_job__cancellable, job);
+  ctx.progress_of = sluice_job__progress;
   g_atomic_int_set(&job->in_task, 1);
   ran->ok = job->entry->func(&ctx, job->entry->user_data, &ran->error);
   g_atomic_int_set(&job->in_task, 0);

@@ -80,6 +80,9 @@ struct _SluiceTaskContext {
   gboolean args_unpacked;
   msgpack_zone zone;
   msgpack_object args;
+  /* The worker's hook for sluice_task_context_progress() (progress.c);
+   * NULL where no broker is at hand (a child process). */
+  void (*progress_of)(gpointer job, gdouble fraction, const gchar *message);
 };
 
 gboolean sluice_task__name_is_valid(const gchar *name, GError **error);

@@ -256,6 +256,7 @@ struct _Job {
   /* Process isolation: the envelope a child runs when it differs from the
    * delivered bytes (a workflow step's gathered arguments); NULL if not. */
   GBytes *run_payload;
+  gint64 progress_us; /* monotonic: the last progress write; under lock */
 };
 
 typedef struct {
@@ -275,6 +276,10 @@ typedef struct {
   SluiceJoinStep wf_step;
   GBytes *wf_outcome;
 } Pending;
+
+/* sluice_task_context_progress() of a job running in this process
+ * (progress.c): throttled, written to the broker from the task's thread. */
+void sluice_job__progress(gpointer job, gdouble fraction, const gchar *message);
 
 /* Pushed onto the settle queue to stop the settler; never dereferenced.
  * Defined once (settler.c), so every file compares the same address. */

@@ -583,6 +583,35 @@ START_TEST(test_enqueue_worker_result)
 }
 END_TEST
 
+/* `sluice result --follow` prints the running task's progress, then its
+ * record; the last report (1.0) always comes before the record, which is
+ * written after it. */
+START_TEST(test_result_follow_prints_progress)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, NULL);
+  g_autofree gchar *id =
+      enqueue(ctx, "demo.progress", "{\"steps\": 3, \"ms\": 300}", NULL);
+  g_autoptr(Run) text = NULL;
+  g_autoptr(Run) json = cli(ctx, "result", id, "--follow", "--wait", "60s",
+                            "--json", NULL);
+  const gchar *last, *record;
+
+  assert_status(json, 0);
+  /* One object per report, then the record. */
+  last = strstr(json->out, "\"progress\": 1.0000");
+  record = strstr(json->out, "\"state\": \"succeeded\"");
+  ck_assert_msg(last != NULL && record != NULL && last < record &&
+                    strstr(last, "\"message\": \"step 3 of 3\"") != NULL,
+                "%s", json->out);
+  text = cli(ctx, "result", id, "--follow", NULL);
+  assert_status(text, 0);
+  ck_assert_msg(strstr(text->out, "progress 100% step 3 of 3") != NULL, "%s",
+                text->out);
+  g_free(worker_stop(w));
+}
+END_TEST
+
 /* With no URL anywhere, a worker and `sluice enqueue` meet in the SQLite
  * database of the user's state directory, made on first use and named in
  * the worker's first log line: a fresh machine needs no server. */
@@ -2830,6 +2859,7 @@ cli_suite(gboolean reliable)
                               sluice_test_redis_shared_teardown);
   tcase_set_timeout(e2e, 300);
   tcase_add_loop_test(e2e, test_enqueue_worker_result, 0, n_modes);
+  tcase_add_loop_test(e2e, test_result_follow_prints_progress, 0, n_modes);
   tcase_add_test(e2e, test_default_broker_is_sqlite_in_the_state_directory);
   tcase_add_loop_test(e2e, test_flaky_retries_then_succeeds, 0, n_modes);
   tcase_add_loop_test(e2e, test_no_task_log, 0, n_modes);

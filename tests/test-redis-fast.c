@@ -1432,6 +1432,7 @@ START_TEST(test_prelude_names_every_key)
       {"K_DLQ_DROPPED", SLUICE_REDIS_K_DLQ_DROPPED},
       {"K_WINFO", SLUICE_REDIS_K_WINFO},
       {"K_JOIN", SLUICE_REDIS_K_JOIN},
+      {"K_PROGRESS", SLUICE_REDIS_K_PROGRESS},
   };
   g_auto(GStrv) lines = g_strsplit(sluice_redis_lua__prelude, "\n", -1);
   guint locals = 0;

@@ -1,4 +1,5 @@
-/* memory-joins.c - the join slots of the memory broker (version 4): each
+/* memory-joins.c - the version-4 slots of the memory broker (joins and
+ * progress). The join slots: each
  * runs under the broker's one lock, which makes it one atomic step. A join
  * is kept until its expiry on the broker's clock, dropped when met after
  * it. */
@@ -40,16 +41,72 @@ join_free(gpointer data)
   g_free(j);
 }
 
+static void
+progress_free(gpointer data)
+{
+  SluiceMemoryRecord *r = data;
+  g_bytes_unref(r->bytes);
+  g_free(r);
+}
+
 void
 sluice_memory__joins_init(SluiceMemoryBroker *self)
 {
   self->joins = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, join_free);
+  self->progress =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, progress_free);
 }
 
 void
 sluice_memory__joins_clear(SluiceMemoryBroker *self)
 {
   g_clear_pointer(&self->joins, g_hash_table_unref);
+  g_clear_pointer(&self->progress, g_hash_table_unref);
+}
+
+/* ---- Progress ------------------------------------------------------------ */
+
+gboolean
+sluice_memory__put_progress(SluiceBroker *broker, const gchar *id,
+                            GBytes *progress, gint64 ttl_ms, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  gint64 now = sluice_clock_now_ms(sluice_broker_get_clock(broker));
+  SluiceMemoryRecord *r = g_new0(SluiceMemoryRecord, 1);
+  GHashTableIter iter;
+  gpointer value;
+
+  r->bytes = g_bytes_ref(progress);
+  r->expires_at = now + ttl_ms;
+  g_mutex_lock(&self->lock);
+  /* Lapsed reports are swept when the table doubles, so it stays bounded
+   * by the live ones. */
+  if (g_hash_table_size(self->progress) >= self->progress_sweep_at) {
+    g_hash_table_iter_init(&iter, self->progress);
+    while (g_hash_table_iter_next(&iter, NULL, &value))
+      if (((SluiceMemoryRecord *)value)->expires_at <= now)
+        g_hash_table_iter_remove(&iter);
+    self->progress_sweep_at = MAX(2 * g_hash_table_size(self->progress), 1024);
+  }
+  g_hash_table_replace(self->progress, g_strdup(id), r);
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+gboolean
+sluice_memory__get_progress(SluiceBroker *broker, const gchar *id,
+                            GBytes **out_progress, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  gint64 now = sluice_clock_now_ms(sluice_broker_get_clock(broker));
+  SluiceMemoryRecord *r;
+
+  g_mutex_lock(&self->lock);
+  r = g_hash_table_lookup(self->progress, id);
+  if (r != NULL && r->expires_at > now)
+    *out_progress = g_bytes_ref(r->bytes);
+  g_mutex_unlock(&self->lock);
+  return TRUE;
 }
 
 /* Returns: (transfer none) (nullable): join @id unless it lapsed. */

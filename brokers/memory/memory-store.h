@@ -90,7 +90,9 @@ typedef struct {
   guint64 delivery_seq;
   gint64 in_flight;
   guint writes_since_sweep;
-  GHashTable *joins; /* gchar* -> a join (memory-joins.c) */
+  GHashTable *joins;    /* gchar* -> a join (memory-joins.c) */
+  GHashTable *progress; /* gchar* -> SluiceMemoryRecord* (memory-joins.c) */
+  guint progress_sweep_at;
 } SluiceMemoryBroker;
 
 /* The instance behind a slot's SluiceBroker. */
@@ -152,6 +154,11 @@ gboolean sluice_memory__join_open(SluiceBroker *broker,
 gboolean sluice_memory__join_arrive(SluiceBroker *broker,
                                     SluiceJoinArrival *items, guint n_items,
                                     GError **error);
+gboolean sluice_memory__put_progress(SluiceBroker *broker, const gchar *id,
+                                    GBytes *progress, gint64 ttl_ms,
+                                    GError **error);
+gboolean sluice_memory__get_progress(SluiceBroker *broker, const gchar *id,
+                                    GBytes **out_progress, GError **error);
 gboolean sluice_memory__join_read(SluiceBroker *broker, const gchar *join_id,
                                   gboolean with_outcomes, SluiceJoinState *out,
                                   gboolean *out_found, GError **error);

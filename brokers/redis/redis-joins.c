@@ -1,4 +1,6 @@
-/* redis-joins.c - the join slots of the Redis brokers (version 4), one Lua
+/* redis-joins.c - the version-4 slots of the Redis brokers: progress (a
+ * string per task, PX, plain SET and GET: no script needed, the key is in
+ * the namespace's hash tag), and joins, one Lua
  * script each (lua/join_open.lua, join_arrive.lua, join_read.lua), on one
  * hash per join in the namespace's hash tag. Both transports share them:
  * a release pushes through the transport's t_push.
@@ -164,6 +166,60 @@ sluice_redis__join_read(SluiceBroker *broker, const gchar *join_id,
               sluice_redis_reply__steal_bytes(reply->element[i + 1], 0);
       }
     }
+  }
+  freeReplyObject(reply);
+  return TRUE;
+}
+
+/* ---- progress ------------------------------------------------------------ */
+
+gboolean
+sluice_redis__put_progress(SluiceBroker *broker, const gchar *id,
+                           GBytes *progress, gint64 ttl_ms, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, 5, 64);
+  sluice_redis_argv__add_str(&a, "SET");
+  sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_PROGRESS, id);
+  sluice_redis_argv__add_bytes(&a, progress);
+  sluice_redis_argv__add_str(&a, "PX");
+  sluice_redis_argv__add_int(&a, ttl_ms);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "put_progress", TRUE, &a, 0, &reply,
+                                    error);
+  sluice_redis_argv__clear(&a);
+  if (ok)
+    freeReplyObject(reply);
+  return ok;
+}
+
+gboolean
+sluice_redis__get_progress(SluiceBroker *broker, const gchar *id,
+                           GBytes **out_progress, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, 2, 64);
+  sluice_redis_argv__add_str(&a, "GET");
+  sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_PROGRESS, id);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "get_progress", TRUE, &a, 0, &reply,
+                                    error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type == REDIS_REPLY_STRING)
+    *out_progress = sluice_redis_reply__steal_bytes(reply, 0);
+  else if (reply->type != REDIS_REPLY_NIL) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "get_progress", error);
   }
   freeReplyObject(reply);
   return TRUE;

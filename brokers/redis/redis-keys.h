@@ -42,6 +42,8 @@
  *                         n arrived, s status, m meta, rn and q<k>/p<k> the
  *                         messages it releases, o<member> the outcomes;
  *                         always PX
+ *   P progress:<id>       string: a task's last progress report (opaque
+ *                         bytes of the core); always PX
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
@@ -83,6 +85,7 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_DLQ_DROPPED "dlq:dropped"
 #define SLUICE_REDIS_K_WINFO "winfo:"
 #define SLUICE_REDIS_K_JOIN "join:"
+#define SLUICE_REDIS_K_PROGRESS "progress:"
 #define SLUICE_REDIS_K_PAUSED "paused"
 
 /* The first byte of a stored record. */

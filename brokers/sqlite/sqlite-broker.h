@@ -178,6 +178,11 @@ gboolean sluice_sqlite__join_open(SluiceBroker *broker,
 gboolean sluice_sqlite__join_arrive(SluiceBroker *broker,
                                     SluiceJoinArrival *items, guint n_items,
                                     GError **error);
+gboolean sluice_sqlite__put_progress(SluiceBroker *broker, const gchar *id,
+                                    GBytes *progress, gint64 ttl_ms,
+                                    GError **error);
+gboolean sluice_sqlite__get_progress(SluiceBroker *broker, const gchar *id,
+                                    GBytes **out_progress, GError **error);
 gboolean sluice_sqlite__join_read(SluiceBroker *broker, const gchar *join_id,
                                   gboolean with_outcomes, SluiceJoinState *out,
                                   gboolean *out_found, GError **error);

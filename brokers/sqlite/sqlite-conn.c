@@ -22,6 +22,7 @@
  *   paused       the paused queues
  *   counters     name -> n: stale_settles, revocation_seq
  *   meta         key -> value: the schema version
+ *   progress     id -> a task's progress report, expires_at
  *   joins, join_members, join_release: workflow joins (sqlite-joins.c);
  *                added to schema version 1 by CREATE IF NOT EXISTS, so
  *                older files gain them on open
@@ -88,7 +89,10 @@ static const gchar schema_sql[] =
     "  PRIMARY KEY (join_id, member)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS join_release (join_id TEXT NOT NULL,"
     "  seq INTEGER NOT NULL, queue TEXT NOT NULL, payload BLOB NOT NULL,"
-    "  PRIMARY KEY (join_id, seq)) WITHOUT ROWID;";
+    "  PRIMARY KEY (join_id, seq)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS progress (id TEXT PRIMARY KEY,"
+    "  progress BLOB NOT NULL, expires_at INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS progress_expiry ON progress (expires_at);";
 
 /* ---- Time ------------------------------------------------------------------ */
 

@@ -1,4 +1,5 @@
-/* sqlite-joins.c - the join slots of the SQLite broker (version 4). Each
+/* sqlite-joins.c - the version-4 slots of the SQLite broker: joins and
+ * progress. Each join slot
  * is one transaction: opening writes every join and every first task in
  * one commit; an arrival reads the member's row and the join's count and
  * writes the outcome, the count and (if it completes the join) the
@@ -326,5 +327,77 @@ sluice_sqlite__join_read(SluiceBroker *broker, const gchar *join_id,
   if (!sluice_sqlite__run(self, FALSE, read_step, &job, error))
     return FALSE;
   *out_found = job.found;
+  return TRUE;
+}
+
+/* ---- progress ------------------------------------------------------------- */
+
+typedef struct {
+  const gchar *id;
+  GBytes *progress;
+  gint64 ttl_ms;
+  gint64 now;
+} ProgressJob;
+
+static gboolean
+put_progress_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
+                  GError **error)
+{
+  static const gchar sql[] = "INSERT OR REPLACE INTO progress (id, progress, "
+                             "expires_at) VALUES (?1, ?2, ?3)";
+  ProgressJob *job = data;
+  sqlite3_stmt *stmt = sluice_sqlite__stmt(c, sql, error);
+
+  if (stmt == NULL)
+    return FALSE;
+  sluice_sqlite__bind_str(stmt, 1, job->id);
+  sluice_sqlite__bind_bytes(stmt, 2, job->progress);
+  sqlite3_bind_int64(stmt, 3, job->now + job->ttl_ms);
+  return sluice_sqlite__done(c, stmt, "storing a task's progress", error);
+}
+
+gboolean
+sluice_sqlite__put_progress(SluiceBroker *broker, const gchar *id,
+                            GBytes *progress, gint64 ttl_ms, GError **error)
+{
+  SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
+  ProgressJob job = {id, progress, ttl_ms, sluice_sqlite__now(self)};
+
+  return sluice_sqlite__run(self, TRUE, put_progress_step, &job, error);
+}
+
+static gboolean
+get_progress_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
+                  GError **error)
+{
+  static const gchar sql[] =
+      "SELECT progress FROM progress WHERE id = ?1 AND expires_at > ?2";
+  ProgressJob *job = data;
+  sqlite3_stmt *stmt = sluice_sqlite__stmt(c, sql, error);
+  gboolean row = FALSE;
+
+  if (stmt == NULL)
+    return FALSE;
+  sluice_sqlite__bind_str(stmt, 1, job->id);
+  sqlite3_bind_int64(stmt, 2, job->now);
+  if (!sluice_sqlite__row(c, stmt, &row, "reading a task's progress", error))
+    return FALSE;
+  if (row) {
+    job->progress = sluice_sqlite__col_bytes(stmt, 0);
+    sqlite3_reset(stmt);
+  }
+  return TRUE;
+}
+
+gboolean
+sluice_sqlite__get_progress(SluiceBroker *broker, const gchar *id,
+                            GBytes **out_progress, GError **error)
+{
+  SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
+  ProgressJob job = {id, NULL, 0, sluice_sqlite__now(self)};
+
+  if (!sluice_sqlite__run(self, FALSE, get_progress_step, &job, error))
+    return FALSE;
+  *out_progress = job.progress;
   return TRUE;
 }

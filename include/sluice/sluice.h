@@ -19,6 +19,7 @@
 #include <sluice/sluice-metrics.h>
 #include <sluice/sluice-module.h>
 #include <sluice/sluice-policy.h>
+#include <sluice/sluice-progress.h>
 #include <sluice/sluice-redis.h>
 #include <sluice/sluice-sqlite.h>
 #include <sluice/sluice-result.h>

@@ -21,7 +21,9 @@ static const SluiceConformanceFactory *factory;
 
 static struct {
   GMutex lock;
+  GCond cond;
   GPtrArray *callbacks; /* gchar*: the JSON arguments of each callback run */
+  gboolean progress_seen; /* the test saw the running task's progress */
 } seen;
 
 typedef struct {
@@ -109,6 +111,23 @@ task_odd_fails(SluiceTaskContext *ctx, gpointer data, GError **error)
   return task_echo(ctx, data, error);
 }
 
+/* Reports half its work, waits until the test has read that (30 s at
+ * most), then reports it all. */
+static gboolean
+task_progress(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+  sluice_task_context_progress(ctx, 0.5, "halfway");
+  g_mutex_lock(&seen.lock);
+  while (!seen.progress_seen)
+    if (!g_cond_wait_until(&seen.cond, &seen.lock, deadline))
+      break;
+  g_mutex_unlock(&seen.lock);
+  sluice_task_context_progress(ctx, 7.0, "done");
+  return TRUE;
+}
+
 /* A callback: records its arguments. */
 static gboolean
 task_collect(SluiceTaskContext *ctx, gpointer data, GError **error)
@@ -144,6 +163,7 @@ env_new(void)
 
   g_mutex_lock(&seen.lock);
   g_ptr_array_set_size(seen.callbacks, 0);
+  seen.progress_seen = FALSE;
   g_mutex_unlock(&seen.lock);
   e->clock = sluice_clock_new_fake(SLUICE_TEST_EPOCH_MS);
   e->broker = factory->create(e->clock, 100, factory->data, &error);
@@ -156,6 +176,7 @@ env_new(void)
   add_task(e, "wf.fatal", task_fatal);
   add_task(e, "wf.odd-fails", task_odd_fails);
   add_task(e, "wf.collect", task_collect);
+  add_task(e, "wf.progress", task_progress);
   sluice_worker_options_init(&o);
   o.retry.jitter = SLUICE_OFF;
   o.retry.initial_backoff_ms = 1;
@@ -751,6 +772,87 @@ START_TEST(cancelling_a_workflow_cancels_what_has_not_run)
 }
 END_TEST
 
+/* ---- Progress ------------------------------------------------------------ */
+
+static gpointer
+run_thread(gpointer data)
+{
+  Env *e = data;
+  g_autoptr(GError) error = NULL;
+
+  if (!sluice_test_harness_run_until_idle(e->h, &error))
+    return g_strdup(error->message);
+  return NULL;
+}
+
+static gboolean
+can_progress(Env *e)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceProgress) p =
+      sluice_client_get_progress(e->client, "nothing-here", &error);
+
+  return !g_error_matches(error, SLUICE_BROKER_ERROR,
+                          SLUICE_BROKER_ERROR_UNSUPPORTED);
+}
+
+START_TEST(progress_is_visible_while_the_task_runs)
+{
+  Env *e = env_new();
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *id = NULL;
+  g_autoptr(SluiceProgress) none = NULL;
+  GThread *runner;
+  gchar *failure;
+  gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+
+  if (!can_progress(e)) {
+    env_free(e);
+    return;
+  }
+  id = sluice_client_enqueue(e->client, "wf.progress", NULL, NULL, &error);
+  ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
+  none = sluice_client_get_progress(e->client, id, &error);
+  ck_assert(none == NULL);
+  ck_assert(g_error_matches(error, SLUICE_CLIENT_ERROR,
+                            SLUICE_CLIENT_ERROR_NOT_FOUND));
+  g_clear_error(&error);
+
+  runner = g_thread_new("run", run_thread, e);
+  for (;;) {
+    g_autoptr(SluiceProgress) p =
+        sluice_client_get_progress(e->client, id, NULL);
+    if (p != NULL) {
+      ck_assert(p->fraction == 0.5);
+      ck_assert_str_eq(p->message, "halfway");
+      ck_assert_int_eq(p->updated_at, SLUICE_TEST_EPOCH_MS);
+      /* Still running: it waits for us. */
+      ck_assert_int_eq(sluice_test_harness_get_state(e->h, id),
+                       SLUICE_STATE_RUNNING);
+      break;
+    }
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "no progress within 60 s");
+    g_usleep(5000);
+  }
+  g_mutex_lock(&seen.lock);
+  seen.progress_seen = TRUE;
+  g_cond_broadcast(&seen.cond);
+  g_mutex_unlock(&seen.lock);
+  failure = g_thread_join(runner);
+  ck_assert_msg(failure == NULL, "%s", failure);
+  {
+    g_autoptr(SluiceProgress) p =
+        sluice_client_get_progress(e->client, id, &error);
+    ck_assert_msg(p != NULL, "%s", error != NULL ? error->message : "");
+    /* Clamped to 1; a report of 1 is never dropped by the throttle. */
+    ck_assert(p->fraction == 1.0);
+    ck_assert_str_eq(p->message, "done");
+  }
+  env_free(e);
+}
+END_TEST
+
 /* ---- Bad input ----------------------------------------------------------- */
 
 static void
@@ -832,6 +934,7 @@ sluice_conformance_add_workflow(Suite *s, const SluiceConformanceFactory *f)
 
   factory = f;
   g_mutex_init(&seen.lock);
+  g_cond_init(&seen.cond);
   seen.callbacks = g_ptr_array_new_with_free_func(g_free);
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, join_counts_each_member_once_and_releases_once);
@@ -847,5 +950,6 @@ sluice_conformance_add_workflow(Suite *s, const SluiceConformanceFactory *f)
   tcase_add_test(tc, nested_group_of_chains_and_chain_of_groups);
   tcase_add_test(tc, cancelling_a_workflow_cancels_what_has_not_run);
   tcase_add_test(tc, bad_workflows_are_refused_and_nothing_is_enqueued);
+  tcase_add_test(tc, progress_is_visible_while_the_task_runs);
   suite_add_tcase(s, tc);
 }

@@ -571,6 +571,25 @@ struct _SluiceBrokerClass {
                         gboolean with_outcomes, SluiceJoinState *out,
                         gboolean *out_found, GError **error);
 
+  /**
+   * put_progress: Optional (with get_progress). If NULL, progress reports
+   * are dropped (sluice_client_get_progress() fails with UNSUPPORTED).
+   * Stores @progress (opaque bytes, the core's) as task @id's progress
+   * for @ttl_ms, replacing what was there. Not atomic with anything else;
+   * safe to repeat. Called from a task's thread, at most a few times a
+   * second per task (the core throttles).
+   */
+  gboolean (*put_progress)(SluiceBroker *self, const gchar *id,
+                           GBytes *progress, gint64 ttl_ms, GError **error);
+
+  /**
+   * get_progress: Optional (required with put_progress).
+   * Sets @out_progress (transfer full) to task @id's progress, or NULL
+   * when there is none or it lapsed. Changes nothing.
+   */
+  gboolean (*get_progress)(SluiceBroker *self, const gchar *id,
+                           GBytes **out_progress, GError **error);
+
   /* Slots above are valid for version 4 */
 };
 
@@ -821,6 +840,15 @@ gboolean sluice_broker_reschedule(SluiceBroker *broker, const gchar *id,
                                   gint64 due_at, gboolean *out_found,
                                   GError **error);
 
+/* Without the slot: TRUE, nothing stored. */
+SLUICE_BROKER_API
+gboolean sluice_broker_put_progress(SluiceBroker *broker, const gchar *id,
+                                    GBytes *progress, gint64 ttl_ms,
+                                    GError **error);
+/* UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_get_progress(SluiceBroker *broker, const gchar *id,
+                                    GBytes **out_progress, GError **error);
 /* The join slots (version 4): UNSUPPORTED when the slot is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_join_open(SluiceBroker *broker,
