@@ -73,6 +73,27 @@ sluice_task_location_clear(SluiceTaskLocation *location)
   location->due_at = 0;
 }
 
+SluiceEventEntry *
+sluice_event_entry_new(const gchar *cursor, GBytes *event)
+{
+  SluiceEventEntry *e = g_new0(SluiceEventEntry, 1);
+
+  g_return_val_if_fail(cursor != NULL && event != NULL, e);
+  e->cursor = g_strdup(cursor);
+  e->event = g_bytes_ref(event);
+  return e;
+}
+
+void
+sluice_event_entry_free(SluiceEventEntry *entry)
+{
+  if (entry == NULL)
+    return;
+  g_free(entry->cursor);
+  g_clear_pointer(&entry->event, g_bytes_unref);
+  g_free(entry);
+}
+
 void
 sluice_join_state_clear(SluiceJoinState *state)
 {

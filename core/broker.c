@@ -141,6 +141,14 @@ validate_class(const SluiceBrokerClass *klass, GError **error)
                 name);
     return FALSE;
   }
+  if (klass->version >= 4 &&
+      (klass->append_events == NULL) != (klass->read_events == NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” must provide append_events and read_events "
+                "together, or neither",
+                name);
+    return FALSE;
+  }
   if ((klass->claim_periodic == NULL) != (klass->last_periodic == NULL)) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
                 "broker “%s” must provide claim_periodic and last_periodic "
@@ -1008,4 +1016,46 @@ sluice_broker_get_progress(SluiceBroker *broker, const gchar *id,
   else
     g_clear_pointer(&progress, g_bytes_unref);
   return finish(broker, "get_progress", ok, local, error);
+}
+
+/* ---- Events (version 4) -------------------------------------------------- */
+
+gboolean
+sluice_broker_append_events(SluiceBroker *broker, GBytes *const *events,
+                            guint n, guint max_len, gint64 max_age_ms,
+                            gint64 now_ms, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(events != NULL || n == 0, FALSE);
+  if (n == 0 || broker->klass->append_events == NULL)
+    return TRUE;
+  ok = broker->klass->append_events(broker, events, n, MAX(max_len, 1),
+                                    MAX(max_age_ms, 1), now_ms, &local);
+  return finish(broker, "append_events", ok, local, error);
+}
+
+gboolean
+sluice_broker_read_events(SluiceBroker *broker, const gchar *cursor,
+                          guint limit, gint64 block_ms, GPtrArray *out,
+                          gchar **out_cursor, GError **error)
+{
+  GError *local = NULL;
+  gchar *next = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL && out != NULL, FALSE);
+  g_return_val_if_fail(out_cursor != NULL, FALSE);
+  *out_cursor = NULL;
+  if (broker->klass->read_events == NULL)
+    return unsupported(broker, "keep events", error);
+  ok = broker->klass->read_events(broker, cursor, MAX(limit, 1),
+                                  MAX(block_ms, 0), out, &next, &local);
+  if (ok)
+    *out_cursor = next != NULL ? next : g_strdup(cursor);
+  else
+    g_free(next);
+  return finish(broker, "read_events", ok, local, error);
 }

@@ -369,6 +369,9 @@ sluice_client_enqueue_full(SluiceClient *client, const gchar *task,
                               sluice_clock_now_ms(client->clock), &p, error))
     return NULL;
   sluice_client__fill_submit(client, &p, &submit);
+  if (client->options.events)
+    sluice_events__enqueued(client->broker, &p.env, 1,
+                            sluice_clock_now_ms(client->clock));
   if (!sluice_broker_enqueue(client->broker, &submit, 1, error)) {
     sluice_client__prepared_clear(&p);
     return NULL;
@@ -413,6 +416,12 @@ sluice_client_enqueue_batch(SluiceClient *client,
       goto out;
     }
     sluice_client__fill_submit(client, &prepared[n_ok], &submits[n_ok]);
+  }
+  if (client->options.events) {
+    g_autofree SluiceEnvelope **envs = g_new0(SluiceEnvelope *, n_requests + 1);
+    for (guint i = 0; i < n_requests; i++)
+      envs[i] = prepared[i].env;
+    sluice_events__enqueued(client->broker, envs, n_requests, now);
   }
   if (!sluice_broker_enqueue(client->broker, submits, n_requests, error))
     goto out;

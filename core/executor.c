@@ -119,6 +119,7 @@ execute(Job *job, guint slot)
    * it the final record, can then only come after it. */
   if (worker->options.track_state && job->store_result)
     sluice_outcome__running(job, now);
+  sluice_outcome__event(job, SLUICE_EVENT_STARTED, NULL, 0);
   if (job->timeout_ms > 0) {
     g_mutex_lock(&worker->lock);
     job->deadline = now + job->timeout_ms;

@@ -83,9 +83,46 @@ join_outcome(Pending *p, SluiceTaskState state, GBytes *value,
   sluice_wf__clear(&ref);
 }
 
+/* The event of a settlement, by what it counts as; none for the kinds
+ * that are not a task's news (a deferral, a release). */
+static gboolean
+event_kind(SettleKind kind, SluiceEventKind *out)
+{
+  switch (kind) {
+  case KIND_SUCCEEDED:
+    *out = SLUICE_EVENT_SUCCEEDED;
+    return TRUE;
+  case KIND_FAILED:
+    *out = SLUICE_EVENT_FAILED;
+    return TRUE;
+  case KIND_RETRIED:
+    *out = SLUICE_EVENT_RETRIED;
+    return TRUE;
+  case KIND_DEAD_LETTERED:
+    *out = SLUICE_EVENT_DEAD_LETTERED;
+    return TRUE;
+  case KIND_CANCELLED:
+    *out = SLUICE_EVENT_CANCELLED;
+    return TRUE;
+  case KIND_DEFERRED:
+  case KIND_RELEASED:
+  case KIND_RUNNING:
+  case KIND_EVENT:
+  default:
+    return FALSE;
+  }
+}
+
 static void
 push_pending(SluiceWorker *worker, Pending *pending)
 {
+  SluiceEventKind kind;
+
+  if (worker->options.events && pending->event == NULL &&
+      pending->job->env != NULL && event_kind(pending->kind, &kind))
+    pending->event = sluice_events__encode(
+        kind, pending->job->env, sluice_clock_now_ms(worker->clock),
+        pending->event_detail, 0, worker->id);
   g_async_queue_push(worker->settle_queue, pending);
 }
 
@@ -108,6 +145,8 @@ sluice_pending__free(Pending *p)
   g_clear_pointer(&p->dead_letter, sluice_dead_letter_free);
   g_free(p->wf_join);
   g_clear_pointer(&p->wf_outcome, g_bytes_unref);
+  g_clear_pointer(&p->event, g_bytes_unref);
+  g_free(p->event_detail);
   sluice_job__unref(p->job);
   g_free(p);
 }
@@ -126,6 +165,22 @@ sluice_outcome__succeeded(Job *job, GBytes *result)
   }
   join_outcome(p, SLUICE_STATE_SUCCEEDED, result, NULL);
   push_pending(job->worker, p);
+}
+
+void
+sluice_outcome__event(Job *job, SluiceEventKind kind, const gchar *detail,
+                      gdouble progress)
+{
+  SluiceWorker *worker = job->worker;
+  Pending *p;
+
+  if (!worker->options.events || job->env == NULL)
+    return;
+  p = pending_new(job, KIND_EVENT, SLUICE_SETTLE_ACK);
+  p->event =
+      sluice_events__encode(kind, job->env, sluice_clock_now_ms(worker->clock),
+                            detail, progress, worker->id);
+  push_pending(worker, p);
 }
 
 /* The `running` record goes through the settler, in batches, rather than
@@ -177,6 +232,8 @@ bury(Job *job, const gchar *reason, const gchar *detail,
                        detail != NULL ? detail : "");
   join_outcome(p, SLUICE_STATE_DEAD_LETTERED, NULL,
                detail != NULL ? detail : reason);
+  p->event_detail = g_strdup_printf("%s: %s", reason,
+                                    detail != NULL ? detail : "");
   push_pending(worker, p);
 }
 
@@ -202,6 +259,7 @@ sluice_outcome__cancelled(Job *job, const gchar *why)
   sluice_log__envelope(G_LOG_LEVEL_INFO, job->env, job->delivery->queue,
                        "cancelled: %s", why);
   join_outcome(p, SLUICE_STATE_CANCELLED, NULL, why);
+  p->event_detail = g_strdup(why);
   push_pending(job->worker, p);
 }
 
@@ -225,10 +283,11 @@ sluice_outcome__release(Job *job)
   push_pending(job->worker, p);
 }
 
-/* Puts a new version of the job's envelope on the schedule. */
+/* Puts a new version of the job's envelope on the schedule (@why: what
+ * its event says). */
 static gboolean
 settle_reschedule(Job *job, SluiceEnvelope *next, gint64 due_at,
-                  SettleKind kind, GBytes *record)
+                  SettleKind kind, GBytes *record, const gchar *why)
 {
   g_autoptr(GError) error = NULL;
   Pending *p;
@@ -247,6 +306,7 @@ settle_reschedule(Job *job, SluiceEnvelope *next, gint64 due_at,
   p->reschedule_at = due_at;
   p->record = record;
   p->record_final = FALSE;
+  p->event_detail = g_strdup(why);
   push_pending(job->worker, p);
   return TRUE;
 }
@@ -292,7 +352,7 @@ sluice_outcome__failed(Job *job, const gchar *message,
         G_LOG_LEVEL_INFO, env, env->queue,
         "attempt %u of %u failed: %s; retrying in %" G_GINT64_FORMAT " ms",
         env->attempt, job->policy.max_attempts, message, delay);
-    settle_reschedule(job, next, now + delay, KIND_RETRIED, record);
+    settle_reschedule(job, next, now + delay, KIND_RETRIED, record, message);
     return;
   }
 
@@ -318,6 +378,7 @@ sluice_outcome__failed(Job *job, const gchar *message,
     sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
                          "failed for good (%s): %s", reason, message);
     join_outcome(p, SLUICE_STATE_FAILED, NULL, message);
+    p->event_detail = g_strdup(message);
     push_pending(worker, p);
   }
 }
@@ -375,5 +436,5 @@ sluice_outcome__defer_unknown(Job *job, gint64 now)
         "been unknown for %" G_GINT64_FORMAT " ms; said once a minute",
         env->task, worker->options.unknown_task_defer_ms,
         worker->options.unknown_task_timeout_ms);
-  settle_reschedule(job, next, next->eta, KIND_DEFERRED, record);
+  settle_reschedule(job, next, next->eta, KIND_DEFERRED, record, NULL);
 }

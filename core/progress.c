@@ -78,6 +78,7 @@ sluice_job__progress(gpointer data, gdouble fraction, const gchar *message)
   g_mutex_unlock(&worker->lock);
   if (!due)
     return;
+  sluice_outcome__event(job, SLUICE_EVENT_PROGRESS, message, fraction);
   bytes = encode(fraction, message, sluice_clock_now_ms(worker->clock));
   if (!sluice_broker_put_progress(worker->broker, job->env->id, bytes,
                                   job->result_ttl_ms, &error) &&

@@ -31,6 +31,8 @@ outcome_name(SettleKind kind)
     return "deferred (unknown task)";
   case KIND_RELEASED:
     return "released";
+  case KIND_EVENT:
+    return "event";
   case KIND_RUNNING:
   default:
     return "running";
@@ -72,6 +74,7 @@ count_settled(SluiceWorker *worker, SettleKind kind)
     worker->stats.released++;
     break;
   case KIND_RUNNING:
+  case KIND_EVENT:
     break;
   }
 }
@@ -186,12 +189,13 @@ sluice_worker__settler_main(gpointer data)
   g_autofree SluiceSettlement *items = g_new0(SluiceSettlement, max);
   g_autofree SluiceRecordWrite *records = g_new0(SluiceRecordWrite, max);
   g_autofree SluiceJoinArrival *arrivals = g_new0(SluiceJoinArrival, max);
+  g_autofree GBytes **events = g_new0(GBytes *, max);
   g_autofree guint *settled = g_new0(guint, max); /* batch index of items[i] */
   g_autofree gint64 *started_at = g_new0(gint64, max); /* of items[i] */
   gboolean stop = FALSE;
 
   while (!stop) {
-    guint n = 0, n_items = 0, n_records = 0, n_arrivals = 0;
+    guint n = 0, n_items = 0, n_records = 0, n_arrivals = 0, n_events = 0;
     gpointer item = g_async_queue_pop(worker->settle_queue);
     gboolean retries = FALSE;
     gint64 give_up_at_us;
@@ -215,6 +219,10 @@ sluice_worker__settler_main(gpointer data)
       Pending *p = batch[i];
       SluiceSettlement *s;
 
+      if (p->event != NULL)
+        events[n_events++] = p->event;
+      if (p->kind == KIND_EVENT)
+        continue;
       if (p->kind == KIND_RUNNING) {
         records[n_records].id = job_id(p->job);
         records[n_records].record = p->record;
@@ -254,6 +262,20 @@ sluice_worker__settler_main(gpointer data)
     g_mutex_unlock(&worker->lock);
     if (send_batch(worker, arrivals, n_arrivals, records, n_records, items,
                    n_items, give_up_at_us)) {
+      g_autoptr(GError) event_error = NULL;
+
+      /* Events say what happened: after it, once, best effort. */
+      if (n_events > 0 &&
+          !sluice_broker_append_events(worker->broker, events, n_events,
+                                       SLUICE_EVENTS_MAX_LEN,
+                                       SLUICE_EVENTS_MAX_AGE_MS,
+                                       sluice_clock_now_ms(worker->clock),
+                                       &event_error) &&
+          sluice_worker__first_in_a_while(worker, "events"))
+        sluice_log__message(G_LOG_LEVEL_WARNING,
+                            "could not write %u events (said once a "
+                            "minute): %s",
+                            n_events, event_error->message);
       for (guint i = 0; i < n_items; i++) {
         Job *job = batch[settled[i]]->job;
         if (items[i].status == SLUICE_SETTLE_STALE)

@@ -207,6 +207,18 @@ GBytes *sluice_wf__meta_encode(const SluiceWfMeta *meta);
 gboolean sluice_wf__meta_decode(GBytes *bytes, SluiceWfMeta *out);
 void sluice_wf__meta_clear(SluiceWfMeta *meta);
 
+/* ---- Events (events.c) ---------------------------------------------------
+ *
+ * An event's bytes (msgpack map): "k" kind name, "id", "task", "queue",
+ * "attempt", "at", and when set "detail", "progress", "worker". */
+GBytes *sluice_events__encode(SluiceEventKind kind, const SluiceEnvelope *env,
+                              gint64 at, const gchar *detail,
+                              gdouble progress, const gchar *worker);
+/* The "enqueued" events of @n envelopes, appended (a failure is logged:
+ * events never fail an enqueue). */
+void sluice_events__enqueued(SluiceBroker *broker, SluiceEnvelope *const *envs,
+                             guint n, gint64 now);
+
 /* ---- Periodic schedules (periodic.c), driven by the worker --------------- */
 
 typedef struct _SluicePeriodic SluicePeriodic;

@@ -79,6 +79,7 @@ typedef enum {
   KIND_DEFERRED,
   KIND_RELEASED,
   KIND_RUNNING, /* not a settlement: the `running` record, sent in batch */
+  KIND_EVENT,   /* not a settlement: an event (started, progress) */
 } SettleKind;
 
 typedef struct _Job Job;
@@ -275,11 +276,18 @@ typedef struct {
   guint wf_member;
   SluiceJoinStep wf_step;
   GBytes *wf_outcome;
+  /* With the events option: the event this pending writes (after its
+   * settlement), and what it says. */
+  GBytes *event;
+  gchar *event_detail;
 } Pending;
 
 /* sluice_task_context_progress() of a job running in this process
  * (progress.c): throttled, written to the broker from the task's thread. */
 void sluice_job__progress(gpointer job, gdouble fraction, const gchar *message);
+/* With the events option: queues event @kind of @job for the settler. */
+void sluice_outcome__event(Job *job, SluiceEventKind kind,
+                           const gchar *detail, gdouble progress);
 
 /* Pushed onto the settle queue to stop the settler; never dereferenced.
  * Defined once (settler.c), so every file compares the same address. */

@@ -515,6 +515,13 @@ sluice_client_enqueue_workflow(SluiceClient *client, SluiceWorkflow *workflow,
     specs[i].ttl_ms = SLUICE_WORKFLOW_TTL_MS;
   }
   start = submits_of(client, b.start);
+  if (sluice_client__options(client)->events && b.start->len > 0) {
+    g_autofree SluiceEnvelope **envs = g_new0(SluiceEnvelope *, b.start->len);
+    for (guint i = 0; i < b.start->len; i++)
+      envs[i] = g_array_index(b.start, SluicePrepared, i).env;
+    sluice_events__enqueued(sluice_client_get_broker(client), envs,
+                            b.start->len, b.now);
+  }
   ok = sluice_broker_join_open(sluice_client_get_broker(client), specs,
                                b.joins->len, start, b.start->len, NULL, error);
   g_free(start);

@@ -1433,6 +1433,7 @@ START_TEST(test_prelude_names_every_key)
       {"K_WINFO", SLUICE_REDIS_K_WINFO},
       {"K_JOIN", SLUICE_REDIS_K_JOIN},
       {"K_PROGRESS", SLUICE_REDIS_K_PROGRESS},
+      {"K_EVENTS", SLUICE_REDIS_K_EVENTS},
   };
   g_auto(GStrv) lines = g_strsplit(sluice_redis_lua__prelude, "\n", -1);
   guint locals = 0;

@@ -763,6 +763,8 @@ static const SluiceBrokerClass memory_broker_class = {
     .join_read = sluice_memory__join_read,
     .put_progress = sluice_memory__put_progress,
     .get_progress = sluice_memory__get_progress,
+    .append_events = sluice_memory__append_events,
+    .read_events = sluice_memory__read_events,
 };
 
 SluiceBroker *

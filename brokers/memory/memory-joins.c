@@ -49,9 +49,25 @@ progress_free(gpointer data)
   g_free(r);
 }
 
+typedef struct {
+  guint64 seq;
+  gint64 at;
+  GBytes *bytes;
+} Event;
+
+static void
+event_free(gpointer data)
+{
+  Event *e = data;
+  g_bytes_unref(e->bytes);
+  g_free(e);
+}
+
 void
 sluice_memory__joins_init(SluiceMemoryBroker *self)
 {
+  self->events = g_queue_new();
+  g_cond_init(&self->events_appended);
   self->joins = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, join_free);
   self->progress =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, progress_free);
@@ -62,6 +78,75 @@ sluice_memory__joins_clear(SluiceMemoryBroker *self)
 {
   g_clear_pointer(&self->joins, g_hash_table_unref);
   g_clear_pointer(&self->progress, g_hash_table_unref);
+  if (self->events != NULL) {
+    g_queue_free_full(self->events, event_free);
+    self->events = NULL;
+    g_cond_clear(&self->events_appended);
+  }
+}
+
+/* ---- Events -------------------------------------------------------------- */
+
+gboolean
+sluice_memory__append_events(SluiceBroker *broker, GBytes *const *events,
+                             guint n, guint max_len, gint64 max_age_ms,
+                             gint64 now_ms, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+
+  g_mutex_lock(&self->lock);
+  for (guint i = 0; i < n; i++) {
+    Event *e = g_new0(Event, 1);
+    e->seq = ++self->event_seq;
+    e->at = now_ms;
+    e->bytes = g_bytes_ref(events[i]);
+    g_queue_push_tail(self->events, e);
+  }
+  while (self->events->length > max_len ||
+         (!g_queue_is_empty(self->events) &&
+          ((Event *)g_queue_peek_head(self->events))->at <=
+              now_ms - max_age_ms))
+    event_free(g_queue_pop_head(self->events));
+  g_cond_broadcast(&self->events_appended);
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+gboolean
+sluice_memory__read_events(SluiceBroker *broker, const gchar *cursor,
+                           guint limit, gint64 block_ms, GPtrArray *out,
+                           gchar **out_cursor, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  gint64 deadline = g_get_monotonic_time() + block_ms * 1000;
+  guint64 after = cursor != NULL ? g_ascii_strtoull(cursor, NULL, 10) : 0;
+  guint64 last = after;
+
+  g_mutex_lock(&self->lock);
+  for (;;) {
+    /* Sequence numbers have no gaps, so the first one wanted is found
+     * by its distance from the head. */
+    Event *head = g_queue_peek_head(self->events);
+    guint skip = head != NULL && after >= head->seq
+                     ? (guint)MIN(after - head->seq + 1, G_MAXUINT)
+                     : 0;
+    GList *l = g_queue_peek_nth_link(self->events, skip);
+
+    for (; l != NULL && out->len < limit; l = l->next) {
+      Event *e = l->data;
+      g_autofree gchar *c = g_strdup_printf("%" G_GUINT64_FORMAT, e->seq);
+      g_ptr_array_add(out, sluice_event_entry_new(c, e->bytes));
+      last = e->seq;
+    }
+    if (last != after || block_ms <= 0 ||
+        !g_cond_wait_until(&self->events_appended, &self->lock, deadline))
+      break;
+  }
+  g_mutex_unlock(&self->lock);
+  *out_cursor = last != after || cursor == NULL
+                    ? g_strdup_printf("%" G_GUINT64_FORMAT, last)
+                    : g_strdup(cursor);
+  return TRUE;
 }
 
 /* ---- Progress ------------------------------------------------------------ */

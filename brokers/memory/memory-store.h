@@ -18,6 +18,9 @@
  *   paused       the names of the paused queues
  *   joins        id -> a workflow join (memory-joins.c): total, outcomes
  *                by member, release messages, status, expiry
+ *   progress     id -> a task's last progress report, until it lapses
+ *   events       the event stream: (seq, at, bytes), oldest first; the
+ *                cursor is seq in decimal
  *
  * Expired entries are dropped when met and swept every few thousand
  * writes, so memory stays bounded by what is alive.
@@ -93,6 +96,9 @@ typedef struct {
   GHashTable *joins;    /* gchar* -> a join (memory-joins.c) */
   GHashTable *progress; /* gchar* -> SluiceMemoryRecord* (memory-joins.c) */
   guint progress_sweep_at;
+  GQueue *events;         /* (seq, at, bytes), oldest first (memory-joins.c) */
+  guint64 event_seq;      /* the last event's */
+  GCond events_appended;
 } SluiceMemoryBroker;
 
 /* The instance behind a slot's SluiceBroker. */
@@ -159,6 +165,14 @@ gboolean sluice_memory__put_progress(SluiceBroker *broker, const gchar *id,
                                     GError **error);
 gboolean sluice_memory__get_progress(SluiceBroker *broker, const gchar *id,
                                     GBytes **out_progress, GError **error);
+gboolean sluice_memory__append_events(SluiceBroker *broker,
+                                     GBytes *const *events, guint n,
+                                     guint max_len, gint64 max_age_ms,
+                                     gint64 now_ms, GError **error);
+gboolean sluice_memory__read_events(SluiceBroker *broker, const gchar *cursor,
+                                   guint limit, gint64 block_ms,
+                                   GPtrArray *out, gchar **out_cursor,
+                                   GError **error);
 gboolean sluice_memory__join_read(SluiceBroker *broker, const gchar *join_id,
                                   gboolean with_outcomes, SluiceJoinState *out,
                                   gboolean *out_found, GError **error);

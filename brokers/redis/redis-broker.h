@@ -301,6 +301,13 @@ gboolean sluice_redis__put_progress(SluiceBroker *broker, const gchar *id,
                                    GError **error);
 gboolean sluice_redis__get_progress(SluiceBroker *broker, const gchar *id,
                                    GBytes **out_progress, GError **error);
+gboolean sluice_redis__append_events(SluiceBroker *broker,
+                                    GBytes *const *events, guint n,
+                                    guint max_len, gint64 max_age_ms,
+                                    gint64 now_ms, GError **error);
+gboolean sluice_redis__read_events(SluiceBroker *broker, const gchar *cursor,
+                                  guint limit, gint64 block_ms, GPtrArray *out,
+                                  gchar **out_cursor, GError **error);
 gboolean sluice_redis__join_read(SluiceBroker *broker, const gchar *join_id,
                                  gboolean with_outcomes, SluiceJoinState *out,
                                  gboolean *out_found, GError **error);

@@ -1,4 +1,6 @@
-/* redis-joins.c - the version-4 slots of the Redis brokers: progress (a
+/* redis-joins.c - the version-4 slots of the Redis brokers: events (a
+ * stream, appended by a script that trims it, read with XREAD, which
+ * blocks), progress (a
  * string per task, PX, plain SET and GET: no script needed, the key is in
  * the namespace's hash tag), and joins, one Lua
  * script each (lua/join_open.lua, join_arrive.lua, join_read.lua), on one
@@ -220,6 +222,96 @@ sluice_redis__get_progress(SluiceBroker *broker, const gchar *id,
   else if (reply->type != REDIS_REPLY_NIL) {
     freeReplyObject(reply);
     return sluice_redis_broker__unexpected(self, "get_progress", error);
+  }
+  freeReplyObject(reply);
+  return TRUE;
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+gboolean
+sluice_redis__append_events(SluiceBroker *broker, GBytes *const *events,
+                            guint n, guint max_len, gint64 max_age_ms,
+                            gint64 now_ms G_GNUC_UNUSED, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2 + n, n * 64);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_int(&a, max_len);
+  /* The age is Redis's to measure: its clock stamped the entries. */
+  sluice_redis_argv__add_int(&a, max_age_ms);
+  for (guint i = 0; i < n; i++)
+    sluice_redis_argv__add_bytes(&a, events[i]);
+  sluice_redis_argv__finish(&a);
+  /* Not repeated on a lost connection: a repeat would append twice. */
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_EVENTS_APPEND,
+                                 FALSE, &a, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (ok)
+    freeReplyObject(reply);
+  return ok;
+}
+
+gboolean
+sluice_redis__read_events(SluiceBroker *broker, const gchar *cursor,
+                          guint limit, gint64 block_ms, GPtrArray *out,
+                          gchar **out_cursor, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  const gchar *last = cursor != NULL ? cursor : "0-0";
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, 8, 64);
+  sluice_redis_argv__add_str(&a, "XREAD");
+  if (block_ms > 0) {
+    sluice_redis_argv__add_str(&a, "BLOCK");
+    sluice_redis_argv__add_int(&a, block_ms);
+  }
+  sluice_redis_argv__add_str(&a, "COUNT");
+  sluice_redis_argv__add_int(&a, limit);
+  sluice_redis_argv__add_str(&a, "STREAMS");
+  sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_EVENTS, NULL);
+  sluice_redis_argv__add_str(&a, last);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "read_events", TRUE, &a, block_ms,
+                                    &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  /* nil (nothing new) or [[key, [[id, [field, value, ...]], ...]]] */
+  if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
+      reply->element[0]->type == REDIS_REPLY_ARRAY &&
+      reply->element[0]->elements == 2 &&
+      reply->element[0]->element[1]->type == REDIS_REPLY_ARRAY) {
+    redisReply *entries = reply->element[0]->element[1];
+    for (gsize i = 0; i < entries->elements; i++) {
+      redisReply *e = entries->element[i];
+      if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+          e->element[0]->type != REDIS_REPLY_STRING ||
+          e->element[1]->type != REDIS_REPLY_ARRAY ||
+          e->element[1]->elements != 2 ||
+          e->element[1]->element[1]->type != REDIS_REPLY_STRING)
+        continue;
+      {
+        g_autoptr(GBytes) event =
+            sluice_redis_reply__steal_bytes(e->element[1]->element[1], 0);
+        g_ptr_array_add(out, sluice_event_entry_new(e->element[0]->str, event));
+        last = e->element[0]->str;
+      }
+    }
+    *out_cursor = g_strdup(last);
+  } else if (reply->type == REDIS_REPLY_NIL ||
+             (reply->type == REDIS_REPLY_ARRAY && reply->elements == 0)) {
+    *out_cursor = g_strdup(last);
+  } else {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "read_events", error);
   }
   freeReplyObject(reply);
   return TRUE;

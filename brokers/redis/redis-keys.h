@@ -44,6 +44,8 @@
  *                         always PX
  *   P progress:<id>       string: a task's last progress report (opaque
  *                         bytes of the core); always PX
+ *   P events              stream: the namespace's events (field e), capped
+ *                         by length (MAXLEN) and age (MINID), exactly
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
@@ -86,6 +88,7 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_WINFO "winfo:"
 #define SLUICE_REDIS_K_JOIN "join:"
 #define SLUICE_REDIS_K_PROGRESS "progress:"
+#define SLUICE_REDIS_K_EVENTS "events"
 #define SLUICE_REDIS_K_PAUSED "paused"
 
 /* The first byte of a stored record. */

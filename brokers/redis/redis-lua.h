@@ -44,6 +44,7 @@ extern const gchar sluice_redis_lua__reschedule[];
 extern const gchar sluice_redis_lua__join_open[];
 extern const gchar sluice_redis_lua__join_arrive[];
 extern const gchar sluice_redis_lua__join_read[];
+extern const gchar sluice_redis_lua__events_append[];
 
 /* The scripts only the reliable transport runs. */
 extern const gchar sluice_redis_lua__reliable_ensure_groups[];

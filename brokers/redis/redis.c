@@ -99,6 +99,8 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->join_read = sluice_redis__join_read;
   klass->put_progress = sluice_redis__put_progress;
   klass->get_progress = sluice_redis__get_progress;
+  klass->append_events = sluice_redis__append_events;
+  klass->read_events = sluice_redis__read_events;
   klass->close = redis_close;
   klass->finalize = redis_finalize;
 }

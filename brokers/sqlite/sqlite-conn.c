@@ -23,6 +23,7 @@
  *   counters     name -> n: stale_settles, revocation_seq
  *   meta         key -> value: the schema version
  *   progress     id -> a task's progress report, expires_at
+ *   events       the event stream: seq (the cursor) -> at, event
  *   joins, join_members, join_release: workflow joins (sqlite-joins.c);
  *                added to schema version 1 by CREATE IF NOT EXISTS, so
  *                older files gain them on open
@@ -92,7 +93,10 @@ static const gchar schema_sql[] =
     "  PRIMARY KEY (join_id, seq)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS progress (id TEXT PRIMARY KEY,"
     "  progress BLOB NOT NULL, expires_at INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS progress_expiry ON progress (expires_at);";
+    "CREATE INDEX IF NOT EXISTS progress_expiry ON progress (expires_at);"
+    "CREATE TABLE IF NOT EXISTS events ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL,"
+    "  event BLOB NOT NULL);";
 
 /* ---- Time ------------------------------------------------------------------ */
 

@@ -1,5 +1,5 @@
-/* sqlite-joins.c - the version-4 slots of the SQLite broker: joins and
- * progress. Each join slot
+/* sqlite-joins.c - the version-4 slots of the SQLite broker: joins,
+ * progress and events. Each join slot
  * is one transaction: opening writes every join and every first task in
  * one commit; an arrival reads the member's row and the join's count and
  * writes the outcome, the count and (if it completes the join) the
@@ -399,5 +399,122 @@ sluice_sqlite__get_progress(SluiceBroker *broker, const gchar *id,
   if (!sluice_sqlite__run(self, FALSE, get_progress_step, &job, error))
     return FALSE;
   *out_progress = job.progress;
+  return TRUE;
+}
+
+/* ---- events --------------------------------------------------------------- */
+
+typedef struct {
+  GBytes *const *events;
+  guint n;
+  guint max_len;
+  gint64 max_age_ms;
+  gint64 now;
+  gint64 after;
+  guint limit;
+  GPtrArray *out;
+  gint64 last;
+} EventsJob;
+
+static gboolean
+append_events_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
+                   GError **error)
+{
+  static const gchar insert_sql[] =
+      "INSERT INTO events (at, event) VALUES (?1, ?2)";
+  /* By length (seq has no gaps within a file's life: AUTOINCREMENT), then
+   * by age (at grows with seq, as the appenders' clocks do). */
+  static const gchar trim_sql[] =
+      "DELETE FROM events WHERE seq <= (SELECT MAX(seq) FROM events) - ?1 "
+      "OR at <= ?2";
+  EventsJob *job = data;
+  sqlite3_stmt *stmt;
+
+  for (guint i = 0; i < job->n; i++) {
+    stmt = sluice_sqlite__stmt(c, insert_sql, error);
+    if (stmt == NULL)
+      return FALSE;
+    sqlite3_bind_int64(stmt, 1, job->now);
+    sluice_sqlite__bind_bytes(stmt, 2, job->events[i]);
+    if (!sluice_sqlite__done(c, stmt, "appending an event", error))
+      return FALSE;
+  }
+  stmt = sluice_sqlite__stmt(c, trim_sql, error);
+  if (stmt == NULL)
+    return FALSE;
+  sqlite3_bind_int64(stmt, 1, job->max_len);
+  sqlite3_bind_int64(stmt, 2, job->now - job->max_age_ms);
+  *notify = TRUE;
+  return sluice_sqlite__done(c, stmt, "trimming the events", error);
+}
+
+gboolean
+sluice_sqlite__append_events(SluiceBroker *broker, GBytes *const *events,
+                             guint n, guint max_len, gint64 max_age_ms,
+                             gint64 now_ms, GError **error)
+{
+  SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
+  EventsJob job = {.events = events,
+                   .n = n,
+                   .max_len = max_len,
+                   .max_age_ms = max_age_ms,
+                   .now = now_ms};
+
+  return sluice_sqlite__run(self, TRUE, append_events_step, &job, error);
+}
+
+static gboolean
+read_events_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
+                 GError **error)
+{
+  static const gchar sql[] = "SELECT seq, event FROM events WHERE seq > ?1 "
+                             "ORDER BY seq LIMIT ?2";
+  EventsJob *job = data;
+  sqlite3_stmt *stmt = sluice_sqlite__stmt(c, sql, error);
+  gboolean row = FALSE;
+
+  if (stmt == NULL)
+    return FALSE;
+  sqlite3_bind_int64(stmt, 1, job->after);
+  sqlite3_bind_int64(stmt, 2, job->limit);
+  for (;;) {
+    g_autofree gchar *cursor = NULL;
+    g_autoptr(GBytes) event = NULL;
+
+    if (!sluice_sqlite__row(c, stmt, &row, "reading events", error))
+      return FALSE;
+    if (!row)
+      break;
+    job->last = sqlite3_column_int64(stmt, 0);
+    cursor = g_strdup_printf("%" G_GINT64_FORMAT, job->last);
+    event = sluice_sqlite__col_bytes(stmt, 1);
+    g_ptr_array_add(job->out, sluice_event_entry_new(cursor, event));
+  }
+  return TRUE;
+}
+
+gboolean
+sluice_sqlite__read_events(SluiceBroker *broker, const gchar *cursor,
+                           guint limit, gint64 block_ms, GPtrArray *out,
+                           gchar **out_cursor, GError **error)
+{
+  SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
+  gint64 deadline = g_get_monotonic_time() + block_ms * 1000;
+  gint64 after = cursor != NULL ? g_ascii_strtoll(cursor, NULL, 10) : 0;
+  EventsJob job = {.after = MAX(after, 0), .limit = limit, .out = out};
+
+  job.last = job.after;
+  for (;;) {
+    /* The generation before the look: an append committed after it moves
+     * it and ends the wait. */
+    guint64 gen = sluice_sqlite__wake_gen(self);
+
+    if (!sluice_sqlite__run(self, FALSE, read_events_step, &job, error))
+      return FALSE;
+    if (job.last != job.after || g_get_monotonic_time() >= deadline)
+      break;
+    sluice_sqlite__wait(self, gen, deadline);
+  }
+  *out_cursor = g_strdup_printf("%" G_GINT64_FORMAT, job.last);
   return TRUE;
 }

@@ -73,6 +73,8 @@ static const SluiceBrokerClass sqlite_broker_class = {
     .join_read = sluice_sqlite__join_read,
     .put_progress = sluice_sqlite__put_progress,
     .get_progress = sluice_sqlite__get_progress,
+    .append_events = sluice_sqlite__append_events,
+    .read_events = sluice_sqlite__read_events,
 };
 
 void

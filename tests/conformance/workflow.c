@@ -128,6 +128,16 @@ task_progress(SluiceTaskContext *ctx, gpointer data, GError **error)
   return TRUE;
 }
 
+/* Reports half, then all, of its work at once (the second report is
+ * never throttled: it reaches 1). */
+static gboolean
+task_report(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  sluice_task_context_progress(ctx, 0.5, "half");
+  sluice_task_context_progress(ctx, 1.0, "all");
+  return TRUE;
+}
+
 /* A callback: records its arguments. */
 static gboolean
 task_collect(SluiceTaskContext *ctx, gpointer data, GError **error)
@@ -177,12 +187,14 @@ env_new(void)
   add_task(e, "wf.odd-fails", task_odd_fails);
   add_task(e, "wf.collect", task_collect);
   add_task(e, "wf.progress", task_progress);
+  add_task(e, "wf.report", task_report);
   sluice_worker_options_init(&o);
   o.retry.jitter = SLUICE_OFF;
   o.retry.initial_backoff_ms = 1;
   o.track_state = TRUE;
   o.revocation_interval_ms = 20;
   o.concurrency = 4;
+  o.events = TRUE;
   e->h = sluice_test_harness_new_with_broker(e->broker, e->registry, &o,
                                              &error);
   ck_assert_msg(e->h != NULL, "%s", error != NULL ? error->message : "");
@@ -853,6 +865,139 @@ START_TEST(progress_is_visible_while_the_task_runs)
 }
 END_TEST
 
+/* ---- Events -------------------------------------------------------------- */
+
+static gboolean
+can_events(SluiceClient *client)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *cursor = NULL;
+  g_autoptr(GPtrArray) none =
+      sluice_client_read_events(client, NULL, 1, 0, &cursor, &error);
+
+  return none != NULL;
+}
+
+/* "kind kind ..." of task @id's events, read from the oldest, in order. */
+static gchar *
+kinds_of(SluiceClient *client, const gchar *id)
+{
+  GString *out = g_string_new(NULL);
+  g_autofree gchar *cursor = NULL;
+
+  for (;;) {
+    g_autoptr(GError) error = NULL;
+    gchar *next = NULL;
+    g_autoptr(GPtrArray) page =
+        sluice_client_read_events(client, cursor, 7, 0, &next, &error);
+
+    ck_assert_msg(page != NULL, "%s", error != NULL ? error->message : "");
+    ck_assert(next != NULL);
+    g_free(cursor);
+    cursor = next;
+    if (page->len == 0)
+      break;
+    for (guint i = 0; i < page->len; i++) {
+      SluiceEvent *ev = g_ptr_array_index(page, i);
+      if (g_strcmp0(ev->task_id, id) != 0)
+        continue;
+      if (out->len > 0)
+        g_string_append_c(out, ' ');
+      g_string_append(out, sluice_event_kind_to_string(ev->kind));
+      if (ev->kind == SLUICE_EVENT_PROGRESS)
+        g_string_append_printf(out, "(%.1f %s)", ev->progress, ev->detail);
+    }
+  }
+  return g_string_free(out, FALSE);
+}
+
+START_TEST(events_of_each_task_are_in_order)
+{
+  Env *e = env_new();
+  SluiceClientOptions co;
+  g_autoptr(SluiceClient) client = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *flaky = NULL, *report = NULL, *fatal = NULL;
+  g_autofree gchar *k1 = NULL, *k2 = NULL, *k3 = NULL;
+  g_autoptr(GBytes) three = pack_int(3);
+  SluiceEnqueueOptions once;
+
+  sluice_client_options_init(&co);
+  co.events = TRUE;
+  client = sluice_client_new(e->broker, &co, &error);
+  ck_assert(client != NULL);
+  if (!can_events(client)) {
+    env_free(e);
+    return;
+  }
+  sluice_enqueue_options_init(&once);
+  once.options.retry.max_attempts = 1;
+  flaky = sluice_client_enqueue(client, "wf.flaky", three, NULL, &error);
+  report = sluice_client_enqueue(client, "wf.report", NULL, NULL, &error);
+  fatal = sluice_client_enqueue(client, "wf.fatal", NULL, &once, &error);
+  ck_assert(flaky != NULL && report != NULL && fatal != NULL);
+  run_all(e);
+  k1 = kinds_of(client, flaky);
+  ck_assert_str_eq(k1, "enqueued started retried started succeeded");
+  k2 = kinds_of(client, report);
+  ck_assert_str_eq(k2, "enqueued started progress(0.5 half) progress(1.0 all) "
+                       "succeeded");
+  k3 = kinds_of(client, fatal);
+  ck_assert_str_eq(k3, "enqueued started dead_lettered");
+  env_free(e);
+}
+END_TEST
+
+START_TEST(events_are_trimmed_by_length_and_age)
+{
+  g_autoptr(SluiceClock) clock = sluice_clock_new_fake(SLUICE_TEST_EPOCH_MS);
+  g_autoptr(GError) error = NULL;
+  SluiceBroker *b = factory->create(clock, 100, factory->data, &error);
+  GBytes *ev[10];
+  g_autoptr(GPtrArray) out =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_event_entry_free);
+  g_autofree gchar *cursor = NULL, *again = NULL;
+  gchar *next = NULL;
+
+  ck_assert_msg(b != NULL, "%s", error != NULL ? error->message : "");
+  if (!sluice_broker_read_events(b, NULL, 1, 0, out, &next, NULL)) {
+    sluice_broker_unref(b);
+    return;
+  }
+  g_free(next);
+  for (guint i = 0; i < 10; i++)
+    ev[i] = g_bytes_new(&i, sizeof i);
+  /* Length: 10 appended, 4 kept, the newest, in order. */
+  ck_assert(sluice_broker_append_events(b, ev, 10, 4, 3600 * 1000,
+                                        SLUICE_TEST_EPOCH_MS, &error));
+  ck_assert(sluice_broker_read_events(b, NULL, 100, 0, out, &cursor, &error));
+  ck_assert_uint_eq(out->len, 4);
+  for (guint i = 0; i < 4; i++)
+    ck_assert(g_bytes_equal(
+        ((SluiceEventEntry *)g_ptr_array_index(out, i))->event, ev[6 + i]));
+  /* Nothing after the last cursor; a blocked read ends with the next
+   * append (from another thread) or its timeout. */
+  g_ptr_array_set_size(out, 0);
+  ck_assert(sluice_broker_read_events(b, cursor, 100, 0, out, &again, &error));
+  ck_assert_uint_eq(out->len, 0);
+  ck_assert_str_eq(again, cursor);
+  /* Age, on brokers whose stream follows the caller's clock. */
+  if (sluice_broker_get_caps(b) & SLUICE_BROKER_CAP_CLOCK_TTL) {
+    g_autofree gchar *c2 = NULL;
+    ck_assert(sluice_broker_append_events(b, ev, 1, 100, 1000,
+                                          SLUICE_TEST_EPOCH_MS + 5000, &error));
+    g_ptr_array_set_size(out, 0);
+    ck_assert(sluice_broker_read_events(b, NULL, 100, 0, out, &c2, &error));
+    ck_assert_uint_eq(out->len, 1);
+    ck_assert(g_bytes_equal(
+        ((SluiceEventEntry *)g_ptr_array_index(out, 0))->event, ev[0]));
+  }
+  for (guint i = 0; i < 10; i++)
+    g_bytes_unref(ev[i]);
+  sluice_broker_unref(b);
+}
+END_TEST
+
 /* ---- Bad input ----------------------------------------------------------- */
 
 static void
@@ -951,5 +1096,7 @@ sluice_conformance_add_workflow(Suite *s, const SluiceConformanceFactory *f)
   tcase_add_test(tc, cancelling_a_workflow_cancels_what_has_not_run);
   tcase_add_test(tc, bad_workflows_are_refused_and_nothing_is_enqueued);
   tcase_add_test(tc, progress_is_visible_while_the_task_runs);
+  tcase_add_test(tc, events_of_each_task_are_in_order);
+  tcase_add_test(tc, events_are_trimmed_by_length_and_age);
   suite_add_tcase(s, tc);
 }

@@ -350,4 +350,17 @@ typedef struct {
   GPtrArray *outcomes;
 } SluiceJoinState;
 
+/**
+ * SluiceEventEntry:
+ * @cursor: where the event is in the stream (the broker's string; owned)
+ * @event: the event's bytes as appended (owned)
+ *
+ * One event `read_events` found (version 4). Made with
+ * sluice_event_entry_new(), freed with sluice_event_entry_free().
+ */
+typedef struct {
+  gchar *cursor;
+  GBytes *event;
+} SluiceEventEntry;
+
 G_END_DECLS

@@ -590,6 +590,38 @@ struct _SluiceBrokerClass {
   gboolean (*get_progress)(SluiceBroker *self, const gchar *id,
                            GBytes **out_progress, GError **error);
 
+  /**
+   * append_events: Optional (with read_events). If NULL, events are not
+   * kept (reading them fails with UNSUPPORTED).
+   * Appends @n events (opaque bytes, the core's) to the namespace's one
+   * event stream, in this order, each after every event appended before
+   * it; then drops the oldest events beyond @max_len, and those appended
+   * more than @max_age_ms before @now_ms (the caller's clock; a broker
+   * whose stream is stamped by its store's own time compares with that,
+   * and says so). The trim may be approximate (a few more may stay) but
+   * never drops an event younger or newer than both bounds. Not atomic
+   * with anything else: events are a log of what happened, written after
+   * it, and may be lost with a crash between the two. Wakes every
+   * blocked `read_events`.
+   */
+  gboolean (*append_events)(SluiceBroker *self, GBytes *const *events,
+                            guint n, guint max_len, gint64 max_age_ms,
+                            gint64 now_ms, GError **error);
+
+  /**
+   * read_events: Optional (required with append_events).
+   * Appends to @out (SluiceEventEntry, transfer full) up to @limit events
+   * appended after @cursor (NULL: from the oldest one kept), oldest first,
+   * and sets @out_cursor (transfer full) to the last one's cursor, or to a
+   * copy of @cursor when there were none. Cursors are the broker's own
+   * strings and only grow. While there are none, blocks up to @block_ms
+   * (0 = do not block) for one to be appended; it may return early with
+   * none. Changes nothing.
+   */
+  gboolean (*read_events)(SluiceBroker *self, const gchar *cursor,
+                          guint limit, gint64 block_ms, GPtrArray *out,
+                          gchar **out_cursor, GError **error);
+
   /* Slots above are valid for version 4 */
 };
 
@@ -658,6 +690,18 @@ SluiceListedMessage *sluice_listed_message_new(const gchar *id,
 /** sluice_listed_message_free: NULL-safe. */
 SLUICE_BROKER_API
 void sluice_listed_message_free(SluiceListedMessage *message);
+
+/**
+ * sluice_event_entry_new:
+ * @cursor: (transfer none): copied
+ * @event: (transfer none): referenced
+ * Returns: (transfer full): one entry of `read_events`
+ */
+SLUICE_BROKER_API
+SluiceEventEntry *sluice_event_entry_new(const gchar *cursor, GBytes *event);
+/** sluice_event_entry_free: NULL-safe. */
+SLUICE_BROKER_API
+void sluice_event_entry_free(SluiceEventEntry *entry);
 
 /** sluice_join_state_clear: frees what @state holds and zeroes it. */
 SLUICE_BROKER_API
@@ -849,6 +893,18 @@ gboolean sluice_broker_put_progress(SluiceBroker *broker, const gchar *id,
 SLUICE_BROKER_API
 gboolean sluice_broker_get_progress(SluiceBroker *broker, const gchar *id,
                                     GBytes **out_progress, GError **error);
+/* Without the slot: TRUE, nothing kept. */
+SLUICE_BROKER_API
+gboolean sluice_broker_append_events(SluiceBroker *broker,
+                                     GBytes *const *events, guint n,
+                                     guint max_len, gint64 max_age_ms,
+                                     gint64 now_ms, GError **error);
+/* UNSUPPORTED when the slot is NULL; @out_cursor (transfer full). */
+SLUICE_BROKER_API
+gboolean sluice_broker_read_events(SluiceBroker *broker, const gchar *cursor,
+                                   guint limit, gint64 block_ms,
+                                   GPtrArray *out, gchar **out_cursor,
+                                   GError **error);
 /* The join slots (version 4): UNSUPPORTED when the slot is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_join_open(SluiceBroker *broker,
