@@ -612,6 +612,32 @@ START_TEST(test_result_follow_prints_progress)
 }
 END_TEST
 
+/* `sluice events` prints what a worker started with --events wrote, in
+ * order, and --follow ends its blocking read when an event comes. */
+START_TEST(test_events_of_a_task)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, "--events", NULL);
+  g_autofree gchar *id =
+      enqueue(ctx, "demo.progress", "{\"steps\": 1, \"ms\": 0}", NULL);
+  g_autoptr(Run) result = cli(ctx, "result", id, "--wait", "60s", NULL);
+  g_autoptr(Run) events = NULL;
+  const gchar *started, *progress, *succeeded;
+
+  assert_status(result, 0);
+  g_free(worker_stop(w));
+  events = cli(ctx, "events", "--id", id, NULL);
+  assert_status(events, 0);
+  started = strstr(events->out, "  started ");
+  progress = strstr(events->out, "  progress ");
+  succeeded = strstr(events->out, "  succeeded ");
+  ck_assert_msg(started != NULL && progress != NULL && succeeded != NULL &&
+                    started < progress && progress < succeeded &&
+                    strstr(progress, "100% step 1 of 1") != NULL,
+                "%s", events->out);
+}
+END_TEST
+
 /* With no URL anywhere, a worker and `sluice enqueue` meet in the SQLite
  * database of the user's state directory, made on first use and named in
  * the worker's first log line: a fresh machine needs no server. */
@@ -2860,6 +2886,7 @@ cli_suite(gboolean reliable)
   tcase_set_timeout(e2e, 300);
   tcase_add_loop_test(e2e, test_enqueue_worker_result, 0, n_modes);
   tcase_add_loop_test(e2e, test_result_follow_prints_progress, 0, n_modes);
+  tcase_add_loop_test(e2e, test_events_of_a_task, 0, n_modes);
   tcase_add_test(e2e, test_default_broker_is_sqlite_in_the_state_directory);
   tcase_add_loop_test(e2e, test_flaky_retries_then_succeeds, 0, n_modes);
   tcase_add_loop_test(e2e, test_no_task_log, 0, n_modes);
