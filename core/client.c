@@ -33,6 +33,7 @@ struct _SluiceClient {
   SluiceBroker *broker;
   SluiceClock *clock; /* the broker's; not owned separately */
   SluiceClientOptions options;
+  SluiceHooks *hooks; /* producer hooks (middleware.c) */
 };
 
 void
@@ -104,6 +105,7 @@ sluice_client_unref(SluiceClient *client)
   if (client == NULL || !g_atomic_ref_count_dec(&client->ref_count))
     return;
   g_clear_pointer(&client->options.registry, sluice_registry_unref);
+  g_clear_pointer(&client->hooks, sluice_hooks__free);
   sluice_broker_unref(client->broker);
   g_free(client);
 }
@@ -295,6 +297,13 @@ sluice_client__prepare(SluiceClient *client, const gchar *task, GBytes *args,
     g_hash_table_iter_init(&iter, options->headers);
     while (g_hash_table_iter_next(&iter, &k, &v))
       sluice_envelope_set_header(env, k, v);
+  }
+  if (g_atomic_pointer_get(&client->hooks) != NULL &&
+      !sluice_hooks__run_producer(client->hooks, env, error)) {
+    g_prefix_error(error, "cannot enqueue “%s”: rejected by a producer hook: ",
+                   task);
+    sluice_envelope_free(env);
+    return FALSE;
   }
   /* A malformed trace context would break every trace it joined. */
   if (!sluice_trace__check_envelope(env, error)) {
@@ -683,6 +692,18 @@ SluiceClock *
 sluice_client__clock(SluiceClient *client)
 {
   return client->clock;
+}
+
+void
+sluice_client_add_producer_hook(SluiceClient *client, SluiceProducerHook hook,
+                                gpointer user_data, GDestroyNotify destroy)
+{
+  g_return_if_fail(client != NULL && hook != NULL);
+  /* Made on first use; the pointer is set once, before it is shared with
+   * hooks, under the hooks' own lock from then on. */
+  if (g_once_init_enter(&client->hooks))
+    g_once_init_leave(&client->hooks, sluice_hooks__new());
+  sluice_hooks__add(client->hooks, hook, user_data, destroy);
 }
 
 gboolean

@@ -29,7 +29,7 @@ run_here(Job *job, SluiceChildOutcome *ran)
                             sluice_job__cancellable, job);
   ctx.progress_of = sluice_job__progress;
   g_atomic_int_set(&job->in_task, 1);
-  ran->ok = job->entry->func(&ctx, job->entry->user_data, &ran->error);
+  ran->ok = sluice_worker__run_task(job->worker, job, &ctx, &ran->error);
   g_atomic_int_set(&job->in_task, 0);
   ran->end = SLUICE_CHILD_RETURNED;
   ran->retry_delay_ms = ctx.retry_delay_ms;

@@ -137,6 +137,15 @@ void sluice_client__fill_submit(SluiceClient *client, SluicePrepared *p,
 /* Returns: (transfer none): @client's broker and clock. */
 SluiceClock *sluice_client__clock(SluiceClient *client);
 
+/* Producer hooks (middleware.c): added at any time, run in order. */
+typedef struct _SluiceHooks SluiceHooks;
+SluiceHooks *sluice_hooks__new(void);
+void sluice_hooks__free(SluiceHooks *hooks);
+void sluice_hooks__add(SluiceHooks *hooks, SluiceProducerHook hook,
+                       gpointer user_data, GDestroyNotify destroy);
+gboolean sluice_hooks__run_producer(SluiceHooks *hooks, SluiceEnvelope *env,
+                                    GError **error);
+
 /* The longest queue name and task id a client accepts. */
 #define SLUICE_CLIENT_QUEUE_MAX 200
 #define SLUICE_CLIENT_ID_MAX 256

@@ -197,6 +197,7 @@ struct _SluiceWorker {
   gint64 revoke_cursor; /* the broker's insertion-order cursor */
 
   GPtrArray *periodics; /* SluicePeriodic* */
+  GArray *task_hooks;   /* TaskHook (middleware.c); fixed once started */
 
   /* Under lock (pause.c): the queues to fetch from, `queues` minus the
    * paused ones, NULL-terminated (len counts the NULL); replaced whole, so
@@ -285,6 +286,11 @@ typedef struct {
 /* sluice_task_context_progress() of a job running in this process
  * (progress.c): throttled, written to the broker from the task's thread. */
 void sluice_job__progress(gpointer job, gdouble fraction, const gchar *message);
+/* Runs @job's task through the worker's hooks (middleware.c). */
+gboolean sluice_worker__run_task(SluiceWorker *worker, Job *job,
+                                 SluiceTaskContext *ctx, GError **error);
+void sluice_worker__hooks_clear(SluiceWorker *worker);
+
 /* With the events option: queues event @kind of @job for the settler. */
 void sluice_outcome__event(Job *job, SluiceEventKind kind,
                            const gchar *detail, gdouble progress);

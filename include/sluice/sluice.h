@@ -18,6 +18,7 @@
 #include <sluice/sluice-events.h>
 #include <sluice/sluice-macros.h>
 #include <sluice/sluice-metrics.h>
+#include <sluice/sluice-middleware.h>
 #include <sluice/sluice-module.h>
 #include <sluice/sluice-policy.h>
 #include <sluice/sluice-progress.h>
