@@ -1059,3 +1059,25 @@ sluice_broker_read_events(SluiceBroker *broker, const gchar *cursor,
     g_free(next);
   return finish(broker, "read_events", ok, local, error);
 }
+
+gboolean
+sluice_broker_join_grow(SluiceBroker *broker, const gchar *join_id,
+                        guint expected_total, guint by, SluiceSubmit *items,
+                        guint n_items, guint *out_total, GError **error)
+{
+  GError *local = NULL;
+  guint total = 0;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL && join_id != NULL, FALSE);
+  g_return_val_if_fail(out_total != NULL && by > 0, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  *out_total = 0;
+  if (broker->klass->join_grow == NULL)
+    return unsupported(broker, "add tasks to an open batch", error);
+  ok = broker->klass->join_grow(broker, join_id, expected_total, by, items,
+                                n_items, &total, &local);
+  if (ok)
+    *out_total = total;
+  return finish(broker, "join_grow", ok, local, error);
+}

@@ -96,11 +96,17 @@ execute(Job *job, guint slot)
     gboolean gathered = FALSE;
     if (!sluice_wf__gather_args(worker->broker, env, &gathered,
                                 &gather_error)) {
-      if (job_claim(job))
-        sluice_outcome__failed(
-            job, gather_error->message, -1,
-            g_error_matches(gather_error, SLUICE_TASK_ERROR,
-                            SLUICE_TASK_ERROR_FATAL));
+      gboolean cancelled =
+          g_error_matches(gather_error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+      gboolean fatal = g_error_matches(gather_error, SLUICE_TASK_ERROR,
+                                       SLUICE_TASK_ERROR_FATAL);
+
+      if (job_claim(job)) {
+        if (cancelled)
+          sluice_outcome__cancelled(job, gather_error->message);
+        else
+          sluice_outcome__failed(job, gather_error->message, -1, fatal);
+      }
       sluice_job__unref(job);
       return;
     }

@@ -163,9 +163,12 @@ gboolean sluice_hooks__run_producer(SluiceHooks *hooks, SluiceEnvelope *env,
  *             continue (a chain step marked to continue)
  *   from    (may be empty) the join whose outcomes become the task's
  *           arguments; `mode` says how: 'v' the one member's result, 'm'
- *           the map of results and errors, 'o' the map of successes
+ *           the map of results and errors, 'o' the map of successes, 's'
+ *           the map, and only if every member succeeded (a batch's
+ *           on_success: otherwise the task is cancelled unrun)
  * Join ids are "W" (the end join, which every last task reports to) and
- * "W/<n>"; task ids "W.<n>".
+ * "W/<n>"; task ids "W.<n>". A batch B is one join "B" (kind "batch");
+ * with "lo" 1 its member 0 holds it open until it is closed.
  *
  * A join's meta (msgpack map, the core's): "k" its kind ("end", "chord",
  * "chain"), "p" its policy, "lo".."hi" the task numbers a fail-fast
@@ -203,6 +206,15 @@ void sluice_wf__after_arrivals(SluiceBroker *broker, gint64 now_ms,
  * arguments it ran with). FALSE and @error when the join cannot be read. */
 gboolean sluice_wf__gather_args(SluiceBroker *broker, SluiceEnvelope *env,
                                 gboolean *out_gathered, GError **error);
+/* For batches (batch.c): the task nodes of @node (a task, or a group of
+ * tasks; borrowed into @out), or FALSE and @error for anything else. */
+gboolean sluice_workflow__flat_tasks(SluiceWorkflow *node, GPtrArray *out,
+                                     GError **error);
+/* Prepares task node @node as task @id with reference @ref. */
+gboolean sluice_workflow__prepare_task(SluiceClient *client,
+                                       SluiceWorkflow *node, const gchar *id,
+                                       const SluiceWfRef *ref, gint64 now,
+                                       SluicePrepared *out, GError **error);
 /* The meta of a join, decoded: FALSE when it is not the core's. */
 typedef struct {
   gchar kind[8];

@@ -54,7 +54,7 @@ sluice_wf__parse(const gchar *text, SluiceWfRef *out)
   if (end == parts[2] || *end != '\0' || index > G_MAXUINT32)
     return FALSE;
   if (strchr("faisk-", parts[3][0]) == NULL ||
-      strchr("vmo-", parts[5][0]) == NULL)
+      strchr("vmos-", parts[5][0]) == NULL)
     return FALSE;
   out->workflow = g_strdup(parts[0]);
   out->to = parts[1][0] != '\0' ? g_strdup(parts[1]) : NULL;
@@ -416,7 +416,8 @@ sluice_wf__after_arrivals(SluiceBroker *broker, gint64 now_ms,
 /* ---- Gathering arguments ------------------------------------------------- */
 
 static GBytes *
-gather(const SluiceWfRef *ref, const SluiceJoinState *state, GBytes *own_args)
+gather(const SluiceWfRef *ref, const SluiceJoinState *state, GBytes *own_args,
+       guint first)
 {
   msgpack_sbuffer buf;
   msgpack_packer pk;
@@ -429,7 +430,7 @@ gather(const SluiceWfRef *ref, const SluiceJoinState *state, GBytes *own_args)
   gboolean *succeeded = g_new0(gboolean, MAX(n, 1));
 
   msgpack_zone_init(&zone, 4096);
-  for (guint i = 0; i < n; i++) {
+  for (guint i = first; i < n; i++) {
     const msgpack_object *state_o;
     have[i] = unpack(g_ptr_array_index(outcomes, i), &zone, &objs[i]) != NULL;
     state_o = have[i] ? map_get(&objs[i], "state") : NULL;
@@ -456,8 +457,8 @@ gather(const SluiceWfRef *ref, const SluiceJoinState *state, GBytes *own_args)
 
     msgpack_pack_map(&pk, 3);
     pack_str(&pk, "results");
-    msgpack_pack_array(&pk, only_ok ? n_ok : n);
-    for (guint i = 0; i < n; i++) {
+    msgpack_pack_array(&pk, only_ok ? n_ok : n - MIN(first, n));
+    for (guint i = first; i < n; i++) {
       const msgpack_object *r =
           succeeded[i] ? map_get(&objs[i], "result") : NULL;
       if (only_ok && !succeeded[i])
@@ -469,7 +470,7 @@ gather(const SluiceWfRef *ref, const SluiceJoinState *state, GBytes *own_args)
     }
     pack_str(&pk, "errors");
     msgpack_pack_array(&pk, only_ok ? 0 : n_failed);
-    for (guint i = 0; !only_ok && i < n; i++) {
+    for (guint i = first; !only_ok && i < n; i++) {
       const msgpack_object *id, *st, *err;
       if (!have[i] || succeeded[i])
         continue;
@@ -478,7 +479,7 @@ gather(const SluiceWfRef *ref, const SluiceJoinState *state, GBytes *own_args)
       err = map_get(&objs[i], "error");
       msgpack_pack_map(&pk, 4);
       pack_str(&pk, "index");
-      msgpack_pack_uint32(&pk, i);
+      msgpack_pack_uint32(&pk, i - first);
       pack_str(&pk, "id");
       if (id != NULL)
         msgpack_pack_object(&pk, *id);
@@ -540,7 +541,31 @@ sluice_wf__gather_args(SluiceBroker *broker, SluiceEnvelope *env,
     sluice_wf__clear(&ref);
     return FALSE;
   }
-  args = gather(&ref, &state, env->args);
+  {
+    SluiceWfMeta meta;
+    guint first = 0;
+    gboolean failures = FALSE;
+
+    /* A batch's holder is no member of the results. */
+    if (sluice_wf__meta_decode(state.meta, &meta) &&
+        strcmp(meta.kind, "batch") == 0)
+      first = meta.lo;
+    sluice_wf__meta_clear(&meta);
+    for (guint i = first; state.outcomes != NULL && i < state.outcomes->len;
+         i++) {
+      GBytes *o = g_ptr_array_index(state.outcomes, i);
+      if (o == NULL || !sluice_wf__outcome_succeeded(o))
+        failures = TRUE;
+    }
+    if (ref.mode == 's' && failures) {
+      g_set_error(error, G_IO_ERROR, G_IO_ERROR_CANCELLED,
+                  "not run: a task of its batch (%s) failed", ref.from);
+      sluice_join_state_clear(&state);
+      sluice_wf__clear(&ref);
+      return FALSE;
+    }
+    args = gather(&ref, &state, env->args, first);
+  }
   sluice_join_state_clear(&state);
   g_clear_pointer(&env->args, g_bytes_unref);
   env->args = args;

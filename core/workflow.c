@@ -536,6 +536,54 @@ sluice_client_enqueue_workflow(SluiceClient *client, SluiceWorkflow *workflow,
   return id;
 }
 
+/* ---- For batches (batch.c) ----------------------------------------------- */
+
+gboolean
+sluice_workflow__flat_tasks(SluiceWorkflow *node, GPtrArray *out,
+                            GError **error)
+{
+  guint n = 0;
+
+  if (!check_tree(node, "the root", &n, error))
+    return FALSE;
+  if (node->kind == NODE_TASK) {
+    g_ptr_array_add(out, node);
+    return TRUE;
+  }
+  if (node->kind == NODE_GROUP)
+    for (guint i = 0; i < node->children->len; i++) {
+      SluiceWorkflow *child = g_ptr_array_index(node->children, i);
+      if (child->kind == NODE_TASK) {
+        g_ptr_array_add(out, child);
+        continue;
+      }
+      g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
+                  "a batch holds tasks, not a %s (member %u): enqueue "
+                  "workflows with sluice_client_enqueue_workflow()",
+                  kind_name(child->kind), i);
+      return FALSE;
+    }
+  else {
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
+                "a batch takes a task or a group of tasks, not a %s",
+                kind_name(node->kind));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sluice_workflow__prepare_task(SluiceClient *client, SluiceWorkflow *node,
+                              const gchar *id, const SluiceWfRef *ref,
+                              gint64 now, SluicePrepared *out, GError **error)
+{
+  g_autofree gchar *text = sluice_wf__format(ref);
+
+  g_return_val_if_fail(node->kind == NODE_TASK, FALSE);
+  return sluice_client__prepare(client, node->task, node->args,
+                                &node->options, id, text, now, out, error);
+}
+
 /* ---- Status and cancellation --------------------------------------------- */
 
 static gboolean

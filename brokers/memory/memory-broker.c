@@ -761,6 +761,7 @@ static const SluiceBrokerClass memory_broker_class = {
     .join_open = sluice_memory__join_open,
     .join_arrive = sluice_memory__join_arrive,
     .join_read = sluice_memory__join_read,
+    .join_grow = sluice_memory__join_grow,
     .put_progress = sluice_memory__put_progress,
     .get_progress = sluice_memory__get_progress,
     .append_events = sluice_memory__append_events,

@@ -286,6 +286,32 @@ sluice_memory__join_arrive(SluiceBroker *broker, SluiceJoinArrival *items,
 }
 
 gboolean
+sluice_memory__join_grow(SluiceBroker *broker, const gchar *join_id,
+                         guint expected_total, guint by, SluiceSubmit *items,
+                         guint n_items, guint *out_total, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  gint64 now = sluice_clock_now_ms(sluice_broker_get_clock(broker));
+  Join *j;
+
+  g_mutex_lock(&self->lock);
+  j = live_join(self, join_id, now);
+  if (j == NULL || j->status != SLUICE_JOIN_OPEN) {
+    *out_total = 0;
+  } else if (j->total != expected_total) {
+    *out_total = j->total;
+  } else {
+    j->total += by;
+    g_ptr_array_set_size(j->outcomes, (gint)j->total);
+    for (guint i = 0; i < n_items; i++)
+      sluice_memory__submit(self, &items[i], now);
+    *out_total = j->total;
+  }
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+gboolean
 sluice_memory__join_read(SluiceBroker *broker, const gchar *join_id,
                          gboolean with_outcomes, SluiceJoinState *out,
                          gboolean *out_found, GError **error)

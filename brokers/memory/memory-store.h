@@ -173,6 +173,10 @@ gboolean sluice_memory__read_events(SluiceBroker *broker, const gchar *cursor,
                                    guint limit, gint64 block_ms,
                                    GPtrArray *out, gchar **out_cursor,
                                    GError **error);
+gboolean sluice_memory__join_grow(SluiceBroker *broker, const gchar *join_id,
+                                  guint expected_total, guint by,
+                                  SluiceSubmit *items, guint n_items,
+                                  guint *out_total, GError **error);
 gboolean sluice_memory__join_read(SluiceBroker *broker, const gchar *join_id,
                                   gboolean with_outcomes, SluiceJoinState *out,
                                   gboolean *out_found, GError **error);

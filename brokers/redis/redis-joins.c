@@ -316,3 +316,30 @@ sluice_redis__read_events(SluiceBroker *broker, const gchar *cursor,
   freeReplyObject(reply);
   return TRUE;
 }
+
+gboolean
+sluice_redis__join_grow(SluiceBroker *broker, const gchar *join_id,
+                        guint expected_total, guint by, SluiceSubmit *items,
+                        guint n_items, guint *out_total, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  gint64 total = 0;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 3 + 7 * n_items,
+                          n_items * 48);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, join_id);
+  sluice_redis_argv__add_int(&a, expected_total);
+  sluice_redis_argv__add_int(&a, by);
+  for (guint i = 0; i < n_items; i++)
+    sluice_redis_argv__add_submit(&a, &items[i]);
+  sluice_redis_argv__finish(&a);
+  /* Not repeated on a lost connection: the repeat would find the total
+   * grown and report a conflict for what in fact succeeded. */
+  if (!sluice_redis_broker__eval_integer(self, SLUICE_REDIS_SCRIPT_JOIN_GROW,
+                                         "join_grow", &a, &total, error))
+    return FALSE;
+  *out_total = (guint)CLAMP(total, 0, G_MAXUINT32);
+  return TRUE;
+}

@@ -125,6 +125,7 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
       {SLUICE_REDIS_SCRIPT_JOIN_READ, "join_read", sluice_redis_lua__join_read},
       {SLUICE_REDIS_SCRIPT_EVENTS_APPEND, "events_append",
        sluice_redis_lua__events_append},
+      {SLUICE_REDIS_SCRIPT_JOIN_GROW, "join_grow", sluice_redis_lua__join_grow},
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(table) == SLUICE_REDIS_SCRIPT_N);
 

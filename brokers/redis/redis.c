@@ -97,6 +97,7 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->join_open = sluice_redis__join_open;
   klass->join_arrive = sluice_redis__join_arrive;
   klass->join_read = sluice_redis__join_read;
+  klass->join_grow = sluice_redis__join_grow;
   klass->put_progress = sluice_redis__put_progress;
   klass->get_progress = sluice_redis__get_progress;
   klass->append_events = sluice_redis__append_events;

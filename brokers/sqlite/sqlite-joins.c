@@ -263,6 +263,68 @@ sluice_sqlite__join_arrive(SluiceBroker *broker, SluiceJoinArrival *items,
   return sluice_sqlite__run(self, TRUE, arrive_step, &job, error);
 }
 
+/* ---- grow ----------------------------------------------------------------- */
+
+typedef struct {
+  const gchar *join_id;
+  guint expected_total;
+  guint by;
+  SluiceSubmit *items;
+  guint n_items;
+  gint64 now;
+  guint total;
+} GrowJob;
+
+static gboolean
+grow_step(SluiceSqliteConn *c, gpointer data, gboolean *notify, GError **error)
+{
+  static const gchar sql[] = "UPDATE joins SET total = ?2 WHERE id = ?1";
+  GrowJob *job = data;
+  gboolean found = FALSE;
+  gint64 total = 0, arrived = 0, status = 0;
+  sqlite3_stmt *stmt;
+
+  job->total = 0;
+  if (!read_join(c, job->join_id, job->now, &found, &total, &arrived, &status,
+                 NULL, error))
+    return FALSE;
+  if (!found || status != SLUICE_JOIN_OPEN)
+    return TRUE;
+  job->total = (guint)total;
+  if (total != job->expected_total)
+    return TRUE;
+  stmt = sluice_sqlite__stmt(c, sql, error);
+  if (stmt == NULL)
+    return FALSE;
+  sluice_sqlite__bind_str(stmt, 1, job->join_id);
+  sqlite3_bind_int64(stmt, 2, total + job->by);
+  if (!sluice_sqlite__done(c, stmt, "growing a join", error))
+    return FALSE;
+  for (guint i = 0; i < job->n_items; i++) {
+    gboolean ready = FALSE;
+    if (!sluice_sqlite__submit(c, &job->items[i], job->now, &ready, error))
+      return FALSE;
+    *notify = *notify || ready;
+  }
+  job->total = (guint)(total + job->by);
+  return TRUE;
+}
+
+gboolean
+sluice_sqlite__join_grow(SluiceBroker *broker, const gchar *join_id,
+                         guint expected_total, guint by, SluiceSubmit *items,
+                         guint n_items, guint *out_total, GError **error)
+{
+  SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
+  GrowJob job = {join_id, expected_total, by, items, n_items,
+                 sluice_sqlite__now(self), 0};
+
+  if (!sluice_sqlite__run(self, TRUE, grow_step, &job, error))
+    return FALSE;
+  *out_total = job.total;
+  return TRUE;
+}
+
 /* ---- read ----------------------------------------------------------------- */
 
 typedef struct {

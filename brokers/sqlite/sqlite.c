@@ -71,6 +71,7 @@ static const SluiceBrokerClass sqlite_broker_class = {
     .join_open = sluice_sqlite__join_open,
     .join_arrive = sluice_sqlite__join_arrive,
     .join_read = sluice_sqlite__join_read,
+    .join_grow = sluice_sqlite__join_grow,
     .put_progress = sluice_sqlite__put_progress,
     .get_progress = sluice_sqlite__get_progress,
     .append_events = sluice_sqlite__append_events,

@@ -11,6 +11,7 @@
 #pragma once
 
 #define SLUICE_INSIDE
+#include <sluice/sluice-batch.h>
 #include <sluice/sluice-brokers.h>
 #include <sluice/sluice-client.h>
 #include <sluice/sluice-clock.h>

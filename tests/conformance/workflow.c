@@ -784,6 +784,143 @@ START_TEST(cancelling_a_workflow_cancels_what_has_not_run)
 }
 END_TEST
 
+/* ---- Batches ------------------------------------------------------------- */
+
+START_TEST(join_grow_is_a_compare_and_set)
+{
+  g_autoptr(SluiceClock) clock = NULL;
+  SluiceBroker *b;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) payload = g_bytes_new_static("\x81\xa1v\x01", 4);
+  g_autoptr(GBytes) o = g_bytes_new_static("o", 1);
+  SluiceSubmit items[2] = {{.id = "g1", .queue = "wf-grow", .payload = payload},
+                           {.id = "g2", .queue = "wf-grow", .payload = payload}};
+  SluiceJoinSpec spec = {"grown", 1, NULL, 0, NULL, 3600 * 1000};
+  SluiceJoinArrival a[3] = {{0}};
+  guint total = 0;
+
+  NEED_JOINS();
+  clock = sluice_clock_new_fake(SLUICE_TEST_EPOCH_MS);
+  b = factory->create(clock, 100, factory->data, &error);
+  ck_assert_msg(b != NULL, "%s", error != NULL ? error->message : "");
+  if (!sluice_broker_join_grow(b, "nope", 0, 1, NULL, 0, &total, NULL)) {
+    sluice_broker_unref(b); /* a broker without join_grow */
+    return;
+  }
+  ck_assert_uint_eq(total, 0);
+  ck_assert(sluice_broker_join_open(b, &spec, 1, NULL, 0, NULL, &error));
+  ck_assert(sluice_broker_join_grow(b, "grown", 1, 2, items, 2, &total,
+                                    &error));
+  ck_assert_uint_eq(total, 3);
+  ck_assert_int_eq(queued_in(b, "wf-grow"), 2);
+  /* A second add prepared for the old size: refused, nothing written. */
+  ck_assert(sluice_broker_join_grow(b, "grown", 1, 2, items, 2, &total,
+                                    &error));
+  ck_assert_uint_eq(total, 3);
+  ck_assert_int_eq(queued_in(b, "wf-grow"), 2);
+  /* Members up to the new total count; the join completes at 3. */
+  for (guint i = 0; i < 3; i++)
+    a[i] = (SluiceJoinArrival){"grown", i, o, SLUICE_JOIN_COUNT, FALSE, FALSE};
+  ck_assert(sluice_broker_join_arrive(b, a, 3, &error));
+  ck_assert(a[0].counted && a[1].counted && a[2].counted && a[2].released);
+  /* Released: it takes no more. */
+  ck_assert(sluice_broker_join_grow(b, "grown", 3, 1, items, 1, &total,
+                                    &error));
+  ck_assert_uint_eq(total, 0);
+  ck_assert_int_eq(queued_in(b, "wf-grow"), 2);
+  sluice_broker_unref(b);
+}
+END_TEST
+
+START_TEST(batch_runs_its_callbacks_once_it_is_closed_and_done)
+{
+  Env *e;
+  SluiceWorkflow *first = sluice_workflow_group();
+  g_autoptr(SluiceWorkflow) more = sluice_workflow_group();
+  g_autoptr(SluiceWorkflow) late = task_of("wf.echo", 9);
+  g_autoptr(SluiceWorkflow) complete = NULL, success = NULL;
+  g_autoptr(SluiceWorkflow) owner = first;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *id = NULL, *success_id = NULL;
+  SluiceBatchStatus st;
+
+  NEED_JOINS();
+  e = env_new();
+  complete = sluice_workflow_task("wf.collect", NULL, NULL);
+  success = sluice_workflow_task("wf.collect", NULL, NULL);
+  for (gint64 i = 0; i < 3; i++)
+    sluice_workflow_add(first, task_of("wf.odd-fails", i));
+  id = sluice_client_start_batch(e->client, first, complete, success, TRUE,
+                                 &error);
+  ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
+  run_all(e);
+  ck_assert(sluice_client_get_batch(e->client, id, &st, &error));
+  ck_assert_uint_eq(st.total, 3);
+  ck_assert_uint_eq(st.pending, 0);
+  ck_assert_uint_eq(st.succeeded, 2);
+  ck_assert_uint_eq(st.failed, 1);
+  ck_assert(st.open && !st.complete);
+  ck_assert_uint_eq(n_callbacks(), 0); /* open: not complete */
+
+  sluice_workflow_add(more, task_of("wf.echo", 10));
+  sluice_workflow_add(more, task_of("wf.echo", 12));
+  ck_assert_msg(sluice_client_add_to_batch(e->client, id, more, &error), "%s",
+                error != NULL ? error->message : "");
+  ck_assert(sluice_client_close_batch(e->client, id, &error));
+  run_all(e);
+  ck_assert(sluice_client_get_batch(e->client, id, &st, &error));
+  ck_assert_uint_eq(st.total, 5);
+  ck_assert_uint_eq(st.succeeded, 4);
+  ck_assert(!st.open && st.complete);
+  /* on_complete once, with every task; on_success not run: one failed. */
+  ck_assert_uint_eq(n_callbacks(), 1);
+  ck_assert_msg(g_str_has_prefix(callback_args(0),
+                                 "{\"results\":[0,null,2,10,12],"
+                                 "\"errors\":[{\"index\":1,"),
+                "%s", callback_args(0));
+  success_id = g_strdup_printf("%s.success", id);
+  ck_assert_int_eq(sluice_test_harness_get_state(e->h, success_id),
+                   SLUICE_STATE_CANCELLED);
+  /* Closed: no more tasks. */
+  ck_assert(!sluice_client_add_to_batch(e->client, id, late, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID));
+  g_clear_error(&error);
+  ck_assert(sluice_client_close_batch(e->client, id, &error));
+  run_all(e);
+  ck_assert_uint_eq(n_callbacks(), 1);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(batch_on_success_runs_when_all_succeed)
+{
+  Env *e;
+  g_autoptr(SluiceWorkflow) tasks = sluice_workflow_group();
+  g_autoptr(SluiceWorkflow) success = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *id = NULL;
+  SluiceBatchStatus st;
+
+  NEED_JOINS();
+  e = env_new();
+  success = sluice_workflow_task("wf.collect", NULL, NULL);
+  sluice_workflow_add(tasks, task_of("wf.flaky", 3));
+  sluice_workflow_add(tasks, task_of("wf.echo", 4));
+  id = sluice_client_start_batch(e->client, tasks, NULL, success, FALSE,
+                                 &error);
+  ck_assert(id != NULL);
+  run_all(e);
+  ck_assert_uint_eq(n_callbacks(), 1);
+  ck_assert_str_eq(callback_args(0),
+                   "{\"results\":[3,4],\"errors\":[],\"args\":null}");
+  ck_assert(sluice_client_get_batch(e->client, id, &st, &error));
+  ck_assert(st.complete && !st.open);
+  ck_assert_uint_eq(st.succeeded, 2);
+  env_free(e);
+}
+END_TEST
+
 /* ---- Progress ------------------------------------------------------------ */
 
 static gpointer
@@ -1095,6 +1232,9 @@ sluice_conformance_add_workflow(Suite *s, const SluiceConformanceFactory *f)
   tcase_add_test(tc, nested_group_of_chains_and_chain_of_groups);
   tcase_add_test(tc, cancelling_a_workflow_cancels_what_has_not_run);
   tcase_add_test(tc, bad_workflows_are_refused_and_nothing_is_enqueued);
+  tcase_add_test(tc, join_grow_is_a_compare_and_set);
+  tcase_add_test(tc, batch_runs_its_callbacks_once_it_is_closed_and_done);
+  tcase_add_test(tc, batch_on_success_runs_when_all_succeed);
   tcase_add_test(tc, progress_is_visible_while_the_task_runs);
   tcase_add_test(tc, events_of_each_task_are_in_order);
   tcase_add_test(tc, events_are_trimmed_by_length_and_age);

@@ -572,6 +572,21 @@ struct _SluiceBrokerClass {
                         gboolean *out_found, GError **error);
 
   /**
+   * join_grow: Optional. If NULL, tasks cannot be added to an open batch
+   * (UNSUPPORTED); everything else of joins works.
+   * In one atomic step, a compare-and-set: if join @join_id exists, is
+   * still open and expects exactly @expected_total members, it expects
+   * @by more (members @expected_total .. @expected_total + @by - 1) and
+   * @items are submitted (as join_open submits); *@out_total is then the
+   * new total. Otherwise nothing is written and *@out_total is its total
+   * now (so the caller rebuilds its items for it and tries again), or 0
+   * when the join does not exist or is no longer open.
+   */
+  gboolean (*join_grow)(SluiceBroker *self, const gchar *join_id,
+                        guint expected_total, guint by, SluiceSubmit *items,
+                        guint n_items, guint *out_total, GError **error);
+
+  /**
    * put_progress: Optional (with get_progress). If NULL, progress reports
    * are dropped (sluice_client_get_progress() fails with UNSUPPORTED).
    * Stores @progress (opaque bytes, the core's) as task @id's progress
@@ -884,6 +899,12 @@ gboolean sluice_broker_reschedule(SluiceBroker *broker, const gchar *id,
                                   gint64 due_at, gboolean *out_found,
                                   GError **error);
 
+/* UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_join_grow(SluiceBroker *broker, const gchar *join_id,
+                                 guint expected_total, guint by,
+                                 SluiceSubmit *items, guint n_items,
+                                 guint *out_total, GError **error);
 /* Without the slot: TRUE, nothing stored. */
 SLUICE_BROKER_API
 gboolean sluice_broker_put_progress(SluiceBroker *broker, const gchar *id,
