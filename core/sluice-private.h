@@ -223,6 +223,10 @@ typedef struct {
   gchar *up_join; /* NULL when none */
   guint up_base, up_width;
   gchar up_policy;
+  /* The end join's: the workflow's shape (workflow.c), one msgpack value:
+   * a task [0, n, name], a group [1, [...]], a chain [2, [...]], a chord
+   * [3, policy, group, callback]; NULL elsewhere. Owned. */
+  GBytes *tree;
 } SluiceWfMeta;
 GBytes *sluice_wf__meta_encode(const SluiceWfMeta *meta);
 gboolean sluice_wf__meta_decode(GBytes *bytes, SluiceWfMeta *out);

@@ -223,7 +223,7 @@ sluice_wf__meta_encode(const SluiceWfMeta *meta)
 
   msgpack_sbuffer_init(&buf);
   msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 5 + (meta->up_join != NULL));
+  msgpack_pack_map(&pk, 5 + (meta->up_join != NULL) + (meta->tree != NULL));
   pack_str(&pk, "k");
   pack_str(&pk, meta->kind);
   pack_str(&pk, "p");
@@ -242,6 +242,12 @@ sluice_wf__meta_encode(const SluiceWfMeta *meta)
     msgpack_pack_uint32(&pk, meta->up_base);
     msgpack_pack_uint32(&pk, meta->up_width);
     pack_str(&pk, up_policy);
+  }
+  if (meta->tree != NULL) {
+    gsize len;
+    gconstpointer data = g_bytes_get_data(meta->tree, &len);
+    pack_str(&pk, "tree");
+    msgpack_sbuffer_write(&buf, data, len);
   }
   return sbuffer_to_bytes(&buf);
 }
@@ -274,6 +280,14 @@ sluice_wf__meta_decode(GBytes *bytes, SluiceWfMeta *out)
            (out->up_join = get_str(&up->via.array.ptr[0])) != NULL;
       out->up_policy = ok ? get_char(&up->via.array.ptr[3]) : 0;
     }
+    if (ok && map_get(m, "tree") != NULL) {
+      msgpack_sbuffer tb;
+      msgpack_packer tpk;
+      msgpack_sbuffer_init(&tb);
+      msgpack_packer_init(&tpk, &tb, msgpack_sbuffer_write);
+      msgpack_pack_object(&tpk, *map_get(m, "tree"));
+      out->tree = sbuffer_to_bytes(&tb);
+    }
   }
   msgpack_zone_destroy(&zone);
   if (!ok)
@@ -285,6 +299,7 @@ void
 sluice_wf__meta_clear(SluiceWfMeta *meta)
 {
   g_free(meta->up_join);
+  g_clear_pointer(&meta->tree, g_bytes_unref);
   memset(meta, 0, sizeof *meta);
 }
 

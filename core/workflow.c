@@ -271,6 +271,57 @@ width(SluiceWorkflow *node)
   }
 }
 
+/* The workflow's shape, for `sluice workflow show` (see SluiceWfMeta.tree);
+ * task numbers follow the compiler's depth-first order. */
+static void
+pack_tree(msgpack_packer *pk, SluiceWorkflow *node, guint *n)
+{
+  gsize len;
+
+  switch (node->kind) {
+  case NODE_TASK:
+    msgpack_pack_array(pk, 3);
+    msgpack_pack_uint32(pk, 0);
+    msgpack_pack_uint32(pk, (*n)++);
+    len = strlen(node->task);
+    msgpack_pack_str(pk, len);
+    msgpack_pack_str_body(pk, node->task, len);
+    return;
+  case NODE_GROUP:
+  case NODE_CHAIN:
+    msgpack_pack_array(pk, 2);
+    msgpack_pack_uint32(pk, node->kind == NODE_GROUP ? 1 : 2);
+    msgpack_pack_array(pk, node->children->len);
+    for (guint i = 0; i < node->children->len; i++)
+      pack_tree(pk, g_ptr_array_index(node->children, i), n);
+    return;
+  case NODE_CHORD:
+  default:
+    msgpack_pack_array(pk, 4);
+    msgpack_pack_uint32(pk, 3);
+    msgpack_pack_uint32(pk, node->policy);
+    pack_tree(pk, g_ptr_array_index(node->children, 0), n);
+    pack_tree(pk, g_ptr_array_index(node->children, 1), n);
+    return;
+  }
+}
+
+static GBytes *
+tree_of(SluiceWorkflow *root)
+{
+  msgpack_sbuffer buf;
+  msgpack_packer pk;
+  GBytes *bytes;
+  guint n = 0;
+
+  msgpack_sbuffer_init(&buf);
+  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+  pack_tree(&pk, root, &n);
+  bytes = g_bytes_new(buf.data, buf.size);
+  msgpack_sbuffer_destroy(&buf);
+  return bytes;
+}
+
 /* ---- Compiling ----------------------------------------------------------- */
 
 typedef struct {
@@ -489,6 +540,7 @@ sluice_client_enqueue_workflow(SluiceClient *client, SluiceWorkflow *workflow,
   b.start = g_array_new(FALSE, TRUE, sizeof(SluicePrepared));
   end = new_join(&b, width(workflow), "end", 'a');
   g_array_index(b.joins, JoinBuild, end).meta.n_tasks = n_tasks;
+  g_array_index(b.joins, JoinBuild, end).meta.tree = tree_of(workflow);
   root = (Place){b.wf, 0, 'a', NULL, 0};
   if (!compile(&b, workflow, -1, &root, error)) {
     g_prefix_error(error, "cannot enqueue the workflow: ");
@@ -656,4 +708,107 @@ sluice_client_cancel_workflow(SluiceClient *client, const gchar *id,
   sluice_wf__meta_clear(&meta);
   sluice_join_state_clear(&state);
   return ok;
+}
+
+/* ---- The tree ------------------------------------------------------------ */
+
+void
+sluice_workflow_node_free(SluiceWorkflowNode *node)
+{
+  if (node == NULL)
+    return;
+  g_free(node->task);
+  g_free(node->task_id);
+  g_ptr_array_unref(node->children);
+  g_free(node);
+}
+
+static SluiceTaskState
+state_of(SluiceClient *client, const gchar *id)
+{
+  g_autoptr(SluiceResult) r = sluice_client_inspect(client, id, NULL);
+  return r != NULL ? sluice_result_get_state(r) : SLUICE_STATE_UNKNOWN;
+}
+
+/* Builds the node @o describes (SluiceWfMeta.tree); NULL if it is not one.
+ * Bounded by the decoder's nesting limit. */
+static SluiceWorkflowNode *
+node_of(SluiceClient *client, const gchar *wf, const msgpack_object *o)
+{
+  SluiceWorkflowNode *node;
+  const msgpack_object *a;
+  guint64 kind;
+
+  if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 2 ||
+      o->via.array.ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+      (kind = o->via.array.ptr[0].via.u64) > SLUICE_WORKFLOW_NODE_CHORD)
+    return NULL;
+  a = o->via.array.ptr;
+  node = g_new0(SluiceWorkflowNode, 1);
+  node->kind = (SluiceWorkflowNodeKind)kind;
+  node->children =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_workflow_node_free);
+  if (kind == SLUICE_WORKFLOW_NODE_TASK) {
+    if (o->via.array.size == 3 && a[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+        a[2].type == MSGPACK_OBJECT_STR) {
+      node->task = g_strndup(a[2].via.str.ptr, a[2].via.str.size);
+      node->task_id = g_strdup_printf("%s.%" G_GUINT64_FORMAT, wf, a[1].via.u64);
+      node->state = state_of(client, node->task_id);
+      return node;
+    }
+  } else if (kind == SLUICE_WORKFLOW_NODE_CHORD) {
+    if (o->via.array.size == 4 && a[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+      SluiceWorkflowNode *g = node_of(client, wf, &a[2]);
+      SluiceWorkflowNode *cb = g != NULL ? node_of(client, wf, &a[3]) : NULL;
+      node->policy = (SluiceChordPolicy)MIN(a[1].via.u64, 2);
+      if (g != NULL)
+        g_ptr_array_add(node->children, g);
+      if (cb != NULL) {
+        g_ptr_array_add(node->children, cb);
+        return node;
+      }
+    }
+  } else if (o->via.array.size == 2 && a[1].type == MSGPACK_OBJECT_ARRAY) {
+    gboolean ok = TRUE;
+    for (guint32 i = 0; ok && i < a[1].via.array.size; i++) {
+      SluiceWorkflowNode *child = node_of(client, wf, &a[1].via.array.ptr[i]);
+      ok = child != NULL;
+      if (ok)
+        g_ptr_array_add(node->children, child);
+    }
+    if (ok)
+      return node;
+  }
+  sluice_workflow_node_free(node);
+  return NULL;
+}
+
+SluiceWorkflowNode *
+sluice_client_get_workflow_tree(SluiceClient *client, const gchar *id,
+                                GError **error)
+{
+  SluiceJoinState state;
+  SluiceWfMeta meta = {0};
+  SluiceWorkflowNode *root = NULL;
+
+  g_return_val_if_fail(client != NULL && id != NULL, NULL);
+  if (!read_end(client, id, FALSE, &state, error))
+    return NULL;
+  if (sluice_wf__meta_decode(state.meta, &meta) && meta.tree != NULL) {
+    msgpack_zone zone;
+    msgpack_object o;
+    gsize len, off = 0;
+    const gchar *data = g_bytes_get_data(meta.tree, &len);
+
+    msgpack_zone_init(&zone, 4096);
+    if (msgpack_unpack(data, len, &off, &zone, &o) == MSGPACK_UNPACK_SUCCESS)
+      root = node_of(client, id, &o);
+    msgpack_zone_destroy(&zone);
+  }
+  sluice_wf__meta_clear(&meta);
+  sluice_join_state_clear(&state);
+  if (root == NULL)
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
+                "workflow “%s” has no shape this Sluice can read", id);
+  return root;
 }

@@ -638,6 +638,45 @@ START_TEST(test_events_of_a_task)
 }
 END_TEST
 
+/* `sluice workflow show` draws a workflow enqueued through the C API. */
+START_TEST(test_workflow_show_draws_the_tree)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, NULL);
+  g_autoptr(SluiceBroker) broker = sluice_test_redis_broker(
+      g_strcmp0(ctx->mode, "fast") == 0 ? SLUICE_REDIS_FAST
+                                        : SLUICE_REDIS_RELIABLE,
+      sluice_test_redis_url(sluice_test_redis_shared()), ctx->ns, 0);
+  g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, NULL);
+  SluiceWorkflow *group = sluice_workflow_group();
+  g_autoptr(SluiceWorkflow) chord = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *id = NULL, *last = NULL;
+  g_autoptr(Run) result = NULL, show = NULL, cancel = NULL;
+
+  sluice_workflow_add(group, sluice_workflow_task("demo.noop", NULL, NULL));
+  sluice_workflow_add(group, sluice_workflow_task("demo.noop", NULL, NULL));
+  chord = sluice_workflow_chord(
+      group, sluice_workflow_task("demo.echo", NULL, NULL),
+      SLUICE_CHORD_WAIT_ALL);
+  id = sluice_client_enqueue_workflow(client, chord, &error);
+  ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
+  last = g_strdup_printf("%s.2", id);
+  result = cli(ctx, "result", last, "--wait", "60s", NULL);
+  assert_status(result, 0);
+  show = cli(ctx, "workflow", "show", id, NULL);
+  assert_status(show, 0);
+  ck_assert_msg(strstr(show->out, "chord (wait for all)\n├─ group\n│  ├─ "
+                                  "demo.noop") != NULL &&
+                    strstr(show->out, "└─ demo.echo") != NULL &&
+                    strstr(show->out, "1 of 1 results in, 0 failed") != NULL,
+                "%s", show->out);
+  cancel = cli(ctx, "workflow", "show", "no-such-workflow", NULL);
+  ck_assert_int_eq(cancel->status, 1);
+  g_free(worker_stop(w));
+}
+END_TEST
+
 /* With no URL anywhere, a worker and `sluice enqueue` meet in the SQLite
  * database of the user's state directory, made on first use and named in
  * the worker's first log line: a fresh machine needs no server. */
@@ -2887,6 +2926,7 @@ cli_suite(gboolean reliable)
   tcase_add_loop_test(e2e, test_enqueue_worker_result, 0, n_modes);
   tcase_add_loop_test(e2e, test_result_follow_prints_progress, 0, n_modes);
   tcase_add_loop_test(e2e, test_events_of_a_task, 0, n_modes);
+  tcase_add_loop_test(e2e, test_workflow_show_draws_the_tree, 0, n_modes);
   tcase_add_test(e2e, test_default_broker_is_sqlite_in_the_state_directory);
   tcase_add_loop_test(e2e, test_flaky_retries_then_succeeds, 0, n_modes);
   tcase_add_loop_test(e2e, test_no_task_log, 0, n_modes);

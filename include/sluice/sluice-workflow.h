@@ -55,6 +55,7 @@
 
 #include <sluice/sluice-client.h>
 #include <sluice/sluice-macros.h>
+#include <sluice/sluice-result.h>
 
 G_BEGIN_DECLS
 
@@ -206,6 +207,59 @@ SLUICE_AVAILABLE_IN_0_2
 gboolean sluice_client_cancel_workflow(SluiceClient *client, const gchar *id,
                                        GError **error);
 
+/**
+ * SluiceWorkflowNodeKind:
+ * The kinds of node of a workflow's tree.
+ */
+typedef enum {
+  SLUICE_WORKFLOW_NODE_TASK,
+  SLUICE_WORKFLOW_NODE_GROUP,
+  SLUICE_WORKFLOW_NODE_CHAIN,
+  SLUICE_WORKFLOW_NODE_CHORD,
+} SluiceWorkflowNodeKind;
+
+typedef struct _SluiceWorkflowNode SluiceWorkflowNode;
+
+/**
+ * SluiceWorkflowNode:
+ * @kind: what it is
+ * @task: (nullable): a task's name
+ * @task_id: (nullable): a task's id
+ * @state: a task's state now (SLUICE_STATE_UNKNOWN: not enqueued yet, a
+ *   join has still to release it, or its record expired)
+ * @policy: a chord's failure policy
+ * @children: (element-type SluiceWorkflowNode): a group's members, a
+ *   chain's steps, a chord's group and callback; empty for a task
+ *
+ * One node of the tree sluice_client_get_workflow_tree() returns. Owns
+ * everything; free the root with sluice_workflow_node_free().
+ */
+struct _SluiceWorkflowNode {
+  SluiceWorkflowNodeKind kind;
+  gchar *task;
+  gchar *task_id;
+  SluiceTaskState state;
+  SluiceChordPolicy policy;
+  GPtrArray *children;
+};
+
+/**
+ * sluice_client_get_workflow_tree:
+ * @id: a workflow id
+ *
+ * Reads the workflow's shape (stored with it when it was enqueued) and the
+ * state of each of its tasks (one read per task).
+ * Returns: (transfer full): the root, or NULL and @error (NOT_FOUND for a
+ * workflow the broker does not know).
+ */
+SLUICE_AVAILABLE_IN_0_2
+SluiceWorkflowNode *sluice_client_get_workflow_tree(SluiceClient *client,
+                                                    const gchar *id,
+                                                    GError **error);
+SLUICE_AVAILABLE_IN_0_2
+void sluice_workflow_node_free(SluiceWorkflowNode *node);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SluiceWorkflow, sluice_workflow_unref)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SluiceWorkflowNode, sluice_workflow_node_free)
 
 G_END_DECLS

@@ -736,6 +736,30 @@ START_TEST(nested_group_of_chains_and_chain_of_groups)
                    "{\"results\":[2,4,5],\"errors\":[],\"args\":null}");
   ck_assert_uint_eq(status_of(e, id).tasks, 6);
   ck_assert_uint_eq(status_of(e, id).finished, 1);
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SluiceWorkflowNode) root =
+        sluice_client_get_workflow_tree(e->client, id, &error);
+    SluiceWorkflowNode *g, *c0, *cb;
+    g_autofree gchar *cb_id = g_strdup_printf("%s.5", id);
+
+    ck_assert_msg(root != NULL, "%s", error != NULL ? error->message : "");
+    ck_assert_int_eq(root->kind, SLUICE_WORKFLOW_NODE_CHORD);
+    ck_assert_int_eq(root->policy, SLUICE_CHORD_WAIT_ALL);
+    ck_assert_uint_eq(root->children->len, 2);
+    g = g_ptr_array_index(root->children, 0);
+    ck_assert_int_eq(g->kind, SLUICE_WORKFLOW_NODE_GROUP);
+    ck_assert_uint_eq(g->children->len, 3);
+    c0 = g_ptr_array_index(g->children, 0);
+    ck_assert_int_eq(c0->kind, SLUICE_WORKFLOW_NODE_CHAIN);
+    ck_assert_str_eq(
+        ((SluiceWorkflowNode *)g_ptr_array_index(c0->children, 1))->task,
+        "wf.double");
+    cb = g_ptr_array_index(root->children, 1);
+    ck_assert_str_eq(cb->task, "wf.collect");
+    ck_assert_str_eq(cb->task_id, cb_id);
+    ck_assert_int_eq(cb->state, SLUICE_STATE_SUCCEEDED);
+  }
 
   /* A chain of groups: group(8, 9) -> group(double, double) -> collect;
    * a step after a group gets the group's map. */
