@@ -47,8 +47,8 @@ print_event(const SluiceEvent *e, gboolean json)
     if (e->kind == SLUICE_EVENT_PROGRESS) {
       gchar number[G_ASCII_DTOSTR_BUF_SIZE];
       cli_json_key(j, "progress");
-      cli_json_raw(j, g_ascii_formatd(number, sizeof number, "%.4f",
-                                      e->progress));
+      cli_json_raw(j,
+                   g_ascii_formatd(number, sizeof number, "%.4f", e->progress));
     }
     cli_json_key(j, "worker");
     if (e->worker != NULL)
@@ -90,8 +90,8 @@ cli_cmd_events(int argc, char **argv)
        "Keep printing events as they are written, until interrupted", NULL},
       {"cursor", 0, 0, G_OPTION_ARG_STRING, &cursor,
        "Start after this event (a cursor --json printed)", "CURSOR"},
-      {"id", 0, 0, G_OPTION_ARG_STRING, &task,
-       "Only the events of this task", "ID"},
+      {"id", 0, 0, G_OPTION_ARG_STRING, &task, "Only the events of this task",
+       "ID"},
       {NULL}};
 
   if (!cli_parse_options(

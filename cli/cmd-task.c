@@ -109,8 +109,8 @@ print_progress(const SluiceProgress *p, gboolean json, gchar **last)
 
     cli_json_begin_object(j);
     cli_json_key(j, "progress");
-    cli_json_raw(j, g_ascii_formatd(number, sizeof number, "%.4f",
-                                    p->fraction));
+    cli_json_raw(j,
+                 g_ascii_formatd(number, sizeof number, "%.4f", p->fraction));
     cli_json_key(j, "message");
     if (p->message != NULL)
       cli_json_string(j, p->message);

@@ -22,8 +22,7 @@ prepare_members(SluiceClient *client, const gchar *batch, GPtrArray *nodes,
 {
   for (guint i = 0; i < nodes->len; i++) {
     g_autofree gchar *id = g_strdup_printf("%s.%u", batch, first + i);
-    SluiceWfRef ref = {(gchar *)batch, (gchar *)batch, first + i, 'a', NULL,
-                       0};
+    SluiceWfRef ref = {(gchar *)batch, (gchar *)batch, first + i, 'a', NULL, 0};
     SluicePrepared p;
 
     if (!sluice_workflow__prepare_task(client, g_ptr_array_index(nodes, i), id,
@@ -48,9 +47,8 @@ submits_of(SluiceClient *client, GArray *prepared)
   SluiceSubmit *s = g_new0(SluiceSubmit, MAX(prepared->len, 1));
 
   for (guint i = 0; i < prepared->len; i++) {
-    sluice_client__fill_submit(client,
-                               &g_array_index(prepared, SluicePrepared, i),
-                               &s[i]);
+    sluice_client__fill_submit(
+        client, &g_array_index(prepared, SluicePrepared, i), &s[i]);
     s[i].dedup_ttl_ms = 0;
   }
   return s;
@@ -58,9 +56,9 @@ submits_of(SluiceClient *client, GArray *prepared)
 
 /* A callback node, prepared as "<B>.<name>", gathering B's outcomes. */
 static gboolean
-prepare_callback(SluiceClient *client, const gchar *batch,
-                 SluiceWorkflow *node, const gchar *name, gchar mode,
-                 gint64 now, GArray *out, GError **error)
+prepare_callback(SluiceClient *client, const gchar *batch, SluiceWorkflow *node,
+                 const gchar *name, gchar mode, gint64 now, GArray *out,
+                 GError **error)
 {
   g_autoptr(GPtrArray) nodes = g_ptr_array_new();
   g_autofree gchar *id = g_strdup_printf("%s.%s", batch, name);
@@ -107,11 +105,10 @@ sluice_client_start_batch(SluiceClient *client, SluiceWorkflow *tasks,
        prepare_members(client, id, nodes, holder, now, members, error) &&
        prepare_callback(client, id, on_complete, "complete", 'm', now,
                         callbacks, error) &&
-       prepare_callback(client, id, on_success, "success", 's', now,
-                        callbacks, error);
+       prepare_callback(client, id, on_success, "success", 's', now, callbacks,
+                        error);
   if (ok && nodes->len + holder == 0) {
-    g_set_error_literal(error, SLUICE_CLIENT_ERROR,
-                        SLUICE_CLIENT_ERROR_INVALID,
+    g_set_error_literal(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
                         "an empty batch must be kept open (keep_open): it "
                         "would otherwise never complete");
     ok = FALSE;
@@ -130,8 +127,9 @@ sluice_client_start_batch(SluiceClient *client, SluiceWorkflow *tasks,
     meta_bytes = sluice_wf__meta_encode(&meta);
     start = submits_of(client, members);
     release = submits_of(client, callbacks);
-    spec = (SluiceJoinSpec){id,      nodes->len + holder, release,
-                            callbacks->len, meta_bytes, SLUICE_WORKFLOW_TTL_MS};
+    spec = (SluiceJoinSpec){id,         nodes->len + holder,
+                            release,    callbacks->len,
+                            meta_bytes, SLUICE_WORKFLOW_TTL_MS};
     if (sluice_client__options(client)->events && members->len > 0) {
       g_autofree SluiceEnvelope **envs = g_new0(SluiceEnvelope *, members->len);
       for (guint i = 0; i < members->len; i++)
@@ -199,8 +197,8 @@ sluice_client_add_to_batch(SluiceClient *client, const gchar *batch_id,
     g_autofree SluiceSubmit *items = NULL;
     guint now_total = 0;
     gint64 now = sluice_clock_now_ms(sluice_client__clock(client));
-    gboolean ok = prepare_members(client, batch_id, nodes, total, now,
-                                  members, error);
+    gboolean ok =
+        prepare_members(client, batch_id, nodes, total, now, members, error);
 
     if (ok) {
       items = submits_of(client, members);

@@ -916,10 +916,10 @@ sluice_broker_join_open(SluiceBroker *broker, const SluiceJoinSpec *joins,
   g_return_val_if_fail(joins != NULL && n_joins > 0, FALSE);
   g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
   for (guint i = 0; i < n_joins; i++)
-    g_return_val_if_fail(joins[i].id != NULL && joins[i].total > 0 &&
-                             (joins[i].release != NULL ||
-                              joins[i].n_release == 0),
-                         FALSE);
+    g_return_val_if_fail(
+        joins[i].id != NULL && joins[i].total > 0 &&
+            (joins[i].release != NULL || joins[i].n_release == 0),
+        FALSE);
   if (out_existed != NULL)
     *out_existed = FALSE;
   if (broker->klass->join_open == NULL)
@@ -992,8 +992,8 @@ sluice_broker_put_progress(SluiceBroker *broker, const gchar *id,
   g_return_val_if_fail(id != NULL && progress != NULL, FALSE);
   if (broker->klass->put_progress == NULL)
     return TRUE;
-  ok = broker->klass->put_progress(broker, id, progress, MAX(ttl_ms, 1),
-                                   &local);
+  ok =
+      broker->klass->put_progress(broker, id, progress, MAX(ttl_ms, 1), &local);
   return finish(broker, "put_progress", ok, local, error);
 }
 

@@ -270,7 +270,7 @@ sluice_client__prepare(SluiceClient *client, const gchar *task, GBytes *args,
   }
 
   env = sluice_envelope_new();
-  env->id = id != NULL           ? g_strdup(id)
+  env->id = id != NULL            ? g_strdup(id)
             : options->id != NULL ? g_strdup(options->id)
                                   : sluice_client__new_id();
   env->wf = g_strdup(wf);
@@ -300,8 +300,8 @@ sluice_client__prepare(SluiceClient *client, const gchar *task, GBytes *args,
   }
   if (g_atomic_pointer_get(&client->hooks) != NULL &&
       !sluice_hooks__run_producer(client->hooks, env, error)) {
-    g_prefix_error(error, "cannot enqueue “%s”: rejected by a producer hook: ",
-                   task);
+    g_prefix_error(error,
+                   "cannot enqueue “%s”: rejected by a producer hook: ", task);
     sluice_envelope_free(env);
     return FALSE;
   }

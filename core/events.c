@@ -41,8 +41,8 @@ sluice_events__encode(SluiceEventKind kind, const SluiceEnvelope *env,
   msgpack_sbuffer buf;
   msgpack_packer pk;
   GBytes *bytes;
-  guint n = 6 + (detail != NULL) + (kind == SLUICE_EVENT_PROGRESS) +
-            (worker != NULL);
+  guint n =
+      6 + (detail != NULL) + (kind == SLUICE_EVENT_PROGRESS) + (worker != NULL);
 
   msgpack_sbuffer_init(&buf);
   msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
@@ -194,8 +194,8 @@ sluice_client_read_events(SluiceClient *client, const gchar *cursor,
   g_return_val_if_fail(client != NULL && out_cursor != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   *out_cursor = NULL;
-  entries = g_ptr_array_new_with_free_func(
-      (GDestroyNotify)sluice_event_entry_free);
+  entries =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_event_entry_free);
   if (!sluice_broker_read_events(sluice_client_get_broker(client), cursor,
                                  MAX(limit, 1), block_ms, entries, out_cursor,
                                  error))

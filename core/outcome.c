@@ -232,8 +232,8 @@ bury(Job *job, const gchar *reason, const gchar *detail,
                        detail != NULL ? detail : "");
   join_outcome(p, SLUICE_STATE_DEAD_LETTERED, NULL,
                detail != NULL ? detail : reason);
-  p->event_detail = g_strdup_printf("%s: %s", reason,
-                                    detail != NULL ? detail : "");
+  p->event_detail =
+      g_strdup_printf("%s: %s", reason, detail != NULL ? detail : "");
   push_pending(worker, p);
 }
 

@@ -116,8 +116,7 @@ sluice_client_get_progress(SluiceClient *client, const gchar *id,
     return NULL;
   if (bytes == NULL) {
     g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_NOT_FOUND,
-                "task %s has reported no progress (or its report expired)",
-                id);
+                "task %s has reported no progress (or its report expired)", id);
     return NULL;
   }
   data = g_bytes_get_data(bytes, &len);

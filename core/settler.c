@@ -134,8 +134,8 @@ send_arrivals(SluiceWorker *worker, SluiceJoinArrival *arrivals, guint n,
  * redelivery. */
 static gboolean
 send_batch(SluiceWorker *worker, SluiceJoinArrival *arrivals, guint n_arrivals,
-           SluiceRecordWrite *records, guint n_records,
-           SluiceSettlement *items, guint n, gint64 give_up_at_us)
+           SluiceRecordWrite *records, guint n_records, SluiceSettlement *items,
+           guint n, gint64 give_up_at_us)
 {
   gint64 backoff_ms = OUTAGE_BACKOFF_MIN_MS;
 
@@ -266,11 +266,10 @@ sluice_worker__settler_main(gpointer data)
 
       /* Events say what happened: after it, once, best effort. */
       if (n_events > 0 &&
-          !sluice_broker_append_events(worker->broker, events, n_events,
-                                       SLUICE_EVENTS_MAX_LEN,
-                                       SLUICE_EVENTS_MAX_AGE_MS,
-                                       sluice_clock_now_ms(worker->clock),
-                                       &event_error) &&
+          !sluice_broker_append_events(
+              worker->broker, events, n_events, SLUICE_EVENTS_MAX_LEN,
+              SLUICE_EVENTS_MAX_AGE_MS, sluice_clock_now_ms(worker->clock),
+              &event_error) &&
           sluice_worker__first_in_a_while(worker, "events"))
         sluice_log__message(G_LOG_LEVEL_WARNING,
                             "could not write %u events (said once a "

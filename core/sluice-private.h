@@ -237,8 +237,8 @@ void sluice_wf__meta_clear(SluiceWfMeta *meta);
  * An event's bytes (msgpack map): "k" kind name, "id", "task", "queue",
  * "attempt", "at", and when set "detail", "progress", "worker". */
 GBytes *sluice_events__encode(SluiceEventKind kind, const SluiceEnvelope *env,
-                              gint64 at, const gchar *detail,
-                              gdouble progress, const gchar *worker);
+                              gint64 at, const gchar *detail, gdouble progress,
+                              const gchar *worker);
 /* The "enqueued" events of @n envelopes, appended (a failure is logged:
  * events never fail an enqueue). */
 void sluice_events__enqueued(SluiceBroker *broker, SluiceEnvelope *const *envs,

@@ -292,8 +292,8 @@ gboolean sluice_worker__run_task(SluiceWorker *worker, Job *job,
 void sluice_worker__hooks_clear(SluiceWorker *worker);
 
 /* With the events option: queues event @kind of @job for the settler. */
-void sluice_outcome__event(Job *job, SluiceEventKind kind,
-                           const gchar *detail, gdouble progress);
+void sluice_outcome__event(Job *job, SluiceEventKind kind, const gchar *detail,
+                           gdouble progress);
 
 /* Pushed onto the settle queue to stop the settler; never dereferenced.
  * Defined once (settler.c), so every file compares the same address. */

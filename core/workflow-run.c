@@ -20,11 +20,10 @@
 gchar *
 sluice_wf__format(const SluiceWfRef *ref)
 {
-  return g_strdup_printf("%s|%s|%u|%c|%s|%c", ref->workflow,
-                         ref->to != NULL ? ref->to : "", ref->index,
-                         ref->policy != 0 ? ref->policy : '-',
-                         ref->from != NULL ? ref->from : "",
-                         ref->mode != 0 ? ref->mode : '-');
+  return g_strdup_printf(
+      "%s|%s|%u|%c|%s|%c", ref->workflow, ref->to != NULL ? ref->to : "",
+      ref->index, ref->policy != 0 ? ref->policy : '-',
+      ref->from != NULL ? ref->from : "", ref->mode != 0 ? ref->mode : '-');
 }
 
 void
@@ -99,8 +98,8 @@ static GBytes *
 sbuffer_to_bytes(msgpack_sbuffer *buf)
 {
   /* msgpack's buffer is malloc()ed: hand it over as it is. */
-  GBytes *bytes = g_bytes_new_with_free_func(buf->data, buf->size, free,
-                                             buf->data);
+  GBytes *bytes =
+      g_bytes_new_with_free_func(buf->data, buf->size, free, buf->data);
   buf->data = NULL;
   buf->size = buf->alloc = 0;
   return bytes;
@@ -541,8 +540,7 @@ sluice_wf__gather_args(SluiceBroker *broker, SluiceEnvelope *env,
     sluice_wf__clear(&ref);
     return TRUE;
   }
-  if (!sluice_broker_join_read(broker, ref.from, TRUE, &state, &found,
-                               error)) {
+  if (!sluice_broker_join_read(broker, ref.from, TRUE, &state, &found, error)) {
     g_prefix_error(error, "could not read the results this workflow step "
                           "waits for: ");
     sluice_wf__clear(&ref);

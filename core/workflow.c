@@ -242,8 +242,7 @@ check_tree(SluiceWorkflow *node, const gchar *path, guint *n_tasks,
   }
   for (guint i = 0; i < node->children->len; i++) {
     g_autofree gchar *sub = g_strdup_printf("%s/%u", path, i);
-    if (!check_tree(g_ptr_array_index(node->children, i), sub, n_tasks,
-                    error))
+    if (!check_tree(g_ptr_array_index(node->children, i), sub, n_tasks, error))
       return FALSE;
   }
   return TRUE;
@@ -263,8 +262,7 @@ width(SluiceWorkflow *node)
       n += width(g_ptr_array_index(node->children, i));
     return n;
   case NODE_CHAIN:
-    return width(
-        g_ptr_array_index(node->children, node->children->len - 1));
+    return width(g_ptr_array_index(node->children, node->children->len - 1));
   case NODE_CHORD:
   default:
     return width(g_ptr_array_index(node->children, 1));
@@ -375,7 +373,7 @@ set_of(Build *b, gint set)
 static gchar
 chord_policy_char(SluiceChordPolicy policy)
 {
-  return policy == SLUICE_CHORD_FAIL_FAST ? 'f'
+  return policy == SLUICE_CHORD_FAIL_FAST  ? 'f'
          : policy == SLUICE_CHORD_WAIT_ALL ? 'a'
                                            : 'i';
 }
@@ -387,14 +385,14 @@ static gboolean
 compile_task(Build *b, SluiceWorkflow *node, gint set, const Place *at,
              GError **error)
 {
-  SluiceWfRef ref = {(gchar *)b->wf, (gchar *)at->to, at->base, at->policy,
-                     (gchar *)at->from, at->mode};
+  SluiceWfRef ref = {(gchar *)b->wf, (gchar *)at->to,   at->base,
+                     at->policy,     (gchar *)at->from, at->mode};
   g_autofree gchar *text = sluice_wf__format(&ref);
   g_autofree gchar *id = g_strdup_printf("%s.%u", b->wf, b->n_tasks++);
   SluicePrepared p;
 
-  if (!sluice_client__prepare(b->client, node->task, node->args,
-                              &node->options, id, text, b->now, &p, error))
+  if (!sluice_client__prepare(b->client, node->task, node->args, &node->options,
+                              id, text, b->now, &p, error))
     return FALSE;
   /* A task a join releases is submitted without a record: the broker
    * stores only its message until then. */
@@ -436,8 +434,7 @@ compile_chain(Build *b, SluiceWorkflow *node, gint set, const Place *at,
   here.to = at->to;
   here.base = at->base;
   here.policy = at->policy;
-  return compile(b, g_ptr_array_index(node->children, last), set, &here,
-                 error);
+  return compile(b, g_ptr_array_index(node->children, last), set, &here, error);
 }
 
 static gboolean
@@ -474,8 +471,8 @@ compile(Build *b, SluiceWorkflow *node, gint set, const Place *at,
       return FALSE;
     g_array_index(b->joins, JoinBuild, j).meta.lo = lo;
     g_array_index(b->joins, JoinBuild, j).meta.hi = b->n_tasks;
-    return compile(b, g_ptr_array_index(node->children, 1), (gint)j,
-                   &callback, error);
+    return compile(b, g_ptr_array_index(node->children, 1), (gint)j, &callback,
+                   error);
   }
   }
 }
@@ -507,9 +504,8 @@ submits_of(SluiceClient *client, GArray *prepared)
   SluiceSubmit *s = g_new0(SluiceSubmit, MAX(prepared->len, 1));
 
   for (guint i = 0; i < prepared->len; i++) {
-    sluice_client__fill_submit(client,
-                               &g_array_index(prepared, SluicePrepared, i),
-                               &s[i]);
+    sluice_client__fill_submit(
+        client, &g_array_index(prepared, SluicePrepared, i), &s[i]);
     s[i].dedup_ttl_ms = 0;
   }
   return s;
@@ -632,8 +628,8 @@ sluice_workflow__prepare_task(SluiceClient *client, SluiceWorkflow *node,
   g_autofree gchar *text = sluice_wf__format(ref);
 
   g_return_val_if_fail(node->kind == NODE_TASK, FALSE);
-  return sluice_client__prepare(client, node->task, node->args,
-                                &node->options, id, text, now, out, error);
+  return sluice_client__prepare(client, node->task, node->args, &node->options,
+                                id, text, now, out, error);
 }
 
 /* ---- Status and cancellation --------------------------------------------- */
@@ -749,15 +745,18 @@ node_of(SluiceClient *client, const gchar *wf, const msgpack_object *o)
   node->children =
       g_ptr_array_new_with_free_func((GDestroyNotify)sluice_workflow_node_free);
   if (kind == SLUICE_WORKFLOW_NODE_TASK) {
-    if (o->via.array.size == 3 && a[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+    if (o->via.array.size == 3 &&
+        a[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
         a[2].type == MSGPACK_OBJECT_STR) {
       node->task = g_strndup(a[2].via.str.ptr, a[2].via.str.size);
-      node->task_id = g_strdup_printf("%s.%" G_GUINT64_FORMAT, wf, a[1].via.u64);
+      node->task_id =
+          g_strdup_printf("%s.%" G_GUINT64_FORMAT, wf, a[1].via.u64);
       node->state = state_of(client, node->task_id);
       return node;
     }
   } else if (kind == SLUICE_WORKFLOW_NODE_CHORD) {
-    if (o->via.array.size == 4 && a[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+    if (o->via.array.size == 4 &&
+        a[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
       SluiceWorkflowNode *g = node_of(client, wf, &a[2]);
       SluiceWorkflowNode *cb = g != NULL ? node_of(client, wf, &a[3]) : NULL;
       node->policy = (SluiceChordPolicy)MIN(a[1].via.u64, 2);

@@ -593,8 +593,8 @@ START_TEST(test_result_follow_prints_progress)
   g_autofree gchar *id =
       enqueue(ctx, "demo.progress", "{\"steps\": 3, \"ms\": 300}", NULL);
   g_autoptr(Run) text = NULL;
-  g_autoptr(Run) json = cli(ctx, "result", id, "--follow", "--wait", "60s",
-                            "--json", NULL);
+  g_autoptr(Run) json =
+      cli(ctx, "result", id, "--follow", "--wait", "60s", "--json", NULL);
   const gchar *last, *record;
 
   assert_status(json, 0);
@@ -656,9 +656,9 @@ START_TEST(test_workflow_show_draws_the_tree)
 
   sluice_workflow_add(group, sluice_workflow_task("demo.noop", NULL, NULL));
   sluice_workflow_add(group, sluice_workflow_task("demo.noop", NULL, NULL));
-  chord = sluice_workflow_chord(
-      group, sluice_workflow_task("demo.echo", NULL, NULL),
-      SLUICE_CHORD_WAIT_ALL);
+  chord = sluice_workflow_chord(group,
+                                sluice_workflow_task("demo.echo", NULL, NULL),
+                                SLUICE_CHORD_WAIT_ALL);
   id = sluice_client_enqueue_workflow(client, chord, &error);
   ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
   last = g_strdup_printf("%s.2", id);

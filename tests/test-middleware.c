@@ -63,8 +63,8 @@ harness_new(SluiceRegistry **out_registry)
 
   ck_assert(sluice_registry_add(registry, "mw.headers", task_headers, NULL,
                                 NULL, NULL, &error));
-  ck_assert(sluice_registry_add(registry, "mw.denied", task_denied, NULL,
-                                NULL, NULL, &error));
+  ck_assert(sluice_registry_add(registry, "mw.denied", task_denied, NULL, NULL,
+                                NULL, &error));
   h = sluice_test_harness_new(registry, NULL, &error);
   ck_assert_msg(h != NULL, "%s", error != NULL ? error->message : "");
   g_string_truncate(trail, 0);
@@ -211,8 +211,8 @@ hook_around(SluiceTaskContext *ctx, SluiceTaskNext next, gpointer next_data,
 
 /* Maps "permission denied" to a fatal error: no retries. */
 static gboolean
-hook_map_errors(SluiceTaskContext *ctx, SluiceTaskNext next,
-                gpointer next_data, gpointer user_data, GError **error)
+hook_map_errors(SluiceTaskContext *ctx, SluiceTaskNext next, gpointer next_data,
+                gpointer user_data, GError **error)
 {
   GError *local = NULL;
 
@@ -272,13 +272,12 @@ START_TEST(worker_hooks_map_errors_and_short_circuit)
   g_autoptr(GError) error = NULL;
   g_autofree gchar *denied = NULL, *gated = NULL;
   g_autoptr(SluiceResult) r1 = NULL, r2 = NULL;
-  g_autoptr(GHashTable) headers =
-      g_hash_table_new(g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) headers = g_hash_table_new(g_str_hash, g_str_equal);
   SluiceEnqueueOptions eo;
   g_autofree gchar *seen = NULL;
 
-  ck_assert(sluice_worker_add_hook(worker, hook_map_errors, NULL, NULL,
-                                   &error));
+  ck_assert(
+      sluice_worker_add_hook(worker, hook_map_errors, NULL, NULL, &error));
   ck_assert(sluice_worker_add_hook(worker, hook_gate, NULL, NULL, &error));
   denied = sluice_client_enqueue(client, "mw.denied", NULL, NULL, &error);
   sluice_enqueue_options_init(&eo);

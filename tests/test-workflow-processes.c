@@ -158,16 +158,16 @@ enqueue_chord(SluiceClient *client, gint64 ms, gint64 fail_percent)
   gchar *id;
 
   for (guint i = 0; i < MEMBERS; i++) {
-    g_autofree gchar *json = g_strdup_printf(
-        "[%u, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", i, ms,
-        fail_percent);
+    g_autofree gchar *json =
+        g_strdup_printf("[%u, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", i,
+                        ms, fail_percent);
     g_autoptr(GBytes) args = sluice_args_from_json(json, -1, &error);
     ck_assert(args != NULL);
     sluice_workflow_add(group, sluice_workflow_task("t.member", args, NULL));
   }
-  chord = sluice_workflow_chord(
-      group, sluice_workflow_task("t.collect", NULL, NULL),
-      SLUICE_CHORD_WAIT_ALL);
+  chord = sluice_workflow_chord(group,
+                                sluice_workflow_task("t.collect", NULL, NULL),
+                                SLUICE_CHORD_WAIT_ALL);
   id = sluice_client_enqueue_workflow(client, chord, &error);
   ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
   return id;
@@ -217,8 +217,8 @@ world_init(World *w, const gchar *url, const gchar *mode)
 {
   w->url = url;
   w->mode = mode;
-  w->ns = g_strdup_printf("wfprocs-%s-%d-%u", mode, (int)getpid(),
-                          g_random_int());
+  w->ns =
+      g_strdup_printf("wfprocs-%s-%d-%u", mode, (int)getpid(), g_random_int());
   w->dir = g_dir_make_tmp("sluice-wfprocs-XXXXXX", NULL);
   w->log = g_build_filename(w->dir, "executions.log", NULL);
 }

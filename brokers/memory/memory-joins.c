@@ -68,7 +68,8 @@ sluice_memory__joins_init(SluiceMemoryBroker *self)
 {
   self->events = g_queue_new();
   g_cond_init(&self->events_appended);
-  self->joins = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, join_free);
+  self->joins =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, join_free);
   self->progress =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, progress_free);
 }
@@ -102,10 +103,10 @@ sluice_memory__append_events(SluiceBroker *broker, GBytes *const *events,
     e->bytes = g_bytes_ref(events[i]);
     g_queue_push_tail(self->events, e);
   }
-  while (self->events->length > max_len ||
-         (!g_queue_is_empty(self->events) &&
-          ((Event *)g_queue_peek_head(self->events))->at <=
-              now_ms - max_age_ms))
+  while (
+      self->events->length > max_len ||
+      (!g_queue_is_empty(self->events) &&
+       ((Event *)g_queue_peek_head(self->events))->at <= now_ms - max_age_ms))
     event_free(g_queue_pop_head(self->events));
   g_cond_broadcast(&self->events_appended);
   g_mutex_unlock(&self->lock);
@@ -228,11 +229,11 @@ sluice_memory__join_open(SluiceBroker *broker, const SluiceJoinSpec *joins,
     j->total = spec->total;
     j->status = SLUICE_JOIN_OPEN;
     j->meta = spec->meta != NULL ? g_bytes_ref(spec->meta) : NULL;
-    j->outcomes = g_ptr_array_new_full(spec->total,
-                                       (GDestroyNotify)g_bytes_unref);
+    j->outcomes =
+        g_ptr_array_new_full(spec->total, (GDestroyNotify)g_bytes_unref);
     g_ptr_array_set_size(j->outcomes, (gint)spec->total);
-    j->release = g_array_sized_new(FALSE, TRUE, sizeof(Released),
-                                   spec->n_release);
+    j->release =
+        g_array_sized_new(FALSE, TRUE, sizeof(Released), spec->n_release);
     g_array_set_clear_func(j->release, release_clear);
     for (guint k = 0; k < spec->n_release; k++) {
       Released r = {g_strdup(spec->release[k].queue),

@@ -143,8 +143,8 @@ sluice_redis__join_read(SluiceBroker *broker, const gchar *join_id,
        (reply->elements < 4 || reply->elements % 2 != 0 ||
         !sluice_redis_reply__to_int(reply->element[0], &total) ||
         !sluice_redis_reply__to_int(reply->element[1], &arrived) ||
-        !sluice_redis_reply__to_int(reply->element[2], &status) ||
-        total < 0 || total > G_MAXUINT32 || status < 0 || status > 2))) {
+        !sluice_redis_reply__to_int(reply->element[2], &status) || total < 0 ||
+        total > G_MAXUINT32 || status < 0 || status > 2))) {
     freeReplyObject(reply);
     return sluice_redis_broker__unexpected(self, "join_read", error);
   }
@@ -248,8 +248,8 @@ sluice_redis__append_events(SluiceBroker *broker, GBytes *const *events,
     sluice_redis_argv__add_bytes(&a, events[i]);
   sluice_redis_argv__finish(&a);
   /* Not repeated on a lost connection: a repeat would append twice. */
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_EVENTS_APPEND,
-                                 FALSE, &a, &reply, error);
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_EVENTS_APPEND, FALSE,
+                                 &a, &reply, error);
   sluice_redis_argv__clear(&a);
   if (ok)
     freeReplyObject(reply);

@@ -179,18 +179,18 @@ gboolean sluice_sqlite__join_arrive(SluiceBroker *broker,
                                     SluiceJoinArrival *items, guint n_items,
                                     GError **error);
 gboolean sluice_sqlite__put_progress(SluiceBroker *broker, const gchar *id,
-                                    GBytes *progress, gint64 ttl_ms,
-                                    GError **error);
+                                     GBytes *progress, gint64 ttl_ms,
+                                     GError **error);
 gboolean sluice_sqlite__get_progress(SluiceBroker *broker, const gchar *id,
-                                    GBytes **out_progress, GError **error);
+                                     GBytes **out_progress, GError **error);
 gboolean sluice_sqlite__append_events(SluiceBroker *broker,
-                                     GBytes *const *events, guint n,
-                                     guint max_len, gint64 max_age_ms,
-                                     gint64 now_ms, GError **error);
+                                      GBytes *const *events, guint n,
+                                      guint max_len, gint64 max_age_ms,
+                                      gint64 now_ms, GError **error);
 gboolean sluice_sqlite__read_events(SluiceBroker *broker, const gchar *cursor,
-                                   guint limit, gint64 block_ms,
-                                   GPtrArray *out, gchar **out_cursor,
-                                   GError **error);
+                                    guint limit, gint64 block_ms,
+                                    GPtrArray *out, gchar **out_cursor,
+                                    GError **error);
 gboolean sluice_sqlite__join_grow(SluiceBroker *broker, const gchar *join_id,
                                   guint expected_total, guint by,
                                   SluiceSubmit *items, guint n_items,

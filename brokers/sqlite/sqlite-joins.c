@@ -316,8 +316,8 @@ sluice_sqlite__join_grow(SluiceBroker *broker, const gchar *join_id,
                          guint n_items, guint *out_total, GError **error)
 {
   SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
-  GrowJob job = {join_id, expected_total, by, items, n_items,
-                 sluice_sqlite__now(self), 0};
+  GrowJob job = {join_id, expected_total,           by, items,
+                 n_items, sluice_sqlite__now(self), 0};
 
   if (!sluice_sqlite__run(self, TRUE, grow_step, &job, error))
     return FALSE;

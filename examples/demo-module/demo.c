@@ -201,8 +201,8 @@ demo_progress(SluiceTaskContext *ctx, gpointer user_data, GError **error)
     g_usleep(ms * 1000);
     if (g_cancellable_set_error_if_cancelled(cancellable, error))
       return FALSE;
-    message = g_strdup_printf("step %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT,
-                              i, steps);
+    message = g_strdup_printf(
+        "step %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT, i, steps);
     sluice_task_context_progress(ctx, (gdouble)i / (gdouble)steps, message);
   }
   return TRUE;

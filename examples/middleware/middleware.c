@@ -53,8 +53,8 @@ timed(SluiceTaskContext *ctx, SluiceTaskNext next, gpointer next_data,
 }
 
 static gboolean
-denied_is_fatal(SluiceTaskContext *ctx, SluiceTaskNext next,
-                gpointer next_data, gpointer user_data, GError **error)
+denied_is_fatal(SluiceTaskContext *ctx, SluiceTaskNext next, gpointer next_data,
+                gpointer user_data, GError **error)
 {
   GError *local = NULL;
 
@@ -97,8 +97,8 @@ main(void)
 
   if (!sluice_registry_add(registry, "report", report, NULL, NULL, NULL,
                            &error) ||
-      !sluice_registry_add(registry, "delete_all", delete_all, NULL, NULL,
-                           NULL, &error) ||
+      !sluice_registry_add(registry, "delete_all", delete_all, NULL, NULL, NULL,
+                           &error) ||
       (h = sluice_test_harness_new(registry, NULL, &error)) == NULL) {
     fprintf(stderr, "middleware: %s\n", error->message);
     return 1;

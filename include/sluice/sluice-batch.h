@@ -44,8 +44,8 @@ G_BEGIN_DECLS
 SLUICE_AVAILABLE_IN_0_2
 gchar *sluice_client_start_batch(SluiceClient *client, SluiceWorkflow *tasks,
                                  SluiceWorkflow *on_complete,
-                                 SluiceWorkflow *on_success,
-                                 gboolean keep_open, GError **error);
+                                 SluiceWorkflow *on_success, gboolean keep_open,
+                                 GError **error);
 
 /**
  * sluice_client_add_to_batch:

@@ -48,8 +48,8 @@ G_BEGIN_DECLS
  * @error: set it to reject the message
  * Returns: TRUE to enqueue it, FALSE (with @error) to refuse it.
  */
-typedef gboolean (*SluiceProducerHook)(SluiceEnvelope *env,
-                                       gpointer user_data, GError **error);
+typedef gboolean (*SluiceProducerHook)(SluiceEnvelope *env, gpointer user_data,
+                                       GError **error);
 
 /**
  * sluice_client_add_producer_hook:

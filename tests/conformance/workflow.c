@@ -22,7 +22,7 @@ static const SluiceConformanceFactory *factory;
 static struct {
   GMutex lock;
   GCond cond;
-  GPtrArray *callbacks; /* gchar*: the JSON arguments of each callback run */
+  GPtrArray *callbacks;   /* gchar*: the JSON arguments of each callback run */
   gboolean progress_seen; /* the test saw the running task's progress */
 } seen;
 
@@ -195,8 +195,8 @@ env_new(void)
   o.revocation_interval_ms = 20;
   o.concurrency = 4;
   o.events = TRUE;
-  e->h = sluice_test_harness_new_with_broker(e->broker, e->registry, &o,
-                                             &error);
+  e->h =
+      sluice_test_harness_new_with_broker(e->broker, e->registry, &o, &error);
   ck_assert_msg(e->h != NULL, "%s", error != NULL ? error->message : "");
   e->client = sluice_test_harness_get_client(e->h);
   return e;
@@ -292,9 +292,8 @@ chord_of(const gchar *task, guint n, SluiceChordPolicy policy)
 
   for (guint i = 0; i < n; i++)
     sluice_workflow_add(group, task_of(task, i));
-  return sluice_workflow_chord(group, sluice_workflow_task("wf.collect", NULL,
-                                                           NULL),
-                               policy);
+  return sluice_workflow_chord(
+      group, sluice_workflow_task("wf.collect", NULL, NULL), policy);
 }
 
 static SluiceWorkflowStatus
@@ -341,7 +340,8 @@ START_TEST(join_counts_each_member_once_and_releases_once)
   g_autoptr(GBytes) o0 = g_bytes_new_static("first", 5);
   g_autoptr(GBytes) o0b = g_bytes_new_static("again", 5);
   g_autoptr(GBytes) o1 = g_bytes_new_static("second", 6);
-  SluiceSubmit release = {.id = "cb", .queue = "wf-release", .payload = payload};
+  SluiceSubmit release = {
+      .id = "cb", .queue = "wf-release", .payload = payload};
   SluiceSubmit item = {.id = "m0", .queue = "wf-start", .payload = start};
   SluiceJoinSpec spec = {"j1", 2, &release, 1, meta, 3600 * 1000};
   SluiceJoinArrival a[3] = {{0}};
@@ -385,8 +385,8 @@ START_TEST(join_counts_each_member_once_and_releases_once)
    * member that already arrived, releases nothing more. */
   a[0] = (SluiceJoinArrival){"j1", 1, o1, SLUICE_JOIN_COUNT, FALSE, FALSE};
   a[1] = (SluiceJoinArrival){"j1", 1, o1, SLUICE_JOIN_COUNT, FALSE, FALSE};
-  a[2] = (SluiceJoinArrival){"j1", 0, o0, SLUICE_JOIN_RELEASE_NOW, FALSE,
-                             FALSE};
+  a[2] =
+      (SluiceJoinArrival){"j1", 0, o0, SLUICE_JOIN_RELEASE_NOW, FALSE, FALSE};
   ck_assert(sluice_broker_join_arrive(b, a, 3, &error));
   ck_assert(a[0].counted && a[0].released);
   ck_assert(!a[1].counted && !a[1].released);
@@ -434,8 +434,8 @@ START_TEST(join_release_now_and_abandon)
   ck_assert_msg(b != NULL, "%s", error != NULL ? error->message : "");
   ck_assert(sluice_broker_join_open(b, specs, 2, NULL, 0, NULL, &error));
 
-  a[0] = (SluiceJoinArrival){"fast", 1, o, SLUICE_JOIN_RELEASE_NOW, FALSE,
-                             FALSE};
+  a[0] =
+      (SluiceJoinArrival){"fast", 1, o, SLUICE_JOIN_RELEASE_NOW, FALSE, FALSE};
   a[1] = (SluiceJoinArrival){"stop", 0, o, SLUICE_JOIN_ABANDON, FALSE, FALSE};
   ck_assert(sluice_broker_join_arrive(b, a, 2, &error));
   ck_assert(a[0].counted && a[0].released);
@@ -539,9 +539,9 @@ revoked(SluiceBroker *b, const gchar *id)
       g_ptr_array_new_with_free_func((GDestroyNotify)sluice_revocation_free);
   g_autoptr(GError) error = NULL;
 
-  ck_assert_msg(sluice_broker_list_revocations(b, 0, SLUICE_TEST_EPOCH_MS,
-                                               list, &error),
-                "%s", error != NULL ? error->message : "");
+  ck_assert_msg(
+      sluice_broker_list_revocations(b, 0, SLUICE_TEST_EPOCH_MS, list, &error),
+      "%s", error != NULL ? error->message : "");
   for (guint i = 0; i < list->len; i++)
     if (g_strcmp0(((SluiceRevocation *)g_ptr_array_index(list, i))->id, id) ==
         0)
@@ -568,9 +568,9 @@ START_TEST(chord_fail_fast_runs_callback_with_the_error_and_cancels_the_rest)
   sluice_workflow_add(group, sluice_workflow_task("wf.fatal", NULL, NULL));
   sluice_workflow_add(group, sluice_workflow_task("wf.echo", NULL, &slow));
   sluice_workflow_add(group, sluice_workflow_task("wf.echo", NULL, &slow));
-  wf = sluice_workflow_chord(
-      group, sluice_workflow_task("wf.collect", NULL, NULL),
-      SLUICE_CHORD_FAIL_FAST);
+  wf = sluice_workflow_chord(group,
+                             sluice_workflow_task("wf.collect", NULL, NULL),
+                             SLUICE_CHORD_FAIL_FAST);
   id = enqueue_ok(e, wf);
   run_all(e);
   ck_assert_uint_eq(n_callbacks(), 1);
@@ -800,10 +800,10 @@ START_TEST(cancelling_a_workflow_cancels_what_has_not_run)
                    SLUICE_STATE_CANCELLED);
   ck_assert_uint_eq(n_callbacks(), 0);
   ck_assert_uint_eq(status_of(e, id).failed, 1);
-  ck_assert(!sluice_client_cancel_workflow(e->client, "no-such-workflow",
-                                           &error));
   ck_assert(
-      g_error_matches(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_NOT_FOUND));
+      !sluice_client_cancel_workflow(e->client, "no-such-workflow", &error));
+  ck_assert(g_error_matches(error, SLUICE_CLIENT_ERROR,
+                            SLUICE_CLIENT_ERROR_NOT_FOUND));
   env_free(e);
 }
 END_TEST
@@ -817,8 +817,9 @@ START_TEST(join_grow_is_a_compare_and_set)
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) payload = g_bytes_new_static("\x81\xa1v\x01", 4);
   g_autoptr(GBytes) o = g_bytes_new_static("o", 1);
-  SluiceSubmit items[2] = {{.id = "g1", .queue = "wf-grow", .payload = payload},
-                           {.id = "g2", .queue = "wf-grow", .payload = payload}};
+  SluiceSubmit items[2] = {
+      {.id = "g1", .queue = "wf-grow", .payload = payload},
+      {.id = "g2", .queue = "wf-grow", .payload = payload}};
   SluiceJoinSpec spec = {"grown", 1, NULL, 0, NULL, 3600 * 1000};
   SluiceJoinArrival a[3] = {{0}};
   guint total = 0;
@@ -833,13 +834,13 @@ START_TEST(join_grow_is_a_compare_and_set)
   }
   ck_assert_uint_eq(total, 0);
   ck_assert(sluice_broker_join_open(b, &spec, 1, NULL, 0, NULL, &error));
-  ck_assert(sluice_broker_join_grow(b, "grown", 1, 2, items, 2, &total,
-                                    &error));
+  ck_assert(
+      sluice_broker_join_grow(b, "grown", 1, 2, items, 2, &total, &error));
   ck_assert_uint_eq(total, 3);
   ck_assert_int_eq(queued_in(b, "wf-grow"), 2);
   /* A second add prepared for the old size: refused, nothing written. */
-  ck_assert(sluice_broker_join_grow(b, "grown", 1, 2, items, 2, &total,
-                                    &error));
+  ck_assert(
+      sluice_broker_join_grow(b, "grown", 1, 2, items, 2, &total, &error));
   ck_assert_uint_eq(total, 3);
   ck_assert_int_eq(queued_in(b, "wf-grow"), 2);
   /* Members up to the new total count; the join completes at 3. */
@@ -848,8 +849,8 @@ START_TEST(join_grow_is_a_compare_and_set)
   ck_assert(sluice_broker_join_arrive(b, a, 3, &error));
   ck_assert(a[0].counted && a[1].counted && a[2].counted && a[2].released);
   /* Released: it takes no more. */
-  ck_assert(sluice_broker_join_grow(b, "grown", 3, 1, items, 1, &total,
-                                    &error));
+  ck_assert(
+      sluice_broker_join_grow(b, "grown", 3, 1, items, 1, &total, &error));
   ck_assert_uint_eq(total, 0);
   ck_assert_int_eq(queued_in(b, "wf-grow"), 2);
   sluice_broker_unref(b);
@@ -931,8 +932,8 @@ START_TEST(batch_on_success_runs_when_all_succeed)
   success = sluice_workflow_task("wf.collect", NULL, NULL);
   sluice_workflow_add(tasks, task_of("wf.flaky", 3));
   sluice_workflow_add(tasks, task_of("wf.echo", 4));
-  id = sluice_client_start_batch(e->client, tasks, NULL, success, FALSE,
-                                 &error);
+  id =
+      sluice_client_start_batch(e->client, tasks, NULL, success, FALSE, &error);
   ck_assert(id != NULL);
   run_all(e);
   ck_assert_uint_eq(n_callbacks(), 1);
@@ -1004,8 +1005,7 @@ START_TEST(progress_is_visible_while_the_task_runs)
                        SLUICE_STATE_RUNNING);
       break;
     }
-    ck_assert_msg(g_get_monotonic_time() < deadline,
-                  "no progress within 60 s");
+    ck_assert_msg(g_get_monotonic_time() < deadline, "no progress within 60 s");
     g_usleep(5000);
   }
   g_mutex_lock(&seen.lock);
@@ -1188,8 +1188,8 @@ START_TEST(bad_workflows_are_refused_and_nothing_is_enqueued)
 
   NEED_JOINS();
   e = env_new();
-  empty = sluice_workflow_chord(sluice_workflow_group(),
-                                task_of("wf.echo", 1), SLUICE_CHORD_WAIT_ALL);
+  empty = sluice_workflow_chord(sluice_workflow_group(), task_of("wf.echo", 1),
+                                SLUICE_CHORD_WAIT_ALL);
   refused(e, empty, "empty");
 
   /* Valid first members, an empty group last: still nothing enqueued. */
@@ -1225,8 +1225,8 @@ START_TEST(bad_workflows_are_refused_and_nothing_is_enqueued)
 
   /* A task no worker has registered yet is accepted. */
   unknown = sluice_workflow_group();
-  sluice_workflow_add(unknown, sluice_workflow_task("not.yet.deployed", NULL,
-                                                    NULL));
+  sluice_workflow_add(unknown,
+                      sluice_workflow_task("not.yet.deployed", NULL, NULL));
   id = enqueue_ok(e, unknown);
   ck_assert_int_eq(queued_in(e->broker, "default"), 1);
   env_free(e);

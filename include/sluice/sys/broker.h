@@ -619,9 +619,9 @@ struct _SluiceBrokerClass {
    * it, and may be lost with a crash between the two. Wakes every
    * blocked `read_events`.
    */
-  gboolean (*append_events)(SluiceBroker *self, GBytes *const *events,
-                            guint n, guint max_len, gint64 max_age_ms,
-                            gint64 now_ms, GError **error);
+  gboolean (*append_events)(SluiceBroker *self, GBytes *const *events, guint n,
+                            guint max_len, gint64 max_age_ms, gint64 now_ms,
+                            GError **error);
 
   /**
    * read_events: Optional (required with append_events).
@@ -633,9 +633,9 @@ struct _SluiceBrokerClass {
    * (0 = do not block) for one to be appended; it may return early with
    * none. Changes nothing.
    */
-  gboolean (*read_events)(SluiceBroker *self, const gchar *cursor,
-                          guint limit, gint64 block_ms, GPtrArray *out,
-                          gchar **out_cursor, GError **error);
+  gboolean (*read_events)(SluiceBroker *self, const gchar *cursor, guint limit,
+                          gint64 block_ms, GPtrArray *out, gchar **out_cursor,
+                          GError **error);
 
   /* Slots above are valid for version 4 */
 };
@@ -923,9 +923,8 @@ gboolean sluice_broker_append_events(SluiceBroker *broker,
 /* UNSUPPORTED when the slot is NULL; @out_cursor (transfer full). */
 SLUICE_BROKER_API
 gboolean sluice_broker_read_events(SluiceBroker *broker, const gchar *cursor,
-                                   guint limit, gint64 block_ms,
-                                   GPtrArray *out, gchar **out_cursor,
-                                   GError **error);
+                                   guint limit, gint64 block_ms, GPtrArray *out,
+                                   gchar **out_cursor, GError **error);
 /* The join slots (version 4): UNSUPPORTED when the slot is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_join_open(SluiceBroker *broker,
