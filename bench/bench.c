@@ -594,6 +594,7 @@ chord_phase(gboolean chord, gint n, GString *line, gdouble *out_redis_us,
   g_autoptr(SluiceClient) client = NULL;
   redisContext *rc = redis_stats_connect();
   BenchRedisCounters before, after;
+  g_autoptr(GHashTable) calls_before = NULL, calls_after = NULL;
   const gchar *prefix = chord ? "member" : "plain";
   gint64 t0, t1;
   gdouble cpu0, cpu1;
@@ -624,6 +625,7 @@ chord_phase(gboolean chord, gint n, GString *line, gdouble *out_redis_us,
   } else if (!fill(client, "bench.noop", n, error)) {
     return FALSE;
   }
+  calls_before = rc != NULL ? bench_redis_command_calls(rc) : NULL;
   before = bench_redis_counters(rc);
   cpu0 = cpu_seconds();
   t0 = g_get_monotonic_time();
@@ -641,6 +643,7 @@ chord_phase(gboolean chord, gint n, GString *line, gdouble *out_redis_us,
   t1 = g_get_monotonic_time();
   cpu1 = cpu_seconds();
   after = bench_redis_counters(rc);
+  calls_after = rc != NULL ? bench_redis_command_calls(rc) : NULL;
   sluice_worker_stop(worker);
   g_string_append_printf(line, " %s_rate_per_s=%.0f %s_cpu_us_per_task=%.2f",
                          prefix, n / ((t1 - t0) / 1e6), prefix,
@@ -651,6 +654,10 @@ chord_phase(gboolean chord, gint n, GString *line, gdouble *out_redis_us,
         line, " %s_redis_cpu_us_per_task=%.2f %s_redis_cmds_per_task=%.3f",
         prefix, *out_redis_us, prefix,
         (gdouble)(after.calls - before.calls - 1) / n);
+  }
+  if (calls_before != NULL && calls_after != NULL) {
+    g_string_append_printf(line, " %s_", prefix);
+    bench_redis_print_breakdown(line, calls_before, calls_after, n);
   }
   if (chord)
     g_string_append_printf(line, " callback_delay_us=%" G_GINT64_FORMAT,

@@ -40,8 +40,9 @@
  *   P paused              set of the paused queues' names
  *   P join:<id>           hash: a workflow join (redis-joins.c): t total,
  *                         n arrived, s status, m meta, rn and q<k>/p<k> the
- *                         messages it releases, o<member> the outcomes;
- *                         always PX
+ *                         messages it releases; always PX
+ *   P join:<id>:o         hash: the join's member -> outcome, PX as the
+ *                         join
  *   P progress:<id>       string: a task's last progress report (opaque
  *                         bytes of the core); always PX
  *   P events              stream: the namespace's events (field e), capped

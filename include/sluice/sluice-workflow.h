@@ -60,7 +60,7 @@
 G_BEGIN_DECLS
 
 /* The most tasks one workflow may hold (callbacks and steps included). */
-#define SLUICE_WORKFLOW_MAX_TASKS 10000
+#define SLUICE_WORKFLOW_MAX_TASKS 20000
 
 /* How long the broker keeps a workflow's state (its joins): 7 days. A
  * workflow whose tasks take longer never completes. */

@@ -5,6 +5,7 @@
 -- returns the total then (grown or not), or 0 for a join that is gone or
 -- no longer open.
 local key = K_JOIN .. ARGV[1]
+-- (The outcomes' hash, K_JOIN..join..':o', is not touched.)
 local h = redis.call('HMGET', key, 't', 's')
 if not h[1] or h[2] ~= '0' then return 0 end
 if tonumber(h[1]) ~= tonumber(ARGV[2]) then return tonumber(h[1]) end

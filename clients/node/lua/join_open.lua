@@ -6,14 +6,16 @@
 -- first join exists (a repeat of a call whose reply was lost) nothing is
 -- written and 1 is returned; otherwise every join is written (one hash
 -- K_JOIN..id, PX its ttl: t total, n arrived, s status 0/1/2, m meta, rn
--- and q<k>/p<k> the release, o<member> the outcomes), every item
--- submitted, and 0 returned.
+-- and q<k>/p<k> the release), every item
+-- submitted, and 0 returned. The outcomes live in a hash of their own,
+-- K_JOIN..id..':o' (member -> outcome), made by the first arrival, so
+-- that reading them is one HGETALL without a script.
 local nj = tonumber(ARGV[1])
 if redis.call('EXISTS', K_JOIN .. ARGV[2]) == 1 then return 1 end
 local i, queues = 2, {}
 for _ = 1, nj do
   local key, nrel = K_JOIN .. ARGV[i], tonumber(ARGV[i + 4])
-  redis.call('DEL', key)
+  redis.call('DEL', key, key .. ':o')
   redis.call('HSET', key, 't', ARGV[i + 1], 'n', 0, 's', 0, 'm', ARGV[i + 3],
              'rn', nrel)
   local f = {}
