@@ -146,9 +146,8 @@ read_outcomes(SluiceRedisBroker *self, const gchar *join_id, gint64 total,
   g_ptr_array_set_size(out->outcomes, (gint)total);
   for (gsize i = 0; i + 1 < reply->elements; i += 2) {
     gint64 member = -1;
-    if (sluice_redis_reply__to_int(reply->element[i], &member) &&
-        member >= 0 && member < total &&
-        reply->element[i + 1]->type == REDIS_REPLY_STRING &&
+    if (sluice_redis_reply__to_int(reply->element[i], &member) && member >= 0 &&
+        member < total && reply->element[i + 1]->type == REDIS_REPLY_STRING &&
         g_ptr_array_index(out->outcomes, member) == NULL)
       g_ptr_array_index(out->outcomes, member) =
           sluice_redis_reply__steal_bytes(reply->element[i + 1], 0);
@@ -182,8 +181,8 @@ sluice_redis__join_read(SluiceBroker *broker, const gchar *join_id,
        (reply->elements != 4 ||
         !sluice_redis_reply__to_int(reply->element[0], &total) ||
         !sluice_redis_reply__to_int(reply->element[1], &arrived) ||
-        !sluice_redis_reply__to_int(reply->element[2], &status) ||
-        total < 0 || total > G_MAXUINT32 || status < 0 || status > 2))) {
+        !sluice_redis_reply__to_int(reply->element[2], &status) || total < 0 ||
+        total > G_MAXUINT32 || status < 0 || status > 2))) {
     freeReplyObject(reply);
     return sluice_redis_broker__unexpected(self, "join_read", error);
   }
