@@ -17,6 +17,12 @@
  *                  child process, so its CPU time and peak RSS are its own.
  *   latency        enqueue-to-start delay at a fixed --rate, p50/p99
  *   wakeup         delay from a task's return to get_result() returning
+ *   chord          --tasks no-op tasks (default 10000) run plainly, then as
+ *                  the members of one chord (results on for both): the
+ *                  cost per member against the plain task's (Redis CPU,
+ *                  worker CPU, Redis commands) and the delay from the end
+ *                  of the last member's function to the start of the
+ *                  callback's
  *
  * --broker sqlite runs on a fresh database file per operation (in a
  * temporary directory, removed at the end; or the file of a sqlite:// --url)
@@ -254,7 +260,8 @@ typedef struct {
   gint count;
   gint64 *latencies; /* latency op: µs from enqueue to start */
   gint n_latencies;
-  gint64 last_end_us; /* wakeup op */
+  gint64 last_end_us; /* wakeup op; chord op: the last member's end */
+  gint64 callback_us; /* chord op: when the callback started; 0 = not yet */
 } Counter;
 
 static Counter counter;
@@ -294,6 +301,30 @@ task_stamp(SluiceTaskContext *ctx, gpointer data, GError **error)
   return TRUE;
 }
 
+/* A chord member: a no-op that notes when it ends. */
+static gboolean
+task_member(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  gint64 now = g_get_monotonic_time();
+
+  g_mutex_lock(&counter.lock);
+  counter.last_end_us = MAX(counter.last_end_us, now);
+  g_mutex_unlock(&counter.lock);
+  return task_noop(ctx, data, error);
+}
+
+static gboolean
+task_chord_done(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  gint64 now = g_get_monotonic_time();
+
+  g_mutex_lock(&counter.lock);
+  counter.callback_us = now;
+  g_cond_broadcast(&counter.done);
+  g_mutex_unlock(&counter.lock);
+  return TRUE;
+}
+
 static SluiceRegistry *
 make_registry(gboolean results)
 {
@@ -309,6 +340,10 @@ make_registry(gboolean results)
   options.store_result = SLUICE_ON;
   sluice_registry_add(registry, "bench.stamp", task_stamp, NULL, NULL, &options,
                       NULL);
+  sluice_registry_add(registry, "bench.member", task_member, NULL, NULL,
+                      &options, NULL);
+  sluice_registry_add(registry, "bench.chord-done", task_chord_done, NULL, NULL,
+                      &options, NULL);
   return registry;
 }
 
@@ -544,6 +579,114 @@ run_worker_phase(gint n, gboolean results, BenchRedisCounters *before,
     g_string_append_printf(line, " child_cpu_us_per_task=%.2f",
                            (children_cpu_seconds() - children0) * 1e6 / n);
   bench_redis_print_costs(line, *before, after, 0, n);
+  return TRUE;
+}
+
+/* One run of the chord operation: plain tasks (@chord FALSE) or one chord
+ * of as many members; appends its figures to @line with @prefix. */
+static gboolean
+chord_phase(gboolean chord, gint n, GString *line, gdouble *out_redis_us,
+            GError **error)
+{
+  g_autoptr(SluiceBroker) broker = make_broker(error);
+  g_autoptr(SluiceRegistry) registry = make_registry(TRUE);
+  g_autoptr(SluiceWorker) worker = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  redisContext *rc = redis_stats_connect();
+  BenchRedisCounters before, after;
+  g_autoptr(GHashTable) calls_before = NULL, calls_after = NULL;
+  const gchar *prefix = chord ? "member" : "plain";
+  gint64 t0, t1;
+  gdouble cpu0, cpu1;
+
+  if (broker == NULL)
+    return FALSE;
+  client = sluice_client_new(broker, NULL, error);
+  worker = make_worker(broker, registry, error);
+  if (client == NULL || worker == NULL)
+    return FALSE;
+  counter_reset(n);
+  counter.last_end_us = 0;
+  counter.callback_us = 0;
+  if (chord) {
+    SluiceWorkflow *group = sluice_workflow_group();
+    g_autoptr(SluiceWorkflow) wf = NULL;
+    g_autofree gchar *id = NULL;
+
+    for (gint i = 0; i < n; i++)
+      sluice_workflow_add(group,
+                          sluice_workflow_task("bench.member", NULL, NULL));
+    wf = sluice_workflow_chord(
+        group, sluice_workflow_task("bench.chord-done", NULL, NULL),
+        SLUICE_CHORD_WAIT_ALL);
+    id = sluice_client_enqueue_workflow(client, wf, error);
+    if (id == NULL)
+      return FALSE;
+  } else if (!fill(client, "bench.noop", n, error)) {
+    return FALSE;
+  }
+  calls_before = rc != NULL ? bench_redis_command_calls(rc) : NULL;
+  before = bench_redis_counters(rc);
+  cpu0 = cpu_seconds();
+  t0 = g_get_monotonic_time();
+  if (!sluice_worker_start(worker, error))
+    return FALSE;
+  counter_wait();
+  if (chord) {
+    g_mutex_lock(&counter.lock);
+    while (counter.callback_us == 0)
+      g_cond_wait(&counter.done, &counter.lock);
+    g_mutex_unlock(&counter.lock);
+  }
+  if (!sluice_worker_run_until_idle(worker, 600000, NULL, error))
+    return FALSE;
+  t1 = g_get_monotonic_time();
+  cpu1 = cpu_seconds();
+  after = bench_redis_counters(rc);
+  calls_after = rc != NULL ? bench_redis_command_calls(rc) : NULL;
+  sluice_worker_stop(worker);
+  g_string_append_printf(line, " %s_rate_per_s=%.0f %s_cpu_us_per_task=%.2f",
+                         prefix, n / ((t1 - t0) / 1e6), prefix,
+                         (cpu1 - cpu0) * 1e6 / n);
+  if (rc != NULL && before.ok && after.ok) {
+    *out_redis_us = (after.cpu_s - before.cpu_s) * 1e6 / n;
+    g_string_append_printf(
+        line, " %s_redis_cpu_us_per_task=%.2f %s_redis_cmds_per_task=%.3f",
+        prefix, *out_redis_us, prefix,
+        (gdouble)(after.calls - before.calls - 1) / n);
+  }
+  if (calls_before != NULL && calls_after != NULL) {
+    g_string_append_printf(line, " %s_", prefix);
+    bench_redis_print_breakdown(line, calls_before, calls_after, n);
+  }
+  if (chord)
+    g_string_append_printf(line, " callback_delay_us=%" G_GINT64_FORMAT,
+                           counter.callback_us - counter.last_end_us);
+  if (rc != NULL)
+    redisFree(rc);
+  return TRUE;
+}
+
+static gboolean
+op_chord(GError **error)
+{
+  gint n = settings.tasks > 0 ? settings.tasks : 10000;
+  g_autoptr(GString) line = g_string_new(NULL);
+  gdouble plain = 0, member = 0;
+
+  g_string_printf(line,
+                  "bench broker=%s op=chord tasks=%d concurrency=%d "
+                  "results=on",
+                  settings.broker, n, settings.concurrency);
+  begin_op("chord", "plain");
+  if (!chord_phase(FALSE, n, line, &plain, error))
+    return FALSE;
+  begin_op("chord", "chord");
+  if (!chord_phase(TRUE, n, line, &member, error))
+    return FALSE;
+  if (plain > 0)
+    g_string_append_printf(line, " redis_cpu_ratio=%.2f", member / plain);
+  puts(line->str);
   return TRUE;
 }
 
@@ -809,7 +952,7 @@ main(int argc, char **argv)
       {"namespace", 'n', 0, G_OPTION_ARG_STRING, &settings.ns,
        "Redis namespace (default: a fresh one per run)", "NS"},
       {"op", 'o', 0, G_OPTION_ARG_STRING, &settings.op,
-       "all, enqueue, enqueue-batch, process, latency or wakeup", "OP"},
+       "all, enqueue, enqueue-batch, process, latency, wakeup or chord", "OP"},
       {"tasks", 't', 0, G_OPTION_ARG_INT, &settings.tasks,
        "tasks per operation (default: per operation)", "N"},
       {"concurrency", 'c', 0, G_OPTION_ARG_INT, &settings.concurrency,
@@ -877,6 +1020,8 @@ main(int argc, char **argv)
     begin_op("wakeup", NULL);
     ok = op_wakeup(&error);
   }
+  if (ok && (all || g_strcmp0(settings.op, "chord") == 0))
+    ok = op_chord(&error);
   /* Last: the process runs leave the biggest heaps behind, which would
    * show in the latency tails of whatever ran after them. */
   if (ok && (all || g_strcmp0(settings.op, "process") == 0)) {

@@ -549,6 +549,8 @@ int cli_cmd_worker(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_enqueue(int argc, char **argv);
 int cli_cmd_result(int argc, char **argv);
+int cli_cmd_events(int argc, char **argv);
+int cli_cmd_workflow(int argc, char **argv);
 int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_cancel(int argc, char **argv);
 int cli_cmd_dlq(int argc, char **argv);

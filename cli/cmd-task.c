@@ -4,7 +4,8 @@
  *   inspect  prints the task's record in whatever state it is.
  *   result   prints the final record; its exit status says how the task
  *            ended (0 succeeded, 3 failed/dead_lettered/cancelled) or that
- *            it has not (4), so a script can branch on it.
+ *            it has not (4), so a script can branch on it. With --follow
+ *            it prints each new progress report while it waits.
  *   cancel   removes a scheduled task for certain, or records a revocation
  *            for a queued or running one, and says which.
  *
@@ -90,6 +91,74 @@ out:
 
 /* ---- sluice result ------------------------------------------------------- */
 
+/* Prints @p if it differs from what was printed last (@last). */
+static void
+print_progress(const SluiceProgress *p, gboolean json, gchar **last)
+{
+  g_autofree gchar *text = g_strdup_printf(
+      "%.0f%%%s%s", p->fraction * 100, p->message != NULL ? " " : "",
+      p->message != NULL ? p->message : "");
+
+  if (g_strcmp0(text, *last) == 0)
+    return;
+  g_free(*last);
+  *last = g_steal_pointer(&text);
+  if (json) {
+    g_autoptr(CliJson) j = cli_json_new();
+    gchar number[G_ASCII_DTOSTR_BUF_SIZE];
+
+    cli_json_begin_object(j);
+    cli_json_key(j, "progress");
+    cli_json_raw(j,
+                 g_ascii_formatd(number, sizeof number, "%.4f", p->fraction));
+    cli_json_key(j, "message");
+    if (p->message != NULL)
+      cli_json_string(j, p->message);
+    else
+      cli_json_null(j);
+    cli_json_key(j, "at");
+    cli_json_time(j, p->updated_at);
+    cli_json_end_object(j);
+    cli_json_print(j);
+  } else {
+    printf("progress %s\n", *last);
+  }
+  fflush(stdout);
+}
+
+/* Waits for the final record up to @wait_ms (0: for ever), printing the
+ * task's progress reports as they change. A timeout is
+ * SLUICE_CLIENT_ERROR_TIMEOUT, as sluice_client_get_result() says it. */
+static SluiceResult *
+follow(SluiceClient *client, const gchar *id, gint64 wait_ms, gboolean json,
+       GError **error)
+{
+  gint64 end = wait_ms > 0 ? g_get_monotonic_time() + wait_ms * 1000 : 0;
+  g_autofree gchar *last = NULL;
+
+  for (;;) {
+    g_autoptr(GError) local = NULL;
+    g_autoptr(SluiceProgress) p = NULL;
+    SluiceResult *result;
+    gint64 step = SLUICE_PROGRESS_INTERVAL_MS;
+
+    if (end > 0)
+      step = MIN(step, MAX((end - g_get_monotonic_time()) / 1000, 1));
+    result = sluice_client_get_result(client, id, step, NULL, &local);
+    p = sluice_client_get_progress(client, id, NULL);
+    if (p != NULL)
+      print_progress(p, json, &last);
+    if (result != NULL)
+      return result;
+    if (!g_error_matches(local, SLUICE_CLIENT_ERROR,
+                         SLUICE_CLIENT_ERROR_TIMEOUT) ||
+        (end > 0 && g_get_monotonic_time() >= end)) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return NULL;
+    }
+  }
+}
+
 int
 cli_cmd_result(int argc, char **argv)
 {
@@ -99,11 +168,16 @@ cli_cmd_result(int argc, char **argv)
   g_autoptr(SluiceClient) client = NULL;
   g_autoptr(SluiceResult) result = NULL;
   gint64 wait_ms = 0;
+  gboolean follow_progress = FALSE;
   int status;
   SluiceTaskState state;
   const GOptionEntry entries[] = {
       {"wait", 'w', 0, G_OPTION_ARG_STRING, &wait,
        "Wait up to this long for the task to finish", "DURATION"},
+      {"follow", 'f', 0, G_OPTION_ARG_NONE, &follow_progress,
+       "Wait for the task to finish (for ever, or up to --wait), printing "
+       "its progress as it changes",
+       NULL},
       {NULL}};
 
   if (!cli_parse_options(
@@ -124,8 +198,11 @@ cli_cmd_result(int argc, char **argv)
     goto out;
   }
 
-  if (wait_ms > 0) {
-    result = sluice_client_get_result(client, argv[1], wait_ms, NULL, &error);
+  if (wait_ms > 0 || follow_progress) {
+    result =
+        follow_progress
+            ? follow(client, argv[1], wait_ms, common.json, &error)
+            : sluice_client_get_result(client, argv[1], wait_ms, NULL, &error);
     if (result == NULL && g_error_matches(error, SLUICE_CLIENT_ERROR,
                                           SLUICE_CLIENT_ERROR_TIMEOUT)) {
       /* Say where it stands, or that there is nothing to wait for. */

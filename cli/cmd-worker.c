@@ -44,6 +44,7 @@ static const gchar *const worker_keys[] = {"queues",
                                            "max-deliveries",
                                            "worker-id",
                                            "track-state",
+                                           "events",
                                            "dead-letter-max",
                                            "fail-fast",
                                            "isolation",
@@ -240,6 +241,7 @@ typedef struct {
   gchar *max_deliveries;
   gchar *worker_id;
   gboolean no_track_state;
+  gboolean events;
   gchar *dead_letter_max;
   gboolean fail_fast;
   gboolean no_task_log;
@@ -421,6 +423,9 @@ resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
   if (!setting_bool(settings, "track-state", TRUE, &track_state, error))
     return FALSE;
   plan->options.track_state = track_state && !args->no_track_state;
+  if (!setting_bool(settings, "events", FALSE, &plan->options.events, error))
+    return FALSE;
+  plan->options.events = plan->options.events || args->events;
   if (!setting_bool(settings, "fail-fast", FALSE, &plan->fail_fast, error))
     return FALSE;
   plan->fail_fast = plan->fail_fast || args->fail_fast;
@@ -562,6 +567,10 @@ cli_cmd_worker(int argc, char **argv)
        "This worker's unique name (default HOST-PID-RANDOM)", "ID"},
       {"no-track-state", 0, 0, G_OPTION_ARG_NONE, &args.no_track_state,
        "Do not write running/retrying records", NULL},
+      {"events", 0, 0, G_OPTION_ARG_NONE, &args.events,
+       "Write task lifecycle events to the namespace's event stream "
+       "(sluice events)",
+       NULL},
       {"fail-fast", 0, 0, G_OPTION_ARG_NONE, &args.fail_fast,
        "Exit at once (status 1) if Redis cannot be reached at start, "
        "instead of waiting for it",

@@ -25,6 +25,8 @@ static const Command commands[] = {
     {"enqueue", cli_cmd_enqueue, "Enqueue a task and print its id"},
     {"result", cli_cmd_result, "Print a task's final record (--wait for it)"},
     {"inspect", cli_cmd_inspect, "Print a task's record, in any state"},
+    {"events", cli_cmd_events, "Print task lifecycle events (--follow them)"},
+    {"workflow", cli_cmd_workflow, "Show a workflow as a tree, or cancel it"},
     {"cancel", cli_cmd_cancel, "Cancel a scheduled, queued or running task"},
     {"dlq", cli_cmd_dlq, "List, show, replay or purge dead letters"},
     {"stats", cli_cmd_stats, "Queue depths, dead letters and live workers"},

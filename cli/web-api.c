@@ -571,6 +571,27 @@ get_task(Web *web, SoupServerMessage *msg, GHashTable *query)
     envelope_to_json(json, env);
   else
     cli_json_null(json);
+  /* The task's last progress report, if it made one (and the broker keeps
+   * them): a missing one is no error of the page's. */
+  cli_json_key(json, "progress");
+  {
+    g_autoptr(SluiceProgress) p =
+        sluice_client_get_progress(web->client, id, NULL);
+    if (p != NULL) {
+      gchar number[G_ASCII_DTOSTR_BUF_SIZE];
+      cli_json_begin_object(json);
+      cli_json_key(json, "fraction");
+      cli_json_raw(json,
+                   g_ascii_formatd(number, sizeof number, "%.4f", p->fraction));
+      cli_json_key(json, "message");
+      cli_json_string(json, p->message);
+      cli_json_key(json, "at");
+      cli_json_time(json, p->updated_at);
+      cli_json_end_object(json);
+    } else {
+      cli_json_null(json);
+    }
+  }
   cli_json_end_object(json);
   web_respond_json(msg, SOUP_STATUS_OK, json);
 }

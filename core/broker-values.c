@@ -73,6 +73,37 @@ sluice_task_location_clear(SluiceTaskLocation *location)
   location->due_at = 0;
 }
 
+SluiceEventEntry *
+sluice_event_entry_new(const gchar *cursor, GBytes *event)
+{
+  SluiceEventEntry *e = g_new0(SluiceEventEntry, 1);
+
+  g_return_val_if_fail(cursor != NULL && event != NULL, e);
+  e->cursor = g_strdup(cursor);
+  e->event = g_bytes_ref(event);
+  return e;
+}
+
+void
+sluice_event_entry_free(SluiceEventEntry *entry)
+{
+  if (entry == NULL)
+    return;
+  g_free(entry->cursor);
+  g_clear_pointer(&entry->event, g_bytes_unref);
+  g_free(entry);
+}
+
+void
+sluice_join_state_clear(SluiceJoinState *state)
+{
+  if (state == NULL)
+    return;
+  g_clear_pointer(&state->meta, g_bytes_unref);
+  g_clear_pointer(&state->outcomes, g_ptr_array_unref);
+  memset(state, 0, sizeof *state);
+}
+
 SluiceListedMessage *
 sluice_listed_message_new(const gchar *id, const gchar *queue, GBytes *payload,
                           gint64 due_at)

@@ -58,6 +58,8 @@ class_size_of_version(guint32 version)
     return G_STRUCT_OFFSET(SluiceBrokerClass, check);
   if (version == 2)
     return G_STRUCT_OFFSET(SluiceBrokerClass, put_records);
+  if (version == 3)
+    return G_STRUCT_OFFSET(SluiceBrokerClass, join_open);
   return sizeof(SluiceBrokerClass);
 }
 
@@ -115,6 +117,34 @@ validate_class(const SluiceBrokerClass *klass, GError **error)
       (klass->set_paused == NULL) != (klass->list_paused == NULL)) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
                 "broker “%s” must provide set_paused and list_paused "
+                "together, or neither",
+                name);
+    return FALSE;
+  }
+  if (klass->version >= 4 &&
+      ((klass->join_open == NULL) != (klass->join_arrive == NULL) ||
+       (klass->join_open == NULL) != (klass->join_read == NULL) ||
+       (klass->join_open == NULL) !=
+           ((klass->caps & SLUICE_BROKER_CAP_JOINS) == 0))) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” must provide join_open, join_arrive and "
+                "join_read together, with SLUICE_BROKER_CAP_JOINS, or none "
+                "of them",
+                name);
+    return FALSE;
+  }
+  if (klass->version >= 4 &&
+      (klass->put_progress == NULL) != (klass->get_progress == NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” must provide put_progress and get_progress "
+                "together, or neither",
+                name);
+    return FALSE;
+  }
+  if (klass->version >= 4 &&
+      (klass->append_events == NULL) != (klass->read_events == NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” must provide append_events and read_events "
                 "together, or neither",
                 name);
     return FALSE;
@@ -869,4 +899,185 @@ sluice_broker_reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
   if (out_found != NULL)
     *out_found = ok && found;
   return finish(broker, "reschedule", ok, local, error);
+}
+
+/* ---- Joins (version 4) --------------------------------------------------- */
+
+gboolean
+sluice_broker_join_open(SluiceBroker *broker, const SluiceJoinSpec *joins,
+                        guint n_joins, SluiceSubmit *items, guint n_items,
+                        gboolean *out_existed, GError **error)
+{
+  GError *local = NULL;
+  gboolean existed = FALSE;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(joins != NULL && n_joins > 0, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_joins; i++)
+    g_return_val_if_fail(
+        joins[i].id != NULL && joins[i].total > 0 &&
+            (joins[i].release != NULL || joins[i].n_release == 0),
+        FALSE);
+  if (out_existed != NULL)
+    *out_existed = FALSE;
+  if (broker->klass->join_open == NULL)
+    return unsupported(broker, "run workflows (it has no joins)", error);
+  ok = broker->klass->join_open(broker, joins, n_joins, items, n_items,
+                                &existed, &local);
+  if (out_existed != NULL)
+    *out_existed = ok && existed;
+  return finish(broker, "join_open", ok, local, error);
+}
+
+gboolean
+sluice_broker_join_arrive(SluiceBroker *broker, SluiceJoinArrival *items,
+                          guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(items[i].join_id != NULL && items[i].outcome != NULL,
+                         FALSE);
+    items[i].counted = FALSE;
+    items[i].released = FALSE;
+  }
+  if (n_items == 0)
+    return TRUE;
+  if (broker->klass->join_arrive == NULL)
+    return unsupported(broker, "run workflows (it has no joins)", error);
+  ok = broker->klass->join_arrive(broker, items, n_items, &local);
+  return finish(broker, "join_arrive", ok, local, error);
+}
+
+gboolean
+sluice_broker_join_read(SluiceBroker *broker, const gchar *join_id,
+                        gboolean with_outcomes, SluiceJoinState *out,
+                        gboolean *out_found, GError **error)
+{
+  GError *local = NULL;
+  gboolean found = FALSE;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(join_id != NULL && out != NULL, FALSE);
+  memset(out, 0, sizeof *out);
+  if (out_found != NULL)
+    *out_found = FALSE;
+  if (broker->klass->join_read == NULL)
+    return unsupported(broker, "run workflows (it has no joins)", error);
+  ok = broker->klass->join_read(broker, join_id, with_outcomes, out, &found,
+                                &local);
+  if (!ok || !found)
+    sluice_join_state_clear(out);
+  if (out_found != NULL)
+    *out_found = ok && found;
+  return finish(broker, "join_read", ok, local, error);
+}
+
+/* ---- Progress (version 4) ------------------------------------------------ */
+
+gboolean
+sluice_broker_put_progress(SluiceBroker *broker, const gchar *id,
+                           GBytes *progress, gint64 ttl_ms, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(id != NULL && progress != NULL, FALSE);
+  if (broker->klass->put_progress == NULL)
+    return TRUE;
+  ok =
+      broker->klass->put_progress(broker, id, progress, MAX(ttl_ms, 1), &local);
+  return finish(broker, "put_progress", ok, local, error);
+}
+
+gboolean
+sluice_broker_get_progress(SluiceBroker *broker, const gchar *id,
+                           GBytes **out_progress, GError **error)
+{
+  GError *local = NULL;
+  GBytes *progress = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(id != NULL && out_progress != NULL, FALSE);
+  *out_progress = NULL;
+  if (broker->klass->get_progress == NULL)
+    return unsupported(broker, "store task progress", error);
+  ok = broker->klass->get_progress(broker, id, &progress, &local);
+  if (ok)
+    *out_progress = progress;
+  else
+    g_clear_pointer(&progress, g_bytes_unref);
+  return finish(broker, "get_progress", ok, local, error);
+}
+
+/* ---- Events (version 4) -------------------------------------------------- */
+
+gboolean
+sluice_broker_append_events(SluiceBroker *broker, GBytes *const *events,
+                            guint n, guint max_len, gint64 max_age_ms,
+                            gint64 now_ms, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(events != NULL || n == 0, FALSE);
+  if (n == 0 || broker->klass->append_events == NULL)
+    return TRUE;
+  ok = broker->klass->append_events(broker, events, n, MAX(max_len, 1),
+                                    MAX(max_age_ms, 1), now_ms, &local);
+  return finish(broker, "append_events", ok, local, error);
+}
+
+gboolean
+sluice_broker_read_events(SluiceBroker *broker, const gchar *cursor,
+                          guint limit, gint64 block_ms, GPtrArray *out,
+                          gchar **out_cursor, GError **error)
+{
+  GError *local = NULL;
+  gchar *next = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL && out != NULL, FALSE);
+  g_return_val_if_fail(out_cursor != NULL, FALSE);
+  *out_cursor = NULL;
+  if (broker->klass->read_events == NULL)
+    return unsupported(broker, "keep events", error);
+  ok = broker->klass->read_events(broker, cursor, MAX(limit, 1),
+                                  MAX(block_ms, 0), out, &next, &local);
+  if (ok)
+    *out_cursor = next != NULL ? next : g_strdup(cursor);
+  else
+    g_free(next);
+  return finish(broker, "read_events", ok, local, error);
+}
+
+gboolean
+sluice_broker_join_grow(SluiceBroker *broker, const gchar *join_id,
+                        guint expected_total, guint by, SluiceSubmit *items,
+                        guint n_items, guint *out_total, GError **error)
+{
+  GError *local = NULL;
+  guint total = 0;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL && join_id != NULL, FALSE);
+  g_return_val_if_fail(out_total != NULL && by > 0, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  *out_total = 0;
+  if (broker->klass->join_grow == NULL)
+    return unsupported(broker, "add tasks to an open batch", error);
+  ok = broker->klass->join_grow(broker, join_id, expected_total, by, items,
+                                n_items, &total, &local);
+  if (ok)
+    *out_total = total;
+  return finish(broker, "join_grow", ok, local, error);
 }

@@ -33,6 +33,7 @@ struct _SluiceClient {
   SluiceBroker *broker;
   SluiceClock *clock; /* the broker's; not owned separately */
   SluiceClientOptions options;
+  SluiceHooks *hooks; /* producer hooks (middleware.c) */
 };
 
 void
@@ -104,6 +105,7 @@ sluice_client_unref(SluiceClient *client)
   if (client == NULL || !g_atomic_ref_count_dec(&client->ref_count))
     return;
   g_clear_pointer(&client->options.registry, sluice_registry_unref);
+  g_clear_pointer(&client->hooks, sluice_hooks__free);
   sluice_broker_unref(client->broker);
   g_free(client);
 }
@@ -198,17 +200,10 @@ sluice_client__new_id(void)
 
 /* ---- Enqueue ------------------------------------------------------------- */
 
-/* One request, prepared: the envelope's bytes plus what the broker needs. */
-typedef struct {
-  SluiceEnvelope *env;
-  GBytes *payload;
-  GBytes *record;
-  gint64 due_at;
-  gboolean dedup;
-} Prepared;
+typedef SluicePrepared Prepared;
 
-static void
-prepared_clear(Prepared *p)
+void
+sluice_client__prepared_clear(Prepared *p)
 {
   g_clear_pointer(&p->env, sluice_envelope_free);
   g_clear_pointer(&p->payload, g_bytes_unref);
@@ -229,10 +224,11 @@ sluice_client__check_name(SluiceNameKind kind, const gchar *value,
   return FALSE;
 }
 
-static gboolean
-prepare(SluiceClient *client, const gchar *task, GBytes *args,
-        const SluiceEnqueueOptions *options, gint64 now, Prepared *out,
-        GError **error)
+gboolean
+sluice_client__prepare(SluiceClient *client, const gchar *task, GBytes *args,
+                       const SluiceEnqueueOptions *options, const gchar *id,
+                       const gchar *wf, gint64 now, Prepared *out,
+                       GError **error)
 {
   SluiceEnqueueOptions defaults;
   const gchar *queue;
@@ -274,8 +270,10 @@ prepare(SluiceClient *client, const gchar *task, GBytes *args,
   }
 
   env = sluice_envelope_new();
-  env->id =
-      options->id != NULL ? g_strdup(options->id) : sluice_client__new_id();
+  env->id = id != NULL            ? g_strdup(id)
+            : options->id != NULL ? g_strdup(options->id)
+                                  : sluice_client__new_id();
+  env->wf = g_strdup(wf);
   env->task = g_strdup(task);
   env->queue = g_strdup(queue);
   if (args != NULL) {
@@ -300,6 +298,13 @@ prepare(SluiceClient *client, const gchar *task, GBytes *args,
     while (g_hash_table_iter_next(&iter, &k, &v))
       sluice_envelope_set_header(env, k, v);
   }
+  if (g_atomic_pointer_get(&client->hooks) != NULL &&
+      !sluice_hooks__run_producer(client->hooks, env, error)) {
+    g_prefix_error(error,
+                   "cannot enqueue “%s”: rejected by a producer hook: ", task);
+    sluice_envelope_free(env);
+    return FALSE;
+  }
   /* A malformed trace context would break every trace it joined. */
   if (!sluice_trace__check_envelope(env, error)) {
     g_prefix_error(error, "cannot enqueue “%s”: ", task);
@@ -311,7 +316,7 @@ prepare(SluiceClient *client, const gchar *task, GBytes *args,
   out->payload = sluice_envelope_encode(client->options.codec, env, error);
   if (out->payload == NULL) {
     g_prefix_error(error, "cannot enqueue “%s”: ", task);
-    prepared_clear(out);
+    sluice_client__prepared_clear(out);
     return FALSE;
   }
   size = g_bytes_get_size(out->payload);
@@ -322,7 +327,7 @@ prepare(SluiceClient *client, const gchar *task, GBytes *args,
                 " (max_message_bytes); keep large data elsewhere and pass a "
                 "reference to it",
                 task, size, client->options.max_message_bytes);
-    prepared_clear(out);
+    sluice_client__prepared_clear(out);
     return FALSE;
   }
   out->due_at = env->eta;
@@ -344,8 +349,8 @@ record_ttl(SluiceClient *client, const SluiceEnvelope *env)
                                      : client->options.result_ttl_ms;
 }
 
-static void
-fill_submit(SluiceClient *client, Prepared *p, SluiceSubmit *s)
+void
+sluice_client__fill_submit(SluiceClient *client, Prepared *p, SluiceSubmit *s)
 {
   memset(s, 0, sizeof *s);
   s->id = p->env->id;
@@ -369,18 +374,21 @@ sluice_client_enqueue_full(SluiceClient *client, const gchar *task,
   g_return_val_if_fail(client != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
 
-  if (!prepare(client, task, args, options, sluice_clock_now_ms(client->clock),
-               &p, error))
+  if (!sluice_client__prepare(client, task, args, options, NULL, NULL,
+                              sluice_clock_now_ms(client->clock), &p, error))
     return NULL;
-  fill_submit(client, &p, &submit);
+  sluice_client__fill_submit(client, &p, &submit);
+  if (client->options.events)
+    sluice_events__enqueued(client->broker, &p.env, 1,
+                            sluice_clock_now_ms(client->clock));
   if (!sluice_broker_enqueue(client->broker, &submit, 1, error)) {
-    prepared_clear(&p);
+    sluice_client__prepared_clear(&p);
     return NULL;
   }
   if (out_existed != NULL)
     *out_existed = submit.existed;
   id = g_steal_pointer(&p.env->id);
-  prepared_clear(&p);
+  sluice_client__prepared_clear(&p);
   return id;
 }
 
@@ -410,12 +418,19 @@ sluice_client_enqueue_batch(SluiceClient *client,
   prepared = g_new0(Prepared, MAX(n_requests, 1));
   submits = g_new0(SluiceSubmit, MAX(n_requests, 1));
   for (; n_ok < n_requests; n_ok++) {
-    if (!prepare(client, requests[n_ok].task, requests[n_ok].args,
-                 requests[n_ok].options, now, &prepared[n_ok], error)) {
+    if (!sluice_client__prepare(client, requests[n_ok].task,
+                                requests[n_ok].args, requests[n_ok].options,
+                                NULL, NULL, now, &prepared[n_ok], error)) {
       g_prefix_error(error, "request %u of the batch: ", n_ok);
       goto out;
     }
-    fill_submit(client, &prepared[n_ok], &submits[n_ok]);
+    sluice_client__fill_submit(client, &prepared[n_ok], &submits[n_ok]);
+  }
+  if (client->options.events) {
+    g_autofree SluiceEnvelope **envs = g_new0(SluiceEnvelope *, n_requests + 1);
+    for (guint i = 0; i < n_requests; i++)
+      envs[i] = prepared[i].env;
+    sluice_events__enqueued(client->broker, envs, n_requests, now);
   }
   if (!sluice_broker_enqueue(client->broker, submits, n_requests, error))
     goto out;
@@ -425,7 +440,7 @@ sluice_client_enqueue_batch(SluiceClient *client,
     g_ptr_array_add(ids, g_steal_pointer(&prepared[i].env->id));
 out:
   for (guint i = 0; i < n_ok; i++)
-    prepared_clear(&prepared[i]);
+    sluice_client__prepared_clear(&prepared[i]);
   return ids;
 }
 
@@ -671,6 +686,24 @@ const SluiceClientOptions *
 sluice_client__options(SluiceClient *client)
 {
   return &client->options;
+}
+
+SluiceClock *
+sluice_client__clock(SluiceClient *client)
+{
+  return client->clock;
+}
+
+void
+sluice_client_add_producer_hook(SluiceClient *client, SluiceProducerHook hook,
+                                gpointer user_data, GDestroyNotify destroy)
+{
+  g_return_if_fail(client != NULL && hook != NULL);
+  /* Made on first use; the pointer is set once, before it is shared with
+   * hooks, under the hooks' own lock from then on. */
+  if (g_once_init_enter(&client->hooks))
+    g_once_init_leave(&client->hooks, sluice_hooks__new());
+  sluice_hooks__add(client->hooks, hook, user_data, destroy);
 }
 
 gboolean

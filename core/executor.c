@@ -27,8 +27,9 @@ run_here(Job *job, SluiceChildOutcome *ran)
   sluice_task_context__init(&ctx, job->env, job->delivery->delivery_count,
                             (guint)job->policy.max_attempts,
                             sluice_job__cancellable, job);
+  ctx.progress_of = sluice_job__progress;
   g_atomic_int_set(&job->in_task, 1);
-  ran->ok = job->entry->func(&ctx, job->entry->user_data, &ran->error);
+  ran->ok = sluice_worker__run_task(job->worker, job, &ctx, &ran->error);
   g_atomic_int_set(&job->in_task, 0);
   ran->end = SLUICE_CHILD_RETURNED;
   ran->retry_delay_ms = ctx.retry_delay_ms;
@@ -87,6 +88,32 @@ execute(Job *job, guint slot)
     return;
   }
 
+  /* A chord's callback or a chain's step runs on what its join gathered.
+   * Not reading it is an outage like any other: the attempt fails and is
+   * retried. */
+  if (env->wf != NULL) {
+    g_autoptr(GError) gather_error = NULL;
+    gboolean gathered = FALSE;
+    if (!sluice_wf__gather_args(worker->broker, env, &gathered,
+                                &gather_error)) {
+      gboolean cancelled =
+          g_error_matches(gather_error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+      gboolean fatal = g_error_matches(gather_error, SLUICE_TASK_ERROR,
+                                       SLUICE_TASK_ERROR_FATAL);
+
+      if (job_claim(job)) {
+        if (cancelled)
+          sluice_outcome__cancelled(job, gather_error->message);
+        else
+          sluice_outcome__failed(job, gather_error->message, -1, fatal);
+      }
+      sluice_job__unref(job);
+      return;
+    }
+    if (gathered && worker->pool != NULL)
+      job->run_payload = sluice_envelope_encode(NULL, env, NULL);
+  }
+
   g_mutex_lock(&worker->lock);
   worker->running++;
   worker->stats.started++;
@@ -98,6 +125,7 @@ execute(Job *job, guint slot)
    * it the final record, can then only come after it. */
   if (worker->options.track_state && job->store_result)
     sluice_outcome__running(job, now);
+  sluice_outcome__event(job, SLUICE_EVENT_STARTED, NULL, 0);
   if (job->timeout_ms > 0) {
     g_mutex_lock(&worker->lock);
     job->deadline = now + job->timeout_ms;

@@ -32,6 +32,7 @@ sluice_job__unref(Job *job)
   g_clear_object(&job->cancellable);
   g_mutex_clear(&job->cancel_lock);
   sluice_envelope_free(job->env);
+  g_clear_pointer(&job->run_payload, g_bytes_unref);
   sluice_delivery_free(job->delivery);
   g_free(job);
   sluice_worker__core_unref(worker);

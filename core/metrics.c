@@ -157,6 +157,7 @@ sluice_metrics__settled(SluiceWorker *worker, Pending *const *batch,
       break;
     case KIND_FAILED:
     case KIND_RUNNING:
+    case KIND_EVENT:
       break;
     }
     if (p->failed_attempt)

@@ -19,6 +19,10 @@
  *   task name unknown, past time    DEAD_LETTER  dead_lettered        unknown_task
  *   given back by a stop            RELEASE      queued (tracked)     -
  *
+ * A task of a workflow (its envelope's `wf`) reports a final outcome
+ * (succeeded, failed, dead_lettered, cancelled) to its join as well: the
+ * settler sends that arrival just before the settlement (workflow-run.c).
+ *
  * "tracked" records are written only with track_state. A retry and a
  * deferral put a new envelope on the schedule in the same step that
  * acknowledges the delivery: never both lost and acknowledged.
@@ -56,9 +60,69 @@ sluice_outcome__record(Job *job, SluiceTaskState state, GBytes *value,
   return sluice_result_encode(r);
 }
 
+/* A workflow task's final outcome goes to its join with the settlement
+ * (the settler sends the arrival first). */
+static void
+join_outcome(Pending *p, SluiceTaskState state, GBytes *value,
+             const gchar *error)
+{
+  const SluiceEnvelope *env = p->job->env;
+  SluiceWfRef ref;
+
+  if (env == NULL || env->wf == NULL)
+    return;
+  if (!sluice_wf__parse(env->wf, &ref) || ref.to == NULL) {
+    sluice_wf__clear(&ref);
+    return;
+  }
+  p->wf_join = g_steal_pointer(&ref.to);
+  p->wf_member = ref.index;
+  p->wf_step = sluice_wf__step(ref.policy, state != SLUICE_STATE_SUCCEEDED);
+  p->wf_outcome = sluice_wf__outcome(
+      env->id, sluice_task_state_to_string(state), value, error);
+  sluice_wf__clear(&ref);
+}
+
+/* The event of a settlement, by what it counts as; none for the kinds
+ * that are not a task's news (a deferral, a release). */
+static gboolean
+event_kind(SettleKind kind, SluiceEventKind *out)
+{
+  switch (kind) {
+  case KIND_SUCCEEDED:
+    *out = SLUICE_EVENT_SUCCEEDED;
+    return TRUE;
+  case KIND_FAILED:
+    *out = SLUICE_EVENT_FAILED;
+    return TRUE;
+  case KIND_RETRIED:
+    *out = SLUICE_EVENT_RETRIED;
+    return TRUE;
+  case KIND_DEAD_LETTERED:
+    *out = SLUICE_EVENT_DEAD_LETTERED;
+    return TRUE;
+  case KIND_CANCELLED:
+    *out = SLUICE_EVENT_CANCELLED;
+    return TRUE;
+  case KIND_DEFERRED:
+  case KIND_RELEASED:
+  case KIND_RUNNING:
+  case KIND_EVENT:
+  default:
+    return FALSE;
+  }
+}
+
 static void
 push_pending(SluiceWorker *worker, Pending *pending)
 {
+  SluiceEventKind kind;
+
+  if (worker->options.events && pending->event == NULL &&
+      pending->job->env != NULL && event_kind(pending->kind, &kind))
+    pending->event = sluice_events__encode(
+        kind, pending->job->env, sluice_clock_now_ms(worker->clock),
+        pending->event_detail, 0, worker->id);
   g_async_queue_push(worker->settle_queue, pending);
 }
 
@@ -79,6 +143,10 @@ sluice_pending__free(Pending *p)
   g_clear_pointer(&p->record, g_bytes_unref);
   g_clear_pointer(&p->reschedule_payload, g_bytes_unref);
   g_clear_pointer(&p->dead_letter, sluice_dead_letter_free);
+  g_free(p->wf_join);
+  g_clear_pointer(&p->wf_outcome, g_bytes_unref);
+  g_clear_pointer(&p->event, g_bytes_unref);
+  g_free(p->event_detail);
   sluice_job__unref(p->job);
   g_free(p);
 }
@@ -95,7 +163,24 @@ sluice_outcome__succeeded(Job *job, GBytes *result)
                                sluice_clock_now_ms(job->worker->clock));
     p->record_final = TRUE;
   }
+  join_outcome(p, SLUICE_STATE_SUCCEEDED, result, NULL);
   push_pending(job->worker, p);
+}
+
+void
+sluice_outcome__event(Job *job, SluiceEventKind kind, const gchar *detail,
+                      gdouble progress)
+{
+  SluiceWorker *worker = job->worker;
+  Pending *p;
+
+  if (!worker->options.events || job->env == NULL)
+    return;
+  p = pending_new(job, KIND_EVENT, SLUICE_SETTLE_ACK);
+  p->event =
+      sluice_events__encode(kind, job->env, sluice_clock_now_ms(worker->clock),
+                            detail, progress, worker->id);
+  push_pending(worker, p);
 }
 
 /* The `running` record goes through the settler, in batches, rather than
@@ -145,6 +230,10 @@ bury(Job *job, const gchar *reason, const gchar *detail,
   sluice_log__envelope(G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
                        "dead-lettered (%s): %s", reason,
                        detail != NULL ? detail : "");
+  join_outcome(p, SLUICE_STATE_DEAD_LETTERED, NULL,
+               detail != NULL ? detail : reason);
+  p->event_detail =
+      g_strdup_printf("%s: %s", reason, detail != NULL ? detail : "");
   push_pending(worker, p);
 }
 
@@ -169,6 +258,8 @@ sluice_outcome__cancelled(Job *job, const gchar *why)
   }
   sluice_log__envelope(G_LOG_LEVEL_INFO, job->env, job->delivery->queue,
                        "cancelled: %s", why);
+  join_outcome(p, SLUICE_STATE_CANCELLED, NULL, why);
+  p->event_detail = g_strdup(why);
   push_pending(job->worker, p);
 }
 
@@ -192,10 +283,11 @@ sluice_outcome__release(Job *job)
   push_pending(job->worker, p);
 }
 
-/* Puts a new version of the job's envelope on the schedule. */
+/* Puts a new version of the job's envelope on the schedule (@why: what
+ * its event says). */
 static gboolean
 settle_reschedule(Job *job, SluiceEnvelope *next, gint64 due_at,
-                  SettleKind kind, GBytes *record)
+                  SettleKind kind, GBytes *record, const gchar *why)
 {
   g_autoptr(GError) error = NULL;
   Pending *p;
@@ -214,6 +306,7 @@ settle_reschedule(Job *job, SluiceEnvelope *next, gint64 due_at,
   p->reschedule_at = due_at;
   p->record = record;
   p->record_final = FALSE;
+  p->event_detail = g_strdup(why);
   push_pending(job->worker, p);
   return TRUE;
 }
@@ -259,7 +352,7 @@ sluice_outcome__failed(Job *job, const gchar *message,
         G_LOG_LEVEL_INFO, env, env->queue,
         "attempt %u of %u failed: %s; retrying in %" G_GINT64_FORMAT " ms",
         env->attempt, job->policy.max_attempts, message, delay);
-    settle_reschedule(job, next, now + delay, KIND_RETRIED, record);
+    settle_reschedule(job, next, now + delay, KIND_RETRIED, record, message);
     return;
   }
 
@@ -284,6 +377,8 @@ sluice_outcome__failed(Job *job, const gchar *message,
     }
     sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
                          "failed for good (%s): %s", reason, message);
+    join_outcome(p, SLUICE_STATE_FAILED, NULL, message);
+    p->event_detail = g_strdup(message);
     push_pending(worker, p);
   }
 }
@@ -341,5 +436,5 @@ sluice_outcome__defer_unknown(Job *job, gint64 now)
         "been unknown for %" G_GINT64_FORMAT " ms; said once a minute",
         env->task, worker->options.unknown_task_defer_ms,
         worker->options.unknown_task_timeout_ms);
-  settle_reschedule(job, next, next->eta, KIND_DEFERRED, record);
+  settle_reschedule(job, next, next->eta, KIND_DEFERRED, record, NULL);
 }

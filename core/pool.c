@@ -617,7 +617,9 @@ sluice_pool__run(SluicePool *pool, guint index, Job *job,
   Slot *slot = &pool->slots[index];
   g_autofree gchar *dying = NULL;
   gsize len = 0;
-  gconstpointer envelope = g_bytes_get_data(job->delivery->payload, &len);
+  gconstpointer envelope = g_bytes_get_data(
+      job->run_payload != NULL ? job->run_payload : job->delivery->payload,
+      &len);
   guint32 head[4];
   guint64 rss = 0, used;
   gchar *why = NULL;

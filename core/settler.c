@@ -31,6 +31,8 @@ outcome_name(SettleKind kind)
     return "deferred (unknown task)";
   case KIND_RELEASED:
     return "released";
+  case KIND_EVENT:
+    return "event";
   case KIND_RUNNING:
   default:
     return "running";
@@ -72,6 +74,7 @@ count_settled(SluiceWorker *worker, SettleKind kind)
     worker->stats.released++;
     break;
   case KIND_RUNNING:
+  case KIND_EVENT:
     break;
   }
 }
@@ -99,13 +102,40 @@ send_records(SluiceWorker *worker, SluiceRecordWrite *records, guint n,
   return TRUE;
 }
 
-/* Sends one batch (records first: a task's `running` record precedes its
- * settlement), retrying while the broker is unreachable. Returns FALSE if
- * the batch was given up (only while stopping, after the shutdown
- * timeout): those deliveries are then left to the broker's redelivery. */
+/* Reports the batch's workflow outcomes to their joins. They go before
+ * the settlements: an arrival is idempotent per member, so a crash between
+ * the two only makes the redelivered member arrive again, uncounted, while
+ * the other order could acknowledge a member whose join never hears of it.
+ * A broker without joins cannot run workflows at all: said, and dropped. */
 static gboolean
-send_batch(SluiceWorker *worker, SluiceRecordWrite *records, guint n_records,
-           SluiceSettlement *items, guint n, gint64 give_up_at_us)
+send_arrivals(SluiceWorker *worker, SluiceJoinArrival *arrivals, guint n,
+              GError **error)
+{
+  g_autoptr(GError) local = NULL;
+
+  if (n == 0 || sluice_broker_join_arrive(worker->broker, arrivals, n, &local))
+    return TRUE;
+  if (g_error_matches(local, SLUICE_BROKER_ERROR,
+                      SLUICE_BROKER_ERROR_UNAVAILABLE)) {
+    g_propagate_error(error, g_steal_pointer(&local));
+    return FALSE;
+  }
+  sluice_log__message(G_LOG_LEVEL_CRITICAL,
+                      "could not report %u workflow outcomes to their joins: "
+                      "%s; the workflows they belong to will not complete",
+                      n, local->message);
+  return TRUE;
+}
+
+/* Sends one batch (arrivals, then records: a task's `running` record
+ * precedes its settlement), retrying while the broker is unreachable.
+ * Returns FALSE if the batch was given up (only while stopping, after the
+ * shutdown timeout): those deliveries are then left to the broker's
+ * redelivery. */
+static gboolean
+send_batch(SluiceWorker *worker, SluiceJoinArrival *arrivals, guint n_arrivals,
+           SluiceRecordWrite *records, guint n_records, SluiceSettlement *items,
+           guint n, gint64 give_up_at_us)
 {
   gint64 backoff_ms = OUTAGE_BACKOFF_MIN_MS;
 
@@ -113,7 +143,14 @@ send_batch(SluiceWorker *worker, SluiceRecordWrite *records, guint n_records,
     g_autoptr(GError) error = NULL;
     gboolean stopping;
 
-    if (send_records(worker, records, n_records, &error)) {
+    if (send_arrivals(worker, arrivals, n_arrivals, &error)) {
+      if (n_arrivals > 0)
+        sluice_wf__after_arrivals(worker->broker,
+                                  sluice_clock_now_ms(worker->clock), arrivals,
+                                  n_arrivals);
+      n_arrivals = 0; /* reported: not again after an outage of the rest */
+    }
+    if (n_arrivals == 0 && send_records(worker, records, n_records, &error)) {
       n_records = 0; /* written: not again after an outage of the settle */
       if (n == 0 ||
           sluice_broker_settle(worker->broker, worker->id, items, n, &error)) {
@@ -151,12 +188,14 @@ sluice_worker__settler_main(gpointer data)
   g_autofree Pending **batch = g_new0(Pending *, max);
   g_autofree SluiceSettlement *items = g_new0(SluiceSettlement, max);
   g_autofree SluiceRecordWrite *records = g_new0(SluiceRecordWrite, max);
+  g_autofree SluiceJoinArrival *arrivals = g_new0(SluiceJoinArrival, max);
+  g_autofree GBytes **events = g_new0(GBytes *, max);
   g_autofree guint *settled = g_new0(guint, max); /* batch index of items[i] */
   g_autofree gint64 *started_at = g_new0(gint64, max); /* of items[i] */
   gboolean stop = FALSE;
 
   while (!stop) {
-    guint n = 0, n_items = 0, n_records = 0;
+    guint n = 0, n_items = 0, n_records = 0, n_arrivals = 0, n_events = 0;
     gpointer item = g_async_queue_pop(worker->settle_queue);
     gboolean retries = FALSE;
     gint64 give_up_at_us;
@@ -180,12 +219,24 @@ sluice_worker__settler_main(gpointer data)
       Pending *p = batch[i];
       SluiceSettlement *s;
 
+      if (p->event != NULL)
+        events[n_events++] = p->event;
+      if (p->kind == KIND_EVENT)
+        continue;
       if (p->kind == KIND_RUNNING) {
         records[n_records].id = job_id(p->job);
         records[n_records].record = p->record;
         records[n_records].ttl_ms = p->job->result_ttl_ms;
         n_records++;
         continue;
+      }
+      if (p->wf_join != NULL) {
+        SluiceJoinArrival *a = &arrivals[n_arrivals++];
+        memset(a, 0, sizeof *a);
+        a->join_id = p->wf_join;
+        a->member = p->wf_member;
+        a->outcome = p->wf_outcome;
+        a->step = p->wf_step;
       }
       s = &items[n_items];
       settled[n_items++] = i;
@@ -209,7 +260,21 @@ sluice_worker__settler_main(gpointer data)
                               worker->options.shutdown_timeout_ms * 1000
                         : 0;
     g_mutex_unlock(&worker->lock);
-    if (send_batch(worker, records, n_records, items, n_items, give_up_at_us)) {
+    if (send_batch(worker, arrivals, n_arrivals, records, n_records, items,
+                   n_items, give_up_at_us)) {
+      g_autoptr(GError) event_error = NULL;
+
+      /* Events say what happened: after it, once, best effort. */
+      if (n_events > 0 &&
+          !sluice_broker_append_events(
+              worker->broker, events, n_events, SLUICE_EVENTS_MAX_LEN,
+              SLUICE_EVENTS_MAX_AGE_MS, sluice_clock_now_ms(worker->clock),
+              &event_error) &&
+          sluice_worker__first_in_a_while(worker, "events"))
+        sluice_log__message(G_LOG_LEVEL_WARNING,
+                            "could not write %u events (said once a "
+                            "minute): %s",
+                            n_events, event_error->message);
       for (guint i = 0; i < n_items; i++) {
         Job *job = batch[settled[i]]->job;
         if (items[i].status == SLUICE_SETTLE_STALE)

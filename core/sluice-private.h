@@ -80,6 +80,9 @@ struct _SluiceTaskContext {
   gboolean args_unpacked;
   msgpack_zone zone;
   msgpack_object args;
+  /* The worker's hook for sluice_task_context_progress() (progress.c);
+   * NULL where no broker is at hand (a child process). */
+  void (*progress_of)(gpointer job, gdouble fraction, const gchar *message);
 };
 
 gboolean sluice_task__name_is_valid(const gchar *name, GError **error);
@@ -110,9 +113,136 @@ gboolean sluice_client__check_name(SluiceNameKind kind, const gchar *value,
 /* Returns: (transfer none): @client's options, defaults filled in. */
 const SluiceClientOptions *sluice_client__options(SluiceClient *client);
 
+/* One request, prepared: the envelope's bytes plus what the broker needs. */
+typedef struct {
+  SluiceEnvelope *env;
+  GBytes *payload;
+  GBytes *record;
+  gint64 due_at;
+  gboolean dedup;
+} SluicePrepared;
+
+/* Checks and encodes one request into @out (cleared first). @id
+ * (nullable) wins over @options->id; @wf (nullable) is the envelope's
+ * workflow reference. */
+gboolean sluice_client__prepare(SluiceClient *client, const gchar *task,
+                                GBytes *args,
+                                const SluiceEnqueueOptions *options,
+                                const gchar *id, const gchar *wf, gint64 now,
+                                SluicePrepared *out, GError **error);
+void sluice_client__prepared_clear(SluicePrepared *p);
+/* The submit of @p (borrowing from it). */
+void sluice_client__fill_submit(SluiceClient *client, SluicePrepared *p,
+                                SluiceSubmit *s);
+/* Returns: (transfer none): @client's broker and clock. */
+SluiceClock *sluice_client__clock(SluiceClient *client);
+
+/* Producer hooks (middleware.c): added at any time, run in order. */
+typedef struct _SluiceHooks SluiceHooks;
+SluiceHooks *sluice_hooks__new(void);
+void sluice_hooks__free(SluiceHooks *hooks);
+void sluice_hooks__add(SluiceHooks *hooks, SluiceProducerHook hook,
+                       gpointer user_data, GDestroyNotify destroy);
+gboolean sluice_hooks__run_producer(SluiceHooks *hooks, SluiceEnvelope *env,
+                                    GError **error);
+
 /* The longest queue name and task id a client accepts. */
 #define SLUICE_CLIENT_QUEUE_MAX 200
 #define SLUICE_CLIENT_ID_MAX 256
+
+/* ---- Workflows (workflow.c builds them, workflow-run.c runs them) ---------
+ *
+ * A workflow is compiled into tasks and joins (sluice/sys/broker.h). Each
+ * task's envelope carries a reference, SluiceEnvelope.wf, in the text form
+ * "W|to|index|policy|from|mode" (PROTOCOL.md, "Workflows"):
+ *   W       the workflow id (a client-made UUID: no '|')
+ *   to      the join the task reports its final outcome to, as member
+ *           `index`; `policy` is that join's:
+ *             'f' fail fast, 'a' wait for all, 'i' ignore failures (chords
+ *             and the workflow's end join), 's' stop (a chain step), 'k'
+ *             continue (a chain step marked to continue)
+ *   from    (may be empty) the join whose outcomes become the task's
+ *           arguments; `mode` says how: 'v' the one member's result, 'm'
+ *           the map of results and errors, 'o' the map of successes, 's'
+ *           the map, and only if every member succeeded (a batch's
+ *           on_success: otherwise the task is cancelled unrun)
+ * Join ids are "W" (the end join, which every last task reports to) and
+ * "W/<n>"; task ids "W.<n>". A batch B is one join "B" (kind "batch");
+ * with "lo" 1 its member 0 holds it open until it is closed.
+ *
+ * A join's meta (msgpack map, the core's): "k" its kind ("end", "chord",
+ * "chain"), "p" its policy, "lo".."hi" the task numbers a fail-fast
+ * release cancels, "n" the workflow's task count (end join), "up" (chain
+ * joins) [join, base, width, policy]: where the completions of the steps it
+ * would release are counted, so that a stopped chain still reports them as
+ * failures there. */
+typedef struct {
+  gchar *workflow;
+  gchar *to;
+  guint index;
+  gchar policy;
+  gchar *from; /* NULL when none */
+  gchar mode;
+} SluiceWfRef;
+
+gchar *sluice_wf__format(const SluiceWfRef *ref);
+/* FALSE if @text is not a reference (@out is then cleared). */
+gboolean sluice_wf__parse(const gchar *text, SluiceWfRef *out);
+void sluice_wf__clear(SluiceWfRef *ref);
+/* What a member's final outcome asks of its join under @policy. */
+SluiceJoinStep sluice_wf__step(gchar policy, gboolean failed);
+/* The member outcome a join stores (msgpack): @state is a
+ * sluice_task_state_to_string() name; @value (nullable) a result. */
+GBytes *sluice_wf__outcome(const gchar *id, const gchar *state, GBytes *value,
+                           const gchar *error);
+/* TRUE when @outcome (sluice_wf__outcome()) is a success. */
+gboolean sluice_wf__outcome_succeeded(GBytes *outcome);
+/* After `join_arrive`: cancels what a fail-fast release left running and
+ * reports the steps a stopped chain will never run. Errors are logged. */
+void sluice_wf__after_arrivals(SluiceBroker *broker, gint64 now_ms,
+                               const SluiceJoinArrival *items, guint n);
+/* Before a task with a `from` join runs: replaces @env's args with what
+ * the join gathered, and drops `from` from @env->wf (a retry keeps the
+ * arguments it ran with). FALSE and @error when the join cannot be read. */
+gboolean sluice_wf__gather_args(SluiceBroker *broker, SluiceEnvelope *env,
+                                gboolean *out_gathered, GError **error);
+/* For batches (batch.c): the task nodes of @node (a task, or a group of
+ * tasks; borrowed into @out), or FALSE and @error for anything else. */
+gboolean sluice_workflow__flat_tasks(SluiceWorkflow *node, GPtrArray *out,
+                                     GError **error);
+/* Prepares task node @node as task @id with reference @ref. */
+gboolean sluice_workflow__prepare_task(SluiceClient *client,
+                                       SluiceWorkflow *node, const gchar *id,
+                                       const SluiceWfRef *ref, gint64 now,
+                                       SluicePrepared *out, GError **error);
+/* The meta of a join, decoded: FALSE when it is not the core's. */
+typedef struct {
+  gchar kind[8];
+  gchar policy;
+  guint lo, hi, n_tasks;
+  gchar *up_join; /* NULL when none */
+  guint up_base, up_width;
+  gchar up_policy;
+  /* The end join's: the workflow's shape (workflow.c), one msgpack value:
+   * a task [0, n, name], a group [1, [...]], a chain [2, [...]], a chord
+   * [3, policy, group, callback]; NULL elsewhere. Owned. */
+  GBytes *tree;
+} SluiceWfMeta;
+GBytes *sluice_wf__meta_encode(const SluiceWfMeta *meta);
+gboolean sluice_wf__meta_decode(GBytes *bytes, SluiceWfMeta *out);
+void sluice_wf__meta_clear(SluiceWfMeta *meta);
+
+/* ---- Events (events.c) ---------------------------------------------------
+ *
+ * An event's bytes (msgpack map): "k" kind name, "id", "task", "queue",
+ * "attempt", "at", and when set "detail", "progress", "worker". */
+GBytes *sluice_events__encode(SluiceEventKind kind, const SluiceEnvelope *env,
+                              gint64 at, const gchar *detail, gdouble progress,
+                              const gchar *worker);
+/* The "enqueued" events of @n envelopes, appended (a failure is logged:
+ * events never fail an enqueue). */
+void sluice_events__enqueued(SluiceBroker *broker, SluiceEnvelope *const *envs,
+                             guint n, gint64 now);
 
 /* ---- Periodic schedules (periodic.c), driven by the worker --------------- */
 

@@ -23,6 +23,7 @@ sluice_worker__core_unref(SluiceWorker *worker)
   if (!g_atomic_ref_count_dec(&worker->core_refs))
     return;
   sluice_metrics__clear(worker);
+  sluice_worker__hooks_clear(worker);
   g_ptr_array_unref(worker->active_queues);
   g_ptr_array_unref(worker->periodics);
   g_hash_table_unref(worker->revoked);

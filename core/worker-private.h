@@ -79,6 +79,7 @@ typedef enum {
   KIND_DEFERRED,
   KIND_RELEASED,
   KIND_RUNNING, /* not a settlement: the `running` record, sent in batch */
+  KIND_EVENT,   /* not a settlement: an event (started, progress) */
 } SettleKind;
 
 typedef struct _Job Job;
@@ -196,6 +197,7 @@ struct _SluiceWorker {
   gint64 revoke_cursor; /* the broker's insertion-order cursor */
 
   GPtrArray *periodics; /* SluicePeriodic* */
+  GArray *task_hooks;   /* TaskHook (middleware.c); fixed once started */
 
   /* Under lock (pause.c): the queues to fetch from, `queues` minus the
    * paused ones, NULL-terminated (len counts the NULL); replaced whole, so
@@ -253,6 +255,10 @@ struct _Job {
                   * a late task sets it after the watchdog settled it) */
   gint64 deadline;        /* clock ms; 0 = none; under worker lock */
   MetricsSeries *series;  /* set by dispatch before any settlement */
+  /* Process isolation: the envelope a child runs when it differs from the
+   * delivered bytes (a workflow step's gathered arguments); NULL if not. */
+  GBytes *run_payload;
+  gint64 progress_us; /* monotonic: the last progress write; under lock */
 };
 
 typedef struct {
@@ -265,7 +271,29 @@ typedef struct {
   gint64 reschedule_at;
   SluiceDeadLetter *dead_letter;
   gboolean failed_attempt; /* the settlement follows a failed attempt */
+  /* A workflow task's final outcome, for its join (workflow-run.c);
+   * wf_join NULL when there is none. */
+  gchar *wf_join;
+  guint wf_member;
+  SluiceJoinStep wf_step;
+  GBytes *wf_outcome;
+  /* With the events option: the event this pending writes (after its
+   * settlement), and what it says. */
+  GBytes *event;
+  gchar *event_detail;
 } Pending;
+
+/* sluice_task_context_progress() of a job running in this process
+ * (progress.c): throttled, written to the broker from the task's thread. */
+void sluice_job__progress(gpointer job, gdouble fraction, const gchar *message);
+/* Runs @job's task through the worker's hooks (middleware.c). */
+gboolean sluice_worker__run_task(SluiceWorker *worker, Job *job,
+                                 SluiceTaskContext *ctx, GError **error);
+void sluice_worker__hooks_clear(SluiceWorker *worker);
+
+/* With the events option: queues event @kind of @job for the settler. */
+void sluice_outcome__event(Job *job, SluiceEventKind kind, const gchar *detail,
+                           gdouble progress);
 
 /* Pushed onto the settle queue to stop the settler; never dereferenced.
  * Defined once (settler.c), so every file compares the same address. */

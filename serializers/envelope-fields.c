@@ -22,8 +22,9 @@
 
 /* Wire names, in the order the encoders write them. */
 static const gchar *const key_names[SLUICE_N_KEYS] = {
-    "v",           "id",  "task", "queue",         "args",    "attempt",
-    "enqueued_at", "eta", "opts", "unknown_since", "history", "headers",
+    "v",       "id",          "task", "queue", "args",
+    "attempt", "enqueued_at", "eta",  "opts",  "unknown_since",
+    "history", "headers",     "wf",
 };
 
 static const gchar *const option_names[SLUICE_N_OPTS] = {
@@ -281,6 +282,20 @@ get_string(const gchar *field, const SluiceMpValue *v, SluiceNameKind kind,
   return TRUE;
 }
 
+/* The workflow reference is the core's (core/workflow-run.c reads it): here
+ * only its size and its text are checked. */
+static gboolean
+check_wf(const gchar *s, gsize len, GError **error)
+{
+  if (len == 0 || len > SLUICE_MAX_WF_BYTES) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "wf: must be 1 to %d bytes long, found %" G_GSIZE_FORMAT,
+                SLUICE_MAX_WF_BYTES, len);
+    return FALSE;
+  }
+  return sluice_codec__check_text("wf", s, len, error);
+}
+
 gboolean
 sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
                            const SluiceMpValue *v, GError **error)
@@ -322,6 +337,14 @@ sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
     return get_int64(field, v, 0, &env->eta, error);
   case SLUICE_KEY_UNKNOWN_SINCE:
     return get_int64(field, v, 0, &env->unknown_since, error);
+  case SLUICE_KEY_WF:
+    if (v->type != SLUICE_MP_STR)
+      return wrong_type(field, "a string", v, error);
+    if (!check_wf(v->raw.data, v->raw.len, error))
+      return FALSE;
+    g_free(env->wf);
+    env->wf = g_strndup(v->raw.data, v->raw.len);
+    return TRUE;
   default:
     break;
   }
@@ -611,6 +634,7 @@ sluice_envelope__validate(const SluiceEnvelope *env, GError **error)
   if (!validate_not_negative("enqueued_at", env->enqueued_at, error) ||
       !validate_not_negative("eta", env->eta, error) ||
       !validate_not_negative("unknown_since", env->unknown_since, error) ||
+      (env->wf != NULL && !check_wf(env->wf, strlen(env->wf), error)) ||
       !validate_not_negative("opts.timeout_ms", o->timeout_ms, error) ||
       !validate_not_negative("opts.expires_at", o->expires_at, error) ||
       !validate_not_negative("opts.result_ttl_ms", o->result_ttl_ms, error) ||

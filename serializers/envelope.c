@@ -96,6 +96,7 @@ sluice_envelope_copy(const SluiceEnvelope *env)
   copy->id = g_strdup(env->id);
   copy->task = g_strdup(env->task);
   copy->queue = g_strdup(env->queue);
+  copy->wf = g_strdup(env->wf);
   /* GBytes is immutable: sharing it is as good as a deep copy. */
   copy->args = env->args != NULL ? g_bytes_ref(env->args) : NULL;
   copy->history = NULL;
@@ -125,6 +126,7 @@ sluice_envelope_free(SluiceEnvelope *env)
   g_free(env->id);
   g_free(env->task);
   g_free(env->queue);
+  g_free(env->wf);
   if (env->args != NULL)
     g_bytes_unref(env->args);
   if (env->history != NULL)

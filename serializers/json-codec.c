@@ -190,6 +190,8 @@ json_encode(const SluiceCodec *codec, const SluiceEnvelope *env, GError **error)
     }
     g_string_append_c(out, '}');
   }
+  if (env->wf != NULL)
+    put_string_field(out, SLUICE_KEY_WF, env->wf);
   g_string_append_c(out, '}');
   return g_string_free_to_bytes(out);
 }

@@ -139,6 +139,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
     n_keys++;
     bound += KEY_BYTES("unknown_since") + INT_MAX_BYTES;
   }
+  if (env->wf != NULL) {
+    n_keys++;
+    bound += KEY_BYTES("wf") + STR_HEAD_MAX + strlen(env->wf);
+  }
   if (n_history > 0) {
     n_keys++;
     bound += KEY_BYTES("history") + 5;
@@ -275,6 +279,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
       put_str(&w, header_names[i], strlen(header_names[i]));
       put_str(&w, value, strlen(value));
     }
+  }
+  if (env->wf != NULL) {
+    put_key(&w, SLUICE_KEY_WF);
+    put_str(&w, env->wf, strlen(env->wf));
   }
 
   /* The bound makes a reallocation impossible; a failure is memory. */

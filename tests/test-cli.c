@@ -583,6 +583,100 @@ START_TEST(test_enqueue_worker_result)
 }
 END_TEST
 
+/* `sluice result --follow` prints the running task's progress, then its
+ * record; the last report (1.0) always comes before the record, which is
+ * written after it. */
+START_TEST(test_result_follow_prints_progress)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, NULL);
+  g_autofree gchar *id =
+      enqueue(ctx, "demo.progress", "{\"steps\": 3, \"ms\": 300}", NULL);
+  g_autoptr(Run) text = NULL;
+  g_autoptr(Run) json =
+      cli(ctx, "result", id, "--follow", "--wait", "60s", "--json", NULL);
+  const gchar *last, *record;
+
+  assert_status(json, 0);
+  /* One object per report, then the record. */
+  last = strstr(json->out, "\"progress\": 1.0000");
+  record = strstr(json->out, "\"state\": \"succeeded\"");
+  ck_assert_msg(last != NULL && record != NULL && last < record &&
+                    strstr(last, "\"message\": \"step 3 of 3\"") != NULL,
+                "%s", json->out);
+  text = cli(ctx, "result", id, "--follow", NULL);
+  assert_status(text, 0);
+  ck_assert_msg(strstr(text->out, "progress 100% step 3 of 3") != NULL, "%s",
+                text->out);
+  g_free(worker_stop(w));
+}
+END_TEST
+
+/* `sluice events` prints what a worker started with --events wrote, in
+ * order, and --follow ends its blocking read when an event comes. */
+START_TEST(test_events_of_a_task)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, "--events", NULL);
+  g_autofree gchar *id =
+      enqueue(ctx, "demo.progress", "{\"steps\": 1, \"ms\": 0}", NULL);
+  g_autoptr(Run) result = cli(ctx, "result", id, "--wait", "60s", NULL);
+  g_autoptr(Run) events = NULL;
+  const gchar *started, *progress, *succeeded;
+
+  assert_status(result, 0);
+  g_free(worker_stop(w));
+  events = cli(ctx, "events", "--id", id, NULL);
+  assert_status(events, 0);
+  started = strstr(events->out, "  started ");
+  progress = strstr(events->out, "  progress ");
+  succeeded = strstr(events->out, "  succeeded ");
+  ck_assert_msg(started != NULL && progress != NULL && succeeded != NULL &&
+                    started < progress && progress < succeeded &&
+                    strstr(progress, "100% step 1 of 1") != NULL,
+                "%s", events->out);
+}
+END_TEST
+
+/* `sluice workflow show` draws a workflow enqueued through the C API. */
+START_TEST(test_workflow_show_draws_the_tree)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, NULL);
+  g_autoptr(SluiceBroker) broker = sluice_test_redis_broker(
+      g_strcmp0(ctx->mode, "fast") == 0 ? SLUICE_REDIS_FAST
+                                        : SLUICE_REDIS_RELIABLE,
+      sluice_test_redis_url(sluice_test_redis_shared()), ctx->ns, 0);
+  g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, NULL);
+  SluiceWorkflow *group = sluice_workflow_group();
+  g_autoptr(SluiceWorkflow) chord = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *id = NULL, *last = NULL;
+  g_autoptr(Run) result = NULL, show = NULL, cancel = NULL;
+
+  sluice_workflow_add(group, sluice_workflow_task("demo.noop", NULL, NULL));
+  sluice_workflow_add(group, sluice_workflow_task("demo.noop", NULL, NULL));
+  chord = sluice_workflow_chord(group,
+                                sluice_workflow_task("demo.echo", NULL, NULL),
+                                SLUICE_CHORD_WAIT_ALL);
+  id = sluice_client_enqueue_workflow(client, chord, &error);
+  ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
+  last = g_strdup_printf("%s.2", id);
+  result = cli(ctx, "result", last, "--wait", "60s", NULL);
+  assert_status(result, 0);
+  show = cli(ctx, "workflow", "show", id, NULL);
+  assert_status(show, 0);
+  ck_assert_msg(strstr(show->out, "chord (wait for all)\n├─ group\n│  ├─ "
+                                  "demo.noop") != NULL &&
+                    strstr(show->out, "└─ demo.echo") != NULL &&
+                    strstr(show->out, "1 of 1 results in, 0 failed") != NULL,
+                "%s", show->out);
+  cancel = cli(ctx, "workflow", "show", "no-such-workflow", NULL);
+  ck_assert_int_eq(cancel->status, 1);
+  g_free(worker_stop(w));
+}
+END_TEST
+
 /* With no URL anywhere, a worker and `sluice enqueue` meet in the SQLite
  * database of the user's state directory, made on first use and named in
  * the worker's first log line: a fresh machine needs no server. */
@@ -2830,6 +2924,9 @@ cli_suite(gboolean reliable)
                               sluice_test_redis_shared_teardown);
   tcase_set_timeout(e2e, 300);
   tcase_add_loop_test(e2e, test_enqueue_worker_result, 0, n_modes);
+  tcase_add_loop_test(e2e, test_result_follow_prints_progress, 0, n_modes);
+  tcase_add_loop_test(e2e, test_events_of_a_task, 0, n_modes);
+  tcase_add_loop_test(e2e, test_workflow_show_draws_the_tree, 0, n_modes);
   tcase_add_test(e2e, test_default_broker_is_sqlite_in_the_state_directory);
   tcase_add_loop_test(e2e, test_flaky_retries_then_succeeds, 0, n_modes);
   tcase_add_loop_test(e2e, test_no_task_log, 0, n_modes);

@@ -1076,8 +1076,9 @@ START_TEST(test_options_checked)
     g_autoptr(SluiceBroker) b = sluice_redis_broker_new(&options, NULL, &error);
     ck_assert_ptr_nonnull(b);
     ck_assert_str_eq(sluice_broker_get_name(b), "redis-fast");
-    ck_assert_uint_eq(sluice_broker_get_caps(b),
-                      SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE);
+    ck_assert_uint_eq(sluice_broker_get_caps(b), SLUICE_BROKER_CAP_SHARED |
+                                                     SLUICE_BROKER_CAP_DURABLE |
+                                                     SLUICE_BROKER_CAP_JOINS);
   }
 }
 END_TEST
@@ -1431,6 +1432,9 @@ START_TEST(test_prelude_names_every_key)
       {"K_DLQ_IDS", SLUICE_REDIS_K_DLQ_IDS},
       {"K_DLQ_DROPPED", SLUICE_REDIS_K_DLQ_DROPPED},
       {"K_WINFO", SLUICE_REDIS_K_WINFO},
+      {"K_JOIN", SLUICE_REDIS_K_JOIN},
+      {"K_PROGRESS", SLUICE_REDIS_K_PROGRESS},
+      {"K_EVENTS", SLUICE_REDIS_K_EVENTS},
   };
   g_auto(GStrv) lines = g_strsplit(sluice_redis_lua__prelude, "\n", -1);
   guint locals = 0;

@@ -662,6 +662,39 @@ START_TEST(test_writes_need_the_token)
 }
 END_TEST
 
+/* A task's page carries its last progress report. */
+START_TEST(test_task_shows_its_progress)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i, NULL);
+  g_autoptr(Proc) worker = worker_start(ctx);
+  g_autofree gchar *id =
+      enqueue(ctx, "demo.progress", "{\"steps\": 2, \"ms\": 0}", "--queue",
+              "work", NULL);
+  g_autofree gchar *plain =
+      enqueue(ctx, "demo.noop", "{}", "--queue", "work", NULL);
+  g_autofree gchar *path = g_strdup_printf("/api/task?id=%s", id);
+  g_autofree gchar *plain_path = g_strdup_printf("/api/task?id=%s", plain);
+  g_autoptr(Proc) web = NULL;
+  g_autoptr(Reply) task = NULL;
+  g_autoptr(Reply) none = NULL;
+  JsonObject *progress;
+
+  wait_state(ctx, id, "succeeded");
+  wait_state(ctx, plain, "succeeded");
+  web = web_start(ctx, NULL);
+  task = get(web, path);
+  assert_reply(task, 200);
+  progress = json_object_get_object_member(obj(task), "progress");
+  ck_assert(progress != NULL);
+  ck_assert(json_object_get_double_member(progress, "fraction") == 1.0);
+  ck_assert_str_eq(json_object_get_string_member(progress, "message"),
+                   "step 2 of 2");
+  none = get(web, plain_path);
+  assert_reply(none, 200);
+  ck_assert(json_object_get_null_member(obj(none), "progress"));
+}
+END_TEST
+
 START_TEST(test_task_and_dead_letter_actions)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i, NULL);
@@ -1022,6 +1055,7 @@ main(void)
   tcase_add_test(api, test_pages_are_embedded);
   tcase_add_loop_test(api, test_writes_need_the_token, 0, n_modes);
   tcase_add_loop_test(api, test_task_and_dead_letter_actions, 0, n_modes);
+  tcase_add_loop_test(api, test_task_shows_its_progress, 0, n_modes);
   tcase_add_test(api, test_read_only_refuses_writes);
   tcase_add_test(api, test_config_file_web_group);
   tcase_add_loop_test(api, test_password_never_in_any_response, 0, n_modes);

@@ -728,7 +728,8 @@ static const SluiceBrokerClass memory_broker_class = {
     .version = SLUICE_BROKER_CLASS_VERSION,
     .name = "memory",
     .instance_size = sizeof(SluiceMemoryBroker),
-    .caps = SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT,
+    .caps = SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT |
+            SLUICE_BROKER_CAP_JOINS,
     .enqueue = memory_enqueue,
     .fetch = memory_fetch,
     .settle = memory_settle,
@@ -757,6 +758,14 @@ static const SluiceBrokerClass memory_broker_class = {
     .set_paused = memory_set_paused,
     .list_paused = memory_list_paused,
     .reschedule = memory_reschedule,
+    .join_open = sluice_memory__join_open,
+    .join_arrive = sluice_memory__join_arrive,
+    .join_read = sluice_memory__join_read,
+    .join_grow = sluice_memory__join_grow,
+    .put_progress = sluice_memory__put_progress,
+    .get_progress = sluice_memory__get_progress,
+    .append_events = sluice_memory__append_events,
+    .read_events = sluice_memory__read_events,
 };
 
 SluiceBroker *

@@ -94,6 +94,7 @@ sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max)
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->dedup = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->dead_letters = g_queue_new();
+  sluice_memory__joins_init(self);
 }
 
 void
@@ -112,6 +113,7 @@ sluice_memory__clear(SluiceMemoryBroker *self)
   g_clear_pointer(&self->workers, g_hash_table_unref);
   g_clear_pointer(&self->out, g_hash_table_unref);
   g_clear_pointer(&self->paused, g_hash_table_unref);
+  sluice_memory__joins_clear(self);
   if (self->dead_letters != NULL)
     g_queue_free_full(self->dead_letters,
                       (GDestroyNotify)sluice_dead_letter_free);

@@ -16,6 +16,11 @@
  *                drops counted by reason), indexed by task id
  *   workers      id -> what the worker announced, until it lapses
  *   paused       the names of the paused queues
+ *   joins        id -> a workflow join (memory-joins.c): total, outcomes
+ *                by member, release messages, status, expiry
+ *   progress     id -> a task's last progress report, until it lapses
+ *   events       the event stream: (seq, at, bytes), oldest first; the
+ *                cursor is seq in decimal
  *
  * Expired entries are dropped when met and swept every few thousand
  * writes, so memory stays bounded by what is alive.
@@ -88,6 +93,12 @@ typedef struct {
   guint64 delivery_seq;
   gint64 in_flight;
   guint writes_since_sweep;
+  GHashTable *joins;    /* gchar* -> a join (memory-joins.c) */
+  GHashTable *progress; /* gchar* -> SluiceMemoryRecord* (memory-joins.c) */
+  guint progress_sweep_at;
+  GQueue *events;    /* (seq, at, bytes), oldest first (memory-joins.c) */
+  guint64 event_seq; /* the last event's */
+  GCond events_appended;
 } SluiceMemoryBroker;
 
 /* The instance behind a slot's SluiceBroker. */
@@ -138,5 +149,36 @@ void sluice_memory__unbury(SluiceMemoryBroker *self, GList *l);
 /** Returns: (transfer none) (nullable): the link of entry @entry_id. */
 GList *sluice_memory__find_dead_letter(SluiceMemoryBroker *self,
                                        const gchar *entry_id);
+
+/* The join slots (memory-joins.c); each takes the lock itself. */
+void sluice_memory__joins_init(SluiceMemoryBroker *self);
+void sluice_memory__joins_clear(SluiceMemoryBroker *self);
+gboolean sluice_memory__join_open(SluiceBroker *broker,
+                                  const SluiceJoinSpec *joins, guint n_joins,
+                                  SluiceSubmit *items, guint n_items,
+                                  gboolean *out_existed, GError **error);
+gboolean sluice_memory__join_arrive(SluiceBroker *broker,
+                                    SluiceJoinArrival *items, guint n_items,
+                                    GError **error);
+gboolean sluice_memory__put_progress(SluiceBroker *broker, const gchar *id,
+                                     GBytes *progress, gint64 ttl_ms,
+                                     GError **error);
+gboolean sluice_memory__get_progress(SluiceBroker *broker, const gchar *id,
+                                     GBytes **out_progress, GError **error);
+gboolean sluice_memory__append_events(SluiceBroker *broker,
+                                      GBytes *const *events, guint n,
+                                      guint max_len, gint64 max_age_ms,
+                                      gint64 now_ms, GError **error);
+gboolean sluice_memory__read_events(SluiceBroker *broker, const gchar *cursor,
+                                    guint limit, gint64 block_ms,
+                                    GPtrArray *out, gchar **out_cursor,
+                                    GError **error);
+gboolean sluice_memory__join_grow(SluiceBroker *broker, const gchar *join_id,
+                                  guint expected_total, guint by,
+                                  SluiceSubmit *items, guint n_items,
+                                  guint *out_total, GError **error);
+gboolean sluice_memory__join_read(SluiceBroker *broker, const gchar *join_id,
+                                  gboolean with_outcomes, SluiceJoinState *out,
+                                  gboolean *out_found, GError **error);
 
 G_END_DECLS

@@ -288,6 +288,33 @@ gboolean sluice_redis__list_scheduled(SluiceBroker *broker, const gchar *cursor,
 gboolean sluice_redis__reschedule(SluiceBroker *broker, const gchar *id,
                                   gint64 due_at, gboolean *out_found,
                                   GError **error);
+/* redis-joins.c */
+gboolean sluice_redis__join_open(SluiceBroker *broker,
+                                 const SluiceJoinSpec *joins, guint n_joins,
+                                 SluiceSubmit *items, guint n_items,
+                                 gboolean *out_existed, GError **error);
+gboolean sluice_redis__join_arrive(SluiceBroker *broker,
+                                   SluiceJoinArrival *items, guint n_items,
+                                   GError **error);
+gboolean sluice_redis__put_progress(SluiceBroker *broker, const gchar *id,
+                                    GBytes *progress, gint64 ttl_ms,
+                                    GError **error);
+gboolean sluice_redis__get_progress(SluiceBroker *broker, const gchar *id,
+                                    GBytes **out_progress, GError **error);
+gboolean sluice_redis__append_events(SluiceBroker *broker,
+                                     GBytes *const *events, guint n,
+                                     guint max_len, gint64 max_age_ms,
+                                     gint64 now_ms, GError **error);
+gboolean sluice_redis__read_events(SluiceBroker *broker, const gchar *cursor,
+                                   guint limit, gint64 block_ms, GPtrArray *out,
+                                   gchar **out_cursor, GError **error);
+gboolean sluice_redis__join_grow(SluiceBroker *broker, const gchar *join_id,
+                                 guint expected_total, guint by,
+                                 SluiceSubmit *items, guint n_items,
+                                 guint *out_total, GError **error);
+gboolean sluice_redis__join_read(SluiceBroker *broker, const gchar *join_id,
+                                 gboolean with_outcomes, SluiceJoinState *out,
+                                 gboolean *out_found, GError **error);
 
 /* redis-admin.c */
 gboolean sluice_redis__dlq_list(SluiceBroker *broker, const gchar *after,

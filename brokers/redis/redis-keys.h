@@ -38,6 +38,15 @@
  *   P winfo:<worker>      string: what a worker announced (opaque bytes of
  *                         the core), PX its lease: gone = not alive
  *   P paused              set of the paused queues' names
+ *   P join:<id>           hash: a workflow join (redis-joins.c): t total,
+ *                         n arrived, s status, m meta, rn and q<k>/p<k> the
+ *                         messages it releases; always PX
+ *   P join:<id>:o         hash: the join's member -> outcome, PX as the
+ *                         join
+ *   P progress:<id>       string: a task's last progress report (opaque
+ *                         bytes of the core); always PX
+ *   P events              stream: the namespace's events (field e), capped
+ *                         by length (MAXLEN) and age (MINID), exactly
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
@@ -78,6 +87,9 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_DLQ_IDS "dlq:ids"
 #define SLUICE_REDIS_K_DLQ_DROPPED "dlq:dropped"
 #define SLUICE_REDIS_K_WINFO "winfo:"
+#define SLUICE_REDIS_K_JOIN "join:"
+#define SLUICE_REDIS_K_PROGRESS "progress:"
+#define SLUICE_REDIS_K_EVENTS "events"
 #define SLUICE_REDIS_K_PAUSED "paused"
 
 /* The first byte of a stored record. */

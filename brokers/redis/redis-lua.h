@@ -41,6 +41,11 @@ extern const gchar sluice_redis_lua__lookup_task[];
 extern const gchar sluice_redis_lua__list_queued[];
 extern const gchar sluice_redis_lua__list_scheduled[];
 extern const gchar sluice_redis_lua__reschedule[];
+extern const gchar sluice_redis_lua__join_open[];
+extern const gchar sluice_redis_lua__join_arrive[];
+extern const gchar sluice_redis_lua__join_read[];
+extern const gchar sluice_redis_lua__events_append[];
+extern const gchar sluice_redis_lua__join_grow[];
 
 /* The scripts only the reliable transport runs. */
 extern const gchar sluice_redis_lua__reliable_ensure_groups[];

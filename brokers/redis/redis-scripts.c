@@ -119,6 +119,13 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
        sluice_redis_lua__list_scheduled},
       {SLUICE_REDIS_SCRIPT_RESCHEDULE, "reschedule",
        sluice_redis_lua__reschedule},
+      {SLUICE_REDIS_SCRIPT_JOIN_OPEN, "join_open", sluice_redis_lua__join_open},
+      {SLUICE_REDIS_SCRIPT_JOIN_ARRIVE, "join_arrive",
+       sluice_redis_lua__join_arrive},
+      {SLUICE_REDIS_SCRIPT_JOIN_READ, "join_read", sluice_redis_lua__join_read},
+      {SLUICE_REDIS_SCRIPT_EVENTS_APPEND, "events_append",
+       sluice_redis_lua__events_append},
+      {SLUICE_REDIS_SCRIPT_JOIN_GROW, "join_grow", sluice_redis_lua__join_grow},
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(table) == SLUICE_REDIS_SCRIPT_N);
 

@@ -59,7 +59,7 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->version = SLUICE_BROKER_CLASS_VERSION;
   klass->name = t->name;
   klass->instance_size = sizeof(SluiceRedisBroker);
-  klass->caps = t->caps;
+  klass->caps = t->caps | SLUICE_BROKER_CAP_JOINS;
   klass->enqueue = sluice_redis__enqueue;
   klass->fetch = sluice_redis__fetch;
   klass->settle = sluice_redis__settle;
@@ -94,6 +94,14 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->set_paused = sluice_redis__set_paused;
   klass->list_paused = sluice_redis__list_paused;
   klass->reschedule = sluice_redis__reschedule;
+  klass->join_open = sluice_redis__join_open;
+  klass->join_arrive = sluice_redis__join_arrive;
+  klass->join_read = sluice_redis__join_read;
+  klass->join_grow = sluice_redis__join_grow;
+  klass->put_progress = sluice_redis__put_progress;
+  klass->get_progress = sluice_redis__get_progress;
+  klass->append_events = sluice_redis__append_events;
+  klass->read_events = sluice_redis__read_events;
   klass->close = redis_close;
   klass->finalize = redis_finalize;
 }

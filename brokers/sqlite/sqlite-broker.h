@@ -170,6 +170,35 @@ gboolean sluice_sqlite__schedule(SluiceSqliteConn *c, const gchar *id,
 gboolean sluice_sqlite__put_record(SluiceSqliteConn *c, const gchar *id,
                                    GBytes *record, gboolean final,
                                    gint64 ttl_ms, gint64 now, GError **error);
+/* The join slots (sqlite-joins.c). */
+gboolean sluice_sqlite__join_open(SluiceBroker *broker,
+                                  const SluiceJoinSpec *joins, guint n_joins,
+                                  SluiceSubmit *items, guint n_items,
+                                  gboolean *out_existed, GError **error);
+gboolean sluice_sqlite__join_arrive(SluiceBroker *broker,
+                                    SluiceJoinArrival *items, guint n_items,
+                                    GError **error);
+gboolean sluice_sqlite__put_progress(SluiceBroker *broker, const gchar *id,
+                                     GBytes *progress, gint64 ttl_ms,
+                                     GError **error);
+gboolean sluice_sqlite__get_progress(SluiceBroker *broker, const gchar *id,
+                                     GBytes **out_progress, GError **error);
+gboolean sluice_sqlite__append_events(SluiceBroker *broker,
+                                      GBytes *const *events, guint n,
+                                      guint max_len, gint64 max_age_ms,
+                                      gint64 now_ms, GError **error);
+gboolean sluice_sqlite__read_events(SluiceBroker *broker, const gchar *cursor,
+                                    guint limit, gint64 block_ms,
+                                    GPtrArray *out, gchar **out_cursor,
+                                    GError **error);
+gboolean sluice_sqlite__join_grow(SluiceBroker *broker, const gchar *join_id,
+                                  guint expected_total, guint by,
+                                  SluiceSubmit *items, guint n_items,
+                                  guint *out_total, GError **error);
+gboolean sluice_sqlite__join_read(SluiceBroker *broker, const gchar *join_id,
+                                  gboolean with_outcomes, SluiceJoinState *out,
+                                  gboolean *out_found, GError **error);
+
 /* Appends @entry, drops the oldest beyond the cap; adds to *@dropped. */
 gboolean sluice_sqlite__bury(SluiceSqliteConn *c, const SluiceDeadLetter *entry,
                              guint *dropped, GError **error);

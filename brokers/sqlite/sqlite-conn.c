@@ -22,6 +22,11 @@
  *   paused       the paused queues
  *   counters     name -> n: stale_settles, revocation_seq
  *   meta         key -> value: the schema version
+ *   progress     id -> a task's progress report, expires_at
+ *   events       the event stream: seq (the cursor) -> at, event
+ *   joins, join_members, join_release: workflow joins (sqlite-joins.c);
+ *                added to schema version 1 by CREATE IF NOT EXISTS, so
+ *                older files gain them on open
  */
 #include "config.h"
 
@@ -75,7 +80,23 @@ static const gchar schema_sql[] =
     "  last_seen INTEGER NOT NULL, expires_at INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS paused (queue TEXT PRIMARY KEY);"
     "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY,"
-    "  n INTEGER NOT NULL);";
+    "  n INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS joins (id TEXT PRIMARY KEY,"
+    "  total INTEGER NOT NULL, arrived INTEGER NOT NULL,"
+    "  status INTEGER NOT NULL, meta BLOB, expires_at INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS joins_expiry ON joins (expires_at);"
+    "CREATE TABLE IF NOT EXISTS join_members (join_id TEXT NOT NULL,"
+    "  member INTEGER NOT NULL, outcome BLOB NOT NULL,"
+    "  PRIMARY KEY (join_id, member)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS join_release (join_id TEXT NOT NULL,"
+    "  seq INTEGER NOT NULL, queue TEXT NOT NULL, payload BLOB NOT NULL,"
+    "  PRIMARY KEY (join_id, seq)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS progress (id TEXT PRIMARY KEY,"
+    "  progress BLOB NOT NULL, expires_at INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS progress_expiry ON progress (expires_at);"
+    "CREATE TABLE IF NOT EXISTS events ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL,"
+    "  event BLOB NOT NULL);";
 
 /* ---- Time ------------------------------------------------------------------ */
 

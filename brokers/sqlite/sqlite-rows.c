@@ -198,6 +198,16 @@ sluice_sqlite__sweep(SluiceSqliteConn *c, gint64 now, GError **error)
       "expires_at <= ?1 LIMIT 1000)",
       "DELETE FROM revocations WHERE rowid IN (SELECT rowid FROM revocations "
       "WHERE expires_at <= ?1 LIMIT 1000)",
+      /* A join's rows first, then the join: members and releases are
+       * found by the joins that lapsed. */
+      "DELETE FROM progress WHERE rowid IN (SELECT rowid FROM progress WHERE "
+      "expires_at <= ?1 LIMIT 1000)",
+      "DELETE FROM join_members WHERE join_id IN (SELECT id FROM joins WHERE "
+      "expires_at <= ?1 LIMIT 100)",
+      "DELETE FROM join_release WHERE join_id IN (SELECT id FROM joins WHERE "
+      "expires_at <= ?1 LIMIT 100)",
+      "DELETE FROM joins WHERE id IN (SELECT id FROM joins WHERE "
+      "expires_at <= ?1 LIMIT 100)",
   };
 
   /* A lapsed liveness row means what no row means (dead), so deleting it

@@ -31,7 +31,8 @@ static const SluiceBrokerClass sqlite_broker_class = {
     .instance_size = sizeof(SluiceSqliteBroker),
     .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
             SLUICE_BROKER_CAP_LEASES | SLUICE_BROKER_CAP_FENCING |
-            SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT,
+            SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT |
+            SLUICE_BROKER_CAP_JOINS,
     .enqueue = sluice_sqlite__enqueue,
     .fetch = sluice_sqlite__fetch,
     .settle = sluice_sqlite__settle,
@@ -67,6 +68,14 @@ static const SluiceBrokerClass sqlite_broker_class = {
     .set_paused = sluice_sqlite__set_paused,
     .list_paused = sluice_sqlite__list_paused,
     .reschedule = sluice_sqlite__reschedule,
+    .join_open = sluice_sqlite__join_open,
+    .join_arrive = sluice_sqlite__join_arrive,
+    .join_read = sluice_sqlite__join_read,
+    .join_grow = sluice_sqlite__join_grow,
+    .put_progress = sluice_sqlite__put_progress,
+    .get_progress = sluice_sqlite__get_progress,
+    .append_events = sluice_sqlite__append_events,
+    .read_events = sluice_sqlite__read_events,
 };
 
 void

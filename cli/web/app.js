@@ -436,6 +436,12 @@ async function pageTask(id, params) {
       ['finished', time(r.finished_at)], ['due', time(r.due_at)], ['dead-letter reason', r.dead_letter_reason]]));
     parts.push(el('h2', {}, 'Result'), r.result === null ? el('p', {class: 'muted'}, 'none') : json(r.result));
     parts.push(el('h2', {}, 'Error'), r.error ? el('pre', {id: 'task-error'}, r.error) : el('p', {class: 'muted'}, 'none'));
+    if (t.progress) {
+      const pct = Math.round(t.progress.fraction * 100) + '%';
+      parts.push(el('h2', {}, 'Progress'), kv([
+        ['progress', el('span', {id: 'task-progress'}, pct)], ['message', t.progress.message],
+        ['reported', time(t.progress.at)]]));
+    }
   } else {
     parts.push(el('p', {class: 'muted'}, 'This task has no record (it was enqueued without state tracking, or its record expired).'));
   }

@@ -401,6 +401,100 @@ trace_reschedule(SluiceBroker *b, const gchar *id, gint64 due_at,
       error);
 }
 
+/* Version 4: joins (workflows, batches), progress and events. The inner
+ * broker's dispatch functions answer UNSUPPORTED where it has no slot;
+ * the caps below say which it has. */
+static gboolean
+trace_join_open(SluiceBroker *b, const SluiceJoinSpec *joins, guint n_joins,
+                SluiceSubmit *items, guint n_items, gboolean *out_existed,
+                GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "join_open", t,
+                sluice_broker_join_open(trace(b)->inner, joins, n_joins, items,
+                                        n_items, out_existed, error),
+                error);
+}
+
+static gboolean
+trace_join_arrive(SluiceBroker *b, SluiceJoinArrival *items, guint n,
+                  GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "join_arrive", t,
+                sluice_broker_join_arrive(trace(b)->inner, items, n, error),
+                error);
+}
+
+static gboolean
+trace_join_read(SluiceBroker *b, const gchar *join_id, gboolean with_outcomes,
+                SluiceJoinState *out, gboolean *out_found, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "join_read", t,
+                sluice_broker_join_read(trace(b)->inner, join_id, with_outcomes,
+                                        out, out_found, error),
+                error);
+}
+
+static gboolean
+trace_join_grow(SluiceBroker *b, const gchar *join_id, guint expected_total,
+                guint by, SluiceSubmit *items, guint n_items, guint *out_total,
+                GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "join_grow", t,
+                sluice_broker_join_grow(trace(b)->inner, join_id,
+                                        expected_total, by, items, n_items,
+                                        out_total, error),
+                error);
+}
+
+static gboolean
+trace_put_progress(SluiceBroker *b, const gchar *id, GBytes *progress,
+                   gint64 ttl_ms, GError **error)
+{
+  gint64 t = NOW();
+  return traced(
+      b, "put_progress", t,
+      sluice_broker_put_progress(trace(b)->inner, id, progress, ttl_ms, error),
+      error);
+}
+
+static gboolean
+trace_get_progress(SluiceBroker *b, const gchar *id, GBytes **out,
+                   GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "get_progress", t,
+                sluice_broker_get_progress(trace(b)->inner, id, out, error),
+                error);
+}
+
+static gboolean
+trace_append_events(SluiceBroker *b, GBytes *const *events, guint n,
+                    guint max_len, gint64 max_age_ms, gint64 now_ms,
+                    GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "append_events", t,
+                sluice_broker_append_events(trace(b)->inner, events, n, max_len,
+                                            max_age_ms, now_ms, error),
+                error);
+}
+
+static gboolean
+trace_read_events(SluiceBroker *b, const gchar *cursor, guint limit,
+                  gint64 block_ms, GPtrArray *out, gchar **out_cursor,
+                  GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "read_events", t,
+                sluice_broker_read_events(trace(b)->inner, cursor, limit,
+                                          block_ms, out, out_cursor, error),
+                error);
+}
+
 static void
 trace_finalize(SluiceBroker *b)
 {
@@ -452,6 +546,14 @@ static const SluiceBrokerClass trace_class_template = {
     .set_paused = trace_set_paused,
     .list_paused = trace_list_paused,
     .reschedule = trace_reschedule,
+    .join_open = trace_join_open,
+    .join_arrive = trace_join_arrive,
+    .join_read = trace_join_read,
+    .join_grow = trace_join_grow,
+    .put_progress = trace_put_progress,
+    .get_progress = trace_get_progress,
+    .append_events = trace_append_events,
+    .read_events = trace_read_events,
 };
 
 SluiceBroker *

@@ -15,6 +15,10 @@
  *   demo.crash                    aborts the worker process: a poison
  *                                 message (reliable mode buries it
  *                                 max_deliveries after enough crashes)
+ *   demo.progress {"steps": N, "ms": M}
+ *                                 N steps of M ms each (default 4 of
+ *                                 300), reporting "step i of N" after
+ *                                 each (sluice result --follow shows it)
  *
  * A task module is a shared object exporting sluice_module_init(), which
  * the `sluice worker --module PATH.so` command calls once with its
@@ -179,6 +183,31 @@ demo_crash(SluiceTaskContext *ctx, gpointer user_data, GError **error)
   abort();
 }
 
+static gboolean
+demo_progress(SluiceTaskContext *ctx, gpointer user_data, GError **error)
+{
+  const msgpack_object *args = sluice_task_context_get_args(ctx);
+  GCancellable *cancellable = sluice_task_context_get_cancellable(ctx);
+  guint64 steps = 4, ms = 300;
+
+  if (!arg_count(args, "steps", &steps) || !arg_count(args, "ms", &ms) ||
+      steps == 0 || steps > 10000 || ms > 60000)
+    return sluice_task_context_fail(
+        ctx, error,
+        "demo.progress wants {\"steps\": 1..10000, \"ms\": 0..60000}");
+  for (guint64 i = 1; i <= steps; i++) {
+    g_autofree gchar *message = NULL;
+
+    g_usleep(ms * 1000);
+    if (g_cancellable_set_error_if_cancelled(cancellable, error))
+      return FALSE;
+    message = g_strdup_printf(
+        "step %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT, i, steps);
+    sluice_task_context_progress(ctx, (gdouble)i / (gdouble)steps, message);
+  }
+  return TRUE;
+}
+
 SLUICE_MODULE_EXPORT gboolean
 sluice_module_init(SluiceRegistry *registry, GError **error)
 {
@@ -189,7 +218,7 @@ sluice_module_init(SluiceRegistry *registry, GError **error)
       {"demo.noop", demo_noop},   {"demo.echo", demo_echo},
       {"demo.sleep", demo_sleep}, {"demo.fail", demo_fail},
       {"demo.flaky", demo_flaky}, {"demo.fatal", demo_fatal},
-      {"demo.crash", demo_crash},
+      {"demo.crash", demo_crash}, {"demo.progress", demo_progress},
   };
 
   for (gsize i = 0; i < G_N_ELEMENTS(tasks); i++)

@@ -78,6 +78,9 @@ typedef void (*SluiceHeadersHook)(SluiceEnvelope *env, gpointer user_data);
  *   (so those win); for headers taken from the caller's context, such as
  *   the current span's traceparent (sluice-trace.h)
  * @headers_hook_data: passed to @headers_hook; the client does not own it
+ * @events: (since 0.2) write an "enqueued" event for each task it
+ *   enqueues to the namespace's event stream (sluice-events.h); default
+ *   FALSE
  */
 typedef struct {
   gboolean track_state;
@@ -90,6 +93,7 @@ typedef struct {
   SluiceRegistry *registry;
   SluiceHeadersHook headers_hook;
   gpointer headers_hook_data;
+  gboolean events;
 } SluiceClientOptions;
 
 SLUICE_AVAILABLE_IN_0_1

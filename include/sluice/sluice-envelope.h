@@ -54,6 +54,9 @@ G_BEGIN_DECLS
  * encoding and decoding). */
 #define SLUICE_MAX_HEADERS 256
 
+/* The longest workflow reference (SluiceEnvelope.wf), in bytes. */
+#define SLUICE_MAX_WF_BYTES 1024
+
 /**
  * SLUICE_ARGS_COST_FACTOR:
  *
@@ -147,6 +150,10 @@ void sluice_message_options_init(SluiceMessageOptions *opts);
  * @history: (element-type utf8): one line per failed attempt, oldest first,
  *   at most SLUICE_HISTORY_MAX_LINES lines of SLUICE_HISTORY_MAX_LINE_BYTES
  * @headers: (element-type utf8 utf8): free metadata
+ * @wf: (nullable): (since 0.4) the message's place in a workflow, written
+ *   by sluice_client_enqueue_workflow() and read by the worker (its format
+ *   is the core's, PROTOCOL.md "Workflows"); NULL for a plain task. Kept
+ *   across retries, redeliveries and replays.
  *
  * An envelope owns every field: sluice_envelope_free() frees them all.
  * Replace a string field with g_free() + g_strdup(). @history and @headers
@@ -167,6 +174,7 @@ typedef struct {
   gint64 unknown_since;
   GPtrArray *history;
   GHashTable *headers;
+  gchar *wf;
 } SluiceEnvelope;
 
 /**

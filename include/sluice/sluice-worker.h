@@ -126,6 +126,10 @@ typedef enum {
  *   use while it runs a task, in bytes: one above it is killed and its
  *   attempt fails; 0 = no limit
  *
+ * @events: (since 0.2) write the lifecycle events of the tasks it runs
+ *   (started, progress, retried and the final ones) to the namespace's
+ *   event stream (sluice-events.h); default FALSE
+ *
  * Initialise with sluice_worker_options_init(), which sets the defaults
  * listed in README.md ("Configuration defaults"); the worker copies the
  * struct.
@@ -153,6 +157,7 @@ typedef struct {
   guint max_tasks_per_child;
   guint64 max_rss_per_child;
   guint64 memory_limit_per_child;
+  gboolean events;
 } SluiceWorkerOptions;
 
 SLUICE_AVAILABLE_IN_0_1

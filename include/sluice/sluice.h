@@ -11,14 +11,18 @@
 #pragma once
 
 #define SLUICE_INSIDE
+#include <sluice/sluice-batch.h>
 #include <sluice/sluice-brokers.h>
 #include <sluice/sluice-client.h>
 #include <sluice/sluice-clock.h>
 #include <sluice/sluice-envelope.h>
+#include <sluice/sluice-events.h>
 #include <sluice/sluice-macros.h>
 #include <sluice/sluice-metrics.h>
+#include <sluice/sluice-middleware.h>
 #include <sluice/sluice-module.h>
 #include <sluice/sluice-policy.h>
+#include <sluice/sluice-progress.h>
 #include <sluice/sluice-redis.h>
 #include <sluice/sluice-sqlite.h>
 #include <sluice/sluice-result.h>
@@ -26,4 +30,5 @@
 #include <sluice/sluice-testing.h>
 #include <sluice/sluice-trace.h>
 #include <sluice/sluice-worker.h>
+#include <sluice/sluice-workflow.h>
 #undef SLUICE_INSIDE

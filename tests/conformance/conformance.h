@@ -34,4 +34,8 @@ G_BEGIN_DECLS
 void sluice_conformance_add_isolation(Suite *s,
                                       const SluiceConformanceFactory *factory);
 
+/* Adds the workflow scenarios (workflow.c) to @s. */
+void sluice_conformance_add_workflow(Suite *s,
+                                     const SluiceConformanceFactory *factory);
+
 G_END_DECLS

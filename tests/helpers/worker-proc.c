@@ -12,6 +12,12 @@
  *            its cancellable (a stop or a timeout ends it early, with the
  *            cancellation error)
  *   t.abort  appends the same line, then calls abort(): a poison message
+ *   t.member [i, ms, fail_percent]: a workflow member: appends the line,
+ *            sleeps ms (honouring its cancellable), fails its first
+ *            attempt with a chance of fail_percent % (retried at once),
+ *            else returns i
+ *   t.collect a chord's callback: appends its line followed by its
+ *            arguments as JSON ("<id> <count> <pid> <json>")
  *
  * The log is the fault tests' oracle (docs/redis.md): one line per execution,
  * written with O_APPEND in a single write(2), so lines of several worker
@@ -40,7 +46,8 @@ typedef struct {
 } ProcConfig;
 
 static void
-append_line(const ProcConfig *config, SluiceTaskContext *ctx)
+append_text(const ProcConfig *config, SluiceTaskContext *ctx,
+            const gchar *extra)
 {
   g_autofree gchar *line = NULL;
   gsize len;
@@ -48,9 +55,10 @@ append_line(const ProcConfig *config, SluiceTaskContext *ctx)
 
   if (config->log_path == NULL)
     return;
-  line = g_strdup_printf("%s %u %d\n", sluice_task_context_get_id(ctx),
+  line = g_strdup_printf("%s %u %d%s%s\n", sluice_task_context_get_id(ctx),
                          sluice_task_context_get_delivery_count(ctx),
-                         (int)getpid());
+                         (int)getpid(), extra != NULL ? " " : "",
+                         extra != NULL ? extra : "");
   len = strlen(line);
   fd = open(config->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -62,6 +70,12 @@ append_line(const ProcConfig *config, SluiceTaskContext *ctx)
   if (write(fd, line, len) != (gssize)len)
     g_printerr("worker-proc: short write to %s\n", config->log_path);
   close(fd);
+}
+
+static void
+append_line(const ProcConfig *config, SluiceTaskContext *ctx)
+{
+  append_text(config, ctx, NULL);
 }
 
 /* The "ms" integer of a map of arguments, or @fallback. */
@@ -102,6 +116,58 @@ task_sleep(SluiceTaskContext *ctx, gpointer user_data, GError **error)
       return FALSE;
     g_usleep(MIN(10000, MAX(end - g_get_monotonic_time(), 0)));
   }
+  return TRUE;
+}
+
+/* Element @i of an array of integers, or @fallback. */
+static gint64
+arg_at(SluiceTaskContext *ctx, guint i, gint64 fallback)
+{
+  const msgpack_object *args = sluice_task_context_get_args(ctx);
+
+  if (args == NULL || args->type != MSGPACK_OBJECT_ARRAY ||
+      i >= args->via.array.size ||
+      args->via.array.ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+    return fallback;
+  return (gint64)MIN(args->via.array.ptr[i].via.u64, (guint64)G_MAXINT32);
+}
+
+static gboolean
+task_member(SluiceTaskContext *ctx, gpointer user_data, GError **error)
+{
+  GCancellable *cancellable = sluice_task_context_get_cancellable(ctx);
+  gint64 end = g_get_monotonic_time() + arg_at(ctx, 1, 0) * 1000;
+  msgpack_sbuffer buf;
+  msgpack_packer pk;
+  g_autoptr(GBytes) result = NULL;
+
+  append_line(user_data, ctx);
+  while (g_get_monotonic_time() < end) {
+    if (g_cancellable_set_error_if_cancelled(cancellable, error))
+      return FALSE;
+    g_usleep(MIN(5000, MAX(end - g_get_monotonic_time(), 0)));
+  }
+  if (sluice_task_context_get_attempt(ctx) == 1 &&
+      g_random_int_range(0, 100) < arg_at(ctx, 2, 0))
+    return sluice_task_context_retry(ctx, 0, error, "failed at random");
+  msgpack_sbuffer_init(&buf);
+  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+  msgpack_pack_int64(&pk, arg_at(ctx, 0, -1));
+  result = g_bytes_new(buf.data, buf.size);
+  msgpack_sbuffer_destroy(&buf);
+  sluice_task_context_set_result(ctx, result);
+  return TRUE;
+}
+
+static gboolean
+task_collect(SluiceTaskContext *ctx, gpointer user_data, GError **error)
+{
+  g_autofree gchar *json =
+      sluice_args_to_json(sluice_task_context_get_args_bytes(ctx), error);
+
+  if (json == NULL)
+    return FALSE;
+  append_text(user_data, ctx, json);
   return TRUE;
 }
 
@@ -185,7 +251,11 @@ main(int argc, char **argv)
       !sluice_registry_add(registry, "t.sleep", task_sleep, &config, NULL, NULL,
                            &error) ||
       !sluice_registry_add(registry, "t.abort", task_abort, &config, NULL, NULL,
-                           &error)) {
+                           &error) ||
+      !sluice_registry_add(registry, "t.member", task_member, &config, NULL,
+                           NULL, &error) ||
+      !sluice_registry_add(registry, "t.collect", task_collect, &config, NULL,
+                           NULL, &error)) {
     g_printerr("worker-proc: %s\n", error->message);
     status = 1;
     goto out;

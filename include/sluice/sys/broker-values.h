@@ -27,6 +27,9 @@ G_BEGIN_DECLS
  *   (a fake clock makes records expire); without it TTLs follow the store's
  *   own time
  * @SLUICE_BROKER_CAP_IN_FLIGHT: stats report in-flight counts
+ * @SLUICE_BROKER_CAP_JOINS: (since version 4) `join_open`, `join_arrive`
+ *   and `join_read` are implemented: workflows (groups, chains, chords)
+ *   run on this broker
  *
  * The core and the conformance suite branch on capabilities, never on a
  * broker's name.
@@ -38,6 +41,8 @@ typedef enum {
   SLUICE_BROKER_CAP_FENCING = 1 << 3,
   SLUICE_BROKER_CAP_CLOCK_TTL = 1 << 4,
   SLUICE_BROKER_CAP_IN_FLIGHT = 1 << 5,
+  /* Bits 6..9 are flow control's (version 4). */
+  SLUICE_BROKER_CAP_JOINS = 1 << 10,
 } SluiceBrokerCaps;
 
 /**
@@ -245,5 +250,117 @@ typedef struct {
   GBytes *payload;
   gint64 due_at;
 } SluiceListedMessage;
+
+/**
+ * SluiceJoinSpec:
+ * @id: the join's id (unique in the namespace; the core makes it from the
+ *   workflow's id)
+ * @total: how many distinct members must arrive, >= 1
+ * @release: (array length=n_release): what the join submits, in the step
+ *   that completes it: ready messages (their @due_at and @dedup_ttl_ms are
+ *   0; each may carry a non-final @record)
+ * @n_release: how many; 0 for a join that only counts
+ * @meta: (nullable): the core's opaque description of the join, stored as
+ *   it is and returned by `join_read`
+ * @ttl_ms: how long the join lives after it was opened; it is deleted
+ *   after that, released or not
+ *
+ * One join of `join_open` (version 4): a counter of members that, once
+ * every member arrived (or when an arrival says so), submits its release
+ * items. Workflows are built of them; the broker knows nothing of
+ * workflows.
+ */
+typedef struct {
+  const gchar *id;
+  guint total;
+  SluiceSubmit *release;
+  guint n_release;
+  GBytes *meta;
+  gint64 ttl_ms;
+} SluiceJoinSpec;
+
+/**
+ * SluiceJoinStep:
+ * @SLUICE_JOIN_COUNT: count the member; release the join once every member
+ *   has arrived
+ * @SLUICE_JOIN_RELEASE_NOW: count it and release the join now, whatever
+ *   is still missing (a chord's fail-fast policy)
+ * @SLUICE_JOIN_ABANDON: count it and mark the join abandoned: it is never
+ *   released (a chain stopped by a failure)
+ *
+ * What an arrival asks of a join that is still open. Once released or
+ * abandoned, a join only stores the outcomes of late members.
+ */
+typedef enum {
+  SLUICE_JOIN_COUNT,
+  SLUICE_JOIN_RELEASE_NOW,
+  SLUICE_JOIN_ABANDON,
+} SluiceJoinStep;
+
+/**
+ * SluiceJoinArrival:
+ * @join_id: the join
+ * @member: the member's index, < the join's total
+ * @outcome: the core's bytes for the member's outcome (opaque)
+ * @step: what to do if the join is open
+ * @counted: out: TRUE when this arrival was the member's first (the
+ *   outcome was stored); FALSE for a repeat, or when the join does not
+ *   exist (never opened, or expired)
+ * @released: out: TRUE for the one arrival whose step released the join
+ *   (its release items were submitted)
+ */
+typedef struct {
+  const gchar *join_id;
+  guint member;
+  GBytes *outcome;
+  SluiceJoinStep step;
+  gboolean counted;
+  gboolean released;
+} SluiceJoinArrival;
+
+/**
+ * SluiceJoinStatus:
+ * @SLUICE_JOIN_OPEN: waiting for members
+ * @SLUICE_JOIN_RELEASED: released (its items were submitted)
+ * @SLUICE_JOIN_ABANDONED: abandoned; never released
+ */
+typedef enum {
+  SLUICE_JOIN_OPEN,
+  SLUICE_JOIN_RELEASED,
+  SLUICE_JOIN_ABANDONED,
+} SluiceJoinStatus;
+
+/**
+ * SluiceJoinState:
+ * @total: the members expected
+ * @arrived: the distinct members arrived
+ * @status: where it is
+ * @meta: (nullable): the join's @meta as opened (owned)
+ * @outcomes: (element-type GBytes) (nullable): with outcomes asked for,
+ *   @total elements in member order, NULL where a member has not arrived
+ *   (owned; elements freed with the array)
+ *
+ * What `join_read` found. Clear with sluice_join_state_clear().
+ */
+typedef struct {
+  guint total;
+  guint arrived;
+  SluiceJoinStatus status;
+  GBytes *meta;
+  GPtrArray *outcomes;
+} SluiceJoinState;
+
+/**
+ * SluiceEventEntry:
+ * @cursor: where the event is in the stream (the broker's string; owned)
+ * @event: the event's bytes as appended (owned)
+ *
+ * One event `read_events` found (version 4). Made with
+ * sluice_event_entry_new(), freed with sluice_event_entry_free().
+ */
+typedef struct {
+  gchar *cursor;
+  GBytes *event;
+} SluiceEventEntry;
 
 G_END_DECLS

@@ -98,7 +98,7 @@ struct _SluiceBroker {
   SluiceBrokerPrivate *priv;
 };
 
-#define SLUICE_BROKER_CLASS_VERSION 3
+#define SLUICE_BROKER_CLASS_VERSION 4
 
 /**
  * SluiceBrokerClass:
@@ -522,6 +522,122 @@ struct _SluiceBrokerClass {
                          gboolean *out_found, GError **error);
 
   /* Slots above are valid for version 3 */
+
+  /* ---- workflows, progress and events (version 4) ---- */
+
+  /**
+   * join_open: Optional (with join_arrive and join_read, and the
+   * SLUICE_BROKER_CAP_JOINS capability). If NULL, enqueueing a workflow
+   * fails with UNSUPPORTED.
+   * In ONE atomic step, for the whole call: opens every join of @joins
+   * (storing its total, release items and meta, for its @ttl_ms) and
+   * submits every item of @items as `enqueue` would (ready or scheduled,
+   * with its record; @dedup_ttl_ms is 0). Either all of it is written or
+   * nothing is, so a workflow never starts half-enqueued. If the join
+   * @joins[0].id exists already, the call is a repeat of one whose reply
+   * was lost: it writes nothing and sets @out_existed.
+   */
+  gboolean (*join_open)(SluiceBroker *self, const SluiceJoinSpec *joins,
+                        guint n_joins, SluiceSubmit *items, guint n_items,
+                        gboolean *out_existed, GError **error);
+
+  /**
+   * join_arrive: Optional (required with join_open).
+   * Carries out each arrival (SluiceJoinArrival), each in one atomic step:
+   * if its join exists and its member has not arrived, store the outcome
+   * and count the member (@counted); then, if the join is still open: with
+   * SLUICE_JOIN_ABANDON mark it abandoned; otherwise, if every member has
+   * arrived or the step is SLUICE_JOIN_RELEASE_NOW, submit its release
+   * items and mark it released (@released), in the same step. A member
+   * that arrived already changes nothing, whatever its step: a retried,
+   * redelivered or replayed member is counted once, and a join is
+   * released at most once. The core calls it before it settles the
+   * member's delivery, so a crash between the two is harmless: the
+   * redelivered member arrives again and is not counted twice. Returns
+   * FALSE only when the store failed; the caller repeats the same
+   * arrivals.
+   */
+  gboolean (*join_arrive)(SluiceBroker *self, SluiceJoinArrival *items,
+                          guint n_items, GError **error);
+
+  /**
+   * join_read: Optional (required with join_open).
+   * Fills @out (zeroed by the caller): the join's total, arrived count,
+   * status and meta, and with @with_outcomes its outcomes in member order
+   * (see SluiceJoinState). Sets @out_found; a join that does not exist
+   * (never opened, or expired) leaves @out zeroed. Changes nothing.
+   */
+  gboolean (*join_read)(SluiceBroker *self, const gchar *join_id,
+                        gboolean with_outcomes, SluiceJoinState *out,
+                        gboolean *out_found, GError **error);
+
+  /**
+   * join_grow: Optional. If NULL, tasks cannot be added to an open batch
+   * (UNSUPPORTED); everything else of joins works.
+   * In one atomic step, a compare-and-set: if join @join_id exists, is
+   * still open and expects exactly @expected_total members, it expects
+   * @by more (members @expected_total .. @expected_total + @by - 1) and
+   * @items are submitted (as join_open submits); *@out_total is then the
+   * new total. Otherwise nothing is written and *@out_total is its total
+   * now (so the caller rebuilds its items for it and tries again), or 0
+   * when the join does not exist or is no longer open.
+   */
+  gboolean (*join_grow)(SluiceBroker *self, const gchar *join_id,
+                        guint expected_total, guint by, SluiceSubmit *items,
+                        guint n_items, guint *out_total, GError **error);
+
+  /**
+   * put_progress: Optional (with get_progress). If NULL, progress reports
+   * are dropped (sluice_client_get_progress() fails with UNSUPPORTED).
+   * Stores @progress (opaque bytes, the core's) as task @id's progress
+   * for @ttl_ms, replacing what was there. Not atomic with anything else;
+   * safe to repeat. Called from a task's thread, at most a few times a
+   * second per task (the core throttles).
+   */
+  gboolean (*put_progress)(SluiceBroker *self, const gchar *id,
+                           GBytes *progress, gint64 ttl_ms, GError **error);
+
+  /**
+   * get_progress: Optional (required with put_progress).
+   * Sets @out_progress (transfer full) to task @id's progress, or NULL
+   * when there is none or it lapsed. Changes nothing.
+   */
+  gboolean (*get_progress)(SluiceBroker *self, const gchar *id,
+                           GBytes **out_progress, GError **error);
+
+  /**
+   * append_events: Optional (with read_events). If NULL, events are not
+   * kept (reading them fails with UNSUPPORTED).
+   * Appends @n events (opaque bytes, the core's) to the namespace's one
+   * event stream, in this order, each after every event appended before
+   * it; then drops the oldest events beyond @max_len, and those appended
+   * more than @max_age_ms before @now_ms (the caller's clock; a broker
+   * whose stream is stamped by its store's own time compares with that,
+   * and says so). The trim may be approximate (a few more may stay) but
+   * never drops an event younger or newer than both bounds. Not atomic
+   * with anything else: events are a log of what happened, written after
+   * it, and may be lost with a crash between the two. Wakes every
+   * blocked `read_events`.
+   */
+  gboolean (*append_events)(SluiceBroker *self, GBytes *const *events, guint n,
+                            guint max_len, gint64 max_age_ms, gint64 now_ms,
+                            GError **error);
+
+  /**
+   * read_events: Optional (required with append_events).
+   * Appends to @out (SluiceEventEntry, transfer full) up to @limit events
+   * appended after @cursor (NULL: from the oldest one kept), oldest first,
+   * and sets @out_cursor (transfer full) to the last one's cursor, or to a
+   * copy of @cursor when there were none. Cursors are the broker's own
+   * strings and only grow. While there are none, blocks up to @block_ms
+   * (0 = do not block) for one to be appended; it may return early with
+   * none. Changes nothing.
+   */
+  gboolean (*read_events)(SluiceBroker *self, const gchar *cursor, guint limit,
+                          gint64 block_ms, GPtrArray *out, gchar **out_cursor,
+                          GError **error);
+
+  /* Slots above are valid for version 4 */
 };
 
 /* ---- For broker authors: construction ----------------------------------- */
@@ -589,6 +705,22 @@ SluiceListedMessage *sluice_listed_message_new(const gchar *id,
 /** sluice_listed_message_free: NULL-safe. */
 SLUICE_BROKER_API
 void sluice_listed_message_free(SluiceListedMessage *message);
+
+/**
+ * sluice_event_entry_new:
+ * @cursor: (transfer none): copied
+ * @event: (transfer none): referenced
+ * Returns: (transfer full): one entry of `read_events`
+ */
+SLUICE_BROKER_API
+SluiceEventEntry *sluice_event_entry_new(const gchar *cursor, GBytes *event);
+/** sluice_event_entry_free: NULL-safe. */
+SLUICE_BROKER_API
+void sluice_event_entry_free(SluiceEventEntry *entry);
+
+/** sluice_join_state_clear: frees what @state holds and zeroes it. */
+SLUICE_BROKER_API
+void sluice_join_state_clear(SluiceJoinState *state);
 
 /* ---- For broker authors: logging ---------------------------------------- */
 
@@ -766,5 +898,46 @@ SLUICE_BROKER_API
 gboolean sluice_broker_reschedule(SluiceBroker *broker, const gchar *id,
                                   gint64 due_at, gboolean *out_found,
                                   GError **error);
+
+/* UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_join_grow(SluiceBroker *broker, const gchar *join_id,
+                                 guint expected_total, guint by,
+                                 SluiceSubmit *items, guint n_items,
+                                 guint *out_total, GError **error);
+/* Without the slot: TRUE, nothing stored. */
+SLUICE_BROKER_API
+gboolean sluice_broker_put_progress(SluiceBroker *broker, const gchar *id,
+                                    GBytes *progress, gint64 ttl_ms,
+                                    GError **error);
+/* UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_get_progress(SluiceBroker *broker, const gchar *id,
+                                    GBytes **out_progress, GError **error);
+/* Without the slot: TRUE, nothing kept. */
+SLUICE_BROKER_API
+gboolean sluice_broker_append_events(SluiceBroker *broker,
+                                     GBytes *const *events, guint n,
+                                     guint max_len, gint64 max_age_ms,
+                                     gint64 now_ms, GError **error);
+/* UNSUPPORTED when the slot is NULL; @out_cursor (transfer full). */
+SLUICE_BROKER_API
+gboolean sluice_broker_read_events(SluiceBroker *broker, const gchar *cursor,
+                                   guint limit, gint64 block_ms, GPtrArray *out,
+                                   gchar **out_cursor, GError **error);
+/* The join slots (version 4): UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_join_open(SluiceBroker *broker,
+                                 const SluiceJoinSpec *joins, guint n_joins,
+                                 SluiceSubmit *items, guint n_items,
+                                 gboolean *out_existed, GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_join_arrive(SluiceBroker *broker,
+                                   SluiceJoinArrival *items, guint n_items,
+                                   GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_join_read(SluiceBroker *broker, const gchar *join_id,
+                                 gboolean with_outcomes, SluiceJoinState *out,
+                                 gboolean *out_found, GError **error);
 
 G_END_DECLS
