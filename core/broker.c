@@ -58,6 +58,8 @@ class_size_of_version(guint32 version)
     return G_STRUCT_OFFSET(SluiceBrokerClass, check);
   if (version == 2)
     return G_STRUCT_OFFSET(SluiceBrokerClass, put_records);
+  if (version == 3)
+    return G_STRUCT_OFFSET(SluiceBrokerClass, rate_acquire);
   return sizeof(SluiceBrokerClass);
 }
 
@@ -869,4 +871,30 @@ sluice_broker_reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
   if (out_found != NULL)
     *out_found = ok && found;
   return finish(broker, "reschedule", ok, local, error);
+}
+
+gboolean
+sluice_broker_rate_acquire(SluiceBroker *broker, SluiceRateAcquire *items,
+                           guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(items[i].key != NULL, FALSE);
+    g_return_val_if_fail(items[i].interval_us > 0, FALSE);
+    g_return_val_if_fail(items[i].tolerance_us >= 0, FALSE);
+    g_return_val_if_fail(items[i].block_ms >= 0, FALSE);
+    items[i].granted = FALSE;
+    items[i].wait_ms = 0;
+    items[i].now_ms = 0;
+  }
+  if (broker->klass->rate_acquire == NULL)
+    return unsupported(broker, "apply a rate limit", error);
+  if (n_items == 0)
+    return TRUE;
+  ok = broker->klass->rate_acquire(broker, items, n_items, &local);
+  return finish(broker, "rate_acquire", ok, local, error);
 }

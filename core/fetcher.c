@@ -16,6 +16,11 @@
  *
  * Paused queues (pause.c) are left out of every fetch and reclaim; with
  * all of them paused the fetcher waits for a change instead of fetching.
+ *
+ * Rate limits (flow.c): what a fetch brought under a limit (its task's,
+ * else its queue's) asks the broker for admissions, one round trip per
+ * fetch; a message not admitted goes back on the schedule, due when its
+ * bucket can admit it, and holds up nothing else.
  */
 #include "config.h"
 
@@ -143,7 +148,81 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
     sluice_outcome__defer_unknown(job, now);
     return NULL;
   }
+  if (job->entry->rate_limit != NULL) {
+    job->rate = job->entry->rate_limit;
+    job->rate_bucket = sluice_rate_limit__bucket(job->rate, "t",
+                                                 job->entry->name, job->env);
+  } else if (delivery->queue != NULL &&
+             (job->rate = g_hash_table_lookup(worker->queue_rates,
+                                              delivery->queue)) != NULL) {
+    job->rate_bucket = sluice_rate_limit__bucket(job->rate, "q",
+                                                 delivery->queue, job->env);
+  }
   return job_ref(job);
+}
+
+/* Asks the broker to admit the @n jobs of @jobs that have a rate limit, in
+ * one call, and settles those it did not admit (back on the schedule).
+ * Returns how many of @jobs are left to run, compacted at the front. */
+static guint
+admit(SluiceWorker *worker, Job **jobs, guint n)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) items = g_array_new(FALSE, TRUE, sizeof(SluiceRateAcquire));
+  g_autoptr(GArray) which = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autoptr(GHashTable) turned_away = NULL;
+  gboolean ok;
+  guint kept = 0;
+
+  for (guint i = 0; i < n; i++) {
+    SluiceRateAcquire item = {0};
+
+    if (jobs[i]->rate == NULL)
+      continue;
+    item.key = jobs[i]->rate_bucket;
+    item.interval_us = sluice_rate_limit__interval_us(jobs[i]->rate);
+    item.tolerance_us = sluice_rate_limit__tolerance_us(jobs[i]->rate);
+    g_array_append_val(items, item);
+    g_array_append_val(which, i);
+  }
+  if (items->len == 0)
+    return n;
+  ok = sluice_broker_rate_acquire(worker->broker,
+                                  (SluiceRateAcquire *)items->data, items->len,
+                                  &error);
+  if (!ok)
+    sluice_worker__broker_failed(worker, "applying rate limits", error);
+  /* Messages of one bucket turned away together would all come back at
+   * the same moment and all but one be turned away again: the k-th waits
+   * k intervals more, so they return about as the bucket admits. */
+  turned_away = g_hash_table_new(g_str_hash, g_str_equal);
+  for (guint i = 0, j = 0; i < n; i++) {
+    Job *job = jobs[i];
+    SluiceRateAcquire *item;
+    guint ahead;
+
+    if (j >= which->len || g_array_index(which, guint, j) != i) {
+      jobs[kept++] = job;
+      continue;
+    }
+    item = &g_array_index(items, SluiceRateAcquire, j++);
+    if (ok && item->granted) {
+      job->admitted_at = item->now_ms;
+      jobs[kept++] = job;
+      continue;
+    }
+    ahead = GPOINTER_TO_UINT(g_hash_table_lookup(turned_away, item->key));
+    g_hash_table_insert(turned_away, (gpointer)item->key,
+                        GUINT_TO_POINTER(ahead + 1));
+    /* The broker could not be asked: try again in a second rather than
+     * run over the limit. */
+    if (job_claim(job))
+      sluice_outcome__rate_wait(
+          job, ok ? item->wait_ms + ahead * MAX(item->interval_us / 1000, 1)
+                  : 1000);
+    sluice_job__unref(job);
+  }
+  return kept;
 }
 
 /* Whether the fetcher is in quarantine: something may be reclaimed, or a
@@ -198,6 +277,7 @@ dispatch_fetched(SluiceWorker *worker, GPtrArray *got)
     if (keep)
       got->pdata[n++] = job;
   }
+  n = admit(worker, (Job **)got->pdata, n);
   sluice_worker__hand_over(worker, (Job **)got->pdata, n);
 }
 

@@ -33,6 +33,7 @@ sluice_job__unref(Job *job)
   g_mutex_clear(&job->cancel_lock);
   sluice_envelope_free(job->env);
   sluice_delivery_free(job->delivery);
+  g_free(job->rate_bucket);
   g_free(job);
   sluice_worker__core_unref(worker);
 }

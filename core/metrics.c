@@ -157,6 +157,8 @@ sluice_metrics__settled(SluiceWorker *worker, Pending *const *batch,
       break;
     case KIND_FAILED:
     case KIND_RUNNING:
+    case KIND_SNOOZED:
+    case KIND_RATE_WAIT:
       break;
     }
     if (p->failed_attempt)

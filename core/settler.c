@@ -31,6 +31,10 @@ outcome_name(SettleKind kind)
     return "deferred (unknown task)";
   case KIND_RELEASED:
     return "released";
+  case KIND_SNOOZED:
+    return "snoozed";
+  case KIND_RATE_WAIT:
+    return "waiting for its rate limit";
   case KIND_RUNNING:
   default:
     return "running";
@@ -70,6 +74,12 @@ count_settled(SluiceWorker *worker, SettleKind kind)
     break;
   case KIND_RELEASED:
     worker->stats.released++;
+    break;
+  case KIND_SNOOZED:
+    worker->stats.snoozed++;
+    break;
+  case KIND_RATE_WAIT:
+    worker->stats.rate_waits++;
     break;
   case KIND_RUNNING:
     break;

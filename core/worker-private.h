@@ -79,6 +79,8 @@ typedef enum {
   KIND_DEFERRED,
   KIND_RELEASED,
   KIND_RUNNING, /* not a settlement: the `running` record, sent in batch */
+  KIND_SNOOZED,   /* the task asked to run later (snooze, 429) */
+  KIND_RATE_WAIT, /* over its rate limit when fetched: waits its turn */
 } SettleKind;
 
 typedef struct _Job Job;
@@ -220,6 +222,8 @@ struct _SluiceWorker {
   gint64 reclaim_quiet_until_us;
   /* Housekeeping-thread only: */
   gboolean lease_lost;
+  /* Fixed after sluice_worker_new(): queue -> SluiceRateLimit* (owned). */
+  GHashTable *queue_rates;
 };
 
 struct _Job {
@@ -253,6 +257,12 @@ struct _Job {
                   * a late task sets it after the watchdog settled it) */
   gint64 deadline;        /* clock ms; 0 = none; under worker lock */
   MetricsSeries *series;  /* set by dispatch before any settlement */
+  /* Flow control (flow.c), set by dispatch: the rate limit the job runs
+   * under (the task's, else its queue's; borrowed from the registry or the
+   * worker), its bucket (owned), and when the broker admitted it. */
+  const SluiceRateLimit *rate;
+  gchar *rate_bucket;
+  gint64 admitted_at;
 };
 
 typedef struct {
@@ -331,6 +341,13 @@ void sluice_outcome__release(Job *job);
 void sluice_outcome__failed(Job *job, const gchar *message,
                             gint64 requested_delay_ms, gboolean fatal);
 void sluice_outcome__defer_unknown(Job *job, gint64 now);
+/* Over its rate limit: back on the schedule, due in @wait_ms, attempt and
+ * snoozes untouched. */
+void sluice_outcome__rate_wait(Job *job, gint64 wait_ms);
+/* The task snoozed (or reported a 429, @rate_limited): back on the
+ * schedule, due in @delay_ms, same attempt, one snooze more; buried
+ * `snoozed_too_often` past the task's max_snoozes. */
+void sluice_outcome__snoozed(Job *job, gint64 delay_ms, gboolean rate_limited);
 void sluice_pending__free(Pending *p);
 /* Queues @job's `running` record for the settler (track_state). */
 void sluice_outcome__running(Job *job, gint64 now);

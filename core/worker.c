@@ -143,6 +143,29 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
   }
   if (!check_options(options, error))
     return NULL;
+  for (guint i = 0; i < options->n_queue_rate_limits; i++) {
+    const SluiceQueueRateLimit *q = &options->queue_rate_limits[i];
+    g_autofree gchar *field = g_strdup_printf("queue_rate_limits[%u].rate", i);
+    g_autofree gchar *problem =
+        q->queue == NULL ? g_strdup_printf("queue_rate_limits[%u].queue: name "
+                                           "the queue the limit is for",
+                                           i)
+                         : sluice_rate_limit__problem(&q->rate, field);
+    if (problem != NULL) {
+      g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                  "invalid worker options: %s", problem);
+      return NULL;
+    }
+  }
+  if (options->n_queue_rate_limits > 0 &&
+      broker->klass->rate_acquire == NULL) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
+                "the “%s” broker cannot keep rate limits (it lacks the "
+                "rate_acquire slot): remove queue_rate_limits, or use a "
+                "broker that has it",
+                broker->klass->name);
+    return NULL;
+  }
 
   worker = g_new0(SluiceWorker, 1);
   g_atomic_ref_count_init(&worker->ref_count);
@@ -161,6 +184,15 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
   worker->options.worker_id = worker->id;
   worker->capacity = options->concurrency + options->prefetch;
   sluice_decode_limits_init(&worker->limits);
+  worker->queue_rates =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                            (GDestroyNotify)sluice_rate_limit__free);
+  for (guint i = 0; i < options->n_queue_rate_limits; i++)
+    g_hash_table_replace(
+        worker->queue_rates, g_strdup(options->queue_rate_limits[i].queue),
+        sluice_rate_limit__copy(&options->queue_rate_limits[i].rate));
+  worker->options.queue_rate_limits = NULL;
+  worker->options.n_queue_rate_limits = 0;
 
   g_mutex_init(&worker->lock);
   g_cond_init(&worker->cond);
@@ -289,6 +321,22 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
     return FALSE;
   }
   g_mutex_unlock(&worker->lock);
+
+  if (worker->broker->klass->rate_acquire == NULL) {
+    g_auto(GStrv) names = sluice_registry_list(worker->registry);
+    for (guint i = 0; names[i] != NULL; i++) {
+      SluiceTaskOptions o;
+      if (sluice_registry_get_options(worker->registry, names[i], &o) &&
+          o.rate_limit != NULL) {
+        g_set_error(error, SLUICE_WORKER_ERROR,
+                    SLUICE_WORKER_ERROR_UNSUPPORTED,
+                    "task “%s” has a rate limit, but the “%s” broker cannot "
+                    "keep one (it lacks the rate_acquire slot)",
+                    names[i], worker->broker->klass->name);
+        return FALSE;
+      }
+    }
+  }
 
   /* First of all: the zygote must be forked while this process runs as
    * few threads as it can, and before the worker starts any. */

@@ -24,6 +24,7 @@
 static const gchar *const key_names[SLUICE_N_KEYS] = {
     "v",           "id",  "task", "queue",         "args",    "attempt",
     "enqueued_at", "eta", "opts", "unknown_since", "history", "headers",
+    "snz",
 };
 
 static const gchar *const option_names[SLUICE_N_OPTS] = {
@@ -322,6 +323,11 @@ sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
     return get_int64(field, v, 0, &env->eta, error);
   case SLUICE_KEY_UNKNOWN_SINCE:
     return get_int64(field, v, 0, &env->unknown_since, error);
+  case SLUICE_KEY_SNOOZES:
+    if (!get_uint32(field, v, 0, &u32, error))
+      return FALSE;
+    env->snoozes = u32;
+    return TRUE;
   default:
     break;
   }

@@ -190,6 +190,10 @@ json_encode(const SluiceCodec *codec, const SluiceEnvelope *env, GError **error)
     }
     g_string_append_c(out, '}');
   }
+  if (env->snoozes > 0) {
+    put_key(out, sluice_envelope__key_name(SLUICE_KEY_SNOOZES));
+    put_int(out, env->snoozes);
+  }
   g_string_append_c(out, '}');
   return g_string_free_to_bytes(out);
 }

@@ -150,6 +150,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
       bound += STR_HEAD_MAX + len;
     }
   }
+  if (env->snoozes > 0) {
+    n_keys++;
+    bound += KEY_BYTES("snz") + INT_MAX_BYTES;
+  }
   if (n_headers > 0) {
     n_keys++;
     bound += KEY_BYTES("headers") + 5;
@@ -275,6 +279,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
       put_str(&w, header_names[i], strlen(header_names[i]));
       put_str(&w, value, strlen(value));
     }
+  }
+  if (env->snoozes > 0) {
+    put_key(&w, SLUICE_KEY_SNOOZES);
+    w.rc |= msgpack_pack_uint32(&w.pk, env->snoozes);
   }
 
   /* The bound makes a reallocation impossible; a failure is memory. */

@@ -17,7 +17,8 @@
  *
  * Time: every TTL is measured on the broker's SluiceClock
  * (SLUICE_BROKER_CAP_CLOCK_TTL), so with a fake clock a test sees results,
- * revocations and idempotency claims expire when it advances the clock.
+ * revocations and idempotency claims expire when it advances the clock;
+ * rate-limit buckets follow the same clock.
  *
  * What it omits: nothing outlives the process (no DURABLE), other processes
  * see nothing (no SHARED), and there are no leases: a delivery belongs to
@@ -718,6 +719,20 @@ memory_reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
   return TRUE;
 }
 
+static gboolean
+memory_rate_acquire(SluiceBroker *broker, SluiceRateAcquire *items,
+                    guint n_items, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  gint64 now = now_ms(self);
+
+  g_mutex_lock(&self->lock);
+  for (guint i = 0; i < n_items; i++)
+    sluice_memory__rate_acquire(self, &items[i], now);
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
 static void
 memory_finalize(SluiceBroker *broker)
 {
@@ -757,6 +772,7 @@ static const SluiceBrokerClass memory_broker_class = {
     .set_paused = memory_set_paused,
     .list_paused = memory_list_paused,
     .reschedule = memory_reschedule,
+    .rate_acquire = memory_rate_acquire,
 };
 
 SluiceBroker *

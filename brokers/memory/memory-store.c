@@ -90,6 +90,7 @@ sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max)
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, announced_free);
   self->out = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   self->paused = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  self->rates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->periodic =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->dedup = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -112,6 +113,7 @@ sluice_memory__clear(SluiceMemoryBroker *self)
   g_clear_pointer(&self->workers, g_hash_table_unref);
   g_clear_pointer(&self->out, g_hash_table_unref);
   g_clear_pointer(&self->paused, g_hash_table_unref);
+  g_clear_pointer(&self->rates, g_hash_table_unref);
   if (self->dead_letters != NULL)
     g_queue_free_full(self->dead_letters,
                       (GDestroyNotify)sluice_dead_letter_free);
@@ -190,6 +192,10 @@ sweep_expired(SluiceMemoryBroker *self, gint64 now)
   g_hash_table_iter_init(&iter, self->dedup);
   while (g_hash_table_iter_next(&iter, &key, &value))
     if (*(gint64 *)value <= now)
+      g_hash_table_iter_remove(&iter);
+  g_hash_table_iter_init(&iter, self->rates);
+  while (g_hash_table_iter_next(&iter, &key, &value))
+    if (*(gint64 *)value <= now * 1000)
       g_hash_table_iter_remove(&iter);
 }
 
@@ -315,4 +321,32 @@ sluice_memory__find_dead_letter(SluiceMemoryBroker *self, const gchar *entry_id)
     if (g_strcmp0(((SluiceDeadLetter *)l->data)->entry_id, entry_id) == 0)
       return l;
   return NULL;
+}
+
+void
+sluice_memory__rate_acquire(SluiceMemoryBroker *self, SluiceRateAcquire *item,
+                            gint64 now)
+{
+  gint64 now_us = now * 1000;
+  gint64 *stored = g_hash_table_lookup(self->rates, item->key);
+  gint64 tat = stored != NULL ? MAX(*stored, now_us) : now_us;
+  gint64 next;
+
+  item->now_ms = now;
+  if (item->block_ms > 0) {
+    next = MAX(tat, now_us + item->block_ms * 1000 + item->tolerance_us);
+    item->wait_ms = item->block_ms;
+  } else if (tat - item->tolerance_us <= now_us) {
+    next = tat + item->interval_us;
+    item->granted = TRUE;
+  } else {
+    item->wait_ms = (tat - item->tolerance_us - now_us + 999) / 1000;
+    return;
+  }
+  if (stored == NULL) {
+    stored = g_new(gint64, 1);
+    g_hash_table_insert(self->rates, g_strdup(item->key), stored);
+  }
+  *stored = next;
+  count_write(self, now);
 }

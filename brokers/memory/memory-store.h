@@ -16,6 +16,9 @@
  *                drops counted by reason), indexed by task id
  *   workers      id -> what the worker announced, until it lapses
  *   paused       the names of the paused queues
+ *   rates        rate-limit bucket -> its theoretical arrival time (us on
+ *                the broker's clock); a bucket whose time is past is
+ *                dropped when met and by the sweep
  *
  * Expired entries are dropped when met and swept every few thousand
  * writes, so memory stays bounded by what is alive.
@@ -84,6 +87,7 @@ typedef struct {
   GHashTable *dropped; /* reason -> gint64*: dropped by the cap */
   GHashTable *workers; /* gchar* -> SluiceMemoryAnnounced* */
   GHashTable *paused;  /* gchar* set: the paused queues */
+  GHashTable *rates;   /* gchar* bucket -> gint64* TAT (us) */
   GHashTable *out;     /* handles of the deliveries not settled yet */
   guint64 delivery_seq;
   gint64 in_flight;
@@ -96,6 +100,10 @@ typedef struct {
 /** sluice_memory__init: sets up @self's lock, conditions and containers
  * (on the zero-filled instance sluice_broker_new() made). */
 void sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max);
+/** sluice_memory__rate_acquire: one item of `rate_acquire` at @now (ms
+ * of the broker's clock). */
+void sluice_memory__rate_acquire(SluiceMemoryBroker *self,
+                                 SluiceRateAcquire *item, gint64 now);
 /** sluice_memory__clear: frees what _init() made; copes with a
  * zero-filled instance. Not under the lock: nothing else runs. */
 void sluice_memory__clear(SluiceMemoryBroker *self);

@@ -147,6 +147,8 @@ void sluice_message_options_init(SluiceMessageOptions *opts);
  * @history: (element-type utf8): one line per failed attempt, oldest first,
  *   at most SLUICE_HISTORY_MAX_LINES lines of SLUICE_HISTORY_MAX_LINE_BYTES
  * @headers: (element-type utf8 utf8): free metadata
+ * @snoozes: how many times the task snoozed (asked to run later without
+ *   using an attempt: sluice_task_context_snooze()); wire name "snz"
  *
  * An envelope owns every field: sluice_envelope_free() frees them all.
  * Replace a string field with g_free() + g_strdup(). @history and @headers
@@ -167,6 +169,7 @@ typedef struct {
   gint64 unknown_since;
   GPtrArray *history;
   GHashTable *headers;
+  guint snoozes;
 } SluiceEnvelope;
 
 /**

@@ -26,6 +26,7 @@
 
 #include <sluice/sluice-brokers.h>
 #include <sluice/sluice-macros.h>
+#include <sluice/sluice-flow.h>
 #include <sluice/sluice-policy.h>
 #include <sluice/sluice-task.h>
 
@@ -125,6 +126,12 @@ typedef enum {
  * @memory_limit_per_child: process isolation: the most memory a child may
  *   use while it runs a task, in bytes: one above it is killed and its
  *   attempt fails; 0 = no limit
+ * @queue_rate_limits: (array length=n_queue_rate_limits) (nullable): rate
+ *   limits of queues (copied; checked by sluice_worker_new(), which names
+ *   the bad field); a task's own rate_limit replaces its queue's. Every
+ *   worker of a queue should be given the same limit: each applies the
+ *   one it was given, on buckets the broker shares
+ * @n_queue_rate_limits: how many
  *
  * Initialise with sluice_worker_options_init(), which sets the defaults
  * listed in README.md ("Configuration defaults"); the worker copies the
@@ -153,6 +160,8 @@ typedef struct {
   guint max_tasks_per_child;
   guint64 max_rss_per_child;
   guint64 memory_limit_per_child;
+  const SluiceQueueRateLimit *queue_rate_limits;
+  guint n_queue_rate_limits;
 } SluiceWorkerOptions;
 
 SLUICE_AVAILABLE_IN_0_1
@@ -174,6 +183,10 @@ void sluice_worker_options_init(SluiceWorkerOptions *options);
  * @children_started: process isolation: child processes started
  * @children_lost: process isolation: children that died or were killed
  *   while running a task
+ * @snoozed: runs that snoozed (sluice_task_context_snooze() or
+ *   sluice_task_context_rate_limited()) and went back on the schedule
+ * @rate_waits: messages fetched over their rate limit and put back on the
+ *   schedule until their bucket admits them
  */
 typedef struct {
   guint64 started;
@@ -192,6 +205,8 @@ typedef struct {
   guint64 late_results_discarded;
   guint64 children_started;
   guint64 children_lost;
+  guint64 snoozed;
+  guint64 rate_waits;
 } SluiceWorkerStats;
 
 typedef struct _SluiceWorker SluiceWorker;

@@ -15,6 +15,7 @@
 #include <sluice/sluice-client.h>
 #include <sluice/sluice-clock.h>
 #include <sluice/sluice-envelope.h>
+#include <sluice/sluice-flow.h>
 #include <sluice/sluice-macros.h>
 #include <sluice/sluice-metrics.h>
 #include <sluice/sluice-module.h>

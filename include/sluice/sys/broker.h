@@ -98,7 +98,7 @@ struct _SluiceBroker {
   SluiceBrokerPrivate *priv;
 };
 
-#define SLUICE_BROKER_CLASS_VERSION 3
+#define SLUICE_BROKER_CLASS_VERSION 4
 
 /**
  * SluiceBrokerClass:
@@ -522,6 +522,35 @@ struct _SluiceBrokerClass {
                          gboolean *out_found, GError **error);
 
   /* Slots above are valid for version 3 */
+
+  /* ---- flow control (version 4) ---- */
+
+  /**
+   * rate_acquire: Optional. If NULL, rate limits cannot be used on this
+   * broker: a worker whose tasks or queues have one refuses to start
+   * (SLUICE_WORKER_ERROR_UNSUPPORTED), and nothing else changes.
+   * For each item, atomically per item, runs the generic cell rate
+   * algorithm on the bucket @key, whose only state is its theoretical
+   * arrival time TAT (microseconds; none = long past), on the store's
+   * clock: the SluiceClock of a broker with CLOCK_TTL, else the store's
+   * own time (Redis TIME inside the script), and never a worker's. With
+   * now = that time and tat = MAX (TAT, now):
+   *  - @block_ms 0: if tat - @tolerance_us <= now, store TAT = tat +
+   *    @interval_us and grant; otherwise store nothing, and set @wait_ms
+   *    to tat - @tolerance_us - now, rounded up to whole ms;
+   *  - @block_ms > 0: store TAT = MAX (tat, now + @block_ms * 1000 +
+   *    @tolerance_us), grant nothing, set @wait_ms to @block_ms.
+   * Sets @now_ms in every case. A bucket's state may be dropped once its
+   * TAT is past (it then admits as a new one would). The core decides
+   * what to do with a message that was not granted (it reschedules it,
+   * unchanged but for its due time): the broker only keeps the buckets.
+   * Repeating a call after a lost reply may use up one admission more;
+   * that errs toward fewer runs, never more.
+   */
+  gboolean (*rate_acquire)(SluiceBroker *self, SluiceRateAcquire *items,
+                           guint n_items, GError **error);
+
+  /* Slots above are valid for version 4 */
 };
 
 /* ---- For broker authors: construction ----------------------------------- */
@@ -761,6 +790,11 @@ gboolean sluice_broker_set_paused(SluiceBroker *broker, const gchar *queue,
 SLUICE_BROKER_API
 gboolean sluice_broker_list_paused(SluiceBroker *broker, GPtrArray *out,
                                    GError **error);
+/* UNSUPPORTED when the slot is NULL; checks each item's figures. */
+SLUICE_BROKER_API
+gboolean sluice_broker_rate_acquire(SluiceBroker *broker,
+                                    SluiceRateAcquire *items, guint n_items,
+                                    GError **error);
 /* UNSUPPORTED when the slot is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_reschedule(SluiceBroker *broker, const gchar *id,
