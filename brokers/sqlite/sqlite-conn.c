@@ -21,6 +21,8 @@
  *   workers      name -> what it announced, last_seen, expires_at
  *   paused       the paused queues
  *   counters     name -> n: stale_settles, revocation_seq
+ *   rate_buckets rate-limit bucket -> tat, its theoretical arrival time
+ *                (us of the broker's clock; sqlite-flow.c)
  *   meta         key -> value: the schema version
  */
 #include "config.h"
@@ -75,7 +77,10 @@ static const gchar schema_sql[] =
     "  last_seen INTEGER NOT NULL, expires_at INTEGER NOT NULL);"
     "CREATE TABLE IF NOT EXISTS paused (queue TEXT PRIMARY KEY);"
     "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY,"
-    "  n INTEGER NOT NULL);";
+    "  n INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS rate_buckets (key TEXT PRIMARY KEY,"
+    "  tat INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS rate_buckets_tat ON rate_buckets (tat);";
 
 /* ---- Time ------------------------------------------------------------------ */
 

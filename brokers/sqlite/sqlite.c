@@ -67,6 +67,7 @@ static const SluiceBrokerClass sqlite_broker_class = {
     .set_paused = sluice_sqlite__set_paused,
     .list_paused = sluice_sqlite__list_paused,
     .reschedule = sluice_sqlite__reschedule,
+    .rate_acquire = sluice_sqlite__rate_acquire,
 };
 
 void
