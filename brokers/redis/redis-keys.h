@@ -38,6 +38,11 @@
  *   P winfo:<worker>      string: what a worker announced (opaque bytes of
  *                         the core), PX its lease: gone = not alive
  *   P paused              set of the paused queues' names
+ *   P rl:<bucket>         string: a rate-limit bucket's theoretical
+ *                         arrival time (us of the server's TIME); PX a
+ *                         second past it. Named in rate_acquire.lua alone,
+ *                         not in the prelude (every other script's bytes
+ *                         stay as the clients ship them)
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
@@ -79,6 +84,7 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_DLQ_DROPPED "dlq:dropped"
 #define SLUICE_REDIS_K_WINFO "winfo:"
 #define SLUICE_REDIS_K_PAUSED "paused"
+#define SLUICE_REDIS_K_RATE "rl:"
 
 /* The first byte of a stored record. */
 #define SLUICE_REDIS_RECORD_FINAL 'F'

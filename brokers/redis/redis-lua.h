@@ -41,6 +41,7 @@ extern const gchar sluice_redis_lua__lookup_task[];
 extern const gchar sluice_redis_lua__list_queued[];
 extern const gchar sluice_redis_lua__list_scheduled[];
 extern const gchar sluice_redis_lua__reschedule[];
+extern const gchar sluice_redis_lua__rate_acquire[];
 
 /* The scripts only the reliable transport runs. */
 extern const gchar sluice_redis_lua__reliable_ensure_groups[];

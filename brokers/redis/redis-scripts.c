@@ -119,6 +119,8 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
        sluice_redis_lua__list_scheduled},
       {SLUICE_REDIS_SCRIPT_RESCHEDULE, "reschedule",
        sluice_redis_lua__reschedule},
+      {SLUICE_REDIS_SCRIPT_RATE_ACQUIRE, "rate_acquire",
+       sluice_redis_lua__rate_acquire},
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(table) == SLUICE_REDIS_SCRIPT_N);
 

@@ -94,6 +94,7 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->set_paused = sluice_redis__set_paused;
   klass->list_paused = sluice_redis__list_paused;
   klass->reschedule = sluice_redis__reschedule;
+  klass->rate_acquire = sluice_redis__rate_acquire;
   klass->close = redis_close;
   klass->finalize = redis_finalize;
 }
