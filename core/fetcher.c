@@ -150,13 +150,13 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
   }
   if (job->entry->rate_limit != NULL) {
     job->rate = job->entry->rate_limit;
-    job->rate_bucket = sluice_rate_limit__bucket(job->rate, "t",
-                                                 job->entry->name, job->env);
+    job->rate_bucket =
+        sluice_rate_limit__bucket(job->rate, "t", job->entry->name, job->env);
   } else if (delivery->queue != NULL &&
              (job->rate = g_hash_table_lookup(worker->queue_rates,
                                               delivery->queue)) != NULL) {
-    job->rate_bucket = sluice_rate_limit__bucket(job->rate, "q",
-                                                 delivery->queue, job->env);
+    job->rate_bucket =
+        sluice_rate_limit__bucket(job->rate, "q", delivery->queue, job->env);
   }
   return job_ref(job);
 }
@@ -187,9 +187,8 @@ admit(SluiceWorker *worker, Job **jobs, guint n)
   }
   if (items->len == 0)
     return n;
-  ok = sluice_broker_rate_acquire(worker->broker,
-                                  (SluiceRateAcquire *)items->data, items->len,
-                                  &error);
+  ok = sluice_broker_rate_acquire(
+      worker->broker, (SluiceRateAcquire *)items->data, items->len, &error);
   if (!ok)
     sluice_worker__broker_failed(worker, "applying rate limits", error);
   /* Messages of one bucket turned away together would all come back at
@@ -218,8 +217,8 @@ admit(SluiceWorker *worker, Job **jobs, guint n)
      * run over the limit. */
     if (job_claim(job))
       sluice_outcome__rate_wait(
-          job, ok ? item->wait_ms + ahead * MAX(item->interval_us / 1000, 1)
-                  : 1000);
+          job,
+          ok ? item->wait_ms + ahead * MAX(item->interval_us / 1000, 1) : 1000);
     sluice_job__unref(job);
   }
   return kept;

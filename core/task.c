@@ -410,8 +410,8 @@ snooze_with(SluiceTaskContext *ctx, gint64 delay_ms, gint code,
 {
   g_return_val_if_fail(ctx != NULL, FALSE);
   ctx->retry_delay_ms = MAX(delay_ms, 0);
-  g_set_error(error, SLUICE_TASK_ERROR, code,
-              "%s for %" G_GINT64_FORMAT " ms", what, ctx->retry_delay_ms);
+  g_set_error(error, SLUICE_TASK_ERROR, code, "%s for %" G_GINT64_FORMAT " ms",
+              what, ctx->retry_delay_ms);
   return FALSE;
 }
 
@@ -419,8 +419,7 @@ gboolean
 sluice_task_context_snooze(SluiceTaskContext *ctx, gint64 delay_ms,
                            GError **error)
 {
-  return snooze_with(ctx, delay_ms, SLUICE_TASK_ERROR_SNOOZE, "snoozed",
-                     error);
+  return snooze_with(ctx, delay_ms, SLUICE_TASK_ERROR_SNOOZE, "snoozed", error);
 }
 
 gboolean

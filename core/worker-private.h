@@ -78,7 +78,7 @@ typedef enum {
   KIND_CANCELLED,
   KIND_DEFERRED,
   KIND_RELEASED,
-  KIND_RUNNING, /* not a settlement: the `running` record, sent in batch */
+  KIND_RUNNING,   /* not a settlement: the `running` record, sent in batch */
   KIND_SNOOZED,   /* the task asked to run later (snooze, 429) */
   KIND_RATE_WAIT, /* over its rate limit when fetched: waits its turn */
 } SettleKind;

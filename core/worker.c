@@ -157,8 +157,7 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
       return NULL;
     }
   }
-  if (options->n_queue_rate_limits > 0 &&
-      broker->klass->rate_acquire == NULL) {
+  if (options->n_queue_rate_limits > 0 && broker->klass->rate_acquire == NULL) {
     g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
                 "the “%s” broker cannot keep rate limits (it lacks the "
                 "rate_acquire slot): remove queue_rate_limits, or use a "
@@ -184,9 +183,8 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
   worker->options.worker_id = worker->id;
   worker->capacity = options->concurrency + options->prefetch;
   sluice_decode_limits_init(&worker->limits);
-  worker->queue_rates =
-      g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                            (GDestroyNotify)sluice_rate_limit__free);
+  worker->queue_rates = g_hash_table_new_full(
+      g_str_hash, g_str_equal, g_free, (GDestroyNotify)sluice_rate_limit__free);
   for (guint i = 0; i < options->n_queue_rate_limits; i++)
     g_hash_table_replace(
         worker->queue_rates, g_strdup(options->queue_rate_limits[i].queue),
@@ -328,8 +326,7 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
       SluiceTaskOptions o;
       if (sluice_registry_get_options(worker->registry, names[i], &o) &&
           o.rate_limit != NULL) {
-        g_set_error(error, SLUICE_WORKER_ERROR,
-                    SLUICE_WORKER_ERROR_UNSUPPORTED,
+        g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
                     "task “%s” has a rate limit, but the “%s” broker cannot "
                     "keep one (it lacks the rate_acquire slot)",
                     names[i], worker->broker->klass->name);

@@ -22,9 +22,9 @@
 
 /* Wire names, in the order the encoders write them. */
 static const gchar *const key_names[SLUICE_N_KEYS] = {
-    "v",           "id",  "task", "queue",         "args",    "attempt",
-    "enqueued_at", "eta", "opts", "unknown_since", "history", "headers",
-    "snz",
+    "v",       "id",          "task", "queue", "args",
+    "attempt", "enqueued_at", "eta",  "opts",  "unknown_since",
+    "history", "headers",     "snz",
 };
 
 static const gchar *const option_names[SLUICE_N_OPTS] = {

@@ -236,8 +236,8 @@ run_until(Env *e, guint want, gint64 step, gint64 most_ms)
   run_idle(e);
   while (n_runs() < want) {
     ck_assert_msg(passed <= most_ms,
-                  "%u runs of %u after %" G_GINT64_FORMAT " ms", n_runs(),
-                  want, passed);
+                  "%u runs of %u after %" G_GINT64_FORMAT " ms", n_runs(), want,
+                  passed);
     pass(e, step);
     passed += step;
     run_idle(e);
@@ -370,17 +370,15 @@ START_TEST(rate_limit_admits_at_most_n_per_period)
   at = admissions(NULL, NULL);
   g_array_sort(at, cmp_int64);
   ck_assert_int_gt(g_array_index(at, gint64, 0), 0);
-  ck_assert_int_ge(g_array_index(at, gint64, 199) - g_array_index(at, gint64, 0),
-                   19000);
+  ck_assert_int_ge(
+      g_array_index(at, gint64, 199) - g_array_index(at, gint64, 0), 19000);
   /* Never 11 admissions within one second. */
   for (guint i = 0; i + 10 < at->len; i++)
-    ck_assert_msg(g_array_index(at, gint64, i + 10) -
-                          g_array_index(at, gint64, i) >=
-                      1000,
-                  "admissions %u and %u are %" G_GINT64_FORMAT " ms apart", i,
-                  i + 10,
-                  g_array_index(at, gint64, i + 10) -
-                      g_array_index(at, gint64, i));
+    ck_assert_msg(
+        g_array_index(at, gint64, i + 10) - g_array_index(at, gint64, i) >=
+            1000,
+        "admissions %u and %u are %" G_GINT64_FORMAT " ms apart", i, i + 10,
+        g_array_index(at, gint64, i + 10) - g_array_index(at, gint64, i));
   sluice_worker_get_stats(sluice_test_harness_get_worker(e->h), &stats);
   ck_assert_uint_gt(stats.rate_waits, 0);
   ck_assert_uint_eq(stats.failed_attempts, 0);
@@ -436,9 +434,8 @@ START_TEST(rate_limit_per_key_holds_up_no_other_key_or_queue)
   ck_assert_uint_eq(a->len, 5);
   /* After the burst, one every 2 s of the broker's clock. */
   for (guint i = 2; i < a->len; i++)
-    ck_assert_int_ge(g_array_index(a, gint64, i) -
-                         g_array_index(a, gint64, i - 1),
-                     2000);
+    ck_assert_int_ge(
+        g_array_index(a, gint64, i) - g_array_index(a, gint64, i - 1), 2000);
   free_runs = admissions(NULL, "");
   ck_assert_int_eq(g_array_index(free_runs, gint64, 0), 0); /* no limit */
   env_free(e);
@@ -533,8 +530,8 @@ START_TEST(malformed_rate_limits_are_refused_naming_the_field)
     t.rate_limit = &limit;
     ck_assert(!sluice_registry_add(e->registry, "t.bad", task_log, NULL, NULL,
                                    &t, &err));
-    ck_assert(g_error_matches(err, SLUICE_TASK_ERROR,
-                              SLUICE_TASK_ERROR_INVALID));
+    ck_assert(
+        g_error_matches(err, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID));
     ck_assert_msg(strstr(err->message, bad[i].field) != NULL,
                   "case %" G_GSIZE_FORMAT ": “%s” does not name %s", i,
                   err->message, bad[i].field);
@@ -547,8 +544,8 @@ START_TEST(malformed_rate_limits_are_refused_naming_the_field)
   o.n_queue_rate_limits = 1;
   w = sluice_worker_new(e->broker, e->registry, &o, &error);
   ck_assert_ptr_null(w);
-  ck_assert(g_error_matches(error, SLUICE_WORKER_ERROR,
-                            SLUICE_WORKER_ERROR_INVALID));
+  ck_assert(
+      g_error_matches(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID));
   ck_assert_ptr_nonnull(
       strstr(error->message, "queue_rate_limits[0].rate.period_ms"));
   env_free(e);
