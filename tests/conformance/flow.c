@@ -595,6 +595,7 @@ START_TEST(snoozing_past_the_maximum_dead_letters)
   g_autofree gchar *id = NULL;
   g_autoptr(GPtrArray) dead = NULL;
   g_autoptr(SluiceEnvelope) env = NULL;
+  g_autoptr(GError) error = NULL;
   SluiceDeadLetter *dl;
 
   sluice_task_options_init(&t);
@@ -619,6 +620,20 @@ START_TEST(snoozing_past_the_maximum_dead_letters)
   ck_assert_uint_eq(env->snoozes, 2);
   ck_assert_int_eq(sluice_test_harness_get_state(e->h, id),
                    SLUICE_STATE_DEAD_LETTERED);
+  /* A replay restores the snoozes with the attempts: three runs again. */
+  ck_assert(sluice_client_dlq_replay(e->client, dl->entry_id, FALSE, NULL,
+                                     &error));
+  run_idle(e);
+  for (guint i = 0; i < 4; i++) {
+    sluice_test_harness_advance(e->h, 1000);
+    run_idle(e);
+  }
+  ck_assert_uint_eq(n_runs(), 6);
+  g_clear_pointer(&dead, g_ptr_array_unref);
+  dead = sluice_test_harness_dead_letters(e->h);
+  ck_assert_uint_eq(dead->len, 1);
+  ck_assert_str_eq(((SluiceDeadLetter *)dead->pdata[0])->reason,
+                   SLUICE_DLQ_SNOOZED_TOO_OFTEN);
   env_free(e);
 }
 END_TEST
