@@ -20,7 +20,9 @@
  * Rate limits (flow.c): what a fetch brought under a limit (its task's,
  * else its queue's) asks the broker for admissions, one round trip per
  * fetch; a message not admitted goes back on the schedule, due when its
- * bucket can admit it, and holds up nothing else.
+ * bucket can admit it, and holds up nothing else. Then concurrency
+ * limits: each such message takes a slot (a lease the broker keeps), or
+ * waits on the schedule until a release of its key moves it back.
  */
 #include "config.h"
 
@@ -150,15 +152,80 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
   }
   if (job->entry->rate_limit != NULL) {
     job->rate = job->entry->rate_limit;
-    job->rate_bucket =
-        sluice_rate_limit__bucket(job->rate, "t", job->entry->name, job->env);
+    job->rate_bucket = sluice_flow__bucket(job->rate->key, job->rate->key_name,
+                                           "t", job->entry->name, job->env);
   } else if (delivery->queue != NULL &&
              (job->rate = g_hash_table_lookup(worker->queue_rates,
                                               delivery->queue)) != NULL) {
-    job->rate_bucket =
-        sluice_rate_limit__bucket(job->rate, "q", delivery->queue, job->env);
+    job->rate_bucket = sluice_flow__bucket(job->rate->key, job->rate->key_name,
+                                           "q", delivery->queue, job->env);
   }
+  if (job->entry->concurrency_limit != NULL) {
+    job->slots = job->entry->concurrency_limit;
+    job->slot_key = sluice_flow__bucket(job->slots->key, job->slots->key_name,
+                                        "ct", job->entry->name, job->env);
+  } else if (delivery->queue != NULL &&
+             (job->slots = g_hash_table_lookup(worker->queue_slots,
+                                               delivery->queue)) != NULL) {
+    job->slot_key = sluice_flow__bucket(job->slots->key, job->slots->key_name,
+                                        "cq", delivery->queue, job->env);
+  }
+  if (job->slots != NULL)
+    job->slot_holder = g_strconcat(worker->id, "|", job->env->id, NULL);
   return job_ref(job);
+}
+
+/* Asks the broker for a concurrency slot for each of the @n jobs of @jobs
+ * that have a limit, in one call. One that got none waits on the schedule,
+ * where the next release of its key finds it (the broker put it on the
+ * key's waiting list in the same step). Returns how many of @jobs are left
+ * to run, compacted at the front. */
+static guint
+admit_slots(SluiceWorker *worker, Job **jobs, guint n)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) items = g_array_new(FALSE, TRUE, sizeof(SluiceSlotAcquire));
+  gboolean ok;
+  guint kept = 0;
+
+  for (guint i = 0; i < n; i++) {
+    SluiceSlotAcquire item = {0};
+
+    if (jobs[i]->slots == NULL)
+      continue;
+    item.key = jobs[i]->slot_key;
+    item.max = jobs[i]->slots->max;
+    item.holder = jobs[i]->slot_holder;
+    item.lease_ms = worker->options.visibility_timeout_ms;
+    item.waiter = jobs[i]->env->id;
+    g_array_append_val(items, item);
+  }
+  if (items->len == 0)
+    return n;
+  ok = sluice_broker_slot_acquire(worker->broker,
+                                  (SluiceSlotAcquire *)items->data, items->len,
+                                  &error);
+  if (!ok)
+    sluice_worker__broker_failed(worker, "taking concurrency slots", error);
+  for (guint i = 0, j = 0; i < n; i++) {
+    Job *job = jobs[i];
+
+    if (job->slots == NULL) {
+      jobs[kept++] = job;
+      continue;
+    }
+    if (ok && g_array_index(items, SluiceSlotAcquire, j++).granted) {
+      g_atomic_int_set(&job->slot_held, 1);
+      jobs[kept++] = job;
+      continue;
+    }
+    /* Not asked (the broker failed): a second, as for rate limits. */
+    if (job_claim(job))
+      sluice_outcome__slot_wait(job, ok ? worker->options.visibility_timeout_ms
+                                        : 1000);
+    sluice_job__unref(job);
+  }
+  return kept;
 }
 
 /* Asks the broker to admit the @n jobs of @jobs that have a rate limit, in
@@ -277,6 +344,7 @@ dispatch_fetched(SluiceWorker *worker, GPtrArray *got)
       got->pdata[n++] = job;
   }
   n = admit(worker, (Job **)got->pdata, n);
+  n = admit_slots(worker, (Job **)got->pdata, n);
   sluice_worker__hand_over(worker, (Job **)got->pdata, n);
 }
 

@@ -1,5 +1,6 @@
-/* flow.c - rate limits as the core sees them: checking a limit when it is
- * set, and naming the bucket a message is counted in.
+/* flow.c - rate and concurrency limits as the core sees them: checking a
+ * limit when it is set, and naming the bucket (or set of slots) a message
+ * is counted in.
  *
  * The broker keeps each bucket's state and decides nothing: it is given
  * the bucket's name and the two figures of the generic cell rate
@@ -18,6 +19,9 @@ sluice_rate_limit_init(SluiceRateLimit *limit)
   g_return_if_fail(limit != NULL);
   memset(limit, 0, sizeof *limit);
 }
+
+static gchar *key_problem(SluiceLimitKey key, const gchar *key_name,
+                          const gchar *field);
 
 gchar *
 sluice_rate_limit__problem(const SluiceRateLimit *limit, const gchar *field)
@@ -46,26 +50,32 @@ sluice_rate_limit__problem(const SluiceRateLimit *limit, const gchar *field)
     return g_strdup_printf("%s.burst: at most 1000000, found "
                            "%" G_GINT64_FORMAT,
                            field, limit->burst);
-  switch (limit->key) {
+  return key_problem(limit->key, limit->key_name, field);
+}
+
+static gchar *
+key_problem(SluiceLimitKey key, const gchar *key_name, const gchar *field)
+{
+  switch (key) {
   case SLUICE_LIMIT_KEY_NONE:
   case SLUICE_LIMIT_KEY_TASK:
-    if (limit->key_name != NULL)
+    if (key_name != NULL)
       return g_strdup_printf("%s.key_name: only a header or argument key "
                              "has a name; leave it NULL",
                              field);
     return NULL;
   case SLUICE_LIMIT_KEY_HEADER:
   case SLUICE_LIMIT_KEY_ARG:
-    if (limit->key_name == NULL || limit->key_name[0] == '\0')
+    if (key_name == NULL || key_name[0] == '\0')
       return g_strdup_printf(
           "%s.key_name: a %s key needs the name of the %s", field,
-          limit->key == SLUICE_LIMIT_KEY_HEADER ? "header" : "argument",
-          limit->key == SLUICE_LIMIT_KEY_HEADER ? "header" : "argument");
+          key == SLUICE_LIMIT_KEY_HEADER ? "header" : "argument",
+          key == SLUICE_LIMIT_KEY_HEADER ? "header" : "argument");
     return NULL;
   default:
     return g_strdup_printf("%s.key: unknown key source %d (use "
                            "SLUICE_LIMIT_KEY_NONE, _TASK, _HEADER or _ARG)",
-                           field, (gint)limit->key);
+                           field, (gint)key);
   }
 }
 
@@ -153,23 +163,23 @@ arg_value(GBytes *args, const gchar *name)
 }
 
 gchar *
-sluice_rate_limit__bucket(const SluiceRateLimit *limit, const gchar *scope,
-                          const gchar *name, const SluiceEnvelope *env)
+sluice_flow__bucket(SluiceLimitKey key, const gchar *key_name,
+                    const gchar *scope, const gchar *name,
+                    const SluiceEnvelope *env)
 {
   g_autofree gchar *owned = NULL;
   const gchar *value = NULL;
 
-  switch (limit->key) {
+  switch (key) {
   case SLUICE_LIMIT_KEY_TASK:
     value = env->task;
     break;
   case SLUICE_LIMIT_KEY_HEADER:
-    value = env->headers != NULL
-                ? g_hash_table_lookup(env->headers, limit->key_name)
-                : NULL;
+    value = env->headers != NULL ? g_hash_table_lookup(env->headers, key_name)
+                                 : NULL;
     break;
   case SLUICE_LIMIT_KEY_ARG:
-    value = owned = arg_value(env->args, limit->key_name);
+    value = owned = arg_value(env->args, key_name);
     break;
   default:
     return g_strconcat(scope, ":", name, NULL);
@@ -179,4 +189,49 @@ sluice_rate_limit__bucket(const SluiceRateLimit *limit, const gchar *scope,
    * share the bucket of the empty value. */
   return g_strdup_printf("%s:%" G_GSIZE_FORMAT ":%s:%s", scope, strlen(name),
                          name, value != NULL ? value : "");
+}
+
+gchar *
+sluice_concurrency_limit__problem(const SluiceConcurrencyLimit *limit,
+                                  const gchar *field)
+{
+  if (limit->max < 1)
+    return g_strdup_printf("%s.max: must be at least 1 (running at once), "
+                           "found 0",
+                           field);
+  return key_problem(limit->key, limit->key_name, field);
+}
+
+gboolean
+sluice_concurrency_limit_validate(const SluiceConcurrencyLimit *limit,
+                                  GError **error)
+{
+  g_autofree gchar *problem = NULL;
+
+  g_return_val_if_fail(limit != NULL, FALSE);
+  problem = sluice_concurrency_limit__problem(limit, "concurrency_limit");
+  if (problem == NULL)
+    return TRUE;
+  g_set_error_literal(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
+                      problem);
+  return FALSE;
+}
+
+SluiceConcurrencyLimit *
+sluice_concurrency_limit__copy(const SluiceConcurrencyLimit *limit)
+{
+  SluiceConcurrencyLimit *copy = g_new(SluiceConcurrencyLimit, 1);
+
+  *copy = *limit;
+  copy->key_name = g_strdup(limit->key_name);
+  return copy;
+}
+
+void
+sluice_concurrency_limit__free(SluiceConcurrencyLimit *limit)
+{
+  if (limit == NULL)
+    return;
+  g_free((gchar *)limit->key_name);
+  g_free(limit);
 }

@@ -34,6 +34,8 @@ sluice_job__unref(Job *job)
   sluice_envelope_free(job->env);
   sluice_delivery_free(job->delivery);
   g_free(job->rate_bucket);
+  g_free(job->slot_key);
+  g_free(job->slot_holder);
   g_free(job);
   sluice_worker__core_unref(worker);
 }

@@ -159,6 +159,7 @@ sluice_metrics__settled(SluiceWorker *worker, Pending *const *batch,
     case KIND_RUNNING:
     case KIND_SNOOZED:
     case KIND_RATE_WAIT:
+    case KIND_SLOT_WAIT:
       break;
     }
     if (p->failed_attempt)

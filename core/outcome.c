@@ -19,6 +19,7 @@
  *   task name unknown, past time    DEAD_LETTER  dead_lettered        unknown_task
  *   given back by a stop            RELEASE      queued (tracked)     -
  *   over its rate limit when met    RETRY        scheduled (tracked)  - (rate wait)
+ *   no concurrency slot free        RETRY        scheduled (tracked)  - (slot wait)
  *   snoozed or rate limited (429)   RETRY        scheduled (tracked)  - (snoozed)
  *   ... past max_snoozes            DEAD_LETTER  dead_lettered        snoozed_too_often
  *
@@ -407,4 +408,17 @@ sluice_outcome__snoozed(Job *job, gint64 delay_ms, gboolean rate_limited)
   settle_reschedule(job, next, next->eta, KIND_SNOOZED,
                     waiting_record(job, rate_limited ? "rate limited downstream"
                                                      : "snoozed"));
+}
+
+void
+sluice_outcome__slot_wait(Job *job, gint64 fallback_ms)
+{
+  gint64 now = sluice_clock_now_ms(job->worker->clock);
+  g_autoptr(SluiceEnvelope) next = sluice_envelope_copy(job->env);
+
+  /* The release of a slot moves it to its queue at once; the due time is
+   * only for a release that never comes (its holder died). */
+  next->eta = now + MAX(fallback_ms, 1);
+  settle_reschedule(job, next, next->eta, KIND_SLOT_WAIT,
+                    waiting_record(job, "waiting for a concurrency slot"));
 }

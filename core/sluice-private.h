@@ -66,6 +66,7 @@ typedef struct {
                                 options.rate_limit at @rate_limit */
   gchar *queue;
   SluiceRateLimit *rate_limit; /* owned (flow.c); NULL = none */
+  SluiceConcurrencyLimit *concurrency_limit; /* owned; NULL = none */
 } SluiceTaskEntry;
 
 /* ---- Flow control (flow.c) ----------------------------------------------- */
@@ -77,11 +78,17 @@ gchar *sluice_rate_limit__problem(const SluiceRateLimit *limit,
 /* Returns: (transfer full): a deep copy; free with sluice_rate_limit__free. */
 SluiceRateLimit *sluice_rate_limit__copy(const SluiceRateLimit *limit);
 void sluice_rate_limit__free(SluiceRateLimit *limit);
-/* Returns: (transfer full): the bucket of @env under @limit, which is the
- * limit of @scope ("t" for a task's, "q" for a queue's) named @name. */
-gchar *sluice_rate_limit__bucket(const SluiceRateLimit *limit,
-                                 const gchar *scope, const gchar *name,
-                                 const SluiceEnvelope *env);
+/* Returns: (transfer full): the bucket of @env under a limit split by
+ * @key (@key_name), which is the limit of @scope ("t" for a task's, "q"
+ * for a queue's, "ct"/"cq" for concurrency) named @name. */
+gchar *sluice_flow__bucket(SluiceLimitKey key, const gchar *key_name,
+                           const gchar *scope, const gchar *name,
+                           const SluiceEnvelope *env);
+gchar *sluice_concurrency_limit__problem(const SluiceConcurrencyLimit *limit,
+                                         const gchar *field);
+SluiceConcurrencyLimit *
+sluice_concurrency_limit__copy(const SluiceConcurrencyLimit *limit);
+void sluice_concurrency_limit__free(SluiceConcurrencyLimit *limit);
 /* The generic cell rate algorithm's two figures of @limit, in us. */
 gint64 sluice_rate_limit__interval_us(const SluiceRateLimit *limit);
 gint64 sluice_rate_limit__tolerance_us(const SluiceRateLimit *limit);

@@ -38,6 +38,7 @@ task_entry_free(gpointer data)
     entry->destroy(entry->user_data);
   g_free(entry->queue);
   sluice_rate_limit__free(entry->rate_limit);
+  sluice_concurrency_limit__free(entry->concurrency_limit);
   g_free(entry->name);
   g_free(entry);
 }
@@ -132,6 +133,15 @@ sluice_registry_add(SluiceRegistry *registry, const gchar *name,
       return FALSE;
     }
   }
+  if (options != NULL && options->concurrency_limit != NULL) {
+    g_autofree gchar *problem = sluice_concurrency_limit__problem(
+        options->concurrency_limit, "concurrency_limit");
+    if (problem != NULL) {
+      g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
+                  "task “%s”: %s", name, problem);
+      return FALSE;
+    }
+  }
 
   entry = g_new0(SluiceTaskEntry, 1);
   entry->name = g_strdup(name);
@@ -142,11 +152,15 @@ sluice_registry_add(SluiceRegistry *registry, const gchar *name,
     entry->queue = g_strdup(options->queue);
     if (options->rate_limit != NULL)
       entry->rate_limit = sluice_rate_limit__copy(options->rate_limit);
+    if (options->concurrency_limit != NULL)
+      entry->concurrency_limit =
+          sluice_concurrency_limit__copy(options->concurrency_limit);
   } else {
     sluice_task_options_init(&entry->options);
   }
   entry->options.queue = entry->queue;
   entry->options.rate_limit = entry->rate_limit;
+  entry->options.concurrency_limit = entry->concurrency_limit;
 
   g_rw_lock_writer_lock(&registry->lock);
   if (g_hash_table_contains(registry->tasks, name)) {
@@ -156,6 +170,7 @@ sluice_registry_add(SluiceRegistry *registry, const gchar *name,
     /* The caller keeps @user_data: do not destroy it. */
     g_free(entry->queue);
     sluice_rate_limit__free(entry->rate_limit);
+    sluice_concurrency_limit__free(entry->concurrency_limit);
     g_free(entry->name);
     g_free(entry);
     return FALSE;

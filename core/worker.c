@@ -157,6 +157,31 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
       return NULL;
     }
   }
+  for (guint i = 0; i < options->n_queue_concurrency_limits; i++) {
+    const SluiceQueueConcurrencyLimit *q = &options->queue_concurrency_limits[i];
+    g_autofree gchar *field =
+        g_strdup_printf("queue_concurrency_limits[%u].limit", i);
+    g_autofree gchar *problem =
+        q->queue == NULL
+            ? g_strdup_printf("queue_concurrency_limits[%u].queue: name the "
+                              "queue the limit is for",
+                              i)
+            : sluice_concurrency_limit__problem(&q->limit, field);
+    if (problem != NULL) {
+      g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                  "invalid worker options: %s", problem);
+      return NULL;
+    }
+  }
+  if (options->n_queue_concurrency_limits > 0 &&
+      broker->klass->slot_acquire == NULL) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
+                "the “%s” broker cannot keep concurrency limits (it lacks the "
+                "slot_acquire slot): remove queue_concurrency_limits, or use "
+                "a broker that has it",
+                broker->klass->name);
+    return NULL;
+  }
   if (options->n_queue_rate_limits > 0 && broker->klass->rate_acquire == NULL) {
     g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
                 "the “%s” broker cannot keep rate limits (it lacks the "
@@ -191,6 +216,16 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
         sluice_rate_limit__copy(&options->queue_rate_limits[i].rate));
   worker->options.queue_rate_limits = NULL;
   worker->options.n_queue_rate_limits = 0;
+  worker->queue_slots =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                            (GDestroyNotify)sluice_concurrency_limit__free);
+  for (guint i = 0; i < options->n_queue_concurrency_limits; i++)
+    g_hash_table_replace(worker->queue_slots,
+                         g_strdup(options->queue_concurrency_limits[i].queue),
+                         sluice_concurrency_limit__copy(
+                             &options->queue_concurrency_limits[i].limit));
+  worker->options.queue_concurrency_limits = NULL;
+  worker->options.n_queue_concurrency_limits = 0;
 
   g_mutex_init(&worker->lock);
   g_cond_init(&worker->cond);
@@ -320,16 +355,25 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
   }
   g_mutex_unlock(&worker->lock);
 
-  if (worker->broker->klass->rate_acquire == NULL) {
+  {
     g_auto(GStrv) names = sluice_registry_list(worker->registry);
     for (guint i = 0; names[i] != NULL; i++) {
       SluiceTaskOptions o;
-      if (sluice_registry_get_options(worker->registry, names[i], &o) &&
-          o.rate_limit != NULL) {
-        g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
-                    "task “%s” has a rate limit, but the “%s” broker cannot "
-                    "keep one (it lacks the rate_acquire slot)",
-                    names[i], worker->broker->klass->name);
+      const gchar *missing = NULL;
+
+      if (!sluice_registry_get_options(worker->registry, names[i], &o))
+        continue;
+      if (o.rate_limit != NULL && worker->broker->klass->rate_acquire == NULL)
+        missing = "a rate limit";
+      else if (o.concurrency_limit != NULL &&
+               worker->broker->klass->slot_acquire == NULL)
+        missing = "a concurrency limit";
+      if (missing != NULL) {
+        g_set_error(error, SLUICE_WORKER_ERROR,
+                    SLUICE_WORKER_ERROR_UNSUPPORTED,
+                    "task “%s” has %s, but the “%s” broker cannot keep one "
+                    "(it lacks the slot for it)",
+                    names[i], missing, worker->broker->klass->name);
         return FALSE;
       }
     }

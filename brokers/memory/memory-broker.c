@@ -733,6 +733,34 @@ memory_rate_acquire(SluiceBroker *broker, SluiceRateAcquire *items,
   return TRUE;
 }
 
+static gboolean
+memory_slot_acquire(SluiceBroker *broker, SluiceSlotAcquire *items,
+                    guint n_items, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  gint64 now = now_ms(self);
+
+  g_mutex_lock(&self->lock);
+  for (guint i = 0; i < n_items; i++)
+    sluice_memory__slot_acquire(self, &items[i], now);
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+static gboolean
+memory_slot_release(SluiceBroker *broker, SluiceSlotRelease *items,
+                    guint n_items, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  gint64 now = now_ms(self);
+
+  g_mutex_lock(&self->lock);
+  for (guint i = 0; i < n_items; i++)
+    sluice_memory__slot_release(self, &items[i], now);
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
 static void
 memory_finalize(SluiceBroker *broker)
 {
@@ -773,6 +801,8 @@ static const SluiceBrokerClass memory_broker_class = {
     .list_paused = memory_list_paused,
     .reschedule = memory_reschedule,
     .rate_acquire = memory_rate_acquire,
+    .slot_acquire = memory_slot_acquire,
+    .slot_release = memory_slot_release,
 };
 
 SluiceBroker *

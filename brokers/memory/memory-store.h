@@ -19,6 +19,10 @@
  *   rates        rate-limit bucket -> its theoretical arrival time (us on
  *                the broker's clock); a bucket whose time is past is
  *                dropped when met and by the sweep
+ *   slots        concurrency key -> holder -> lease expiry (ms of the
+ *                broker's clock: one process shares it)
+ *   waiters      concurrency key -> GQueue of SluiceMemoryWaiter, oldest
+ *                first: task ids a release of the key wakes
  *
  * Expired entries are dropped when met and swept every few thousand
  * writes, so memory stays bounded by what is alive.
@@ -88,6 +92,8 @@ typedef struct {
   GHashTable *workers; /* gchar* -> SluiceMemoryAnnounced* */
   GHashTable *paused;  /* gchar* set: the paused queues */
   GHashTable *rates;   /* gchar* bucket -> gint64* TAT (us) */
+  GHashTable *slots;   /* gchar* key -> GHashTable* (holder -> gint64*) */
+  GHashTable *waiters; /* gchar* key -> GQueue* of SluiceMemoryWaiter* */
   GHashTable *out;     /* handles of the deliveries not settled yet */
   guint64 delivery_seq;
   gint64 in_flight;
@@ -100,6 +106,12 @@ typedef struct {
 /** sluice_memory__init: sets up @self's lock, conditions and containers
  * (on the zero-filled instance sluice_broker_new() made). */
 void sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max);
+/** sluice_memory__slot_acquire, sluice_memory__slot_release: one item of
+ * `slot_acquire` or `slot_release` at @now (ms of the broker's clock). */
+void sluice_memory__slot_acquire(SluiceMemoryBroker *self,
+                                 SluiceSlotAcquire *item, gint64 now);
+void sluice_memory__slot_release(SluiceMemoryBroker *self,
+                                 SluiceSlotRelease *item, gint64 now);
 /** sluice_memory__rate_acquire: one item of `rate_acquire` at @now (ms
  * of the broker's clock). */
 void sluice_memory__rate_acquire(SluiceMemoryBroker *self,

@@ -1,4 +1,5 @@
-/* sluice-flow.h - flow control: rate limits, and how long a task may snooze.
+/* sluice-flow.h - flow control: rate limits, concurrency limits, and how
+ * long a task may snooze.
  *
  * The worker decides, the broker carries out: a rate limit is checked by
  * the worker when it fetches a message, with one atomic step of the broker
@@ -74,6 +75,41 @@ typedef struct {
   SluiceRateLimit rate;
 } SluiceQueueRateLimit;
 
+/**
+ * SluiceConcurrencyLimit:
+ * @max: at most this many running at once, across every worker; > 0
+ * @key: what splits the limit (SLUICE_LIMIT_KEY_NONE: one set of @max
+ *   slots for everything it covers)
+ * @key_name: (nullable): the header or argument name for
+ *   SLUICE_LIMIT_KEY_HEADER and SLUICE_LIMIT_KEY_ARG; NULL otherwise
+ *
+ * A message runs only while it holds one of the @max slots of its key.
+ * Slots are leases kept by the broker: the worker renews those of its
+ * running tasks with its heartbeat and gives each back when its task is
+ * settled, and a slot of a worker that died lapses after its lease
+ * (visibility_timeout_ms). A message that finds every slot taken waits on
+ * the schedule, using no attempt and no delivery; the release of a slot
+ * moves the oldest waiting message of its key back to its queue at once.
+ */
+typedef struct {
+  guint max;
+  SluiceLimitKey key;
+  const gchar *key_name;
+} SluiceConcurrencyLimit;
+
+/**
+ * SluiceQueueConcurrencyLimit:
+ * @queue: the queue it limits
+ * @limit: its limit
+ *
+ * A concurrency limit for every message fetched from @queue (a task's own,
+ * SluiceTaskOptions.concurrency_limit, replaces its queue's).
+ */
+typedef struct {
+  const gchar *queue;
+  SluiceConcurrencyLimit limit;
+} SluiceQueueConcurrencyLimit;
+
 /** The most times a task may snooze when its options do not say. */
 #define SLUICE_DEFAULT_MAX_SNOOZES 25
 
@@ -99,5 +135,13 @@ void sluice_rate_limit_init(SluiceRateLimit *limit);
 SLUICE_AVAILABLE_IN_0_2
 gboolean sluice_rate_limit_validate(const SluiceRateLimit *limit,
                                     GError **error);
+
+/**
+ * sluice_concurrency_limit_validate:
+ * Like sluice_rate_limit_validate() for a concurrency limit.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_concurrency_limit_validate(const SluiceConcurrencyLimit *limit,
+                                           GError **error);
 
 G_END_DECLS

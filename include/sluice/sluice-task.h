@@ -110,6 +110,8 @@ typedef gboolean (*SluiceTaskFunc)(SluiceTaskContext *ctx, gpointer user_data,
  *   limit of the queue the task comes from); NULL = none
  * @max_snoozes: how many times a message of the task may snooze before it
  *   is dead-lettered "snoozed_too_often"; 0 = SLUICE_DEFAULT_MAX_SNOOZES
+ * @concurrency_limit: (nullable): how many messages of the task may run at
+ *   once across every worker (copied; replaces its queue's); NULL = none
  *
  * Initialise with sluice_task_options_init(); the registry copies it.
  */
@@ -123,6 +125,7 @@ typedef struct {
   gint64 hard_timeout_ms;
   const SluiceRateLimit *rate_limit;
   guint max_snoozes;
+  const SluiceConcurrencyLimit *concurrency_limit;
 } SluiceTaskOptions;
 
 SLUICE_AVAILABLE_IN_0_1

@@ -132,6 +132,10 @@ typedef enum {
  *   worker of a queue should be given the same limit: each applies the
  *   one it was given, on buckets the broker shares
  * @n_queue_rate_limits: how many
+ * @queue_concurrency_limits: (array length=n_queue_concurrency_limits)
+ *   (nullable): concurrency limits of queues, across every worker (copied,
+ *   checked as the rate limits are); a task's own replaces its queue's
+ * @n_queue_concurrency_limits: how many
  *
  * Initialise with sluice_worker_options_init(), which sets the defaults
  * listed in README.md ("Configuration defaults"); the worker copies the
@@ -162,6 +166,8 @@ typedef struct {
   guint64 memory_limit_per_child;
   const SluiceQueueRateLimit *queue_rate_limits;
   guint n_queue_rate_limits;
+  const SluiceQueueConcurrencyLimit *queue_concurrency_limits;
+  guint n_queue_concurrency_limits;
 } SluiceWorkerOptions;
 
 SLUICE_AVAILABLE_IN_0_1
@@ -187,6 +193,8 @@ void sluice_worker_options_init(SluiceWorkerOptions *options);
  *   sluice_task_context_rate_limited()) and went back on the schedule
  * @rate_waits: messages fetched over their rate limit and put back on the
  *   schedule until their bucket admits them
+ * @slot_waits: messages fetched while every concurrency slot of their key
+ *   was taken, put back on the schedule until a slot frees
  */
 typedef struct {
   guint64 started;
@@ -207,6 +215,7 @@ typedef struct {
   guint64 children_lost;
   guint64 snoozed;
   guint64 rate_waits;
+  guint64 slot_waits;
 } SluiceWorkerStats;
 
 typedef struct _SluiceWorker SluiceWorker;

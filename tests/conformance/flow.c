@@ -552,6 +552,185 @@ START_TEST(malformed_rate_limits_are_refused_naming_the_field)
 }
 END_TEST
 
+/* ---- Concurrency limits -------------------------------------------------- */
+
+static struct {
+  gint running;
+  gint peak;
+} busy;
+
+/* Runs for a little real time, counting how many run at once. */
+static gboolean
+task_busy(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  gint now = g_atomic_int_add(&busy.running, 1) + 1;
+  gint peak;
+
+  while ((peak = g_atomic_int_get(&busy.peak)) < now &&
+         !g_atomic_int_compare_and_exchange(&busy.peak, peak, now))
+    ;
+  record(ctx);
+  g_usleep(20000);
+  g_atomic_int_add(&busy.running, -1);
+  return TRUE;
+}
+
+static SluiceSlotAcquire
+take_slot(Env *e, const gchar *key, guint max, const gchar *holder,
+          gint64 lease_ms, const gchar *waiter)
+{
+  g_autoptr(GError) error = NULL;
+  SluiceSlotAcquire item = {.key = key,
+                            .max = max,
+                            .holder = holder,
+                            .lease_ms = lease_ms,
+                            .waiter = waiter};
+
+  ck_assert_msg(sluice_broker_slot_acquire(e->broker, &item, 1, &error), "%s",
+                error != NULL ? error->message : "");
+  return item;
+}
+
+static gboolean
+give_slot(Env *e, const gchar *key, const gchar *holder)
+{
+  g_autoptr(GError) error = NULL;
+  SluiceSlotRelease item = {.key = key, .holder = holder};
+
+  ck_assert_msg(sluice_broker_slot_release(e->broker, &item, 1, &error), "%s",
+                error != NULL ? error->message : "");
+  return item.woke;
+}
+
+/* The slots themselves: at most max holders, a holder asking again keeps
+ * its slot, a lapsed lease frees it (a crashed holder), and a release
+ * moves the oldest waiter that is on the schedule to its queue at once,
+ * so a worker runs it without the clock moving. */
+START_TEST(concurrency_slots_are_leases_and_a_release_wakes_a_waiter)
+{
+  Env *e = env_new();
+  SluiceEnqueueOptions o;
+  g_autofree gchar *parked = NULL;
+
+  if (e->broker->klass->slot_acquire == NULL) {
+    env_free(e);
+    return;
+  }
+  add_task(e, "t.log", task_log, NULL);
+  env_start(e, NULL);
+  ck_assert(take_slot(e, "k", 2, "a", 60000, NULL).granted);
+  ck_assert(take_slot(e, "k", 2, "b", 60000, NULL).granted);
+  ck_assert(!take_slot(e, "k", 2, "c", 60000, "not-scheduled").granted);
+  ck_assert(take_slot(e, "k", 2, "b", 60000, NULL).granted); /* renewal */
+  /* The waiter is not on the schedule: nothing to wake, the slot frees. */
+  ck_assert(!give_slot(e, "k", "a"));
+  ck_assert(take_slot(e, "k", 2, "c", 60000, "not-scheduled").granted);
+  ck_assert(!take_slot(e, "k", 2, "d", 60000, NULL).granted);
+
+  /* A holder that stops renewing (it crashed) loses its slot. */
+  ck_assert(take_slot(e, "lapse", 1, "dead", 300, NULL).granted);
+  ck_assert(!take_slot(e, "lapse", 1, "alive", 300, NULL).granted);
+  sluice_clock_advance(e->clock, 600);
+  g_usleep(600 * 1000); /* leases follow a time every process shares */
+  ck_assert(take_slot(e, "lapse", 1, "alive", 60000, NULL).granted);
+
+  /* A message waiting on the schedule is woken by the release. */
+  sluice_enqueue_options_init(&o);
+  o.delay_ms = 3600 * 1000;
+  parked = sluice_test_client_enqueue(e->client, "t.log", NULL, &o);
+  ck_assert(!take_slot(e, "lapse", 1, "other", 60000, parked).granted);
+  run_idle(e);
+  ck_assert_uint_eq(n_runs(), 0);
+  ck_assert(give_slot(e, "lapse", "alive"));
+  run_idle(e); /* the clock has not moved */
+  ck_assert_uint_eq(n_runs(), 1);
+  ck_assert(!give_slot(e, "lapse", "nobody")); /* nothing left to wake */
+  env_free(e);
+}
+END_TEST
+
+/* At most 3 of a task run at once on a worker of 8 threads, each message
+ * once, on its first attempt; the limit is reached, not just kept. */
+START_TEST(concurrency_limit_holds_across_threads)
+{
+  Env *e = env_new();
+  SluiceConcurrencyLimit limit = {.max = 3};
+  SluiceTaskOptions t;
+  SluiceWorkerOptions o;
+  SluiceWorkerStats stats;
+  gint64 passed = 0;
+  gint peak;
+
+  if (e->broker->klass->slot_acquire == NULL) {
+    env_free(e);
+    return;
+  }
+  g_atomic_int_set(&busy.running, 0);
+  g_atomic_int_set(&busy.peak, 0);
+  sluice_task_options_init(&t);
+  t.concurrency_limit = &limit;
+  add_task(e, "t.busy", task_busy, &t);
+  sluice_worker_options_init(&o);
+  o.concurrency = 8;
+  o.visibility_timeout_ms = 5000;
+  env_start(e, &o);
+  for (guint i = 0; i < 40; i++)
+    g_free(enqueue_for(e, "t.busy", NULL, NULL));
+  run_idle(e);
+  /* A release wakes the oldest waiter; one whose settlement had not landed
+   * yet when a slot freed comes back after its lease instead. */
+  while (n_runs() < 40) {
+    ck_assert_int_lt(passed, 40 * 5000);
+    sluice_test_harness_advance(e->h, 5000);
+    passed += 5000;
+    run_idle(e);
+  }
+  ck_assert_uint_eq(n_runs(), 40);
+  peak = g_atomic_int_get(&busy.peak);
+  ck_assert_int_le(peak, 3);
+  ck_assert_int_eq(peak, 3);
+  g_mutex_lock(&seen.lock);
+  for (guint i = 0; i < seen.runs->len; i++)
+    ck_assert_uint_eq(g_array_index(seen.runs, Run, i).attempt, 1);
+  g_mutex_unlock(&seen.lock);
+  sluice_worker_get_stats(sluice_test_harness_get_worker(e->h), &stats);
+  ck_assert_uint_gt(stats.slot_waits, 0);
+  ck_assert_uint_eq(stats.failed_attempts, 0);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(malformed_concurrency_limits_are_refused_naming_the_field)
+{
+  Env *e = env_new();
+  SluiceConcurrencyLimit zero = {.max = 0};
+  SluiceConcurrencyLimit nameless = {.max = 2, .key = SLUICE_LIMIT_KEY_ARG};
+  SluiceQueueConcurrencyLimit q = {.queue = "default", .limit = {.max = 0}};
+  SluiceTaskOptions t;
+  SluiceWorkerOptions o;
+  g_autoptr(GError) e1 = NULL;
+  g_autoptr(GError) e2 = NULL;
+  g_autoptr(GError) e3 = NULL;
+
+  sluice_task_options_init(&t);
+  t.concurrency_limit = &zero;
+  ck_assert(!sluice_registry_add(e->registry, "t.bad", task_log, NULL, NULL,
+                                 &t, &e1));
+  ck_assert_ptr_nonnull(strstr(e1->message, "concurrency_limit.max"));
+  t.concurrency_limit = &nameless;
+  ck_assert(!sluice_registry_add(e->registry, "t.bad", task_log, NULL, NULL,
+                                 &t, &e2));
+  ck_assert_ptr_nonnull(strstr(e2->message, "concurrency_limit.key_name"));
+  sluice_worker_options_init(&o);
+  o.queue_concurrency_limits = &q;
+  o.n_queue_concurrency_limits = 1;
+  ck_assert_ptr_null(sluice_worker_new(e->broker, e->registry, &o, &e3));
+  ck_assert_ptr_nonnull(
+      strstr(e3->message, "queue_concurrency_limits[0].limit.max"));
+  env_free(e);
+}
+END_TEST
+
 /* ---- Snooze -------------------------------------------------------------- */
 
 START_TEST(snooze_runs_again_on_the_same_attempt)
@@ -653,6 +832,11 @@ sluice_conformance_add_flow(Suite *s, const SluiceConformanceFactory *f)
   tcase_add_test(flow, rate_limit_per_key_holds_up_no_other_key_or_queue);
   tcase_add_test(flow, rate_limited_task_pauses_its_key);
   tcase_add_test(flow, malformed_rate_limits_are_refused_naming_the_field);
+  tcase_add_test(flow,
+                 concurrency_slots_are_leases_and_a_release_wakes_a_waiter);
+  tcase_add_test(flow, concurrency_limit_holds_across_threads);
+  tcase_add_test(flow,
+                 malformed_concurrency_limits_are_refused_naming_the_field);
   tcase_add_test(flow, snooze_runs_again_on_the_same_attempt);
   tcase_add_test(flow, snoozing_past_the_maximum_dead_letters);
   suite_add_tcase(s, flow);

@@ -274,4 +274,39 @@ typedef struct {
   gint64 now_ms;
 } SluiceRateAcquire;
 
+/**
+ * SluiceSlotAcquire:
+ * @key: the set of slots (the core's name for it; any bytes but NUL)
+ * @max: how many holders it may have at once, > 0
+ * @holder: who asks (the core's name for one running message)
+ * @lease_ms: how long the slot is held unless asked for again, > 0
+ * @waiter: (nullable): a task id to wake when a slot of @key frees, if
+ *   none is free now
+ * @granted: out: TRUE when @holder holds a slot of @key now
+ *
+ * One item of `slot_acquire`. (Since version 4.)
+ */
+typedef struct {
+  const gchar *key;
+  guint max;
+  const gchar *holder;
+  gint64 lease_ms;
+  const gchar *waiter;
+  gboolean granted;
+} SluiceSlotAcquire;
+
+/**
+ * SluiceSlotRelease:
+ * @key: the set of slots
+ * @holder: who gives its slot back
+ * @woke: out: TRUE when a waiting message was moved to its queue
+ *
+ * One item of `slot_release`. (Since version 4.)
+ */
+typedef struct {
+  const gchar *key;
+  const gchar *holder;
+  gboolean woke;
+} SluiceSlotRelease;
+
 G_END_DECLS

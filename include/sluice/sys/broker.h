@@ -550,6 +550,36 @@ struct _SluiceBrokerClass {
   gboolean (*rate_acquire)(SluiceBroker *self, SluiceRateAcquire *items,
                            guint n_items, GError **error);
 
+  /**
+   * slot_acquire: Optional (with slot_release). If NULL, concurrency
+   * limits cannot be used on this broker: a worker whose tasks or queues
+   * have one refuses to start (SLUICE_WORKER_ERROR_UNSUPPORTED).
+   * For each item, atomically per item: forgets the holders of @key whose
+   * lease has lapsed (on a time every process shares: the server's, or the
+   * real time; the broker's SluiceClock for a broker without SHARED); if
+   * @holder holds a slot of @key already, extends its lease to @lease_ms
+   * from now and grants; else if fewer than @max hold one, adds @holder
+   * with that lease and grants; else grants nothing and, with @waiter set,
+   * adds @waiter to the key's waiting list (oldest first; once). A granted
+   * @waiter is taken off the list. The core renews what its running
+   * messages hold with this slot, once a third of a lease.
+   */
+  gboolean (*slot_acquire)(SluiceBroker *self, SluiceSlotAcquire *items,
+                           guint n_items, GError **error);
+
+  /**
+   * slot_release: Optional (required with slot_acquire).
+   * For each item, atomically per item: removes @holder from @key (nothing
+   * if it holds none), then wakes the oldest waiter of @key that is on the
+   * schedule: takes it off the schedule and appends its message to its
+   * queue, ready at once (as `reschedule` to 0 does), off the list. A
+   * waiter not on the schedule (its settlement not written yet) stays on
+   * the list for the next release, unless it was added a minute ago or
+   * more (it ran, or was deleted). Sets @woke.
+   */
+  gboolean (*slot_release)(SluiceBroker *self, SluiceSlotRelease *items,
+                           guint n_items, GError **error);
+
   /* Slots above are valid for version 4 */
 };
 
@@ -790,6 +820,15 @@ gboolean sluice_broker_set_paused(SluiceBroker *broker, const gchar *queue,
 SLUICE_BROKER_API
 gboolean sluice_broker_list_paused(SluiceBroker *broker, GPtrArray *out,
                                    GError **error);
+/* UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_slot_acquire(SluiceBroker *broker,
+                                    SluiceSlotAcquire *items, guint n_items,
+                                    GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_slot_release(SluiceBroker *broker,
+                                    SluiceSlotRelease *items, guint n_items,
+                                    GError **error);
 /* UNSUPPORTED when the slot is NULL; checks each item's figures. */
 SLUICE_BROKER_API
 gboolean sluice_broker_rate_acquire(SluiceBroker *broker,
