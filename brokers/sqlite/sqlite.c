@@ -68,6 +68,8 @@ static const SluiceBrokerClass sqlite_broker_class = {
     .list_paused = sluice_sqlite__list_paused,
     .reschedule = sluice_sqlite__reschedule,
     .rate_acquire = sluice_sqlite__rate_acquire,
+    .slot_acquire = sluice_sqlite__slot_acquire,
+    .slot_release = sluice_sqlite__slot_release,
 };
 
 void
