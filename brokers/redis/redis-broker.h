@@ -316,6 +316,12 @@ gboolean sluice_redis__check(SluiceBroker *broker, GError **error);
 gboolean sluice_redis__rate_acquire(SluiceBroker *broker,
                                     SluiceRateAcquire *items, guint n_items,
                                     GError **error);
+gboolean sluice_redis__slot_acquire(SluiceBroker *broker,
+                                    SluiceSlotAcquire *items, guint n_items,
+                                    GError **error);
+gboolean sluice_redis__slot_release(SluiceBroker *broker,
+                                    SluiceSlotRelease *items, guint n_items,
+                                    GError **error);
 
 /**
  * sluice_redis_broker__dead_letter_from_reply:

@@ -42,6 +42,8 @@ extern const gchar sluice_redis_lua__list_queued[];
 extern const gchar sluice_redis_lua__list_scheduled[];
 extern const gchar sluice_redis_lua__reschedule[];
 extern const gchar sluice_redis_lua__rate_acquire[];
+extern const gchar sluice_redis_lua__slot_acquire[];
+extern const gchar sluice_redis_lua__slot_release[];
 
 /* The scripts only the reliable transport runs. */
 extern const gchar sluice_redis_lua__reliable_ensure_groups[];

@@ -121,6 +121,10 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
        sluice_redis_lua__reschedule},
       {SLUICE_REDIS_SCRIPT_RATE_ACQUIRE, "rate_acquire",
        sluice_redis_lua__rate_acquire},
+      {SLUICE_REDIS_SCRIPT_SLOT_ACQUIRE, "slot_acquire",
+       sluice_redis_lua__slot_acquire},
+      {SLUICE_REDIS_SCRIPT_SLOT_RELEASE, "slot_release",
+       sluice_redis_lua__slot_release},
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(table) == SLUICE_REDIS_SCRIPT_N);
 

@@ -95,6 +95,8 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->list_paused = sluice_redis__list_paused;
   klass->reschedule = sluice_redis__reschedule;
   klass->rate_acquire = sluice_redis__rate_acquire;
+  klass->slot_acquire = sluice_redis__slot_acquire;
+  klass->slot_release = sluice_redis__slot_release;
   klass->close = redis_close;
   klass->finalize = redis_finalize;
 }
