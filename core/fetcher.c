@@ -202,9 +202,8 @@ admit_slots(SluiceWorker *worker, Job **jobs, guint n)
   }
   if (items->len == 0)
     return n;
-  ok = sluice_broker_slot_acquire(worker->broker,
-                                  (SluiceSlotAcquire *)items->data, items->len,
-                                  &error);
+  ok = sluice_broker_slot_acquire(
+      worker->broker, (SluiceSlotAcquire *)items->data, items->len, &error);
   if (!ok)
     sluice_worker__broker_failed(worker, "taking concurrency slots", error);
   for (guint i = 0, j = 0; i < n; i++) {
@@ -399,7 +398,9 @@ reclaim_one(SluiceWorker *worker, gboolean *out_contacted, GError **error)
                         "(queue “%s”, delivery %u); running it alone",
                         got->len, d->queue, d->delivery_count);
     job = dispatch(worker, d);
-    if (job != NULL)
+    /* Its rate was admitted when it was first fetched; a slot is held only
+     * while it runs, so it takes one again. */
+    if (job != NULL && admit_slots(worker, &job, 1) == 1)
       sluice_worker__hand_over(worker, &job, 1);
   }
   return TRUE;
@@ -471,7 +472,9 @@ sluice_worker__fetcher_main(gpointer data)
 
     if (quarantine) {
       if (next != NULL) {
-        sluice_worker__hand_over(worker, &next, 1);
+        /* A suspect set aside by a fetch: a slot, as for a reclaim. */
+        if (admit_slots(worker, &next, 1) == 1)
+          sluice_worker__hand_over(worker, &next, 1);
         continue;
       }
       gboolean contacted = FALSE;
