@@ -231,7 +231,7 @@ admit_slots(SluiceWorker *worker, Job **jobs, guint n)
  * one call, and settles those it did not admit (back on the schedule).
  * Returns how many of @jobs are left to run, compacted at the front. */
 static guint
-admit(SluiceWorker *worker, Job **jobs, guint n)
+admit_rates(SluiceWorker *worker, Job **jobs, guint n)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) items = g_array_new(FALSE, TRUE, sizeof(SluiceRateAcquire));
@@ -342,7 +342,7 @@ dispatch_fetched(SluiceWorker *worker, GPtrArray *got)
     if (keep)
       got->pdata[n++] = job;
   }
-  n = admit(worker, (Job **)got->pdata, n);
+  n = admit_rates(worker, (Job **)got->pdata, n);
   n = admit_slots(worker, (Job **)got->pdata, n);
   sluice_worker__hand_over(worker, (Job **)got->pdata, n);
 }
