@@ -260,7 +260,9 @@ admit_rates(SluiceWorker *worker, Job **jobs, guint n)
   /* Messages of one bucket turned away together would all come back at
    * the same moment and all but one be turned away again: the k-th waits
    * k intervals more, so they return about as the bucket admits. */
-  turned_away = g_hash_table_new(g_str_hash, g_str_equal);
+  /* Keys copied: a job turned away may be settled, and freed, before the
+   * loop is over. */
+  turned_away = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint i = 0, j = 0; i < n; i++) {
     Job *job = jobs[i];
     SluiceRateAcquire *item;
@@ -277,7 +279,7 @@ admit_rates(SluiceWorker *worker, Job **jobs, guint n)
       continue;
     }
     ahead = GPOINTER_TO_UINT(g_hash_table_lookup(turned_away, item->key));
-    g_hash_table_insert(turned_away, (gpointer)item->key,
+    g_hash_table_insert(turned_away, g_strdup(item->key),
                         GUINT_TO_POINTER(ahead + 1));
     /* The broker could not be asked: try again in a second rather than
      * run over the limit. */
