@@ -178,9 +178,8 @@ sluice_worker__release_slots(SluiceWorker *worker, Job **jobs, guint n)
     g_array_append_val(items, item);
   }
   if (items->len > 0 &&
-      !sluice_broker_slot_release(worker->broker,
-                                  (SluiceSlotRelease *)items->data, items->len,
-                                  &error))
+      !sluice_broker_slot_release(
+          worker->broker, (SluiceSlotRelease *)items->data, items->len, &error))
     sluice_log__message(G_LOG_LEVEL_WARNING,
                         "could not give back %u concurrency slots (they "
                         "lapse with their lease): %s",

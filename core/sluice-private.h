@@ -65,7 +65,7 @@ typedef struct {
   SluiceTaskOptions options; /* options.queue points at @queue,
                                 options.rate_limit at @rate_limit */
   gchar *queue;
-  SluiceRateLimit *rate_limit; /* owned (flow.c); NULL = none */
+  SluiceRateLimit *rate_limit;               /* owned (flow.c); NULL = none */
   SluiceConcurrencyLimit *concurrency_limit; /* owned; NULL = none */
 } SluiceTaskEntry;
 

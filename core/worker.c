@@ -158,7 +158,8 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
     }
   }
   for (guint i = 0; i < options->n_queue_concurrency_limits; i++) {
-    const SluiceQueueConcurrencyLimit *q = &options->queue_concurrency_limits[i];
+    const SluiceQueueConcurrencyLimit *q =
+        &options->queue_concurrency_limits[i];
     g_autofree gchar *field =
         g_strdup_printf("queue_concurrency_limits[%u].limit", i);
     g_autofree gchar *problem =
@@ -369,8 +370,7 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
                worker->broker->klass->slot_acquire == NULL)
         missing = "a concurrency limit";
       if (missing != NULL) {
-        g_set_error(error, SLUICE_WORKER_ERROR,
-                    SLUICE_WORKER_ERROR_UNSUPPORTED,
+        g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
                     "task “%s” has %s, but the “%s” broker cannot keep one "
                     "(it lacks the slot for it)",
                     names[i], missing, worker->broker->klass->name);

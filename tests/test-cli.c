@@ -531,6 +531,30 @@ logged_outcomes(const gchar *log, const gchar *task_id)
 
 /* ---- End to end, per mode ------------------------------------------------ */
 
+/* A worker given a queue's rate and concurrency limits runs its tasks
+ * under them: each on its first attempt. */
+START_TEST(test_worker_runs_under_queue_limits)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w = worker_start(ctx, "--rate-limit", "default=1000/1s:50",
+                                     "--concurrency-limit", "default=2", NULL);
+  g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+
+  for (guint i = 0; i < 10; i++)
+    g_ptr_array_add(ids, enqueue(ctx, "demo.noop", NULL, NULL));
+  for (guint i = 0; i < ids->len; i++) {
+    g_autoptr(Run) result =
+        cli(ctx, "result", ids->pdata[i], "--wait", "60s", "--json", NULL);
+    g_autoptr(JsonNode) record = NULL;
+
+    assert_status(result, 0);
+    record = parse_json(result->out);
+    ck_assert_str_eq(member_string(object_of(record), "state"), "succeeded");
+    ck_assert_int_eq(member_int(object_of(record), "attempt"), 1);
+  }
+}
+END_TEST
+
 START_TEST(test_enqueue_worker_result)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i);
@@ -2242,6 +2266,21 @@ START_TEST(test_error_usage)
       {{"worker", "--concurrency", "0", "--module", DEMO_MODULE, NULL},
        2,
        "--concurrency"},
+      {{"worker", "--module", DEMO_MODULE, "--rate-limit", "emails", NULL},
+       2,
+       "--rate-limit: “emails” names no queue"},
+      {{"worker", "--module", DEMO_MODULE, "--rate-limit", "emails=10", NULL},
+       2,
+       "QUEUE=COUNT/PERIOD"},
+      {{"worker", "--module", DEMO_MODULE, "--rate-limit", "e=ten/1s", NULL},
+       2,
+       "--rate-limit"},
+      {{"worker", "--module", DEMO_MODULE, "--rate-limit", "e=10/0s", NULL},
+       2,
+       "rate_limit.period_ms"},
+      {{"worker", "--module", DEMO_MODULE, "--concurrency-limit", "r=0", NULL},
+       2,
+       "--concurrency-limit"},
       {{"stats", "--mode", "memory", NULL}, 2, "memory"},
       {{"stats", "--mode", "fsat", NULL}, 2, "“fsat” (from --mode)"},
       {{"dlq", "list", "--reason", "tired", NULL}, 2, "“tired”"},
@@ -2830,6 +2869,7 @@ cli_suite(gboolean reliable)
                               sluice_test_redis_shared_teardown);
   tcase_set_timeout(e2e, 300);
   tcase_add_loop_test(e2e, test_enqueue_worker_result, 0, n_modes);
+  tcase_add_loop_test(e2e, test_worker_runs_under_queue_limits, 0, n_modes);
   tcase_add_test(e2e, test_default_broker_is_sqlite_in_the_state_directory);
   tcase_add_loop_test(e2e, test_flaky_retries_then_succeeds, 0, n_modes);
   tcase_add_loop_test(e2e, test_no_task_log, 0, n_modes);

@@ -124,7 +124,8 @@ slot_acquire_one(SluiceSqliteConn *c, SluiceSlotAcquire *item, gint64 now,
       "SELECT count(*), sum(holder = ?2) FROM slot_holders WHERE key = ?1";
   static const gchar hold_sql[] =
       "INSERT INTO slot_holders (key, holder, expires_at) VALUES (?1, ?2, ?3) "
-      "ON CONFLICT (key, holder) DO UPDATE SET expires_at = excluded.expires_at";
+      "ON CONFLICT (key, holder) DO UPDATE SET expires_at = "
+      "excluded.expires_at";
   static const gchar unwait_sql[] =
       "DELETE FROM slot_waiters WHERE key = ?1 AND id = ?2";
   static const gchar wait_sql[] =
@@ -156,9 +157,8 @@ slot_acquire_one(SluiceSqliteConn *c, SluiceSlotAcquire *item, gint64 now,
            run_sql(c, unwait_sql, item->key, item->waiter, 0,
                    "forgetting a waiter", error);
   }
-  return item->waiter == NULL ||
-         run_sql(c, wait_sql, item->key, item->waiter, now,
-                 "adding a waiter", error);
+  return item->waiter == NULL || run_sql(c, wait_sql, item->key, item->waiter,
+                                         now, "adding a waiter", error);
 }
 
 static gboolean
@@ -177,8 +177,8 @@ gboolean
 sluice_sqlite__slot_acquire(SluiceBroker *broker, SluiceSlotAcquire *items,
                             guint n_items, GError **error)
 {
-  SlotJob job = {.acquire = items, .n = n_items,
-                 .now = sluice_sqlite__real_now()};
+  SlotJob job = {
+      .acquire = items, .n = n_items, .now = sluice_sqlite__real_now()};
 
   return sluice_sqlite__run(SLUICE_SQLITE_BROKER(broker), TRUE,
                             slot_acquire_step, &job, error);
@@ -280,8 +280,8 @@ gboolean
 sluice_sqlite__slot_release(SluiceBroker *broker, SluiceSlotRelease *items,
                             guint n_items, GError **error)
 {
-  SlotJob job = {.release = items, .n = n_items,
-                 .now = sluice_sqlite__real_now()};
+  SlotJob job = {
+      .release = items, .n = n_items, .now = sluice_sqlite__real_now()};
 
   return sluice_sqlite__run(SLUICE_SQLITE_BROKER(broker), TRUE,
                             slot_release_step, &job, error);

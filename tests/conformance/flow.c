@@ -714,12 +714,12 @@ START_TEST(malformed_concurrency_limits_are_refused_naming_the_field)
 
   sluice_task_options_init(&t);
   t.concurrency_limit = &zero;
-  ck_assert(!sluice_registry_add(e->registry, "t.bad", task_log, NULL, NULL,
-                                 &t, &e1));
+  ck_assert(!sluice_registry_add(e->registry, "t.bad", task_log, NULL, NULL, &t,
+                                 &e1));
   ck_assert_ptr_nonnull(strstr(e1->message, "concurrency_limit.max"));
   t.concurrency_limit = &nameless;
-  ck_assert(!sluice_registry_add(e->registry, "t.bad", task_log, NULL, NULL,
-                                 &t, &e2));
+  ck_assert(!sluice_registry_add(e->registry, "t.bad", task_log, NULL, NULL, &t,
+                                 &e2));
   ck_assert_ptr_nonnull(strstr(e2->message, "concurrency_limit.key_name"));
   sluice_worker_options_init(&o);
   o.queue_concurrency_limits = &q;
@@ -800,8 +800,8 @@ START_TEST(snoozing_past_the_maximum_dead_letters)
   ck_assert_int_eq(sluice_test_harness_get_state(e->h, id),
                    SLUICE_STATE_DEAD_LETTERED);
   /* A replay restores the snoozes with the attempts: three runs again. */
-  ck_assert(sluice_client_dlq_replay(e->client, dl->entry_id, FALSE, NULL,
-                                     &error));
+  ck_assert(
+      sluice_client_dlq_replay(e->client, dl->entry_id, FALSE, NULL, &error));
   run_idle(e);
   for (guint i = 0; i < 4; i++) {
     sluice_test_harness_advance(e->h, 1000);
