@@ -349,6 +349,44 @@ dispatch_fetched(SluiceWorker *worker, GPtrArray *got)
   sluice_worker__hand_over(worker, (Job **)got->pdata, n);
 }
 
+/* With queue weights, the queues for this fetch: the one whose turn it is
+ * first (smooth weighted round-robin over the active queues: each gains
+ * its weight, the richest goes first and pays the sum of the weights),
+ * the others after it in their order, so that a fetch that finds the
+ * first one empty takes from the rest. Without weights, @active itself.
+ * Returns: (transfer full): a NULL-terminated list of @active's names. */
+static GPtrArray *
+fair_order(SluiceWorker *worker, GPtrArray *active)
+{
+  GPtrArray *order;
+  gint64 total = 0;
+  guint best = 0, best_q = 0;
+
+  if (worker->weights == NULL || active->len <= 2)
+    return g_ptr_array_ref(active);
+  for (guint i = 0; active->pdata[i] != NULL; i++) {
+    /* Active queues are the worker's own names: each is in queue_index. */
+    guint q = GPOINTER_TO_UINT(
+                  g_hash_table_lookup(worker->queue_index, active->pdata[i])) -
+              1;
+
+    worker->wrr_current[q] += worker->weights[q];
+    total += worker->weights[q];
+    if (i == 0 || worker->wrr_current[q] > worker->wrr_current[best_q]) {
+      best = i;
+      best_q = q;
+    }
+  }
+  worker->wrr_current[best_q] -= total;
+  order = g_ptr_array_sized_new(active->len);
+  g_ptr_array_add(order, active->pdata[best]);
+  for (guint i = 0; active->pdata[i] != NULL; i++)
+    if (i != best)
+      g_ptr_array_add(order, active->pdata[i]);
+  g_ptr_array_add(order, NULL);
+  return order;
+}
+
 /* Quarantine, one step, with nothing else held: takes over one delivery of
  * a dead or stalled consumer and runs it alone. Clears reclaim_wanted when
  * there is nothing left to take. */
@@ -515,8 +553,10 @@ sluice_worker__fetcher_main(gpointer data)
         continue;
       }
     } else if (ok) {
+      g_autoptr(GPtrArray) order = fair_order(worker, active);
+
       ok = sluice_broker_fetch(worker->broker, worker->id,
-                               (const gchar *const *)active->pdata, want,
+                               (const gchar *const *)order->pdata, want,
                                idle_gen > 0 ? 0 : FETCH_BLOCK_MS, got, &error);
     }
     if (!ok) {

@@ -227,6 +227,11 @@ struct _SluiceWorker {
    * -> SluiceConcurrencyLimit* (owned). */
   GHashTable *queue_rates;
   GHashTable *queue_slots;
+  /* Weighted fair queues: a weight per queue of `queues` (NULL = strict
+   * order), and the smooth weighted round-robin's running credit of each
+   * (fetcher thread only). */
+  guint *weights;
+  gint64 *wrr_current;
 };
 
 struct _Job {

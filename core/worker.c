@@ -183,6 +183,19 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
                 broker->klass->name);
     return NULL;
   }
+  if (options->queue_weights != NULL) {
+    guint n = options->queues != NULL ? g_strv_length((gchar **)options->queues)
+                                      : 1; /* the default queue */
+    for (guint i = 0; i < n; i++)
+      if (options->queue_weights[i] < 1 ||
+          options->queue_weights[i] > 1000000) {
+        g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                    "invalid worker options: queue_weights[%u]: must be "
+                    "between 1 and 1000000 (one weight per queue), found %u",
+                    i, options->queue_weights[i]);
+        return NULL;
+      }
+  }
   if (options->n_queue_rate_limits > 0 && broker->klass->rate_acquire == NULL) {
     g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
                 "the “%s” broker cannot keep rate limits (it lacks the "
@@ -227,6 +240,12 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
                              &options->queue_concurrency_limits[i].limit));
   worker->options.queue_concurrency_limits = NULL;
   worker->options.n_queue_concurrency_limits = 0;
+  if (options->queue_weights != NULL) {
+    guint n = g_strv_length(worker->queues);
+    worker->weights = g_memdup2(options->queue_weights, n * sizeof(guint));
+    worker->wrr_current = g_new0(gint64, n);
+  }
+  worker->options.queue_weights = NULL;
 
   g_mutex_init(&worker->lock);
   g_cond_init(&worker->cond);

@@ -136,6 +136,13 @@ typedef enum {
  *   (nullable): concurrency limits of queues, across every worker (copied,
  *   checked as the rate limits are); a task's own replaces its queue's
  * @n_queue_concurrency_limits: how many
+ * @queue_weights: (array) (nullable): one weight (>= 1) per queue of
+ *   @queues, in its order (copied): fetches are then shared among the
+ *   queues in proportion to their weights (weighted fair queues: a queue
+ *   of weight 3 comes first in 3 fetches of every 4 against one of weight
+ *   1, and a fetch that finds its first queue empty takes from the
+ *   others, so none starves and none waits while another is idle); NULL =
+ *   strict priority order
  *
  * Initialise with sluice_worker_options_init(), which sets the defaults
  * listed in README.md ("Configuration defaults"); the worker copies the
@@ -168,6 +175,7 @@ typedef struct {
   guint n_queue_rate_limits;
   const SluiceQueueConcurrencyLimit *queue_concurrency_limits;
   guint n_queue_concurrency_limits;
+  const guint *queue_weights;
 } SluiceWorkerOptions;
 
 SLUICE_AVAILABLE_IN_0_1

@@ -23,6 +23,7 @@ static const SluiceConformanceFactory *factory;
 
 typedef struct {
   gchar *id;
+  gchar *queue;
   gchar *tenant;
   guint attempt;
   gint64 admitted_at;
@@ -38,6 +39,7 @@ run_clear(gpointer data)
 {
   Run *r = data;
   g_free(r->id);
+  g_free(r->queue);
   g_free(r->tenant);
 }
 
@@ -60,6 +62,7 @@ record(SluiceTaskContext *ctx)
   guint before = 0;
 
   r.id = g_strdup(sluice_task_context_get_id(ctx));
+  r.queue = g_strdup(sluice_task_context_get_queue(ctx));
   r.tenant = g_strdup(tenant != NULL ? tenant : "");
   r.attempt = sluice_task_context_get_attempt(ctx);
   r.admitted_at = sluice_task_context_get_admitted_at(ctx);
@@ -731,6 +734,67 @@ START_TEST(malformed_concurrency_limits_are_refused_naming_the_field)
 }
 END_TEST
 
+/* ---- Weighted fair queues ------------------------------------------------ */
+
+/* Weights 3:1, both queues backlogged (4000 each), one message per fetch:
+ * the first 4000 fetches are shared 3:1 (within 10%; strict priority would
+ * give 4000:0), the light queue is served from the start, and once the
+ * heavy one is empty the light one gets every fetch (nothing waits while
+ * a queue is idle). */
+START_TEST(weighted_queues_share_fetches_by_weight)
+{
+  Env *e = env_new();
+  SluiceWorkerOptions o;
+  static const guint weights[] = {3, 1};
+  guint heavy = 0, light = 0, light_early = 0;
+
+  add_task(e, "t.log", task_log, NULL);
+  sluice_worker_options_init(&o);
+  o.queues = (const gchar *const[]){"heavy", "light", NULL};
+  o.queue_weights = weights;
+  o.concurrency = 1;
+  o.prefetch = 0;
+  env_start(e, &o);
+  for (guint i = 0; i < 4000; i++) {
+    g_free(enqueue_for(e, "t.log", "heavy", NULL));
+    g_free(enqueue_for(e, "t.log", "light", NULL));
+  }
+  run_idle(e);
+  ck_assert_uint_eq(n_runs(), 8000);
+  g_mutex_lock(&seen.lock);
+  for (guint i = 0; i < 4000; i++) {
+    gboolean is_heavy =
+        g_str_equal(g_array_index(seen.runs, Run, i).queue, "heavy");
+    heavy += is_heavy;
+    light += !is_heavy;
+    if (i < 100 && !is_heavy)
+      light_early++;
+  }
+  g_mutex_unlock(&seen.lock);
+  ck_assert_msg(light > 0 && heavy * 10 >= light * 27 &&
+                    heavy * 10 <= light * 33,
+                "heavy %u, light %u: not 3:1 within 10%%", heavy, light);
+  ck_assert_uint_ge(light_early, 20);
+  env_free(e);
+}
+END_TEST
+
+START_TEST(queue_weights_must_be_positive)
+{
+  Env *e = env_new();
+  SluiceWorkerOptions o;
+  static const guint weights[] = {2, 0};
+  g_autoptr(GError) error = NULL;
+
+  sluice_worker_options_init(&o);
+  o.queues = (const gchar *const[]){"a", "b", NULL};
+  o.queue_weights = weights;
+  ck_assert_ptr_null(sluice_worker_new(e->broker, e->registry, &o, &error));
+  ck_assert_ptr_nonnull(strstr(error->message, "queue_weights[1]"));
+  env_free(e);
+}
+END_TEST
+
 /* ---- Snooze -------------------------------------------------------------- */
 
 START_TEST(snooze_runs_again_on_the_same_attempt)
@@ -837,6 +901,8 @@ sluice_conformance_add_flow(Suite *s, const SluiceConformanceFactory *f)
   tcase_add_test(flow, concurrency_limit_holds_across_threads);
   tcase_add_test(flow,
                  malformed_concurrency_limits_are_refused_naming_the_field);
+  tcase_add_test(flow, weighted_queues_share_fetches_by_weight);
+  tcase_add_test(flow, queue_weights_must_be_positive);
   tcase_add_test(flow, snooze_runs_again_on_the_same_attempt);
   tcase_add_test(flow, snoozing_past_the_maximum_dead_letters);
   suite_add_tcase(s, flow);
