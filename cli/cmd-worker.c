@@ -55,6 +55,7 @@ static const gchar *const worker_keys[] = {"queues",
                                            "metrics-listen",
                                            "rate-limit",
                                            "concurrency-limit",
+                                           "weight",
                                            NULL};
 
 /* The retry options `worker` and `run` share, as typed. */
@@ -254,6 +255,7 @@ typedef struct {
   gchar *metrics_listen;
   gchar **rate_limits;
   gchar **concurrency_limits;
+  gchar **weights;
 } WorkerArgs;
 
 static void
@@ -279,6 +281,7 @@ worker_args_clear(WorkerArgs *args)
   g_free(args->metrics_listen);
   g_strfreev(args->rate_limits);
   g_strfreev(args->concurrency_limits);
+  g_strfreev(args->weights);
 }
 
 /* The process-isolation settings: --isolation and the child limits. */
@@ -343,6 +346,7 @@ typedef struct {
   GArray *rate_limits;        /* SluiceQueueRateLimit */
   GArray *concurrency_limits; /* SluiceQueueConcurrencyLimit */
   GPtrArray *limit_queues;    /* gchar*, owned */
+  guint *weights;             /* --weight: one per queue, or NULL */
 } WorkerPlan;
 
 static void
@@ -356,6 +360,55 @@ worker_plan_clear(WorkerPlan *plan)
   g_clear_pointer(&plan->rate_limits, g_array_unref);
   g_clear_pointer(&plan->concurrency_limits, g_array_unref);
   g_clear_pointer(&plan->limit_queues, g_ptr_array_unref);
+  g_clear_pointer(&plan->weights, g_free);
+}
+
+/* --weight QUEUE=W (repeatable): weighted fair queues over the worker's
+ * queues; a queue named by none has weight 1. */
+static gboolean
+resolve_weights(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
+                GError **error)
+{
+  g_auto(GStrv) from_file = setting_list(settings, "weight");
+  gchar **given = args->weights != NULL ? args->weights : from_file;
+  const gchar *what =
+      args->weights != NULL ? "--weight" : "weight (from --config)";
+  const gchar *const default_queues[] = {SLUICE_DEFAULT_QUEUE, NULL};
+  const gchar *const *queues = plan->queues != NULL
+                                   ? (const gchar *const *)plan->queues
+                                   : default_queues;
+  guint n = g_strv_length((gchar **)queues);
+
+  if (given == NULL || given[0] == NULL)
+    return TRUE;
+  plan->weights = g_new(guint, n);
+  for (guint q = 0; q < n; q++)
+    plan->weights[q] = 1;
+  for (guint i = 0; given[i] != NULL; i++) {
+    const gchar *eq = strrchr(given[i], '=');
+    g_autofree gchar *queue =
+        eq != NULL ? g_strndup(given[i], eq - given[i]) : NULL;
+    guint64 w;
+    guint q;
+
+    if (queue == NULL)
+      return cli_usage_error(error,
+                             "%s: “%s” is not QUEUE=WEIGHT (e.g. "
+                             "interactive=3)",
+                             what, given[i]);
+    for (q = 0; q < n && g_strcmp0(queues[q], queue) != 0; q++)
+      ;
+    if (q == n)
+      return cli_usage_error(error,
+                             "%s: “%s” is not one of the worker's queues "
+                             "(give it with --queue)",
+                             what, queue);
+    if (!cli_parse_count(what, eq + 1, 1, 1000000, &w, error))
+      return FALSE;
+    plan->weights[q] = (guint)w;
+  }
+  plan->options.queue_weights = plan->weights;
+  return TRUE;
 }
 
 /* "QUEUE=COUNT/PERIOD[:BURST]" (--rate-limit) or "QUEUE=N"
@@ -542,7 +595,8 @@ resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
           NULL &&
       !cli_parse_listen(s.what, value, &plan->metrics_listen, error))
     return FALSE;
-  if (!resolve_limits(args, settings, plan, error))
+  if (!resolve_limits(args, settings, plan, error) ||
+      !resolve_weights(args, settings, plan, error))
     return FALSE;
   return resolve_isolation(args, settings, &plan->options, error);
 }
@@ -712,6 +766,10 @@ cli_cmd_worker(int argc, char **argv)
        "At most COUNT tasks of QUEUE per PERIOD across every worker, bursts "
        "of BURST (default 1); repeatable",
        "QUEUE=COUNT/PERIOD[:BURST]"},
+      {"weight", 0, 0, G_OPTION_ARG_STRING_ARRAY, &args.weights,
+       "Share fetches among the queues by weight instead of strict order "
+       "(a queue not named weighs 1); repeatable",
+       "QUEUE=WEIGHT"},
       {"concurrency-limit", 0, 0, G_OPTION_ARG_STRING_ARRAY,
        &args.concurrency_limits,
        "At most N tasks of QUEUE running at once across every worker; "

@@ -531,13 +531,15 @@ logged_outcomes(const gchar *log, const gchar *task_id)
 
 /* ---- End to end, per mode ------------------------------------------------ */
 
-/* A worker given a queue's rate and concurrency limits runs its tasks
- * under them: each on its first attempt. */
+/* A worker given a queue's rate and concurrency limits, and queue
+ * weights, runs its tasks under them: each on its first attempt. */
 START_TEST(test_worker_runs_under_queue_limits)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i);
-  g_autoptr(Worker) w = worker_start(ctx, "--rate-limit", "default=1000/1s:50",
-                                     "--concurrency-limit", "default=2", NULL);
+  g_autoptr(Worker) w =
+      worker_start(ctx, "--rate-limit", "default=1000/1s:50",
+                   "--concurrency-limit", "default=2", "--queue", "default",
+                   "--queue", "other", "--weight", "default=3", NULL);
   g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
 
   for (guint i = 0; i < 10; i++)
@@ -2281,6 +2283,12 @@ START_TEST(test_error_usage)
       {{"worker", "--module", DEMO_MODULE, "--concurrency-limit", "r=0", NULL},
        2,
        "--concurrency-limit"},
+      {{"worker", "--module", DEMO_MODULE, "--weight", "other=3", NULL},
+       2,
+       "“other” is not one of the worker's queues"},
+      {{"worker", "--module", DEMO_MODULE, "--weight", "default=0", NULL},
+       2,
+       "--weight"},
       {{"stats", "--mode", "memory", NULL}, 2, "memory"},
       {{"stats", "--mode", "fsat", NULL}, 2, "“fsat” (from --mode)"},
       {{"dlq", "list", "--reason", "tired", NULL}, 2, "“tired”"},
