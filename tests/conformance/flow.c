@@ -14,6 +14,8 @@
 
 #include <string.h>
 
+#include <glib/gstdio.h>
+
 #include "tests/conformance/conformance.h"
 #include "tests/helpers/broker-calls.h"
 
@@ -831,6 +833,55 @@ END_TEST
 
 /* Past max_snoozes the message is buried `snoozed_too_often`, with its
  * attempt still 1 and its snoozes counted in the envelope. */
+/* Under process isolation the task runs in a child: it tells a first run
+ * from a second by a file (set before the worker forks its zygote). */
+static gchar *snooze_flag;
+
+static gboolean
+task_snooze_once_in_child(SluiceTaskContext *ctx, gpointer data, GError **error)
+{
+  if (!g_file_test(snooze_flag, G_FILE_TEST_EXISTS)) {
+    if (!g_file_set_contents(snooze_flag, "", 0, error))
+      return FALSE;
+    return sluice_task_context_snooze(ctx, 1000, error);
+  }
+  return TRUE;
+}
+
+/* A snooze crosses the child's pipe as itself, not as a failure. */
+START_TEST(snooze_works_under_process_isolation)
+{
+  Env *e = env_new();
+  SluiceWorkerOptions o;
+  SluiceWorkerStats stats;
+  g_autofree gchar *dir = g_dir_make_tmp("sluice-flow-XXXXXX", NULL);
+  g_autofree gchar *id = NULL;
+
+  snooze_flag = g_build_filename(dir, "snoozed", NULL);
+  add_task(e, "t.snooze_child", task_snooze_once_in_child, NULL);
+  sluice_worker_options_init(&o);
+  o.isolation = SLUICE_ISOLATION_PROCESS;
+  o.retry.jitter = SLUICE_OFF;
+  env_start(e, &o);
+  id = enqueue_for(e, "t.snooze_child", NULL, NULL);
+  run_idle(e);
+  ck_assert(g_file_test(snooze_flag, G_FILE_TEST_EXISTS));
+  ck_assert_int_ne(sluice_test_harness_get_state(e->h, id),
+                   SLUICE_STATE_SUCCEEDED);
+  sluice_test_harness_advance(e->h, 1000);
+  run_idle(e);
+  ck_assert_int_eq(sluice_test_harness_get_state(e->h, id),
+                   SLUICE_STATE_SUCCEEDED);
+  sluice_worker_get_stats(sluice_test_harness_get_worker(e->h), &stats);
+  ck_assert_uint_eq(stats.snoozed, 1);
+  ck_assert_uint_eq(stats.failed_attempts, 0);
+  env_free(e);
+  g_unlink(snooze_flag);
+  g_rmdir(dir);
+  g_clear_pointer(&snooze_flag, g_free);
+}
+END_TEST
+
 START_TEST(snoozing_past_the_maximum_dead_letters)
 {
   Env *e = env_new();
@@ -904,6 +955,7 @@ sluice_conformance_add_flow(Suite *s, const SluiceConformanceFactory *f)
   tcase_add_test(flow, weighted_queues_share_fetches_by_weight);
   tcase_add_test(flow, queue_weights_must_be_positive);
   tcase_add_test(flow, snooze_runs_again_on_the_same_attempt);
+  tcase_add_test(flow, snooze_works_under_process_isolation);
   tcase_add_test(flow, snoozing_past_the_maximum_dead_letters);
   suite_add_tcase(s, flow);
 }
