@@ -35,6 +35,11 @@
  * rates; docs/performance.md quotes them first. bench/run.sh starts its own
  * redis-server and runs the full set.
  *
+ * --rate-limit N puts the process operation's no-op task under a rate limit
+ * of N a second (each fetch then asks the broker for admissions): with N
+ * above the achievable rate, the difference in Redis CPU per task is what
+ * a limit costs.
+ *
  * --scrape-interval MS makes the process operation take a metrics snapshot
  * and render it (what a /metrics scrape does) every MS milliseconds from a
  * thread of its own while the worker runs, and report how many it took:
@@ -72,6 +77,7 @@ typedef struct {
   gint scrape_interval_ms;
   gchar *synchronous;
   gboolean worker_process;
+  gint rate_limit;
 } Settings;
 
 static Settings settings = {
@@ -331,10 +337,22 @@ make_registry(gboolean results)
   SluiceRegistry *registry = sluice_registry_new();
   SluiceTaskOptions options;
 
+  SluiceRateLimit limit;
+
   sluice_task_options_init(&options);
   options.store_result = results ? SLUICE_ON : SLUICE_OFF;
+  /* --rate-limit: the no-op task under a limit, with a burst of a tenth
+   * of a second's worth, so that a limit above the achievable rate costs
+   * only the admission round trips. */
+  sluice_rate_limit_init(&limit);
+  limit.count = settings.rate_limit;
+  limit.period_ms = 1000;
+  limit.burst = MAX(settings.rate_limit / 10, 1);
+  if (settings.rate_limit > 0)
+    options.rate_limit = &limit;
   sluice_registry_add(registry, "bench.noop", task_noop, NULL, NULL, &options,
                       NULL);
+  options.rate_limit = NULL;
   sluice_registry_add(registry, "bench.latency", task_latency, NULL, NULL,
                       &options, NULL);
   options.store_result = SLUICE_ON;
@@ -699,12 +717,12 @@ op_process(gboolean results, GError **error)
 
   g_string_printf(line,
                   "bench broker=%s op=process isolation=%s tasks=%d "
-                  "concurrency=%d prefetch=%d results=%s",
+                  "concurrency=%d prefetch=%d results=%s rate_limit=%d",
                   settings.broker, process_isolation() ? "process" : "thread",
                   n, settings.concurrency,
                   settings.prefetch >= 0 ? settings.prefetch
                                          : settings.concurrency * 32,
-                  results ? "on" : "off");
+                  results ? "on" : "off", settings.rate_limit);
 
   if (!is_redis()) {
     /* In process: the queue lives in this process's memory, so rss_mb
@@ -971,6 +989,10 @@ main(int argc, char **argv)
        "the process operation's worker: thread (default) or process", "HOW"},
       {"log-each-task", 0, 0, G_OPTION_ARG_NONE, &settings.log_each_task,
        "the worker logs a line per task (to a writer that drops it)", NULL},
+      {"rate-limit", 0, 0, G_OPTION_ARG_INT, &settings.rate_limit,
+       "process: the no-op task under a rate limit of N a second (burst "
+       "N/10; at most 1000000; default 0: none)",
+       "N"},
       {"scrape-interval", 0, 0, G_OPTION_ARG_INT, &settings.scrape_interval_ms,
        "process: snapshot and render the worker's metrics every MS ms "
        "(default 0: never)",
@@ -986,6 +1008,11 @@ main(int argc, char **argv)
   g_option_context_add_main_entries(context, entries, NULL);
   if (!g_option_context_parse(context, &argc, &argv, &error)) {
     fprintf(stderr, "bench: %s\n", error->message);
+    return 2;
+  }
+  if (settings.rate_limit < 0 || settings.rate_limit > 1000000) {
+    fprintf(stderr, "bench: --rate-limit must be between 0 (none) and "
+                    "1000000 a second\n");
     return 2;
   }
   g_log_set_writer_func(quiet_writer, NULL, NULL);

@@ -54,6 +54,9 @@ static const gchar *const worker_keys[] = {"queues",
                                            "max-rss-per-child",
                                            "memory-limit-per-child",
                                            "metrics-listen",
+                                           "rate-limit",
+                                           "concurrency-limit",
+                                           "weight",
                                            NULL};
 
 /* The retry options `worker` and `run` share, as typed. */
@@ -252,6 +255,9 @@ typedef struct {
   gchar *max_rss_per_child;
   gchar *memory_limit_per_child;
   gchar *metrics_listen;
+  gchar **rate_limits;
+  gchar **concurrency_limits;
+  gchar **weights;
 } WorkerArgs;
 
 static void
@@ -275,6 +281,9 @@ worker_args_clear(WorkerArgs *args)
   g_free(args->max_rss_per_child);
   g_free(args->memory_limit_per_child);
   g_free(args->metrics_listen);
+  g_strfreev(args->rate_limits);
+  g_strfreev(args->concurrency_limits);
+  g_strfreev(args->weights);
 }
 
 /* The process-isolation settings: --isolation and the child limits. */
@@ -334,6 +343,12 @@ typedef struct {
   gboolean fail_fast;
   GPtrArray *periodics; /* CliPeriodic*: the [periodic "NAME"] groups */
   GSocketAddress *metrics_listen; /* owned; NULL = no metrics endpoint */
+  /* --rate-limit and --concurrency-limit: the arrays the options point
+   * at, and the queue names they borrow. */
+  GArray *rate_limits;        /* SluiceQueueRateLimit */
+  GArray *concurrency_limits; /* SluiceQueueConcurrencyLimit */
+  GPtrArray *limit_queues;    /* gchar*, owned */
+  guint *weights;             /* --weight: one per queue, or NULL */
 } WorkerPlan;
 
 static void
@@ -344,6 +359,151 @@ worker_plan_clear(WorkerPlan *plan)
   g_free(plan->worker_id);
   g_clear_pointer(&plan->periodics, g_ptr_array_unref);
   g_clear_object(&plan->metrics_listen);
+  g_clear_pointer(&plan->rate_limits, g_array_unref);
+  g_clear_pointer(&plan->concurrency_limits, g_array_unref);
+  g_clear_pointer(&plan->limit_queues, g_ptr_array_unref);
+  g_clear_pointer(&plan->weights, g_free);
+}
+
+/* --weight QUEUE=W (repeatable): weighted fair queues over the worker's
+ * queues; a queue named by none has weight 1. */
+static gboolean
+resolve_weights(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
+                GError **error)
+{
+  g_auto(GStrv) from_file = setting_list(settings, "weight");
+  gchar **given = args->weights != NULL ? args->weights : from_file;
+  const gchar *what =
+      args->weights != NULL ? "--weight" : "weight (from --config)";
+  const gchar *const default_queues[] = {SLUICE_DEFAULT_QUEUE, NULL};
+  const gchar *const *queues = plan->queues != NULL
+                                   ? (const gchar *const *)plan->queues
+                                   : default_queues;
+  guint n = g_strv_length((gchar **)queues);
+
+  if (given == NULL || given[0] == NULL)
+    return TRUE;
+  plan->weights = g_new(guint, n);
+  for (guint q = 0; q < n; q++)
+    plan->weights[q] = 1;
+  for (guint i = 0; given[i] != NULL; i++) {
+    const gchar *eq = strrchr(given[i], '=');
+    g_autofree gchar *queue =
+        eq != NULL ? g_strndup(given[i], eq - given[i]) : NULL;
+    guint64 w;
+    guint q;
+
+    if (queue == NULL)
+      return cli_usage_error(error,
+                             "%s: “%s” is not QUEUE=WEIGHT (e.g. "
+                             "interactive=3)",
+                             what, given[i]);
+    for (q = 0; q < n && g_strcmp0(queues[q], queue) != 0; q++)
+      ;
+    if (q == n)
+      return cli_usage_error(error,
+                             "%s: “%s” is not one of the worker's queues "
+                             "(give it with --queue)",
+                             what, queue);
+    if (!cli_parse_count(what, eq + 1, 1, 1000000, &w, error))
+      return FALSE;
+    plan->weights[q] = (guint)w;
+  }
+  plan->options.queue_weights = plan->weights;
+  return TRUE;
+}
+
+/* "QUEUE=COUNT/PERIOD[:BURST]" (--rate-limit) or "QUEUE=N"
+ * (--concurrency-limit) into @plan's arrays, checked as the library checks
+ * them. */
+static gboolean
+parse_queue_limit(WorkerPlan *plan, const gchar *what, const gchar *text,
+                  gboolean rate, GError **error)
+{
+  const gchar *eq = strrchr(text, '=');
+  g_autofree gchar *queue = eq != NULL ? g_strndup(text, eq - text) : NULL;
+  g_auto(GStrv) spec = NULL;
+  g_autoptr(GError) bad = NULL;
+  guint64 n;
+
+  if (queue == NULL || queue[0] == '\0')
+    return cli_usage_error(error, "%s: “%s” names no queue: write %s", what,
+                           text,
+                           rate ? "QUEUE=COUNT/PERIOD[:BURST], e.g. "
+                                  "emails=10/1s:20"
+                                : "QUEUE=N, e.g. renders=3");
+  g_ptr_array_add(plan->limit_queues, queue);
+  if (!rate) {
+    SluiceQueueConcurrencyLimit limit = {.queue = g_steal_pointer(&queue)};
+
+    if (!cli_parse_count(what, eq + 1, 1, G_MAXUINT32, &n, error))
+      return FALSE;
+    limit.limit.max = (guint)n;
+    g_array_append_val(plan->concurrency_limits, limit);
+    return TRUE;
+  }
+  {
+    SluiceQueueRateLimit limit = {.queue = g_steal_pointer(&queue)};
+    g_auto(GStrv) burst = g_strsplit(eq + 1, ":", 2);
+
+    sluice_rate_limit_init(&limit.rate);
+    spec = g_strsplit(burst[0], "/", 2);
+    if (spec[0] == NULL || spec[1] == NULL)
+      return cli_usage_error(error,
+                             "%s: “%s” is not QUEUE=COUNT/PERIOD[:BURST] "
+                             "(e.g. emails=10/1s:20)",
+                             what, text);
+    if (!cli_parse_count(what, spec[0], 1, 1000000000, &n, error) ||
+        !cli_parse_duration(what, spec[1], &limit.rate.period_ms, error))
+      return FALSE;
+    limit.rate.count = (gint64)n;
+    if (burst[1] != NULL) {
+      if (!cli_parse_count(what, burst[1], 1, 1000000, &n, error))
+        return FALSE;
+      limit.rate.burst = (gint64)n;
+    }
+    /* Checked here, so that the message names the option. */
+    if (!sluice_rate_limit_validate(&limit.rate, &bad))
+      return cli_usage_error(error, "%s: “%s”: %s", what, text, bad->message);
+    g_array_append_val(plan->rate_limits, limit);
+  }
+  return TRUE;
+}
+
+/* --rate-limit and --concurrency-limit, each repeatable (the options
+ * replace the file's lists of the same name). */
+static gboolean
+resolve_limits(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
+               GError **error)
+{
+  g_auto(GStrv) rate_file = setting_list(settings, "rate-limit");
+  g_auto(GStrv) conc_file = setting_list(settings, "concurrency-limit");
+  gchar **rate = args->rate_limits != NULL ? args->rate_limits : rate_file;
+  gchar **conc =
+      args->concurrency_limits != NULL ? args->concurrency_limits : conc_file;
+  const gchar *rate_what =
+      args->rate_limits != NULL ? "--rate-limit" : "rate-limit (from --config)";
+  const gchar *conc_what = args->concurrency_limits != NULL
+                               ? "--concurrency-limit"
+                               : "concurrency-limit (from --config)";
+
+  plan->rate_limits = g_array_new(FALSE, TRUE, sizeof(SluiceQueueRateLimit));
+  plan->concurrency_limits =
+      g_array_new(FALSE, TRUE, sizeof(SluiceQueueConcurrencyLimit));
+  plan->limit_queues = g_ptr_array_new_with_free_func(g_free);
+  for (guint i = 0; rate != NULL && rate[i] != NULL; i++)
+    if (!parse_queue_limit(plan, rate_what, rate[i], TRUE, error))
+      return FALSE;
+  for (guint i = 0; conc != NULL && conc[i] != NULL; i++)
+    if (!parse_queue_limit(plan, conc_what, conc[i], FALSE, error))
+      return FALSE;
+  plan->options.queue_rate_limits =
+      (const SluiceQueueRateLimit *)plan->rate_limits->data;
+  plan->options.n_queue_rate_limits = plan->rate_limits->len;
+  plan->options.queue_concurrency_limits =
+      (const SluiceQueueConcurrencyLimit *)plan->concurrency_limits->data;
+  plan->options.n_queue_concurrency_limits = plan->concurrency_limits->len;
+  return TRUE;
 }
 
 static gboolean
@@ -439,6 +599,9 @@ resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
   if ((value = setting(&s, args->metrics_listen, settings, "metrics-listen")) !=
           NULL &&
       !cli_parse_listen(s.what, value, &plan->metrics_listen, error))
+    return FALSE;
+  if (!resolve_limits(args, settings, plan, error) ||
+      !resolve_weights(args, settings, plan, error))
     return FALSE;
   return resolve_isolation(args, settings, &plan->options, error);
 }
@@ -608,6 +771,19 @@ cli_cmd_worker(int argc, char **argv)
        "Serve /metrics (Prometheus) and /healthz on ADDR:PORT (a bare port "
        "is 127.0.0.1)",
        "ADDR:PORT"},
+      {"rate-limit", 0, 0, G_OPTION_ARG_STRING_ARRAY, &args.rate_limits,
+       "At most COUNT tasks of QUEUE per PERIOD across every worker, bursts "
+       "of BURST (default 1); repeatable",
+       "QUEUE=COUNT/PERIOD[:BURST]"},
+      {"weight", 0, 0, G_OPTION_ARG_STRING_ARRAY, &args.weights,
+       "Share fetches among the queues by weight instead of strict order "
+       "(a queue not named weighs 1); repeatable",
+       "QUEUE=WEIGHT"},
+      {"concurrency-limit", 0, 0, G_OPTION_ARG_STRING_ARRAY,
+       &args.concurrency_limits,
+       "At most N tasks of QUEUE running at once across every worker; "
+       "repeatable",
+       "QUEUE=N"},
       {NULL}};
 
   retry_entries(&args.retry, retry);

@@ -149,6 +149,14 @@ validate_class(const SluiceBrokerClass *klass, GError **error)
                 name);
     return FALSE;
   }
+  if (klass->version >= 4 &&
+      (klass->slot_acquire == NULL) != (klass->slot_release == NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” must provide slot_acquire and slot_release "
+                "together, or neither",
+                name);
+    return FALSE;
+  }
   if ((klass->claim_periodic == NULL) != (klass->last_periodic == NULL)) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
                 "broker “%s” must provide claim_periodic and last_periodic "
@@ -1080,4 +1088,78 @@ sluice_broker_join_grow(SluiceBroker *broker, const gchar *join_id,
   if (ok)
     *out_total = total;
   return finish(broker, "join_grow", ok, local, error);
+}
+
+/* ---- Flow control (version 4) ------------------------------------------- */
+
+gboolean
+sluice_broker_rate_acquire(SluiceBroker *broker, SluiceRateAcquire *items,
+                           guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(items[i].key != NULL, FALSE);
+    g_return_val_if_fail(items[i].interval_us > 0, FALSE);
+    g_return_val_if_fail(items[i].tolerance_us >= 0, FALSE);
+    g_return_val_if_fail(items[i].block_ms >= 0, FALSE);
+    items[i].granted = FALSE;
+    items[i].wait_ms = 0;
+    items[i].now_ms = 0;
+  }
+  if (broker->klass->rate_acquire == NULL)
+    return unsupported(broker, "apply a rate limit", error);
+  if (n_items == 0)
+    return TRUE;
+  ok = broker->klass->rate_acquire(broker, items, n_items, &local);
+  return finish(broker, "rate_acquire", ok, local, error);
+}
+
+gboolean
+sluice_broker_slot_acquire(SluiceBroker *broker, SluiceSlotAcquire *items,
+                           guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(items[i].key != NULL, FALSE);
+    g_return_val_if_fail(items[i].holder != NULL, FALSE);
+    g_return_val_if_fail(items[i].max > 0, FALSE);
+    g_return_val_if_fail(items[i].lease_ms > 0, FALSE);
+    items[i].granted = FALSE;
+  }
+  if (broker->klass->slot_acquire == NULL)
+    return unsupported(broker, "apply a concurrency limit", error);
+  if (n_items == 0)
+    return TRUE;
+  ok = broker->klass->slot_acquire(broker, items, n_items, &local);
+  return finish(broker, "slot_acquire", ok, local, error);
+}
+
+gboolean
+sluice_broker_slot_release(SluiceBroker *broker, SluiceSlotRelease *items,
+                           guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(items[i].key != NULL, FALSE);
+    g_return_val_if_fail(items[i].holder != NULL, FALSE);
+    items[i].woke = FALSE;
+  }
+  if (broker->klass->slot_release == NULL)
+    return unsupported(broker, "apply a concurrency limit", error);
+  if (n_items == 0)
+    return TRUE;
+  ok = broker->klass->slot_release(broker, items, n_items, &local);
+  return finish(broker, "slot_release", ok, local, error);
 }

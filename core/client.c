@@ -840,8 +840,10 @@ sluice_client_dlq_replay(SluiceClient *client, const gchar *entry_id,
     g_autoptr(SluiceResult) r = NULL;
     /* The original message, with its budget restored unless asked to keep
      * it. Its id, arguments, options and history stay as they were. */
-    if (!keep_attempt)
+    if (!keep_attempt) {
       env->attempt = 1;
+      env->snoozes = 0;
+    }
     env->unknown_since = 0;
     env->eta = 0;
     payload = sluice_envelope_encode(sluice_codec_msgpack(), env, error);

@@ -28,6 +28,7 @@ run_here(Job *job, SluiceChildOutcome *ran)
                             (guint)job->policy.max_attempts,
                             sluice_job__cancellable, job);
   ctx.progress_of = sluice_job__progress;
+  ctx.admitted_at = job->admitted_at;
   g_atomic_int_set(&job->in_task, 1);
   ran->ok = sluice_worker__run_task(job->worker, job, &ctx, &ran->error);
   g_atomic_int_set(&job->in_task, 0);
@@ -38,6 +39,29 @@ run_here(Job *job, SluiceChildOutcome *ran)
     g_clear_error(&ran->error);
   }
   sluice_task_context__clear(&ctx);
+}
+
+/* A 429 from downstream: no worker starts another message of the job's
+ * bucket for @delay_ms. Best effort: if the broker cannot be reached the
+ * message still waits its delay, and others of its bucket only learn the
+ * downstream's limit by meeting it. */
+static void
+pause_rate_bucket(Job *job, gint64 delay_ms)
+{
+  g_autoptr(GError) error = NULL;
+  SluiceRateAcquire item = {0};
+
+  if (job->rate == NULL || delay_ms <= 0)
+    return;
+  item.key = job->rate_bucket;
+  item.interval_us = sluice_rate_limit__interval_us(job->rate);
+  item.tolerance_us = sluice_rate_limit__tolerance_us(job->rate);
+  item.block_ms = delay_ms;
+  if (!sluice_broker_rate_acquire(job->worker->broker, &item, 1, &error))
+    sluice_log__envelope(G_LOG_LEVEL_WARNING, job->env, job->env->queue,
+                         "could not pause its rate limit for %" G_GINT64_FORMAT
+                         " ms: %s",
+                         delay_ms, error->message);
 }
 
 /* Process isolation: the child died under the task, or was killed. */
@@ -184,6 +208,13 @@ execute(Job *job, guint slot)
              (ran.error == NULL ||
               g_error_matches(ran.error, G_IO_ERROR, G_IO_ERROR_CANCELLED))) {
     sluice_outcome__cancelled(job, "revoked while running");
+  } else if (g_error_matches(ran.error, SLUICE_TASK_ERROR,
+                             SLUICE_TASK_ERROR_SNOOZE)) {
+    sluice_outcome__snoozed(job, ran.retry_delay_ms, FALSE);
+  } else if (g_error_matches(ran.error, SLUICE_TASK_ERROR,
+                             SLUICE_TASK_ERROR_RATE_LIMITED)) {
+    pause_rate_bucket(job, ran.retry_delay_ms);
+    sluice_outcome__snoozed(job, ran.retry_delay_ms, TRUE);
   } else {
     const gchar *message =
         ran.error != NULL ? ran.error->message

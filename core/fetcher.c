@@ -16,6 +16,13 @@
  *
  * Paused queues (pause.c) are left out of every fetch and reclaim; with
  * all of them paused the fetcher waits for a change instead of fetching.
+ *
+ * Rate limits (flow.c): what a fetch brought under a limit (its task's,
+ * else its queue's) asks the broker for admissions, one round trip per
+ * fetch; a message not admitted goes back on the schedule, due when its
+ * bucket can admit it, and holds up nothing else. Then concurrency
+ * limits: each such message takes a slot (a lease the broker keeps), or
+ * waits on the schedule until a release of its key moves it back.
  */
 #include "config.h"
 
@@ -143,7 +150,146 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
     sluice_outcome__defer_unknown(job, now);
     return NULL;
   }
+  if (job->entry->rate_limit != NULL) {
+    job->rate = job->entry->rate_limit;
+    job->rate_bucket = sluice_flow__bucket(job->rate->key, job->rate->key_name,
+                                           "t", job->entry->name, job->env);
+  } else if (delivery->queue != NULL &&
+             (job->rate = g_hash_table_lookup(worker->queue_rates,
+                                              delivery->queue)) != NULL) {
+    job->rate_bucket = sluice_flow__bucket(job->rate->key, job->rate->key_name,
+                                           "q", delivery->queue, job->env);
+  }
+  if (job->entry->concurrency_limit != NULL) {
+    job->slots = job->entry->concurrency_limit;
+    job->slot_key = sluice_flow__bucket(job->slots->key, job->slots->key_name,
+                                        "ct", job->entry->name, job->env);
+  } else if (delivery->queue != NULL &&
+             (job->slots = g_hash_table_lookup(worker->queue_slots,
+                                               delivery->queue)) != NULL) {
+    job->slot_key = sluice_flow__bucket(job->slots->key, job->slots->key_name,
+                                        "cq", delivery->queue, job->env);
+  }
+  if (job->slots != NULL)
+    job->slot_holder = g_strconcat(worker->id, "|", job->env->id, NULL);
   return job_ref(job);
+}
+
+/* Asks the broker for a concurrency slot for each of the @n jobs of @jobs
+ * that have a limit, in one call. One that got none waits on the schedule,
+ * where the next release of its key finds it (the broker put it on the
+ * key's waiting list in the same step). Returns how many of @jobs are left
+ * to run, compacted at the front. */
+static guint
+admit_slots(SluiceWorker *worker, Job **jobs, guint n)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) items = g_array_new(FALSE, TRUE, sizeof(SluiceSlotAcquire));
+  gboolean ok;
+  guint kept = 0;
+
+  for (guint i = 0; i < n; i++) {
+    SluiceSlotAcquire item = {0};
+
+    if (jobs[i]->slots == NULL)
+      continue;
+    item.key = jobs[i]->slot_key;
+    item.max = jobs[i]->slots->max;
+    item.holder = jobs[i]->slot_holder;
+    item.lease_ms = worker->options.visibility_timeout_ms;
+    item.waiter = jobs[i]->env->id;
+    g_array_append_val(items, item);
+  }
+  if (items->len == 0)
+    return n;
+  ok = sluice_broker_slot_acquire(
+      worker->broker, (SluiceSlotAcquire *)items->data, items->len, &error);
+  if (!ok)
+    sluice_worker__broker_failed(worker, "taking concurrency slots", error);
+  for (guint i = 0, j = 0; i < n; i++) {
+    Job *job = jobs[i];
+
+    if (job->slots == NULL) {
+      jobs[kept++] = job;
+      continue;
+    }
+    if (ok && g_array_index(items, SluiceSlotAcquire, j++).granted) {
+      g_atomic_int_set(&job->slot_held, 1);
+      jobs[kept++] = job;
+      continue;
+    }
+    /* Not asked (the broker failed): a second, as for rate limits. */
+    if (job_claim(job))
+      sluice_outcome__slot_wait(job, ok ? worker->options.visibility_timeout_ms
+                                        : 1000);
+    sluice_job__unref(job);
+  }
+  return kept;
+}
+
+/* Asks the broker to admit the @n jobs of @jobs that have a rate limit, in
+ * one call, and settles those it did not admit (back on the schedule).
+ * Returns how many of @jobs are left to run, compacted at the front. */
+static guint
+admit_rates(SluiceWorker *worker, Job **jobs, guint n)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) items = g_array_new(FALSE, TRUE, sizeof(SluiceRateAcquire));
+  g_autoptr(GArray) which = g_array_new(FALSE, FALSE, sizeof(guint));
+  g_autoptr(GHashTable) turned_away = NULL;
+  gboolean ok;
+  guint kept = 0;
+
+  for (guint i = 0; i < n; i++) {
+    SluiceRateAcquire item = {0};
+
+    if (jobs[i]->rate == NULL)
+      continue;
+    item.key = jobs[i]->rate_bucket;
+    item.interval_us = sluice_rate_limit__interval_us(jobs[i]->rate);
+    item.tolerance_us = sluice_rate_limit__tolerance_us(jobs[i]->rate);
+    g_array_append_val(items, item);
+    g_array_append_val(which, i);
+  }
+  if (items->len == 0)
+    return n;
+  ok = sluice_broker_rate_acquire(
+      worker->broker, (SluiceRateAcquire *)items->data, items->len, &error);
+  if (!ok)
+    sluice_worker__broker_failed(worker, "applying rate limits", error);
+  /* Messages of one bucket turned away together would all come back at
+   * the same moment and all but one be turned away again: the k-th waits
+   * k intervals more, so they return about as the bucket admits. */
+  /* Keys copied: a job turned away may be settled, and freed, before the
+   * loop is over. */
+  turned_away = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0, j = 0; i < n; i++) {
+    Job *job = jobs[i];
+    SluiceRateAcquire *item;
+    guint ahead;
+
+    if (j >= which->len || g_array_index(which, guint, j) != i) {
+      jobs[kept++] = job;
+      continue;
+    }
+    item = &g_array_index(items, SluiceRateAcquire, j++);
+    if (ok && item->granted) {
+      job->admitted_at = item->now_ms;
+      jobs[kept++] = job;
+      continue;
+    }
+    ahead = GPOINTER_TO_UINT(g_hash_table_lookup(turned_away, item->key));
+    g_hash_table_insert(turned_away, g_strdup(item->key),
+                        GUINT_TO_POINTER(ahead + 1));
+    /* The broker could not be asked: try again in a second rather than
+     * run over the limit. */
+    if (job_claim(job))
+      sluice_outcome__rate_wait(
+          job,
+          ok ? item->wait_ms + ahead * MAX(item->interval_us / 1000, 1) : 1000);
+    sluice_job__unref(job);
+  }
+  return kept;
 }
 
 /* Whether the fetcher is in quarantine: something may be reclaimed, or a
@@ -198,7 +344,47 @@ dispatch_fetched(SluiceWorker *worker, GPtrArray *got)
     if (keep)
       got->pdata[n++] = job;
   }
+  n = admit_rates(worker, (Job **)got->pdata, n);
+  n = admit_slots(worker, (Job **)got->pdata, n);
   sluice_worker__hand_over(worker, (Job **)got->pdata, n);
+}
+
+/* With queue weights, the queues for this fetch: the one whose turn it is
+ * first (smooth weighted round-robin over the active queues: each gains
+ * its weight, the richest goes first and pays the sum of the weights),
+ * the others after it in their order, so that a fetch that finds the
+ * first one empty takes from the rest. Without weights, @active itself.
+ * Returns: (transfer full): a NULL-terminated list of @active's names. */
+static GPtrArray *
+fair_order(SluiceWorker *worker, GPtrArray *active)
+{
+  GPtrArray *order;
+  gint64 total = 0;
+  guint best = 0, best_q = 0;
+
+  if (worker->weights == NULL || active->len <= 2)
+    return g_ptr_array_ref(active);
+  for (guint i = 0; active->pdata[i] != NULL; i++) {
+    /* Active queues are the worker's own names: each is in queue_index. */
+    guint q = GPOINTER_TO_UINT(
+                  g_hash_table_lookup(worker->queue_index, active->pdata[i])) -
+              1;
+
+    worker->wrr_current[q] += worker->weights[q];
+    total += worker->weights[q];
+    if (i == 0 || worker->wrr_current[q] > worker->wrr_current[best_q]) {
+      best = i;
+      best_q = q;
+    }
+  }
+  worker->wrr_current[best_q] -= total;
+  order = g_ptr_array_sized_new(active->len);
+  g_ptr_array_add(order, active->pdata[best]);
+  for (guint i = 0; active->pdata[i] != NULL; i++)
+    if (i != best)
+      g_ptr_array_add(order, active->pdata[i]);
+  g_ptr_array_add(order, NULL);
+  return order;
 }
 
 /* Quarantine, one step, with nothing else held: takes over one delivery of
@@ -252,7 +438,9 @@ reclaim_one(SluiceWorker *worker, gboolean *out_contacted, GError **error)
                         "(queue “%s”, delivery %u); running it alone",
                         got->len, d->queue, d->delivery_count);
     job = dispatch(worker, d);
-    if (job != NULL)
+    /* Its rate was admitted when it was first fetched; a slot is held only
+     * while it runs, so it takes one again. */
+    if (job != NULL && admit_slots(worker, &job, 1) == 1)
       sluice_worker__hand_over(worker, &job, 1);
   }
   return TRUE;
@@ -324,7 +512,9 @@ sluice_worker__fetcher_main(gpointer data)
 
     if (quarantine) {
       if (next != NULL) {
-        sluice_worker__hand_over(worker, &next, 1);
+        /* A suspect set aside by a fetch: a slot, as for a reclaim. */
+        if (admit_slots(worker, &next, 1) == 1)
+          sluice_worker__hand_over(worker, &next, 1);
         continue;
       }
       gboolean contacted = FALSE;
@@ -363,8 +553,10 @@ sluice_worker__fetcher_main(gpointer data)
         continue;
       }
     } else if (ok) {
+      g_autoptr(GPtrArray) order = fair_order(worker, active);
+
       ok = sluice_broker_fetch(worker->broker, worker->id,
-                               (const gchar *const *)active->pdata, want,
+                               (const gchar *const *)order->pdata, want,
                                idle_gen > 0 ? 0 : FETCH_BLOCK_MS, got, &error);
     }
     if (!ok) {

@@ -285,6 +285,43 @@ announce(SluiceWorker *worker)
 
 /* Renews the worker's liveness and the leases of what it holds. Runs on the
  * housekeeping thread, which task code never blocks. */
+/* Concurrency slots are leases of their own: renewed with the worker's, so
+ * that a live worker's long task keeps its slot and a dead one's lapses. */
+static void
+renew_slots(SluiceWorker *worker, GPtrArray *jobs)
+{
+  g_autoptr(GArray) items = g_array_new(FALSE, TRUE, sizeof(SluiceSlotAcquire));
+  g_autoptr(GError) error = NULL;
+
+  for (guint i = 0; i < jobs->len; i++) {
+    Job *job = jobs->pdata[i];
+    SluiceSlotAcquire item = {0};
+
+    if (!g_atomic_int_get(&job->slot_held))
+      continue;
+    item.key = job->slot_key;
+    item.max = job->slots->max;
+    item.holder = job->slot_holder;
+    item.lease_ms = worker->options.visibility_timeout_ms;
+    g_array_append_val(items, item);
+  }
+  if (items->len == 0)
+    return;
+  if (!sluice_broker_slot_acquire(worker->broker,
+                                  (SluiceSlotAcquire *)items->data, items->len,
+                                  &error)) {
+    sluice_worker__broker_failed(worker, "renewing concurrency slots", error);
+    return;
+  }
+  for (guint i = 0; i < items->len; i++)
+    if (!g_array_index(items, SluiceSlotAcquire, i).granted)
+      sluice_log__message(G_LOG_LEVEL_WARNING,
+                          "a concurrency slot of “%s” lapsed before it was "
+                          "renewed (the worker stalled past its lease); its "
+                          "task runs on, one over the limit",
+                          g_array_index(items, SluiceSlotAcquire, i).holder);
+}
+
 static gboolean
 heartbeat_tick(gpointer data)
 {
@@ -311,6 +348,7 @@ heartbeat_tick(gpointer data)
 
   ok = sluice_broker_heartbeat(worker->broker, worker->id, lease, held,
                                jobs->len, &error);
+  renew_slots(worker, jobs);
   g_mutex_lock(&worker->lock);
   last_ok_us = worker->last_lease_ok_us;
   g_mutex_unlock(&worker->lock);

@@ -158,6 +158,9 @@ sluice_metrics__settled(SluiceWorker *worker, Pending *const *batch,
     case KIND_FAILED:
     case KIND_RUNNING:
     case KIND_EVENT:
+    case KIND_SNOOZED:
+    case KIND_RATE_WAIT:
+    case KIND_SLOT_WAIT:
       break;
     }
     if (p->failed_attempt)

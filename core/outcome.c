@@ -18,6 +18,10 @@
  *   task name unknown, within time  RETRY        scheduled (tracked)  - (deferred)
  *   task name unknown, past time    DEAD_LETTER  dead_lettered        unknown_task
  *   given back by a stop            RELEASE      queued (tracked)     -
+ *   over its rate limit when met    RETRY        scheduled (tracked)  - (rate wait)
+ *   no concurrency slot free        RETRY        scheduled (tracked)  - (slot wait)
+ *   snoozed or rate limited (429)   RETRY        scheduled (tracked)  - (snoozed)
+ *   ... past max_snoozes            DEAD_LETTER  dead_lettered        snoozed_too_often
  *
  * A task of a workflow (its envelope's `wf`) reports a final outcome
  * (succeeded, failed, dead_lettered, cancelled) to its join as well: the
@@ -108,6 +112,9 @@ event_kind(SettleKind kind, SluiceEventKind *out)
   case KIND_RELEASED:
   case KIND_RUNNING:
   case KIND_EVENT:
+  case KIND_SNOOZED:
+  case KIND_RATE_WAIT:
+  case KIND_SLOT_WAIT:
   default:
     return FALSE;
   }
@@ -437,4 +444,81 @@ sluice_outcome__defer_unknown(Job *job, gint64 now)
         env->task, worker->options.unknown_task_defer_ms,
         worker->options.unknown_task_timeout_ms);
   settle_reschedule(job, next, next->eta, KIND_DEFERRED, record, NULL);
+}
+
+/* The `scheduled` record of a message put back on the schedule for flow
+ * control (track_state), saying why. */
+static GBytes *
+waiting_record(Job *job, const gchar *why)
+{
+  SluiceEnvelope *env = job->env;
+  g_autoptr(SluiceResult) r = NULL;
+
+  if (!job->worker->options.track_state || !job->store_result)
+    return NULL;
+  r = sluice_result_new(env->id, SLUICE_STATE_SCHEDULED);
+  sluice_result_set_task(r, env->task, env->queue);
+  sluice_result_set_attempt(r, env->attempt);
+  sluice_result_set_times(r, env->enqueued_at, 0, 0);
+  sluice_result_set_error(r, why);
+  return sluice_result_encode(r);
+}
+
+/* Over its rate limit: not a failure, and no attempt, no snooze and no
+ * delivery used (the copy on the schedule is a new delivery when it comes
+ * back). */
+void
+sluice_outcome__rate_wait(Job *job, gint64 wait_ms)
+{
+  gint64 now = sluice_clock_now_ms(job->worker->clock);
+  g_autoptr(SluiceEnvelope) next = sluice_envelope_copy(job->env);
+
+  next->eta = now + MAX(wait_ms, 1);
+  settle_reschedule(job, next, next->eta, KIND_RATE_WAIT,
+                    waiting_record(job, "waiting for its rate limit"), NULL);
+}
+
+void
+sluice_outcome__snoozed(Job *job, gint64 delay_ms, gboolean rate_limited)
+{
+  SluiceEnvelope *env = job->env;
+  guint most = job->entry != NULL && job->entry->options.max_snoozes > 0
+                   ? job->entry->options.max_snoozes
+                   : SLUICE_DEFAULT_MAX_SNOOZES;
+  gint64 now = sluice_clock_now_ms(job->worker->clock);
+  g_autoptr(SluiceEnvelope) next = NULL;
+
+  if (env->snoozes >= most) {
+    g_autofree gchar *detail = g_strdup_printf(
+        "snoozed %u times, the most max_snoozes (%u) allows; it asked for "
+        "another %s",
+        env->snoozes, most, rate_limited ? "wait for a rate limit" : "snooze");
+    sluice_outcome__dead_letter(job, SLUICE_DLQ_SNOOZED_TOO_OFTEN, detail);
+    return;
+  }
+  next = sluice_envelope_copy(env);
+  next->snoozes = env->snoozes + 1;
+  next->eta = now + MAX(delay_ms, 0);
+  sluice_log__envelope(G_LOG_LEVEL_INFO, env, env->queue,
+                       "%s for %" G_GINT64_FORMAT " ms (snooze %u of %u)",
+                       rate_limited ? "rate limited downstream" : "snoozed",
+                       MAX(delay_ms, 0), next->snoozes, most);
+  settle_reschedule(
+      job, next, next->eta, KIND_SNOOZED,
+      waiting_record(job, rate_limited ? "rate limited downstream" : "snoozed"),
+      NULL);
+}
+
+void
+sluice_outcome__slot_wait(Job *job, gint64 fallback_ms)
+{
+  gint64 now = sluice_clock_now_ms(job->worker->clock);
+  g_autoptr(SluiceEnvelope) next = sluice_envelope_copy(job->env);
+
+  /* The release of a slot moves it to its queue at once; the due time is
+   * only for a release that never comes (its holder died). */
+  next->eta = now + MAX(fallback_ms, 1);
+  settle_reschedule(job, next, next->eta, KIND_SLOT_WAIT,
+                    waiting_record(job, "waiting for a concurrency slot"),
+                    NULL);
 }

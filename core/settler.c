@@ -33,6 +33,12 @@ outcome_name(SettleKind kind)
     return "released";
   case KIND_EVENT:
     return "event";
+  case KIND_SNOOZED:
+    return "snoozed";
+  case KIND_RATE_WAIT:
+    return "waiting for its rate limit";
+  case KIND_SLOT_WAIT:
+    return "waiting for a concurrency slot";
   case KIND_RUNNING:
   default:
     return "running";
@@ -72,6 +78,15 @@ count_settled(SluiceWorker *worker, SettleKind kind)
     break;
   case KIND_RELEASED:
     worker->stats.released++;
+    break;
+  case KIND_SNOOZED:
+    worker->stats.snoozed++;
+    break;
+  case KIND_RATE_WAIT:
+    worker->stats.rate_waits++;
+    break;
+  case KIND_SLOT_WAIT:
+    worker->stats.slot_waits++;
     break;
   case KIND_RUNNING:
   case KIND_EVENT:
@@ -178,6 +193,34 @@ send_batch(SluiceWorker *worker, SluiceJoinArrival *arrivals, guint n_arrivals,
     g_mutex_unlock(&worker->lock);
     backoff_ms = MIN(backoff_ms * 2, OUTAGE_BACKOFF_MAX_MS);
   }
+}
+
+/* After their settlement, not before: a slot given back wakes a waiting
+ * message at once, and the settled one must not still be running or
+ * waiting to run by then. Best effort: a slot that cannot be given back
+ * lapses with its lease. */
+void
+sluice_worker__release_slots(SluiceWorker *worker, Job **jobs, guint n)
+{
+  g_autoptr(GArray) items = g_array_new(FALSE, TRUE, sizeof(SluiceSlotRelease));
+  g_autoptr(GError) error = NULL;
+
+  for (guint i = 0; i < n; i++) {
+    SluiceSlotRelease item = {0};
+
+    if (!g_atomic_int_compare_and_exchange(&jobs[i]->slot_held, 1, 0))
+      continue;
+    item.key = jobs[i]->slot_key;
+    item.holder = jobs[i]->slot_holder;
+    g_array_append_val(items, item);
+  }
+  if (items->len > 0 &&
+      !sluice_broker_slot_release(
+          worker->broker, (SluiceSlotRelease *)items->data, items->len, &error))
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "could not give back %u concurrency slots (they "
+                        "lapse with their lease): %s",
+                        items->len, error->message);
 }
 
 gpointer
@@ -290,6 +333,14 @@ sluice_worker__settler_main(gpointer data)
               "restarted without its latest writes, or an entry deleted by "
               "hand); its record was written, nothing else");
       }
+    }
+
+    if (n_items > 0) {
+      g_autofree Job **settled_jobs = g_new(Job *, n_items);
+
+      for (guint i = 0; i < n_items; i++)
+        settled_jobs[i] = batch[settled[i]]->job;
+      sluice_worker__release_slots(worker, settled_jobs, n_items);
     }
 
     if (n_items > 0) {

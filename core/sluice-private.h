@@ -62,9 +62,36 @@ typedef struct {
   SluiceTaskFunc func;
   gpointer user_data;
   GDestroyNotify destroy;
-  SluiceTaskOptions options; /* options.queue points at @queue */
+  SluiceTaskOptions options; /* options.queue points at @queue,
+                                options.rate_limit at @rate_limit */
   gchar *queue;
+  SluiceRateLimit *rate_limit;               /* owned (flow.c); NULL = none */
+  SluiceConcurrencyLimit *concurrency_limit; /* owned; NULL = none */
 } SluiceTaskEntry;
+
+/* ---- Flow control (flow.c) ----------------------------------------------- */
+
+/* What is wrong with @limit, for an error message that @field (the
+ * option's name, "rate_limit") prefixes; NULL when it is well formed. */
+gchar *sluice_rate_limit__problem(const SluiceRateLimit *limit,
+                                  const gchar *field);
+/* Returns: (transfer full): a deep copy; free with sluice_rate_limit__free. */
+SluiceRateLimit *sluice_rate_limit__copy(const SluiceRateLimit *limit);
+void sluice_rate_limit__free(SluiceRateLimit *limit);
+/* Returns: (transfer full): the bucket of @env under a limit split by
+ * @key (@key_name), which is the limit of @scope ("t" for a task's, "q"
+ * for a queue's, "ct"/"cq" for concurrency) named @name. */
+gchar *sluice_flow__bucket(SluiceLimitKey key, const gchar *key_name,
+                           const gchar *scope, const gchar *name,
+                           const SluiceEnvelope *env);
+gchar *sluice_concurrency_limit__problem(const SluiceConcurrencyLimit *limit,
+                                         const gchar *field);
+SluiceConcurrencyLimit *
+sluice_concurrency_limit__copy(const SluiceConcurrencyLimit *limit);
+void sluice_concurrency_limit__free(SluiceConcurrencyLimit *limit);
+/* The generic cell rate algorithm's two figures of @limit, in us. */
+gint64 sluice_rate_limit__interval_us(const SluiceRateLimit *limit);
+gint64 sluice_rate_limit__tolerance_us(const SluiceRateLimit *limit);
 
 /* The task context lives on the executor's stack for one run. */
 struct _SluiceTaskContext {
@@ -76,7 +103,9 @@ struct _SluiceTaskContext {
   GCancellable *(*cancellable_of)(gpointer job);
   gpointer job;
   GBytes *result;        /* owned */
-  gint64 retry_delay_ms; /* >= 0 after sluice_task_context_retry() */
+  gint64 retry_delay_ms; /* >= 0 after sluice_task_context_retry(), and
+                            the delay of a snooze */
+  gint64 admitted_at;    /* broker ms of the rate limit's admission; 0 */
   gboolean args_unpacked;
   msgpack_zone zone;
   msgpack_object args;

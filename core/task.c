@@ -37,6 +37,8 @@ task_entry_free(gpointer data)
   if (entry->destroy != NULL)
     entry->destroy(entry->user_data);
   g_free(entry->queue);
+  sluice_rate_limit__free(entry->rate_limit);
+  sluice_concurrency_limit__free(entry->concurrency_limit);
   g_free(entry->name);
   g_free(entry);
 }
@@ -122,6 +124,24 @@ sluice_registry_add(SluiceRegistry *registry, const gchar *name,
                 name);
     return FALSE;
   }
+  if (options != NULL && options->rate_limit != NULL) {
+    g_autofree gchar *problem =
+        sluice_rate_limit__problem(options->rate_limit, "rate_limit");
+    if (problem != NULL) {
+      g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
+                  "task “%s”: %s", name, problem);
+      return FALSE;
+    }
+  }
+  if (options != NULL && options->concurrency_limit != NULL) {
+    g_autofree gchar *problem = sluice_concurrency_limit__problem(
+        options->concurrency_limit, "concurrency_limit");
+    if (problem != NULL) {
+      g_set_error(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
+                  "task “%s”: %s", name, problem);
+      return FALSE;
+    }
+  }
 
   entry = g_new0(SluiceTaskEntry, 1);
   entry->name = g_strdup(name);
@@ -130,10 +150,17 @@ sluice_registry_add(SluiceRegistry *registry, const gchar *name,
   if (options != NULL) {
     entry->options = *options;
     entry->queue = g_strdup(options->queue);
+    if (options->rate_limit != NULL)
+      entry->rate_limit = sluice_rate_limit__copy(options->rate_limit);
+    if (options->concurrency_limit != NULL)
+      entry->concurrency_limit =
+          sluice_concurrency_limit__copy(options->concurrency_limit);
   } else {
     sluice_task_options_init(&entry->options);
   }
   entry->options.queue = entry->queue;
+  entry->options.rate_limit = entry->rate_limit;
+  entry->options.concurrency_limit = entry->concurrency_limit;
 
   g_rw_lock_writer_lock(&registry->lock);
   if (g_hash_table_contains(registry->tasks, name)) {
@@ -142,6 +169,8 @@ sluice_registry_add(SluiceRegistry *registry, const gchar *name,
                 "a task named “%s” is registered already", name);
     /* The caller keeps @user_data: do not destroy it. */
     g_free(entry->queue);
+    sluice_rate_limit__free(entry->rate_limit);
+    sluice_concurrency_limit__free(entry->concurrency_limit);
     g_free(entry->name);
     g_free(entry);
     return FALSE;
@@ -385,4 +414,40 @@ sluice_task_context_fail(SluiceTaskContext *ctx, GError **error,
   g_set_error_literal(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_FATAL,
                       message);
   return FALSE;
+}
+
+/* A snooze and a 429 share the delay slot of a retry: the executor tells
+ * them apart by the error's code, in both isolation modes (a child sends
+ * the code and the delay over its pipe). */
+static gboolean
+snooze_with(SluiceTaskContext *ctx, gint64 delay_ms, gint code,
+            const gchar *what, GError **error)
+{
+  g_return_val_if_fail(ctx != NULL, FALSE);
+  ctx->retry_delay_ms = MAX(delay_ms, 0);
+  g_set_error(error, SLUICE_TASK_ERROR, code, "%s for %" G_GINT64_FORMAT " ms",
+              what, ctx->retry_delay_ms);
+  return FALSE;
+}
+
+gboolean
+sluice_task_context_snooze(SluiceTaskContext *ctx, gint64 delay_ms,
+                           GError **error)
+{
+  return snooze_with(ctx, delay_ms, SLUICE_TASK_ERROR_SNOOZE, "snoozed", error);
+}
+
+gboolean
+sluice_task_context_rate_limited(SluiceTaskContext *ctx, gint64 delay_ms,
+                                 GError **error)
+{
+  return snooze_with(ctx, delay_ms, SLUICE_TASK_ERROR_RATE_LIMITED,
+                     "rate limited downstream", error);
+}
+
+gint64
+sluice_task_context_get_admitted_at(SluiceTaskContext *ctx)
+{
+  g_return_val_if_fail(ctx != NULL, 0);
+  return ctx->admitted_at;
 }

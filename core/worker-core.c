@@ -41,6 +41,10 @@ sluice_worker__core_unref(SluiceWorker *worker)
   g_mutex_clear(&worker->lock);
   g_free(worker->id);
   g_strfreev(worker->queues);
+  g_clear_pointer(&worker->queue_rates, g_hash_table_unref);
+  g_clear_pointer(&worker->queue_slots, g_hash_table_unref);
+  g_free(worker->weights);
+  g_free(worker->wrr_current);
   sluice_clock_unref(worker->clock);
   sluice_registry_unref(worker->registry);
   sluice_broker_unref(worker->broker);

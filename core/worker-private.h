@@ -78,8 +78,11 @@ typedef enum {
   KIND_CANCELLED,
   KIND_DEFERRED,
   KIND_RELEASED,
-  KIND_RUNNING, /* not a settlement: the `running` record, sent in batch */
-  KIND_EVENT,   /* not a settlement: an event (started, progress) */
+  KIND_RUNNING,   /* not a settlement: the `running` record, sent in batch */
+  KIND_EVENT,     /* not a settlement: an event (started, progress) */
+  KIND_SNOOZED,   /* the task asked to run later (snooze, 429) */
+  KIND_RATE_WAIT, /* over its rate limit when fetched: waits its turn */
+  KIND_SLOT_WAIT, /* every concurrency slot taken: waits for a release */
 } SettleKind;
 
 typedef struct _Job Job;
@@ -222,6 +225,15 @@ struct _SluiceWorker {
   gint64 reclaim_quiet_until_us;
   /* Housekeeping-thread only: */
   gboolean lease_lost;
+  /* Fixed after sluice_worker_new(): queue -> SluiceRateLimit* and queue
+   * -> SluiceConcurrencyLimit* (owned). */
+  GHashTable *queue_rates;
+  GHashTable *queue_slots;
+  /* Weighted fair queues: a weight per queue of `queues` (NULL = strict
+   * order), and the smooth weighted round-robin's running credit of each
+   * (fetcher thread only). */
+  guint *weights;
+  gint64 *wrr_current;
 };
 
 struct _Job {
@@ -259,6 +271,20 @@ struct _Job {
    * delivered bytes (a workflow step's gathered arguments); NULL if not. */
   GBytes *run_payload;
   gint64 progress_us; /* monotonic: the last progress write; under lock */
+  /* Flow control (flow.c), set by dispatch: the rate limit the job runs
+   * under (the task's, else its queue's; borrowed from the registry or the
+   * worker), its bucket (owned), and when the broker admitted it. */
+  const SluiceRateLimit *rate;
+  gchar *rate_bucket;
+  gint64 admitted_at;
+  /* Its concurrency limit (borrowed, like `rate`), the key of its slots
+   * and its name as their holder (owned), and whether it holds one
+   * (atomic: the fetcher sets it, whoever gives the slot back clears it,
+   * housekeeping reads it to renew). */
+  const SluiceConcurrencyLimit *slots;
+  gchar *slot_key;
+  gchar *slot_holder;
+  gint slot_held;
 };
 
 typedef struct {
@@ -359,6 +385,16 @@ void sluice_outcome__release(Job *job);
 void sluice_outcome__failed(Job *job, const gchar *message,
                             gint64 requested_delay_ms, gboolean fatal);
 void sluice_outcome__defer_unknown(Job *job, gint64 now);
+/* Over its rate limit: back on the schedule, due in @wait_ms, attempt and
+ * snoozes untouched. */
+void sluice_outcome__rate_wait(Job *job, gint64 wait_ms);
+/* Every slot of its concurrency limit taken: back on the schedule until a
+ * release wakes it, or @fallback_ms at the latest. */
+void sluice_outcome__slot_wait(Job *job, gint64 fallback_ms);
+/* The task snoozed (or reported a 429, @rate_limited): back on the
+ * schedule, due in @delay_ms, same attempt, one snooze more; buried
+ * `snoozed_too_often` past the task's max_snoozes. */
+void sluice_outcome__snoozed(Job *job, gint64 delay_ms, gboolean rate_limited);
 void sluice_pending__free(Pending *p);
 /* Queues @job's `running` record for the settler (track_state). */
 void sluice_outcome__running(Job *job, gint64 now);
@@ -412,6 +448,8 @@ gpointer sluice_worker__executor_main(gpointer data);
 gpointer sluice_worker__settler_main(gpointer data);
 /* fetcher.c */
 gpointer sluice_worker__fetcher_main(gpointer data);
+/* settler.c: gives back the concurrency slots that @n jobs hold. */
+void sluice_worker__release_slots(SluiceWorker *worker, Job **jobs, guint n);
 /* housekeeping.c */
 gboolean sluice_worker__promote_all_due(SluiceWorker *worker,
                                         gint64 *out_next_due, GError **error);

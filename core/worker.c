@@ -143,6 +143,67 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
   }
   if (!check_options(options, error))
     return NULL;
+  for (guint i = 0; i < options->n_queue_rate_limits; i++) {
+    const SluiceQueueRateLimit *q = &options->queue_rate_limits[i];
+    g_autofree gchar *field = g_strdup_printf("queue_rate_limits[%u].rate", i);
+    g_autofree gchar *problem =
+        q->queue == NULL ? g_strdup_printf("queue_rate_limits[%u].queue: name "
+                                           "the queue the limit is for",
+                                           i)
+                         : sluice_rate_limit__problem(&q->rate, field);
+    if (problem != NULL) {
+      g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                  "invalid worker options: %s", problem);
+      return NULL;
+    }
+  }
+  for (guint i = 0; i < options->n_queue_concurrency_limits; i++) {
+    const SluiceQueueConcurrencyLimit *q =
+        &options->queue_concurrency_limits[i];
+    g_autofree gchar *field =
+        g_strdup_printf("queue_concurrency_limits[%u].limit", i);
+    g_autofree gchar *problem =
+        q->queue == NULL
+            ? g_strdup_printf("queue_concurrency_limits[%u].queue: name the "
+                              "queue the limit is for",
+                              i)
+            : sluice_concurrency_limit__problem(&q->limit, field);
+    if (problem != NULL) {
+      g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                  "invalid worker options: %s", problem);
+      return NULL;
+    }
+  }
+  if (options->n_queue_concurrency_limits > 0 &&
+      broker->klass->slot_acquire == NULL) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
+                "the “%s” broker cannot keep concurrency limits (it lacks the "
+                "slot_acquire slot): remove queue_concurrency_limits, or use "
+                "a broker that has it",
+                broker->klass->name);
+    return NULL;
+  }
+  if (options->queue_weights != NULL) {
+    guint n = options->queues != NULL ? g_strv_length((gchar **)options->queues)
+                                      : 1; /* the default queue */
+    for (guint i = 0; i < n; i++)
+      if (options->queue_weights[i] < 1 ||
+          options->queue_weights[i] > 1000000) {
+        g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_INVALID,
+                    "invalid worker options: queue_weights[%u]: must be "
+                    "between 1 and 1000000 (one weight per queue), found %u",
+                    i, options->queue_weights[i]);
+        return NULL;
+      }
+  }
+  if (options->n_queue_rate_limits > 0 && broker->klass->rate_acquire == NULL) {
+    g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
+                "the “%s” broker cannot keep rate limits (it lacks the "
+                "rate_acquire slot): remove queue_rate_limits, or use a "
+                "broker that has it",
+                broker->klass->name);
+    return NULL;
+  }
 
   worker = g_new0(SluiceWorker, 1);
   g_atomic_ref_count_init(&worker->ref_count);
@@ -161,6 +222,30 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
   worker->options.worker_id = worker->id;
   worker->capacity = options->concurrency + options->prefetch;
   sluice_decode_limits_init(&worker->limits);
+  worker->queue_rates = g_hash_table_new_full(
+      g_str_hash, g_str_equal, g_free, (GDestroyNotify)sluice_rate_limit__free);
+  for (guint i = 0; i < options->n_queue_rate_limits; i++)
+    g_hash_table_replace(
+        worker->queue_rates, g_strdup(options->queue_rate_limits[i].queue),
+        sluice_rate_limit__copy(&options->queue_rate_limits[i].rate));
+  worker->options.queue_rate_limits = NULL;
+  worker->options.n_queue_rate_limits = 0;
+  worker->queue_slots =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                            (GDestroyNotify)sluice_concurrency_limit__free);
+  for (guint i = 0; i < options->n_queue_concurrency_limits; i++)
+    g_hash_table_replace(worker->queue_slots,
+                         g_strdup(options->queue_concurrency_limits[i].queue),
+                         sluice_concurrency_limit__copy(
+                             &options->queue_concurrency_limits[i].limit));
+  worker->options.queue_concurrency_limits = NULL;
+  worker->options.n_queue_concurrency_limits = 0;
+  if (options->queue_weights != NULL) {
+    guint n = g_strv_length(worker->queues);
+    worker->weights = g_memdup2(options->queue_weights, n * sizeof(guint));
+    worker->wrr_current = g_new0(gint64, n);
+  }
+  worker->options.queue_weights = NULL;
 
   g_mutex_init(&worker->lock);
   g_cond_init(&worker->cond);
@@ -289,6 +374,29 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
     return FALSE;
   }
   g_mutex_unlock(&worker->lock);
+
+  {
+    g_auto(GStrv) names = sluice_registry_list(worker->registry);
+    for (guint i = 0; names[i] != NULL; i++) {
+      SluiceTaskOptions o;
+      const gchar *missing = NULL;
+
+      if (!sluice_registry_get_options(worker->registry, names[i], &o))
+        continue;
+      if (o.rate_limit != NULL && worker->broker->klass->rate_acquire == NULL)
+        missing = "a rate limit";
+      else if (o.concurrency_limit != NULL &&
+               worker->broker->klass->slot_acquire == NULL)
+        missing = "a concurrency limit";
+      if (missing != NULL) {
+        g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
+                    "task “%s” has %s, but the “%s” broker cannot keep one "
+                    "(it lacks the slot for it)",
+                    names[i], missing, worker->broker->klass->name);
+        return FALSE;
+      }
+    }
+  }
 
   /* First of all: the zygote must be forked while this process runs as
    * few threads as it can, and before the worker starts any. */

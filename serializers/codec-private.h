@@ -67,6 +67,7 @@ typedef enum {
   SLUICE_KEY_HISTORY,
   SLUICE_KEY_HEADERS,
   SLUICE_KEY_WF,
+  SLUICE_KEY_SNOOZES,
   SLUICE_N_KEYS
 } SluiceEnvelopeKey;
 

@@ -24,7 +24,7 @@
 static const gchar *const key_names[SLUICE_N_KEYS] = {
     "v",       "id",          "task", "queue", "args",
     "attempt", "enqueued_at", "eta",  "opts",  "unknown_since",
-    "history", "headers",     "wf",
+    "history", "headers",     "wf",   "snz",
 };
 
 static const gchar *const option_names[SLUICE_N_OPTS] = {
@@ -344,6 +344,11 @@ sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
       return FALSE;
     g_free(env->wf);
     env->wf = g_strndup(v->raw.data, v->raw.len);
+    return TRUE;
+  case SLUICE_KEY_SNOOZES:
+    if (!get_uint32(field, v, 0, &u32, error))
+      return FALSE;
+    env->snoozes = u32;
     return TRUE;
   default:
     break;

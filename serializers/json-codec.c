@@ -192,6 +192,10 @@ json_encode(const SluiceCodec *codec, const SluiceEnvelope *env, GError **error)
   }
   if (env->wf != NULL)
     put_string_field(out, SLUICE_KEY_WF, env->wf);
+  if (env->snoozes > 0) {
+    put_key(out, sluice_envelope__key_name(SLUICE_KEY_SNOOZES));
+    put_int(out, env->snoozes);
+  }
   g_string_append_c(out, '}');
   return g_string_free_to_bytes(out);
 }

@@ -154,6 +154,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
       bound += STR_HEAD_MAX + len;
     }
   }
+  if (env->snoozes > 0) {
+    n_keys++;
+    bound += KEY_BYTES("snz") + INT_MAX_BYTES;
+  }
   if (n_headers > 0) {
     n_keys++;
     bound += KEY_BYTES("headers") + 5;
@@ -283,6 +287,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
   if (env->wf != NULL) {
     put_key(&w, SLUICE_KEY_WF);
     put_str(&w, env->wf, strlen(env->wf));
+  }
+  if (env->snoozes > 0) {
+    put_key(&w, SLUICE_KEY_SNOOZES);
+    w.rc |= msgpack_pack_uint32(&w.pk, env->snoozes);
   }
 
   /* The bound makes a reallocation impossible; a failure is memory. */

@@ -531,6 +531,32 @@ logged_outcomes(const gchar *log, const gchar *task_id)
 
 /* ---- End to end, per mode ------------------------------------------------ */
 
+/* A worker given a queue's rate and concurrency limits, and queue
+ * weights, runs its tasks under them: each on its first attempt. */
+START_TEST(test_worker_runs_under_queue_limits)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autoptr(Worker) w =
+      worker_start(ctx, "--rate-limit", "default=1000/1s:50",
+                   "--concurrency-limit", "default=2", "--queue", "default",
+                   "--queue", "other", "--weight", "default=3", NULL);
+  g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+
+  for (guint i = 0; i < 10; i++)
+    g_ptr_array_add(ids, enqueue(ctx, "demo.noop", NULL, NULL));
+  for (guint i = 0; i < ids->len; i++) {
+    g_autoptr(Run) result =
+        cli(ctx, "result", ids->pdata[i], "--wait", "60s", "--json", NULL);
+    g_autoptr(JsonNode) record = NULL;
+
+    assert_status(result, 0);
+    record = parse_json(result->out);
+    ck_assert_str_eq(member_string(object_of(record), "state"), "succeeded");
+    ck_assert_int_eq(member_int(object_of(record), "attempt"), 1);
+  }
+}
+END_TEST
+
 START_TEST(test_enqueue_worker_result)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i);
@@ -2336,6 +2362,27 @@ START_TEST(test_error_usage)
       {{"worker", "--concurrency", "0", "--module", DEMO_MODULE, NULL},
        2,
        "--concurrency"},
+      {{"worker", "--module", DEMO_MODULE, "--rate-limit", "emails", NULL},
+       2,
+       "--rate-limit: “emails” names no queue"},
+      {{"worker", "--module", DEMO_MODULE, "--rate-limit", "emails=10", NULL},
+       2,
+       "QUEUE=COUNT/PERIOD"},
+      {{"worker", "--module", DEMO_MODULE, "--rate-limit", "e=ten/1s", NULL},
+       2,
+       "--rate-limit"},
+      {{"worker", "--module", DEMO_MODULE, "--rate-limit", "e=10/0s", NULL},
+       2,
+       "rate_limit.period_ms"},
+      {{"worker", "--module", DEMO_MODULE, "--concurrency-limit", "r=0", NULL},
+       2,
+       "--concurrency-limit"},
+      {{"worker", "--module", DEMO_MODULE, "--weight", "other=3", NULL},
+       2,
+       "“other” is not one of the worker's queues"},
+      {{"worker", "--module", DEMO_MODULE, "--weight", "default=0", NULL},
+       2,
+       "--weight"},
       {{"stats", "--mode", "memory", NULL}, 2, "memory"},
       {{"stats", "--mode", "fsat", NULL}, 2, "“fsat” (from --mode)"},
       {{"dlq", "list", "--reason", "tired", NULL}, 2, "“tired”"},
@@ -2927,6 +2974,7 @@ cli_suite(gboolean reliable)
   tcase_add_loop_test(e2e, test_result_follow_prints_progress, 0, n_modes);
   tcase_add_loop_test(e2e, test_events_of_a_task, 0, n_modes);
   tcase_add_loop_test(e2e, test_workflow_show_draws_the_tree, 0, n_modes);
+  tcase_add_loop_test(e2e, test_worker_runs_under_queue_limits, 0, n_modes);
   tcase_add_test(e2e, test_default_broker_is_sqlite_in_the_state_directory);
   tcase_add_loop_test(e2e, test_flaky_retries_then_succeeds, 0, n_modes);
   tcase_add_loop_test(e2e, test_no_task_log, 0, n_modes);

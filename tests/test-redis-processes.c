@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include <glib/gstdio.h>
+#include <sluice/sluice.h>
 
 #include "tests/helpers/redis-fixture.h"
+#include "tests/helpers/slot-log.h"
 
 #define PRODUCERS 3
 #define WORKERS 2
@@ -145,6 +147,90 @@ START_TEST(reliable_mode_runs_each_task_once)
 }
 END_TEST
 
+/* A concurrency limit of 3 over 4 reliable-mode worker processes (of 2
+ * threads each): never more than 3 run at once, by the order of their
+ * start and end lines; one worker is killed -9 while it holds a slot, and
+ * once that slot's lease lapses the limit is reached again (a leaked slot
+ * would leave 2), and every task, the killed one's included, is done. */
+START_TEST(reliable_concurrency_limit_holds_over_four_processes_and_a_crash)
+{
+  g_autofree gchar *dir = g_dir_make_tmp("sluice-slots-XXXXXX", NULL);
+  g_autofree gchar *log = g_build_filename(dir, "slots.log", NULL);
+  g_autofree gchar *ns = g_strdup_printf("slots-%d", (int)getpid());
+  g_autofree gchar *worker = helper_path("worker-proc");
+  const gchar *url = sluice_test_redis_url(sluice_test_redis_shared());
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) broker = NULL;
+  g_autoptr(SluiceClient) client = NULL;
+  /* msgpack {"ms": 300} */
+  g_autoptr(GBytes) nap = g_bytes_new_static("\x81\xa2ms\xcd\x01\x2c", 7);
+  SluiceRedisOptions ro;
+  SluiceTestSlotLog seen;
+  GPid pids[4];
+  guint kill_line;
+  gint64 deadline;
+
+  sluice_redis_options_init(&ro);
+  ro.url = url;
+  ro.mode = SLUICE_REDIS_RELIABLE;
+  ro.namespace_ = ns;
+  broker = sluice_redis_broker_new(&ro, NULL, &error);
+  ck_assert_msg(broker != NULL, "%s", error != NULL ? error->message : "");
+  client = sluice_client_new(broker, NULL, &error);
+  ck_assert(client != NULL);
+  for (guint i = 0; i < 40; i++) {
+    g_autofree gchar *id =
+        sluice_client_enqueue(client, "t.slotted", nap, NULL, &error);
+    ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
+  }
+  for (guint w = 0; w < 4; w++) {
+    g_autofree gchar *wid = g_strdup_printf("slots-%u", w);
+    gchar *argv[] = {worker,       "--url",
+                     (gchar *)url, "--mode",
+                     "reliable",   "--namespace",
+                     ns,           "--worker-id",
+                     wid,          "--concurrency",
+                     "2",          "--prefetch",
+                     "2",          "--visibility-timeout",
+                     "1000",       "--slots",
+                     "3",          "--slot-log",
+                     log,          NULL};
+    pids[w] = spawn(argv);
+  }
+  deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+  while (!sluice_test_slot_log_running(log, pids[0]) &&
+         g_get_monotonic_time() < deadline)
+    g_usleep(2000);
+  ck_assert_msg(sluice_test_slot_log_running(log, pids[0]),
+                "the first worker never ran a task");
+  kill(pids[0], SIGKILL);
+  ck_assert_int_eq(wait_exit(pids[0]), 128 + SIGKILL);
+  kill_line = sluice_test_slot_log_count(log);
+
+  deadline = g_get_monotonic_time() + 300 * G_USEC_PER_SEC;
+  for (;;) {
+    sluice_test_slot_log_read(log, 3, pids[0], kill_line, &seen);
+    if (g_hash_table_size(seen.ended) == 40 ||
+        g_get_monotonic_time() >= deadline)
+      break;
+    sluice_test_slot_log_clear(&seen);
+    g_usleep(50000);
+  }
+  for (guint w = 1; w < 4; w++) {
+    kill(pids[w], SIGTERM);
+    ck_assert_int_eq(wait_exit(pids[w]), 0);
+  }
+  ck_assert_msg(seen.first_overrun == NULL, "over the limit at %s",
+                seen.first_overrun);
+  ck_assert_uint_eq(g_hash_table_size(seen.ended), 40);
+  ck_assert_uint_le(seen.peak, 3);
+  ck_assert_uint_eq(seen.peak_after, 3);
+  sluice_test_slot_log_clear(&seen);
+  g_unlink(log);
+  g_rmdir(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -159,6 +245,8 @@ main(void)
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, fast_mode_runs_each_task_once);
   tcase_add_test(tc, reliable_mode_runs_each_task_once);
+  tcase_add_test(
+      tc, reliable_concurrency_limit_holds_over_four_processes_and_a_crash);
   suite_add_tcase(suite, tc);
   runner = srunner_create(suite);
   srunner_run_all(runner, CK_ENV);

@@ -19,6 +19,7 @@
 
 #include <sluice/sluice.h>
 
+#include "tests/helpers/slot-log.h"
 #include "tests/helpers/sqlite-fixture.h"
 
 #define WORKERS 3
@@ -248,6 +249,80 @@ START_TEST(a_task_of_a_killed_worker_is_completed_by_another)
 }
 END_TEST
 
+/* A concurrency limit of 3 over 4 worker processes (of 2 threads each):
+ * never more than 3 run at once, by the order of their start and end
+ * lines; one worker is killed -9 while it holds a slot, and once that
+ * slot's lease lapses the limit is reached again (a leaked slot would
+ * leave 2), and every task, the killed one's included, is done. */
+START_TEST(a_concurrency_limit_holds_over_four_processes_and_a_crash)
+{
+  g_autofree gchar *db = sluice_test_sqlite_new_path();
+  g_autofree gchar *dir = g_path_get_dirname(db);
+  g_autofree gchar *url = g_strconcat("sqlite://", db, NULL);
+  g_autofree gchar *log = g_build_filename(dir, "slots.log", NULL);
+  g_autofree gchar *worker = helper_path("worker-proc");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) broker = sluice_broker_new_for_url(url, NULL, &error);
+  g_autoptr(SluiceClient) client = NULL;
+  /* msgpack {"ms": 300} */
+  g_autoptr(GBytes) nap = g_bytes_new_static("\x81\xa2ms\xcd\x01\x2c", 7);
+  SluiceTestSlotLog seen;
+  GPid pids[4];
+  guint kill_line;
+  gint64 deadline;
+
+  ck_assert_msg(broker != NULL, "%s", error != NULL ? error->message : "");
+  client = sluice_client_new(broker, NULL, &error);
+  ck_assert(client != NULL);
+  for (guint i = 0; i < 40; i++) {
+    g_autofree gchar *id =
+        sluice_client_enqueue(client, "t.slotted", nap, NULL, &error);
+    ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
+  }
+  for (guint w = 0; w < 4; w++) {
+    g_autofree gchar *wid = g_strdup_printf("slots-%u", w);
+    gchar *argv[] = {worker, "--url",
+                     url,    "--worker-id",
+                     wid,    "--concurrency",
+                     "2",    "--prefetch",
+                     "2",    "--visibility-timeout",
+                     "1000", "--slots",
+                     "3",    "--slot-log",
+                     log,    NULL};
+    pids[w] = spawn(argv);
+  }
+  deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
+  while (!sluice_test_slot_log_running(log, pids[0]) &&
+         g_get_monotonic_time() < deadline)
+    g_usleep(2000);
+  ck_assert_msg(sluice_test_slot_log_running(log, pids[0]),
+                "the first worker never ran a task");
+  kill(pids[0], SIGKILL);
+  ck_assert_int_eq(wait_exit(pids[0]), 128 + SIGKILL);
+  kill_line = sluice_test_slot_log_count(log);
+
+  deadline = g_get_monotonic_time() + 300 * G_USEC_PER_SEC;
+  for (;;) {
+    sluice_test_slot_log_read(log, 3, pids[0], kill_line, &seen);
+    if (g_hash_table_size(seen.ended) == 40 ||
+        g_get_monotonic_time() >= deadline)
+      break;
+    sluice_test_slot_log_clear(&seen);
+    g_usleep(50000);
+  }
+  for (guint w = 1; w < 4; w++) {
+    kill(pids[w], SIGTERM);
+    ck_assert_int_eq(wait_exit(pids[w]), 0);
+  }
+  ck_assert_msg(seen.first_overrun == NULL, "over the limit at %s",
+                seen.first_overrun);
+  ck_assert_uint_eq(g_hash_table_size(seen.ended), 40);
+  ck_assert_uint_le(seen.peak, 3);
+  ck_assert_uint_eq(seen.peak_after, 3);
+  sluice_test_slot_log_clear(&seen);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -260,6 +335,7 @@ main(void)
   tcase_set_timeout(tc, 900);
   tcase_add_test(tc, a_task_of_a_killed_worker_is_completed_by_another);
   tcase_add_test(tc, three_processes_run_each_of_20000_tasks_once);
+  tcase_add_test(tc, a_concurrency_limit_holds_over_four_processes_and_a_crash);
   suite_add_tcase(suite, tc);
   runner = srunner_create(suite);
   srunner_run_all(runner, CK_ENV);

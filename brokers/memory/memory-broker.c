@@ -17,7 +17,8 @@
  *
  * Time: every TTL is measured on the broker's SluiceClock
  * (SLUICE_BROKER_CAP_CLOCK_TTL), so with a fake clock a test sees results,
- * revocations and idempotency claims expire when it advances the clock.
+ * revocations and idempotency claims expire when it advances the clock;
+ * rate-limit buckets follow the same clock.
  *
  * What it omits: nothing outlives the process (no DURABLE), other processes
  * see nothing (no SHARED), and there are no leases: a delivery belongs to
@@ -718,6 +719,48 @@ memory_reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
   return TRUE;
 }
 
+static gboolean
+memory_rate_acquire(SluiceBroker *broker, SluiceRateAcquire *items,
+                    guint n_items, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  gint64 now = now_ms(self);
+
+  g_mutex_lock(&self->lock);
+  for (guint i = 0; i < n_items; i++)
+    sluice_memory__rate_acquire(self, &items[i], now);
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+static gboolean
+memory_slot_acquire(SluiceBroker *broker, SluiceSlotAcquire *items,
+                    guint n_items, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  gint64 now = now_ms(self);
+
+  g_mutex_lock(&self->lock);
+  for (guint i = 0; i < n_items; i++)
+    sluice_memory__slot_acquire(self, &items[i], now);
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+static gboolean
+memory_slot_release(SluiceBroker *broker, SluiceSlotRelease *items,
+                    guint n_items, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  gint64 now = now_ms(self);
+
+  g_mutex_lock(&self->lock);
+  for (guint i = 0; i < n_items; i++)
+    sluice_memory__slot_release(self, &items[i], now);
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
 static void
 memory_finalize(SluiceBroker *broker)
 {
@@ -766,6 +809,9 @@ static const SluiceBrokerClass memory_broker_class = {
     .get_progress = sluice_memory__get_progress,
     .append_events = sluice_memory__append_events,
     .read_events = sluice_memory__read_events,
+    .rate_acquire = memory_rate_acquire,
+    .slot_acquire = memory_slot_acquire,
+    .slot_release = memory_slot_release,
 };
 
 SluiceBroker *

@@ -68,6 +68,25 @@ sluice_memory__scheduled_compare(gconstpointer a, gconstpointer b,
   return x->seq < y->seq ? -1 : (x->seq > y->seq ? 1 : 0);
 }
 
+typedef struct {
+  gchar *id;
+  gint64 added_at;
+} SluiceMemoryWaiter;
+
+static void
+waiter_free(gpointer data)
+{
+  SluiceMemoryWaiter *w = data;
+  g_free(w->id);
+  g_free(w);
+}
+
+static void
+waiters_free(gpointer data)
+{
+  g_queue_free_full(data, waiter_free);
+}
+
 void
 sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max)
 {
@@ -90,6 +109,11 @@ sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max)
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, announced_free);
   self->out = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   self->paused = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  self->rates = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  self->slots = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                      (GDestroyNotify)g_hash_table_unref);
+  self->waiters =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, waiters_free);
   self->periodic =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->dedup = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -114,6 +138,9 @@ sluice_memory__clear(SluiceMemoryBroker *self)
   g_clear_pointer(&self->out, g_hash_table_unref);
   g_clear_pointer(&self->paused, g_hash_table_unref);
   sluice_memory__joins_clear(self);
+  g_clear_pointer(&self->rates, g_hash_table_unref);
+  g_clear_pointer(&self->slots, g_hash_table_unref);
+  g_clear_pointer(&self->waiters, g_hash_table_unref);
   if (self->dead_letters != NULL)
     g_queue_free_full(self->dead_letters,
                       (GDestroyNotify)sluice_dead_letter_free);
@@ -192,6 +219,10 @@ sweep_expired(SluiceMemoryBroker *self, gint64 now)
   g_hash_table_iter_init(&iter, self->dedup);
   while (g_hash_table_iter_next(&iter, &key, &value))
     if (*(gint64 *)value <= now)
+      g_hash_table_iter_remove(&iter);
+  g_hash_table_iter_init(&iter, self->rates);
+  while (g_hash_table_iter_next(&iter, &key, &value))
+    if (*(gint64 *)value <= now * 1000)
       g_hash_table_iter_remove(&iter);
 }
 
@@ -317,4 +348,134 @@ sluice_memory__find_dead_letter(SluiceMemoryBroker *self, const gchar *entry_id)
     if (g_strcmp0(((SluiceDeadLetter *)l->data)->entry_id, entry_id) == 0)
       return l;
   return NULL;
+}
+
+void
+sluice_memory__rate_acquire(SluiceMemoryBroker *self, SluiceRateAcquire *item,
+                            gint64 now)
+{
+  gint64 now_us = now * 1000;
+  gint64 *stored = g_hash_table_lookup(self->rates, item->key);
+  gint64 tat = stored != NULL ? MAX(*stored, now_us) : now_us;
+  gint64 next;
+
+  item->now_ms = now;
+  if (item->block_ms > 0) {
+    next = MAX(tat, now_us + item->block_ms * 1000 + item->tolerance_us);
+    item->wait_ms = item->block_ms;
+  } else if (tat - item->tolerance_us <= now_us) {
+    next = tat + item->interval_us;
+    item->granted = TRUE;
+  } else {
+    item->wait_ms = (tat - item->tolerance_us - now_us + 999) / 1000;
+    return;
+  }
+  if (stored == NULL) {
+    stored = g_new(gint64, 1);
+    g_hash_table_insert(self->rates, g_strdup(item->key), stored);
+  }
+  *stored = next;
+  count_write(self, now);
+}
+
+/* A waiter older than this and not on the schedule is forgotten: it ran,
+ * or was deleted (a younger one may only not be settled yet). */
+#define WAITER_GRACE_MS 60000
+
+static GList *
+find_waiter(GQueue *q, const gchar *id)
+{
+  for (GList *l = q->head; l != NULL; l = l->next)
+    if (g_str_equal(((SluiceMemoryWaiter *)l->data)->id, id))
+      return l;
+  return NULL;
+}
+
+void
+sluice_memory__slot_acquire(SluiceMemoryBroker *self, SluiceSlotAcquire *item,
+                            gint64 now)
+{
+  GHashTable *holders = g_hash_table_lookup(self->slots, item->key);
+  GQueue *waiting = g_hash_table_lookup(self->waiters, item->key);
+  GHashTableIter iter;
+  gpointer value;
+  gint64 *expiry;
+
+  if (holders == NULL) {
+    holders = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_hash_table_insert(self->slots, g_strdup(item->key), holders);
+  }
+  g_hash_table_iter_init(&iter, holders);
+  while (g_hash_table_iter_next(&iter, NULL, &value))
+    if (*(gint64 *)value <= now)
+      g_hash_table_iter_remove(&iter);
+  expiry = g_hash_table_lookup(holders, item->holder);
+  if (expiry == NULL && g_hash_table_size(holders) < item->max) {
+    expiry = g_new(gint64, 1);
+    g_hash_table_insert(holders, g_strdup(item->holder), expiry);
+  }
+  if (expiry != NULL) {
+    *expiry = now + item->lease_ms;
+    item->granted = TRUE;
+    if (item->waiter != NULL && waiting != NULL) {
+      GList *l = find_waiter(waiting, item->waiter);
+      if (l != NULL) {
+        waiter_free(l->data);
+        g_queue_delete_link(waiting, l);
+      }
+    }
+    return;
+  }
+  if (item->waiter == NULL)
+    return;
+  if (waiting == NULL) {
+    waiting = g_queue_new();
+    g_hash_table_insert(self->waiters, g_strdup(item->key), waiting);
+  }
+  if (find_waiter(waiting, item->waiter) == NULL) {
+    SluiceMemoryWaiter *w = g_new(SluiceMemoryWaiter, 1);
+    w->id = g_strdup(item->waiter);
+    w->added_at = now;
+    g_queue_push_tail(waiting, w);
+  }
+}
+
+void
+sluice_memory__slot_release(SluiceMemoryBroker *self, SluiceSlotRelease *item,
+                            gint64 now)
+{
+  GHashTable *holders = g_hash_table_lookup(self->slots, item->key);
+  GQueue *waiting = g_hash_table_lookup(self->waiters, item->key);
+  GList *l;
+
+  if (holders != NULL) {
+    g_hash_table_remove(holders, item->holder);
+    if (g_hash_table_size(holders) == 0)
+      g_hash_table_remove(self->slots, item->key);
+  }
+  for (l = waiting != NULL ? waiting->head : NULL; l != NULL;) {
+    SluiceMemoryWaiter *w = l->data;
+    GList *next = l->next;
+    GSequenceIter *iter = g_hash_table_lookup(self->scheduled_by_id, w->id);
+
+    if (iter != NULL) {
+      SluiceMemoryScheduled *s = g_sequence_get(iter);
+      g_autoptr(GBytes) payload = g_bytes_ref(s->payload);
+      g_autofree gchar *queue = g_strdup(s->queue);
+
+      sluice_memory__unschedule(self, w->id);
+      sluice_memory__push_ready(self, queue, payload);
+      waiter_free(w);
+      g_queue_delete_link(waiting, l);
+      item->woke = TRUE;
+      break;
+    }
+    if (now - w->added_at >= WAITER_GRACE_MS) {
+      waiter_free(w);
+      g_queue_delete_link(waiting, l);
+    }
+    l = next;
+  }
+  if (waiting != NULL && g_queue_is_empty(waiting))
+    g_hash_table_remove(self->waiters, item->key);
 }

@@ -21,6 +21,13 @@
  *   progress     id -> a task's last progress report, until it lapses
  *   events       the event stream: (seq, at, bytes), oldest first; the
  *                cursor is seq in decimal
+ *   rates        rate-limit bucket -> its theoretical arrival time (us on
+ *                the broker's clock); a bucket whose time is past is
+ *                dropped when met and by the sweep
+ *   slots        concurrency key -> holder -> lease expiry (ms of the
+ *                broker's clock: one process shares it)
+ *   waiters      concurrency key -> GQueue of SluiceMemoryWaiter, oldest
+ *                first: task ids a release of the key wakes
  *
  * Expired entries are dropped when met and swept every few thousand
  * writes, so memory stays bounded by what is alive.
@@ -89,6 +96,9 @@ typedef struct {
   GHashTable *dropped; /* reason -> gint64*: dropped by the cap */
   GHashTable *workers; /* gchar* -> SluiceMemoryAnnounced* */
   GHashTable *paused;  /* gchar* set: the paused queues */
+  GHashTable *rates;   /* gchar* bucket -> gint64* TAT (us) */
+  GHashTable *slots;   /* gchar* key -> GHashTable* (holder -> gint64*) */
+  GHashTable *waiters; /* gchar* key -> GQueue* of SluiceMemoryWaiter* */
   GHashTable *out;     /* handles of the deliveries not settled yet */
   guint64 delivery_seq;
   gint64 in_flight;
@@ -107,6 +117,16 @@ typedef struct {
 /** sluice_memory__init: sets up @self's lock, conditions and containers
  * (on the zero-filled instance sluice_broker_new() made). */
 void sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max);
+/** sluice_memory__slot_acquire, sluice_memory__slot_release: one item of
+ * `slot_acquire` or `slot_release` at @now (ms of the broker's clock). */
+void sluice_memory__slot_acquire(SluiceMemoryBroker *self,
+                                 SluiceSlotAcquire *item, gint64 now);
+void sluice_memory__slot_release(SluiceMemoryBroker *self,
+                                 SluiceSlotRelease *item, gint64 now);
+/** sluice_memory__rate_acquire: one item of `rate_acquire` at @now (ms
+ * of the broker's clock). */
+void sluice_memory__rate_acquire(SluiceMemoryBroker *self,
+                                 SluiceRateAcquire *item, gint64 now);
 /** sluice_memory__clear: frees what _init() made; copes with a
  * zero-filled instance. Not under the lock: nothing else runs. */
 void sluice_memory__clear(SluiceMemoryBroker *self);

@@ -339,6 +339,16 @@ gboolean sluice_redis__announce(SluiceBroker *broker, const gchar *consumer,
 gboolean sluice_redis__lookup_task(SluiceBroker *broker, const gchar *id,
                                    SluiceTaskLocation *out, GError **error);
 gboolean sluice_redis__check(SluiceBroker *broker, GError **error);
+/* redis-flow.c */
+gboolean sluice_redis__rate_acquire(SluiceBroker *broker,
+                                    SluiceRateAcquire *items, guint n_items,
+                                    GError **error);
+gboolean sluice_redis__slot_acquire(SluiceBroker *broker,
+                                    SluiceSlotAcquire *items, guint n_items,
+                                    GError **error);
+gboolean sluice_redis__slot_release(SluiceBroker *broker,
+                                    SluiceSlotRelease *items, guint n_items,
+                                    GError **error);
 
 /**
  * sluice_redis_broker__dead_letter_from_reply:

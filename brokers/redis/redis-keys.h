@@ -46,7 +46,17 @@
  *   P progress:<id>       string: a task's last progress report (opaque
  *                         bytes of the core); always PX
  *   P events              stream: the namespace's events (field e), capped
- *                         by length (MAXLEN) and age (MINID), exactly
+ *                         by length (MAXLEN) and age (MINID)
+ *   P rl:<bucket>         string: a rate-limit bucket's theoretical
+ *                         arrival time (us of the server's TIME); PX a
+ *                         second past it. Named in rate_acquire.lua alone,
+ *                         not in the prelude (every other script's bytes
+ *                         stay as the clients ship them)
+ *   P cs:<key>            zset: a concurrency key's holders -> lease
+ *                         expiry (ms of TIME); PEXPIRE the last lease
+ *   P cw:<key>            zset: task ids waiting for a slot of the key ->
+ *                         when they began waiting (slot_acquire.lua and
+ *                         slot_release.lua alone name both)
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
@@ -91,6 +101,9 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_PROGRESS "progress:"
 #define SLUICE_REDIS_K_EVENTS "events"
 #define SLUICE_REDIS_K_PAUSED "paused"
+#define SLUICE_REDIS_K_RATE "rl:"
+#define SLUICE_REDIS_K_SLOTS "cs:"
+#define SLUICE_REDIS_K_SLOT_WAITERS "cw:"
 
 /* The first byte of a stored record. */
 #define SLUICE_REDIS_RECORD_FINAL 'F'

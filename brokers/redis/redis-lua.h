@@ -46,6 +46,9 @@ extern const gchar sluice_redis_lua__join_arrive[];
 extern const gchar sluice_redis_lua__join_read[];
 extern const gchar sluice_redis_lua__events_append[];
 extern const gchar sluice_redis_lua__join_grow[];
+extern const gchar sluice_redis_lua__rate_acquire[];
+extern const gchar sluice_redis_lua__slot_acquire[];
+extern const gchar sluice_redis_lua__slot_release[];
 
 /* The scripts only the reliable transport runs. */
 extern const gchar sluice_redis_lua__reliable_ensure_groups[];

@@ -48,9 +48,9 @@
 
 /* ---- Assembly ------------------------------------------------------------ */
 
-void
-sluice_redis_script__init(SluiceRedisScript *script, const gchar *name,
-                          const gchar *transport_lua, const gchar *source)
+static void
+script_init(SluiceRedisScript *script, const gchar *name,
+            const gchar *transport_lua, const gchar *source, gboolean bare)
 {
   g_autoptr(GChecksum) sum = NULL;
   /* The shebang must open the script: it is the source's first line,
@@ -63,14 +63,23 @@ sluice_redis_script__init(SluiceRedisScript *script, const gchar *name,
   shebang = g_strndup(source, (gsize)(body - source));
   script->name = name;
   script->text =
-      g_strconcat(shebang, sluice_redis_lua__prelude, sluice_redis_lua__hooks,
-                  transport_lua != NULL ? transport_lua : "",
-                  sluice_redis_lua__library, body, NULL);
+      bare ? g_strconcat(shebang, sluice_redis_lua__prelude, body, NULL)
+           : g_strconcat(shebang, sluice_redis_lua__prelude,
+                         sluice_redis_lua__hooks,
+                         transport_lua != NULL ? transport_lua : "",
+                         sluice_redis_lua__library, body, NULL);
   script->text_len = strlen(script->text);
   sum = g_checksum_new(G_CHECKSUM_SHA1);
   g_checksum_update(sum, (const guchar *)script->text,
                     (gssize)script->text_len);
   g_strlcpy(script->sha, g_checksum_get_string(sum), sizeof script->sha);
+}
+
+void
+sluice_redis_script__init(SluiceRedisScript *script, const gchar *name,
+                          const gchar *transport_lua, const gchar *source)
+{
+  script_init(script, name, transport_lua, source, FALSE);
 }
 
 void
@@ -126,12 +135,23 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
       {SLUICE_REDIS_SCRIPT_EVENTS_APPEND, "events_append",
        sluice_redis_lua__events_append},
       {SLUICE_REDIS_SCRIPT_JOIN_GROW, "join_grow", sluice_redis_lua__join_grow},
+      {SLUICE_REDIS_SCRIPT_RATE_ACQUIRE, "rate_acquire",
+       sluice_redis_lua__rate_acquire},
+      {SLUICE_REDIS_SCRIPT_SLOT_ACQUIRE, "slot_acquire",
+       sluice_redis_lua__slot_acquire},
+      {SLUICE_REDIS_SCRIPT_SLOT_RELEASE, "slot_release",
+       sluice_redis_lua__slot_release},
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(table) == SLUICE_REDIS_SCRIPT_N);
 
   for (gsize i = 0; i < G_N_ELEMENTS(table); i++)
-    sluice_redis_script__init(&scripts[table[i].id], table[i].name,
-                              transport_lua, table[i].source);
+    script_init(&scripts[table[i].id], table[i].name, transport_lua,
+                table[i].source,
+                /* Scripts run once per fetch that call none of the
+                 * library's or the transport's functions: defining them
+                 * is most of what such a short script costs. */
+                table[i].id == SLUICE_REDIS_SCRIPT_RATE_ACQUIRE ||
+                    table[i].id == SLUICE_REDIS_SCRIPT_SLOT_ACQUIRE);
 }
 
 void

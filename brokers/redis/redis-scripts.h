@@ -60,6 +60,9 @@ typedef enum {
   SLUICE_REDIS_SCRIPT_JOIN_READ,
   SLUICE_REDIS_SCRIPT_EVENTS_APPEND,
   SLUICE_REDIS_SCRIPT_JOIN_GROW,
+  SLUICE_REDIS_SCRIPT_RATE_ACQUIRE,
+  SLUICE_REDIS_SCRIPT_SLOT_ACQUIRE,
+  SLUICE_REDIS_SCRIPT_SLOT_RELEASE,
   SLUICE_REDIS_SCRIPT_N
 } SluiceRedisScriptId;
 
@@ -88,7 +91,9 @@ typedef struct {
  *   line, then its body
  *
  * Assembles shebang + prelude + hooks + @transport_lua + library + body
- * and computes its SHA1. Clear with sluice_redis_script__clear().
+ * and computes its SHA1 (rate_acquire and slot_acquire, which call no
+ * function of the others, are shebang + prelude + body). Clear with
+ * sluice_redis_script__clear().
  */
 void sluice_redis_script__init(SluiceRedisScript *script, const gchar *name,
                                const gchar *transport_lua, const gchar *source);

@@ -102,6 +102,9 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->get_progress = sluice_redis__get_progress;
   klass->append_events = sluice_redis__append_events;
   klass->read_events = sluice_redis__read_events;
+  klass->rate_acquire = sluice_redis__rate_acquire;
+  klass->slot_acquire = sluice_redis__slot_acquire;
+  klass->slot_release = sluice_redis__slot_release;
   klass->close = redis_close;
   klass->finalize = redis_finalize;
 }

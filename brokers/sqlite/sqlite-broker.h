@@ -285,6 +285,16 @@ gboolean sluice_sqlite__stats(SluiceBroker *broker, const gchar *const *queues,
 gboolean sluice_sqlite__purge(SluiceBroker *broker, const gchar *queue,
                               guint64 *out_removed, GError **error);
 gboolean sluice_sqlite__check(SluiceBroker *broker, GError **error);
+/* sqlite-flow.c */
+gboolean sluice_sqlite__rate_acquire(SluiceBroker *broker,
+                                     SluiceRateAcquire *items, guint n_items,
+                                     GError **error);
+gboolean sluice_sqlite__slot_acquire(SluiceBroker *broker,
+                                     SluiceSlotAcquire *items, guint n_items,
+                                     GError **error);
+gboolean sluice_sqlite__slot_release(SluiceBroker *broker,
+                                     SluiceSlotRelease *items, guint n_items,
+                                     GError **error);
 gboolean sluice_sqlite__announce(SluiceBroker *broker, const gchar *consumer,
                                  GBytes *info, gint64 ttl_ms, GError **error);
 gboolean sluice_sqlite__list_queued(SluiceBroker *broker, const gchar *queue,

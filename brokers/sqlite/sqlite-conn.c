@@ -21,6 +21,10 @@
  *   workers      name -> what it announced, last_seen, expires_at
  *   paused       the paused queues
  *   counters     name -> n: stale_settles, revocation_seq
+ *   rate_buckets rate-limit bucket -> tat, its theoretical arrival time
+ *                (us of the broker's clock; sqlite-flow.c)
+ *   slot_holders (concurrency key, holder) -> expires_at (real time)
+ *   slot_waiters n -> (concurrency key, task id, added_at): n orders them
  *   meta         key -> value: the schema version
  *   progress     id -> a task's progress report, expires_at
  *   events       the event stream: seq (the cursor) -> at, event
@@ -96,7 +100,16 @@ static const gchar schema_sql[] =
     "CREATE INDEX IF NOT EXISTS progress_expiry ON progress (expires_at);"
     "CREATE TABLE IF NOT EXISTS events ("
     "  seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL,"
-    "  event BLOB NOT NULL);";
+    "  event BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS rate_buckets (key TEXT PRIMARY KEY,"
+    "  tat INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS rate_buckets_tat ON rate_buckets (tat);"
+    "CREATE TABLE IF NOT EXISTS slot_holders (key TEXT NOT NULL,"
+    "  holder TEXT NOT NULL, expires_at INTEGER NOT NULL,"
+    "  PRIMARY KEY (key, holder));"
+    "CREATE TABLE IF NOT EXISTS slot_waiters (n INTEGER PRIMARY KEY,"
+    "  key TEXT NOT NULL, id TEXT NOT NULL, added_at INTEGER NOT NULL,"
+    "  UNIQUE (key, id));";
 
 /* ---- Time ------------------------------------------------------------------ */
 

@@ -208,6 +208,9 @@ sluice_sqlite__sweep(SluiceSqliteConn *c, gint64 now, GError **error)
       "expires_at <= ?1 LIMIT 100)",
       "DELETE FROM joins WHERE id IN (SELECT id FROM joins WHERE "
       "expires_at <= ?1 LIMIT 100)",
+      /* Buckets keep microseconds. */
+      "DELETE FROM rate_buckets WHERE rowid IN (SELECT rowid FROM "
+      "rate_buckets WHERE tat <= ?1 * 1000 LIMIT 1000)",
   };
 
   /* A lapsed liveness row means what no row means (dead), so deleting it

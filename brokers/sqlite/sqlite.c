@@ -76,6 +76,9 @@ static const SluiceBrokerClass sqlite_broker_class = {
     .get_progress = sluice_sqlite__get_progress,
     .append_events = sluice_sqlite__append_events,
     .read_events = sluice_sqlite__read_events,
+    .rate_acquire = sluice_sqlite__rate_acquire,
+    .slot_acquire = sluice_sqlite__slot_acquire,
+    .slot_release = sluice_sqlite__slot_release,
 };
 
 void

@@ -154,6 +154,8 @@ void sluice_message_options_init(SluiceMessageOptions *opts);
  *   by sluice_client_enqueue_workflow() and read by the worker (its format
  *   is the core's, PROTOCOL.md "Workflows"); NULL for a plain task. Kept
  *   across retries, redeliveries and replays.
+ * @snoozes: how many times the task snoozed (asked to run later without
+ *   using an attempt: sluice_task_context_snooze()); wire name "snz"
  *
  * An envelope owns every field: sluice_envelope_free() frees them all.
  * Replace a string field with g_free() + g_strdup(). @history and @headers
@@ -175,6 +177,7 @@ typedef struct {
   GPtrArray *history;
   GHashTable *headers;
   gchar *wf;
+  guint snoozes;
 } SluiceEnvelope;
 
 /**

@@ -27,6 +27,10 @@
  *     the delay the task asked for; it still counts toward max_attempts;
  *   - SLUICE_TASK_ERROR_FATAL (sluice_task_context_fail()): not retried,
  *     dead-lettered `non_retryable` at once;
+ *   - SLUICE_TASK_ERROR_SNOOZE (sluice_task_context_snooze()) and
+ *     SLUICE_TASK_ERROR_RATE_LIMITED (sluice_task_context_rate_limited()):
+ *     not a failure: run again after the delay with the same attempt, at
+ *     most max_snoozes times (then dead-lettered `snoozed_too_often`);
  *   - G_IO_ERROR_CANCELLED after the task was revoked: recorded `cancelled`;
  *   - anything else: retried with the backoff of the retry policy while
  *     attempts remain, then dead-lettered `max_attempts`.
@@ -41,6 +45,7 @@
 #include <gio/gio.h>
 #include <msgpack.h>
 #include <sluice/sluice-envelope.h>
+#include <sluice/sluice-flow.h>
 #include <sluice/sluice-macros.h>
 #include <sluice/sluice-policy.h>
 
@@ -59,6 +64,11 @@ GQuark sluice_task_error_quark(void);
  *   worker, never by a task)
  * @SLUICE_TASK_ERROR_DUPLICATE: a task of that name is registered already
  * @SLUICE_TASK_ERROR_INVALID: a bad name or option at registration
+ * @SLUICE_TASK_ERROR_SNOOZE: set by sluice_task_context_snooze(): run
+ *   again later without using an attempt
+ * @SLUICE_TASK_ERROR_RATE_LIMITED: set by
+ *   sluice_task_context_rate_limited(): the task's rate-limit key is
+ *   paused, and the task runs again later without using an attempt
  */
 typedef enum {
   SLUICE_TASK_ERROR_FAILED,
@@ -67,6 +77,8 @@ typedef enum {
   SLUICE_TASK_ERROR_TIMEOUT,
   SLUICE_TASK_ERROR_DUPLICATE,
   SLUICE_TASK_ERROR_INVALID,
+  SLUICE_TASK_ERROR_SNOOZE,
+  SLUICE_TASK_ERROR_RATE_LIMITED,
 } SluiceTaskError;
 
 typedef struct _SluiceTaskContext SluiceTaskContext;
@@ -94,6 +106,12 @@ typedef gboolean (*SluiceTaskFunc)(SluiceTaskContext *ctx, gpointer user_data,
  *   "default"
  * @hard_timeout_ms: with process isolation, kill the task's child this
  *   long after the task started; 0 = the worker's
+ * @rate_limit: (nullable): the task's rate limit (copied; it replaces the
+ *   limit of the queue the task comes from); NULL = none
+ * @max_snoozes: how many times a message of the task may snooze before it
+ *   is dead-lettered "snoozed_too_often"; 0 = SLUICE_DEFAULT_MAX_SNOOZES
+ * @concurrency_limit: (nullable): how many messages of the task may run at
+ *   once across every worker (copied; replaces its queue's); NULL = none
  *
  * Initialise with sluice_task_options_init(); the registry copies it.
  */
@@ -105,6 +123,9 @@ typedef struct {
   SluiceTristate dead_letter;
   const gchar *queue;
   gint64 hard_timeout_ms;
+  const SluiceRateLimit *rate_limit;
+  guint max_snoozes;
+  const SluiceConcurrencyLimit *concurrency_limit;
 } SluiceTaskOptions;
 
 SLUICE_AVAILABLE_IN_0_1
@@ -349,6 +370,45 @@ gboolean sluice_task_context_retry(SluiceTaskContext *ctx, gint64 delay_ms,
 SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_task_context_fail(SluiceTaskContext *ctx, GError **error,
                                   const gchar *format, ...) G_GNUC_PRINTF(3, 4);
+
+/**
+ * sluice_task_context_snooze:
+ * @delay_ms: run again this long from now (>= 0)
+ *
+ * Sets @error to SLUICE_TASK_ERROR_SNOOZE; return FALSE with it. The
+ * message goes back on the schedule, due after @delay_ms, with its attempt
+ * unchanged (a snooze is not a failure: it neither counts toward
+ * max_attempts nor adds a history line). Each snooze is counted in the
+ * message; past the task's max_snoozes the message is dead-lettered
+ * `snoozed_too_often` instead, so a task cannot snooze forever.
+ * Returns: FALSE, always.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_task_context_snooze(SluiceTaskContext *ctx, gint64 delay_ms,
+                                    GError **error);
+
+/**
+ * sluice_task_context_rate_limited:
+ * @delay_ms: how long the downstream asked to wait (a 429's Retry-After)
+ *
+ * Like sluice_task_context_snooze() (SLUICE_TASK_ERROR_RATE_LIMITED), and
+ * besides pauses the task's rate-limit key for @delay_ms on the broker's
+ * clock, so that no worker starts another message of that key before then.
+ * Without a rate limit on the task or its queue it is a snooze.
+ * Returns: FALSE, always.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_task_context_rate_limited(SluiceTaskContext *ctx,
+                                          gint64 delay_ms, GError **error);
+
+/**
+ * sluice_task_context_get_admitted_at:
+ * Returns: when the task's rate limit admitted this run, on the broker's
+ * clock (ms since the epoch); 0 when no rate limit applies, and under
+ * process isolation (the child is not told).
+ */
+SLUICE_AVAILABLE_IN_0_2
+gint64 sluice_task_context_get_admitted_at(SluiceTaskContext *ctx);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SluiceRegistry, sluice_registry_unref)
 

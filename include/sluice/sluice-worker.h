@@ -26,6 +26,7 @@
 
 #include <sluice/sluice-brokers.h>
 #include <sluice/sluice-macros.h>
+#include <sluice/sluice-flow.h>
 #include <sluice/sluice-policy.h>
 #include <sluice/sluice-task.h>
 
@@ -125,6 +126,23 @@ typedef enum {
  * @memory_limit_per_child: process isolation: the most memory a child may
  *   use while it runs a task, in bytes: one above it is killed and its
  *   attempt fails; 0 = no limit
+ * @queue_rate_limits: (array length=n_queue_rate_limits) (nullable): rate
+ *   limits of queues (copied; checked by sluice_worker_new(), which names
+ *   the bad field); a task's own rate_limit replaces its queue's. Every
+ *   worker of a queue should be given the same limit: each applies the
+ *   one it was given, on buckets the broker shares
+ * @n_queue_rate_limits: how many
+ * @queue_concurrency_limits: (array length=n_queue_concurrency_limits)
+ *   (nullable): concurrency limits of queues, across every worker (copied,
+ *   checked as the rate limits are); a task's own replaces its queue's
+ * @n_queue_concurrency_limits: how many
+ * @queue_weights: (array) (nullable): one weight (>= 1) per queue of
+ *   @queues, in its order (copied): fetches are then shared among the
+ *   queues in proportion to their weights (weighted fair queues: a queue
+ *   of weight 3 comes first in 3 fetches of every 4 against one of weight
+ *   1, and a fetch that finds its first queue empty takes from the
+ *   others, so none starves and none waits while another is idle); NULL =
+ *   strict priority order
  *
  * @events: (since 0.2) write the lifecycle events of the tasks it runs
  *   (started, progress, retried and the final ones) to the namespace's
@@ -158,6 +176,11 @@ typedef struct {
   guint64 max_rss_per_child;
   guint64 memory_limit_per_child;
   gboolean events;
+  const SluiceQueueRateLimit *queue_rate_limits;
+  guint n_queue_rate_limits;
+  const SluiceQueueConcurrencyLimit *queue_concurrency_limits;
+  guint n_queue_concurrency_limits;
+  const guint *queue_weights;
 } SluiceWorkerOptions;
 
 SLUICE_AVAILABLE_IN_0_1
@@ -179,6 +202,12 @@ void sluice_worker_options_init(SluiceWorkerOptions *options);
  * @children_started: process isolation: child processes started
  * @children_lost: process isolation: children that died or were killed
  *   while running a task
+ * @snoozed: runs that snoozed (sluice_task_context_snooze() or
+ *   sluice_task_context_rate_limited()) and went back on the schedule
+ * @rate_waits: messages fetched over their rate limit and put back on the
+ *   schedule until their bucket admits them
+ * @slot_waits: messages fetched while every concurrency slot of their key
+ *   was taken, put back on the schedule until a slot frees
  */
 typedef struct {
   guint64 started;
@@ -197,6 +226,9 @@ typedef struct {
   guint64 late_results_discarded;
   guint64 children_started;
   guint64 children_lost;
+  guint64 snoozed;
+  guint64 rate_waits;
+  guint64 slot_waits;
 } SluiceWorkerStats;
 
 typedef struct _SluiceWorker SluiceWorker;

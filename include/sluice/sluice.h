@@ -17,6 +17,7 @@
 #include <sluice/sluice-clock.h>
 #include <sluice/sluice-envelope.h>
 #include <sluice/sluice-events.h>
+#include <sluice/sluice-flow.h>
 #include <sluice/sluice-macros.h>
 #include <sluice/sluice-metrics.h>
 #include <sluice/sluice-middleware.h>

@@ -261,6 +261,7 @@ START_TEST(test_round_trip_field_extremes)
   env->enqueued_at = G_MAXINT64;
   env->eta = 1;
   env->unknown_since = G_MAXINT64 - 1;
+  env->snoozes = G_MAXUINT32;
   sluice_envelope_add_history(env, "");
   sluice_envelope_add_history(env, "quote \" backslash \\ newline \n tab \t "
                                    "bell \a");

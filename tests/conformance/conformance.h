@@ -30,6 +30,10 @@
 
 G_BEGIN_DECLS
 
+/* Adds the flow-control scenarios (flow.c) to @s. */
+void sluice_conformance_add_flow(Suite *s,
+                                 const SluiceConformanceFactory *factory);
+
 /* Adds the process-isolation scenarios (isolation.c) to @s. */
 void sluice_conformance_add_isolation(Suite *s,
                                       const SluiceConformanceFactory *factory);

@@ -43,39 +43,44 @@
  * main(). */
 typedef struct {
   gchar *log_path;
+  gchar *slot_log_path;
 } ProcConfig;
 
 static void
-append_text(const ProcConfig *config, SluiceTaskContext *ctx,
-            const gchar *extra)
+append_text(const gchar *path, const gchar *line)
 {
-  g_autofree gchar *line = NULL;
-  gsize len;
+  gsize len = strlen(line);
   int fd;
 
-  if (config->log_path == NULL)
+  if (path == NULL)
     return;
-  line = g_strdup_printf("%s %u %d%s%s\n", sluice_task_context_get_id(ctx),
-                         sluice_task_context_get_delivery_count(ctx),
-                         (int)getpid(), extra != NULL ? " " : "",
-                         extra != NULL ? extra : "");
-  len = strlen(line);
-  fd = open(config->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    g_printerr("worker-proc: cannot open %s: %s\n", config->log_path,
-               g_strerror(errno));
+    g_printerr("worker-proc: cannot open %s: %s\n", path, g_strerror(errno));
     return;
   }
   /* One write: an O_APPEND write of a short line lands whole. */
   if (write(fd, line, len) != (gssize)len)
-    g_printerr("worker-proc: short write to %s\n", config->log_path);
+    g_printerr("worker-proc: short write to %s\n", path);
   close(fd);
+}
+
+/* "<id> <delivery count> <pid>[ <extra>]" to the execution log. */
+static void
+append_run(const ProcConfig *config, SluiceTaskContext *ctx, const gchar *extra)
+{
+  g_autofree gchar *line = g_strdup_printf(
+      "%s %u %d%s%s\n", sluice_task_context_get_id(ctx),
+      sluice_task_context_get_delivery_count(ctx), (int)getpid(),
+      extra != NULL ? " " : "", extra != NULL ? extra : "");
+
+  append_text(config->log_path, line);
 }
 
 static void
 append_line(const ProcConfig *config, SluiceTaskContext *ctx)
 {
-  append_text(config, ctx, NULL);
+  append_run(config, ctx, NULL);
 }
 
 /* The "ms" integer of a map of arguments, or @fallback. */
@@ -167,7 +172,26 @@ task_collect(SluiceTaskContext *ctx, gpointer user_data, GError **error)
 
   if (json == NULL)
     return FALSE;
-  append_text(user_data, ctx, json);
+  append_run(user_data, ctx, json);
+  return TRUE;
+}
+
+/* Under a concurrency limit: "start <id> <pid>" when it begins and "end
+ * <id> <pid>" when it is done, around a nap of "ms" (300 by default). The
+ * order of the lines in the log is the order things happened: a slot is
+ * held from before the first line to after the second. */
+static gboolean
+task_slotted(SluiceTaskContext *ctx, gpointer user_data, GError **error)
+{
+  const ProcConfig *config = user_data;
+  g_autofree gchar *start = g_strdup_printf(
+      "start %s %d\n", sluice_task_context_get_id(ctx), (int)getpid());
+  g_autofree gchar *end = g_strdup_printf(
+      "end %s %d\n", sluice_task_context_get_id(ctx), (int)getpid());
+
+  append_text(config->slot_log_path, start);
+  g_usleep((gulong)arg_ms(ctx, 300) * 1000);
+  append_text(config->slot_log_path, end);
   return TRUE;
 }
 
@@ -186,7 +210,9 @@ main(int argc, char **argv)
   g_autofree gchar *ns = NULL;
   g_autofree gchar *worker_id = NULL;
   g_autofree gchar *queues = NULL;
-  gint concurrency = 4, prefetch = 4, max_deliveries = 5;
+  gint concurrency = 4, prefetch = 4, max_deliveries = 5, slots = 0;
+  SluiceConcurrencyLimit slot_limit = {0};
+  SluiceTaskOptions slotted;
   gint64 visibility_ms = 1000, shutdown_ms = 30000;
   ProcConfig config = {NULL};
   GOptionEntry entries[] = {
@@ -210,6 +236,10 @@ main(int argc, char **argv)
        "poison-message limit", "N"},
       {"log", 0, 0, G_OPTION_ARG_FILENAME, &config.log_path,
        "execution log (the oracle)", "FILE"},
+      {"slots", 0, 0, G_OPTION_ARG_INT, &slots,
+       "t.slotted runs at most N at once across workers (0: no limit)", "N"},
+      {"slot-log", 0, 0, G_OPTION_ARG_FILENAME, &config.slot_log_path,
+       "start and end lines of t.slotted", "FILE"},
       {NULL},
   };
   g_autoptr(GOptionContext) context =
@@ -245,7 +275,13 @@ main(int argc, char **argv)
                ? sluice_broker_new_for_url(url, NULL, &error)
                : sluice_redis_broker_new(&ropts, NULL, &error);
   registry = broker != NULL ? sluice_registry_new() : NULL;
+  sluice_task_options_init(&slotted);
+  slot_limit.max = (guint)MAX(slots, 0);
+  if (slots > 0)
+    slotted.concurrency_limit = &slot_limit;
   if (broker == NULL ||
+      !sluice_registry_add(registry, "t.slotted", task_slotted, &config, NULL,
+                           &slotted, &error) ||
       !sluice_registry_add(registry, "t.log", task_log, &config, NULL, NULL,
                            &error) ||
       !sluice_registry_add(registry, "t.sleep", task_sleep, &config, NULL, NULL,
@@ -284,5 +320,6 @@ main(int argc, char **argv)
 out:
   g_clear_pointer(&worker, sluice_worker_unref);
   g_free(config.log_path);
+  g_free(config.slot_log_path);
   return status;
 }

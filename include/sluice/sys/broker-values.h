@@ -363,4 +363,67 @@ typedef struct {
   GBytes *event;
 } SluiceEventEntry;
 
+/**
+ * SluiceRateAcquire:
+ * @key: the bucket (the core's name for it; any bytes but NUL)
+ * @interval_us: the generic cell rate algorithm's emission interval: the
+ *   time one admission uses up (period / count), > 0
+ * @tolerance_us: how far ahead of the store's time the bucket's
+ *   theoretical arrival time may run and still admit: (burst - 1) *
+ *   interval, >= 0
+ * @block_ms: 0 to ask for an admission; > 0 to admit nothing on @key for
+ *   this long from now instead (a downstream's 429), whatever was due
+ * @granted: out: TRUE when the bucket admitted one run (never with
+ *   @block_ms)
+ * @wait_ms: out: when not granted, how long from now until the bucket
+ *   can admit again (>= 1); 0 when granted
+ * @now_ms: out: the store's time of the decision (ms since the epoch)
+ *
+ * One item of `rate_acquire`. (Since version 4.)
+ */
+typedef struct {
+  const gchar *key;
+  gint64 interval_us;
+  gint64 tolerance_us;
+  gint64 block_ms;
+  gboolean granted;
+  gint64 wait_ms;
+  gint64 now_ms;
+} SluiceRateAcquire;
+
+/**
+ * SluiceSlotAcquire:
+ * @key: the set of slots (the core's name for it; any bytes but NUL)
+ * @max: how many holders it may have at once, > 0
+ * @holder: who asks (the core's name for one running message)
+ * @lease_ms: how long the slot is held unless asked for again, > 0
+ * @waiter: (nullable): a task id to wake when a slot of @key frees, if
+ *   none is free now
+ * @granted: out: TRUE when @holder holds a slot of @key now
+ *
+ * One item of `slot_acquire`. (Since version 4.)
+ */
+typedef struct {
+  const gchar *key;
+  guint max;
+  const gchar *holder;
+  gint64 lease_ms;
+  const gchar *waiter;
+  gboolean granted;
+} SluiceSlotAcquire;
+
+/**
+ * SluiceSlotRelease:
+ * @key: the set of slots
+ * @holder: who gives its slot back
+ * @woke: out: TRUE when a waiting message was moved to its queue
+ *
+ * One item of `slot_release`. (Since version 4.)
+ */
+typedef struct {
+  const gchar *key;
+  const gchar *holder;
+  gboolean woke;
+} SluiceSlotRelease;
+
 G_END_DECLS

@@ -637,6 +637,63 @@ struct _SluiceBrokerClass {
                           gint64 block_ms, GPtrArray *out, gchar **out_cursor,
                           GError **error);
 
+  /* ---- flow control (version 4) ---- */
+
+  /**
+   * rate_acquire: Optional. If NULL, rate limits cannot be used on this
+   * broker: a worker whose tasks or queues have one refuses to start
+   * (SLUICE_WORKER_ERROR_UNSUPPORTED), and nothing else changes.
+   * For each item, atomically per item, runs the generic cell rate
+   * algorithm on the bucket @key, whose only state is its theoretical
+   * arrival time TAT (microseconds; none = long past), on the store's
+   * clock: the SluiceClock of a broker with CLOCK_TTL, else the store's
+   * own time (Redis TIME inside the script), and never a worker's. With
+   * now = that time and tat = MAX (TAT, now):
+   *  - @block_ms 0: if tat - @tolerance_us <= now, store TAT = tat +
+   *    @interval_us and grant; otherwise store nothing, and set @wait_ms
+   *    to tat - @tolerance_us - now, rounded up to whole ms;
+   *  - @block_ms > 0: store TAT = MAX (tat, now + @block_ms * 1000 +
+   *    @tolerance_us), grant nothing, set @wait_ms to @block_ms.
+   * Sets @now_ms in every case. A bucket's state may be dropped once its
+   * TAT is past (it then admits as a new one would). The core decides
+   * what to do with a message that was not granted (it reschedules it,
+   * unchanged but for its due time): the broker only keeps the buckets.
+   * Repeating a call after a lost reply may use up one admission more;
+   * that errs toward fewer runs, never more.
+   */
+  gboolean (*rate_acquire)(SluiceBroker *self, SluiceRateAcquire *items,
+                           guint n_items, GError **error);
+
+  /**
+   * slot_acquire: Optional (with slot_release). If NULL, concurrency
+   * limits cannot be used on this broker: a worker whose tasks or queues
+   * have one refuses to start (SLUICE_WORKER_ERROR_UNSUPPORTED).
+   * For each item, atomically per item: forgets the holders of @key whose
+   * lease has lapsed (on a time every process shares: the server's, or the
+   * real time; the broker's SluiceClock for a broker without SHARED); if
+   * @holder holds a slot of @key already, extends its lease to @lease_ms
+   * from now and grants; else if fewer than @max hold one, adds @holder
+   * with that lease and grants; else grants nothing and, with @waiter set,
+   * adds @waiter to the key's waiting list (oldest first; once). A granted
+   * @waiter is taken off the list. The core renews what its running
+   * messages hold with this slot, once a third of a lease.
+   */
+  gboolean (*slot_acquire)(SluiceBroker *self, SluiceSlotAcquire *items,
+                           guint n_items, GError **error);
+
+  /**
+   * slot_release: Optional (required with slot_acquire).
+   * For each item, atomically per item: removes @holder from @key (nothing
+   * if it holds none), then wakes the oldest waiter of @key that is on the
+   * schedule: takes it off the schedule and appends its message to its
+   * queue, ready at once (as `reschedule` to 0 does), off the list. A
+   * waiter not on the schedule (its settlement not written yet) stays on
+   * the list for the next release, unless it was added a minute ago or
+   * more (it ran, or was deleted). Sets @woke.
+   */
+  gboolean (*slot_release)(SluiceBroker *self, SluiceSlotRelease *items,
+                           guint n_items, GError **error);
+
   /* Slots above are valid for version 4 */
 };
 
@@ -893,6 +950,20 @@ gboolean sluice_broker_set_paused(SluiceBroker *broker, const gchar *queue,
 SLUICE_BROKER_API
 gboolean sluice_broker_list_paused(SluiceBroker *broker, GPtrArray *out,
                                    GError **error);
+/* UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_slot_acquire(SluiceBroker *broker,
+                                    SluiceSlotAcquire *items, guint n_items,
+                                    GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_slot_release(SluiceBroker *broker,
+                                    SluiceSlotRelease *items, guint n_items,
+                                    GError **error);
+/* UNSUPPORTED when the slot is NULL; checks each item's figures. */
+SLUICE_BROKER_API
+gboolean sluice_broker_rate_acquire(SluiceBroker *broker,
+                                    SluiceRateAcquire *items, guint n_items,
+                                    GError **error);
 /* UNSUPPORTED when the slot is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_reschedule(SluiceBroker *broker, const gchar *id,
