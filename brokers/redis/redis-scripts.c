@@ -48,18 +48,26 @@
 
 /* ---- Assembly ------------------------------------------------------------ */
 
+/* The second line of a script that calls none of the library's or the
+ * transport's functions: it is assembled with the prelude alone. */
+#define BARE_MARK "-- bare:"
+
 static void
 script_init(SluiceRedisScript *script, const gchar *name,
-            const gchar *transport_lua, const gchar *source, gboolean bare)
+            const gchar *transport_lua, const gchar *source)
 {
   g_autoptr(GChecksum) sum = NULL;
   /* The shebang must open the script: it is the source's first line,
    * and the body the rest. */
   const gchar *body = strchr(source, '\n');
   g_autofree gchar *shebang = NULL;
+  gboolean bare;
 
   g_return_if_fail(g_str_has_prefix(source, "#!lua") && body != NULL);
   body++;
+  /* The file says so itself, so that the Python and Node producers
+   * assemble the same bytes (and SHA) without a list of their own. */
+  bare = g_str_has_prefix(body, BARE_MARK);
   shebang = g_strndup(source, (gsize)(body - source));
   script->name = name;
   script->text =
@@ -79,7 +87,7 @@ void
 sluice_redis_script__init(SluiceRedisScript *script, const gchar *name,
                           const gchar *transport_lua, const gchar *source)
 {
-  script_init(script, name, transport_lua, source, FALSE);
+  script_init(script, name, transport_lua, source);
 }
 
 void
@@ -146,12 +154,7 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
 
   for (gsize i = 0; i < G_N_ELEMENTS(table); i++)
     script_init(&scripts[table[i].id], table[i].name, transport_lua,
-                table[i].source,
-                /* Scripts run once per fetch that call none of the
-                 * library's or the transport's functions: defining them
-                 * is most of what such a short script costs. */
-                table[i].id == SLUICE_REDIS_SCRIPT_RATE_ACQUIRE ||
-                    table[i].id == SLUICE_REDIS_SCRIPT_SLOT_ACQUIRE);
+                table[i].source);
 }
 
 void

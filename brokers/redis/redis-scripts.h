@@ -91,8 +91,9 @@ typedef struct {
  *   line, then its body
  *
  * Assembles shebang + prelude + hooks + @transport_lua + library + body
- * and computes its SHA1 (rate_acquire and slot_acquire, which call no
- * function of the others, are shebang + prelude + body). Clear with
+ * and computes its SHA1 (a body whose first line starts "-- bare:", one
+ * that calls no function of the others, is shebang + prelude + body).
+ * Clear with
  * sluice_redis_script__clear().
  */
 void sluice_redis_script__init(SluiceRedisScript *script, const gchar *name,

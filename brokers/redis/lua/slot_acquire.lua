@@ -1,4 +1,6 @@
 #!lua
+-- bare: assembled with the prelude only (no hooks, transport or library:
+-- defining them is most of what a script this short costs per fetch).
 -- ARGV: n, then n times: key max holder lease_ms waiter ('' for none).
 -- Returns {granted_1, ..., granted_n}.
 -- The holders of a key are a sorted set, holder -> lease expiry (ms of

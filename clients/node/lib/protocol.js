@@ -541,8 +541,12 @@ const lua = (name) => fs.readFileSync(path.join(LUA_DIR, name));
 function script(mode, name) {
   const source = lua(`${name}.lua`);
   const nl = source.indexOf(0x0a) + 1;
-  const text = Buffer.concat([source.subarray(0, nl), lua('prelude.lua'), lua('hooks.lua'),
-    lua(`transport-${mode}.lua`), lua('library.lua'), source.subarray(nl)]);
+  // A script whose second line says "-- bare:" needs the prelude alone.
+  const bare = source.subarray(nl, nl + 8).toString() === '-- bare:';
+  const text = bare
+    ? Buffer.concat([source.subarray(0, nl), lua('prelude.lua'), source.subarray(nl)])
+    : Buffer.concat([source.subarray(0, nl), lua('prelude.lua'), lua('hooks.lua'),
+      lua(`transport-${mode}.lua`), lua('library.lua'), source.subarray(nl)]);
   return { name, text, sha: crypto.createHash('sha1').update(text).digest('hex') };
 }
 

@@ -1,4 +1,6 @@
 #!lua
+-- bare: assembled with the prelude only (no hooks, transport or library:
+-- defining them is most of what a script this short costs per fetch).
 -- ARGV: n, then n times: bucket interval_us tolerance_us block_ms count.
 -- Returns {now_ms, granted_1, wait_ms_1, ..., granted_n, wait_ms_n}.
 -- The generic cell rate algorithm on the buckets' theoretical arrival

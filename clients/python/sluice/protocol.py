@@ -607,9 +607,13 @@ class Script:
         source = _lua(name + ".lua")
         nl = source.index(b"\n") + 1
         self.name = name
-        self.text = (source[:nl] + _lua("prelude.lua") + _lua("hooks.lua")
-                     + _lua("transport-%s.lua" % mode) + _lua("library.lua")
-                     + source[nl:])
+        if source[nl:].startswith(b"-- bare:"):
+            # Its second line says it needs the prelude alone.
+            self.text = source[:nl] + _lua("prelude.lua") + source[nl:]
+        else:
+            self.text = (source[:nl] + _lua("prelude.lua") + _lua("hooks.lua")
+                         + _lua("transport-%s.lua" % mode)
+                         + _lua("library.lua") + source[nl:])
         self.sha = hashlib.sha1(self.text).hexdigest()
 
 
