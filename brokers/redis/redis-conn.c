@@ -627,9 +627,11 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
       /* A sentinel named a server that is not (or no longer) the master:
        * a failed attempt, so the sentinels are asked again after the
        * backoff. */
-      *reason = g_strdup_printf("the server the sentinels named is a %s, not "
-                                "the master (a failover under way?)",
-                                role->element[0]->str);
+      *reason = g_strdup_printf(
+          "the server the sentinels named is a %s, not the master (a "
+          "failover under way?)",
+          strcmp(role->element[0]->str, "slave") == 0 ? "replica"
+                                                      : role->element[0]->str);
       goto out;
     }
     if (!sluice_redis_reply__check(pool, role, "ROLE", error))

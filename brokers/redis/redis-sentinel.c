@@ -95,8 +95,9 @@ ask_one(const SluiceRedisUrl *url, guint i, gint64 timeout_ms, gchar **out_host,
     g_autofree gchar *said =
         sluice_broker_escape_text(replies[auth_at]->str, -1, 200);
     *miss = MISS_AUTH;
-    g_string_append_printf(why, "; %s refused sentinel_user/sentinel_password "
-                                "(%s)",
+    g_string_append_printf(why,
+                           "; %s refused sentinel_user/sentinel_password "
+                           "(%s)",
                            addr, said);
     goto out;
   }
@@ -120,8 +121,9 @@ ask_one(const SluiceRedisUrl *url, guint i, gint64 timeout_ms, gchar **out_host,
       answer->element[0]->len == 0 ||
       !g_ascii_string_to_unsigned(answer->element[1]->str, 10, 1, 65535, &port,
                                   NULL)) {
-    g_string_append_printf(why, "; %s gave an answer that is not an address "
-                                "(is it a sentinel?)",
+    g_string_append_printf(why,
+                           "; %s gave an answer that is not an address "
+                           "(is it a sentinel?)",
                            addr);
     goto out;
   }
