@@ -2217,7 +2217,7 @@ START_TEST(test_error_usage)
 {
   g_autoptr(Ctx) ctx = ctx_new(0);
   struct {
-    const gchar *argv[6];
+    const gchar *argv[8];
     int status;
     const gchar *needle;
   } cases[] = {
@@ -2244,6 +2244,17 @@ START_TEST(test_error_usage)
        "--concurrency"},
       {{"stats", "--mode", "memory", NULL}, 2, "memory"},
       {{"stats", "--mode", "fsat", NULL}, 2, "“fsat” (from --mode)"},
+      {{"stats", "--min-replicas-ack", "x", NULL},
+       2,
+       "“x” (from --min-replicas-ack)"},
+      {{"stats", "--url", "sqlite:///nonexistent/x.db", "--min-replicas-ack",
+        "1", NULL},
+       2,
+       "a SQLite database has none"},
+      /* The test's Redis has no replica: the write is not confirmed. */
+      {{"enqueue", "demo.noop", "--min-replicas-ack", "1", NULL},
+       1,
+       "not known to be on a replica"},
       {{"dlq", "list", "--reason", "tired", NULL}, 2, "“tired”"},
       {{"dlq", "frob", NULL}, 2, "unknown command “frob”"},
       {{"dlq", "replay", NULL}, 2, "--all"},

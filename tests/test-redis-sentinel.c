@@ -477,7 +477,7 @@ failover_run(guint min_replicas_ack)
   Run run = {0};
   Done done = {&run, 0, NULL};
   guint16 new_port;
-  gint64 paused_at, promoted_at;
+  gint64 started_at, paused_at, promoted_at, stopped_at;
   guint lost = 0, duplicated = 0, completed = 0;
   GHashTableIter iter;
   gpointer key, value;
@@ -503,6 +503,7 @@ failover_run(guint min_replicas_ack)
   worker = sluice_worker_new(wb, registry, &wopts, &error);
   ck_assert_msg(worker != NULL, "%s", error != NULL ? error->message : "");
   ck_assert(sluice_worker_start(worker, &error));
+  started_at = g_get_monotonic_time();
   for (guint i = 0; i < 2; i++) {
     pargs[i] = (Producer){&run, i};
     producers[i] = g_thread_new("producer", producer_main, &pargs[i]);
@@ -532,6 +533,7 @@ failover_run(guint min_replicas_ack)
   g_atomic_int_set(&run.stop, 1);
   for (guint i = 0; i < 2; i++)
     g_thread_join(producers[i]);
+  stopped_at = g_get_monotonic_time();
 
   /* New work after the failover completes, in every mode. */
   pb =
@@ -569,11 +571,13 @@ failover_run(guint min_replicas_ack)
   g_print("sentinel_failover min_replicas_ack=%u\n"
           "enqueued=%u\ncompleted=%u\nlost=%u\nduplicated=%u\n"
           "enqueue_errors=%u\nran_unacknowledged=%u\n"
-          "failover_ms=%" G_GINT64_FORMAT "\nreclaimed=%" G_GUINT64_FORMAT
-          "\nstale_settles=%" G_GUINT64_FORMAT "\n",
+          "failover_ms=%" G_GINT64_FORMAT "\nproducing_ms=%" G_GINT64_FORMAT
+          "\nreclaimed=%" G_GUINT64_FORMAT "\nstale_settles=%" G_GUINT64_FORMAT
+          "\n",
           min_replicas_ack, run.n_acked, completed, lost, duplicated,
           run.enqueue_errors, g_hash_table_size(run.runs) - completed,
-          (promoted_at - paused_at) / 1000, st.reclaimed, st.stale_settles);
+          (promoted_at - paused_at) / 1000, (stopped_at - started_at) / 1000,
+          st.reclaimed, st.stale_settles);
   g_mutex_unlock(&run.lock);
   if (min_replicas_ack > 0)
     ck_assert_msg(lost == 0, "%u acknowledged tasks were lost", lost);
