@@ -268,6 +268,103 @@ START_TEST(test_resolve_finds_the_master)
 }
 END_TEST
 
+/* LLEN of a queue on a connection of its own: the sentinels kill the
+ * clients of the servers they reconfigure (CLIENT KILL TYPE normal), the
+ * helper's kept connection with them. */
+static gint64
+llen_now(SluiceTestRedis *server, const gchar *ns, const gchar *queue)
+{
+  redisContext *c = sluice_test_redis_connect(server);
+  redisReply *reply;
+  gint64 n = -1;
+
+  ck_assert(c != NULL);
+  reply = redisCommand(c, "LLEN {%s}:q:%s", ns, queue);
+  if (reply != NULL && reply->type == REDIS_REPLY_INTEGER)
+    n = reply->integer;
+  if (reply != NULL)
+    freeReplyObject(reply);
+  redisFree(c);
+  return n;
+}
+
+/* A failover the broker did not see happen (SENTINEL FAILOVER: nothing
+ * breaks, the master is demoted to a replica): the next write, with no
+ * idempotency key, meets the old master, which refuses it (-READONLY), so
+ * it is sent again to the new one; the broker logs the change once. */
+START_TEST(test_write_after_a_quiet_failover_reaches_the_new_master)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestSentinel) s = sluice_test_sentinel_start(&error);
+  g_autoptr(SluiceBroker) b = NULL;
+  g_autofree gchar *line = NULL;
+  guint16 old_port, new_port;
+  redisReply *reply;
+
+  ck_assert_msg(s != NULL, "%s", error != NULL ? error->message : "");
+  old_port = sluice_test_redis_port(s->master);
+  new_port = sluice_test_redis_port(s->replica);
+  b = sentinel_broker(s->url, SLUICE_REDIS_FAST, "quiet", 0);
+  sluice_test_enqueue(b, "q1", "default", "before", 0);
+  ck_assert_int_eq(sluice_test_redis_llen(s->master, "quiet", "default"), 1);
+  ck_assert(sluice_test_sentinel_wait_synced(s->replica, old_port, 60));
+
+  sluice_test_log_capture_reset();
+  reply = sluice_test_redis_command(s->sentinels[0], "SENTINEL FAILOVER %s",
+                                    SLUICE_TEST_SENTINEL_MASTER);
+  ck_assert_msg(reply != NULL && reply->type == REDIS_REPLY_STATUS, "%s",
+                reply != NULL && reply->str != NULL ? reply->str : "no reply");
+  freeReplyObject(reply);
+  ck_assert(sluice_test_sentinel_wait_master(s, new_port, 120));
+  ck_assert(sluice_test_sentinel_wait_synced(s->master, new_port, 120));
+
+  sluice_test_enqueue(b, "q2", "default", "after", 0);
+  ck_assert_int_eq(llen_now(s->replica, "quiet", "default"), 2);
+  line = g_strdup_printf("master moved from 127.0.0.1:%u to 127.0.0.1:%u",
+                         old_port, new_port);
+  ck_assert_uint_eq(sluice_test_log_capture_count(line), 1);
+}
+END_TEST
+
+/* A master demoted behind the sentinels' back (REPLICAOF by hand, the
+ * broker's connection to it left open): the write it refuses with
+ * -READONLY makes the broker ask the sentinels again rather than report
+ * the refusal. The sentinels are stopped first, so the new question is
+ * seen in the error it gets. */
+START_TEST(test_readonly_reply_makes_the_broker_ask_again)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestSentinel) s = sluice_test_sentinel_start(&error);
+  g_autoptr(SluiceBroker) b = NULL;
+  g_autoptr(GBytes) payload = sluice_test_text("after");
+  SluiceSubmit item = {.id = "r2", .queue = "default", .payload = payload};
+  g_autofree gchar *new_port = NULL;
+  redisReply *reply;
+
+  ck_assert_msg(s != NULL, "%s", error != NULL ? error->message : "");
+  b = sentinel_broker(s->url, SLUICE_REDIS_FAST, "readonly", 0);
+  sluice_test_enqueue(b, "r1", "default", "before", 0);
+  for (guint i = 0; i < SLUICE_TEST_SENTINELS; i++)
+    g_clear_pointer(&s->sentinels[i], sluice_test_redis_stop);
+
+  new_port = g_strdup_printf("%u", sluice_test_redis_port(s->replica));
+  reply = sluice_test_redis_command(s->replica, "REPLICAOF NO ONE");
+  ck_assert(reply != NULL && reply->type == REDIS_REPLY_STATUS);
+  freeReplyObject(reply);
+  reply =
+      sluice_test_redis_command(s->master, "REPLICAOF 127.0.0.1 %s", new_port);
+  ck_assert(reply != NULL && reply->type == REDIS_REPLY_STATUS);
+  freeReplyObject(reply);
+
+  ck_assert(!sluice_broker_enqueue(b, &item, 1, &error));
+  ck_assert_msg(g_error_matches(error, SLUICE_BROKER_ERROR,
+                                SLUICE_BROKER_ERROR_UNAVAILABLE),
+                "%s", error->message);
+  ck_assert_msg(strstr(error->message, "no sentinel") != NULL, "%s",
+                error->message);
+}
+END_TEST
+
 /* ---- durable ------------------------------------------------------------- */
 
 /* min_replicas_ack on a plain redis:// URL of a master with one replica:
@@ -630,6 +727,9 @@ main(void)
 
   tcase_set_timeout(resolve, 300);
   tcase_add_test(resolve, test_resolve_finds_the_master);
+  tcase_add_test(resolve,
+                 test_write_after_a_quiet_failover_reaches_the_new_master);
+  tcase_add_test(resolve, test_readonly_reply_makes_the_broker_ask_again);
   suite_add_tcase(s, resolve);
 
   tcase_set_timeout(durable, 300);

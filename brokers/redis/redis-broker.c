@@ -110,6 +110,7 @@ wait_replicas(SluiceRedisBroker *self, SluiceRedisConn *conn, const gchar *what,
   const char *argv[3] = {"WAIT", n, timeout};
   size_t lens[3];
   redisReply *reply = NULL;
+  g_autofree gchar *master = NULL;
   gint64 acked = -1;
 
   g_snprintf(n, sizeof n, "%u", self->min_replicas_ack);
@@ -133,8 +134,9 @@ wait_replicas(SluiceRedisBroker *self, SluiceRedisConn *conn, const gchar *what,
   freeReplyObject(reply);
   if (acked >= (gint64)self->min_replicas_ack)
     return TRUE;
+  master = sluice_redis_pool__get_master(self->pool);
   g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
-              "%s was written on the Redis master at %s but only "
+              "%s was written on the Redis master %s (%s) but only "
               "%" G_GINT64_FORMAT " of the %u replicas that min_replicas_ack "
               "asks for confirmed it within %" G_GINT64_FORMAT " ms: it is "
               "not known to be on a replica, so a failover now could lose "
@@ -142,7 +144,8 @@ wait_replicas(SluiceRedisBroker *self, SluiceRedisConn *conn, const gchar *what,
               "lower min_replicas_ack or raise min_replicas_timeout_ms. It "
               "may be repeated safely (an enqueue with the same task id is "
               "not written twice)",
-              what, sluice_redis_pool__get_display_url(self->pool), acked,
+              what, master != NULL ? master : "?",
+              sluice_redis_pool__get_display_url(self->pool), acked,
               self->min_replicas_ack, self->min_replicas_timeout_ms);
   return FALSE;
 }

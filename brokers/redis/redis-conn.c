@@ -754,71 +754,100 @@ sluice_redis_conn__connect(const gchar *host, gint port, gint64 timeout_ms,
   return conn;
 }
 
-/* Makes a new connection within @timeout_ms; no lock held. */
+/* Connects to @host:@port (a TCP server), or to the URL's socket when
+ * @host is NULL, and makes the handshake. Returns NULL with *reason set
+ * when the server could not be talked to (an outage), or with @error when
+ * it answered no. */
 static SluiceRedisConn *
-conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
+conn_connect(SluiceRedisPool *pool, const gchar *host, gint port,
+             gint64 timeout_ms, gchar **reason, GError **error)
 {
-  const SluiceRedisUrl *url = &pool->url;
   struct timeval tv = ms_to_timeval(timeout_ms);
-  g_autofree gchar *reason = NULL;
-  g_autofree gchar *master_host = NULL;
-  g_autofree gchar *where = NULL;
-  gint master_port = 0;
   SluiceRedisConn *conn;
   redisContext *ctx;
 
-  if (url->is_sentinel) {
-    GError *local = NULL;
-
-    g_mutex_lock(&pool->lock);
-    master_host = g_strdup(pool->master_host);
-    master_port = pool->master_port;
-    g_mutex_unlock(&pool->lock);
-    if (master_host == NULL) {
-      if (!sluice_redis_sentinel__resolve(url, timeout_ms, &master_host,
-                                          &master_port, &local)) {
-        if (!g_error_matches(local, SLUICE_BROKER_ERROR,
-                             SLUICE_BROKER_ERROR_UNAVAILABLE)) {
-          g_propagate_error(error, local);
-          return NULL; /* a sentinel answered no: not an outage */
-        }
-        note_connect_failed(pool, local->message);
-        g_propagate_error(error, local);
-        return NULL;
-      }
-    }
-    where = g_strdup_printf(" (master %s:%d)", master_host, master_port);
-    ctx = redisConnectWithTimeout(master_host, master_port, tv);
-  } else {
-    ctx = url->is_unix ? redisConnectUnixWithTimeout(url->path, tv)
-                       : redisConnectWithTimeout(url->host, url->port, tv);
-  }
+  ctx = host == NULL ? redisConnectUnixWithTimeout(pool->url.path, tv)
+                     : redisConnectWithTimeout(host, port, tv);
   if (ctx == NULL || ctx->err) {
-    reason = g_strdup(ctx != NULL ? ctx->errstr : "out of memory");
+    *reason = g_strdup(ctx != NULL ? ctx->errstr : "out of memory");
     if (ctx != NULL)
       redisFree(ctx);
-    goto unreachable;
+    return NULL;
   }
   /* The send timeout (SO_SNDTIMEO) bounds a write to a stalled server;
    * reads are bounded by poll() deadlines. */
   redisSetTimeout(ctx, ms_to_timeval(pool->command_timeout_ms));
-  if (!url->is_unix)
+  if (host != NULL)
     redisEnableKeepAlive(ctx);
 
   conn = g_new0(SluiceRedisConn, 1);
   conn->ctx = ctx;
-  if (!conn_handshake(pool, conn, timeout_ms, &reason, error)) {
+  if (!conn_handshake(pool, conn, timeout_ms, reason, error)) {
     conn_free(conn);
-    if (reason != NULL)
-      goto unreachable;
-    return NULL; /* the server answered: not an outage */
+    return NULL;
   }
-  if (url->is_sentinel)
-    conn->generation = learn_master(pool, master_host, master_port);
-  note_connected(pool);
   return conn;
+}
 
-unreachable:
+/* Makes a new connection within @timeout_ms; no lock held. For a sentinel
+ * URL: to the master the pool knows, or else the one the sentinels name;
+ * when the known one fails (gone, or not the master any more: a failover
+ * the pool has not seen), the sentinels are asked at once, once. */
+static SluiceRedisConn *
+conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
+{
+  const SluiceRedisUrl *url = &pool->url;
+  g_autofree gchar *reason = NULL;
+  g_autofree gchar *where = NULL;
+  SluiceRedisConn *conn = NULL;
+
+  if (!url->is_sentinel) {
+    conn = conn_connect(pool, url->is_unix ? NULL : url->host, url->port,
+                        timeout_ms, &reason, error);
+  } else {
+    for (guint attempt = 0; conn == NULL && attempt < 2; attempt++) {
+      g_autofree gchar *host = NULL;
+      gint port = 0;
+      gboolean asked = FALSE;
+      GError *local = NULL;
+
+      g_mutex_lock(&pool->lock);
+      host = g_strdup(pool->master_host);
+      port = pool->master_port;
+      g_mutex_unlock(&pool->lock);
+      if (host == NULL) {
+        asked = TRUE;
+        if (!sluice_redis_sentinel__resolve(url, timeout_ms, &host, &port,
+                                            &local)) {
+          if (g_error_matches(local, SLUICE_BROKER_ERROR,
+                              SLUICE_BROKER_ERROR_UNAVAILABLE))
+            note_connect_failed(pool, local->message);
+          /* Otherwise a sentinel answered no: not an outage. */
+          g_propagate_error(error, local);
+          return NULL;
+        }
+      }
+      g_clear_pointer(&reason, g_free);
+      g_free(where);
+      where = g_strdup_printf(" (master %s:%d)", host, port);
+      conn = conn_connect(pool, host, port, timeout_ms, &reason, error);
+      if (conn != NULL) {
+        conn->generation = learn_master(pool, host, port);
+      } else if (reason == NULL || asked) {
+        break; /* an answer (AUTH...), or the sentinels' latest word */
+      } else {
+        g_mutex_lock(&pool->lock);
+        forget_master_locked(pool);
+        g_mutex_unlock(&pool->lock);
+      }
+    }
+  }
+  if (conn != NULL) {
+    note_connected(pool);
+    return conn;
+  }
+  if (reason == NULL)
+    return NULL; /* the server answered: not an outage */
   note_connect_failed(pool, reason);
   g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
               "cannot connect to Redis at %s%s: %s; check that redis-server "
@@ -1011,7 +1040,9 @@ sluice_redis_pool__wakeup(SluiceRedisPool *pool)
   }
   ids = g_array_copy(pool->blocked_ids);
   conn = g_queue_pop_head(&pool->idle);
-  may_connect = !pool->outage;
+  /* Asking the sentinels could take a timeout per sentinel: not here. */
+  may_connect =
+      !pool->outage && (!pool->url.is_sentinel || pool->master_host != NULL);
   g_mutex_unlock(&pool->lock);
 
   if (conn != NULL && !conn_is_alive(conn))
