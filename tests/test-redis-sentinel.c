@@ -668,13 +668,13 @@ failover_run(guint min_replicas_ack)
   g_print("sentinel_failover min_replicas_ack=%u\n"
           "enqueued=%u\ncompleted=%u\nlost=%u\nduplicated=%u\n"
           "enqueue_errors=%u\nran_unacknowledged=%u\n"
-          "failover_ms=%" G_GINT64_FORMAT "\nproducing_ms=%" G_GINT64_FORMAT
-          "\nreclaimed=%" G_GUINT64_FORMAT "\nstale_settles=%" G_GUINT64_FORMAT
-          "\n",
+          "failover_ms=%" G_GINT64_FORMAT "\nfirst_200_ms=%" G_GINT64_FORMAT
+          "\nproducing_ms=%" G_GINT64_FORMAT "\nreclaimed=%" G_GUINT64_FORMAT
+          "\nstale_settles=%" G_GUINT64_FORMAT "\n",
           min_replicas_ack, run.n_acked, completed, lost, duplicated,
           run.enqueue_errors, g_hash_table_size(run.runs) - completed,
-          (promoted_at - paused_at) / 1000, (stopped_at - started_at) / 1000,
-          st.reclaimed, st.stale_settles);
+          (promoted_at - paused_at) / 1000, (paused_at - started_at) / 1000,
+          (stopped_at - started_at) / 1000, st.reclaimed, st.stale_settles);
   g_mutex_unlock(&run.lock);
   if (min_replicas_ack > 0)
     ck_assert_msg(lost == 0, "%u acknowledged tasks were lost", lost);
