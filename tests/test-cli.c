@@ -2738,7 +2738,13 @@ START_TEST(test_password_file)
         cli_env(env_raw, NULL, "stats", "--password-file", file, NULL);
     g_autoptr(Run) unix_url = cli(ctx, "stats", "--url", "unix:///tmp/x.sock",
                                   "--password-file", file, NULL);
-    Run *all[] = {refused, blank, missing, twice, unix_url};
+    /* A sentinel URL takes the password file too (the master's password):
+     * it gets as far as asking the sentinels. */
+    g_autofree gchar *sentinel_url = g_strdup_printf(
+        "redis+sentinel://127.0.0.1:%u/mymaster", sluice_test_closed_port());
+    g_autoptr(Run) sentinel =
+        cli(ctx, "stats", "--url", sentinel_url, "--password-file", file, NULL);
+    Run *all[] = {refused, blank, missing, twice, unix_url, sentinel};
 
     assert_status(refused, 1);
     assert_one_line_error(refused, "password");
@@ -2750,6 +2756,8 @@ START_TEST(test_password_file)
     assert_one_line_error(twice, "one place");
     assert_status(unix_url, 2);
     assert_one_line_error(unix_url, "unix://");
+    assert_status(sentinel, 1);
+    assert_one_line_error(sentinel, "no sentinel");
     for (gsize i = 0; i < G_N_ELEMENTS(all); i++) {
       ck_assert_msg(strstr(all[i]->err, "ss/w?rd") == NULL, "%s", all[i]->err);
       ck_assert_msg(strstr(all[i]->out, "ss/w?rd") == NULL, "%s", all[i]->out);
