@@ -549,11 +549,16 @@ acked_at_least(gpointer data)
 {
   Done *d = data;
   guint n;
+  gboolean both;
 
   g_mutex_lock(&d->run->lock);
   n = d->run->n_acked;
+  /* Each producer's broker has met the first master (so each logs the
+   * failover): its first id is acknowledged. */
+  both = g_hash_table_contains(d->run->acked, "p0-0") &&
+         g_hash_table_contains(d->run->acked, "p1-0");
   g_mutex_unlock(&d->run->lock);
-  return n >= d->want;
+  return n >= d->want && both;
 }
 
 static void
