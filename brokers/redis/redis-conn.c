@@ -54,7 +54,10 @@
  * name a different master the pool logs one line, with both addresses,
  * and bumps its generation: idle connections of an older generation are
  * dropped instead of reused, so writes stop reaching a demoted master as
- * soon as any thread of the process learnt of the failover. A reply of
+ * soon as any thread of the process learnt of the failover; and a
+ * connection that was being made to the old master meanwhile (a paused
+ * master that resumes still says "master" until the sentinels demote it)
+ * is refused rather than learnt, so the pool never moves back. A reply of
  * the three kinds above marks the connection broken and failover: nothing
  * of its exchange was written, so redis-broker.c may replay the step.
  *
@@ -690,16 +693,25 @@ out:
 /* A connection to @host:@port was made and ROLE says master: the pool
  * connects there from now on. When that is another server than the last
  * one, this is a failover: one line, and a new generation, so that idle
- * connections to the old master are not reused. Returns the generation
- * the new connection belongs to. */
-static guint
-learn_master(SluiceRedisPool *pool, const gchar *host, gint port)
+ * connections to the old master are not reused. But when the pool moved
+ * to another master while this connection was being made (@seen, the
+ * generation when its address was chosen, is old), it is an old master
+ * that has not been demoted yet (a paused one, resumed): refused, so that
+ * no write goes there. Returns FALSE when refused, else TRUE and the
+ * connection's generation in @out_generation. */
+static gboolean
+learn_master(SluiceRedisPool *pool, const gchar *host, gint port, guint seen,
+             guint *out_generation)
 {
   g_autofree gchar *addr = g_strdup_printf("%s:%d", host, port);
   g_autofree gchar *old = NULL;
-  guint generation;
 
   g_mutex_lock(&pool->lock);
+  if (seen != pool->generation && pool->last_master != NULL &&
+      strcmp(pool->last_master, addr) != 0) {
+    g_mutex_unlock(&pool->lock);
+    return FALSE;
+  }
   if (pool->last_master != NULL && strcmp(pool->last_master, addr) != 0) {
     old = g_steal_pointer(&pool->last_master);
     pool->generation++;
@@ -709,14 +721,14 @@ learn_master(SluiceRedisPool *pool, const gchar *host, gint port)
   g_free(pool->master_host);
   pool->master_host = g_strdup(host);
   pool->master_port = port;
-  generation = pool->generation;
+  *out_generation = pool->generation;
   g_mutex_unlock(&pool->lock);
   if (old != NULL)
     sluice_broker_log(NULL, G_LOG_LEVEL_MESSAGE,
                       "Redis Sentinel failover of master “%s” (%s): the "
                       "master moved from %s to %s; reconnected",
                       pool->url.master_name, pool->url.display, old, addr);
-  return generation;
+  return TRUE;
 }
 
 gchar *
@@ -805,15 +817,17 @@ conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
     conn = conn_connect(pool, url->is_unix ? NULL : url->host, url->port,
                         timeout_ms, &reason, error);
   } else {
-    for (guint attempt = 0; conn == NULL && attempt < 2; attempt++) {
+    for (guint attempt = 0; conn == NULL && attempt < 3; attempt++) {
       g_autofree gchar *host = NULL;
       gint port = 0;
+      guint seen;
       gboolean asked = FALSE;
       GError *local = NULL;
 
       g_mutex_lock(&pool->lock);
       host = g_strdup(pool->master_host);
       port = pool->master_port;
+      seen = pool->generation;
       g_mutex_unlock(&pool->lock);
       if (host == NULL) {
         asked = TRUE;
@@ -832,7 +846,12 @@ conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
       where = g_strdup_printf(" (master %s:%d)", host, port);
       conn = conn_connect(pool, host, port, timeout_ms, &reason, error);
       if (conn != NULL) {
-        conn->generation = learn_master(pool, host, port);
+        if (!learn_master(pool, host, port, seen, &conn->generation)) {
+          g_clear_pointer(&conn, conn_free);
+          reason = g_strdup_printf("%s:%d answered as a master after the "
+                                   "pool had moved to another one",
+                                   host, port);
+        }
       } else if (reason == NULL || asked) {
         break; /* an answer (AUTH...), or the sentinels' latest word */
       } else {
