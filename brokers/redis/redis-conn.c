@@ -57,7 +57,9 @@
  * soon as any thread of the process learnt of the failover; and a
  * connection that was being made to the old master meanwhile (a paused
  * master that resumes still says "master" until the sentinels demote it)
- * is refused rather than learnt, so the pool never moves back. A reply of
+ * is refused rather than learnt, and so is an answer of a sentinel that
+ * has not caught up (its config-epoch is lower than one the pool saw), so
+ * the pool never moves back. A reply of
  * the three kinds above marks the connection broken and failover: nothing
  * of its exchange was written, so redis-broker.c may replay the step.
  *
@@ -101,6 +103,7 @@ struct _SluiceRedisPool {
   gint master_port;
   gchar *last_master;
   guint generation;
+  gint64 master_epoch; /* the highest config-epoch learnt; -1: none */
   gint64 connect_timeout_ms;
   gint64 command_timeout_ms;
   gint64 max_backoff_ms;
@@ -697,21 +700,24 @@ out:
  * to another master while this connection was being made (@seen, the
  * generation when its address was chosen, is old), it is an old master
  * that has not been demoted yet (a paused one, resumed): refused, so that
- * no write goes there. Returns FALSE when refused, else TRUE and the
- * connection's generation in @out_generation. */
+ * no write goes there; as is an address of an older config-epoch (@epoch,
+ * -1 when unknown) than the pool has learnt. Returns FALSE when refused,
+ * else TRUE and the connection's generation in @out_generation. */
 static gboolean
 learn_master(SluiceRedisPool *pool, const gchar *host, gint port, guint seen,
-             guint *out_generation)
+             gint64 epoch, guint *out_generation)
 {
   g_autofree gchar *addr = g_strdup_printf("%s:%d", host, port);
   g_autofree gchar *old = NULL;
 
   g_mutex_lock(&pool->lock);
-  if (seen != pool->generation && pool->last_master != NULL &&
-      strcmp(pool->last_master, addr) != 0) {
+  if ((seen != pool->generation ||
+       (epoch >= 0 && epoch < pool->master_epoch)) &&
+      pool->last_master != NULL && strcmp(pool->last_master, addr) != 0) {
     g_mutex_unlock(&pool->lock);
     return FALSE;
   }
+  pool->master_epoch = MAX(pool->master_epoch, epoch);
   if (pool->last_master != NULL && strcmp(pool->last_master, addr) != 0) {
     old = g_steal_pointer(&pool->last_master);
     pool->generation++;
@@ -821,6 +827,7 @@ conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
       g_autofree gchar *host = NULL;
       gint port = 0;
       guint seen;
+      gint64 epoch;
       gboolean asked = FALSE;
       GError *local = NULL;
 
@@ -828,11 +835,12 @@ conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
       host = g_strdup(pool->master_host);
       port = pool->master_port;
       seen = pool->generation;
+      epoch = pool->master_epoch;
       g_mutex_unlock(&pool->lock);
       if (host == NULL) {
         asked = TRUE;
-        if (!sluice_redis_sentinel__resolve(url, timeout_ms, &host, &port,
-                                            &local)) {
+        if (!sluice_redis_sentinel__resolve(url, timeout_ms, epoch, &host,
+                                            &port, &epoch, &local)) {
           if (g_error_matches(local, SLUICE_BROKER_ERROR,
                               SLUICE_BROKER_ERROR_UNAVAILABLE))
             note_connect_failed(pool, local->message);
@@ -846,7 +854,7 @@ conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
       where = g_strdup_printf(" (master %s:%d)", host, port);
       conn = conn_connect(pool, host, port, timeout_ms, &reason, error);
       if (conn != NULL) {
-        if (!learn_master(pool, host, port, seen, &conn->generation)) {
+        if (!learn_master(pool, host, port, seen, epoch, &conn->generation)) {
           g_clear_pointer(&conn, conn_free);
           reason = g_strdup_printf("%s:%d answered as a master after the "
                                    "pool had moved to another one",
@@ -899,6 +907,7 @@ sluice_redis_pool__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
   pool->command_timeout_ms = MAX(command_timeout_ms, 1);
   pool->max_backoff_ms = MAX(max_backoff_ms, 1);
   pool->backoff_ms = MIN(INITIAL_BACKOFF_MS, pool->max_backoff_ms);
+  pool->master_epoch = -1;
   g_mutex_init(&pool->lock);
   g_queue_init(&pool->idle);
   pool->blocked_ids = g_array_new(FALSE, FALSE, sizeof(gint64));

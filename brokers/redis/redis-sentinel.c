@@ -11,9 +11,16 @@
  * asked. The bytes go through redis-conn.c's exchange (send with
  * MSG_NOSIGNAL, poll() deadlines) like every other Redis I/O.
  *
- * A sentinel's answer is not trusted blindly: the pool checks with ROLE
- * that the server it names is a master, because a sentinel that has not
- * seen a failover yet still names the old one.
+ * A sentinel's answer is not trusted blindly. Sentinels learn of a
+ * failover one after the other (the leader first, the others from its
+ * hello messages), so for a moment some name the new master and some the
+ * old one, and the old one, resumed, still says "master" to ROLE until
+ * it is demoted. Each answer therefore comes with the master's
+ * config-epoch, which a failover raises together with the address: the
+ * pool passes the highest epoch it has seen, and an answer of a lower
+ * one is passed over, so a process that learnt of a failover never goes
+ * back to the old master because a lagging sentinel was asked. The pool
+ * still checks with ROLE that the server named is a master.
  */
 #include "config.h"
 
@@ -32,6 +39,26 @@ typedef enum {
   MISS_AUTH,
 } Miss;
 
+/* The config-epoch field of a SENTINEL MASTER reply (a flat list of
+ * field, value), or -1. */
+static gint64
+config_epoch(const redisReply *reply)
+{
+  guint64 epoch;
+
+  if (reply == NULL || reply->type != REDIS_REPLY_ARRAY)
+    return -1;
+  for (size_t i = 0; i + 1 < reply->elements; i += 2) {
+    const redisReply *k = reply->element[i], *v = reply->element[i + 1];
+
+    if (k->type == REDIS_REPLY_STRING && v->type == REDIS_REPLY_STRING &&
+        strcmp(k->str, "config-epoch") == 0 &&
+        g_ascii_string_to_unsigned(v->str, 10, 0, G_MAXINT64, &epoch, NULL))
+      return (gint64)epoch;
+  }
+  return -1;
+}
+
 static gchar *
 sentinel_addr(const SluiceRedisUrl *url, guint i)
 {
@@ -45,15 +72,17 @@ sentinel_addr(const SluiceRedisUrl *url, guint i)
 /* Asks sentinel @i. Returns TRUE with the address, or FALSE with *miss
  * and a reason appended to @why. */
 static gboolean
-ask_one(const SluiceRedisUrl *url, guint i, gint64 timeout_ms, gchar **out_host,
-        gint *out_port, Miss *miss, GString *why)
+ask_one(const SluiceRedisUrl *url, guint i, gint64 timeout_ms, gint64 min_epoch,
+        gchar **out_host, gint *out_port, gint64 *out_epoch, Miss *miss,
+        GString *why)
 {
   g_autofree gchar *addr = sentinel_addr(url, i);
   g_autofree gchar *reason = NULL;
-  redisReply *replies[2] = {NULL, NULL};
+  redisReply *replies[3] = {NULL, NULL, NULL};
   SluiceRedisConn *conn;
-  guint n = 0, auth_at = G_MAXUINT, ask_at;
+  guint n = 0, auth_at = G_MAXUINT, ask_at, epoch_at;
   const redisReply *answer;
+  gint64 epoch;
   gboolean ok = FALSE;
   guint64 port;
 
@@ -86,6 +115,12 @@ ask_one(const SluiceRedisUrl *url, guint i, gint64 timeout_ms, gchar **out_host,
     size_t lens[3] = {8, 23, strlen(url->master_name)};
     sluice_redis_conn__append(conn, 3, argv, lens);
     ask_at = n++;
+  }
+  {
+    const char *argv[3] = {"SENTINEL", "MASTER", url->master_name};
+    size_t lens[3] = {8, 6, strlen(url->master_name)};
+    sluice_redis_conn__append(conn, 3, argv, lens);
+    epoch_at = n++;
   }
   if (!sluice_redis_conn__roundtrip(conn, n, replies, timeout_ms, &reason)) {
     g_string_append_printf(why, "; %s: %s", addr, reason);
@@ -127,8 +162,18 @@ ask_one(const SluiceRedisUrl *url, guint i, gint64 timeout_ms, gchar **out_host,
                            addr);
     goto out;
   }
+  epoch = config_epoch(replies[epoch_at]);
+  if (epoch >= 0 && epoch < min_epoch) {
+    g_string_append_printf(why,
+                           "; %s has not caught up with the latest failover "
+                           "(config epoch %" G_GINT64_FORMAT
+                           ", this process saw %" G_GINT64_FORMAT ")",
+                           addr, epoch, min_epoch);
+    goto out;
+  }
   *out_host = g_strndup(answer->element[0]->str, answer->element[0]->len);
   *out_port = (gint)port;
+  *out_epoch = epoch;
   ok = TRUE;
 out:
   sluice_redis_replies__free(replies, n);
@@ -138,7 +183,9 @@ out:
 
 gboolean
 sluice_redis_sentinel__resolve(const SluiceRedisUrl *url, gint64 timeout_ms,
-                               gchar **out_host, gint *out_port, GError **error)
+                               gint64 min_epoch, gchar **out_host,
+                               gint *out_port, gint64 *out_epoch,
+                               GError **error)
 {
   g_autoptr(GString) why = g_string_new(NULL);
   Miss worst = MISS_UNREACHABLE;
@@ -148,7 +195,8 @@ sluice_redis_sentinel__resolve(const SluiceRedisUrl *url, gint64 timeout_ms,
   for (guint i = 0; i < url->n_sentinels; i++) {
     Miss miss;
 
-    if (ask_one(url, i, timeout_ms, out_host, out_port, &miss, why))
+    if (ask_one(url, i, timeout_ms, min_epoch, out_host, out_port, out_epoch,
+                &miss, why))
       return TRUE;
     if (miss == MISS_UNKNOWN_NAME)
       any_unknown = TRUE;
