@@ -365,6 +365,69 @@ START_TEST(test_readonly_reply_makes_the_broker_ask_again)
 }
 END_TEST
 
+/* A sentinel that names a master of an older config-epoch than the
+ * process has seen is not believed: here a stray sentinel that watches
+ * another server under the same name (epoch 0), asked once the real ones
+ * (epoch 1, after a failover) are gone and the master does not answer.
+ * Believing it would send writes to a server that says "master". */
+START_TEST(test_a_sentinel_behind_the_latest_failover_is_not_believed)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestSentinel) s = sluice_test_sentinel_start(&error);
+  g_autoptr(SluiceTestRedis) other = NULL;
+  g_autoptr(SluiceTestRedis) stray = NULL;
+  g_autoptr(SluiceBroker) b = NULL;
+  g_autoptr(GBytes) payload = sluice_test_text("x");
+  SluiceSubmit item = {.id = "e2", .queue = "default", .payload = payload};
+  g_autofree gchar *config = NULL;
+  g_autofree gchar *url = NULL;
+  SluiceTestRedisOptions options = {0};
+  guint16 new_port;
+  redisReply *reply;
+
+  ck_assert_msg(s != NULL, "%s", error != NULL ? error->message : "");
+  new_port = sluice_test_redis_port(s->replica);
+  reply = sluice_test_redis_command(s->sentinels[0], "SENTINEL FAILOVER %s",
+                                    SLUICE_TEST_SENTINEL_MASTER);
+  ck_assert(reply != NULL && reply->type == REDIS_REPLY_STATUS);
+  freeReplyObject(reply);
+  ck_assert(sluice_test_sentinel_wait_master(s, new_port, 120));
+
+  other = sluice_test_redis_start(NULL, &error);
+  ck_assert_msg(other != NULL, "%s", error != NULL ? error->message : "");
+  config = g_strdup_printf("sentinel monitor %s 127.0.0.1 %u 1\n",
+                           SLUICE_TEST_SENTINEL_MASTER,
+                           sluice_test_redis_port(other));
+  options.sentinel_config = config;
+  stray = sluice_test_redis_start(&options, &error);
+  ck_assert_msg(stray != NULL, "%s", error != NULL ? error->message : "");
+  url = g_strdup_printf("redis+sentinel://127.0.0.1:%u,127.0.0.1:%u/%s",
+                        sluice_test_redis_port(s->sentinels[0]),
+                        sluice_test_redis_port(stray),
+                        SLUICE_TEST_SENTINEL_MASTER);
+  b = sentinel_broker(url, SLUICE_REDIS_FAST, "epoch", 0);
+  sluice_test_enqueue(b, "e1", "default", "x", 0);
+  ck_assert_int_eq(llen_now(s->replica, "epoch", "default"), 1);
+
+  for (guint i = 0; i < SLUICE_TEST_SENTINELS; i++)
+    g_clear_pointer(&s->sentinels[i], sluice_test_redis_stop);
+  sluice_test_redis_kill(s->replica, SIGSTOP);
+  ck_assert(!sluice_broker_enqueue(b, &item, 1, &error));
+  ck_assert_msg(g_error_matches(error, SLUICE_BROKER_ERROR,
+                                SLUICE_BROKER_ERROR_UNAVAILABLE),
+                "%s", error->message);
+  g_clear_error(&error);
+  /* Asked again once the backoff is over (reconnect_max_backoff_ms is
+   * 1000): still not believed. */
+  g_usleep(1100 * 1000);
+  ck_assert(!sluice_broker_enqueue(b, &item, 1, &error));
+  ck_assert_msg(strstr(error->message, "has not caught up") != NULL, "%s",
+                error->message);
+  ck_assert_int_eq(sluice_test_redis_integer(other, "DBSIZE"), 0);
+  sluice_test_redis_kill(s->replica, SIGCONT);
+}
+END_TEST
+
 /* ---- durable ------------------------------------------------------------- */
 
 /* min_replicas_ack on a plain redis:// URL of a master with one replica:
@@ -752,6 +815,8 @@ main(void)
   tcase_add_test(resolve,
                  test_write_after_a_quiet_failover_reaches_the_new_master);
   tcase_add_test(resolve, test_readonly_reply_makes_the_broker_ask_again);
+  tcase_add_test(resolve,
+                 test_a_sentinel_behind_the_latest_failover_is_not_believed);
   suite_add_tcase(s, resolve);
 
   tcase_set_timeout(durable, 300);
