@@ -6,7 +6,11 @@
  * resolve    against a master, a replica and three sentinels
  *            (tests/helpers/redis-sentinel-fixture.c): the master is found
  *            and written to; a wrong name, unreachable sentinels and
- *            refused sentinel credentials each get their own error
+ *            refused sentinel credentials each get their own error; after
+ *            a failover the broker saw nothing of (SENTINEL FAILOVER) the
+ *            next write reaches the new master, with one log line; a
+ *            -READONLY reply makes it ask the sentinels again; a sentinel
+ *            of an older config-epoch is not believed
  * durable    min_replicas_ack: an enqueue and a settle wait for the
  *            replica, and say so when it does not confirm (the replica
  *            paused with SIGSTOP), on a plain redis:// URL too
