@@ -1,5 +1,5 @@
 /* broker-url.c - opening the broker a URL names: `sqlite://` for the
- * SQLite broker, `redis://` and `unix://` for Redis. The one place that
+ * SQLite broker, `redis://`, `redis+sentinel://` and `unix://` for Redis. The one place that
  * maps a URL's scheme to a broker, for the library and the command alike.
  */
 #include "config.h"
@@ -83,6 +83,7 @@ sluice_broker_new_for_url(const gchar *url, SluiceClock *clock, GError **error)
     return sluice_sqlite_broker_new(&options, clock, error);
   }
   if (g_ascii_strncasecmp(url, "redis://", 8) == 0 ||
+      g_ascii_strncasecmp(url, "redis+sentinel://", 17) == 0 ||
       g_ascii_strncasecmp(url, "unix://", 7) == 0) {
     SluiceRedisOptions options;
 
@@ -92,7 +93,9 @@ sluice_broker_new_for_url(const gchar *url, SluiceClock *clock, GError **error)
   }
   g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
               "“%s” is not a broker URL: use sqlite:///path/to/file.db, "
-              "redis://HOST[:PORT][/DB] or unix:///path/to/socket",
+              "redis://HOST[:PORT][/DB], "
+              "redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB] or "
+              "unix:///path/to/socket",
               url);
   return NULL;
 }

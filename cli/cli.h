@@ -109,6 +109,7 @@ typedef struct {
   gchar *config;
   gchar *password_file;
   gboolean json;
+  gchar *min_replicas_ack;
 } CliCommon;
 
 void cli_common_clear(CliCommon *common);
@@ -152,6 +153,9 @@ typedef enum {
  * @keyfile: (nullable): the configuration file, when one was given; other
  *   sections ([worker]) are read from it by the subcommands
  * @config_path: (nullable): its path, for messages
+ * @min_replicas_ack: Redis: replicas each enqueue and settle waits for
+ *   (--min-replicas-ack, SLUICE_MIN_REPLICAS_ACK, min_replicas_ack in
+ *   [connection]; 0 = the URL's min_replicas_ack parameter, else none)
  *
  * Resolved, each setting on its own, from: the command line, else the
  * environment (SLUICE_URL, SLUICE_MODE, SLUICE_NAMESPACE), else the
@@ -168,6 +172,7 @@ typedef struct {
   gchar *namespace_;
   GKeyFile *keyfile;
   gchar *config_path;
+  guint min_replicas_ack;
 } CliSettings;
 
 gboolean cli_settings_load(const CliCommon *common, CliSettings *out,
@@ -574,6 +579,7 @@ int cli_cmd_web(int argc, char **argv);
   "namespace sluice).\n"                                                       \
   "Keep a password off the command line: --password-file, or\n"                \
   "SLUICE_PASSWORD_FILE, or password_file in [connection].\n"                  \
+  "Redis Sentinel: --url redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER.\n"  \
   "Durations: 500ms, 30s, 5m, 1h. See sluice(1)."
 
 /* ---- HTTP endpoints (http.c, metrics-server.c) --------------------------- */

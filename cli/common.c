@@ -69,6 +69,7 @@ cli_common_clear(CliCommon *common)
   g_clear_pointer(&common->namespace_, g_free);
   g_clear_pointer(&common->config, g_free);
   g_clear_pointer(&common->password_file, g_free);
+  g_clear_pointer(&common->min_replicas_ack, g_free);
 }
 
 /* Removes argv[i] by shifting the rest down. */
@@ -89,8 +90,9 @@ cli_parse_options(CliCommon *common, CliOptionSets sets,
    * than kept in a static table. */
   const GOptionEntry connection[] = {
       {"url", 0, 0, G_OPTION_ARG_STRING, &common->url,
-       "sqlite:///PATH/TO/FILE.db, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] "
-       "or unix:///PATH[?db=N] (default: sqlite:// in "
+       "sqlite:///PATH/TO/FILE.db, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+       "redis+sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]/MASTER"
+       "[/DB] or unix:///PATH[?db=N] (default: sqlite:// in "
        "$XDG_STATE_HOME/sluice/sluice.db)",
        "URL"},
       {"mode", 0, 0, G_OPTION_ARG_STRING, &common->mode,
@@ -105,6 +107,11 @@ cli_parse_options(CliCommon *common, CliOptionSets sets,
        "Read the Redis password from the first line of this file (default "
        "$SLUICE_PASSWORD_FILE)",
        "FILE"},
+      {"min-replicas-ack", 0, 0, G_OPTION_ARG_STRING, &common->min_replicas_ack,
+       "Redis: each enqueue and settle waits until N replicas have it, and "
+       "fails if they do not confirm it within 1 s (default "
+       "$SLUICE_MIN_REPLICAS_ACK, else 0: no waiting)",
+       "N"},
       {NULL}};
   const GOptionEntry json[] = {
       {"json", 0, 0, G_OPTION_ARG_NONE, &common->json,

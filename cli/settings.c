@@ -29,8 +29,8 @@
 
 #define GROUP_CONNECTION "connection"
 
-static const gchar *const connection_keys[] = {"url", "mode", "namespace",
-                                               "password_file", NULL};
+static const gchar *const connection_keys[] = {
+    "url", "mode", "namespace", "password_file", "min_replicas_ack", NULL};
 
 void
 cli_settings_clear(CliSettings *settings)
@@ -196,16 +196,22 @@ static gchar *
 url_with_password(const gchar *url, const gchar *password, GError **error)
 {
   g_autofree gchar *escaped = NULL;
-  const gchar *rest, *at;
+  const gchar *rest, *at, *scheme;
   g_autofree gchar *user = NULL;
 
-  if (g_ascii_strncasecmp(url, "redis://", 8) != 0) {
-    cli_usage_error(error, "a password file goes with a redis:// URL (a "
-                           "unix:// socket carries no credentials: protect "
-                           "it by its file permissions)");
+  if (g_ascii_strncasecmp(url, "redis://", 8) == 0) {
+    scheme = "redis://";
+  } else if (g_ascii_strncasecmp(url, "redis+sentinel://", 17) == 0) {
+    /* The master's password: the sentinels' goes in the URL's query. */
+    scheme = "redis+sentinel://";
+  } else {
+    cli_usage_error(error, "a password file goes with a redis:// or "
+                           "redis+sentinel:// URL (a unix:// socket carries "
+                           "no credentials: protect it by its file "
+                           "permissions)");
     return NULL;
   }
-  rest = url + 8;
+  rest = url + strlen(scheme);
   /* The same rule as the broker's: the userinfo ends at the last '@'. */
   at = strrchr(rest, '@');
   if (at != NULL) {
@@ -219,8 +225,8 @@ url_with_password(const gchar *url, const gchar *password, GError **error)
     rest = at + 1;
   }
   escaped = g_uri_escape_string(password, NULL, FALSE);
-  return g_strdup_printf("redis://%s:%s@%s", user != NULL ? user : "", escaped,
-                         rest);
+  return g_strdup_printf("%s%s:%s@%s", scheme, user != NULL ? user : "",
+                         escaped, rest);
 }
 
 gboolean
@@ -316,6 +322,36 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
   }
   if (sluice_url_is_sqlite(out->url) && out->mode != CLI_MODE_MEMORY)
     out->mode = CLI_MODE_SQLITE;
+  {
+    g_autofree gchar *text =
+        pick(common->min_replicas_ack, "--min-replicas-ack",
+             "SLUICE_MIN_REPLICAS_ACK", out, "min_replicas_ack", NULL, &source);
+    guint64 n = 0;
+
+    if (text != NULL &&
+        !g_ascii_string_to_unsigned(text, 10, 0, 100, &n, NULL)) {
+      g_autofree gchar *shown = cli_terminal_text(text, -1);
+      g_autofree gchar *from = cli_terminal_text(source, -1);
+      cli_usage_error(error,
+                      "min_replicas_ack “%s” (from %s) is not a number of "
+                      "replicas from 0 to 100",
+                      shown, from);
+      cli_settings_clear(out);
+      return FALSE;
+    }
+    if (n > 0 && out->mode == CLI_MODE_SQLITE) {
+      g_autofree gchar *from = cli_terminal_text(source, -1);
+      cli_usage_error(error,
+                      "min_replicas_ack (from %s) waits for Redis replicas; "
+                      "a SQLite database has none: drop it or use a Redis "
+                      "URL",
+                      from);
+      cli_settings_clear(out);
+      return FALSE;
+    }
+    out->min_replicas_ack = (guint)n;
+    g_clear_pointer(&source, g_free);
+  }
   return TRUE;
 }
 
@@ -402,6 +438,7 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
   options.mode = settings->mode == CLI_MODE_FAST ? SLUICE_REDIS_FAST
                                                  : SLUICE_REDIS_RELIABLE;
   options.dead_letter_max = dead_letter_max;
+  options.min_replicas_ack = settings->min_replicas_ack;
   broker = sluice_redis_broker_new(&options, NULL, &local);
   if (broker == NULL) {
     if (settings->mode == CLI_MODE_RELIABLE &&

@@ -41,9 +41,14 @@ LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
   }
   if (sluice_redis_url__parse(text, &url, &error)) {
     shown = g_strdup(url.display);
-    FUZZ_ASSERT(url.is_unix ? url.path != NULL && url.path[0] == '/'
-                            : url.host != NULL && url.host[0] != '\0',
-                "accepted without a host or a path: %s", shown);
+    FUZZ_ASSERT(url.is_sentinel
+                    ? url.n_sentinels > 0 && url.master_name != NULL &&
+                          url.master_name[0] != '\0'
+                : url.is_unix ? url.path != NULL && url.path[0] == '/'
+                              : url.host != NULL && url.host[0] != '\0',
+                "accepted without a host, a path or sentinels and a master "
+                "name: %s",
+                shown);
     sluice_redis_url__clear(&url);
   } else {
     FUZZ_ASSERT(g_error_matches(error, SLUICE_BROKER_ERROR,

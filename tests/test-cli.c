@@ -2337,7 +2337,7 @@ START_TEST(test_error_usage)
 {
   g_autoptr(Ctx) ctx = ctx_new(0);
   struct {
-    const gchar *argv[6];
+    const gchar *argv[8];
     int status;
     const gchar *needle;
   } cases[] = {
@@ -2385,6 +2385,17 @@ START_TEST(test_error_usage)
        "--weight"},
       {{"stats", "--mode", "memory", NULL}, 2, "memory"},
       {{"stats", "--mode", "fsat", NULL}, 2, "“fsat” (from --mode)"},
+      {{"stats", "--min-replicas-ack", "x", NULL},
+       2,
+       "“x” (from --min-replicas-ack)"},
+      {{"stats", "--url", "sqlite:///nonexistent/x.db", "--min-replicas-ack",
+        "1", NULL},
+       2,
+       "a SQLite database has none"},
+      /* The test's Redis has no replica: the write is not confirmed. */
+      {{"enqueue", "demo.noop", "--min-replicas-ack", "1", NULL},
+       1,
+       "not known to be on a replica"},
       {{"dlq", "list", "--reason", "tired", NULL}, 2, "“tired”"},
       {{"dlq", "frob", NULL}, 2, "unknown command “frob”"},
       {{"dlq", "replay", NULL}, 2, "--all"},
@@ -2868,7 +2879,13 @@ START_TEST(test_password_file)
         cli_env(env_raw, NULL, "stats", "--password-file", file, NULL);
     g_autoptr(Run) unix_url = cli(ctx, "stats", "--url", "unix:///tmp/x.sock",
                                   "--password-file", file, NULL);
-    Run *all[] = {refused, blank, missing, twice, unix_url};
+    /* A sentinel URL takes the password file too (the master's password):
+     * it gets as far as asking the sentinels. */
+    g_autofree gchar *sentinel_url = g_strdup_printf(
+        "redis+sentinel://127.0.0.1:%u/mymaster", sluice_test_closed_port());
+    g_autoptr(Run) sentinel =
+        cli(ctx, "stats", "--url", sentinel_url, "--password-file", file, NULL);
+    Run *all[] = {refused, blank, missing, twice, unix_url, sentinel};
 
     assert_status(refused, 1);
     assert_one_line_error(refused, "password");
@@ -2880,6 +2897,8 @@ START_TEST(test_password_file)
     assert_one_line_error(twice, "one place");
     assert_status(unix_url, 2);
     assert_one_line_error(unix_url, "unix://");
+    assert_status(sentinel, 1);
+    assert_one_line_error(sentinel, "no sentinel");
     for (gsize i = 0; i < G_N_ELEMENTS(all); i++) {
       ck_assert_msg(strstr(all[i]->err, "ss/w?rd") == NULL, "%s", all[i]->err);
       ck_assert_msg(strstr(all[i]->out, "ss/w?rd") == NULL, "%s", all[i]->out);

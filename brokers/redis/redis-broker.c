@@ -16,7 +16,9 @@
  *   redis-argv.c         argument vectors; redis-reply.c reply reading
  *   redis-scripts.c      the shared Lua scripts; redis-keys.c key names;
  *                        redis-conn.c connections and the pool;
- *                        redis-url.c URLs; redis-errors.c error replies
+ *                        redis-url.c URLs; redis-errors.c error replies;
+ *                        redis-sentinel.c where the sentinels say the
+ *                        master is
  *   transport-*.c        the transports
  *
  * How each slot reaches Redis (round trips in brackets):
@@ -58,7 +60,19 @@
  * sent once more on a fresh connection when its connection breaks
  * mid-call; anything else reports UNAVAILABLE and leaves the decision to
  * the caller, as the contract says. An error reply is an answer, never
- * retried here.
+ * retried here, with one exception: on a sentinel URL a reply that says
+ * the server is no longer a writable master (redis-conn.c) proves that
+ * nothing was written, so any step is sent once more, on a connection to
+ * the master the sentinels name now (the pool's capped backoff applies
+ * when they do not name one yet).
+ *
+ * Durability (min_replicas_ack > 0): enqueue and settle go through
+ * sluice_redis_broker__run_durable(), which sends WAIT on the connection
+ * that made the write, before it goes back to the pool (WAIT counts the
+ * replicas that have that connection's writes). Too few acknowledgements
+ * is UNAVAILABLE: the write is on the master, not known to be on the
+ * replicas, and the caller treats it as "may or may not have been
+ * written", which the contract already makes safe to repeat.
  *
  * To add a slot: implement it as sluice_redis__<slot>() in the file of its
  * topic (above) on top of sluice_redis_broker__eval() or __command(),
@@ -82,36 +96,107 @@ sluice_redis_broker__now_ms(SluiceRedisBroker *self)
  * broke mid-call (the outcome is unknown; an error reply is an answer). */
 static gboolean
 may_retry(gboolean idempotent, guint attempt, gboolean conn_broke,
-          const GError *local)
+          gboolean failover, const GError *local)
 {
-  return idempotent && attempt == 0 && conn_broke &&
+  return attempt == 0 && (idempotent || failover) && conn_broke &&
          g_error_matches(local, SLUICE_BROKER_ERROR,
                          SLUICE_BROKER_ERROR_UNAVAILABLE);
+}
+
+/* WAIT for the replicas on @conn, after a write on it succeeded. */
+static gboolean
+wait_replicas(SluiceRedisBroker *self, SluiceRedisConn *conn, const gchar *what,
+              GError **error)
+{
+  gchar n[16], timeout[24];
+  const char *argv[3] = {"WAIT", n, timeout};
+  size_t lens[3];
+  redisReply *reply = NULL;
+  g_autofree gchar *master = NULL;
+  gint64 acked = -1;
+
+  g_snprintf(n, sizeof n, "%u", self->min_replicas_ack);
+  g_snprintf(timeout, sizeof timeout, "%" G_GINT64_FORMAT,
+             self->min_replicas_timeout_ms);
+  lens[0] = 4;
+  lens[1] = strlen(n);
+  lens[2] = strlen(timeout);
+  sluice_redis_conn__append(conn, 3, argv, lens);
+  if (!sluice_redis_conn__exchange(self->pool, conn, 1, &reply,
+                                   self->min_replicas_timeout_ms, error))
+    return FALSE;
+  if (!sluice_redis_reply__check(self->pool, reply, what, error)) {
+    freeReplyObject(reply);
+    return FALSE;
+  }
+  if (!sluice_redis_reply__to_int(reply, &acked)) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "WAIT", error);
+  }
+  freeReplyObject(reply);
+  if (acked >= (gint64)self->min_replicas_ack)
+    return TRUE;
+  master = sluice_redis_pool__get_master(self->pool);
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+              "%s was written on the Redis master %s (%s) but only "
+              "%" G_GINT64_FORMAT " of the %u replicas that min_replicas_ack "
+              "asks for confirmed it within %" G_GINT64_FORMAT " ms: it is "
+              "not known to be on a replica, so a failover now could lose "
+              "it; check the replicas (INFO replication on the master), or "
+              "lower min_replicas_ack or raise min_replicas_timeout_ms. It "
+              "may be repeated safely (an enqueue with the same task id is "
+              "not written twice)",
+              what, master != NULL ? master : "?",
+              sluice_redis_pool__get_display_url(self->pool), acked,
+              self->min_replicas_ack, self->min_replicas_timeout_ms);
+  return FALSE;
+}
+
+static gboolean
+run_on_pool(SluiceRedisBroker *self, gboolean idempotent, const gchar *durable,
+            SluiceRedisOp op, gpointer data, GError **error)
+{
+  for (guint attempt = 0;; attempt++) {
+    GError *local = NULL;
+    SluiceRedisConn *conn;
+    gboolean ok, broke, failover;
+
+    conn = sluice_redis_pool__acquire(self->pool, error);
+    if (conn == NULL)
+      return FALSE;
+    ok = op(self, conn, data, &local);
+    if (ok && durable != NULL && self->min_replicas_ack > 0) {
+      /* Not retried: the write is done, only its copy is unknown. */
+      ok = wait_replicas(self, conn, durable, error);
+      sluice_redis_pool__release(self->pool, conn);
+      return ok;
+    }
+    broke = conn->broken;
+    failover = conn->failover;
+    sluice_redis_pool__release(self->pool, conn);
+    if (ok)
+      return TRUE;
+    if (!may_retry(idempotent, attempt, broke, failover, local)) {
+      g_propagate_error(error, local);
+      return FALSE;
+    }
+    g_error_free(local);
+  }
 }
 
 gboolean
 sluice_redis_broker__run(SluiceRedisBroker *self, gboolean idempotent,
                          SluiceRedisOp op, gpointer data, GError **error)
 {
-  for (guint attempt = 0;; attempt++) {
-    GError *local = NULL;
-    SluiceRedisConn *conn;
-    gboolean ok, broke;
+  return run_on_pool(self, idempotent, NULL, op, data, error);
+}
 
-    conn = sluice_redis_pool__acquire(self->pool, error);
-    if (conn == NULL)
-      return FALSE;
-    ok = op(self, conn, data, &local);
-    broke = conn->broken;
-    sluice_redis_pool__release(self->pool, conn);
-    if (ok)
-      return TRUE;
-    if (!may_retry(idempotent, attempt, broke, local)) {
-      g_propagate_error(error, local);
-      return FALSE;
-    }
-    g_error_free(local);
-  }
+gboolean
+sluice_redis_broker__run_durable(SluiceRedisBroker *self, gboolean idempotent,
+                                 const gchar *what, SluiceRedisOp op,
+                                 gpointer data, GError **error)
+{
+  return run_on_pool(self, idempotent, what, op, data, error);
 }
 
 typedef struct {
@@ -140,6 +225,23 @@ sluice_redis_broker__eval_script(SluiceRedisBroker *self,
   EvalCall call = {script, args, out_reply};
 
   return sluice_redis_broker__run(self, idempotent, eval_on, &call, error);
+}
+
+gboolean
+sluice_redis_broker__eval_durable(SluiceRedisBroker *self,
+                                  SluiceRedisScriptId id, gboolean idempotent,
+                                  const gchar *what, SluiceRedisArgv *args,
+                                  redisReply **out_reply, GError **error)
+{
+  EvalCall call = {&self->scripts[id], args, out_reply};
+
+  *out_reply = NULL;
+  if (sluice_redis_broker__run_durable(self, idempotent, what, eval_on, &call,
+                                       error))
+    return TRUE;
+  /* The script's reply, when only the WAIT after it failed. */
+  g_clear_pointer(out_reply, freeReplyObject);
+  return FALSE;
 }
 
 gboolean

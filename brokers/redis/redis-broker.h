@@ -44,6 +44,9 @@ G_BEGIN_DECLS
  * @token_prefix: random, made once per broker: with @token_seq, the
  *   per-call token of the enqueue script (unique across processes)
  * @token_seq: the calls numbered so far (atomic)
+ * @min_replicas_ack: enqueue and settle WAIT for this many replicas (0 =
+ *   they do not wait)
+ * @min_replicas_timeout_ms: ...for at most this long
  */
 struct _SluiceRedisBroker {
   SluiceBroker parent;
@@ -57,6 +60,8 @@ struct _SluiceRedisBroker {
   gint64 wait_poll_ms;
   gchar *token_prefix;
   atomic_uint_fast64_t token_seq;
+  guint min_replicas_ack;
+  gint64 min_replicas_timeout_ms;
   /* Queues this instance added to the known-queues set, and when (an
    * enqueue repeats the SADD only after SLUICE_REDIS_QUEUE_READD_MS). */
   GMutex queues_lock;
@@ -99,6 +104,32 @@ typedef gboolean (*SluiceRedisOp)(SluiceRedisBroker *self,
 gboolean sluice_redis_broker__run(SluiceRedisBroker *self, gboolean idempotent,
                                   SluiceRedisOp op, gpointer data,
                                   GError **error);
+
+/**
+ * sluice_redis_broker__run_durable:
+ * @what: the step, for the message ("enqueue", "settle")
+ *
+ * sluice_redis_broker__run() for a write that min_replicas_ack covers:
+ * when the broker has min_replicas_ack > 0 and @op succeeded, WAIT for
+ * that many replicas on @op's connection (up to min_replicas_timeout_ms).
+ * Returns: FALSE and SLUICE_BROKER_ERROR_UNAVAILABLE when fewer confirmed
+ * (@op's write is on the master then, not known to be on a replica).
+ */
+gboolean sluice_redis_broker__run_durable(SluiceRedisBroker *self,
+                                          gboolean idempotent,
+                                          const gchar *what, SluiceRedisOp op,
+                                          gpointer data, GError **error);
+
+/**
+ * sluice_redis_broker__eval_durable:
+ * sluice_redis_broker__eval() through sluice_redis_broker__run_durable();
+ * on FALSE *@out_reply is NULL.
+ */
+gboolean
+sluice_redis_broker__eval_durable(SluiceRedisBroker *self,
+                                  SluiceRedisScriptId id, gboolean idempotent,
+                                  const gchar *what, SluiceRedisArgv *args,
+                                  redisReply **out_reply, GError **error);
 
 /**
  * sluice_redis_broker__eval:

@@ -42,6 +42,27 @@
  * first successful connection ends the outage with one more line. An
  * error reply from a reachable server (AUTH, OOM) is not an outage.
  *
+ * SENTINEL. For a redis+sentinel:// URL the pool keeps the master's
+ * address, learnt from the sentinels (redis-sentinel.c) when it must make
+ * a connection and does not know it: at first, after a connection broke,
+ * after a server turned out not to be the master, or after a reply said it
+ * no longer is one (-READONLY: demoted to a replica; -LOADING; -MASTERDOWN).
+ * Every new connection asks ROLE in its handshake, and a server that is
+ * not a master is a failed connection attempt (the sentinels are asked
+ * again after the usual backoff), so a sentinel that lags behind a
+ * failover costs a retry, not a write to a replica. When the sentinels
+ * name a different master the pool logs one line, with both addresses,
+ * and bumps its generation: idle connections of an older generation are
+ * dropped instead of reused, so writes stop reaching a demoted master as
+ * soon as any thread of the process learnt of the failover; and a
+ * connection that was being made to the old master meanwhile (a paused
+ * master that resumes still says "master" until the sentinels demote it)
+ * is refused rather than learnt, and so is an answer of a sentinel that
+ * has not caught up (its config-epoch is lower than one the pool saw), so
+ * the pool never moves back. A reply of
+ * the three kinds above marks the connection broken and failover: nothing
+ * of its exchange was written, so redis-broker.c may replay the step.
+ *
  * WAKEUP. A connection in a blocking command (BLMPOP, XREADGROUP BLOCK)
  * registers its CLIENT ID for the duration of the exchange; wakeup sends
  * CLIENT UNBLOCK for each registered id from another pooled connection. A
@@ -64,6 +85,7 @@
 
 #include "brokers/redis/redis-conn.h"
 #include "brokers/redis/redis-reply.h"
+#include "brokers/redis/redis-sentinel.h"
 
 #define INITIAL_BACKOFF_MS 100
 /* The longest a wakeup may spend making a connection. */
@@ -74,6 +96,14 @@
 
 struct _SluiceRedisPool {
   SluiceRedisUrl url;
+  /* Sentinel URLs, under lock: the master in use (master_host NULL while
+   * unknown: ask the sentinels), the last one a connection was made to
+   * (for the failover line), and the generation, bumped at each change. */
+  gchar *master_host;
+  gint master_port;
+  gchar *last_master;
+  guint generation;
+  gint64 master_epoch; /* the highest config-epoch learnt; -1: none */
   gint64 connect_timeout_ms;
   gint64 command_timeout_ms;
   gint64 max_backoff_ms;
@@ -124,12 +154,20 @@ log_lost(SluiceRedisPool *pool, const gchar *reason)
 
 /* A connection that worked before failed: the server may be gone, or just
  * this connection; allow an immediate reconnection attempt. */
+/* Called with pool->lock held: the next connection asks the sentinels. */
+static void
+forget_master_locked(SluiceRedisPool *pool)
+{
+  g_clear_pointer(&pool->master_host, g_free);
+}
+
 static void
 note_lost(SluiceRedisPool *pool, const gchar *reason)
 {
   gboolean began;
 
   g_mutex_lock(&pool->lock);
+  forget_master_locked(pool);
   began = outage_begin_locked(pool);
   pool->next_attempt_us = g_get_monotonic_time();
   g_mutex_unlock(&pool->lock);
@@ -143,6 +181,7 @@ note_connect_failed(SluiceRedisPool *pool, const gchar *reason)
   gboolean began;
 
   g_mutex_lock(&pool->lock);
+  forget_master_locked(pool);
   began = outage_begin_locked(pool);
   pool->next_attempt_us = g_get_monotonic_time() + pool->backoff_ms * 1000;
   pool->backoff_ms = MIN(pool->backoff_ms * 2, pool->max_backoff_ms);
@@ -184,8 +223,8 @@ ms_to_timeval(gint64 ms)
   return tv;
 }
 
-static void
-conn_free(SluiceRedisConn *conn)
+void
+sluice_redis_conn__free(SluiceRedisConn *conn)
 {
   if (conn == NULL)
     return;
@@ -193,6 +232,8 @@ conn_free(SluiceRedisConn *conn)
     redisFree(conn->ctx);
   g_free(conn);
 }
+
+#define conn_free sluice_redis_conn__free
 
 /* Sends ctx->obuf entirely. Returns FALSE with *reason set on failure. */
 static gboolean
@@ -321,10 +362,11 @@ sluice_redis_conn__append(SluiceRedisConn *conn, int argc, const char **argv,
 }
 
 /* The exchange without outage bookkeeping (used by the handshake, whose
- * failures are connect failures). */
-static gboolean
-exchange_raw(SluiceRedisConn *conn, guint n, redisReply **replies,
-             gint64 timeout_ms, gchar **reason)
+ * failures are connect failures, and the sentinels). */
+gboolean
+sluice_redis_conn__roundtrip(SluiceRedisConn *conn, guint n,
+                             redisReply **replies, gint64 timeout_ms,
+                             gchar **reason)
 {
   gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
 
@@ -352,6 +394,39 @@ fail:
   return FALSE;
 }
 
+/* A reply that says the server stopped being a writable master: it was
+ * demoted to a replica (READONLY), is loading (LOADING), or is a replica
+ * cut off from its master (MASTERDOWN). None of them runs a write, so the
+ * exchange wrote nothing. */
+static gboolean
+says_not_master(const redisReply *reply)
+{
+  return reply != NULL && reply->type == REDIS_REPLY_ERROR &&
+         (sluice_redis_reply__is_error_code(reply, "READONLY") ||
+          sluice_redis_reply__is_error_code(reply, "LOADING") ||
+          sluice_redis_reply__is_error_code(reply, "MASTERDOWN"));
+}
+
+static void
+note_not_master(SluiceRedisPool *pool, SluiceRedisConn *conn,
+                redisReply **replies, guint n)
+{
+  for (guint i = 0; i < n; i++) {
+    if (says_not_master(replies[i])) {
+      conn->broken = TRUE;
+      conn->failover = TRUE;
+      g_mutex_lock(&pool->lock);
+      /* Only the first connection to notice makes the pool ask again. */
+      if (conn->generation == pool->generation) {
+        forget_master_locked(pool);
+        pool->generation++;
+      }
+      g_mutex_unlock(&pool->lock);
+      return;
+    }
+  }
+}
+
 gboolean
 sluice_redis_conn__exchange(SluiceRedisPool *pool, SluiceRedisConn *conn,
                             guint n_replies, redisReply **replies,
@@ -363,8 +438,8 @@ sluice_redis_conn__exchange(SluiceRedisPool *pool, SluiceRedisConn *conn,
   block_ms = MAX(block_ms, 0);
   if (block_ms > 0)
     register_blocked(pool, conn->client_id);
-  ok = exchange_raw(conn, n_replies, replies,
-                    pool->command_timeout_ms + block_ms, &reason);
+  ok = sluice_redis_conn__roundtrip(
+      conn, n_replies, replies, pool->command_timeout_ms + block_ms, &reason);
   if (block_ms > 0)
     unregister_blocked(pool, conn->client_id);
   if (!ok) {
@@ -373,6 +448,8 @@ sluice_redis_conn__exchange(SluiceRedisPool *pool, SluiceRedisConn *conn,
                 "lost the connection to Redis at %s (%s); the operation may "
                 "or may not have been carried out",
                 pool->url.display, reason);
+  } else if (pool->url.is_sentinel) {
+    note_not_master(pool, conn, replies, n_replies);
   }
   return ok;
 }
@@ -455,11 +532,11 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
                gchar **reason, GError **error)
 {
   const SluiceRedisUrl *url = &pool->url;
-  redisReply *replies[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+  redisReply *replies[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
   redisReply *recorded[2] = {NULL, NULL};
   guint n = 0;
   guint auth_at = G_MAXUINT, select_at = G_MAXUINT, policy_at = G_MAXUINT;
-  guint mode_at = G_MAXUINT;
+  guint mode_at = G_MAXUINT, role_at = G_MAXUINT;
   guint id_at;
   gboolean check_policy;
   gboolean ok = FALSE;
@@ -515,7 +592,13 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
     sluice_redis_conn__append(conn, 3, get, get_lens);
     mode_at = n++;
   }
-  if (!exchange_raw(conn, n, replies, timeout_ms, reason))
+  if (url->is_sentinel) {
+    const char *argv[1] = {"ROLE"};
+    size_t lens[1] = {4};
+    sluice_redis_conn__append(conn, 1, argv, lens);
+    role_at = n++;
+  }
+  if (!sluice_redis_conn__roundtrip(conn, n, replies, timeout_ms, reason))
     return FALSE;
 
   if (auth_at != G_MAXUINT &&
@@ -541,6 +624,25 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
     goto out;
   }
   conn->client_id = replies[id_at]->integer;
+  if (role_at != G_MAXUINT) {
+    const redisReply *role = replies[role_at];
+
+    if (role->type == REDIS_REPLY_ARRAY && role->elements > 0 &&
+        role->element[0]->type == REDIS_REPLY_STRING &&
+        strcmp(role->element[0]->str, "master") != 0) {
+      /* A sentinel named a server that is not (or no longer) the master:
+       * a failed attempt, so the sentinels are asked again after the
+       * backoff. */
+      *reason = g_strdup_printf(
+          "the server the sentinels named is a %s, not the master (a "
+          "failover under way?)",
+          strcmp(role->element[0]->str, "slave") == 0 ? "replica"
+                                                      : role->element[0]->str);
+      goto out;
+    }
+    if (!sluice_redis_reply__check(pool, role, "ROLE", error))
+      goto out;
+  }
   if (policy_at != G_MAXUINT)
     check_eviction_policy(pool, replies[policy_at]);
   if (mode_at != G_MAXUINT) {
@@ -558,7 +660,8 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
 
       sluice_redis_conn__append(conn, 4, set, set_lens);
       sluice_redis_conn__append(conn, 3, get, get_lens);
-      if (!exchange_raw(conn, 2, recorded, timeout_ms, reason)) {
+      if (!sluice_redis_conn__roundtrip(conn, 2, recorded, timeout_ms,
+                                        reason)) {
         sluice_redis_replies__free(replies, n);
         return FALSE;
       }
@@ -590,47 +693,193 @@ out:
   return ok;
 }
 
-/* Makes a new connection within @timeout_ms; no lock held. */
-static SluiceRedisConn *
-conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
+/* A connection to @host:@port was made and ROLE says master: the pool
+ * connects there from now on. When that is another server than the last
+ * one, this is a failover: one line, and a new generation, so that idle
+ * connections to the old master are not reused. But when the pool moved
+ * to another master while this connection was being made (@seen, the
+ * generation when its address was chosen, is old), it is an old master
+ * that has not been demoted yet (a paused one, resumed): refused, so that
+ * no write goes there; as is an address of an older config-epoch (@epoch,
+ * -1 when unknown) than the pool has learnt. Returns FALSE when refused,
+ * else TRUE and the connection's generation in @out_generation. */
+static gboolean
+learn_master(SluiceRedisPool *pool, const gchar *host, gint port, guint seen,
+             gint64 epoch, guint *out_generation)
 {
-  const SluiceRedisUrl *url = &pool->url;
+  g_autofree gchar *addr = g_strdup_printf("%s:%d", host, port);
+  g_autofree gchar *old = NULL;
+
+  g_mutex_lock(&pool->lock);
+  if ((seen != pool->generation ||
+       (epoch >= 0 && epoch < pool->master_epoch)) &&
+      pool->last_master != NULL && strcmp(pool->last_master, addr) != 0) {
+    g_mutex_unlock(&pool->lock);
+    return FALSE;
+  }
+  pool->master_epoch = MAX(pool->master_epoch, epoch);
+  if (pool->last_master != NULL && strcmp(pool->last_master, addr) != 0) {
+    old = g_steal_pointer(&pool->last_master);
+    pool->generation++;
+  }
+  g_free(pool->last_master);
+  pool->last_master = g_strdup(addr);
+  g_free(pool->master_host);
+  pool->master_host = g_strdup(host);
+  pool->master_port = port;
+  *out_generation = pool->generation;
+  g_mutex_unlock(&pool->lock);
+  if (old != NULL)
+    sluice_broker_log(NULL, G_LOG_LEVEL_MESSAGE,
+                      "Redis Sentinel failover of master “%s” (%s): the "
+                      "master moved from %s to %s; reconnected",
+                      pool->url.master_name, pool->url.display, old, addr);
+  return TRUE;
+}
+
+gchar *
+sluice_redis_pool__get_master(SluiceRedisPool *pool)
+{
+  gchar *addr;
+
+  if (!pool->url.is_sentinel)
+    return pool->url.is_unix
+               ? g_strdup(pool->url.path)
+               : g_strdup_printf("%s:%d", pool->url.host, pool->url.port);
+  g_mutex_lock(&pool->lock);
+  addr = g_strdup(pool->last_master);
+  g_mutex_unlock(&pool->lock);
+  return addr;
+}
+
+SluiceRedisConn *
+sluice_redis_conn__connect(const gchar *host, gint port, gint64 timeout_ms,
+                           gchar **reason)
+{
+  redisContext *ctx =
+      redisConnectWithTimeout(host, port, ms_to_timeval(timeout_ms));
+  SluiceRedisConn *conn;
+
+  if (ctx == NULL || ctx->err) {
+    *reason = g_strdup(ctx != NULL ? ctx->errstr : "out of memory");
+    if (ctx != NULL)
+      redisFree(ctx);
+    return NULL;
+  }
+  redisSetTimeout(ctx, ms_to_timeval(timeout_ms));
+  conn = g_new0(SluiceRedisConn, 1);
+  conn->ctx = ctx;
+  return conn;
+}
+
+/* Connects to @host:@port (a TCP server), or to the URL's socket when
+ * @host is NULL, and makes the handshake. Returns NULL with *reason set
+ * when the server could not be talked to (an outage), or with @error when
+ * it answered no. */
+static SluiceRedisConn *
+conn_connect(SluiceRedisPool *pool, const gchar *host, gint port,
+             gint64 timeout_ms, gchar **reason, GError **error)
+{
   struct timeval tv = ms_to_timeval(timeout_ms);
-  g_autofree gchar *reason = NULL;
   SluiceRedisConn *conn;
   redisContext *ctx;
 
-  ctx = url->is_unix ? redisConnectUnixWithTimeout(url->path, tv)
-                     : redisConnectWithTimeout(url->host, url->port, tv);
+  ctx = host == NULL ? redisConnectUnixWithTimeout(pool->url.path, tv)
+                     : redisConnectWithTimeout(host, port, tv);
   if (ctx == NULL || ctx->err) {
-    reason = g_strdup(ctx != NULL ? ctx->errstr : "out of memory");
+    *reason = g_strdup(ctx != NULL ? ctx->errstr : "out of memory");
     if (ctx != NULL)
       redisFree(ctx);
-    goto unreachable;
+    return NULL;
   }
   /* The send timeout (SO_SNDTIMEO) bounds a write to a stalled server;
    * reads are bounded by poll() deadlines. */
   redisSetTimeout(ctx, ms_to_timeval(pool->command_timeout_ms));
-  if (!url->is_unix)
+  if (host != NULL)
     redisEnableKeepAlive(ctx);
 
   conn = g_new0(SluiceRedisConn, 1);
   conn->ctx = ctx;
-  if (!conn_handshake(pool, conn, timeout_ms, &reason, error)) {
+  if (!conn_handshake(pool, conn, timeout_ms, reason, error)) {
     conn_free(conn);
-    if (reason != NULL)
-      goto unreachable;
-    return NULL; /* the server answered: not an outage */
+    return NULL;
   }
-  note_connected(pool);
   return conn;
+}
 
-unreachable:
+/* Makes a new connection within @timeout_ms; no lock held. For a sentinel
+ * URL: to the master the pool knows, or else the one the sentinels name;
+ * when the known one fails (gone, or not the master any more: a failover
+ * the pool has not seen), the sentinels are asked at once, once. */
+static SluiceRedisConn *
+conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
+{
+  const SluiceRedisUrl *url = &pool->url;
+  g_autofree gchar *reason = NULL;
+  g_autofree gchar *where = NULL;
+  SluiceRedisConn *conn = NULL;
+
+  if (!url->is_sentinel) {
+    conn = conn_connect(pool, url->is_unix ? NULL : url->host, url->port,
+                        timeout_ms, &reason, error);
+  } else {
+    for (guint attempt = 0; conn == NULL && attempt < 3; attempt++) {
+      g_autofree gchar *host = NULL;
+      gint port = 0;
+      guint seen;
+      gint64 epoch;
+      gboolean asked = FALSE;
+      GError *local = NULL;
+
+      g_mutex_lock(&pool->lock);
+      host = g_strdup(pool->master_host);
+      port = pool->master_port;
+      seen = pool->generation;
+      epoch = pool->master_epoch;
+      g_mutex_unlock(&pool->lock);
+      if (host == NULL) {
+        asked = TRUE;
+        if (!sluice_redis_sentinel__resolve(url, timeout_ms, epoch, &host,
+                                            &port, &epoch, &local)) {
+          if (g_error_matches(local, SLUICE_BROKER_ERROR,
+                              SLUICE_BROKER_ERROR_UNAVAILABLE))
+            note_connect_failed(pool, local->message);
+          /* Otherwise a sentinel answered no: not an outage. */
+          g_propagate_error(error, local);
+          return NULL;
+        }
+      }
+      g_clear_pointer(&reason, g_free);
+      g_free(where);
+      where = g_strdup_printf(" (master %s:%d)", host, port);
+      conn = conn_connect(pool, host, port, timeout_ms, &reason, error);
+      if (conn != NULL) {
+        if (!learn_master(pool, host, port, seen, epoch, &conn->generation)) {
+          g_clear_pointer(&conn, conn_free);
+          reason = g_strdup_printf("%s:%d answered as a master after the "
+                                   "pool had moved to another one",
+                                   host, port);
+        }
+      } else if (reason == NULL || asked) {
+        break; /* an answer (AUTH...), or the sentinels' latest word */
+      } else {
+        g_mutex_lock(&pool->lock);
+        forget_master_locked(pool);
+        g_mutex_unlock(&pool->lock);
+      }
+    }
+  }
+  if (conn != NULL) {
+    note_connected(pool);
+    return conn;
+  }
+  if (reason == NULL)
+    return NULL; /* the server answered: not an outage */
   note_connect_failed(pool, reason);
   g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
-              "cannot connect to Redis at %s: %s; check that redis-server "
+              "cannot connect to Redis at %s%s: %s; check that redis-server "
               "is running there and that the URL is right",
-              url->display, reason);
+              url->display, where != NULL ? where : "", reason);
   return NULL;
 }
 
@@ -658,6 +907,7 @@ sluice_redis_pool__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
   pool->command_timeout_ms = MAX(command_timeout_ms, 1);
   pool->max_backoff_ms = MAX(max_backoff_ms, 1);
   pool->backoff_ms = MIN(INITIAL_BACKOFF_MS, pool->max_backoff_ms);
+  pool->master_epoch = -1;
   g_mutex_init(&pool->lock);
   g_queue_init(&pool->idle);
   pool->blocked_ids = g_array_new(FALSE, FALSE, sizeof(gint64));
@@ -696,6 +946,8 @@ sluice_redis_pool__free(SluiceRedisPool *pool)
   g_free(pool->ns);
   g_mutex_clear(&pool->lock);
   sluice_redis_url__clear(&pool->url);
+  g_free(pool->master_host);
+  g_free(pool->last_master);
   g_free(pool->meta_key);
   g_free(pool->mode);
   g_free(pool);
@@ -754,6 +1006,11 @@ sluice_redis_pool__acquire(SluiceRedisPool *pool, GError **error)
     conn = g_queue_pop_head(&pool->idle);
     if (conn == NULL)
       break; /* lock still held */
+    if (conn->generation != pool->generation) {
+      g_mutex_unlock(&pool->lock);
+      conn_free(conn); /* made for a master that is one no more */
+      continue;
+    }
     g_mutex_unlock(&pool->lock);
     if (conn_is_alive(conn))
       return conn;
@@ -811,7 +1068,9 @@ sluice_redis_pool__wakeup(SluiceRedisPool *pool)
   }
   ids = g_array_copy(pool->blocked_ids);
   conn = g_queue_pop_head(&pool->idle);
-  may_connect = !pool->outage;
+  /* Asking the sentinels could take a timeout per sentinel: not here. */
+  may_connect =
+      !pool->outage && (!pool->url.is_sentinel || pool->master_host != NULL);
   g_mutex_unlock(&pool->lock);
 
   if (conn != NULL && !conn_is_alive(conn))

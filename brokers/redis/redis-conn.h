@@ -33,11 +33,19 @@ G_BEGIN_DECLS
  * @client_id: the server's CLIENT ID for this connection (for CLIENT UNBLOCK)
  * @broken: set when the connection can no longer be trusted (I/O error,
  *   timeout, protocol error, left subscribed); release() frees it
+ * @generation: the pool's master generation when it was made (sentinel
+ *   URLs): a connection made before the master changed is not reused
+ * @failover: set (with @broken) when a reply said that the server is no
+ *   longer a writable master (-READONLY, -LOADING, -MASTERDOWN) on a
+ *   sentinel URL: nothing of that exchange was written, so the step may
+ *   be made again on a fresh connection to the new master
  */
 typedef struct {
   redisContext *ctx;
   gint64 client_id;
   gboolean broken;
+  guint generation;
+  gboolean failover;
 } SluiceRedisConn;
 
 typedef struct _SluiceRedisPool SluiceRedisPool;
@@ -158,6 +166,39 @@ gboolean sluice_redis_conn__read_within(SluiceRedisPool *pool,
                                         SluiceRedisConn *conn,
                                         gint64 timeout_ms,
                                         redisReply **out_reply, GError **error);
+
+/**
+ * sluice_redis_conn__connect:
+ * @reason: (out) (transfer full): why not, on failure
+ *
+ * A bare connection to @host:@port (no AUTH, no handshake), for a
+ * one-off exchange with sluice_redis_conn__roundtrip() (the sentinels).
+ * Returns: (transfer full) (nullable): free with sluice_redis_conn__free().
+ */
+SluiceRedisConn *sluice_redis_conn__connect(const gchar *host, gint port,
+                                            gint64 timeout_ms, gchar **reason);
+
+/**
+ * sluice_redis_conn__roundtrip:
+ * @reason: (out) (transfer full): why not, on failure
+ *
+ * sluice_redis_conn__exchange() without a pool: no outage bookkeeping.
+ * Returns: TRUE, or FALSE with every reply NULL and @conn broken.
+ */
+gboolean sluice_redis_conn__roundtrip(SluiceRedisConn *conn, guint n_replies,
+                                      redisReply **replies, gint64 timeout_ms,
+                                      gchar **reason);
+
+/** sluice_redis_conn__free: closes @conn. NULL-safe. */
+void sluice_redis_conn__free(SluiceRedisConn *conn);
+
+/**
+ * sluice_redis_pool__get_master:
+ * Returns: (transfer full) (nullable): "host:port" of the master the pool
+ * connects to now (for a sentinel URL, the last one the sentinels named
+ * and ROLE confirmed; NULL before the first connection).
+ */
+gchar *sluice_redis_pool__get_master(SluiceRedisPool *pool);
 
 /**
  * sluice_redis_reply__check:

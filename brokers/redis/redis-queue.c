@@ -141,8 +141,8 @@ sluice_redis__enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
     NativeEnqueue batch = {items, n_items, queues, to_add};
 
     queues_to_add(self, queues, to_add);
-    if (!sluice_redis_broker__run(self, FALSE, enqueue_native_on, &batch,
-                                  error))
+    if (!sluice_redis_broker__run_durable(self, FALSE, "enqueue",
+                                          enqueue_native_on, &batch, error))
       return FALSE;
     queues_added(self, to_add);
     return TRUE;
@@ -177,8 +177,9 @@ sluice_redis__enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
   }
   sluice_redis_argv__finish(&a);
 
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_ENQUEUE, idempotent,
-                                 &a, &reply, error);
+  ok = sluice_redis_broker__eval_durable(self, SLUICE_REDIS_SCRIPT_ENQUEUE,
+                                         idempotent, "enqueue", &a, &reply,
+                                         error);
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
@@ -413,8 +414,8 @@ sluice_redis__settle(SluiceBroker *broker, const gchar *consumer,
     NativeSettle batch = {items, n_items, &refused};
     GError *local = NULL;
 
-    if (sluice_redis_broker__run(self, FALSE, settle_records_native_on, &batch,
-                                 &local))
+    if (sluice_redis_broker__run_durable(
+            self, FALSE, "settle", settle_records_native_on, &batch, &local))
       return TRUE;
     if (!refused) {
       g_propagate_error(error, local);
@@ -434,8 +435,8 @@ sluice_redis__settle(SluiceBroker *broker, const gchar *consumer,
       add_settlement(self, &a, &items[i]);
   sluice_redis_argv__finish(&a);
 
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_SETTLE, FALSE, &a,
-                                 &reply, error);
+  ok = sluice_redis_broker__eval_durable(self, SLUICE_REDIS_SCRIPT_SETTLE,
+                                         FALSE, "settle", &a, &reply, error);
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;

@@ -1,7 +1,15 @@
 /* redis-url.c - Redis URLs: parsing, the shown form, copies (see
  * redis-url.h).
  *
- * `redis://[[user]:password@]host[:port][/db]` or `unix:///path?db=N`.
+ * `redis://[[user]:password@]host[:port][/db]`, `unix:///path?db=N`, or
+ * `redis+sentinel://[[user]:password@]h1[:p1][,h2[:p2]...]/MASTER[/db]`.
+ * In a sentinel URL the userinfo is what the MASTER wants (the same
+ * meaning as in redis://: the credentials of the server that holds the
+ * data), and the sentinels' own credentials are the query parameters
+ * sentinel_user and sentinel_password: a sentinel that needs none (the
+ * common case) costs nothing, and moving from redis:// to
+ * redis+sentinel:// keeps the userinfo. GUri cannot parse a host list,
+ * so sentinel URLs are parsed here.
  * The userinfo ends at the last '@', so a password may hold '/', '?', '#',
  * ':' or '@' as it is (or percent-encoded); user and password are
  * percent-decoded, the rest is parsed with GLib's GUri. The password is
@@ -36,8 +44,9 @@ url_invalid(GError **error, const gchar *shown, const gchar *why)
 {
   g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
               "invalid Redis URL “%s”: %s (expected "
-              "redis://[[user]:password@]host[:port][/db] or "
-              "unix:///path/to/socket[?db=N])",
+              "redis://[[user]:password@]host[:port][/db], "
+              "redis+sentinel://[[user]:password@]host:port[,host:port...]/"
+              "MASTERNAME[/db] or unix:///path/to/socket[?db=N])",
               shown, why);
   return FALSE;
 }
@@ -55,20 +64,9 @@ parse_db(const gchar *text, gint *out)
   return TRUE;
 }
 
-static gchar *
-make_display(const SluiceRedisUrl *url)
+static void
+append_userinfo(GString *s, const SluiceRedisUrl *url)
 {
-  GString *s = g_string_new(url->is_unix ? "unix://" : "redis://");
-  g_autofree gchar *host = NULL;
-
-  if (url->is_unix) {
-    g_autofree gchar *path = sluice_broker_escape_text(url->path, -1, 0);
-
-    g_string_append(s, path);
-    if (url->db != 0)
-      g_string_append_printf(s, "?db=%d", url->db);
-    return g_string_free(s, FALSE);
-  }
   if (url->user != NULL || url->password != NULL) {
     if (url->user != NULL) {
       g_autofree gchar *user = g_uri_escape_string(url->user, NULL, FALSE);
@@ -79,6 +77,41 @@ make_display(const SluiceRedisUrl *url)
       g_string_append(s, ":***");
     g_string_append_c(s, '@');
   }
+}
+
+static gchar *
+make_display(const SluiceRedisUrl *url)
+{
+  GString *s = g_string_new(url->is_unix ? "unix://" : "redis://");
+  g_autofree gchar *host = NULL;
+
+  if (url->is_sentinel) {
+    g_autofree gchar *name = NULL;
+
+    g_string_assign(s, "redis+sentinel://");
+    append_userinfo(s, url);
+    for (guint i = 0; i < url->n_sentinels; i++) {
+      g_autofree gchar *h = sluice_broker_escape_text(url->sentinels[i], -1, 0);
+      if (i > 0)
+        g_string_append_c(s, ',');
+      if (strchr(h, ':') != NULL)
+        g_string_append_printf(s, "[%s]:%d", h, url->sentinel_ports[i]);
+      else
+        g_string_append_printf(s, "%s:%d", h, url->sentinel_ports[i]);
+    }
+    name = sluice_broker_escape_text(url->master_name, -1, 0);
+    g_string_append_printf(s, "/%s/%d", name, url->db);
+    return g_string_free(s, FALSE);
+  }
+  if (url->is_unix) {
+    g_autofree gchar *path = sluice_broker_escape_text(url->path, -1, 0);
+
+    g_string_append(s, path);
+    if (url->db != 0)
+      g_string_append_printf(s, "?db=%d", url->db);
+    return g_string_free(s, FALSE);
+  }
+  append_userinfo(s, url);
   host = sluice_broker_escape_text(url->host, -1, 0);
   if (strchr(host, ':') != NULL)
     g_string_append_printf(s, "[%s]", host);
@@ -127,13 +160,42 @@ split_url(const gchar *text, UrlParts *parts)
   }
 }
 
+/* @rest with the value of every query parameter whose name says
+ * "password" (sentinel_password) replaced by "***". */
+static gchar *
+mask_query_passwords(const gchar *rest)
+{
+  const gchar *q = strchr(rest, '?');
+  g_auto(GStrv) pieces = NULL;
+  GString *s;
+
+  if (q == NULL)
+    return g_strdup(rest);
+  s = g_string_new_len(rest, q - rest + 1);
+  pieces = g_strsplit(q + 1, "&", -1);
+  for (guint i = 0; pieces[i] != NULL; i++) {
+    const gchar *eq = strchr(pieces[i], '=');
+    g_autofree gchar *name =
+        eq != NULL ? g_strndup(pieces[i], eq - pieces[i]) : NULL;
+
+    if (i > 0)
+      g_string_append_c(s, '&');
+    if (name != NULL && strstr(name, "password") != NULL)
+      g_string_append_printf(s, "%s=***", name);
+    else
+      g_string_append(s, pieces[i]);
+  }
+  return g_string_free(s, FALSE);
+}
+
 /* The URL as messages may show it: no password, nothing that could be
  * one, every byte printable UTF-8. */
 static gchar *
 shown_url(const UrlParts *parts)
 {
   GString *s = g_string_new(NULL);
-  g_autofree gchar *rest = sluice_broker_escape_text(parts->rest, -1, 200);
+  g_autofree gchar *masked = mask_query_passwords(parts->rest);
+  g_autofree gchar *rest = sluice_broker_escape_text(masked, -1, 200);
 
   if (parts->scheme != NULL) {
     g_autofree gchar *scheme =
@@ -162,32 +224,210 @@ unescape_part(const gchar *text, gsize len)
   return g_uri_unescape_string(raw, NULL);
 }
 
-gboolean
-sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
+/* The query parameters of every scheme: the durability knob, and for
+ * unix:// the database, for redis+sentinel:// the sentinels' credentials.
+ * @query is the raw text after '?'. */
+static gboolean
+parse_params(const gchar *query, const gchar *scheme, const gchar *shown,
+             SluiceRedisUrl *parsed, GError **error)
+{
+  g_autoptr(GHashTable) params = NULL;
+  gboolean is_unix = strcmp(scheme, "unix") == 0;
+  gboolean is_sentinel = strcmp(scheme, "redis+sentinel") == 0;
+  GHashTableIter iter;
+  gpointer key, value;
+
+  params = g_uri_parse_params(query, -1, "&", G_URI_PARAMS_NONE, NULL);
+  if (params == NULL)
+    return url_invalid(error, shown,
+                       "the query is malformed (a '%' that does not start "
+                       "an escape %XX?)");
+  g_hash_table_iter_init(&iter, params);
+  while (g_hash_table_iter_next(&iter, &key, &value)) {
+    guint64 n;
+
+    if (strcmp(key, "min_replicas_ack") == 0) {
+      if (!g_ascii_string_to_unsigned(value, 10, 0, 100, &n, NULL))
+        return url_invalid(error, shown,
+                           "min_replicas_ack must be a number of replicas "
+                           "from 0 to 100");
+      parsed->min_replicas_ack = (gint)n;
+    } else if (strcmp(key, "min_replicas_timeout_ms") == 0) {
+      if (!g_ascii_string_to_unsigned(value, 10, 1, 3600 * 1000, &n, NULL))
+        return url_invalid(error, shown,
+                           "min_replicas_timeout_ms must be a number of "
+                           "milliseconds from 1 to 3600000");
+      parsed->min_replicas_timeout_ms = (gint64)n;
+    } else if (is_unix && strcmp(key, "db") == 0) {
+      if (!parse_db(value, &parsed->db))
+        return url_invalid(error, shown, "db=N needs a database number");
+    } else if (is_sentinel && strcmp(key, "sentinel_user") == 0 &&
+               ((const gchar *)value)[0] != '\0') {
+      g_free(parsed->sentinel_user);
+      parsed->sentinel_user = g_strdup(value);
+    } else if (is_sentinel && strcmp(key, "sentinel_password") == 0) {
+      g_free(parsed->sentinel_password);
+      parsed->sentinel_password = g_strdup(value);
+    } else {
+      g_autofree gchar *name = sluice_broker_escape_text(key, -1, 40);
+      g_autofree gchar *why = g_strdup_printf(
+          "unknown query parameter “%s”: the parameters are %s", name,
+          is_sentinel ? "sentinel_user, sentinel_password, min_replicas_ack "
+                        "and min_replicas_timeout_ms"
+          : is_unix   ? "db, min_replicas_ack and min_replicas_timeout_ms"
+                      : "min_replicas_ack and min_replicas_timeout_ms (the "
+                        "database is the path, /N)");
+      return url_invalid(error, shown, why);
+    }
+  }
+  if (parsed->sentinel_user != NULL && parsed->sentinel_password == NULL)
+    return url_invalid(error, shown,
+                       "sentinel_user needs sentinel_password (an ACL user "
+                       "with nopass accepts any password)");
+  return TRUE;
+}
+
+/* One "host[:port]" or "[v6]:port" of a sentinel list. */
+static gboolean
+parse_sentinel_host(const gchar *item, gchar **out_host, gint *out_port)
+{
+  const gchar *colon;
+  g_autofree gchar *host = NULL;
+  guint64 port = 26379;
+
+  if (item[0] == '[') {
+    const gchar *end = strchr(item, ']');
+
+    if (end == NULL || end == item + 1)
+      return FALSE;
+    host = g_strndup(item + 1, end - item - 1);
+    for (const gchar *c = host; *c != '\0'; c++)
+      if (!g_ascii_isxdigit(*c) && *c != ':' && *c != '.')
+        return FALSE;
+    colon = end[1] == ':' ? end + 1 : NULL;
+    if (colon == NULL && end[1] != '\0')
+      return FALSE;
+  } else {
+    colon = strchr(item, ':');
+    if (colon != NULL && strchr(colon + 1, ':') != NULL)
+      return FALSE; /* an IPv6 address needs brackets */
+    host = colon != NULL ? g_strndup(item, colon - item) : g_strdup(item);
+    if (host[0] == '\0')
+      return FALSE;
+    for (const gchar *c = host; *c != '\0'; c++)
+      if (!g_ascii_isalnum(*c) && *c != '.' && *c != '-' && *c != '_')
+        return FALSE;
+  }
+  if (colon != NULL &&
+      !g_ascii_string_to_unsigned(colon + 1, 10, 1, 65535, &port, NULL))
+    return FALSE;
+  *out_host = g_steal_pointer(&host);
+  *out_port = (gint)port;
+  return TRUE;
+}
+
+/* What follows the userinfo of a redis+sentinel:// URL:
+ * h1[:p1][,h2[:p2]...]/MASTER[/db][?query]. */
+static gboolean
+parse_sentinel(const gchar *rest, const gchar *shown, SluiceRedisUrl *parsed,
+               GError **error)
+{
+  gsize hosts_len = strcspn(rest, "/?#");
+  g_autofree gchar *hosts = g_strndup(rest, hosts_len);
+  g_auto(GStrv) items = NULL;
+  const gchar *path = rest + hosts_len;
+  const gchar *query = NULL;
+  g_autofree gchar *path_text = NULL;
+  g_auto(GStrv) segments = NULL;
+  GPtrArray *names;
+  GArray *ports;
+
+  if (strchr(rest, '#') != NULL)
+    return url_invalid(error, shown, "a fragment (#...) has no meaning here");
+  if (hosts[0] == '\0')
+    return url_invalid(error, shown,
+                       "the sentinels are missing: list them as "
+                       "host1:port1,host2:port2 after redis+sentinel://");
+  items = g_strsplit(hosts, ",", -1);
+  names = g_ptr_array_new_with_free_func(g_free);
+  ports = g_array_new(FALSE, FALSE, sizeof(gint));
+  for (guint i = 0; items[i] != NULL; i++) {
+    gchar *host = NULL;
+    gint port = 0;
+
+    if (!parse_sentinel_host(items[i], &host, &port)) {
+      g_autofree gchar *item = sluice_broker_escape_text(items[i], -1, 80);
+      g_autofree gchar *why = g_strdup_printf(
+          "“%s” is not a sentinel address: write host:port (port 1 to "
+          "65535, default 26379; an IPv6 address in brackets, [::1]:26379), "
+          "and separate sentinels with ',' only",
+          item);
+      g_ptr_array_unref(names);
+      g_array_unref(ports);
+      return url_invalid(error, shown, why);
+    }
+    g_ptr_array_add(names, host);
+    g_array_append_val(ports, port);
+  }
+  parsed->n_sentinels = names->len;
+  g_ptr_array_add(names, NULL);
+  parsed->sentinels = (gchar **)g_ptr_array_free(names, FALSE);
+  parsed->sentinel_ports = (gint *)(void *)g_array_free(ports, FALSE);
+
+  query = strchr(path, '?');
+  path_text = query != NULL ? g_strndup(path, query - path) : g_strdup(path);
+  if (path_text[0] != '/' || path_text[1] == '\0' || path_text[1] == '/')
+    return url_invalid(error, shown,
+                       "the master's name is missing: write "
+                       "redis+sentinel://host:port/MASTERNAME (the name the "
+                       "sentinels monitor it under, SENTINEL MASTERS)");
+  segments = g_strsplit(path_text + 1, "/", -1);
+  parsed->master_name = g_uri_unescape_string(segments[0], NULL);
+  if (parsed->master_name == NULL)
+    return url_invalid(error, shown,
+                       "the master's name holds a bad escape (%XX) or an "
+                       "escaped NUL");
+  if (segments[1] != NULL &&
+      ((segments[1][0] != '\0' && !parse_db(segments[1], &parsed->db)) ||
+       segments[2] != NULL))
+    return url_invalid(error, shown,
+                       "after the master's name comes only a database "
+                       "number: /MASTERNAME/N");
+  if (query != NULL &&
+      !parse_params(query + 1, "redis+sentinel", shown, parsed, error))
+    return FALSE;
+  parsed->is_sentinel = TRUE;
+  return TRUE;
+}
+
+/* Fills @parsed (zeroed by the caller, cleared by it on failure). */
+static gboolean
+parse_into(const gchar *text, SluiceRedisUrl *parsed, GError **error)
 {
   g_autoptr(GUri) uri = NULL;
   g_autofree gchar *shown = NULL;
   g_autofree gchar *scheme = NULL;
   g_autofree gchar *hostpart = NULL;
-  SluiceRedisUrl parsed = {0};
   UrlParts parts;
   const gchar *host;
   const gchar *query;
-
-  g_return_val_if_fail(text != NULL && url != NULL, FALSE);
 
   split_url(text, &parts);
   shown = shown_url(&parts);
   if (parts.scheme == NULL)
     return url_invalid(error, shown,
-                       "it does not start with redis:// or unix://");
+                       "it does not start with redis://, redis+sentinel:// "
+                       "or unix://");
   scheme = g_ascii_strdown(parts.scheme, (gssize)parts.scheme_len);
-  if (strcmp(scheme, "rediss") == 0)
+  if (strcmp(scheme, "rediss") == 0 || strcmp(scheme, "rediss+sentinel") == 0)
     return url_invalid(error, shown,
                        "TLS (rediss://) is not supported by hiredis 0.14; "
                        "reach a TLS Redis through a local TLS tunnel");
-  if (strcmp(scheme, "unix") != 0 && strcmp(scheme, "redis") != 0)
-    return url_invalid(error, shown, "the scheme must be redis:// or unix://");
+  if (strcmp(scheme, "unix") != 0 && strcmp(scheme, "redis") != 0 &&
+      strcmp(scheme, "redis+sentinel") != 0)
+    return url_invalid(error, shown,
+                       "the scheme must be redis://, redis+sentinel:// or "
+                       "unix://");
   if (strcmp(scheme, "unix") == 0 && parts.userinfo != NULL)
     /* A socket is protected by its file permissions; '@' in a socket
      * path is written %40. */
@@ -200,6 +440,12 @@ sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
                        "a user needs a password: write user:password@ or "
                        ":password@ (an ACL user with nopass accepts any "
                        "password)");
+
+  if (strcmp(scheme, "redis+sentinel") == 0) {
+    if (!parse_sentinel(parts.rest, shown, parsed, error))
+      return FALSE;
+    goto userinfo;
+  }
 
   /* Only what follows the userinfo goes to GUri: it holds no password. */
   hostpart = g_strconcat(scheme, "://", parts.rest, NULL);
@@ -214,7 +460,7 @@ sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
   query = g_uri_get_query(uri);
 
   if (strcmp(scheme, "unix") == 0) {
-    parsed.is_unix = TRUE;
+    parsed->is_unix = TRUE;
     if (host != NULL && host[0] != '\0')
       return url_invalid(error, shown,
                          "a unix URL has no host: write unix:///path (three "
@@ -222,64 +468,71 @@ sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
     if (g_uri_get_path(uri)[0] != '/')
       return url_invalid(error, shown,
                          "the socket path is missing or not absolute");
-    if (query != NULL) {
-      g_autoptr(GHashTable) params =
-          g_uri_parse_params(query, -1, "&", G_URI_PARAMS_NONE, NULL);
-      GHashTableIter iter;
-      gpointer key, value;
-
-      if (params == NULL)
-        return url_invalid(error, shown, "the query is malformed");
-      g_hash_table_iter_init(&iter, params);
-      while (g_hash_table_iter_next(&iter, &key, &value)) {
-        if (strcmp(key, "db") != 0 || !parse_db(value, &parsed.db))
-          return url_invalid(error, shown,
-                             "the only query parameter is db=N, with N a "
-                             "database number");
-      }
-    }
-    parsed.path = g_strdup(g_uri_get_path(uri));
+    if (query != NULL && !parse_params(query, scheme, shown, parsed, error))
+      return FALSE;
+    parsed->path = g_strdup(g_uri_get_path(uri));
   } else {
     const gchar *path = g_uri_get_path(uri);
 
     if (host == NULL || host[0] == '\0')
       return url_invalid(error, shown,
                          "the host is missing (redis://host[:port][/db])");
-    if (query != NULL)
-      return url_invalid(error, shown,
-                         "redis:// URLs take no query; put the database "
-                         "number in the path (/N)");
+    if (query != NULL && !parse_params(query, scheme, shown, parsed, error))
+      return FALSE;
     if (path[0] != '\0' && strcmp(path, "/") != 0 &&
-        !parse_db(path + 1, &parsed.db))
+        !parse_db(path + 1, &parsed->db))
       return url_invalid(error, shown,
                          "the path must be a database number (/0 ... /15)");
-    parsed.host = g_strdup(host);
-    parsed.port = g_uri_get_port(uri) > 0 ? g_uri_get_port(uri) : 6379;
+    parsed->host = g_strdup(host);
+    parsed->port = g_uri_get_port(uri) > 0 ? g_uri_get_port(uri) : 6379;
   }
 
+userinfo:
   if (parts.userinfo != NULL) {
     gsize user_len = (gsize)(parts.colon - parts.userinfo);
     const gchar *pw = parts.colon + 1;
     gsize pw_len = parts.userinfo_len - user_len - 1;
     gchar *user = unescape_part(parts.userinfo, user_len);
 
-    parsed.password = unescape_part(pw, pw_len);
-    if (user == NULL || parsed.password == NULL) {
+    parsed->password = unescape_part(pw, pw_len);
+    if (user == NULL || parsed->password == NULL) {
       g_free(user);
-      sluice_redis_url__clear(&parsed);
       return url_invalid(error, shown,
                          "the user or the password holds a '%' that does not "
                          "start an escape (%XX) or an escaped NUL; write '%' "
                          "as %25");
     }
     if (user[0] != '\0')
-      parsed.user = user;
+      parsed->user = user;
     else
       g_free(user);
   }
-  parsed.display = make_display(&parsed);
+  parsed->display = make_display(parsed);
+  return TRUE;
+}
+
+gboolean
+sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
+{
+  SluiceRedisUrl parsed = {0};
+
+  g_return_val_if_fail(text != NULL && url != NULL, FALSE);
+  parsed.min_replicas_ack = -1;
+  parsed.min_replicas_timeout_ms = -1;
+  if (!parse_into(text, &parsed, error)) {
+    sluice_redis_url__clear(&parsed);
+    return FALSE;
+  }
   *url = parsed;
   return TRUE;
+}
+
+static void
+wipe(gchar *secret)
+{
+  if (secret != NULL)
+    memset(secret, 0, strlen(secret));
+  g_free(secret);
 }
 
 void
@@ -290,10 +543,14 @@ sluice_redis_url__clear(SluiceRedisUrl *url)
   g_clear_pointer(&url->host, g_free);
   g_clear_pointer(&url->path, g_free);
   g_clear_pointer(&url->user, g_free);
-  if (url->password != NULL)
-    memset(url->password, 0, strlen(url->password));
-  g_clear_pointer(&url->password, g_free);
+  g_clear_pointer(&url->password, wipe);
   g_clear_pointer(&url->display, g_free);
+  g_clear_pointer(&url->sentinels, g_strfreev);
+  g_clear_pointer(&url->sentinel_ports, g_free);
+  g_clear_pointer(&url->master_name, g_free);
+  g_clear_pointer(&url->sentinel_user, g_free);
+  g_clear_pointer(&url->sentinel_password, wipe);
+  url->n_sentinels = 0;
 }
 
 void
@@ -307,4 +564,14 @@ sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to)
   to->user = g_strdup(from->user);
   to->password = g_strdup(from->password);
   to->display = g_strdup(from->display);
+  to->is_sentinel = from->is_sentinel;
+  to->n_sentinels = from->n_sentinels;
+  to->sentinels = g_strdupv(from->sentinels);
+  to->sentinel_ports =
+      g_memdup2(from->sentinel_ports, sizeof(gint) * from->n_sentinels);
+  to->master_name = g_strdup(from->master_name);
+  to->sentinel_user = g_strdup(from->sentinel_user);
+  to->sentinel_password = g_strdup(from->sentinel_password);
+  to->min_replicas_ack = from->min_replicas_ack;
+  to->min_replicas_timeout_ms = from->min_replicas_timeout_ms;
 }

@@ -15,6 +15,18 @@ G_BEGIN_DECLS
  * @user: (nullable): ACL user (percent-decoded)
  * @password: (nullable): password (percent-decoded); never logged
  * @display: the URL as it may be shown: the password replaced by "***"
+ * @is_sentinel: TRUE for redis+sentinel://: @host and @port are unset
+ *   (the sentinels name the master), @user and @password are the data
+ *   credentials (for the master), @sentinels and @master_name say where
+ *   to ask
+ * @sentinels: (array length=n_sentinels): "host" strings, with
+ *   @sentinel_ports alongside
+ * @master_name: the name the sentinels monitor the master under
+ * @sentinel_user: (nullable): ACL user for the sentinels (sentinel_user=)
+ * @sentinel_password: (nullable): password for the sentinels
+ *   (sentinel_password=); never logged
+ * @min_replicas_ack: the URL's min_replicas_ack=N, or -1 when absent
+ * @min_replicas_timeout_ms: the URL's min_replicas_timeout_ms=T, or -1
  */
 typedef struct {
   gboolean is_unix;
@@ -25,12 +37,24 @@ typedef struct {
   gchar *user;
   gchar *password;
   gchar *display;
+  gboolean is_sentinel;
+  guint n_sentinels;
+  gchar **sentinels;
+  gint *sentinel_ports;
+  gchar *master_name;
+  gchar *sentinel_user;
+  gchar *sentinel_password;
+  gint min_replicas_ack;
+  gint64 min_replicas_timeout_ms;
 } SluiceRedisUrl;
 
 /**
  * sluice_redis_url__parse:
- * @text: `redis://[[user]:password@]host[:port][/db]` or
- *   `unix:///path/to/socket[?db=N]`
+ * @text: `redis://[[user]:password@]host[:port][/db][?params]`,
+ *   `redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/
+ *   MASTERNAME[/db][?params]` or `unix:///path/to/socket[?db=N]`; params
+ *   are min_replicas_ack=N and min_replicas_timeout_ms=T, and for
+ *   sentinel URLs also sentinel_user=U and sentinel_password=P
  * @url: (out caller-allocates): filled on success; clear it with
  *   sluice_redis_url__clear(). Untouched on failure.
  *

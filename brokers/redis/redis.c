@@ -189,6 +189,14 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                                       : SLUICE_REDIS_DEFAULT_COMMAND_TIMEOUT_MS,
       options->reconnect_max_backoff_ms > 0 ? options->reconnect_max_backoff_ms
                                             : SLUICE_REDIS_DEFAULT_BACKOFF_MS);
+  self->min_replicas_ack = options->min_replicas_ack > 0
+                               ? options->min_replicas_ack
+                               : (guint)MAX(url.min_replicas_ack, 0);
+  self->min_replicas_timeout_ms =
+      options->min_replicas_timeout_ms > 0 ? options->min_replicas_timeout_ms
+      : url.min_replicas_timeout_ms > 0
+          ? url.min_replicas_timeout_ms
+          : SLUICE_REDIS_DEFAULT_MIN_REPLICAS_TIMEOUT_MS;
   sluice_redis_url__clear(&url);
   sluice_redis_keys__init(&self->keys, ns);
   sluice_redis_pool__set_namespace(self->pool, ns);

@@ -35,12 +35,19 @@ typedef enum {
 
 #define SLUICE_REDIS_DEFAULT_URL "redis://127.0.0.1:6379/0"
 #define SLUICE_REDIS_DEFAULT_NAMESPACE "sluice"
+#define SLUICE_REDIS_DEFAULT_MIN_REPLICAS_TIMEOUT_MS 1000
 
 /**
  * SluiceRedisOptions:
- * @url: (nullable): `redis://[[user]:password@]host[:port][/db]` or
+ * @url: (nullable): `redis://[[user]:password@]host[:port][/db]`,
  *   `unix:///path/to/socket[?db=N]` (a socket URL carries no credentials:
- *   protect the socket by its file permissions); NULL =
+ *   protect the socket by its file permissions), or
+ *   `redis+sentinel://[[user]:password@]host:port[,host:port...]/MASTER[/db]`
+ *   (Redis Sentinel: the sentinels are asked where the master MASTER is,
+ *   and again after a failover; the user:password@ is the master's, the
+ *   sentinels' own go in the query as sentinel_password=P and
+ *   sentinel_user=U). Every form takes the query parameters
+ *   min_replicas_ack=N and min_replicas_timeout_ms=T (see below). NULL =
  *   SLUICE_REDIS_DEFAULT_URL
  * @mode: fast or reliable (the default, as for the sluice command). A
  *   namespace records the mode of its first client; a client of the other
@@ -52,6 +59,15 @@ typedef enum {
  * @dead_letter_max: keep at most this many dead letters (0 = 10000)
  * @reconnect_max_backoff_ms: the longest pause between reconnection
  *   attempts (0 = 5000)
+ * @min_replicas_ack: after each enqueue and settle, wait (Redis WAIT) until
+ *   this many replicas have the write, and fail with
+ *   SLUICE_BROKER_ERROR_UNAVAILABLE when fewer confirm it in time: the
+ *   write is then on the master but not known to be on a replica (a
+ *   failover could lose it); repeating it is safe. 0 = the URL's
+ *   min_replicas_ack, else no waiting. WAIT is not consensus: a replica
+ *   that has the write may still not be the one promoted.
+ * @min_replicas_timeout_ms: how long that wait may take (0 = the URL's
+ *   min_replicas_timeout_ms, else 1000)
  *
  * Initialise with sluice_redis_options_init(); the broker copies it.
  */
@@ -63,6 +79,8 @@ typedef struct {
   gint64 command_timeout_ms;
   guint dead_letter_max;
   gint64 reconnect_max_backoff_ms;
+  guint min_replicas_ack;
+  gint64 min_replicas_timeout_ms;
 } SluiceRedisOptions;
 
 SLUICE_AVAILABLE_IN_0_1

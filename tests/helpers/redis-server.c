@@ -55,6 +55,8 @@ struct _SluiceTestRedis {
   gchar *acl_user;
   gchar *acl_password;
   gboolean unix_socket;
+  gchar **extra_args;
+  gchar *sentinel_config;
   gchar *url;
   gchar *socket_url;
   redisContext *ctx;    /* for sluice_test_redis_command() */
@@ -163,6 +165,10 @@ build_argv(SluiceTestRedis *r)
 
 #define ARG(s) g_ptr_array_add(argv, g_strdup(s))
   ARG(r->binary);
+  if (r->sentinel_config != NULL) {
+    g_ptr_array_add(argv, g_build_filename(r->dir, "sentinel.conf", NULL));
+    ARG("--sentinel");
+  }
   ARG("--port");
   g_ptr_array_add(argv, g_strdup_printf("%u", r->port));
   ARG("--bind");
@@ -173,6 +179,8 @@ build_argv(SluiceTestRedis *r)
   g_ptr_array_add(argv, g_build_filename(r->dir, "redis.log", NULL));
   ARG("--daemonize");
   ARG("no");
+  if (r->sentinel_config != NULL)
+    goto end; /* the data options below mean nothing to a sentinel */
   ARG("--save");
   ARG("");
   ARG("--enable-debug-command");
@@ -202,6 +210,9 @@ build_argv(SluiceTestRedis *r)
     ARG("--unixsocketperm");
     ARG("700");
   }
+  for (guint i = 0; r->extra_args != NULL && r->extra_args[i] != NULL; i++)
+    ARG(r->extra_args[i]);
+end:
 #undef ARG
   g_ptr_array_add(argv, NULL);
   return argv;
@@ -260,9 +271,15 @@ is_ready(SluiceTestRedis *r)
 
   if (c == NULL)
     return FALSE;
-  reply = redisCommand(c, "INFO persistence");
-  ready = reply != NULL && reply->type == REDIS_REPLY_STRING &&
-          strstr(reply->str, "loading:0") != NULL;
+  if (r->sentinel_config != NULL) {
+    reply = redisCommand(c, "PING");
+    ready = reply != NULL && reply->type == REDIS_REPLY_STATUS &&
+            strcmp(reply->str, "PONG") == 0;
+  } else {
+    reply = redisCommand(c, "INFO persistence");
+    ready = reply != NULL && reply->type == REDIS_REPLY_STRING &&
+            strstr(reply->str, "loading:0") != NULL;
+  }
   if (reply != NULL)
     freeReplyObject(reply);
   redisFree(c);
@@ -281,6 +298,12 @@ spawn_and_wait(SluiceTestRedis *r, GError **error)
   /* A fresh log, so that an old "Address already in use" is not read as
    * this attempt's. */
   g_unlink(log);
+  if (r->sentinel_config != NULL) {
+    g_autofree gchar *conf = g_build_filename(r->dir, "sentinel.conf", NULL);
+    if (!g_file_test(conf, G_FILE_TEST_EXISTS) &&
+        !g_file_set_contents(conf, r->sentinel_config, -1, error))
+      return SPAWN_FAILED;
+  }
 
   if (!g_spawn_async(r->dir, (gchar **)argv->pdata, NULL,
                      G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL |
@@ -420,6 +443,8 @@ sluice_test_redis_start(const SluiceTestRedisOptions *options, GError **error)
     r->acl_user = g_strdup(options->acl_user);
     r->acl_password = g_strdup(options->acl_password);
     r->unix_socket = options->unix_socket;
+    r->extra_args = g_strdupv((gchar **)options->extra_args);
+    r->sentinel_config = g_strdup(options->sentinel_config);
   }
   r->dir = g_dir_make_tmp("sluice-redis-XXXXXX", error);
   if (r->dir == NULL) {
@@ -555,6 +580,8 @@ sluice_test_redis_stop(SluiceTestRedis *r)
   g_free(r->requirepass);
   g_free(r->acl_user);
   g_free(r->acl_password);
+  g_strfreev(r->extra_args);
+  g_free(r->sentinel_config);
   g_free(r->url);
   g_free(r->socket_url);
   if (r->acl_users != NULL)

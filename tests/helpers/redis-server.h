@@ -25,6 +25,12 @@ G_BEGIN_DECLS
  * @acl_user: (nullable): an extra ACL user with every permission...
  * @acl_password: ...and this password
  * @unix_socket: also listen on <dir>/redis.sock
+ * @extra_args: (nullable) (array zero-terminated=1): more command-line
+ *   arguments ("--replicaof", "127.0.0.1", "6379")
+ * @sentinel_config: (nullable): run a sentinel instead (redis-server
+ *   <dir>/sentinel.conf --sentinel) with this text as its configuration
+ *   (the sentinel rewrites the file as it learns); ready when it answers
+ *   PING
  */
 typedef struct {
   gboolean appendonly;
@@ -32,6 +38,8 @@ typedef struct {
   const gchar *acl_user;
   const gchar *acl_password;
   gboolean unix_socket;
+  const gchar *const *extra_args;
+  const gchar *sentinel_config;
 } SluiceTestRedisOptions;
 
 typedef struct _SluiceTestRedis SluiceTestRedis;
