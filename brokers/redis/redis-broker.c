@@ -98,7 +98,7 @@ sluice_redis_broker__run(SluiceRedisBroker *self, gboolean idempotent,
     SluiceRedisConn *conn;
     gboolean ok, broke;
 
-    conn = sluice_redis_pool__acquire(self->pool, error);
+    conn = sluice_redis_pool__acquire_slot(self->pool, self->keys.slot, error);
     if (conn == NULL)
       return FALSE;
     ok = op(self, conn, data, &local);

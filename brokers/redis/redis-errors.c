@@ -198,6 +198,11 @@ sluice_redis_error__check(const gchar *url, const gchar *ns,
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
                 "%s: Redis at %s cannot serve now (%s); retry shortly", what,
                 url, msg);
+  } else if (has_prefix(reply, "MOVED ") || has_prefix(reply, "ASK ")) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+                "%s: the Redis Cluster slot of the namespace is moving "
+                "between nodes of %s (%s); retry shortly",
+                what, url, msg);
   } else if (has_prefix(reply, "READONLY")) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
                 "%s refused: Redis at %s is a read-only replica (%s); point "

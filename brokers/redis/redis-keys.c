@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include "brokers/redis/redis-keys.h"
+#include "brokers/redis/redis-slot.h"
 
 gboolean
 sluice_redis_keys__valid_namespace(const gchar *ns, GError **error)
@@ -54,6 +55,7 @@ sluice_redis_keys__init(SluiceRedisKeys *keys, const gchar *ns)
   keys->ns = g_strdup(ns);
   keys->prefix = g_strdup_printf("{%s}:", ns);
   keys->prefix_len = strlen(keys->prefix);
+  keys->slot = sluice_redis_slot__of_key(keys->prefix, keys->prefix_len);
 }
 
 void
@@ -64,6 +66,7 @@ sluice_redis_keys__init_partition(SluiceRedisKeys *keys, const gchar *ns,
   keys->ns = g_strdup(ns);
   keys->prefix = g_strdup_printf("{%s#%u}:", ns, index);
   keys->prefix_len = strlen(keys->prefix);
+  keys->slot = sluice_redis_slot__of_key(keys->prefix, keys->prefix_len);
 }
 
 void

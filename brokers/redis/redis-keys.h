@@ -88,6 +88,7 @@ typedef struct {
   gchar *ns;     /* the namespace as configured */
   gchar *prefix; /* "{ns}:" or "{ns#k}:" */
   gsize prefix_len;
+  guint slot; /* the Redis Cluster slot of the prefix's hash tag */
 } SluiceRedisKeys;
 
 /**

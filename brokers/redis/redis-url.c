@@ -36,8 +36,9 @@ url_invalid(GError **error, const gchar *shown, const gchar *why)
 {
   g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
               "invalid Redis URL “%s”: %s (expected "
-              "redis://[[user]:password@]host[:port][/db] or "
-              "unix:///path/to/socket[?db=N])",
+              "redis://[[user]:password@]host[:port][/db], "
+              "unix:///path/to/socket[?db=N] or "
+              "redis+cluster://[[user]:password@]host:port[,host:port...])",
               shown, why);
   return FALSE;
 }
@@ -58,7 +59,9 @@ parse_db(const gchar *text, gint *out)
 static gchar *
 make_display(const SluiceRedisUrl *url)
 {
-  GString *s = g_string_new(url->is_unix ? "unix://" : "redis://");
+  GString *s = g_string_new(url->is_unix      ? "unix://"
+                            : url->is_cluster ? "redis+cluster://"
+                                              : "redis://");
   g_autofree gchar *host = NULL;
 
   if (url->is_unix) {
@@ -79,12 +82,20 @@ make_display(const SluiceRedisUrl *url)
       g_string_append(s, ":***");
     g_string_append_c(s, '@');
   }
-  host = sluice_broker_escape_text(url->host, -1, 0);
-  if (strchr(host, ':') != NULL)
-    g_string_append_printf(s, "[%s]", host);
-  else
-    g_string_append(s, host);
-  g_string_append_printf(s, ":%d/%d", url->port, url->db);
+  for (guint i = 0; i < MAX(url->n_seeds, 1); i++) {
+    g_clear_pointer(&host, g_free);
+    host = sluice_broker_escape_text(
+        url->n_seeds > 0 ? url->seed_hosts[i] : url->host, -1, 0);
+    if (i > 0)
+      g_string_append_c(s, ',');
+    if (strchr(host, ':') != NULL)
+      g_string_append_printf(s, "[%s]", host);
+    else
+      g_string_append(s, host);
+    g_string_append_printf(s, ":%d",
+                           url->n_seeds > 0 ? url->seed_ports[i] : url->port);
+  }
+  g_string_append_printf(s, "/%d", url->db);
   return g_string_free(s, FALSE);
 }
 
@@ -162,6 +173,88 @@ unescape_part(const gchar *text, gsize len)
   return g_uri_unescape_string(raw, NULL);
 }
 
+/* ---- redis+cluster:// ---------------------------------------------------
+ *
+ * After the userinfo: a comma-separated list of nodes, each host[:port]
+ * ([v6]:port for IPv6), then nothing, "/" or "/0": a Cluster has database
+ * 0 alone. Any node of the cluster will do; more than one is a fallback
+ * for when the first is down at start-up.
+ */
+
+static gboolean
+parse_cluster_node(const gchar *text, gsize len, gchar **out_host,
+                   gint *out_port)
+{
+  const gchar *end = text + len;
+  const gchar *host_end;
+  const gchar *colon = NULL;
+  guint64 port = 6379;
+
+  if (len > 0 && text[0] == '[') {
+    host_end = memchr(text, ']', len);
+    if (host_end == NULL || host_end == text + 1)
+      return FALSE;
+    if (host_end + 1 < end) {
+      if (host_end[1] != ':')
+        return FALSE;
+      colon = host_end + 1;
+    }
+    text++;
+  } else {
+    colon = memchr(text, ':', len);
+    host_end = colon != NULL ? colon : end;
+    if (host_end == text)
+      return FALSE;
+  }
+  if (colon != NULL) {
+    g_autofree gchar *digits = g_strndup(colon + 1, (gsize)(end - colon - 1));
+    if (!g_ascii_string_to_unsigned(digits, 10, 1, 65535, &port, NULL))
+      return FALSE;
+  }
+  *out_host = g_strndup(text, (gsize)(host_end - text));
+  *out_port = (gint)port;
+  return TRUE;
+}
+
+static gboolean
+parse_cluster_nodes(const gchar *rest, const gchar *shown,
+                    SluiceRedisUrl *parsed, GError **error)
+{
+  gsize nodes_len = strcspn(rest, "/?#");
+  const gchar *tail = rest + nodes_len;
+  g_auto(GStrv) items = NULL;
+  g_autofree gchar *nodes = g_strndup(rest, nodes_len);
+
+  if (tail[0] == '?' || tail[0] == '#')
+    return url_invalid(error, shown,
+                       "redis+cluster:// URLs take no query or fragment");
+  if (tail[0] == '/' && tail[1] != '\0' && strcmp(tail, "/0") != 0)
+    return url_invalid(error, shown,
+                       "a Redis Cluster has database 0 alone: end the URL "
+                       "with the node list, “/” or “/0”");
+  items = g_strsplit(nodes, ",", -1);
+  if (items[0] == NULL)
+    return url_invalid(error, shown,
+                       "name at least one node of the cluster "
+                       "(redis+cluster://host:port[,host:port...])");
+  parsed->is_cluster = TRUE;
+  parsed->n_seeds = g_strv_length(items);
+  parsed->seed_hosts = g_new0(gchar *, parsed->n_seeds + 1);
+  parsed->seed_ports = g_new0(gint, parsed->n_seeds);
+  for (guint i = 0; i < parsed->n_seeds; i++) {
+    if (!parse_cluster_node(items[i], strlen(items[i]), &parsed->seed_hosts[i],
+                            &parsed->seed_ports[i])) {
+      sluice_redis_url__clear(parsed);
+      return url_invalid(error, shown,
+                         "each node of a redis+cluster:// URL is host[:port] "
+                         "or [IPv6]:port, separated by commas");
+    }
+  }
+  parsed->host = g_strdup(parsed->seed_hosts[0]);
+  parsed->port = parsed->seed_ports[0];
+  return TRUE;
+}
+
 gboolean
 sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
 {
@@ -186,8 +279,11 @@ sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
     return url_invalid(error, shown,
                        "TLS (rediss://) is not supported by hiredis 0.14; "
                        "reach a TLS Redis through a local TLS tunnel");
-  if (strcmp(scheme, "unix") != 0 && strcmp(scheme, "redis") != 0)
-    return url_invalid(error, shown, "the scheme must be redis:// or unix://");
+  if (strcmp(scheme, "unix") != 0 && strcmp(scheme, "redis") != 0 &&
+      strcmp(scheme, "redis+cluster") != 0)
+    return url_invalid(error, shown,
+                       "the scheme must be redis://, unix:// or "
+                       "redis+cluster://");
   if (strcmp(scheme, "unix") == 0 && parts.userinfo != NULL)
     /* A socket is protected by its file permissions; '@' in a socket
      * path is written %40. */
@@ -200,6 +296,12 @@ sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
                        "a user needs a password: write user:password@ or "
                        ":password@ (an ACL user with nopass accepts any "
                        "password)");
+
+  if (strcmp(scheme, "redis+cluster") == 0) {
+    if (!parse_cluster_nodes(parts.rest, shown, &parsed, error))
+      return FALSE;
+    goto credentials;
+  }
 
   /* Only what follows the userinfo goes to GUri: it holds no password. */
   hostpart = g_strconcat(scheme, "://", parts.rest, NULL);
@@ -257,6 +359,7 @@ sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
     parsed.port = g_uri_get_port(uri) > 0 ? g_uri_get_port(uri) : 6379;
   }
 
+credentials:
   if (parts.userinfo != NULL) {
     gsize user_len = (gsize)(parts.colon - parts.userinfo);
     const gchar *pw = parts.colon + 1;
@@ -294,6 +397,10 @@ sluice_redis_url__clear(SluiceRedisUrl *url)
     memset(url->password, 0, strlen(url->password));
   g_clear_pointer(&url->password, g_free);
   g_clear_pointer(&url->display, g_free);
+  g_clear_pointer(&url->seed_hosts, g_strfreev);
+  g_clear_pointer(&url->seed_ports, g_free);
+  url->n_seeds = 0;
+  url->is_cluster = FALSE;
 }
 
 void
@@ -307,4 +414,20 @@ sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to)
   to->user = g_strdup(from->user);
   to->password = g_strdup(from->password);
   to->display = g_strdup(from->display);
+  to->is_cluster = from->is_cluster;
+  to->n_seeds = from->n_seeds;
+  to->seed_hosts = g_strdupv(from->seed_hosts);
+  to->seed_ports = g_memdup2(from->seed_ports, sizeof(gint) * from->n_seeds);
+}
+
+void
+sluice_redis_url__for_node(const SluiceRedisUrl *cluster, const gchar *host,
+                           gint port, SluiceRedisUrl *to)
+{
+  memset(to, 0, sizeof *to);
+  to->host = g_strdup(host);
+  to->port = port;
+  to->user = g_strdup(cluster->user);
+  to->password = g_strdup(cluster->password);
+  to->display = make_display(to);
 }

@@ -15,6 +15,11 @@ G_BEGIN_DECLS
  * @user: (nullable): ACL user (percent-decoded)
  * @password: (nullable): password (percent-decoded); never logged
  * @display: the URL as it may be shown: the password replaced by "***"
+ * @is_cluster: TRUE for redis+cluster://; then @host and @port are the
+ *   first seed and @db is 0
+ * @n_seeds: the nodes a redis+cluster:// URL names (0 otherwise)...
+ * @seed_hosts: (array length=n_seeds): ...their hosts...
+ * @seed_ports: (array length=n_seeds): ...and their ports
  */
 typedef struct {
   gboolean is_unix;
@@ -25,12 +30,17 @@ typedef struct {
   gchar *user;
   gchar *password;
   gchar *display;
+  gboolean is_cluster;
+  guint n_seeds;
+  gchar **seed_hosts;
+  gint *seed_ports;
 } SluiceRedisUrl;
 
 /**
  * sluice_redis_url__parse:
- * @text: `redis://[[user]:password@]host[:port][/db]` or
- *   `unix:///path/to/socket[?db=N]`
+ * @text: `redis://[[user]:password@]host[:port][/db]`,
+ *   `unix:///path/to/socket[?db=N]` or
+ *   `redis+cluster://[[user]:password@]host[:port][,host[:port]...][/0]`
  * @url: (out caller-allocates): filled on success; clear it with
  *   sluice_redis_url__clear(). Untouched on failure.
  *
@@ -46,5 +56,15 @@ void sluice_redis_url__clear(SluiceRedisUrl *url);
 /** sluice_redis_url__copy: fills @to (cleared or fresh) with copies of
  * @from's strings; clear it with sluice_redis_url__clear(). */
 void sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to);
+
+/**
+ * sluice_redis_url__for_node:
+ * @cluster: a redis+cluster:// URL
+ * @to: (out caller-allocates): filled with a redis:// URL of @host:@port
+ *   with @cluster's credentials; clear it with sluice_redis_url__clear()
+ */
+void sluice_redis_url__for_node(const SluiceRedisUrl *cluster,
+                                const gchar *host, gint port,
+                                SluiceRedisUrl *to);
 
 G_END_DECLS

@@ -21,6 +21,7 @@
 #include <sluice/sluice-redis.h>
 
 #include "brokers/redis/redis-broker.h"
+#include "brokers/redis/redis-cluster.h"
 
 /* ---- The class ----------------------------------------------------------- */
 
@@ -178,14 +179,27 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                                       : SLUICE_REDIS_DEFAULT_COMMAND_TIMEOUT_MS,
       options->reconnect_max_backoff_ms > 0 ? options->reconnect_max_backoff_ms
                                             : SLUICE_REDIS_DEFAULT_BACKOFF_MS);
-  sluice_redis_url__clear(&url);
   sluice_redis_keys__init(&self->keys, ns);
   sluice_redis_pool__set_namespace(self->pool, ns);
   {
     g_autofree gchar *meta =
         sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_META, NULL);
     sluice_redis_pool__set_mode_check(self->pool, meta, meta_mode);
+    if (url.is_cluster)
+      sluice_redis_pool__set_router(
+          self->pool, &sluice_redis_cluster__router,
+          sluice_redis_cluster__new(
+              &url,
+              options->connect_timeout_ms > 0
+                  ? options->connect_timeout_ms
+                  : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
+              sluice_redis_pool__get_command_timeout_ms(self->pool),
+              options->reconnect_max_backoff_ms > 0
+                  ? options->reconnect_max_backoff_ms
+                  : SLUICE_REDIS_DEFAULT_BACKOFF_MS,
+              ns, meta, meta_mode));
   }
+  sluice_redis_url__clear(&url);
   sluice_redis_scripts__init(self->scripts, transport->lua);
   self->token_prefix = g_uuid_string_random();
   g_mutex_init(&self->queues_lock);

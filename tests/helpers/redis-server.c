@@ -55,6 +55,8 @@ struct _SluiceTestRedis {
   gchar *acl_user;
   gchar *acl_password;
   gboolean unix_socket;
+  gint cluster_node_timeout_ms;
+  guint16 cluster_port; /* the cluster bus, when a cluster node */
   gchar *url;
   gchar *socket_url;
   redisContext *ctx;    /* for sluice_test_redis_command() */
@@ -201,6 +203,16 @@ build_argv(SluiceTestRedis *r)
     g_ptr_array_add(argv, g_build_filename(r->dir, "redis.sock", NULL));
     ARG("--unixsocketperm");
     ARG("700");
+  }
+  if (r->cluster_node_timeout_ms > 0) {
+    ARG("--cluster-enabled");
+    ARG("yes");
+    ARG("--cluster-config-file");
+    g_ptr_array_add(argv, g_build_filename(r->dir, "nodes.conf", NULL));
+    ARG("--cluster-port");
+    g_ptr_array_add(argv, g_strdup_printf("%u", r->cluster_port));
+    ARG("--cluster-node-timeout");
+    g_ptr_array_add(argv, g_strdup_printf("%d", r->cluster_node_timeout_ms));
   }
 #undef ARG
   g_ptr_array_add(argv, NULL);
@@ -420,6 +432,7 @@ sluice_test_redis_start(const SluiceTestRedisOptions *options, GError **error)
     r->acl_user = g_strdup(options->acl_user);
     r->acl_password = g_strdup(options->acl_password);
     r->unix_socket = options->unix_socket;
+    r->cluster_node_timeout_ms = options->cluster_node_timeout_ms;
   }
   r->dir = g_dir_make_tmp("sluice-redis-XXXXXX", error);
   if (r->dir == NULL) {
@@ -432,6 +445,11 @@ sluice_test_redis_start(const SluiceTestRedisOptions *options, GError **error)
     r->port = free_port();
     if (r->port == 0)
       continue;
+    if (r->cluster_node_timeout_ms > 0) {
+      r->cluster_port = free_port();
+      if (r->cluster_port == 0 || r->cluster_port == r->port)
+        continue;
+    }
     res = spawn_and_wait(r, error);
     if (res == SPAWN_OK) {
       make_urls(r);

@@ -25,6 +25,9 @@ G_BEGIN_DECLS
  * @acl_user: (nullable): an extra ACL user with every permission...
  * @acl_password: ...and this password
  * @unix_socket: also listen on <dir>/redis.sock
+ * @cluster_node_timeout_ms: > 0 for a Redis Cluster node (cluster-enabled,
+ *   its nodes.conf in its directory, its bus on a free port of its own,
+ *   this cluster-node-timeout); see redis-cluster-fixture.h
  */
 typedef struct {
   gboolean appendonly;
@@ -32,6 +35,7 @@ typedef struct {
   const gchar *acl_user;
   const gchar *acl_password;
   gboolean unix_socket;
+  gint cluster_node_timeout_ms;
 } SluiceTestRedisOptions;
 
 typedef struct _SluiceTestRedis SluiceTestRedis;
