@@ -115,6 +115,146 @@ START_TEST(test_key_slots_match_redis)
 }
 END_TEST
 
+/* ---- Waiting out TRYAGAIN and CLUSTERDOWN ---------------------------------- */
+
+typedef struct {
+  SluiceBroker *broker;
+  gboolean (*met)(const SluiceRedisClusterStats *st);
+} StatsWait;
+
+static gboolean
+stats_met(gpointer data)
+{
+  StatsWait *w = data;
+  SluiceRedisClusterStats st;
+
+  sluice_redis_cluster__get_stats(
+      sluice_redis_pool__get_router_data(SLUICE_REDIS_BROKER(w->broker)->pool),
+      &st);
+  return w->met(&st);
+}
+
+static gboolean
+saw_clusterdown(const SluiceRedisClusterStats *st)
+{
+  return st->clusterdown >= 1;
+}
+
+static gboolean
+saw_tryagain(const SluiceRedisClusterStats *st)
+{
+  return st->tryagain >= 1;
+}
+
+typedef struct {
+  SluiceBroker *broker;
+  const gchar *const *queues;
+  gboolean ok;
+  guint got;
+  gchar *message;
+} FetchCall;
+
+static gpointer
+fetch_in_thread(gpointer data)
+{
+  FetchCall *f = data;
+  g_autoptr(GPtrArray) out =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
+  g_autoptr(GError) error = NULL;
+
+  f->ok = sluice_broker_fetch(f->broker, "c1", f->queues, 10, 0, out, &error);
+  f->got = out->len;
+  f->message = error != NULL ? g_strdup(error->message) : NULL;
+  return NULL;
+}
+
+/* The namespace's slot not served for a while (CLUSTER DELSLOTS): a call
+ * meets CLUSTERDOWN, waits, and is carried out once the slot is back. */
+START_TEST(test_clusterdown_is_waited_out)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestCluster) cluster =
+      sluice_test_cluster_start(1, 0, &error);
+  g_autoptr(SluiceBroker) b = NULL;
+  SluiceTestRedis *node;
+  const gchar *queues[] = {"default", NULL};
+  FetchCall f = {0};
+  StatsWait w;
+  GThread *thread;
+  redisReply *reply;
+  guint slot;
+
+  ck_assert_msg(cluster != NULL, "%s", error != NULL ? error->message : "");
+  node = sluice_test_cluster_node(cluster, 0);
+  b = sluice_test_redis_broker(SLUICE_REDIS_FAST,
+                               sluice_test_cluster_url(cluster), "cd", 0);
+  sluice_test_enqueue(b, "t1", "default", "t1", 0);
+  slot = SLUICE_REDIS_BROKER(b)->keys.slot;
+
+  reply = sluice_test_redis_command(node, "CLUSTER DELSLOTS %u", slot);
+  ck_assert(reply != NULL && reply->type == REDIS_REPLY_STATUS);
+  freeReplyObject(reply);
+  f = (FetchCall){b, queues, FALSE, 0, NULL};
+  thread = g_thread_new("fetch", fetch_in_thread, &f);
+  w = (StatsWait){b, saw_clusterdown};
+  ck_assert(sluice_test_wait_for(stats_met, &w, 60000));
+  reply = sluice_test_redis_command(node, "CLUSTER ADDSLOTS %u", slot);
+  ck_assert(reply != NULL && reply->type == REDIS_REPLY_STATUS);
+  freeReplyObject(reply);
+  g_thread_join(thread);
+  ck_assert_msg(f.ok, "%s", f.message);
+  ck_assert_uint_eq(f.got, 1);
+  g_free(f.message);
+}
+END_TEST
+
+/* A read of two queues while one has moved to the importing node and the
+ * other not: the source says ASK, the target TRYAGAIN; the call waits and
+ * is carried out on the new owner once the migration ends (MOVED). */
+START_TEST(test_tryagain_is_waited_out)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestCluster) cluster =
+      sluice_test_cluster_start(3, 0, &error);
+  g_autoptr(SluiceBroker) b = NULL;
+  SluiceTestRedis *from, *to;
+  const gchar *queues[] = {"a", "b", NULL};
+  FetchCall f = {0};
+  StatsWait w;
+  GThread *thread;
+  redisReply *reply;
+  guint slot;
+
+  ck_assert_msg(cluster != NULL, "%s", error != NULL ? error->message : "");
+  b = sluice_test_redis_broker(SLUICE_REDIS_FAST,
+                               sluice_test_cluster_url(cluster), "ta", 0);
+  sluice_test_enqueue(b, "t1", "a", "t1", 0);
+  sluice_test_enqueue(b, "t2", "b", "t2", 0);
+  slot = SLUICE_REDIS_BROKER(b)->keys.slot;
+  from = sluice_test_cluster_owner(cluster, slot);
+  to = sluice_test_cluster_other_master(cluster, from);
+
+  ck_assert(sluice_test_cluster_migrate_begin(cluster, slot, from, to, &error));
+  reply =
+      sluice_test_redis_command(from, "MIGRATE 127.0.0.1 %u {ta}:q:a 0 10000",
+                                sluice_test_redis_port(to));
+  ck_assert(reply != NULL && reply->type == REDIS_REPLY_STATUS);
+  freeReplyObject(reply);
+  f = (FetchCall){b, queues, FALSE, 0, NULL};
+  thread = g_thread_new("fetch", fetch_in_thread, &f);
+  w = (StatsWait){b, saw_tryagain};
+  ck_assert(sluice_test_wait_for(stats_met, &w, 60000));
+  while (sluice_test_cluster_migrate_keys(cluster, slot, from, to, 50, &error) >
+         0)
+    ;
+  ck_assert(sluice_test_cluster_migrate_end(cluster, slot, to, &error));
+  g_thread_join(thread);
+  ck_assert_msg(f.ok, "%s", f.message);
+  ck_assert_uint_ge(f.got, 1);
+  g_free(f.message);
+}
+END_TEST
+
 /* ---- Under load ----------------------------------------------------------- */
 
 /* Every execution of a task, by id. Test code: the task function has no
@@ -501,6 +641,8 @@ main(void)
   tcase_set_timeout(units, 120);
   tcase_add_test(units, test_cluster_url);
   tcase_add_test(units, test_key_slots_match_redis);
+  tcase_add_test(units, test_clusterdown_is_waited_out);
+  tcase_add_test(units, test_tryagain_is_waited_out);
   suite_add_tcase(s, units);
   tcase_set_timeout(load, 900);
   tcase_add_test(load, test_reshard_under_load);
