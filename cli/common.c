@@ -89,8 +89,10 @@ cli_parse_options(CliCommon *common, CliOptionSets sets,
    * than kept in a static table. */
   const GOptionEntry connection[] = {
       {"url", 0, 0, G_OPTION_ARG_STRING, &common->url,
-       "sqlite:///PATH/TO/FILE.db, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB] "
-       "or unix:///PATH[?db=N] (default: sqlite:// in "
+       "sqlite:///PATH/TO/FILE.db, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+       "unix:///PATH[?db=N] or "
+       "redis+cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...] (default: "
+       "sqlite:// in "
        "$XDG_STATE_HOME/sluice/sluice.db)",
        "URL"},
       {"mode", 0, 0, G_OPTION_ARG_STRING, &common->mode,

@@ -115,6 +115,41 @@ START_TEST(test_key_slots_match_redis)
 }
 END_TEST
 
+/* The sluice command takes redis+cluster:// URLs: an enqueue, then stats
+ * that count it, through the cluster. */
+START_TEST(test_cli_on_a_cluster)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestCluster) cluster =
+      sluice_test_cluster_start(1, 0, &error);
+  g_autofree gchar *sluice =
+      g_build_filename(TEST_BUILDDIR, "cli", "sluice", NULL);
+  g_autofree gchar *url_opt = NULL;
+  g_autofree gchar *out = NULL, *err = NULL;
+  gint status = 0;
+
+  ck_assert_msg(cluster != NULL, "%s", error != NULL ? error->message : "");
+  url_opt = g_strdup_printf("--url=%s", sluice_test_cluster_url(cluster));
+  {
+    const gchar *argv[] = {sluice,    "enqueue", url_opt, "--namespace=cli",
+                           "t.hello", "[1]",     NULL};
+    ck_assert(g_spawn_sync(NULL, (gchar **)argv, NULL, G_SPAWN_DEFAULT, NULL,
+                           NULL, &out, &err, &status, &error));
+    ck_assert_msg(g_spawn_check_wait_status(status, NULL), "%s%s", out, err);
+    ck_assert_uint_gt(strlen(out), 1);
+  }
+  g_clear_pointer(&out, g_free);
+  g_clear_pointer(&err, g_free);
+  {
+    const gchar *argv[] = {sluice, "stats", url_opt, "--namespace=cli", NULL};
+    ck_assert(g_spawn_sync(NULL, (gchar **)argv, NULL, G_SPAWN_DEFAULT, NULL,
+                           NULL, &out, &err, &status, &error));
+    ck_assert_msg(g_spawn_check_wait_status(status, NULL), "%s%s", out, err);
+    ck_assert_msg(strstr(out, "default") != NULL, "%s", out);
+  }
+}
+END_TEST
+
 /* ---- Waiting out TRYAGAIN and CLUSTERDOWN ---------------------------------- */
 
 typedef struct {
@@ -642,6 +677,7 @@ main(void)
   tcase_add_test(units, test_cluster_url);
   tcase_add_test(units, test_key_slots_match_redis);
   tcase_add_test(units, test_clusterdown_is_waited_out);
+  tcase_add_test(units, test_cli_on_a_cluster);
   tcase_add_test(units, test_tryagain_is_waited_out);
   suite_add_tcase(s, units);
   tcase_set_timeout(load, 900);
