@@ -150,6 +150,35 @@ START_TEST(test_cli_on_a_cluster)
 }
 END_TEST
 
+/* The namespace's mode is checked on a cluster too, wherever its meta key
+ * lives: a namespace first used in reliable mode refuses a fast client. */
+START_TEST(test_mode_is_checked_on_a_cluster)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestCluster) cluster =
+      sluice_test_cluster_start(3, 0, &error);
+  const gchar *url;
+
+  ck_assert_msg(cluster != NULL, "%s", error != NULL ? error->message : "");
+  url = sluice_test_cluster_url(cluster);
+  for (guint i = 0; i < 6; i++) {
+    g_autofree gchar *ns = g_strdup_printf("mode%u", i);
+    g_autoptr(SluiceBroker) reliable =
+        sluice_test_redis_broker(SLUICE_REDIS_RELIABLE, url, ns, 0);
+    g_autoptr(SluiceBroker) fast =
+        sluice_test_redis_broker(SLUICE_REDIS_FAST, url, ns, 0);
+
+    sluice_test_enqueue(reliable, "t1", "default", "t1", 0);
+    ck_assert(!sluice_redis_broker_ping(fast, &error));
+    ck_assert_msg(g_error_matches(error, SLUICE_BROKER_ERROR,
+                                  SLUICE_BROKER_ERROR_INVALID),
+                  "%s", error->message);
+    ck_assert_ptr_nonnull(strstr(error->message, "reliable mode"));
+    g_clear_error(&error);
+  }
+}
+END_TEST
+
 /* ---- Waiting out TRYAGAIN and CLUSTERDOWN ---------------------------------- */
 
 typedef struct {
@@ -678,6 +707,7 @@ main(void)
   tcase_add_test(units, test_key_slots_match_redis);
   tcase_add_test(units, test_clusterdown_is_waited_out);
   tcase_add_test(units, test_cli_on_a_cluster);
+  tcase_add_test(units, test_mode_is_checked_on_a_cluster);
   tcase_add_test(units, test_tryagain_is_waited_out);
   suite_add_tcase(s, units);
   tcase_set_timeout(load, 900);
