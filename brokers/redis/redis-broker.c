@@ -16,7 +16,9 @@
  *   redis-argv.c         argument vectors; redis-reply.c reply reading
  *   redis-scripts.c      the shared Lua scripts; redis-keys.c key names;
  *                        redis-conn.c connections and the pool;
- *                        redis-url.c URLs; redis-errors.c error replies
+ *                        redis-url.c URLs; redis-errors.c error replies;
+ *                        redis-cluster.c (with redis-slot.c) the routing
+ *                        of a redis+cluster:// pool
  *   transport-*.c        the transports
  *
  * How each slot reaches Redis (round trips in brackets):

@@ -42,6 +42,10 @@
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
  *
+ * CLUSTER. @slot is the partition's Redis Cluster slot (redis-slot.h):
+ * every connection of an operation on the partition is checked out for it
+ * (sluice_redis_pool__acquire_slot), which a cluster pool routes.
+ *
  * PARTITIONS. A SluiceRedisKeys describes one partition. A namespace is one
  * partition today ("{ns}"); partitioned namespaces ("{ns#k}")
  * become an array of SluiceRedisKeys, one per partition, picked by a hash of
