@@ -179,6 +179,73 @@ START_TEST(test_mode_is_checked_on_a_cluster)
 }
 END_TEST
 
+/* A user who may not run CLUSTER SHARDS (as on Redis before 7.0, which
+ * lacks it) gets the map from CLUSTER SLOTS. */
+START_TEST(test_slot_map_from_cluster_slots)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestCluster) cluster =
+      sluice_test_cluster_start(1, 0, &error);
+  g_autoptr(SluiceBroker) b = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+  g_autofree gchar *url = NULL;
+  SluiceTestRedis *node;
+  const gchar *queues[] = {"default", NULL};
+  gint64 slots_before;
+
+  ck_assert_msg(cluster != NULL, "%s", error != NULL ? error->message : "");
+  node = sluice_test_cluster_node(cluster, 0);
+  ck_assert_msg(
+      sluice_test_redis_acl_setuser(
+          node, "noshards on >pw ~* &* +@all -cluster|shards", &error),
+      "%s", error != NULL ? error->message : "");
+  url = g_strdup_printf("redis+cluster://noshards:pw@127.0.0.1:%u",
+                        sluice_test_redis_port(node));
+  slots_before = sluice_test_redis_calls(node, "cluster|slots");
+  b = sluice_test_redis_broker(SLUICE_REDIS_RELIABLE, url, "slots", 0);
+  sluice_test_enqueue(b, "t1", "default", "t1", 0);
+  got = sluice_test_fetch(b, "c1", queues, 10, 0);
+  ck_assert_uint_eq(got->len, 1);
+  ck_assert_int_gt(sluice_test_redis_calls(node, "cluster|slots"),
+                   slots_before);
+}
+END_TEST
+
+/* A redis:// URL naming one node of a cluster: a namespace served by
+ * another node fails with an error that names redis+cluster://. */
+START_TEST(test_plain_url_on_a_cluster_node_says_what_to_do)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestCluster) cluster =
+      sluice_test_cluster_start(3, 0, &error);
+  SluiceTestRedis *node;
+  g_autofree gchar *url = NULL;
+  g_autofree gchar *ns = NULL;
+
+  ck_assert_msg(cluster != NULL, "%s", error != NULL ? error->message : "");
+  node = sluice_test_cluster_node(cluster, 0);
+  for (guint i = 0; ns == NULL; i++) {
+    g_autofree gchar *tag = g_strdup_printf("{plain%u}", i);
+
+    if (sluice_test_cluster_owner(
+            cluster, sluice_test_cluster_keyslot(cluster, tag)) != node)
+      ns = g_strdup_printf("plain%u", i);
+  }
+  url = g_strdup_printf("redis://127.0.0.1:%u/0", sluice_test_redis_port(node));
+  {
+    g_autoptr(SluiceBroker) b =
+        sluice_test_redis_broker(SLUICE_REDIS_RELIABLE, url, ns, 0);
+    g_autoptr(SluiceClient) client = sluice_client_new(b, NULL, &error);
+    g_autofree gchar *id =
+        sluice_client_enqueue(client, "t.x", NULL, NULL, &error);
+
+    ck_assert_ptr_null(id);
+    ck_assert_msg(strstr(error->message, "redis+cluster://") != NULL, "%s",
+                  error->message);
+  }
+}
+END_TEST
+
 /* ---- Waiting out TRYAGAIN and CLUSTERDOWN ---------------------------------- */
 
 typedef struct {
@@ -708,6 +775,8 @@ main(void)
   tcase_add_test(units, test_clusterdown_is_waited_out);
   tcase_add_test(units, test_cli_on_a_cluster);
   tcase_add_test(units, test_mode_is_checked_on_a_cluster);
+  tcase_add_test(units, test_slot_map_from_cluster_slots);
+  tcase_add_test(units, test_plain_url_on_a_cluster_node_says_what_to_do);
   tcase_add_test(units, test_tryagain_is_waited_out);
   suite_add_tcase(s, units);
   tcase_set_timeout(load, 900);

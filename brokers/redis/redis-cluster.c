@@ -8,7 +8,7 @@
  *
  * THE MAP. 16384 slots -> node, read from the first node that answers
  * CLUSTER SHARDS (a shard's master whose health is "online"), or CLUSTER
- * SLOTS when the server does not know SHARDS. It is read again, by one
+ * SLOTS when the server refuses SHARDS (older than 7.0, or an ACL). It is read again, by one
  * thread at a time and at most every REFRESH_MIN_US, when a MOVED or a
  * CLUSTERDOWN says it is out of date or a connection to a node failed (the
  * node may have died and its replica taken over). A MOVED also corrects
@@ -280,8 +280,9 @@ read_map(SluiceRedisCluster *c, Node *asked, SluiceRedisConn *conn, Node **map,
   sluice_redis_conn__append(conn, 2, shards, shards_lens);
   if (!sluice_redis_conn__exchange(asked->pool, conn, 1, &reply, 0, error))
     return FALSE;
-  if (sluice_redis_reply__is_error_code(reply, "ERR")) {
-    /* Redis before 7.0: "unknown subcommand 'SHARDS'". */
+  if (reply->type == REDIS_REPLY_ERROR) {
+    /* Redis before 7.0 ("unknown subcommand 'SHARDS'"), or a user whose
+     * ACL grants CLUSTER SLOTS alone: the older form says the same. */
     g_clear_pointer(&reply, freeReplyObject);
     sluice_redis_conn__append(conn, 2, slots, slots_lens);
     if (!sluice_redis_conn__exchange(asked->pool, conn, 1, &reply, 0, error))

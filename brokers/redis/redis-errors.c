@@ -199,9 +199,12 @@ sluice_redis_error__check(const gchar *url, const gchar *ns,
                 "%s: Redis at %s cannot serve now (%s); retry shortly", what,
                 url, msg);
   } else if (has_prefix(reply, "MOVED ") || has_prefix(reply, "ASK ")) {
+    /* A redis+cluster:// broker follows these and only gives up on a slot
+     * that keeps moving; a redis:// URL may name a cluster node. */
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
-                "%s: the Redis Cluster slot of the namespace is moving "
-                "between nodes of %s (%s); retry shortly",
+                "%s: Redis at %s sent the namespace's keys to another Redis "
+                "Cluster node (%s): name a cluster with a redis+cluster:// "
+                "URL, or, if it is one, its slot is moving: retry shortly",
                 what, url, msg);
   } else if (has_prefix(reply, "READONLY")) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
