@@ -728,7 +728,8 @@ static const SluiceBrokerClass memory_broker_class = {
     .version = SLUICE_BROKER_CLASS_VERSION,
     .name = "memory",
     .instance_size = sizeof(SluiceMemoryBroker),
-    .caps = SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT,
+    .caps = SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT |
+            SLUICE_BROKER_CAP_ORDERED,
     .enqueue = memory_enqueue,
     .fetch = memory_fetch,
     .settle = memory_settle,

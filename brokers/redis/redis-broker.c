@@ -70,6 +70,7 @@
 #include "config.h"
 
 #include "brokers/redis/redis-broker.h"
+#include "brokers/redis/redis-partitions.h"
 
 /* ---- Running steps ------------------------------------------------------- */
 
@@ -95,6 +96,8 @@ gboolean
 sluice_redis_broker__run(SluiceRedisBroker *self, gboolean idempotent,
                          SluiceRedisOp op, gpointer data, GError **error)
 {
+  if (self->layout != NULL && !sluice_redis_layout__ensure(self->layout, error))
+    return FALSE;
   for (guint attempt = 0;; attempt++) {
     GError *local = NULL;
     SluiceRedisConn *conn;

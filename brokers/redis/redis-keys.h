@@ -38,6 +38,9 @@
  *   P winfo:<worker>      string: what a worker announced (opaque bytes of
  *                         the core), PX its lease: gone = not alive
  *   P paused              set of the paused queues' names
+ *   P periodic-gate       zset: periodic name -> newest occurrence claimed
+ *                         (ms); partition 0 of a partitioned namespace
+ *                         only (redis-partitioned.c)
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
@@ -46,12 +49,11 @@
  * every connection of an operation on the partition is checked out for it
  * (sluice_redis_pool__acquire_slot), which a cluster pool routes.
  *
- * PARTITIONS. A SluiceRedisKeys describes one partition. A namespace is one
- * partition today ("{ns}"); partitioned namespaces ("{ns#k}")
- * become an array of SluiceRedisKeys, one per partition, picked by a hash of
- * the task id: sluice_redis_keys__init_partition() already makes their
- * prefixes. Scripts never see the namespace itself, only KEYS[1] = the
- * prefix, so they work unchanged on any partition.
+ * PARTITIONS. A SluiceRedisKeys describes one partition: the whole
+ * namespace ("{ns}"), or partition k of a namespace split in N ("{ns#k}",
+ * redis-partitions.h), each served by a broker of its own. Scripts never
+ * see the namespace itself, only KEYS[1] = the prefix, so they work
+ * unchanged on any partition.
  */
 #pragma once
 
@@ -83,6 +85,7 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_DLQ_DROPPED "dlq:dropped"
 #define SLUICE_REDIS_K_WINFO "winfo:"
 #define SLUICE_REDIS_K_PAUSED "paused"
+#define SLUICE_REDIS_K_PERIODIC_GATE "periodic-gate"
 
 /* The first byte of a stored record. */
 #define SLUICE_REDIS_RECORD_FINAL 'F'
@@ -117,7 +120,7 @@ void sluice_redis_keys__init(SluiceRedisKeys *keys, const gchar *ns);
 /**
  * sluice_redis_keys__init_partition:
  * Like sluice_redis_keys__init() for partition @index of a namespace split
- * in several ("{ns#index}:"). Unused until partitions are configurable.
+ * in several ("{ns#index}:").
  */
 void sluice_redis_keys__init_partition(SluiceRedisKeys *keys, const gchar *ns,
                                        guint index);

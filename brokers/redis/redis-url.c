@@ -12,6 +12,7 @@
 
 #include <string.h>
 
+#include <sluice/sluice-redis.h>
 #include <sluice/sys/broker.h>
 
 #include "brokers/redis/redis-url.h"
@@ -53,6 +54,45 @@ parse_db(const gchar *text, gint *out)
   if (!g_ascii_string_to_unsigned(text, 10, 0, G_MAXINT, &value, NULL))
     return FALSE;
   *out = (gint)value;
+  return TRUE;
+}
+
+/* The query of any form of URL: `partitions=N` everywhere, `db=N` where
+ * @db_allowed (a socket URL has no path to carry it). */
+static gboolean
+parse_query(const gchar *query, gboolean db_allowed, const gchar *shown,
+            SluiceRedisUrl *parsed, GError **error)
+{
+  g_autoptr(GHashTable) params =
+      g_uri_parse_params(query, -1, "&", G_URI_PARAMS_NONE, NULL);
+  GHashTableIter iter;
+  gpointer key, value;
+
+  if (params == NULL)
+    return url_invalid(error, shown, "the query is malformed");
+  g_hash_table_iter_init(&iter, params);
+  while (g_hash_table_iter_next(&iter, &key, &value)) {
+    guint64 n;
+
+    if (strcmp(key, "partitions") == 0) {
+      if (!g_ascii_string_to_unsigned(value, 10, 1,
+                                      SLUICE_REDIS_MAX_PARTITIONS, &n, NULL))
+        return url_invalid(error, shown,
+                           "partitions=N takes a number from 1 to "
+                           G_STRINGIFY(SLUICE_REDIS_MAX_PARTITIONS));
+      parsed->partitions = (guint)n;
+    } else if (db_allowed && strcmp(key, "db") == 0) {
+      if (!parse_db(value, &parsed->db))
+        return url_invalid(error, shown,
+                           "db=N takes a database number (0 ... 15)");
+    } else {
+      return url_invalid(error, shown,
+                         db_allowed ? "the query parameters are db=N and "
+                                      "partitions=N"
+                                    : "the only query parameter is "
+                                      "partitions=N");
+    }
+  }
   return TRUE;
 }
 
@@ -222,13 +262,18 @@ parse_cluster_nodes(const gchar *rest, const gchar *shown,
 {
   gsize nodes_len = strcspn(rest, "/?#");
   const gchar *tail = rest + nodes_len;
+  const gchar *query = strchr(tail, '?');
   g_auto(GStrv) items = NULL;
   g_autofree gchar *nodes = g_strndup(rest, nodes_len);
+  g_autofree gchar *path =
+      g_strndup(tail, query != NULL ? (gsize)(query - tail) : strlen(tail));
 
-  if (tail[0] == '?' || tail[0] == '#')
+  if (strchr(tail, '#') != NULL)
     return url_invalid(error, shown,
-                       "redis+cluster:// URLs take no query or fragment");
-  if (tail[0] == '/' && tail[1] != '\0' && strcmp(tail, "/0") != 0)
+                       "redis+cluster:// URLs take no fragment (#...)");
+  if (query != NULL && !parse_query(query + 1, FALSE, shown, parsed, error))
+    return FALSE;
+  if (path[0] == '/' && path[1] != '\0' && strcmp(path, "/0") != 0)
     return url_invalid(error, shown,
                        "a Redis Cluster has database 0 alone: end the URL "
                        "with the node list, “/” or “/0”");
@@ -324,22 +369,8 @@ sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
     if (g_uri_get_path(uri)[0] != '/')
       return url_invalid(error, shown,
                          "the socket path is missing or not absolute");
-    if (query != NULL) {
-      g_autoptr(GHashTable) params =
-          g_uri_parse_params(query, -1, "&", G_URI_PARAMS_NONE, NULL);
-      GHashTableIter iter;
-      gpointer key, value;
-
-      if (params == NULL)
-        return url_invalid(error, shown, "the query is malformed");
-      g_hash_table_iter_init(&iter, params);
-      while (g_hash_table_iter_next(&iter, &key, &value)) {
-        if (strcmp(key, "db") != 0 || !parse_db(value, &parsed.db))
-          return url_invalid(error, shown,
-                             "the only query parameter is db=N, with N a "
-                             "database number");
-      }
-    }
+    if (query != NULL && !parse_query(query, TRUE, shown, &parsed, error))
+      return FALSE;
     parsed.path = g_strdup(g_uri_get_path(uri));
   } else {
     const gchar *path = g_uri_get_path(uri);
@@ -347,10 +378,8 @@ sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
     if (host == NULL || host[0] == '\0')
       return url_invalid(error, shown,
                          "the host is missing (redis://host[:port][/db])");
-    if (query != NULL)
-      return url_invalid(error, shown,
-                         "redis:// URLs take no query; put the database "
-                         "number in the path (/N)");
+    if (query != NULL && !parse_query(query, FALSE, shown, &parsed, error))
+      return FALSE;
     if (path[0] != '\0' && strcmp(path, "/") != 0 &&
         !parse_db(path + 1, &parsed.db))
       return url_invalid(error, shown,
@@ -401,6 +430,7 @@ sluice_redis_url__clear(SluiceRedisUrl *url)
   g_clear_pointer(&url->seed_ports, g_free);
   url->n_seeds = 0;
   url->is_cluster = FALSE;
+  url->partitions = 0;
 }
 
 void
@@ -418,6 +448,7 @@ sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to)
   to->n_seeds = from->n_seeds;
   to->seed_hosts = g_strdupv(from->seed_hosts);
   to->seed_ports = g_memdup2(from->seed_ports, sizeof(gint) * from->n_seeds);
+  to->partitions = from->partitions;
 }
 
 void

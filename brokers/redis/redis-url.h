@@ -20,6 +20,8 @@ G_BEGIN_DECLS
  * @n_seeds: the nodes a redis+cluster:// URL names (0 otherwise)...
  * @seed_hosts: (array length=n_seeds): ...their hosts...
  * @seed_ports: (array length=n_seeds): ...and their ports
+ * @partitions: the `partitions=N` query parameter (any form of URL), 0
+ *   when the URL has none
  */
 typedef struct {
   gboolean is_unix;
@@ -34,13 +36,15 @@ typedef struct {
   guint n_seeds;
   gchar **seed_hosts;
   gint *seed_ports;
+  guint partitions;
 } SluiceRedisUrl;
 
 /**
  * sluice_redis_url__parse:
  * @text: `redis://[[user]:password@]host[:port][/db]`,
  *   `unix:///path/to/socket[?db=N]` or
- *   `redis+cluster://[[user]:password@]host[:port][,host[:port]...][/0]`
+ *   `redis+cluster://[[user]:password@]host[:port][,host[:port]...][/0]`;
+ *   each may end with `?partitions=N` (a socket URL: `?db=N&partitions=N`)
  * @url: (out caller-allocates): filled on success; clear it with
  *   sluice_redis_url__clear(). Untouched on failure.
  *

@@ -810,7 +810,7 @@ static const SluiceRedisTransport reliable_transport = {
     .name = "redis-reliable",
     .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
             SLUICE_BROKER_CAP_LEASES | SLUICE_BROKER_CAP_FENCING |
-            SLUICE_BROKER_CAP_IN_FLIGHT,
+            SLUICE_BROKER_CAP_IN_FLIGHT | SLUICE_BROKER_CAP_ORDERED,
     .lua = sluice_redis_lua__transport_reliable,
     .ack_is_noop = FALSE,
     .init = reliable_init,

@@ -35,6 +35,8 @@ typedef enum {
 
 #define SLUICE_REDIS_DEFAULT_URL "redis://127.0.0.1:6379/0"
 #define SLUICE_REDIS_DEFAULT_NAMESPACE "sluice"
+/* The most partitions a namespace can be split in. */
+#define SLUICE_REDIS_MAX_PARTITIONS 1024
 
 /**
  * SluiceRedisOptions:
@@ -52,6 +54,14 @@ typedef enum {
  * @dead_letter_max: keep at most this many dead letters (0 = 10000)
  * @reconnect_max_backoff_ms: the longest pause between reconnection
  *   attempts (0 = 5000)
+ * @partitions: (since 0.2) how many partitions the namespace is split in,
+ *   each with its own hash tag ({ns#0} ... {ns#N-1}), so that a Redis
+ *   Cluster spreads one namespace over its masters (docs/redis.md,
+ *   "Partitions"). 0 = what the URL says (`?partitions=N`), else 1: one
+ *   hash tag {ns}, today's layout. A partitioned broker does not have
+ *   SLUICE_BROKER_CAP_ORDERED. Every client of a namespace must use the
+ *   same number: a namespace records it, and a client of another number is
+ *   refused (SLUICE_BROKER_ERROR_INVALID) unless the namespace is empty
  *
  * Initialise with sluice_redis_options_init(); the broker copies it.
  */
@@ -63,6 +73,7 @@ typedef struct {
   gint64 command_timeout_ms;
   guint dead_letter_max;
   gint64 reconnect_max_backoff_ms;
+  guint partitions;
 } SluiceRedisOptions;
 
 SLUICE_AVAILABLE_IN_0_1

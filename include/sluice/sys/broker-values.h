@@ -27,6 +27,12 @@ G_BEGIN_DECLS
  *   (a fake clock makes records expire); without it TTLs follow the store's
  *   own time
  * @SLUICE_BROKER_CAP_IN_FLIGHT: stats report in-flight counts
+ * @SLUICE_BROKER_CAP_ORDERED: (since 0.2) `fetch` hands out the messages
+ *   of a queue in the order they became ready (FIFO within a queue) and
+ *   never a message of queues[i+1] while queues[i] has one ready (strict
+ *   priority across queues); `list_queued` lists in that order. A broker
+ *   spread over independent stores (Redis partitions) cannot promise it:
+ *   it still hands out every message, in an order of its own
  *
  * The core and the conformance suite branch on capabilities, never on a
  * broker's name.
@@ -38,6 +44,8 @@ typedef enum {
   SLUICE_BROKER_CAP_FENCING = 1 << 3,
   SLUICE_BROKER_CAP_CLOCK_TTL = 1 << 4,
   SLUICE_BROKER_CAP_IN_FLIGHT = 1 << 5,
+  /* 6 ... 13 are taken by capabilities of other releases in progress. */
+  SLUICE_BROKER_CAP_ORDERED = 1 << 14,
 } SluiceBrokerCaps;
 
 /**
