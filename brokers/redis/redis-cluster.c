@@ -82,6 +82,7 @@ struct _SluiceRedisCluster {
   gboolean have_map;
   gboolean stale;
   gboolean refreshing;
+  GCond refreshed;        /* signalled when a refresh ends */
   gint64 next_refresh_us; /* monotonic */
   gboolean closed;
   gboolean mode_checked;
@@ -310,7 +311,10 @@ read_map(SluiceRedisCluster *c, Node *asked, SluiceRedisConn *conn, Node **map,
 }
 
 /* Reads the map from the first node that answers. Another thread already
- * reading it makes this one return at once with the map as it is. */
+ * reading it makes this one return at once with the map as it is, or,
+ * when there is no map yet, wait for that thread's read (the first
+ * commands of a broker's threads come at once, and a thread refused for
+ * a map its neighbour is about to have would report an outage). */
 static gboolean
 refresh(SluiceRedisCluster *c, GError **error)
 {
@@ -321,12 +325,14 @@ refresh(SluiceRedisCluster *c, GError **error)
 
   g_mutex_lock(&c->lock);
   if (c->refreshing) {
+    while (c->refreshing && !c->have_map)
+      g_cond_wait(&c->refreshed, &c->lock);
     ok = c->have_map;
     g_mutex_unlock(&c->lock);
     if (!ok)
       g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
-                  "the slot map of the Redis Cluster at %s is being read; "
-                  "retry shortly",
+                  "the slot map of the Redis Cluster at %s could not be "
+                  "read (another thread tried); retry shortly",
                   c->url.display);
     return ok;
   }
@@ -359,6 +365,7 @@ refresh(SluiceRedisCluster *c, GError **error)
     c->stats.refreshes++;
   }
   c->refreshing = FALSE;
+  g_cond_broadcast(&c->refreshed);
   c->next_refresh_us = g_get_monotonic_time() + REFRESH_MIN_US;
   g_mutex_unlock(&c->lock);
   if (!ok)
@@ -787,6 +794,7 @@ router_free(gpointer data)
   g_hash_table_unref(c->by_addr);
   g_free(c->owner);
   g_mutex_clear(&c->lock);
+  g_cond_clear(&c->refreshed);
   sluice_redis_url__clear(&c->url);
   g_free(c->ns);
   g_free(c->meta_key);
@@ -821,6 +829,7 @@ sluice_redis_cluster__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
   if (meta_key != NULL)
     c->meta_slot = sluice_redis_slot__of_key(meta_key, strlen(meta_key));
   g_mutex_init(&c->lock);
+  g_cond_init(&c->refreshed);
   c->nodes = g_ptr_array_new_with_free_func(node_free);
   c->by_addr = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   c->owner = g_new0(Node *, SLUICE_REDIS_SLOTS);
