@@ -15,6 +15,14 @@
 #   masters=3 namespaces=1   one namespace is one slot: one master does all
 #   masters=3 namespaces=3   three namespaces chosen so that each one's slot
 #                            is on a different master, run at once
+#   masters=3 namespaces=1 partitions=12
+#                            one namespace split in 12 partitions
+#                            (?partitions=12): twice, with the first
+#                            namespace tried (split=even|uneven, as its 12
+#                            slots fall) and with one whose partitions fall
+#                            4, 4 and 4 on the masters (split=even); the
+#                            line says how many partitions each master
+#                            serves (masterN_partitions)
 #
 # Each run prints one key=value line: the summed rate of its bench
 # processes, the Redis CPU per task of each master (INFO cpu used_cpu_sys +
@@ -133,6 +141,74 @@ cpu_of() {
     awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.6f", s }'
 }
 
+# How many of the $2 partitions of namespace $1 each master serves, as
+# "a b c" in the order of node_ports.
+partitions_per_master() {
+  local ns=$1 n=$2 k slot port i
+  local -a count=()
+  for i in "${!node_ports[@]}"; do count[$i]=0; done
+  for k in $(seq 0 $((n - 1))); do
+    slot=$(redis-cli -p "${node_ports[0]}" cluster keyslot "{$ns-process-off#$k}:")
+    port=$(owner_port "$slot")
+    for i in "${!node_ports[@]}"; do
+      [ "${node_ports[$i]}" = "$port" ] && count[$i]=$((count[$i] + 1))
+    done
+  done
+  echo "${count[@]}"
+}
+
+# A namespace whose $1 partitions fall evenly on the masters: "even", or
+# the first one tried ("first").
+pick_partitioned() {
+  local n=$1 want=$2 i=0 name counts
+  while :; do
+    name="part$i"
+    counts=$(partitions_per_master "$name" "$n")
+    if [ "$want" = first ] ||
+      [ "$(echo "$counts" | tr ' ' '\n' | sort -u | wc -l)" = 1 ]; then
+      echo "$name"
+      return
+    fi
+    i=$((i + 1))
+  done
+}
+
+# One namespace of $2 partitions on $1 masters ($3: first or even).
+run_partitioned() {
+  local masters=$1 n=$2 which=$3 url sep="" ns line rate counts split
+  local -a before=() after=()
+  start_cluster "$masters"
+  url="redis+cluster://"
+  for p in "${node_ports[@]}"; do url="$url${sep}127.0.0.1:$p"; sep=","; done
+  ns=$(pick_partitioned "$n" "$which")
+  counts=$(partitions_per_master "$ns" "$n")
+  split=uneven
+  [ "$(echo "$counts" | tr ' ' '\n' | sort -u | wc -l)" = 1 ] && split=even
+  for i in "${!node_ports[@]}"; do before[$i]=$(cpu_of "${node_ports[$i]}"); done
+  "$bench" --broker "$broker" --url "$url?partitions=$n" --namespace "$ns" \
+    --op process --results off --tasks "$tasks" >"$work/$ns.out" 2>"$work/$ns.err"
+  for i in "${!node_ports[@]}"; do after[$i]=$(cpu_of "${node_ports[$i]}"); done
+  rate=$(grep -o 'rate_per_s=[0-9.]*' "$work/$ns.out" | head -1 | cut -d= -f2)
+  line="cluster broker=$broker masters=$masters namespaces=1 partitions=$n split=$split tasks_per_namespace=$tasks rate_per_s=${rate:-0}"
+  line=$line$(
+    for i in "${!node_ports[@]}"; do echo "${before[$i]} ${after[$i]}"; done |
+      awk -v tasks="$tasks" -v counts="$counts" '
+        BEGIN { split(counts, c, " ") }
+        { d[NR] = $2 - $1; sum += d[NR] }
+        END {
+          for (i = 1; i <= NR; i++) {
+            share = sum > 0 ? d[i] / sum : 0
+            dev = NR * share - 1
+            if (dev < 0) dev = -dev
+            if (dev > worst) worst = dev
+            printf " master%d_partitions=%d master%d_cpu_us_per_task=%.2f master%d_share=%.2f", i, c[i], i, d[i] * 1e6 / tasks, i, share
+          }
+          printf " redis_cpu_us_per_task=%.2f worst_share_off_mean=%.0f%%", sum * 1e6 / tasks, worst * 100
+        }')
+  echo "$line"
+  cluster_cleanup
+}
+
 run() {
   local masters=$1 namespaces=$2 url sep="" ns line rate total_rate=0
   local -a before=() after=() bench_pids=() names=()
@@ -183,7 +259,11 @@ run_plain() {
 }
 
 bench_machine_line cluster
-run_plain
-run 1 1
-run 3 1
-run 3 3
+if [ "${ONLY_PARTITIONS:-}" != 1 ]; then
+  run_plain
+  run 1 1
+  run 3 1
+  run 3 3
+fi
+run_partitioned 3 12 first
+run_partitioned 3 12 even

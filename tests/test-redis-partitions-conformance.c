@@ -50,8 +50,8 @@ create_partitioned_broker(SluiceClock *clock, guint dead_letter_max,
   /* As for one Redis (redis-conformance.c): completion must wake
    * get_result through the notification, not the safety-net poll. */
   for (guint k = 0; k < d->partitions; k++)
-    ((SluiceRedisBroker *)sluice_redis__partition_at(broker, k))
-        ->wait_poll_ms = G_MAXINT;
+    ((SluiceRedisBroker *)sluice_redis__partition_at(broker, k))->wait_poll_ms =
+        G_MAXINT;
   return broker;
 }
 
@@ -105,14 +105,13 @@ main(void)
       failed += run_suite(SLUICE_REDIS_RELIABLE, "redis-4-partitions-reliable",
                           url, 4);
     if (wanted("SLUICE_TEST_PARTITIONS_MODE", "fast"))
-      failed +=
-          run_suite(SLUICE_REDIS_FAST, "redis-4-partitions-fast", url, 4);
+      failed += run_suite(SLUICE_REDIS_FAST, "redis-4-partitions-fast", url, 4);
     sluice_test_redis_stop(server);
   }
   if (wanted("SLUICE_TEST_PARTITIONS_RUN", "cluster")) {
     g_autoptr(GError) error = NULL;
-    g_autoptr(SluiceTestCluster) cluster = sluice_test_cluster_start(3, 1,
-                                                                     &error);
+    g_autoptr(SluiceTestCluster) cluster =
+        sluice_test_cluster_start(3, 1, &error);
 
     if (cluster == NULL) {
       g_printerr("cannot start a Redis Cluster: %s\n", error->message);

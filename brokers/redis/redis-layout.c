@@ -40,9 +40,9 @@ sluice_redis_layout__new(const SluiceRedisOptions *options,
   SluiceRedisLayout *layout = g_new0(SluiceRedisLayout, 1);
 
   layout->options = *options;
-  layout->ns = g_strdup(options->namespace_ != NULL
-                            ? options->namespace_
-                            : SLUICE_REDIS_DEFAULT_NAMESPACE);
+  layout->ns =
+      g_strdup(options->namespace_ != NULL ? options->namespace_
+                                           : SLUICE_REDIS_DEFAULT_NAMESPACE);
   layout->options.namespace_ = layout->ns;
   layout->options.url = NULL;
   sluice_redis_url__copy(url, &layout->url);
@@ -69,9 +69,9 @@ count_tasks(SluiceRedisLayout *layout, guint n, gint64 *out_tasks,
 {
   *out_tasks = 0;
   for (guint k = 0; k < n; k++) {
-    g_autoptr(SluiceBroker) part = sluice_redis__partition_new(
-        &layout->options, &layout->url, NULL, n == 1 ? -1 : (gint)k, NULL,
-        error);
+    g_autoptr(SluiceBroker) part =
+        sluice_redis__partition_new(&layout->options, &layout->url, NULL,
+                                    n == 1 ? -1 : (gint)k, NULL, error);
     SluiceBrokerStats stats;
     gboolean ok;
 
@@ -104,8 +104,8 @@ meta_command(SluiceRedisBroker *anchor, const gchar *what,
   for (guint i = 0; i < n; i++)
     sluice_redis_argv__add_str(&a, words[i]);
   sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__command(anchor, what, TRUE, &a, 0, out_reply,
-                                    error);
+  ok =
+      sluice_redis_broker__command(anchor, what, TRUE, &a, 0, out_reply, error);
   sluice_redis_argv__clear(&a);
   return ok;
 }
@@ -128,14 +128,13 @@ ensure_locked(SluiceRedisLayout *layout, GError **error)
   meta = sluice_redis_keys__make(&anchor->keys, SLUICE_REDIS_K_META, NULL);
   {
     const gchar *const get[] = {"HGET", meta, "partitions", NULL};
-    if (!meta_command(anchor, "reading the namespace's partitions", get,
-                      &reply, error))
+    if (!meta_command(anchor, "reading the namespace's partitions", get, &reply,
+                      error))
       return FALSE;
   }
   if (reply->type == REDIS_REPLY_STRING &&
-      !g_ascii_string_to_unsigned(reply->str, 10, 1,
-                                  SLUICE_REDIS_MAX_PARTITIONS, &recorded,
-                                  NULL)) {
+      !g_ascii_string_to_unsigned(
+          reply->str, 10, 1, SLUICE_REDIS_MAX_PARTITIONS, &recorded, NULL)) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
                 "%s on Redis at %s records partitions “%s”, which is not a "
                 "number of partitions: set it right (HSET %s partitions N) "

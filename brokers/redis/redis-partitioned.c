@@ -65,9 +65,15 @@ typedef struct {
   guint n;
   SluiceBroker **parts; /* n brokers of the shared layer, owned */
   SluiceRedisLayout *layout;
-  guint dead_letter_max; /* for the namespace, all partitions together */
+  guint dead_letter_max;  /* for the namespace, all partitions together */
   SluiceRedisScript drop; /* drops one dead letter, counted as dropped */
   GMutex trim_lock;
+  /* The earliest due time each partition reported at its last promotion
+   * (0: none or not asked yet), under next_due_lock: a promotion with a
+   * small max goes to the partitions in this order, so the earliest
+   * entries across partitions go first. */
+  GMutex next_due_lock;
+  gint64 *next_due;
   atomic_uint fetch_turn;
   atomic_uint reclaim_turn;
   gint wakeups; /* atomic: `wakeup` calls so far */
@@ -291,8 +297,7 @@ oldest_letter(Partitioned *self, guint k, gint64 *inout_total, gchar **out_sid,
   return TRUE;
 }
 
-static void
-stream_id_parts(const gchar *sid, guint64 *ms, guint64 *seq);
+static void stream_id_parts(const gchar *sid, guint64 *ms, guint64 *seq);
 
 static gboolean
 trim_dead_letters(Partitioned *self, GError **error)
@@ -380,8 +385,7 @@ part_settle(SluiceBroker *broker, const gchar *consumer,
   }
   for (guint i = 0; i < n_items; i++)
     if (items[i].action == SLUICE_SETTLE_DEAD_LETTER &&
-        items[i].status == SLUICE_SETTLE_DONE)
-    {
+        items[i].status == SLUICE_SETTLE_DONE) {
       g_autoptr(GError) local = NULL;
 
       /* The settlements are carried out, so the trim's failure is not
@@ -507,32 +511,52 @@ part_wakeup(SluiceBroker *broker)
 
 /* ---- schedule, records, revocations -------------------------------------- */
 
+static gint
+next_due_cmp(gconstpointer a, gconstpointer b, gpointer data)
+{
+  const gint64 *due = data;
+  gint64 x = due[*(const guint *)a], y = due[*(const guint *)b];
+
+  /* Unknown (0) first: it may hold anything. */
+  return x == y ? 0 : x == 0 ? -1 : y == 0 ? 1 : x < y ? -1 : 1;
+}
+
 static gboolean
 part_promote_due(SluiceBroker *broker, gint64 now_ms, guint max,
                  guint *out_promoted, gint64 *out_next_due, GError **error)
 {
   Partitioned *self = SELF(broker);
+  g_autofree guint *order = g_new(guint, self->n);
+  g_autofree gint64 *seen = g_new(gint64, self->n);
 
   *out_promoted = 0;
   *out_next_due = 0;
   if (!ready(self, error))
     return FALSE;
-  for (guint k = 0; k < self->n; k++) {
+  g_mutex_lock(&self->next_due_lock);
+  memcpy(seen, self->next_due, sizeof(gint64) * self->n);
+  g_mutex_unlock(&self->next_due_lock);
+  for (guint k = 0; k < self->n; k++)
+    order[k] = k;
+  g_qsort_with_data(order, (gint)self->n, sizeof(guint), next_due_cmp, seen);
+  for (guint i = 0; i < self->n; i++) {
+    guint k = order[i];
     guint promoted = 0;
     gint64 next = 0;
 
-    if (*out_promoted >= max) {
-      /* Only the next due time of what is left is wanted. */
-      if (!sluice_redis__promote_due(self->parts[k], 0, 1, &promoted, &next,
-                                     error))
-        return FALSE;
-    } else if (!sluice_redis__promote_due(self->parts[k], now_ms,
-                                          max - *out_promoted, &promoted,
-                                          &next, error))
+    /* Once max is reached, a partition is only asked its next due time
+     * (a promotion up to time 0 moves nothing). */
+    if (!sluice_redis__promote_due(
+            self->parts[k], *out_promoted < max ? now_ms : 0,
+            *out_promoted < max ? max - *out_promoted : 1, &promoted, &next,
+            error))
       return FALSE;
     *out_promoted += promoted;
     if (next > 0 && (*out_next_due == 0 || next < *out_next_due))
       *out_next_due = next;
+    g_mutex_lock(&self->next_due_lock);
+    self->next_due[k] = next;
+    g_mutex_unlock(&self->next_due_lock);
   }
   return TRUE;
 }
@@ -618,9 +642,8 @@ part_list_revocations(SluiceBroker *broker, gint64 after, gint64 now_ms,
 {
   Partitioned *self = SELF(broker);
 
-  return ready(self, error) &&
-         sluice_redis__list_revocations(self->parts[0], after, now_ms, out,
-                                        error);
+  return ready(self, error) && sluice_redis__list_revocations(
+                                   self->parts[0], after, now_ms, out, error);
 }
 
 static gboolean
@@ -693,8 +716,8 @@ part_claim_periodic(SluiceBroker *broker, const gchar *name,
   *out_claimed = FALSE;
   if (!ready(self, error))
     return FALSE;
-  if (!gate_command(self, "claim_periodic", "ZADD", name, occurrence_at,
-                    &reply, error))
+  if (!gate_command(self, "claim_periodic", "ZADD", name, occurrence_at, &reply,
+                    error))
     return FALSE;
   freeReplyObject(reply);
   if (!gate_read(self, name, &newest, error))
@@ -798,13 +821,12 @@ part_dlq_list(SluiceBroker *broker, const gchar *after, guint limit,
     /* Partitions after @after's list from its stream id on, inclusive
      * (ties are ordered by partition): the id just before it. */
     stream_id_parts(sid, &ms, &seq);
-    before_sid = seq > 0 ? g_strdup_printf("%" G_GUINT64_FORMAT
-                                           "-%" G_GUINT64_FORMAT,
-                                           ms, seq - 1)
-                 : ms > 0
-                     ? g_strdup_printf("%" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT,
-                                       ms - 1, G_MAXUINT64)
-                     : NULL;
+    before_sid =
+        seq > 0  ? g_strdup_printf("%" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT,
+                                   ms, seq - 1)
+        : ms > 0 ? g_strdup_printf("%" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT,
+                                   ms - 1, G_MAXUINT64)
+                 : NULL;
   }
   if (!ready(self, error))
     return FALSE;
@@ -908,8 +930,7 @@ add_counts(GHashTable *to, GHashTable *from)
     if (sum != NULL)
       *sum += *(gint64 *)value;
     else
-      g_hash_table_insert(to, g_strdup(key),
-                          g_memdup2(value, sizeof(gint64)));
+      g_hash_table_insert(to, g_strdup(key), g_memdup2(value, sizeof(gint64)));
   }
 }
 
@@ -948,8 +969,9 @@ part_stats(SluiceBroker *broker, const gchar *const *queues,
       *sum += q->ready;
     }
     out->scheduled += s.scheduled;
-    out->in_flight =
-        out->in_flight < 0 || s.in_flight < 0 ? -1 : out->in_flight + s.in_flight;
+    out->in_flight = out->in_flight < 0 || s.in_flight < 0
+                         ? -1
+                         : out->in_flight + s.in_flight;
     out->dead_letters += s.dead_letters;
     add_counts(out->dead_letters_by_reason, s.dead_letters_by_reason);
     out->stale_settles = out->stale_settles < 0 || s.stale_settles < 0
@@ -1009,8 +1031,8 @@ part_check(SluiceBroker *broker, GError **error)
 }
 
 static gboolean
-part_lookup_task(SluiceBroker *broker, const gchar *id,
-                 SluiceTaskLocation *out, GError **error)
+part_lookup_task(SluiceBroker *broker, const gchar *id, SluiceTaskLocation *out,
+                 GError **error)
 {
   Partitioned *self = SELF(broker);
   guint k = sluice_redis__partition_of(id, self->n);
@@ -1067,8 +1089,8 @@ part_list_queued(SluiceBroker *broker, const gchar *queue, const gchar *cursor,
     gchar *next = NULL;
     guint before = out->len;
 
-    if (!sluice_redis__list_queued(self->parts[k], queue, inner,
-                                   limit - listed, out, &next, error))
+    if (!sluice_redis__list_queued(self->parts[k], queue, inner, limit - listed,
+                                   out, &next, error))
       return FALSE;
     listed += out->len - before;
     g_clear_pointer(&inner, g_free);
@@ -1227,6 +1249,8 @@ part_finalize(SluiceBroker *broker)
   if (self->drop.text != NULL) {
     sluice_redis_script__clear(&self->drop);
     g_mutex_clear(&self->trim_lock);
+    g_mutex_clear(&self->next_due_lock);
+    g_free(self->next_due);
   }
 }
 
@@ -1267,7 +1291,8 @@ sluice_redis__partitioned_new(const SluiceRedisOptions *options,
   klass.version = 3;
   klass.name = first->klass->name;
   klass.instance_size = sizeof(Partitioned);
-  klass.caps = sluice_broker_get_caps(first) & ~(guint64)SLUICE_BROKER_CAP_ORDERED;
+  klass.caps =
+      sluice_broker_get_caps(first) & ~(guint64)SLUICE_BROKER_CAP_ORDERED;
   klass.enqueue = part_enqueue;
   klass.fetch = part_fetch;
   klass.settle = part_settle;
@@ -1317,6 +1342,8 @@ sluice_redis__partitioned_new(const SluiceRedisOptions *options,
   self->layout = sluice_redis_layout__new(options, url, n);
   self->dead_letter_max = SLUICE_REDIS_BROKER(first)->dead_letter_max;
   g_mutex_init(&self->trim_lock);
+  g_mutex_init(&self->next_due_lock);
+  self->next_due = g_new0(gint64, n);
   sluice_redis_script__init(&self->drop, "dlq_drop",
                             SLUICE_REDIS_BROKER(first)->transport->lua,
                             DROP_LUA);

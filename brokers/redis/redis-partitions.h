@@ -85,8 +85,7 @@ guint sluice_redis__partition_of(const gchar *id, guint n);
  * split in @n partitions (copies what it needs).
  */
 SluiceRedisLayout *sluice_redis_layout__new(const SluiceRedisOptions *options,
-                                            const SluiceRedisUrl *url,
-                                            guint n);
+                                            const SluiceRedisUrl *url, guint n);
 
 /**
  * sluice_redis_layout__ensure:
@@ -98,8 +97,7 @@ SluiceRedisLayout *sluice_redis_layout__new(const SluiceRedisOptions *options,
  * error of Redis (UNAVAILABLE, ...), after which the next call checks
  * again.
  */
-gboolean sluice_redis_layout__ensure(SluiceRedisLayout *layout,
-                                     GError **error);
+gboolean sluice_redis_layout__ensure(SluiceRedisLayout *layout, GError **error);
 
 /** sluice_redis_layout__free: NULL-safe. */
 void sluice_redis_layout__free(SluiceRedisLayout *layout);

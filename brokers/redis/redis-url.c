@@ -75,11 +75,11 @@ parse_query(const gchar *query, gboolean db_allowed, const gchar *shown,
     guint64 n;
 
     if (strcmp(key, "partitions") == 0) {
-      if (!g_ascii_string_to_unsigned(value, 10, 1,
-                                      SLUICE_REDIS_MAX_PARTITIONS, &n, NULL))
+      if (!g_ascii_string_to_unsigned(value, 10, 1, SLUICE_REDIS_MAX_PARTITIONS,
+                                      &n, NULL))
         return url_invalid(error, shown,
-                           "partitions=N takes a number from 1 to "
-                           G_STRINGIFY(SLUICE_REDIS_MAX_PARTITIONS));
+                           "partitions=N takes a number from 1 to " G_STRINGIFY(
+                               SLUICE_REDIS_MAX_PARTITIONS));
       parsed->partitions = (guint)n;
     } else if (db_allowed && strcmp(key, "db") == 0) {
       if (!parse_db(value, &parsed->db))

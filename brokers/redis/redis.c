@@ -224,10 +224,10 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
     sluice_redis_options_init(&defaults);
     options = &defaults;
   }
-  if (!sluice_redis_keys__valid_namespace(
-          options->namespace_ != NULL ? options->namespace_
-                                      : SLUICE_REDIS_DEFAULT_NAMESPACE,
-          error))
+  if (!sluice_redis_keys__valid_namespace(options->namespace_ != NULL
+                                              ? options->namespace_
+                                              : SLUICE_REDIS_DEFAULT_NAMESPACE,
+                                          error))
     return NULL;
   if (!sluice_redis_url__parse(options->url != NULL ? options->url
                                                     : SLUICE_REDIS_DEFAULT_URL,
