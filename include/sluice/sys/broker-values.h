@@ -30,9 +30,10 @@ G_BEGIN_DECLS
  * @SLUICE_BROKER_CAP_ORDERED: (since 0.2) `fetch` hands out the messages
  *   of a queue in the order they became ready (FIFO within a queue) and
  *   never a message of queues[i+1] while queues[i] has one ready (strict
- *   priority across queues); `list_queued` lists in that order. A broker
- *   spread over independent stores (Redis partitions) cannot promise it:
- *   it still hands out every message, in an order of its own
+ *   priority across queues); `list_queued` lists in that order, and
+ *   `dlq_list` in the order of burial. A broker spread over independent
+ *   stores (Redis partitions) cannot promise it: it still hands out every
+ *   message, in an order of its own
  *
  * The core and the conformance suite branch on capabilities, never on a
  * broker's name.
