@@ -2,10 +2,10 @@
  * (brokers/redis/redis-partitioned.c) beyond the conformance suite
  * (test-redis-partitions-conformance):
  *
- *   spread     12 partitions on a local cluster of three masters: every
- *              master holds keys of some partition, and each holds exactly
- *              the keys of the partitions whose slots it serves (DBSIZE
- *              per node)
+ *   spread     12 partitions on a local cluster of three masters: each
+ *              master serves 4 partitions (their tags cover the slot
+ *              space evenly) and holds exactly their keys (DBSIZE per
+ *              node)
  *   number     the number of partitions a namespace records: a client of
  *              another number is refused while the namespace holds tasks,
  *              and allowed once it is empty; an unpartitioned namespace
@@ -14,8 +14,9 @@
  *   fairness   two partitions both with work: one consumer, fetching one
  *              message at a time, takes from both in turn; a blocked fetch
  *              gets a message that lands in either partition
- *   routing    a task's partition is a hash of its id: its result, its
- *              cancellation and its dead letter are found there
+ *   routing    a task's partition is a hash of its id, and its record is
+ *              found there; each partition's tag sits in its share of the
+ *              slot space
  */
 #include "config.h"
 
@@ -151,7 +152,7 @@ START_TEST(test_every_master_holds_some_partition)
 
     g_print("master=%u partitions=%u keys=%" G_GINT64_FORMAT "\n", m,
             partitions_of[m], keys);
-    ck_assert_uint_gt(partitions_of[m], 0);
+    ck_assert_uint_eq(partitions_of[m], 4);
     ck_assert_int_gt(keys, 0);
     ck_assert_int_eq(keys, expected[m]);
   }
@@ -389,13 +390,32 @@ START_TEST(test_a_task_lives_in_its_ids_partition)
     guint k = sluice_redis__partition_of(id, 5);
 
     ck_assert(sluice_broker_put_record(b, id, record, TRUE, 60000, &error));
-    for (guint j = 0; j < 5; j++)
-      ck_assert_int_eq(
-          sluice_test_redis_integer(server, "EXISTS {route#%u}:r:%s", j, id),
-          j == k);
+    for (guint j = 0; j < 5; j++) {
+      SluiceRedisBroker *part =
+          SLUICE_REDIS_BROKER(sluice_redis__partition_at(b, j));
+      ck_assert_int_eq(sluice_test_redis_integer(server, "EXISTS %sr:%s",
+                                                 part->keys.prefix, id),
+                       j == k);
+    }
     ck_assert(sluice_broker_get_record(b, id, &read, &error));
     ck_assert(sluice_test_bytes_is(read, "done"));
     g_clear_pointer(&read, g_bytes_unref);
+  }
+  /* Each partition's tag is in its fifth of the slot space: "{route#k}"
+   * when that lands there, else "{route#k.j}". */
+  for (guint k = 0; k < 5; k++) {
+    SluiceRedisBroker *part =
+        SLUICE_REDIS_BROKER(sluice_redis__partition_at(b, k));
+    g_autofree gchar *plain = g_strdup_printf("{route#%u}:", k);
+    g_autofree gchar *tagged = g_strdup_printf("{route#%u.", k);
+
+    ck_assert_uint_ge(part->keys.slot, (k * 16384 + 4) / 5);
+    ck_assert_uint_lt(part->keys.slot, (k + 1) * 16384 / 5);
+    ck_assert(g_str_equal(part->keys.prefix, plain) ||
+              g_str_has_prefix(part->keys.prefix, tagged));
+    ck_assert_uint_eq(part->keys.slot,
+                      sluice_redis_slot__of_key(part->keys.prefix,
+                                                strlen(part->keys.prefix)));
   }
   /* The hash is FNV-1a: what other clients must compute. */
   ck_assert_uint_eq(sluice_redis__partition_of("", 7), 2166136261u % 7);

@@ -93,7 +93,7 @@ G_BEGIN_DECLS
 
 typedef struct {
   gchar *ns;     /* the namespace as configured */
-  gchar *prefix; /* "{ns}:" or "{ns#k}:" */
+  gchar *prefix; /* "{ns}:", "{ns#k}:" or "{ns#k.j}:" */
   gsize prefix_len;
   guint slot; /* the Redis Cluster slot of the prefix's hash tag */
 } SluiceRedisKeys;
@@ -119,11 +119,19 @@ void sluice_redis_keys__init(SluiceRedisKeys *keys, const gchar *ns);
 
 /**
  * sluice_redis_keys__init_partition:
+ * @n: how many partitions the namespace has
+ *
  * Like sluice_redis_keys__init() for partition @index of a namespace split
- * in several ("{ns#index}:").
+ * in @n: the hash tag is "{ns#index}", or "{ns#index.j}" with the smallest
+ * j >= 1 that puts it in the index-th n-th of the slot space (strictly
+ * inside: from ceil(index 16384 / n) to below floor((index + 1) 16384 / n)),
+ * when "{ns#index}" does not. So the partitions cover the slot space
+ * evenly, and a cluster whose masters serve equal ranges of slots (as
+ * `redis-cli --cluster create` makes them) gets n / masters partitions
+ * each when masters divides n, whatever the namespace is called.
  */
 void sluice_redis_keys__init_partition(SluiceRedisKeys *keys, const gchar *ns,
-                                       guint index);
+                                       guint index, guint n);
 
 /** sluice_redis_keys__clear: frees what @keys holds; NULL-safe fields. */
 void sluice_redis_keys__clear(SluiceRedisKeys *keys);

@@ -71,7 +71,7 @@ count_tasks(SluiceRedisLayout *layout, guint n, gint64 *out_tasks,
   for (guint k = 0; k < n; k++) {
     g_autoptr(SluiceBroker) part =
         sluice_redis__partition_new(&layout->options, &layout->url, NULL,
-                                    n == 1 ? -1 : (gint)k, NULL, error);
+                                    n == 1 ? -1 : (gint)k, n, NULL, error);
     SluiceBrokerStats stats;
     gboolean ok;
 
@@ -114,7 +114,7 @@ static gboolean
 ensure_locked(SluiceRedisLayout *layout, GError **error)
 {
   g_autoptr(SluiceBroker) broker = sluice_redis__partition_new(
-      &layout->options, &layout->url, NULL, -1, NULL, error);
+      &layout->options, &layout->url, NULL, -1, 1, NULL, error);
   SluiceRedisBroker *anchor;
   g_autofree gchar *meta = NULL;
   g_autofree gchar *want = g_strdup_printf("%u", layout->n);

@@ -1284,7 +1284,7 @@ sluice_redis__partitioned_new(const SluiceRedisOptions *options,
   Partitioned *self;
 
   g_return_val_if_fail(n >= 2 && n <= SLUICE_REDIS_MAX_PARTITIONS, NULL);
-  first = sluice_redis__partition_new(options, url, clock, 0, NULL, error);
+  first = sluice_redis__partition_new(options, url, clock, 0, n, NULL, error);
   if (first == NULL)
     return NULL;
   /* Slots up to version 3: a later slot's fallback is the core's. */
@@ -1348,8 +1348,8 @@ sluice_redis__partitioned_new(const SluiceRedisOptions *options,
                             SLUICE_REDIS_BROKER(first)->transport->lua,
                             DROP_LUA);
   for (guint k = 1; k < n; k++) {
-    self->parts[k] =
-        sluice_redis__partition_new(options, url, clock, (gint)k, NULL, error);
+    self->parts[k] = sluice_redis__partition_new(options, url, clock, (gint)k,
+                                                 n, NULL, error);
     if (self->parts[k] == NULL) {
       sluice_broker_unref(broker);
       return NULL;

@@ -29,7 +29,9 @@ typedef struct _SluiceRedisLayout SluiceRedisLayout;
  * sluice_redis__partition_new:
  * @options: checked already (namespace, mode)
  * @url: parsed already
- * @index: the partition ({ns#index}), or -1 for the whole namespace ({ns})
+ * @index: the partition (its tag: sluice_redis_keys__init_partition()),
+ *   or -1 for the whole namespace ({ns})
+ * @n: how many partitions the namespace has (1 with @index -1)
  * @layout: (nullable) (transfer full): checked before the broker's first
  *   command; NULL for a broker that is part of another
  *
@@ -39,7 +41,7 @@ typedef struct _SluiceRedisLayout SluiceRedisLayout;
 SluiceBroker *sluice_redis__partition_new(const SluiceRedisOptions *options,
                                           const SluiceRedisUrl *url,
                                           SluiceClock *clock, gint index,
-                                          SluiceRedisLayout *layout,
+                                          guint n, SluiceRedisLayout *layout,
                                           GError **error);
 
 /**

@@ -128,7 +128,7 @@ static const struct {
 SluiceBroker *
 sluice_redis__partition_new(const SluiceRedisOptions *options,
                             const SluiceRedisUrl *url, SluiceClock *clock,
-                            gint index, SluiceRedisLayout *layout,
+                            gint index, guint n, SluiceRedisLayout *layout,
                             GError **error)
 {
   const SluiceRedisTransport *transport = NULL;
@@ -174,7 +174,7 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
   if (index < 0)
     sluice_redis_keys__init(&self->keys, ns);
   else
-    sluice_redis_keys__init_partition(&self->keys, ns, (guint)index);
+    sluice_redis_keys__init_partition(&self->keys, ns, (guint)index, n);
   sluice_redis_pool__set_namespace(self->pool, ns);
   {
     g_autofree gchar *meta =
@@ -252,7 +252,7 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                               : 1;
   if (n == 1)
     broker = sluice_redis__partition_new(
-        options, &url, clock, -1, sluice_redis_layout__new(options, &url, 1),
+        options, &url, clock, -1, 1, sluice_redis_layout__new(options, &url, 1),
         error);
   else
     broker = sluice_redis__partitioned_new(options, &url, clock, n, error);
