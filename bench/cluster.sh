@@ -17,12 +17,12 @@
 #                            is on a different master, run at once
 #   masters=3 namespaces=1 partitions=12
 #                            one namespace split in 12 partitions
-#                            (?partitions=12): twice, with the first
-#                            namespace tried (split=even|uneven, as its 12
-#                            slots fall) and with one whose partitions fall
-#                            4, 4 and 4 on the masters (split=even); the
-#                            line says how many partitions each master
-#                            serves (masterN_partitions)
+#                            (?partitions=12); the line says how many
+#                            partitions each master serves
+#                            (masterN_partitions: 4 each, as the tags
+#                            cover the slot space evenly) and how far the
+#                            master furthest from the mean is
+#                            (worst_share_off_mean)
 #
 # Each run prints one key=value line: the summed rate of its bench
 # processes, the Redis CPU per task of each master (INFO cpu used_cpu_sys +
@@ -141,14 +141,41 @@ cpu_of() {
     awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.6f", s }'
 }
 
+# The slots of the $2 partitions of namespace $1, one a line: the tag
+# brokers/redis/redis-keys.c picks ({ns#k}, else {ns#k.j}, inside the k-th
+# 1/n of the slot space), with CRC16 (XMODEM) as Redis computes it.
+partition_slots() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+def crc16(data):
+    crc = 0
+    for b in data:
+        crc ^= b << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc
+ns, n = sys.argv[1], int(sys.argv[2])
+for k in range(n):
+    lo, hi = (k * 16384 + n - 1) // n, (k + 1) * 16384 // n
+    j = 0
+    while True:
+        tag = f"{ns}#{k}" if j == 0 else f"{ns}#{k}.{j}"
+        slot = crc16(tag.encode()) % 16384
+        if lo <= slot < hi or j == 100000:
+            print(slot)
+            break
+        j += 1
+PY
+}
+
 # How many of the $2 partitions of namespace $1 each master serves, as
 # "a b c" in the order of node_ports.
 partitions_per_master() {
-  local ns=$1 n=$2 k slot port i
+  local ns=$1 n=$2 slot port i
   local -a count=()
   for i in "${!node_ports[@]}"; do count[$i]=0; done
-  for k in $(seq 0 $((n - 1))); do
-    slot=$(redis-cli -p "${node_ports[0]}" cluster keyslot "{$ns-process-off#$k}:")
+  for slot in $(partition_slots "$ns-process-off" "$n"); do
     port=$(owner_port "$slot")
     for i in "${!node_ports[@]}"; do
       [ "${node_ports[$i]}" = "$port" ] && count[$i]=$((count[$i] + 1))
@@ -157,30 +184,13 @@ partitions_per_master() {
   echo "${count[@]}"
 }
 
-# A namespace whose $1 partitions fall evenly on the masters: "even", or
-# the first one tried ("first").
-pick_partitioned() {
-  local n=$1 want=$2 i=0 name counts
-  while :; do
-    name="part$i"
-    counts=$(partitions_per_master "$name" "$n")
-    if [ "$want" = first ] ||
-      [ "$(echo "$counts" | tr ' ' '\n' | sort -u | wc -l)" = 1 ]; then
-      echo "$name"
-      return
-    fi
-    i=$((i + 1))
-  done
-}
-
-# One namespace of $2 partitions on $1 masters ($3: first or even).
+# One namespace of $2 partitions on $1 masters, named $3.
 run_partitioned() {
-  local masters=$1 n=$2 which=$3 url sep="" ns line rate counts split
+  local masters=$1 n=$2 ns=$3 url sep="" line rate counts split
   local -a before=() after=()
   start_cluster "$masters"
   url="redis+cluster://"
   for p in "${node_ports[@]}"; do url="$url${sep}127.0.0.1:$p"; sep=","; done
-  ns=$(pick_partitioned "$n" "$which")
   counts=$(partitions_per_master "$ns" "$n")
   split=uneven
   [ "$(echo "$counts" | tr ' ' '\n' | sort -u | wc -l)" = 1 ] && split=even
@@ -265,5 +275,5 @@ if [ "${ONLY_PARTITIONS:-}" != 1 ]; then
   run 3 1
   run 3 3
 fi
-run_partitioned 3 12 first
-run_partitioned 3 12 even
+run_partitioned 3 12 part0
+run_partitioned 3 12 part1
