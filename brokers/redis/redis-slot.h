@@ -3,8 +3,8 @@
  * A key's slot is CRC16 (XMODEM) of its hash tag modulo 16384, as the
  * Cluster specification defines it: the tag is what lies between the first
  * '{' and the first '}' after it, when that is not empty; otherwise the
- * whole key. Every key of a namespace partition carries the tag "{ns}" or
- * "{ns#k}", so the partition's prefix alone names its slot.
+ * whole key. Every key of a namespace partition carries the tag "{ns}",
+ * "{ns#k}" or "{ns#k.j}", so the partition's prefix alone names its slot.
  */
 #pragma once
 

@@ -12,7 +12,10 @@
  *                          worker held is reclaimed and run again.
  *
  * Every key of a namespace carries the hash tag {ns}, so one namespace is
- * one Redis Cluster slot and every atomic step is one Lua script.
+ * one Redis Cluster slot and every atomic step is one Lua script; a
+ * namespace split in partitions (SluiceRedisOptions.partitions) has a tag
+ * per partition, each a slot, and every atomic step is still one script
+ * in one of them.
  *
  * Connections are made lazily, one per thread that talks to Redis, and
  * re-made with capped backoff after an outage (a worker logs one line when
