@@ -86,6 +86,7 @@ struct _SluiceRedisCluster {
   gint64 next_refresh_us; /* monotonic */
   gboolean closed;
   gboolean mode_checked;
+  gboolean skip_policy; /* sluice_redis_cluster__skip_policy_check() */
   SluiceRedisClusterStats stats;
 };
 
@@ -122,6 +123,8 @@ node_get_locked(SluiceRedisCluster *c, const gchar *host, gint port)
   sluice_redis_pool__set_namespace(node->pool, c->ns);
   if (c->meta_key != NULL)
     sluice_redis_pool__set_mode_check(node->pool, c->meta_key, c->mode);
+  if (c->skip_policy)
+    sluice_redis_pool__skip_policy_check(node->pool);
   if (c->closed)
     sluice_redis_pool__close(node->pool);
   g_ptr_array_add(c->nodes, node);
@@ -845,4 +848,15 @@ sluice_redis_cluster__get_stats(SluiceRedisCluster *cluster,
   g_mutex_lock(&cluster->lock);
   *out = cluster->stats;
   g_mutex_unlock(&cluster->lock);
+}
+
+void
+sluice_redis_cluster__skip_policy_check(SluiceRedisCluster *c)
+{
+  g_mutex_lock(&c->lock);
+  c->skip_policy = TRUE;
+  for (guint i = 0; i < c->nodes->len; i++)
+    sluice_redis_pool__skip_policy_check(
+        ((Node *)g_ptr_array_index(c->nodes, i))->pool);
+  g_mutex_unlock(&c->lock);
 }

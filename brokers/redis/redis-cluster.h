@@ -64,6 +64,10 @@ sluice_redis_cluster__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
                           const gchar *ns, const gchar *meta_key,
                           const gchar *mode);
 
+/** sluice_redis_cluster__skip_policy_check: every node's pool, made now or
+ * later, gets sluice_redis_pool__skip_policy_check(). */
+void sluice_redis_cluster__skip_policy_check(SluiceRedisCluster *c);
+
 /** sluice_redis_cluster__get_stats: fills @out with the counts so far. */
 void sluice_redis_cluster__get_stats(SluiceRedisCluster *cluster,
                                      SluiceRedisClusterStats *out);

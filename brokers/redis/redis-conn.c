@@ -660,6 +660,14 @@ unreachable:
 /* ---- The pool ------------------------------------------------------------ */
 
 void
+sluice_redis_pool__skip_policy_check(SluiceRedisPool *pool)
+{
+  g_mutex_lock(&pool->lock);
+  pool->policy_checked = TRUE;
+  g_mutex_unlock(&pool->lock);
+}
+
+void
 sluice_redis_pool__set_mode_check(SluiceRedisPool *pool, const gchar *meta_key,
                                   const gchar *mode)
 {

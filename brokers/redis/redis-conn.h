@@ -255,6 +255,16 @@ gboolean sluice_redis_reply__check_script(SluiceRedisPool *pool,
 void sluice_redis_pool__set_namespace(SluiceRedisPool *pool, const gchar *ns);
 
 /**
+ * sluice_redis_pool__skip_policy_check:
+ * The pool's connections do not look at the server's configuration
+ * (maxmemory-policy, appendonly) and log nothing of it: for a pool that
+ * talks to a server another pool of the same broker checks already (the
+ * partitions of a namespace on one server, the short-lived brokers that
+ * check how a namespace is split). Call before the first connection.
+ */
+void sluice_redis_pool__skip_policy_check(SluiceRedisPool *pool);
+
+/**
  * sluice_redis_pool__wakeup:
  * Sends CLIENT UNBLOCK for every connection blocked now in an exchange
  * with @block_ms > 0, from another connection of the pool. Never waits for

@@ -1354,6 +1354,11 @@ sluice_redis__partitioned_new(const SluiceRedisOptions *options,
       sluice_broker_unref(broker);
       return NULL;
     }
+    /* On one server, partition 0 tells the user about its configuration
+     * once; on a cluster each partition's master may differ, so each
+     * partition looks at its own. */
+    if (!url->is_cluster)
+      sluice_redis__skip_policy_check(self->parts[k]);
   }
   return broker;
 }

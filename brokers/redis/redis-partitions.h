@@ -45,6 +45,15 @@ SluiceBroker *sluice_redis__partition_new(const SluiceRedisOptions *options,
                                           GError **error);
 
 /**
+ * sluice_redis__skip_policy_check:
+ * @broker: made by sluice_redis__partition_new()
+ *
+ * Its connections log nothing about the server's configuration: for a
+ * broker whose servers another broker of the client checks already.
+ */
+void sluice_redis__skip_policy_check(SluiceBroker *broker);
+
+/**
  * sluice_redis__partitioned_new:
  * @n: 2 ... SLUICE_REDIS_MAX_PARTITIONS
  *

@@ -210,6 +210,17 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
   return broker;
 }
 
+void
+sluice_redis__skip_policy_check(SluiceBroker *broker)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+
+  sluice_redis_pool__skip_policy_check(self->pool);
+  if (sluice_redis_pool__get_router_data(self->pool) != NULL)
+    sluice_redis_cluster__skip_policy_check(
+        sluice_redis_pool__get_router_data(self->pool));
+}
+
 SluiceBroker *
 sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                         GError **error)
