@@ -91,8 +91,8 @@ cli_parse_options(CliCommon *common, CliOptionSets sets,
       {"url", 0, 0, G_OPTION_ARG_STRING, &common->url,
        "sqlite:///PATH/TO/FILE.db, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
        "unix:///PATH[?db=N] or "
-       "redis+cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...] (default: "
-       "sqlite:// in "
+       "redis+cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]; a Redis "
+       "URL may end with ?partitions=N (default: sqlite:// in "
        "$XDG_STATE_HOME/sluice/sluice.db)",
        "URL"},
       {"mode", 0, 0, G_OPTION_ARG_STRING, &common->mode,

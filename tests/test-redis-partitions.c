@@ -22,6 +22,7 @@
 
 #include <check.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <sluice/sluice.h>
 
@@ -317,6 +318,48 @@ START_TEST(test_the_number_comes_from_the_url_or_the_options)
 }
 END_TEST
 
+/* The sluice command takes the number from its URL: enqueue and stats on
+ * 4 partitions, then a command of another number is refused with exit
+ * status 2 and told the recorded one. */
+START_TEST(test_the_command_takes_partitions_from_its_url)
+{
+  const gchar *url = sluice_test_redis_url(sluice_test_redis_shared());
+  g_autofree gchar *sluice =
+      g_build_filename(TEST_BUILDDIR, "cli", "sluice", NULL);
+  g_autofree gchar *four = g_strdup_printf("--url=%s?partitions=4", url);
+  g_autofree gchar *two = g_strdup_printf("--url=%s?partitions=2", url);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) b = partitioned(url, "cli", 4);
+  SluiceBrokerStats stats;
+
+  for (guint i = 0; i < 3; i++) {
+    g_autofree gchar *out = NULL, *err = NULL;
+    gint status = 0;
+    const gchar *argv[] = {sluice,    "enqueue", four, "--namespace=cli",
+                           "t.hello", "[1]",     NULL};
+
+    ck_assert(g_spawn_sync(NULL, (gchar **)argv, NULL, G_SPAWN_DEFAULT, NULL,
+                           NULL, &out, &err, &status, &error));
+    ck_assert_msg(g_spawn_check_wait_status(status, NULL), "%s%s", out, err);
+  }
+  /* What the command enqueued is where a broker of 4 partitions finds it. */
+  stats = sluice_test_stats(b, NULL);
+  ck_assert_int_eq(sluice_test_queue_ready(&stats, "default"), 3);
+  sluice_broker_stats_clear(&stats);
+  {
+    g_autofree gchar *out = NULL, *err = NULL;
+    gint status = 0;
+    const gchar *argv[] = {sluice, "stats", two, "--namespace=cli", NULL};
+
+    ck_assert(g_spawn_sync(NULL, (gchar **)argv, NULL, G_SPAWN_DEFAULT, NULL,
+                           NULL, &out, &err, &status, &error));
+    ck_assert(WIFEXITED(status));
+    ck_assert_int_eq(WEXITSTATUS(status), 2);
+    ck_assert_msg(strstr(err, "use partitions=4") != NULL, "%s", err);
+  }
+}
+END_TEST
+
 /* ---- fairness ------------------------------------------------------------ */
 
 START_TEST(test_one_consumer_takes_from_both_partitions)
@@ -439,6 +482,7 @@ main(void)
   tcase_add_test(single, test_changing_the_number_needs_an_empty_namespace);
   tcase_add_test(single, test_an_unpartitioned_namespace_with_tasks_stays_so);
   tcase_add_test(single, test_the_number_comes_from_the_url_or_the_options);
+  tcase_add_test(single, test_the_command_takes_partitions_from_its_url);
   tcase_add_test(single, test_one_consumer_takes_from_both_partitions);
   tcase_add_test(single, test_a_blocked_fetch_sees_every_partition);
   tcase_add_test(single, test_a_task_lives_in_its_ids_partition);
