@@ -87,6 +87,7 @@ struct _SluiceRedisPool {
   gint64 backoff_ms;       /* the next pause after a failed attempt */
   GArray *blocked_ids;     /* gint64 CLIENT IDs blocked now */
   gboolean policy_checked; /* maxmemory-policy looked at once */
+  gboolean quiet;          /* sluice_redis_pool__skip_policy_check() */
 
   /* Set once, before the first connection: the namespace's meta key and
    * this client's mode, checked on every new connection. */
@@ -664,7 +665,19 @@ sluice_redis_pool__skip_policy_check(SluiceRedisPool *pool)
 {
   g_mutex_lock(&pool->lock);
   pool->policy_checked = TRUE;
+  pool->quiet = TRUE;
   g_mutex_unlock(&pool->lock);
+}
+
+gboolean
+sluice_redis_pool__skips_policy_check(SluiceRedisPool *pool)
+{
+  gboolean quiet;
+
+  g_mutex_lock(&pool->lock);
+  quiet = pool->quiet;
+  g_mutex_unlock(&pool->lock);
+  return quiet;
 }
 
 void

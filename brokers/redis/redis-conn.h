@@ -264,6 +264,10 @@ void sluice_redis_pool__set_namespace(SluiceRedisPool *pool, const gchar *ns);
  */
 void sluice_redis_pool__skip_policy_check(SluiceRedisPool *pool);
 
+/** Returns: TRUE after sluice_redis_pool__skip_policy_check(@pool): a
+ * transport's own configuration checks are skipped too. */
+gboolean sluice_redis_pool__skips_policy_check(SluiceRedisPool *pool);
+
 /**
  * sluice_redis_pool__wakeup:
  * Sends CLIENT UNBLOCK for every connection blocked now in an exchange
