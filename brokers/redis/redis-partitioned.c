@@ -42,6 +42,15 @@
  * occurrence through); one that comes only after a newer occurrence is
  * lost, as the contract allows (at most once).
  *
+ * Promotion asks the partitions in the order of the next due times they
+ * reported last, so that a promotion cut short by its max moves the
+ * earliest entries across partitions.
+ *
+ * Dead letters. Each partition caps its own stream at dead_letter_max,
+ * and after a settle that buried something the oldest entries of all
+ * partitions are dropped until dead_letter_max remain (trim_dead_letters),
+ * so the cap is the namespace's.
+ *
  * Listing. list_queued lists partition after partition (cursor
  * "<k>|<cursor of partition k>"). list_scheduled and dlq_list merge the
  * partitions by due time (entry id), ties by partition, so their orders
