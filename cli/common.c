@@ -92,7 +92,9 @@ cli_parse_options(CliCommon *common, CliOptionSets sets,
       {"url", 0, 0, G_OPTION_ARG_STRING, &common->url,
        "sqlite:///PATH/TO/FILE.db, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
        "redis+sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]/MASTER"
-       "[/DB] or unix:///PATH[?db=N] (default: sqlite:// in "
+       "[/DB], redis+cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...] "
+       "or unix:///PATH[?db=N]; a Redis URL may end with ?partitions=N "
+       "(default: sqlite:// in "
        "$XDG_STATE_HOME/sluice/sluice.db)",
        "URL"},
       {"mode", 0, 0, G_OPTION_ARG_STRING, &common->mode,

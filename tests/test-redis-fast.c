@@ -1078,7 +1078,8 @@ START_TEST(test_options_checked)
     ck_assert_str_eq(sluice_broker_get_name(b), "redis-fast");
     ck_assert_uint_eq(sluice_broker_get_caps(b), SLUICE_BROKER_CAP_SHARED |
                                                      SLUICE_BROKER_CAP_DURABLE |
-                                                     SLUICE_BROKER_CAP_JOINS);
+                                                     SLUICE_BROKER_CAP_JOINS |
+                                                     SLUICE_BROKER_CAP_ORDERED);
   }
 }
 END_TEST

@@ -174,7 +174,8 @@ START_TEST(test_settled_entries_leave_the_stream_and_the_pel)
   ck_assert_uint_eq(sluice_broker_get_caps(b),
                     SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
                         SLUICE_BROKER_CAP_LEASES | SLUICE_BROKER_CAP_FENCING |
-                        SLUICE_BROKER_CAP_IN_FLIGHT | SLUICE_BROKER_CAP_JOINS);
+                        SLUICE_BROKER_CAP_IN_FLIGHT | SLUICE_BROKER_CAP_JOINS |
+                        SLUICE_BROKER_CAP_ORDERED);
   for (guint i = 1; i <= 4; i++) {
     g_autofree gchar *id = g_strdup_printf("m%u", i);
     g_autofree gchar *payload = g_strdup_printf("p%u", i);

@@ -772,7 +772,7 @@ static const SluiceBrokerClass memory_broker_class = {
     .name = "memory",
     .instance_size = sizeof(SluiceMemoryBroker),
     .caps = SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT |
-            SLUICE_BROKER_CAP_JOINS,
+            SLUICE_BROKER_CAP_JOINS | SLUICE_BROKER_CAP_ORDERED,
     .enqueue = memory_enqueue,
     .fetch = memory_fetch,
     .settle = memory_settle,

@@ -18,7 +18,9 @@
  *                        redis-conn.c connections and the pool;
  *                        redis-url.c URLs; redis-errors.c error replies;
  *                        redis-sentinel.c where the sentinels say the
- *                        master is
+ *                        master is;
+ *                        redis-cluster.c (with redis-slot.c) the routing
+ *                        of a redis+cluster:// pool
  *   transport-*.c        the transports
  *
  * How each slot reaches Redis (round trips in brackets):
@@ -82,6 +84,7 @@
 #include "config.h"
 
 #include "brokers/redis/redis-broker.h"
+#include "brokers/redis/redis-partitions.h"
 
 /* ---- Running steps ------------------------------------------------------- */
 
@@ -156,12 +159,14 @@ static gboolean
 run_on_pool(SluiceRedisBroker *self, gboolean idempotent, const gchar *durable,
             SluiceRedisOp op, gpointer data, GError **error)
 {
+  if (self->layout != NULL && !sluice_redis_layout__ensure(self->layout, error))
+    return FALSE;
   for (guint attempt = 0;; attempt++) {
     GError *local = NULL;
     SluiceRedisConn *conn;
     gboolean ok, broke, failover;
 
-    conn = sluice_redis_pool__acquire(self->pool, error);
+    conn = sluice_redis_pool__acquire_slot(self->pool, self->keys.slot, error);
     if (conn == NULL)
       return FALSE;
     ok = op(self, conn, data, &local);

@@ -34,7 +34,7 @@ G_BEGIN_DECLS
  * @transport: how queues carry messages
  * @transport_data: (nullable): the transport's own state
  * @pool: every connection
- * @keys: the namespace's (single) partition
+ * @keys: the namespace's keys, or one partition's
  * @scripts: the shared scripts, with the transport's fragment spliced in
  * @dead_letter_max: the DLQ cap
  * @stale_settles: settlements refused by fencing (atomic)
@@ -66,6 +66,10 @@ struct _SluiceRedisBroker {
    * enqueue repeats the SADD only after SLUICE_REDIS_QUEUE_READD_MS). */
   GMutex queues_lock;
   GHashTable *queues_added; /* queue (owned) -> GINT64 monotonic us */
+  /* (nullable) The check that the namespace is not split in partitions
+   * (redis-partitions.h), made before the first command; NULL for a
+   * partition of a partitioned broker, whose broker checks. */
+  struct _SluiceRedisLayout *layout;
 };
 
 /* A queue's SADD is repeated this long after the last one, so a known-

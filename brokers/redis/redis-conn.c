@@ -117,12 +117,18 @@ struct _SluiceRedisPool {
   gint64 backoff_ms;       /* the next pause after a failed attempt */
   GArray *blocked_ids;     /* gint64 CLIENT IDs blocked now */
   gboolean policy_checked; /* maxmemory-policy looked at once */
+  gboolean quiet;          /* sluice_redis_pool__skip_policy_check() */
 
   /* Set once, before the first connection: the namespace's meta key and
    * this client's mode, checked on every new connection. */
   gchar *meta_key;
   gchar *mode;
   gchar *ns; /* for permission messages; may be NULL */
+
+  /* Set once, before the first connection: who does the work instead
+   * (Redis Cluster), or NULL. */
+  const SluiceRedisRouter *router;
+  gpointer router_data;
 };
 
 /* ---- Outage bookkeeping -------------------------------------------------- */
@@ -230,6 +236,8 @@ sluice_redis_conn__free(SluiceRedisConn *conn)
     return;
   if (conn->ctx != NULL)
     redisFree(conn->ctx);
+  if (conn->cmd_ends != NULL)
+    g_array_unref(conn->cmd_ends);
   g_free(conn);
 }
 
@@ -359,6 +367,10 @@ sluice_redis_conn__append(SluiceRedisConn *conn, int argc, const char **argv,
   /* Only fails when hiredis runs out of memory, where it aborts anyway. */
   if (redisAppendCommandArgv(conn->ctx, argc, argv, lens) != REDIS_OK)
     conn->broken = TRUE;
+  if (conn->cmd_ends != NULL) {
+    gsize end = sdslen(conn->ctx->obuf);
+    g_array_append_val(conn->cmd_ends, end);
+  }
 }
 
 /* The exchange without outage bookkeeping (used by the handshake, whose
@@ -435,6 +447,9 @@ sluice_redis_conn__exchange(SluiceRedisPool *pool, SluiceRedisConn *conn,
   g_autofree gchar *reason = NULL;
   gboolean ok;
 
+  if (pool->router != NULL)
+    return pool->router->exchange(pool->router_data, conn, n_replies, replies,
+                                  block_ms, error);
   block_ms = MAX(block_ms, 0);
   if (block_ms > 0)
     register_blocked(pool, conn->client_id);
@@ -462,6 +477,8 @@ sluice_redis_conn__read_within(SluiceRedisPool *pool, SluiceRedisConn *conn,
   g_autofree gchar *reason = NULL;
   ReadResult r;
 
+  if (conn->home != NULL)
+    pool = conn->home;
   r = conn_read(conn, g_get_monotonic_time() + MAX(timeout_ms, 0) * 1000,
                 out_reply, &reason);
   if (r == READ_FAILED) {
@@ -645,6 +662,13 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
   }
   if (policy_at != G_MAXUINT)
     check_eviction_policy(pool, replies[policy_at]);
+  if (mode_at != G_MAXUINT &&
+      (sluice_redis_reply__is_error_code(replies[mode_at], "MOVED") ||
+       sluice_redis_reply__is_error_code(replies[mode_at], "ASK"))) {
+    /* A cluster node that does not serve the meta key: the node that does
+     * checks the mode (the router connects there first). */
+    mode_at = G_MAXUINT;
+  }
   if (mode_at != G_MAXUINT) {
     const redisReply *mode = replies[mode_at];
     if (!sluice_redis_reply__check(pool, mode, "reading the namespace's mode",
@@ -886,6 +910,26 @@ conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
 /* ---- The pool ------------------------------------------------------------ */
 
 void
+sluice_redis_pool__skip_policy_check(SluiceRedisPool *pool)
+{
+  g_mutex_lock(&pool->lock);
+  pool->policy_checked = TRUE;
+  pool->quiet = TRUE;
+  g_mutex_unlock(&pool->lock);
+}
+
+gboolean
+sluice_redis_pool__skips_policy_check(SluiceRedisPool *pool)
+{
+  gboolean quiet;
+
+  g_mutex_lock(&pool->lock);
+  quiet = pool->quiet;
+  g_mutex_unlock(&pool->lock);
+  return quiet;
+}
+
+void
 sluice_redis_pool__set_mode_check(SluiceRedisPool *pool, const gchar *meta_key,
                                   const gchar *mode)
 {
@@ -922,12 +966,28 @@ sluice_redis_pool__set_namespace(SluiceRedisPool *pool, const gchar *ns)
 }
 
 void
+sluice_redis_pool__set_router(SluiceRedisPool *pool,
+                              const SluiceRedisRouter *router, gpointer data)
+{
+  pool->router = router;
+  pool->router_data = data;
+}
+
+gpointer
+sluice_redis_pool__get_router_data(SluiceRedisPool *pool)
+{
+  return pool->router_data;
+}
+
+void
 sluice_redis_pool__close(SluiceRedisPool *pool)
 {
   GQueue idle = G_QUEUE_INIT;
 
   if (pool == NULL)
     return;
+  if (pool->router != NULL)
+    pool->router->close(pool->router_data);
   g_mutex_lock(&pool->lock);
   pool->closed = TRUE;
   idle = pool->idle;
@@ -942,6 +1002,8 @@ sluice_redis_pool__free(SluiceRedisPool *pool)
   if (pool == NULL)
     return;
   sluice_redis_pool__close(pool);
+  if (pool->router != NULL)
+    pool->router->free(pool->router_data);
   g_array_unref(pool->blocked_ids);
   g_free(pool->ns);
   g_mutex_clear(&pool->lock);
@@ -992,6 +1054,15 @@ sluice_redis_pool__get_command_timeout_ms(SluiceRedisPool *pool)
 SluiceRedisConn *
 sluice_redis_pool__acquire(SluiceRedisPool *pool, GError **error)
 {
+  return sluice_redis_pool__acquire_slot(pool, 0, error);
+}
+
+SluiceRedisConn *
+sluice_redis_pool__acquire_slot(SluiceRedisPool *pool, guint slot,
+                                GError **error)
+{
+  if (pool->router != NULL)
+    return pool->router->acquire(pool->router_data, slot, error);
   for (;;) {
     SluiceRedisConn *conn;
 
@@ -1041,6 +1112,10 @@ sluice_redis_pool__release(SluiceRedisPool *pool, SluiceRedisConn *conn)
 {
   if (conn == NULL)
     return;
+  if (pool->router != NULL) {
+    pool->router->release(pool->router_data, conn);
+    return;
+  }
   if (!conn->broken && conn->ctx->err == 0) {
     g_mutex_lock(&pool->lock);
     if (!pool->closed) {
@@ -1061,6 +1136,10 @@ sluice_redis_pool__wakeup(SluiceRedisPool *pool)
   gchar text[32];
   gboolean may_connect;
 
+  if (pool->router != NULL) {
+    pool->router->wakeup(pool->router_data);
+    return;
+  }
   g_mutex_lock(&pool->lock);
   if (pool->closed || pool->blocked_ids->len == 0) {
     g_mutex_unlock(&pool->lock);

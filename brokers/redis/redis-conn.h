@@ -39,16 +39,44 @@ G_BEGIN_DECLS
  *   longer a writable master (-READONLY, -LOADING, -MASTERDOWN) on a
  *   sentinel URL: nothing of that exchange was written, so the step may
  *   be made again on a fresh connection to the new master
+ * @home: (nullable): with a router (below), the pool of the node @ctx is
+ *   connected to; NULL otherwise
+ * @slot: with a router, the slot the connection was checked out for
+ * @cmd_ends: (nullable): with a router, the end of each command appended
+ *   since the last exchange, as offsets in @ctx's output buffer, so that
+ *   the router can send one of them again elsewhere
  */
+typedef struct _SluiceRedisPool SluiceRedisPool;
+
 typedef struct {
   redisContext *ctx;
   gint64 client_id;
   gboolean broken;
   guint generation;
   gboolean failover;
+  SluiceRedisPool *home;
+  guint slot;
+  GArray *cmd_ends;
 } SluiceRedisConn;
 
-typedef struct _SluiceRedisPool SluiceRedisPool;
+/**
+ * SluiceRedisRouter:
+ *
+ * What a pool does instead of talking to one server, when it has a router
+ * (Redis Cluster, redis-cluster.c): each function stands for the pool
+ * function of the same name, and @data is what was given to
+ * sluice_redis_pool__set_router(). Connections a router hands out carry
+ * their node's pool in @home.
+ */
+typedef struct {
+  SluiceRedisConn *(*acquire)(gpointer data, guint slot, GError **error);
+  void (*release)(gpointer data, SluiceRedisConn *conn);
+  gboolean (*exchange)(gpointer data, SluiceRedisConn *conn, guint n_replies,
+                       redisReply **replies, gint64 block_ms, GError **error);
+  void (*wakeup)(gpointer data);
+  void (*close)(gpointer data);
+  void (*free)(gpointer data);
+} SluiceRedisRouter;
 
 /**
  * sluice_redis_pool__new:
@@ -79,6 +107,23 @@ SluiceRedisPool *sluice_redis_pool__new(const SluiceRedisUrl *url,
 void sluice_redis_pool__set_mode_check(SluiceRedisPool *pool,
                                        const gchar *meta_key,
                                        const gchar *mode);
+
+/**
+ * sluice_redis_pool__set_router:
+ * @router: (transfer none): static
+ * @data: (transfer full): freed with @router->free by
+ *   sluice_redis_pool__free()
+ *
+ * From now on the pool hands its work to @router. Call before the first
+ * connection.
+ */
+void sluice_redis_pool__set_router(SluiceRedisPool *pool,
+                                   const SluiceRedisRouter *router,
+                                   gpointer data);
+
+/** sluice_redis_pool__get_router_data: Returns: (transfer none)
+ * (nullable): the @data of sluice_redis_pool__set_router(). */
+gpointer sluice_redis_pool__get_router_data(SluiceRedisPool *pool);
 
 /**
  * sluice_redis_pool__close:
@@ -118,6 +163,16 @@ gint64 sluice_redis_pool__get_command_timeout_ms(SluiceRedisPool *pool);
  */
 SluiceRedisConn *sluice_redis_pool__acquire(SluiceRedisPool *pool,
                                             GError **error);
+
+/**
+ * sluice_redis_pool__acquire_slot:
+ * @slot: the Redis Cluster slot of the keys the connection will serve
+ *   (redis-slot.h); only a pool with a router looks at it
+ *
+ * sluice_redis_pool__acquire() for the keys of one slot.
+ */
+SluiceRedisConn *sluice_redis_pool__acquire_slot(SluiceRedisPool *pool,
+                                                 guint slot, GError **error);
 
 /**
  * sluice_redis_pool__release:
@@ -239,6 +294,20 @@ gboolean sluice_redis_reply__check_script(SluiceRedisPool *pool,
  * key and channel patterns to grant.
  */
 void sluice_redis_pool__set_namespace(SluiceRedisPool *pool, const gchar *ns);
+
+/**
+ * sluice_redis_pool__skip_policy_check:
+ * The pool's connections do not look at the server's configuration
+ * (maxmemory-policy, appendonly) and log nothing of it: for a pool that
+ * talks to a server another pool of the same broker checks already (the
+ * partitions of a namespace on one server, the short-lived brokers that
+ * check how a namespace is split). Call before the first connection.
+ */
+void sluice_redis_pool__skip_policy_check(SluiceRedisPool *pool);
+
+/** Returns: TRUE after sluice_redis_pool__skip_policy_check(@pool): a
+ * transport's own configuration checks are skipped too. */
+gboolean sluice_redis_pool__skips_policy_check(SluiceRedisPool *pool);
 
 /**
  * sluice_redis_pool__wakeup:

@@ -198,6 +198,14 @@ sluice_redis_error__check(const gchar *url, const gchar *ns,
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
                 "%s: Redis at %s cannot serve now (%s); retry shortly", what,
                 url, msg);
+  } else if (has_prefix(reply, "MOVED ") || has_prefix(reply, "ASK ")) {
+    /* A redis+cluster:// broker follows these and only gives up on a slot
+     * that keeps moving; a redis:// URL may name a cluster node. */
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+                "%s: Redis at %s sent the namespace's keys to another Redis "
+                "Cluster node (%s): name a cluster with a redis+cluster:// "
+                "URL, or, if it is one, its slot is moving: retry shortly",
+                what, url, msg);
   } else if (has_prefix(reply, "READONLY")) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
                 "%s refused: Redis at %s is a read-only replica (%s); point "

@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include "brokers/redis/redis-keys.h"
+#include "brokers/redis/redis-slot.h"
 
 gboolean
 sluice_redis_keys__valid_namespace(const gchar *ns, GError **error)
@@ -54,15 +55,39 @@ sluice_redis_keys__init(SluiceRedisKeys *keys, const gchar *ns)
   keys->ns = g_strdup(ns);
   keys->prefix = g_strdup_printf("{%s}:", ns);
   keys->prefix_len = strlen(keys->prefix);
+  keys->slot = sluice_redis_slot__of_key(keys->prefix, keys->prefix_len);
 }
+
+/* The tries after which a partition takes its last tag, wherever it falls:
+ * a range holds at least 16 of the 16384 slots, so a try lands in it with
+ * odds of 1 in 1024 at worst, and this many tries all miss with odds below
+ * 1e-40. */
+#define PARTITION_TAG_TRIES 100000u
 
 void
 sluice_redis_keys__init_partition(SluiceRedisKeys *keys, const gchar *ns,
-                                  guint index)
+                                  guint index, guint n)
 {
-  g_return_if_fail(keys != NULL && ns != NULL);
+  /* Strictly inside its 1/n of the slot space: ceil(k S / n) up to, not
+   * including, floor((k + 1) S / n), so that a partition never sits on a
+   * boundary that redis-cli --cluster create may give either neighbour. */
+  guint64 lo = ((guint64)index * SLUICE_REDIS_SLOTS + n - 1) / n;
+  guint64 hi = ((guint64)(index + 1) * SLUICE_REDIS_SLOTS) / n;
+
+  g_return_if_fail(keys != NULL && ns != NULL && n > 0 && index < n);
   keys->ns = g_strdup(ns);
-  keys->prefix = g_strdup_printf("{%s#%u}:", ns, index);
+  for (guint j = 0;; j++) {
+    gchar *prefix = j == 0 ? g_strdup_printf("{%s#%u}:", ns, index)
+                           : g_strdup_printf("{%s#%u.%u}:", ns, index, j);
+    guint slot = sluice_redis_slot__of_key(prefix, strlen(prefix));
+
+    if ((slot >= lo && slot < hi) || j == PARTITION_TAG_TRIES) {
+      keys->prefix = prefix;
+      keys->slot = slot;
+      break;
+    }
+    g_free(prefix);
+  }
   keys->prefix_len = strlen(keys->prefix);
 }
 

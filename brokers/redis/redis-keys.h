@@ -57,16 +57,22 @@
  *   P cw:<key>            zset: task ids waiting for a slot of the key ->
  *                         when they began waiting (slot_acquire.lua and
  *                         slot_release.lua alone name both)
+ *   P periodic-gate       zset: periodic name -> newest occurrence claimed
+ *                         (ms); partition 0 of a partitioned namespace
+ *                         only (redis-partitioned.c)
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
  *
- * PARTITIONS. A SluiceRedisKeys describes one partition. A namespace is one
- * partition today ("{ns}"); partitioned namespaces ("{ns#k}")
- * become an array of SluiceRedisKeys, one per partition, picked by a hash of
- * the task id: sluice_redis_keys__init_partition() already makes their
- * prefixes. Scripts never see the namespace itself, only KEYS[1] = the
- * prefix, so they work unchanged on any partition.
+ * CLUSTER. @slot is the partition's Redis Cluster slot (redis-slot.h):
+ * every connection of an operation on the partition is checked out for it
+ * (sluice_redis_pool__acquire_slot), which a cluster pool routes.
+ *
+ * PARTITIONS. A SluiceRedisKeys describes one partition: the whole
+ * namespace ("{ns}"), or partition k of a namespace split in N ("{ns#k}",
+ * redis-partitions.h), each served by a broker of its own. Scripts never
+ * see the namespace itself, only KEYS[1] = the prefix, so they work
+ * unchanged on any partition.
  */
 #pragma once
 
@@ -104,6 +110,7 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_RATE "rl:"
 #define SLUICE_REDIS_K_SLOTS "cs:"
 #define SLUICE_REDIS_K_SLOT_WAITERS "cw:"
+#define SLUICE_REDIS_K_PERIODIC_GATE "periodic-gate"
 
 /* The first byte of a stored record. */
 #define SLUICE_REDIS_RECORD_FINAL 'F'
@@ -111,8 +118,9 @@ G_BEGIN_DECLS
 
 typedef struct {
   gchar *ns;     /* the namespace as configured */
-  gchar *prefix; /* "{ns}:" or "{ns#k}:" */
+  gchar *prefix; /* "{ns}:", "{ns#k}:" or "{ns#k.j}:" */
   gsize prefix_len;
+  guint slot; /* the Redis Cluster slot of the prefix's hash tag */
 } SluiceRedisKeys;
 
 /**
@@ -136,11 +144,19 @@ void sluice_redis_keys__init(SluiceRedisKeys *keys, const gchar *ns);
 
 /**
  * sluice_redis_keys__init_partition:
+ * @n: how many partitions the namespace has
+ *
  * Like sluice_redis_keys__init() for partition @index of a namespace split
- * in several ("{ns#index}:"). Unused until partitions are configurable.
+ * in @n: the hash tag is "{ns#index}", or "{ns#index.j}" with the smallest
+ * j >= 1 that puts it in the index-th n-th of the slot space (strictly
+ * inside: from ceil(index 16384 / n) to below floor((index + 1) 16384 / n)),
+ * when "{ns#index}" does not. So the partitions cover the slot space
+ * evenly, and a cluster whose masters serve equal ranges of slots (as
+ * `redis-cli --cluster create` makes them) gets n / masters partitions
+ * each when masters divides n, whatever the namespace is called.
  */
 void sluice_redis_keys__init_partition(SluiceRedisKeys *keys, const gchar *ns,
-                                       guint index);
+                                       guint index, guint n);
 
 /** sluice_redis_keys__clear: frees what @keys holds; NULL-safe fields. */
 void sluice_redis_keys__clear(SluiceRedisKeys *keys);

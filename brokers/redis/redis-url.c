@@ -20,6 +20,7 @@
 
 #include <string.h>
 
+#include <sluice/sluice-redis.h>
 #include <sluice/sys/broker.h>
 
 #include "brokers/redis/redis-url.h"
@@ -46,7 +47,9 @@ url_invalid(GError **error, const gchar *shown, const gchar *why)
               "invalid Redis URL “%s”: %s (expected "
               "redis://[[user]:password@]host[:port][/db], "
               "redis+sentinel://[[user]:password@]host:port[,host:port...]/"
-              "MASTERNAME[/db] or unix:///path/to/socket[?db=N])",
+              "MASTERNAME[/db], "
+              "redis+cluster://[[user]:password@]host:port[,host:port...] or "
+              "unix:///path/to/socket[?db=N])",
               shown, why);
   return FALSE;
 }
@@ -82,7 +85,9 @@ append_userinfo(GString *s, const SluiceRedisUrl *url)
 static gchar *
 make_display(const SluiceRedisUrl *url)
 {
-  GString *s = g_string_new(url->is_unix ? "unix://" : "redis://");
+  GString *s = g_string_new(url->is_unix      ? "unix://"
+                            : url->is_cluster ? "redis+cluster://"
+                                              : "redis://");
   g_autofree gchar *host = NULL;
 
   if (url->is_sentinel) {
@@ -112,12 +117,21 @@ make_display(const SluiceRedisUrl *url)
     return g_string_free(s, FALSE);
   }
   append_userinfo(s, url);
-  host = sluice_broker_escape_text(url->host, -1, 0);
-  if (strchr(host, ':') != NULL)
-    g_string_append_printf(s, "[%s]", host);
-  else
-    g_string_append(s, host);
-  g_string_append_printf(s, ":%d/%d", url->port, url->db);
+  /* A cluster URL shows every seed node. */
+  for (guint i = 0; i < MAX(url->n_seeds, 1); i++) {
+    g_clear_pointer(&host, g_free);
+    host = sluice_broker_escape_text(
+        url->n_seeds > 0 ? url->seed_hosts[i] : url->host, -1, 0);
+    if (i > 0)
+      g_string_append_c(s, ',');
+    if (strchr(host, ':') != NULL)
+      g_string_append_printf(s, "[%s]", host);
+    else
+      g_string_append(s, host);
+    g_string_append_printf(s, ":%d",
+                           url->n_seeds > 0 ? url->seed_ports[i] : url->port);
+  }
+  g_string_append_printf(s, "/%d", url->db);
   return g_string_free(s, FALSE);
 }
 
@@ -224,8 +238,9 @@ unescape_part(const gchar *text, gsize len)
   return g_uri_unescape_string(raw, NULL);
 }
 
-/* The query parameters of every scheme: the durability knob, and for
- * unix:// the database, for redis+sentinel:// the sentinels' credentials.
+/* The query parameters of every scheme: the partitions, the durability
+ * knob, and for unix:// the database, for redis+sentinel:// the
+ * sentinels' credentials.
  * @query is the raw text after '?'. */
 static gboolean
 parse_params(const gchar *query, const gchar *scheme, const gchar *shown,
@@ -246,7 +261,14 @@ parse_params(const gchar *query, const gchar *scheme, const gchar *shown,
   while (g_hash_table_iter_next(&iter, &key, &value)) {
     guint64 n;
 
-    if (strcmp(key, "min_replicas_ack") == 0) {
+    if (strcmp(key, "partitions") == 0) {
+      if (!g_ascii_string_to_unsigned(value, 10, 1, SLUICE_REDIS_MAX_PARTITIONS,
+                                      &n, NULL))
+        return url_invalid(error, shown,
+                           "partitions=N takes a number from 1 to " G_STRINGIFY(
+                               SLUICE_REDIS_MAX_PARTITIONS));
+      parsed->partitions = (guint)n;
+    } else if (strcmp(key, "min_replicas_ack") == 0) {
       if (!g_ascii_string_to_unsigned(value, 10, 0, 100, &n, NULL))
         return url_invalid(error, shown,
                            "min_replicas_ack must be a number of replicas "
@@ -272,11 +294,13 @@ parse_params(const gchar *query, const gchar *scheme, const gchar *shown,
       g_autofree gchar *name = sluice_broker_escape_text(key, -1, 40);
       g_autofree gchar *why = g_strdup_printf(
           "unknown query parameter “%s”: the parameters are %s", name,
-          is_sentinel ? "sentinel_user, sentinel_password, min_replicas_ack "
-                        "and min_replicas_timeout_ms"
-          : is_unix   ? "db, min_replicas_ack and min_replicas_timeout_ms"
-                      : "min_replicas_ack and min_replicas_timeout_ms (the "
-                        "database is the path, /N)");
+          is_sentinel ? "sentinel_user, sentinel_password, partitions, "
+                        "min_replicas_ack and min_replicas_timeout_ms"
+          : is_unix   ? "db, partitions, min_replicas_ack and "
+                        "min_replicas_timeout_ms"
+                      : "partitions, min_replicas_ack and "
+                        "min_replicas_timeout_ms (the database is the path, "
+                        "/N)");
       return url_invalid(error, shown, why);
     }
   }
@@ -400,6 +424,92 @@ parse_sentinel(const gchar *rest, const gchar *shown, SluiceRedisUrl *parsed,
   return TRUE;
 }
 
+/* ---- redis+cluster:// ---------------------------------------------------
+ *
+ * After the userinfo: a comma-separated list of nodes, each host[:port]
+ * ([v6]:port for IPv6), then nothing, "/" or "/0": a Cluster has database
+ * 0 alone. Any node of the cluster will do; more than one is a fallback
+ * for when the first is down at start-up.
+ */
+
+static gboolean
+parse_cluster_node(const gchar *text, gsize len, gchar **out_host,
+                   gint *out_port)
+{
+  const gchar *end = text + len;
+  const gchar *host_end;
+  const gchar *colon = NULL;
+  guint64 port = 6379;
+
+  if (len > 0 && text[0] == '[') {
+    host_end = memchr(text, ']', len);
+    if (host_end == NULL || host_end == text + 1)
+      return FALSE;
+    if (host_end + 1 < end) {
+      if (host_end[1] != ':')
+        return FALSE;
+      colon = host_end + 1;
+    }
+    text++;
+  } else {
+    colon = memchr(text, ':', len);
+    host_end = colon != NULL ? colon : end;
+    if (host_end == text)
+      return FALSE;
+  }
+  if (colon != NULL) {
+    g_autofree gchar *digits = g_strndup(colon + 1, (gsize)(end - colon - 1));
+    if (!g_ascii_string_to_unsigned(digits, 10, 1, 65535, &port, NULL))
+      return FALSE;
+  }
+  *out_host = g_strndup(text, (gsize)(host_end - text));
+  *out_port = (gint)port;
+  return TRUE;
+}
+
+static gboolean
+parse_cluster_nodes(const gchar *rest, const gchar *shown,
+                    SluiceRedisUrl *parsed, GError **error)
+{
+  gsize nodes_len = strcspn(rest, "/?#");
+  const gchar *tail = rest + nodes_len;
+  const gchar *query = strchr(tail, '?');
+  g_auto(GStrv) items = NULL;
+  g_autofree gchar *nodes = g_strndup(rest, nodes_len);
+  g_autofree gchar *path =
+      g_strndup(tail, query != NULL ? (gsize)(query - tail) : strlen(tail));
+
+  if (strchr(tail, '#') != NULL)
+    return url_invalid(error, shown,
+                       "redis+cluster:// URLs take no fragment (#...)");
+  if (query != NULL &&
+      !parse_params(query + 1, "redis+cluster", shown, parsed, error))
+    return FALSE;
+  if (path[0] == '/' && path[1] != '\0' && strcmp(path, "/0") != 0)
+    return url_invalid(error, shown,
+                       "a Redis Cluster has database 0 alone: end the URL "
+                       "with the node list, “/” or “/0”");
+  items = g_strsplit(nodes, ",", -1);
+  if (items[0] == NULL)
+    return url_invalid(error, shown,
+                       "name at least one node of the cluster "
+                       "(redis+cluster://host:port[,host:port...])");
+  parsed->is_cluster = TRUE;
+  parsed->n_seeds = g_strv_length(items);
+  parsed->seed_hosts = g_new0(gchar *, parsed->n_seeds + 1);
+  parsed->seed_ports = g_new0(gint, parsed->n_seeds);
+  for (guint i = 0; i < parsed->n_seeds; i++) {
+    if (!parse_cluster_node(items[i], strlen(items[i]), &parsed->seed_hosts[i],
+                            &parsed->seed_ports[i]))
+      return url_invalid(error, shown,
+                         "each node of a redis+cluster:// URL is host[:port] "
+                         "or [IPv6]:port, separated by commas");
+  }
+  parsed->host = g_strdup(parsed->seed_hosts[0]);
+  parsed->port = parsed->seed_ports[0];
+  return TRUE;
+}
+
 /* Fills @parsed (zeroed by the caller, cleared by it on failure). */
 static gboolean
 parse_into(const gchar *text, SluiceRedisUrl *parsed, GError **error)
@@ -416,18 +526,19 @@ parse_into(const gchar *text, SluiceRedisUrl *parsed, GError **error)
   shown = shown_url(&parts);
   if (parts.scheme == NULL)
     return url_invalid(error, shown,
-                       "it does not start with redis://, redis+sentinel:// "
-                       "or unix://");
+                       "it does not start with redis://, redis+sentinel://, "
+                       "redis+cluster:// or unix://");
   scheme = g_ascii_strdown(parts.scheme, (gssize)parts.scheme_len);
   if (strcmp(scheme, "rediss") == 0 || strcmp(scheme, "rediss+sentinel") == 0)
     return url_invalid(error, shown,
                        "TLS (rediss://) is not supported by hiredis 0.14; "
                        "reach a TLS Redis through a local TLS tunnel");
   if (strcmp(scheme, "unix") != 0 && strcmp(scheme, "redis") != 0 &&
-      strcmp(scheme, "redis+sentinel") != 0)
+      strcmp(scheme, "redis+sentinel") != 0 &&
+      strcmp(scheme, "redis+cluster") != 0)
     return url_invalid(error, shown,
-                       "the scheme must be redis://, redis+sentinel:// or "
-                       "unix://");
+                       "the scheme must be redis://, redis+sentinel://, "
+                       "redis+cluster:// or unix://");
   if (strcmp(scheme, "unix") == 0 && parts.userinfo != NULL)
     /* A socket is protected by its file permissions; '@' in a socket
      * path is written %40. */
@@ -443,6 +554,11 @@ parse_into(const gchar *text, SluiceRedisUrl *parsed, GError **error)
 
   if (strcmp(scheme, "redis+sentinel") == 0) {
     if (!parse_sentinel(parts.rest, shown, parsed, error))
+      return FALSE;
+    goto userinfo;
+  }
+  if (strcmp(scheme, "redis+cluster") == 0) {
+    if (!parse_cluster_nodes(parts.rest, shown, parsed, error))
       return FALSE;
     goto userinfo;
   }
@@ -551,6 +667,11 @@ sluice_redis_url__clear(SluiceRedisUrl *url)
   g_clear_pointer(&url->sentinel_user, g_free);
   g_clear_pointer(&url->sentinel_password, wipe);
   url->n_sentinels = 0;
+  g_clear_pointer(&url->seed_hosts, g_strfreev);
+  g_clear_pointer(&url->seed_ports, g_free);
+  url->n_seeds = 0;
+  url->is_cluster = FALSE;
+  url->partitions = 0;
 }
 
 void
@@ -574,4 +695,23 @@ sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to)
   to->sentinel_password = g_strdup(from->sentinel_password);
   to->min_replicas_ack = from->min_replicas_ack;
   to->min_replicas_timeout_ms = from->min_replicas_timeout_ms;
+  to->is_cluster = from->is_cluster;
+  to->n_seeds = from->n_seeds;
+  to->seed_hosts = g_strdupv(from->seed_hosts);
+  to->seed_ports = g_memdup2(from->seed_ports, sizeof(gint) * from->n_seeds);
+  to->partitions = from->partitions;
+}
+
+void
+sluice_redis_url__for_node(const SluiceRedisUrl *cluster, const gchar *host,
+                           gint port, SluiceRedisUrl *to)
+{
+  memset(to, 0, sizeof *to);
+  to->host = g_strdup(host);
+  to->port = port;
+  to->user = g_strdup(cluster->user);
+  to->password = g_strdup(cluster->password);
+  to->min_replicas_ack = cluster->min_replicas_ack;
+  to->min_replicas_timeout_ms = cluster->min_replicas_timeout_ms;
+  to->display = make_display(to);
 }

@@ -27,6 +27,13 @@ G_BEGIN_DECLS
  *   (sentinel_password=); never logged
  * @min_replicas_ack: the URL's min_replicas_ack=N, or -1 when absent
  * @min_replicas_timeout_ms: the URL's min_replicas_timeout_ms=T, or -1
+ * @is_cluster: TRUE for redis+cluster://; then @host and @port are the
+ *   first seed and @db is 0
+ * @n_seeds: the nodes a redis+cluster:// URL names (0 otherwise)...
+ * @seed_hosts: (array length=n_seeds): ...their hosts...
+ * @seed_ports: (array length=n_seeds): ...and their ports
+ * @partitions: the `partitions=N` query parameter (any form of URL), 0
+ *   when the URL has none
  */
 typedef struct {
   gboolean is_unix;
@@ -46,15 +53,22 @@ typedef struct {
   gchar *sentinel_password;
   gint min_replicas_ack;
   gint64 min_replicas_timeout_ms;
+  gboolean is_cluster;
+  guint n_seeds;
+  gchar **seed_hosts;
+  gint *seed_ports;
+  guint partitions;
 } SluiceRedisUrl;
 
 /**
  * sluice_redis_url__parse:
  * @text: `redis://[[user]:password@]host[:port][/db][?params]`,
  *   `redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/
- *   MASTERNAME[/db][?params]` or `unix:///path/to/socket[?db=N]`; params
- *   are min_replicas_ack=N and min_replicas_timeout_ms=T, and for
- *   sentinel URLs also sentinel_user=U and sentinel_password=P
+ *   MASTERNAME[/db][?params]`,
+ *   `redis+cluster://[[user]:password@]host[:port][,host[:port]...][/0]
+ *   [?params]` or `unix:///path/to/socket[?db=N&params]`; params are
+ *   partitions=N, min_replicas_ack=N and min_replicas_timeout_ms=T, and
+ *   for sentinel URLs also sentinel_user=U and sentinel_password=P
  * @url: (out caller-allocates): filled on success; clear it with
  *   sluice_redis_url__clear(). Untouched on failure.
  *
@@ -70,5 +84,15 @@ void sluice_redis_url__clear(SluiceRedisUrl *url);
 /** sluice_redis_url__copy: fills @to (cleared or fresh) with copies of
  * @from's strings; clear it with sluice_redis_url__clear(). */
 void sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to);
+
+/**
+ * sluice_redis_url__for_node:
+ * @cluster: a redis+cluster:// URL
+ * @to: (out caller-allocates): filled with a redis:// URL of @host:@port
+ *   with @cluster's credentials; clear it with sluice_redis_url__clear()
+ */
+void sluice_redis_url__for_node(const SluiceRedisUrl *cluster,
+                                const gchar *host, gint port,
+                                SluiceRedisUrl *to);
 
 G_END_DECLS

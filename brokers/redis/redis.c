@@ -21,6 +21,8 @@
 #include <sluice/sluice-redis.h>
 
 #include "brokers/redis/redis-broker.h"
+#include "brokers/redis/redis-cluster.h"
+#include "brokers/redis/redis-partitions.h"
 
 /* ---- The class ----------------------------------------------------------- */
 
@@ -42,6 +44,7 @@ redis_finalize(SluiceBroker *broker)
   if (self->transport != NULL && self->transport->finalize != NULL)
     self->transport->finalize(self);
   g_clear_pointer(&self->pool, sluice_redis_pool__free);
+  g_clear_pointer(&self->layout, sluice_redis_layout__free);
   sluice_redis_keys__clear(&self->keys);
   g_clear_pointer(&self->token_prefix, g_free);
   if (self->queues_added != NULL) {
@@ -134,23 +137,19 @@ static const struct {
 };
 
 SluiceBroker *
-sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
-                        GError **error)
+sluice_redis__partition_new(const SluiceRedisOptions *options,
+                            const SluiceRedisUrl *url, SluiceClock *clock,
+                            gint index, guint n, SluiceRedisLayout *layout,
+                            GError **error)
 {
-  SluiceRedisOptions defaults;
   const SluiceRedisTransport *transport = NULL;
   const gchar *meta_mode = NULL;
-  SluiceRedisUrl url = {0};
   SluiceBrokerClass klass;
   SluiceRedisBroker *self;
   SluiceBroker *broker;
-  const gchar *ns;
-
-  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-  if (options == NULL) {
-    sluice_redis_options_init(&defaults);
-    options = &defaults;
-  }
+  const gchar *ns = options->namespace_ != NULL
+                        ? options->namespace_
+                        : SLUICE_REDIS_DEFAULT_NAMESPACE;
 
   for (gsize i = 0; i < G_N_ELEMENTS(transports) && transport == NULL; i++)
     if (transports[i].mode == options->mode) {
@@ -158,31 +157,25 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
       meta_mode = transports[i].meta_mode;
     }
   if (transport == NULL) {
+    sluice_redis_layout__free(layout);
     g_set_error_literal(error, SLUICE_BROKER_ERROR,
                         SLUICE_BROKER_ERROR_UNSUPPORTED,
                         "unknown Redis mode: use SLUICE_REDIS_FAST or "
                         "SLUICE_REDIS_RELIABLE");
     return NULL;
   }
-  ns = options->namespace_ != NULL ? options->namespace_
-                                   : SLUICE_REDIS_DEFAULT_NAMESPACE;
-  if (!sluice_redis_keys__valid_namespace(ns, error))
-    return NULL;
-  if (!sluice_redis_url__parse(options->url != NULL ? options->url
-                                                    : SLUICE_REDIS_DEFAULT_URL,
-                               &url, error))
-    return NULL;
 
   redis_class_init(&klass, transport);
   broker = sluice_broker_new(&klass, clock, error);
   if (broker == NULL) {
-    sluice_redis_url__clear(&url);
+    sluice_redis_layout__free(layout);
     return NULL;
   }
   self = SLUICE_REDIS_BROKER(broker);
   self->transport = transport;
+  self->layout = layout;
   self->pool = sluice_redis_pool__new(
-      &url,
+      url,
       options->connect_timeout_ms > 0 ? options->connect_timeout_ms
                                       : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
       options->command_timeout_ms > 0 ? options->command_timeout_ms
@@ -191,19 +184,34 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                                             : SLUICE_REDIS_DEFAULT_BACKOFF_MS);
   self->min_replicas_ack = options->min_replicas_ack > 0
                                ? options->min_replicas_ack
-                               : (guint)MAX(url.min_replicas_ack, 0);
+                               : (guint)MAX(url->min_replicas_ack, 0);
   self->min_replicas_timeout_ms =
       options->min_replicas_timeout_ms > 0 ? options->min_replicas_timeout_ms
-      : url.min_replicas_timeout_ms > 0
-          ? url.min_replicas_timeout_ms
+      : url->min_replicas_timeout_ms > 0
+          ? url->min_replicas_timeout_ms
           : SLUICE_REDIS_DEFAULT_MIN_REPLICAS_TIMEOUT_MS;
-  sluice_redis_url__clear(&url);
-  sluice_redis_keys__init(&self->keys, ns);
+  if (index < 0)
+    sluice_redis_keys__init(&self->keys, ns);
+  else
+    sluice_redis_keys__init_partition(&self->keys, ns, (guint)index, n);
   sluice_redis_pool__set_namespace(self->pool, ns);
   {
     g_autofree gchar *meta =
         sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_META, NULL);
     sluice_redis_pool__set_mode_check(self->pool, meta, meta_mode);
+    if (url->is_cluster)
+      sluice_redis_pool__set_router(
+          self->pool, &sluice_redis_cluster__router,
+          sluice_redis_cluster__new(
+              url,
+              options->connect_timeout_ms > 0
+                  ? options->connect_timeout_ms
+                  : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
+              sluice_redis_pool__get_command_timeout_ms(self->pool),
+              options->reconnect_max_backoff_ms > 0
+                  ? options->reconnect_max_backoff_ms
+                  : SLUICE_REDIS_DEFAULT_BACKOFF_MS,
+              ns, meta, meta_mode));
   }
   sluice_redis_scripts__init(self->scripts, transport->lua);
   self->token_prefix = g_uuid_string_random();
@@ -221,10 +229,73 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
   return broker;
 }
 
+void
+sluice_redis__skip_policy_check(SluiceBroker *broker)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+
+  sluice_redis_pool__skip_policy_check(self->pool);
+  if (sluice_redis_pool__get_router_data(self->pool) != NULL)
+    sluice_redis_cluster__skip_policy_check(
+        sluice_redis_pool__get_router_data(self->pool));
+}
+
+SluiceBroker *
+sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
+                        GError **error)
+{
+  SluiceRedisOptions defaults;
+  SluiceRedisUrl url = {0};
+  SluiceBroker *broker;
+  guint n;
+
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  if (options == NULL) {
+    sluice_redis_options_init(&defaults);
+    options = &defaults;
+  }
+  if (!sluice_redis_keys__valid_namespace(options->namespace_ != NULL
+                                              ? options->namespace_
+                                              : SLUICE_REDIS_DEFAULT_NAMESPACE,
+                                          error))
+    return NULL;
+  if (!sluice_redis_url__parse(options->url != NULL ? options->url
+                                                    : SLUICE_REDIS_DEFAULT_URL,
+                               &url, error))
+    return NULL;
+  if (options->partitions > SLUICE_REDIS_MAX_PARTITIONS ||
+      (options->partitions > 0 && url.partitions > 0 &&
+       options->partitions != url.partitions)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                options->partitions > SLUICE_REDIS_MAX_PARTITIONS
+                    ? "SluiceRedisOptions.partitions is %u (URL: %u): a "
+                      "namespace has 1 to " G_STRINGIFY(
+                          SLUICE_REDIS_MAX_PARTITIONS) " partitions"
+                    : "SluiceRedisOptions.partitions is %u but the URL says "
+                      "partitions=%u: give the number in one place only",
+                options->partitions, url.partitions);
+    sluice_redis_url__clear(&url);
+    return NULL;
+  }
+  n = options->partitions > 0 ? options->partitions
+      : url.partitions > 0    ? url.partitions
+                              : 1;
+  if (n == 1)
+    broker = sluice_redis__partition_new(
+        options, &url, clock, -1, 1, sluice_redis_layout__new(options, &url, 1),
+        error);
+  else
+    broker = sluice_redis__partitioned_new(options, &url, clock, n, error);
+  sluice_redis_url__clear(&url);
+  return broker;
+}
+
 gboolean
 sluice_redis_broker_ping(SluiceBroker *broker, GError **error)
 {
   g_return_val_if_fail(broker != NULL, FALSE);
+  if (sluice_redis__is_partitioned(broker))
+    return sluice_broker_check(broker, error);
   g_return_val_if_fail(broker->klass->finalize == redis_finalize, FALSE);
   return sluice_redis__check(broker, error);
 }

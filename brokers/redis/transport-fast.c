@@ -156,7 +156,8 @@ fast_push_native(SluiceRedisBroker *self, SluiceRedisConn *conn,
 
 static const SluiceRedisTransport fast_transport = {
     .name = "redis-fast",
-    .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE,
+    .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
+            SLUICE_BROKER_CAP_ORDERED,
     .lua = sluice_redis_lua__transport_fast,
     .ack_is_noop = TRUE,
     .init = NULL,

@@ -316,7 +316,7 @@ check_persistence(SluiceRedisBroker *self)
   first = !d->persistence_checked;
   d->persistence_checked = TRUE;
   g_mutex_unlock(&d->lock);
-  if (!first)
+  if (!first || sluice_redis_pool__skips_policy_check(self->pool))
     return;
 
   sluice_redis_argv__init(&a, 4, 0);
@@ -810,7 +810,7 @@ static const SluiceRedisTransport reliable_transport = {
     .name = "redis-reliable",
     .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
             SLUICE_BROKER_CAP_LEASES | SLUICE_BROKER_CAP_FENCING |
-            SLUICE_BROKER_CAP_IN_FLIGHT,
+            SLUICE_BROKER_CAP_IN_FLIGHT | SLUICE_BROKER_CAP_ORDERED,
     .lua = sluice_redis_lua__transport_reliable,
     .ack_is_noop = FALSE,
     .init = reliable_init,

@@ -32,7 +32,7 @@ static const SluiceBrokerClass sqlite_broker_class = {
     .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
             SLUICE_BROKER_CAP_LEASES | SLUICE_BROKER_CAP_FENCING |
             SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT |
-            SLUICE_BROKER_CAP_JOINS,
+            SLUICE_BROKER_CAP_JOINS | SLUICE_BROKER_CAP_ORDERED,
     .enqueue = sluice_sqlite__enqueue,
     .fetch = sluice_sqlite__fetch,
     .settle = sluice_sqlite__settle,

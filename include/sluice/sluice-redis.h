@@ -12,7 +12,10 @@
  *                          worker held is reclaimed and run again.
  *
  * Every key of a namespace carries the hash tag {ns}, so one namespace is
- * one Redis Cluster slot and every atomic step is one Lua script.
+ * one Redis Cluster slot and every atomic step is one Lua script; a
+ * namespace split in partitions (SluiceRedisOptions.partitions) has a tag
+ * per partition, each a slot, and every atomic step is still one script
+ * in one of them.
  *
  * Connections are made lazily, one per thread that talks to Redis, and
  * re-made with capped backoff after an outage (a worker logs one line when
@@ -36,6 +39,8 @@ typedef enum {
 #define SLUICE_REDIS_DEFAULT_URL "redis://127.0.0.1:6379/0"
 #define SLUICE_REDIS_DEFAULT_NAMESPACE "sluice"
 #define SLUICE_REDIS_DEFAULT_MIN_REPLICAS_TIMEOUT_MS 1000
+/* The most partitions a namespace can be split in. */
+#define SLUICE_REDIS_MAX_PARTITIONS 1024
 
 /**
  * SluiceRedisOptions:
@@ -68,6 +73,14 @@ typedef enum {
  *   that has the write may still not be the one promoted.
  * @min_replicas_timeout_ms: how long that wait may take (0 = the URL's
  *   min_replicas_timeout_ms, else 1000)
+ * @partitions: (since 0.2) how many partitions the namespace is split in,
+ *   each with its own hash tag ({ns#0} ... {ns#N-1}), so that a Redis
+ *   Cluster spreads one namespace over its masters (docs/redis.md,
+ *   "Partitions"). 0 = what the URL says (`?partitions=N`), else 1: one
+ *   hash tag {ns}, today's layout. A partitioned broker does not have
+ *   SLUICE_BROKER_CAP_ORDERED. Every client of a namespace must use the
+ *   same number: a namespace records it, and a client of another number is
+ *   refused (SLUICE_BROKER_ERROR_INVALID) unless the namespace is empty
  *
  * Initialise with sluice_redis_options_init(); the broker copies it.
  */
@@ -81,6 +94,7 @@ typedef struct {
   gint64 reconnect_max_backoff_ms;
   guint min_replicas_ack;
   gint64 min_replicas_timeout_ms;
+  guint partitions;
 } SluiceRedisOptions;
 
 SLUICE_AVAILABLE_IN_0_1

@@ -57,6 +57,8 @@ struct _SluiceTestRedis {
   gboolean unix_socket;
   gchar **extra_args;
   gchar *sentinel_config;
+  gint cluster_node_timeout_ms;
+  guint16 cluster_port; /* the cluster bus, when a cluster node */
   gchar *url;
   gchar *socket_url;
   redisContext *ctx;    /* for sluice_test_redis_command() */
@@ -209,6 +211,16 @@ build_argv(SluiceTestRedis *r)
     g_ptr_array_add(argv, g_build_filename(r->dir, "redis.sock", NULL));
     ARG("--unixsocketperm");
     ARG("700");
+  }
+  if (r->cluster_node_timeout_ms > 0) {
+    ARG("--cluster-enabled");
+    ARG("yes");
+    ARG("--cluster-config-file");
+    g_ptr_array_add(argv, g_build_filename(r->dir, "nodes.conf", NULL));
+    ARG("--cluster-port");
+    g_ptr_array_add(argv, g_strdup_printf("%u", r->cluster_port));
+    ARG("--cluster-node-timeout");
+    g_ptr_array_add(argv, g_strdup_printf("%d", r->cluster_node_timeout_ms));
   }
   for (guint i = 0; r->extra_args != NULL && r->extra_args[i] != NULL; i++)
     ARG(r->extra_args[i]);
@@ -445,6 +457,7 @@ sluice_test_redis_start(const SluiceTestRedisOptions *options, GError **error)
     r->unix_socket = options->unix_socket;
     r->extra_args = g_strdupv((gchar **)options->extra_args);
     r->sentinel_config = g_strdup(options->sentinel_config);
+    r->cluster_node_timeout_ms = options->cluster_node_timeout_ms;
   }
   r->dir = g_dir_make_tmp("sluice-redis-XXXXXX", error);
   if (r->dir == NULL) {
@@ -457,6 +470,11 @@ sluice_test_redis_start(const SluiceTestRedisOptions *options, GError **error)
     r->port = free_port();
     if (r->port == 0)
       continue;
+    if (r->cluster_node_timeout_ms > 0) {
+      r->cluster_port = free_port();
+      if (r->cluster_port == 0 || r->cluster_port == r->port)
+        continue;
+    }
     res = spawn_and_wait(r, error);
     if (res == SPAWN_OK) {
       make_urls(r);

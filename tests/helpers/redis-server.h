@@ -31,6 +31,9 @@ G_BEGIN_DECLS
  *   <dir>/sentinel.conf --sentinel) with this text as its configuration
  *   (the sentinel rewrites the file as it learns); ready when it answers
  *   PING
+ * @cluster_node_timeout_ms: > 0 for a Redis Cluster node (cluster-enabled,
+ *   its nodes.conf in its directory, its bus on a free port of its own,
+ *   this cluster-node-timeout); see redis-cluster-fixture.h
  */
 typedef struct {
   gboolean appendonly;
@@ -40,6 +43,7 @@ typedef struct {
   gboolean unix_socket;
   const gchar *const *extra_args;
   const gchar *sentinel_config;
+  gint cluster_node_timeout_ms;
 } SluiceTestRedisOptions;
 
 typedef struct _SluiceTestRedis SluiceTestRedis;

@@ -30,6 +30,13 @@ G_BEGIN_DECLS
  * @SLUICE_BROKER_CAP_JOINS: (since version 4) `join_open`, `join_arrive`
  *   and `join_read` are implemented: workflows (groups, chains, chords)
  *   run on this broker
+ * @SLUICE_BROKER_CAP_ORDERED: (since version 4) `fetch` hands out the messages
+ *   of a queue in the order they became ready (FIFO within a queue) and
+ *   never a message of queues[i+1] while queues[i] has one ready (strict
+ *   priority across queues); `list_queued` lists in that order, and
+ *   `dlq_list` in the order of burial. A broker spread over independent
+ *   stores (Redis partitions) cannot promise it: it still hands out every
+ *   message, in an order of its own
  *
  * The core and the conformance suite branch on capabilities, never on a
  * broker's name.
@@ -41,8 +48,8 @@ typedef enum {
   SLUICE_BROKER_CAP_FENCING = 1 << 3,
   SLUICE_BROKER_CAP_CLOCK_TTL = 1 << 4,
   SLUICE_BROKER_CAP_IN_FLIGHT = 1 << 5,
-  /* Bits 6..9 are flow control's (version 4). */
-  SLUICE_BROKER_CAP_JOINS = 1 << 10,
+  SLUICE_BROKER_CAP_JOINS = 1 << 6,
+  SLUICE_BROKER_CAP_ORDERED = 1 << 7,
 } SluiceBrokerCaps;
 
 /**

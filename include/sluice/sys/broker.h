@@ -136,7 +136,10 @@ struct _SluiceBrokerClass {
   /**
    * fetch: Required.
    * Takes up to @max ready messages from @queues, which are in priority
-   * order: a message of queues[i] is always taken before one of queues[i+1].
+   * order: with SLUICE_BROKER_CAP_ORDERED, a message of queues[i] is always
+   * taken before one of queues[i+1], and a queue's messages in the order
+   * they became ready; without it, in an order of the broker's, every
+   * ready message eventually (no queue or part of the store starves).
    * Blocks up to @block_ms while all are empty (0 = do not block), and may
    * return early with nothing (after `wakeup`, or spuriously). Appends
    * SluiceDelivery pointers to @out (transfer full). A message handed out
@@ -304,7 +307,9 @@ struct _SluiceBrokerClass {
   /**
    * dlq_list: Required.
    * Appends to @out (SluiceDeadLetter, transfer full) up to @limit entries,
-   * oldest first, starting after entry @after (NULL = from the oldest).
+   * oldest first (entries buried in the same millisecond in an order of
+   * the broker's without SLUICE_BROKER_CAP_ORDERED), starting after entry
+   * @after (NULL = from the oldest).
    */
   gboolean (*dlq_list)(SluiceBroker *self, const gchar *after, guint limit,
                        GPtrArray *out, GError **error);
@@ -457,7 +462,8 @@ struct _SluiceBrokerClass {
    * list_queued: Optional. If NULL, listing queued tasks fails with
    * UNSUPPORTED.
    * Appends to @out (SluiceListedMessage, transfer full) up to @limit
-   * ready messages of @queue, in the order `fetch` would take them,
+   * ready messages of @queue, in the order `fetch` would take them (with
+   * SLUICE_BROKER_CAP_ORDERED; else in an order of the broker's),
    * without taking them: a delivered message not settled yet is not
    * listed, a released one is (where its release put it). Starts after
    * @cursor (NULL: at the next message a fetch takes) and sets

@@ -1,0 +1,198 @@
+/* redis-layout.c - the number of partitions a namespace is split in, as
+ * recorded in {ns}:meta (see redis-partitions.h).
+ *
+ * Why the record lives in {ns}:meta whatever the number: it is the one key
+ * every client finds without knowing the number, and it is where an
+ * unpartitioned namespace, made before partitions existed, already
+ * records its mode; an absent field means 1, so such a namespace reads as
+ * what it is.
+ *
+ * Why a change is allowed on an empty namespace only: a task's partition
+ * is a hash of its id modulo the number, so under another number its
+ * result, its schedule entry and its dead letter are looked up in the
+ * wrong place, and its queue is read by nobody. Emptiness is judged by
+ * the recorded layout's stats: nothing ready, scheduled, in flight or
+ * dead-lettered. Results and idempotency claims of finished tasks are
+ * not counted (they expire by themselves); after a change they are not
+ * found.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "brokers/redis/redis-broker.h"
+#include "brokers/redis/redis-partitions.h"
+
+struct _SluiceRedisLayout {
+  gchar *ns;
+  gchar *url_text;
+  SluiceRedisOptions options; /* .namespace_ and .url point at the above */
+  SluiceRedisUrl url;
+  guint n;
+  GMutex lock;
+  gint ok; /* atomic: checked already */
+};
+
+SluiceRedisLayout *
+sluice_redis_layout__new(const SluiceRedisOptions *options,
+                         const SluiceRedisUrl *url, guint n)
+{
+  SluiceRedisLayout *layout = g_new0(SluiceRedisLayout, 1);
+
+  layout->options = *options;
+  layout->ns =
+      g_strdup(options->namespace_ != NULL ? options->namespace_
+                                           : SLUICE_REDIS_DEFAULT_NAMESPACE);
+  layout->options.namespace_ = layout->ns;
+  layout->options.url = NULL;
+  sluice_redis_url__copy(url, &layout->url);
+  layout->n = n;
+  g_mutex_init(&layout->lock);
+  return layout;
+}
+
+void
+sluice_redis_layout__free(SluiceRedisLayout *layout)
+{
+  if (layout == NULL)
+    return;
+  g_free(layout->ns);
+  sluice_redis_url__clear(&layout->url);
+  g_mutex_clear(&layout->lock);
+  g_free(layout);
+}
+
+/* Adds to @out_tasks what the namespace holds under @n partitions. */
+static gboolean
+count_tasks(SluiceRedisLayout *layout, guint n, gint64 *out_tasks,
+            GError **error)
+{
+  *out_tasks = 0;
+  for (guint k = 0; k < n; k++) {
+    g_autoptr(SluiceBroker) part =
+        sluice_redis__partition_new(&layout->options, &layout->url, NULL,
+                                    n == 1 ? -1 : (gint)k, n, NULL, error);
+    SluiceBrokerStats stats;
+    gboolean ok;
+
+    if (part == NULL)
+      return FALSE;
+    /* The client's own broker tells the user about the server. */
+    sluice_redis__skip_policy_check(part);
+    sluice_broker_stats_init(&stats);
+    ok = sluice_redis__stats(part, NULL, &stats, error);
+    if (ok) {
+      for (guint q = 0; q < stats.queues->len; q++)
+        *out_tasks += ((SluiceQueueStats *)stats.queues->pdata[q])->ready;
+      *out_tasks +=
+          stats.scheduled + MAX(stats.in_flight, 0) + stats.dead_letters;
+    }
+    sluice_broker_stats_clear(&stats);
+    if (!ok)
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+meta_command(SluiceRedisBroker *anchor, const gchar *what,
+             const gchar *const *words, redisReply **out_reply, GError **error)
+{
+  SluiceRedisArgv a;
+  guint n = g_strv_length((gchar **)words);
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, n, 0);
+  for (guint i = 0; i < n; i++)
+    sluice_redis_argv__add_str(&a, words[i]);
+  sluice_redis_argv__finish(&a);
+  ok =
+      sluice_redis_broker__command(anchor, what, TRUE, &a, 0, out_reply, error);
+  sluice_redis_argv__clear(&a);
+  return ok;
+}
+
+static gboolean
+ensure_locked(SluiceRedisLayout *layout, GError **error)
+{
+  g_autoptr(SluiceBroker) broker = sluice_redis__partition_new(
+      &layout->options, &layout->url, NULL, -1, 1, NULL, error);
+  SluiceRedisBroker *anchor;
+  g_autofree gchar *meta = NULL;
+  g_autofree gchar *want = g_strdup_printf("%u", layout->n);
+  redisReply *reply = NULL;
+  guint64 recorded = 1;
+  gint64 tasks = 0;
+
+  if (broker == NULL)
+    return FALSE;
+  sluice_redis__skip_policy_check(broker);
+  anchor = SLUICE_REDIS_BROKER(broker);
+  meta = sluice_redis_keys__make(&anchor->keys, SLUICE_REDIS_K_META, NULL);
+  {
+    const gchar *const get[] = {"HGET", meta, "partitions", NULL};
+    if (!meta_command(anchor, "reading the namespace's partitions", get, &reply,
+                      error))
+      return FALSE;
+  }
+  if (reply->type == REDIS_REPLY_STRING &&
+      !g_ascii_string_to_unsigned(
+          reply->str, 10, 1, SLUICE_REDIS_MAX_PARTITIONS, &recorded, NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "%s on Redis at %s records partitions “%s”, which is not a "
+                "number of partitions: set it right (HSET %s partitions N) "
+                "or delete the field if the namespace is not split",
+                meta, layout->url.display, reply->str, meta);
+    freeReplyObject(reply);
+    return FALSE;
+  }
+  freeReplyObject(reply);
+  if (recorded == layout->n)
+    return TRUE;
+
+  if (!count_tasks(layout, (guint)recorded, &tasks, error))
+    return FALSE;
+  if (tasks > 0) {
+    g_set_error(
+        error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+        "the namespace “%s” on Redis at %s is split in %" G_GUINT64_FORMAT
+        " partition%s and holds %" G_GINT64_FORMAT
+        " task%s (ready, scheduled, running or dead-lettered), but this "
+        "client is set up for %u: use partitions=%" G_GUINT64_FORMAT
+        " (the URL's ?partitions=N or SluiceRedisOptions.partitions), or, "
+        "to change the number, stop every client, let the tasks drain "
+        "under the old number and delete the dead letters first",
+        layout->ns, layout->url.display, recorded, recorded == 1 ? "" : "s",
+        tasks, tasks == 1 ? "" : "s", layout->n, recorded);
+    return FALSE;
+  }
+  {
+    const gchar *const set[] = {"HSET", meta, "partitions", want, NULL};
+    const gchar *const del[] = {"HDEL", meta, "partitions", NULL};
+    if (!meta_command(anchor, "recording the namespace's partitions",
+                      layout->n == 1 ? del : set, &reply, error))
+      return FALSE;
+    freeReplyObject(reply);
+  }
+  sluice_broker_log(broker, G_LOG_LEVEL_INFO,
+                    "namespace “%s” on Redis at %s: %" G_GUINT64_FORMAT
+                    " partition%s recorded, now %u (it was empty)",
+                    layout->ns, layout->url.display, recorded,
+                    recorded == 1 ? "" : "s", layout->n);
+  return TRUE;
+}
+
+gboolean
+sluice_redis_layout__ensure(SluiceRedisLayout *layout, GError **error)
+{
+  gboolean ok;
+
+  if (g_atomic_int_get(&layout->ok))
+    return TRUE;
+  g_mutex_lock(&layout->lock);
+  ok = g_atomic_int_get(&layout->ok) || ensure_locked(layout, error);
+  if (ok)
+    g_atomic_int_set(&layout->ok, 1);
+  g_mutex_unlock(&layout->lock);
+  return ok;
+}

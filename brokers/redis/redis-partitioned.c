@@ -1,0 +1,1445 @@
+/* redis-partitioned.c - one namespace over N partitions: a broker class
+ * that routes every slot to the Redis brokers of its partitions (see
+ * redis-partitions.h).
+ *
+ * Routing, slot by slot:
+ *
+ *   by the task id's partition   enqueue (each item), cancel_scheduled,
+ *                                records, lookup_task, reschedule; so
+ *                                get_result, cancel, inspect and the
+ *                                idempotency claim of a caller's id find
+ *                                a task without a lookup
+ *   by the delivery's partition  settle, heartbeat (each held delivery);
+ *                                fetch and reclaim mark each delivery with
+ *                                its partition (broker_data, which the
+ *                                shared layer leaves unused)
+ *   every partition              fetch, reclaim, count_reclaimable,
+ *                                promote_due, heartbeat and leave (the
+ *                                liveness a reclaim reads is per
+ *                                partition), purge, stats, list_queued,
+ *                                list_scheduled, dlq_list, check, wakeup
+ *   partition 0                  revocations (one insertion order, so the
+ *                                workers' sync cursor needs no merging),
+ *                                pauses, announcements, the periodic gate
+ *
+ * Fetch. A sweep takes from every partition without blocking, starting at
+ * a partition that rotates from call to call, so no partition starves
+ * while another has work. When the sweep finds nothing, the fetch blocks
+ * on one partition (rotating too) for at most SWEEP_MS, then sweeps
+ * again, until its block_ms is over or `wakeup` is called. Strict priority
+ * across queues holds within a partition only, and FIFO too: hence no
+ * SLUICE_BROKER_CAP_ORDERED.
+ *
+ * Periodic claims. A claim is atomic with its enqueue only within one
+ * partition, and an occurrence's task goes to its id's partition, so a
+ * claim is two steps: a gate in partition 0 (ZADD GT: the newest
+ * occurrence claimed, so no scheduler dispatches one older than it), then
+ * the claim-and-enqueue of the shared layer in the task's partition,
+ * which lets one scheduler only through for each occurrence (the task id
+ * of an occurrence is the same for every scheduler, so they meet in one
+ * partition). A scheduler that dies between the steps leaves the
+ * occurrence to the next scheduler that tries it (the gate lets an equal
+ * occurrence through); one that comes only after a newer occurrence is
+ * lost, as the contract allows (at most once).
+ *
+ * Promotion asks the partitions in the order of the next due times they
+ * reported last, so that a promotion cut short by its max moves the
+ * earliest entries across partitions.
+ *
+ * Dead letters. Each partition caps its own stream at dead_letter_max,
+ * and after a settle that buried something the oldest entries of all
+ * partitions are dropped until dead_letter_max remain (trim_dead_letters),
+ * so the cap is the namespace's.
+ *
+ * Listing. list_queued lists partition after partition (cursor
+ * "<k>|<cursor of partition k>"). list_scheduled and dlq_list merge the
+ * partitions by due time (entry id), ties by partition, so their orders
+ * hold across partitions; a dead letter's entry id is "<k>/<stream id>".
+ */
+#include "config.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#include "brokers/redis/redis-broker.h"
+#include "brokers/redis/redis-partitions.h"
+
+/* The longest a fetch blocks on one partition before it looks at the
+ * others again: what a task waits at most, on an idle worker, when it
+ * lands in a partition the fetch is not blocked on. */
+#define SWEEP_MS 100
+
+typedef struct {
+  SluiceBroker parent;
+  guint n;
+  SluiceBroker **parts; /* n brokers of the shared layer, owned */
+  SluiceRedisLayout *layout;
+  guint dead_letter_max;  /* for the namespace, all partitions together */
+  SluiceRedisScript drop; /* drops one dead letter, counted as dropped */
+  GMutex trim_lock;
+  /* The earliest due time each partition reported at its last promotion
+   * (0: none or not asked yet), under next_due_lock: a promotion with a
+   * small max goes to the partitions in this order, so the earliest
+   * entries across partitions go first. */
+  GMutex next_due_lock;
+  gint64 *next_due;
+  atomic_uint fetch_turn;
+  atomic_uint reclaim_turn;
+  gint wakeups; /* atomic: `wakeup` calls so far */
+} Partitioned;
+
+#define SELF(broker) ((Partitioned *)(broker))
+
+static gboolean
+ready(Partitioned *self, GError **error)
+{
+  return sluice_redis_layout__ensure(self->layout, error);
+}
+
+guint
+sluice_redis__partition_of(const gchar *id, guint n)
+{
+  guint32 h = 2166136261u;
+
+  for (const guchar *p = (const guchar *)id; *p != '\0'; p++) {
+    h ^= *p;
+    h *= 16777619u;
+  }
+  return n > 0 ? h % n : 0;
+}
+
+static SluiceBroker *
+part_of_id(Partitioned *self, const gchar *id)
+{
+  return self->parts[sluice_redis__partition_of(id, self->n)];
+}
+
+/* broker_data of a delivery: its partition + 1. */
+static void
+mark(GPtrArray *out, guint from, guint k)
+{
+  for (guint i = from; i < out->len; i++) {
+    SluiceDelivery *d = out->pdata[i];
+    g_warn_if_fail(d->broker_data == NULL && d->broker_data_free == NULL);
+    d->broker_data = GUINT_TO_POINTER(k + 1);
+  }
+}
+
+static gboolean
+part_of_delivery(Partitioned *self, const SluiceDelivery *d, guint *out_k,
+                 GError **error)
+{
+  guint k = GPOINTER_TO_UINT(d->broker_data);
+
+  if (k == 0 || k > self->n) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "a delivery of queue “%s” was not fetched through this "
+                "partitioned Redis broker: settle a delivery with the broker "
+                "that handed it out",
+                d->queue);
+    return FALSE;
+  }
+  *out_k = k - 1;
+  return TRUE;
+}
+
+/* ---- produce and consume ------------------------------------------------- */
+
+static gboolean
+part_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
+             GError **error)
+{
+  Partitioned *self = SELF(broker);
+  g_autofree guint *of = g_new(guint, MAX(n_items, 1));
+  g_autofree SluiceSubmit *batch = g_new(SluiceSubmit, MAX(n_items, 1));
+  g_autofree guint *where = g_new(guint, MAX(n_items, 1));
+
+  if (!ready(self, error))
+    return FALSE;
+  for (guint i = 0; i < n_items; i++)
+    of[i] = sluice_redis__partition_of(items[i].id, self->n);
+  for (guint k = 0; k < self->n; k++) {
+    guint m = 0;
+
+    for (guint i = 0; i < n_items; i++)
+      if (of[i] == k) {
+        batch[m] = items[i];
+        where[m++] = i;
+      }
+    if (m == 0)
+      continue;
+    if (!sluice_redis__enqueue(self->parts[k], batch, m, error))
+      return FALSE;
+    for (guint j = 0; j < m; j++)
+      items[where[j]].existed = batch[j].existed;
+  }
+  return TRUE;
+}
+
+/* One sweep: up to @max from every partition, none blocking. */
+static gboolean
+sweep(Partitioned *self, const gchar *consumer, const gchar *const *queues,
+      guint max, guint start, GPtrArray *out, GError **error)
+{
+  for (guint i = 0; i < self->n && out->len < max; i++) {
+    guint k = (start + i) % self->n;
+    guint before = out->len;
+
+    if (!sluice_redis__fetch(self->parts[k], consumer, queues, max - out->len,
+                             0, out, error))
+      return FALSE;
+    mark(out, before, k);
+  }
+  return TRUE;
+}
+
+static gboolean
+part_fetch(SluiceBroker *broker, const gchar *consumer,
+           const gchar *const *queues, guint max, gint64 block_ms,
+           GPtrArray *out, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  guint turn = atomic_fetch_add(&self->fetch_turn, 1);
+  gint wakeups = g_atomic_int_get(&self->wakeups);
+  gint64 deadline = g_get_monotonic_time() + MAX(block_ms, 0) * 1000;
+  guint before = out->len;
+  GPtrArray *got = g_ptr_array_new();
+  gboolean ok = FALSE;
+
+  if (!ready(self, error))
+    goto out;
+  for (guint round = 0;; round++) {
+    gint64 left_ms;
+    guint k = (turn + round) % self->n;
+
+    if (!sweep(self, consumer, queues, max, turn + round, got, error))
+      goto out;
+    if (got->len > 0 || block_ms <= 0 ||
+        g_atomic_int_get(&self->wakeups) != wakeups)
+      break;
+    left_ms = (deadline - g_get_monotonic_time()) / 1000;
+    if (left_ms <= 0)
+      break;
+    if (!sluice_redis__fetch(self->parts[k], consumer, queues, max,
+                             MIN(left_ms, SWEEP_MS), got, error))
+      goto out;
+    mark(got, 0, k);
+    if (got->len > 0 || g_atomic_int_get(&self->wakeups) != wakeups)
+      break;
+  }
+  ok = TRUE;
+out:
+  /* What a failed sweep fetched already is handed out all the same: it is
+   * delivered, and only the caller can settle it. */
+  for (guint i = 0; i < got->len; i++)
+    g_ptr_array_add(out, got->pdata[i]);
+  g_ptr_array_free(got, TRUE);
+  if (!ok && out->len > before) {
+    g_clear_error(error);
+    ok = TRUE;
+  }
+  return ok;
+}
+
+/* The dead-letter cap is the namespace's: each partition caps its own
+ * queue at dead_letter_max too (so none grows past it between two trims),
+ * and after a settle that buried something the oldest entries of all
+ * partitions go until dead_letter_max remain. A drop is one step in its
+ * partition (DROP_LUA), counted by reason as the partition's own cap
+ * counts. The trim reads every partition, so it costs 2 N round trips per
+ * settle that buries, and the cap holds once the trim ran (two settlers
+ * that bury at once may both trim: the second finds nothing to do). */
+static const gchar DROP_LUA[] =
+    "#!lua flags=allow-oom\n"
+    "-- ARGV: entry_id. Drops it as the cap does: 1 if it was there.\n"
+    "local e = redis.call('XRANGE', K_DLQ, ARGV[1], ARGV[1])\n"
+    "if #e == 0 then return 0 end\n"
+    "redis.call('HINCRBY', K_DLQ_DROPPED, dlq_remove(e[1]), 1)\n"
+    "return 1\n";
+
+static gboolean
+oldest_letter(Partitioned *self, guint k, gint64 *inout_total, gchar **out_sid,
+              GError **error)
+{
+  SluiceRedisBroker *part = SLUICE_REDIS_BROKER(self->parts[k]);
+  g_autofree gchar *key =
+      sluice_redis_keys__make(&part->keys, SLUICE_REDIS_K_DLQ, NULL);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gint64 len = 0;
+  gboolean ok;
+
+  *out_sid = NULL;
+  sluice_redis_argv__init(&a, 2, 0);
+  sluice_redis_argv__add_str(&a, "XLEN");
+  sluice_redis_argv__add_str(&a, key);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(part, "trimming the dead letters", TRUE, &a,
+                                    0, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  sluice_redis_reply__to_int(reply, &len);
+  freeReplyObject(reply);
+  *inout_total += len;
+  if (len == 0)
+    return TRUE;
+  sluice_redis_argv__init(&a, 6, 0);
+  sluice_redis_argv__add_str(&a, "XRANGE");
+  sluice_redis_argv__add_str(&a, key);
+  sluice_redis_argv__add_str(&a, "-");
+  sluice_redis_argv__add_str(&a, "+");
+  sluice_redis_argv__add_str(&a, "COUNT");
+  sluice_redis_argv__add_str(&a, "1");
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(part, "trimming the dead letters", TRUE, &a,
+                                    0, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
+      reply->element[0]->type == REDIS_REPLY_ARRAY &&
+      reply->element[0]->elements >= 1 &&
+      sluice_redis_reply__is_string(reply->element[0]->element[0]))
+    *out_sid = sluice_redis_reply__dup(reply->element[0]->element[0]);
+  freeReplyObject(reply);
+  return TRUE;
+}
+
+static void stream_id_parts(const gchar *sid, guint64 *ms, guint64 *seq);
+
+static gboolean
+trim_dead_letters(Partitioned *self, GError **error)
+{
+  guint64 dropped = 0;
+  gboolean ok = TRUE;
+
+  g_mutex_lock(&self->trim_lock);
+  while (ok) {
+    gint64 total = 0;
+    g_autofree gchar *oldest = NULL;
+    guint oldest_k = 0;
+    guint64 oldest_ms = G_MAXUINT64, oldest_seq = G_MAXUINT64;
+    SluiceRedisArgv a;
+    redisReply *reply = NULL;
+
+    for (guint k = 0; k < self->n && ok; k++) {
+      g_autofree gchar *sid = NULL;
+      guint64 ms, seq;
+
+      ok = oldest_letter(self, k, &total, &sid, error);
+      if (!ok || sid == NULL)
+        continue;
+      stream_id_parts(sid, &ms, &seq);
+      if (ms < oldest_ms || (ms == oldest_ms && seq < oldest_seq)) {
+        g_free(oldest);
+        oldest = g_steal_pointer(&sid);
+        oldest_k = k;
+        oldest_ms = ms;
+        oldest_seq = seq;
+      }
+    }
+    if (!ok || total <= (gint64)self->dead_letter_max || oldest == NULL)
+      break;
+    sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 1, 0);
+    sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+    sluice_redis_argv__add_str(&a, oldest);
+    sluice_redis_argv__finish(&a);
+    ok = sluice_redis_broker__eval_script(
+        SLUICE_REDIS_BROKER(self->parts[oldest_k]), &self->drop, TRUE, &a,
+        &reply, error);
+    sluice_redis_argv__clear(&a);
+    if (ok) {
+      dropped += reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
+      freeReplyObject(reply);
+    }
+  }
+  g_mutex_unlock(&self->trim_lock);
+  if (dropped > 0)
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
+                      "the dead-letter queue of namespace “%s” is full "
+                      "(dead_letter_max %u over %u partitions): dropped the "
+                      "%" G_GUINT64_FORMAT " oldest dead letters for good",
+                      SLUICE_REDIS_BROKER(self->parts[0])->keys.ns,
+                      self->dead_letter_max, self->n, dropped);
+  return ok;
+}
+
+static gboolean
+part_settle(SluiceBroker *broker, const gchar *consumer,
+            SluiceSettlement *items, guint n_items, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  g_autofree guint *of = g_new(guint, MAX(n_items, 1));
+  g_autofree SluiceSettlement *batch = g_new(SluiceSettlement, MAX(n_items, 1));
+  g_autofree guint *where = g_new(guint, MAX(n_items, 1));
+
+  for (guint i = 0; i < n_items; i++)
+    if (!part_of_delivery(self, items[i].delivery, &of[i], error))
+      return FALSE;
+  for (guint k = 0; k < self->n; k++) {
+    guint m = 0;
+
+    for (guint i = 0; i < n_items; i++)
+      if (of[i] == k) {
+        batch[m] = items[i];
+        where[m++] = i;
+      }
+    if (m == 0)
+      continue;
+    if (!sluice_redis__settle(self->parts[k], consumer, batch, m, error))
+      return FALSE;
+    for (guint j = 0; j < m; j++)
+      items[where[j]].status = batch[j].status;
+  }
+  for (guint i = 0; i < n_items; i++)
+    if (items[i].action == SLUICE_SETTLE_DEAD_LETTER &&
+        items[i].status == SLUICE_SETTLE_DONE) {
+      g_autoptr(GError) local = NULL;
+
+      /* The settlements are carried out, so the trim's failure is not
+       * theirs (a FALSE would have them repeated): the next burial trims
+       * again. */
+      if (!trim_dead_letters(self, &local))
+        sluice_broker_log(broker, G_LOG_LEVEL_WARNING,
+                          "cannot trim the dead letters to dead_letter_max "
+                          "%u: %s; the next burial tries again",
+                          self->dead_letter_max, local->message);
+      break;
+    }
+  return TRUE;
+}
+
+static gboolean
+part_heartbeat(SluiceBroker *broker, const gchar *consumer, gint64 lease_ms,
+               SluiceDelivery *const *held, guint n_held, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  g_autofree guint *of = g_new(guint, MAX(n_held, 1));
+  g_autofree SluiceDelivery **batch = g_new(SluiceDelivery *, MAX(n_held, 1));
+
+  if (!ready(self, error))
+    return FALSE;
+  for (guint i = 0; i < n_held; i++)
+    if (!part_of_delivery(self, held[i], &of[i], error))
+      return FALSE;
+  /* Every partition, held deliveries or not: a reclaim in partition k
+   * reads the consumer's liveness in partition k. */
+  for (guint k = 0; k < self->n; k++) {
+    guint m = 0;
+
+    for (guint i = 0; i < n_held; i++)
+      if (of[i] == k)
+        batch[m++] = held[i];
+    if (!sluice_redis__heartbeat(self->parts[k], consumer, lease_ms, batch, m,
+                                 error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+part_reclaim(SluiceBroker *broker, const gchar *consumer,
+             const gchar *const *queues, guint max, gint64 idle_ms,
+             GPtrArray *out, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  guint turn = atomic_fetch_add(&self->reclaim_turn, 1);
+  guint taken = 0;
+
+  if (!ready(self, error))
+    return FALSE;
+  for (guint i = 0; i < self->n && taken < max; i++) {
+    guint k = (turn + i) % self->n;
+    guint before = out->len;
+
+    if (!sluice_broker_reclaim(self->parts[k], consumer, queues, max - taken,
+                               idle_ms, out, error))
+      return taken > 0 ? (g_clear_error(error), TRUE) : FALSE;
+    mark(out, before, k);
+    taken += out->len - before;
+  }
+  return TRUE;
+}
+
+static gboolean
+part_count_reclaimable(SluiceBroker *broker, const gchar *consumer,
+                       const gchar *const *queues, guint max, gint64 idle_ms,
+                       guint *out_n, GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  *out_n = 0;
+  if (!ready(self, error))
+    return FALSE;
+  for (guint k = 0; k < self->n && *out_n < max; k++) {
+    guint n = 0;
+
+    if (!sluice_broker_count_reclaimable(self->parts[k], consumer, queues,
+                                         max - *out_n, idle_ms, &n, error))
+      return FALSE;
+    *out_n += n;
+  }
+  return TRUE;
+}
+
+static gboolean
+part_leave(SluiceBroker *broker, const gchar *consumer, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  GError *first = NULL;
+
+  /* Every partition, even after one failed: the others' liveness goes at
+   * once. */
+  for (guint k = 0; k < self->n; k++) {
+    GError *local = NULL;
+
+    if (!sluice_redis__leave(self->parts[k], consumer, &local)) {
+      if (first == NULL)
+        first = local;
+      else
+        g_error_free(local);
+    }
+  }
+  if (first != NULL) {
+    g_propagate_error(error, first);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void
+part_wakeup(SluiceBroker *broker)
+{
+  Partitioned *self = SELF(broker);
+
+  g_atomic_int_inc(&self->wakeups);
+  for (guint k = 0; k < self->n; k++)
+    sluice_redis__wakeup(self->parts[k]);
+}
+
+/* ---- schedule, records, revocations -------------------------------------- */
+
+static gint
+next_due_cmp(gconstpointer a, gconstpointer b, gpointer data)
+{
+  const gint64 *due = data;
+  gint64 x = due[*(const guint *)a], y = due[*(const guint *)b];
+
+  /* Unknown (0) first: it may hold anything. */
+  return x == y ? 0 : x == 0 ? -1 : y == 0 ? 1 : x < y ? -1 : 1;
+}
+
+static gboolean
+part_promote_due(SluiceBroker *broker, gint64 now_ms, guint max,
+                 guint *out_promoted, gint64 *out_next_due, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  g_autofree guint *order = g_new(guint, self->n);
+  g_autofree gint64 *seen = g_new(gint64, self->n);
+
+  *out_promoted = 0;
+  *out_next_due = 0;
+  if (!ready(self, error))
+    return FALSE;
+  g_mutex_lock(&self->next_due_lock);
+  memcpy(seen, self->next_due, sizeof(gint64) * self->n);
+  g_mutex_unlock(&self->next_due_lock);
+  for (guint k = 0; k < self->n; k++)
+    order[k] = k;
+  g_qsort_with_data(order, (gint)self->n, sizeof(guint), next_due_cmp, seen);
+  for (guint i = 0; i < self->n; i++) {
+    guint k = order[i];
+    guint promoted = 0;
+    gint64 next = 0;
+
+    /* Once max is reached, a partition is only asked its next due time
+     * (a promotion up to time 0 moves nothing). */
+    if (!sluice_redis__promote_due(
+            self->parts[k], *out_promoted < max ? now_ms : 0,
+            *out_promoted < max ? max - *out_promoted : 1, &promoted, &next,
+            error))
+      return FALSE;
+    *out_promoted += promoted;
+    if (next > 0 && (*out_next_due == 0 || next < *out_next_due))
+      *out_next_due = next;
+    g_mutex_lock(&self->next_due_lock);
+    self->next_due[k] = next;
+    g_mutex_unlock(&self->next_due_lock);
+  }
+  return TRUE;
+}
+
+static gboolean
+part_cancel_scheduled(SluiceBroker *broker, const gchar *id, GBytes *record,
+                      gint64 record_ttl_ms, gboolean *out_removed,
+                      GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__cancel_scheduled(part_of_id(self, id), id, record,
+                                        record_ttl_ms, out_removed, error);
+}
+
+static gboolean
+part_get_record(SluiceBroker *broker, const gchar *id, GBytes **out_record,
+                GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__get_record(part_of_id(self, id), id, out_record, error);
+}
+
+static gboolean
+part_put_record(SluiceBroker *broker, const gchar *id, GBytes *record,
+                gboolean final, gint64 ttl_ms, GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__put_record(part_of_id(self, id), id, record, final,
+                                  ttl_ms, error);
+}
+
+static gboolean
+part_put_records(SluiceBroker *broker, const SluiceRecordWrite *items, guint n,
+                 GError **error)
+{
+  Partitioned *self = SELF(broker);
+  g_autofree SluiceRecordWrite *batch = g_new(SluiceRecordWrite, MAX(n, 1));
+
+  if (!ready(self, error))
+    return FALSE;
+  for (guint k = 0; k < self->n; k++) {
+    guint m = 0;
+
+    for (guint i = 0; i < n; i++)
+      if (sluice_redis__partition_of(items[i].id, self->n) == k)
+        batch[m++] = items[i];
+    if (m > 0 && !sluice_redis__put_records(self->parts[k], batch, m, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean
+part_wait_record(SluiceBroker *broker, const gchar *id, gint64 timeout_ms,
+                 GBytes **out_record, GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__wait_record(part_of_id(self, id), id, timeout_ms,
+                                   out_record, error);
+}
+
+static gboolean
+part_revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
+            GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__revoke(self->parts[0], id, expires_at, error);
+}
+
+static gboolean
+part_list_revocations(SluiceBroker *broker, gint64 after, gint64 now_ms,
+                      GPtrArray *out, GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) && sluice_redis__list_revocations(
+                                   self->parts[0], after, now_ms, out, error);
+}
+
+static gboolean
+part_list_revocations_since(SluiceBroker *broker, gint64 cursor, gint64 now_ms,
+                            GPtrArray *out, gint64 *out_cursor, GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__list_revocations_since(self->parts[0], cursor, now_ms,
+                                              out, out_cursor, error);
+}
+
+/* ---- periodic tasks ------------------------------------------------------ */
+
+static gboolean
+gate_command(Partitioned *self, const gchar *what, const gchar *op,
+             const gchar *name, gint64 at, redisReply **out_reply,
+             GError **error)
+{
+  SluiceRedisBroker *zero = SLUICE_REDIS_BROKER(self->parts[0]);
+  g_autofree gchar *key =
+      sluice_redis_keys__make(&zero->keys, SLUICE_REDIS_K_PERIODIC_GATE, NULL);
+  SluiceRedisArgv a;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, 5, 32);
+  sluice_redis_argv__add_str(&a, op);
+  sluice_redis_argv__add_str(&a, key);
+  if (at > 0) {
+    sluice_redis_argv__add_str(&a, "GT");
+    sluice_redis_argv__add_int(&a, at);
+  }
+  sluice_redis_argv__add_str(&a, name);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(zero, what, TRUE, &a, 0, out_reply, error);
+  sluice_redis_argv__clear(&a);
+  return ok;
+}
+
+/* The newest occurrence of @name that the gate let through, or 0. */
+static gboolean
+gate_read(Partitioned *self, const gchar *name, gint64 *out_last,
+          GError **error)
+{
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  if (!gate_command(self, "last_periodic", "ZSCORE", name, 0, &reply, error))
+    return FALSE;
+  *out_last = 0;
+  ok = reply->type == REDIS_REPLY_NIL ||
+       sluice_redis_reply__to_int(reply, out_last);
+  freeReplyObject(reply);
+  if (!ok)
+    return sluice_redis_broker__unexpected(SLUICE_REDIS_BROKER(self->parts[0]),
+                                           "last_periodic", error);
+  return TRUE;
+}
+
+static gboolean
+part_claim_periodic(SluiceBroker *broker, const gchar *name,
+                    gint64 occurrence_at, SluiceSubmit *item,
+                    gboolean *out_claimed, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  redisReply *reply = NULL;
+  gint64 newest = 0;
+
+  *out_claimed = FALSE;
+  if (!ready(self, error))
+    return FALSE;
+  if (!gate_command(self, "claim_periodic", "ZADD", name, occurrence_at, &reply,
+                    error))
+    return FALSE;
+  freeReplyObject(reply);
+  if (!gate_read(self, name, &newest, error))
+    return FALSE;
+  if (newest > occurrence_at)
+    return TRUE; /* a newer occurrence went through: never an older one */
+  return sluice_redis__claim_periodic(part_of_id(self, item->id), name,
+                                      occurrence_at, item, out_claimed, error);
+}
+
+static gboolean
+part_last_periodic(SluiceBroker *broker, const gchar *name, gint64 *out_last,
+                   GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) && gate_read(self, name, out_last, error);
+}
+
+/* ---- dead letters -------------------------------------------------------- */
+
+/* "<k>/<stream id>" -> k and the stream id; FALSE when it is not one. */
+static gboolean
+split_entry_id(Partitioned *self, const gchar *entry_id, guint *out_k,
+               const gchar **out_sid)
+{
+  const gchar *slash = entry_id != NULL ? strchr(entry_id, '/') : NULL;
+  g_autofree gchar *digits = NULL;
+  guint64 k;
+
+  if (slash == NULL || slash == entry_id)
+    return FALSE;
+  digits = g_strndup(entry_id, (gsize)(slash - entry_id));
+  if (!g_ascii_string_to_unsigned(digits, 10, 0, self->n - 1, &k, NULL))
+    return FALSE;
+  *out_k = (guint)k;
+  *out_sid = slash + 1;
+  return TRUE;
+}
+
+static void
+rename_entry(SluiceDeadLetter *dl, guint k)
+{
+  gchar *id = g_strdup_printf("%u/%s", k, dl->entry_id);
+
+  g_free(dl->entry_id);
+  dl->entry_id = id;
+}
+
+/* A stream id's (ms, seq), for the merge. */
+static void
+stream_id_parts(const gchar *sid, guint64 *ms, guint64 *seq)
+{
+  gchar *end = NULL;
+
+  *ms = g_ascii_strtoull(sid, &end, 10);
+  *seq = end != NULL && *end == '-' ? g_ascii_strtoull(end + 1, NULL, 10) : 0;
+}
+
+typedef struct {
+  SluiceDeadLetter *dl;
+  guint k;
+  guint64 ms, seq;
+} MergedLetter;
+
+static gint
+merged_letter_cmp(gconstpointer a, gconstpointer b)
+{
+  const MergedLetter *x = a, *y = b;
+
+  if (x->ms != y->ms)
+    return x->ms < y->ms ? -1 : 1;
+  if (x->seq != y->seq)
+    return x->seq < y->seq ? -1 : 1;
+  return x->k < y->k ? -1 : x->k > y->k;
+}
+
+static gboolean
+part_dlq_list(SluiceBroker *broker, const gchar *after, guint limit,
+              GPtrArray *out, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  g_autoptr(GArray) merged = g_array_new(FALSE, FALSE, sizeof(MergedLetter));
+  const gchar *sid = NULL;
+  g_autofree gchar *before_sid = NULL;
+  guint after_k = 0;
+  gboolean ok = TRUE;
+
+  if (after != NULL) {
+    guint64 ms, seq;
+
+    if (!split_entry_id(self, after, &after_k, &sid)) {
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                  "“%s” is not a dead-letter entry id of a partitioned "
+                  "namespace (they look like 3/1700000000000-0): pass an "
+                  "entry_id from a previous listing, or NULL to start from "
+                  "the oldest",
+                  after);
+      return FALSE;
+    }
+    /* Partitions after @after's list from its stream id on, inclusive
+     * (ties are ordered by partition): the id just before it. */
+    stream_id_parts(sid, &ms, &seq);
+    before_sid =
+        seq > 0  ? g_strdup_printf("%" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT,
+                                   ms, seq - 1)
+        : ms > 0 ? g_strdup_printf("%" G_GUINT64_FORMAT "-%" G_GUINT64_FORMAT,
+                                   ms - 1, G_MAXUINT64)
+                 : NULL;
+  }
+  if (!ready(self, error))
+    return FALSE;
+  for (guint k = 0; k < self->n && ok; k++) {
+    g_autoptr(GPtrArray) got =
+        g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
+    const gchar *from = after == NULL ? NULL : k <= after_k ? sid : before_sid;
+
+    ok = sluice_redis__dlq_list(self->parts[k], from, limit, got, error);
+    for (guint i = 0; ok && i < got->len; i++) {
+      MergedLetter m = {got->pdata[i], k, 0, 0};
+
+      got->pdata[i] = NULL;
+      stream_id_parts(m.dl->entry_id, &m.ms, &m.seq);
+      g_array_append_val(merged, m);
+    }
+  }
+  g_array_sort(merged, merged_letter_cmp);
+  for (guint i = 0; i < merged->len; i++) {
+    MergedLetter *m = &g_array_index(merged, MergedLetter, i);
+
+    if (ok && i < limit) {
+      rename_entry(m->dl, m->k);
+      g_ptr_array_add(out, m->dl);
+    } else {
+      sluice_dead_letter_free(m->dl);
+    }
+  }
+  return ok;
+}
+
+static gboolean
+part_dlq_get(SluiceBroker *broker, const gchar *entry_id,
+             SluiceDeadLetter **out_entry, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  const gchar *sid;
+  guint k;
+
+  if (!ready(self, error))
+    return FALSE;
+  if (!split_entry_id(self, entry_id, &k, &sid)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_NOT_FOUND,
+                "no dead letter “%s”: the entries of a partitioned namespace "
+                "look like 3/1700000000000-0",
+                entry_id);
+    return FALSE;
+  }
+  if (!sluice_redis__dlq_get(self->parts[k], sid, out_entry, error))
+    return FALSE;
+  rename_entry(*out_entry, k);
+  return TRUE;
+}
+
+static gboolean
+part_dlq_replay(SluiceBroker *broker, const gchar *entry_id, SluiceSubmit *item,
+                gboolean *out_found, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  const gchar *sid;
+  guint k;
+
+  *out_found = FALSE;
+  if (!ready(self, error))
+    return FALSE;
+  if (!split_entry_id(self, entry_id, &k, &sid))
+    return TRUE;
+  /* The entry is in its task's partition (it was settled there), so the
+   * replay and the delete are one step there. */
+  return sluice_redis__dlq_replay(self->parts[k], sid, item, out_found, error);
+}
+
+static gboolean
+part_dlq_delete(SluiceBroker *broker, const gchar *entry_id,
+                gboolean *out_found, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  const gchar *sid;
+  guint k;
+
+  *out_found = FALSE;
+  if (!ready(self, error))
+    return FALSE;
+  if (!split_entry_id(self, entry_id, &k, &sid))
+    return TRUE;
+  return sluice_redis__dlq_delete(self->parts[k], sid, out_found, error);
+}
+
+/* ---- admin --------------------------------------------------------------- */
+
+static void
+add_counts(GHashTable *to, GHashTable *from)
+{
+  GHashTableIter iter;
+  gpointer key, value;
+
+  g_hash_table_iter_init(&iter, from);
+  while (g_hash_table_iter_next(&iter, &key, &value)) {
+    gint64 *sum = g_hash_table_lookup(to, key);
+
+    if (sum != NULL)
+      *sum += *(gint64 *)value;
+    else
+      g_hash_table_insert(to, g_strdup(key), g_memdup2(value, sizeof(gint64)));
+  }
+}
+
+static gboolean
+part_stats(SluiceBroker *broker, const gchar *const *queues,
+           SluiceBrokerStats *out, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  g_autoptr(GHashTable) ready_of =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+
+  if (!ready(self, error))
+    return FALSE;
+  out->in_flight = 0;
+  out->stale_settles = 0;
+  out->dead_letters_dropped = 0;
+  for (guint k = 0; k < self->n; k++) {
+    SluiceBrokerStats s;
+
+    sluice_broker_stats_init(&s);
+    if (!sluice_redis__stats(self->parts[k], queues, &s, error)) {
+      sluice_broker_stats_clear(&s);
+      return FALSE;
+    }
+    for (guint i = 0; i < s.queues->len; i++) {
+      SluiceQueueStats *q = s.queues->pdata[i];
+      gint64 *sum = g_hash_table_lookup(ready_of, q->name);
+
+      if (sum == NULL) {
+        gchar *name = g_strdup(q->name);
+        sum = g_new0(gint64, 1);
+        g_hash_table_insert(ready_of, name, sum);
+        g_ptr_array_add(names, name);
+      }
+      *sum += q->ready;
+    }
+    out->scheduled += s.scheduled;
+    out->in_flight = out->in_flight < 0 || s.in_flight < 0
+                         ? -1
+                         : out->in_flight + s.in_flight;
+    out->dead_letters += s.dead_letters;
+    add_counts(out->dead_letters_by_reason, s.dead_letters_by_reason);
+    out->stale_settles = out->stale_settles < 0 || s.stale_settles < 0
+                             ? -1
+                             : out->stale_settles + s.stale_settles;
+    out->dead_letters_dropped =
+        out->dead_letters_dropped < 0 || s.dead_letters_dropped < 0
+            ? -1
+            : out->dead_letters_dropped + s.dead_letters_dropped;
+    add_counts(out->dead_letters_dropped_by_reason,
+               s.dead_letters_dropped_by_reason);
+    if (k == 0) {
+      /* Every worker heartbeats and announces itself in partition 0. */
+      GPtrArray *workers = out->workers;
+      out->workers = s.workers;
+      s.workers = workers;
+    }
+    sluice_broker_stats_clear(&s);
+  }
+  for (guint i = 0; i < names->len; i++)
+    sluice_broker_stats_add_queue(
+        out, names->pdata[i],
+        *(gint64 *)g_hash_table_lookup(ready_of, names->pdata[i]));
+  return TRUE;
+}
+
+static gboolean
+part_purge(SluiceBroker *broker, const gchar *queue, guint64 *out_removed,
+           GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  *out_removed = 0;
+  if (!ready(self, error))
+    return FALSE;
+  for (guint k = 0; k < self->n; k++) {
+    guint64 removed = 0;
+
+    if (!sluice_redis__purge(self->parts[k], queue, &removed, error))
+      return FALSE;
+    *out_removed += removed;
+  }
+  return TRUE;
+}
+
+static gboolean
+part_check(SluiceBroker *broker, GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  if (!ready(self, error))
+    return FALSE;
+  for (guint k = 0; k < self->n; k++)
+    if (!sluice_redis__check(self->parts[k], error))
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+part_lookup_task(SluiceBroker *broker, const gchar *id, SluiceTaskLocation *out,
+                 GError **error)
+{
+  Partitioned *self = SELF(broker);
+  guint k = sluice_redis__partition_of(id, self->n);
+
+  if (!ready(self, error) ||
+      !sluice_redis__lookup_task(self->parts[k], id, out, error))
+    return FALSE;
+  if (out->dead_letter != NULL && out->dead_letter->entry_id != NULL)
+    rename_entry(out->dead_letter, k);
+  return TRUE;
+}
+
+static gboolean
+part_announce(SluiceBroker *broker, const gchar *consumer, GBytes *info,
+              gint64 ttl_ms, GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__announce(self->parts[0], consumer, info, ttl_ms, error);
+}
+
+/* list_queued's cursor: "<k>|<cursor of partition k, or nothing>". */
+static gboolean
+part_list_queued(SluiceBroker *broker, const gchar *queue, const gchar *cursor,
+                 guint limit, GPtrArray *out, gchar **out_cursor,
+                 GError **error)
+{
+  Partitioned *self = SELF(broker);
+  g_autofree gchar *inner = NULL;
+  guint64 k = 0;
+  guint listed = 0;
+
+  *out_cursor = NULL;
+  if (cursor != NULL) {
+    const gchar *bar = strchr(cursor, '|');
+    g_autofree gchar *digits =
+        bar != NULL ? g_strndup(cursor, (gsize)(bar - cursor)) : NULL;
+
+    if (digits == NULL ||
+        !g_ascii_string_to_unsigned(digits, 10, 0, self->n - 1, &k, NULL)) {
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                  "“%s” is not a cursor of a queue listing of a partitioned "
+                  "namespace: pass the cursor a previous page returned, or "
+                  "none to start at the beginning",
+                  cursor);
+      return FALSE;
+    }
+    inner = bar[1] != '\0' ? g_strdup(bar + 1) : NULL;
+  }
+  if (!ready(self, error))
+    return FALSE;
+  for (; k < self->n && listed < limit; k++) {
+    gchar *next = NULL;
+    guint before = out->len;
+
+    if (!sluice_redis__list_queued(self->parts[k], queue, inner, limit - listed,
+                                   out, &next, error))
+      return FALSE;
+    listed += out->len - before;
+    g_clear_pointer(&inner, g_free);
+    if (next != NULL) {
+      *out_cursor = g_strdup_printf("%u|%s", (guint)k, next);
+      g_free(next);
+      return TRUE;
+    }
+  }
+  if (k < self->n)
+    *out_cursor = g_strdup_printf("%u|", (guint)k);
+  return TRUE;
+}
+
+/* list_scheduled's cursor: "<due>:<k>:<id>", the last entry listed.
+ * Across partitions the order is (due, partition, the partition's own
+ * order at one due time). Partition k resumes after the entry itself;
+ * those before k after every entry due then; those after k at its due
+ * time. A partition's cursor at an id it does not hold resumes at the
+ * cursor's due time (lua/list_scheduled.lua), hence NOT_AN_ID: not
+ * UTF-8, so never a task id. */
+#define NOT_AN_ID "\xff"
+
+typedef struct {
+  SluiceListedMessage *m;
+  guint k;
+  guint rank;
+} MergedEntry;
+
+static gint
+merged_entry_cmp(gconstpointer a, gconstpointer b)
+{
+  const MergedEntry *x = a, *y = b;
+
+  if (x->m->due_at != y->m->due_at)
+    return x->m->due_at < y->m->due_at ? -1 : 1;
+  if (x->k != y->k)
+    return x->k < y->k ? -1 : 1;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+static gboolean
+part_list_scheduled(SluiceBroker *broker, const gchar *cursor, guint limit,
+                    GPtrArray *out, gchar **out_cursor, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  g_autoptr(GArray) merged = g_array_new(FALSE, FALSE, sizeof(MergedEntry));
+  gint64 due = 0;
+  guint64 ck = 0;
+  const gchar *cid = NULL;
+  gboolean more = FALSE, ok = TRUE;
+
+  *out_cursor = NULL;
+  if (cursor != NULL) {
+    g_auto(GStrv) parts = g_strsplit(cursor, ":", 3);
+
+    if (g_strv_length(parts) != 3 ||
+        !g_ascii_string_to_signed(parts[0], 10, 0, G_MAXINT64, &due, NULL) ||
+        !g_ascii_string_to_unsigned(parts[1], 10, 0, self->n - 1, &ck, NULL) ||
+        parts[2][0] == '\0') {
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                  "“%s” is not a cursor of a schedule listing: pass the "
+                  "cursor a previous page returned, or none to start at the "
+                  "earliest",
+                  cursor);
+      return FALSE;
+    }
+    cid = strchr(strchr(cursor, ':') + 1, ':') + 1;
+  }
+  if (!ready(self, error))
+    return FALSE;
+  for (guint k = 0; k < self->n && ok; k++) {
+    g_autoptr(GPtrArray) got = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)sluice_listed_message_free);
+    g_autofree gchar *from = NULL;
+    gchar *next = NULL;
+
+    if (cursor != NULL)
+      from = k == ck ? g_strdup_printf("%" G_GINT64_FORMAT ":%s", due, cid)
+             : k < ck
+                 ? g_strdup_printf("%" G_GINT64_FORMAT ":" NOT_AN_ID, due + 1)
+                 : g_strdup_printf("%" G_GINT64_FORMAT ":" NOT_AN_ID, due);
+    ok = sluice_redis__list_scheduled(self->parts[k], from, limit, got, &next,
+                                      error);
+    more = more || next != NULL;
+    g_free(next);
+    for (guint i = 0; ok && i < got->len; i++) {
+      MergedEntry e = {got->pdata[i], k, i};
+      got->pdata[i] = NULL;
+      g_array_append_val(merged, e);
+    }
+  }
+  g_array_sort(merged, merged_entry_cmp);
+  for (guint i = 0; i < merged->len; i++) {
+    MergedEntry *e = &g_array_index(merged, MergedEntry, i);
+
+    if (ok && i < limit) {
+      g_ptr_array_add(out, e->m);
+      if (i + 1 == limit && (more || merged->len > limit))
+        *out_cursor = g_strdup_printf("%" G_GINT64_FORMAT ":%u:%s",
+                                      e->m->due_at, e->k, e->m->id);
+    } else {
+      sluice_listed_message_free(e->m);
+    }
+  }
+  return ok;
+}
+
+static gboolean
+part_set_paused(SluiceBroker *broker, const gchar *queue, gboolean paused,
+                GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__set_paused(self->parts[0], queue, paused, error);
+}
+
+static gboolean
+part_list_paused(SluiceBroker *broker, GPtrArray *out, GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__list_paused(self->parts[0], out, error);
+}
+
+/* ---- Version 4: what partitions can keep ---------------------------------
+ *
+ * Rate-limit buckets and the event stream are the namespace's, so they
+ * live in partition 0 (one bucket is one key: its step stays atomic); a
+ * task's progress lives in its id's partition. Joins (workflows) and
+ * concurrency slots are left out: a join's step submits tasks of every
+ * partition at once, and a slot's release wakes a waiter that may be on
+ * another partition's schedule, neither of which one script can do.
+ */
+
+static gboolean
+part_rate_acquire(SluiceBroker *broker, SluiceRateAcquire *items, guint n_items,
+                  GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__rate_acquire(self->parts[0], items, n_items, error);
+}
+
+static gboolean
+part_put_progress(SluiceBroker *broker, const gchar *id, GBytes *progress,
+                  gint64 ttl_ms, GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__put_progress(part_of_id(self, id), id, progress, ttl_ms,
+                                    error);
+}
+
+static gboolean
+part_get_progress(SluiceBroker *broker, const gchar *id, GBytes **out_progress,
+                  GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__get_progress(part_of_id(self, id), id, out_progress,
+                                    error);
+}
+
+static gboolean
+part_append_events(SluiceBroker *broker, GBytes *const *events, guint n,
+                   guint max_len, gint64 max_age_ms, gint64 now_ms,
+                   GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__append_events(self->parts[0], events, n, max_len,
+                                     max_age_ms, now_ms, error);
+}
+
+static gboolean
+part_read_events(SluiceBroker *broker, const gchar *cursor, guint limit,
+                 gint64 block_ms, GPtrArray *out, gchar **out_cursor,
+                 GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__read_events(self->parts[0], cursor, limit, block_ms, out,
+                                   out_cursor, error);
+}
+
+static gboolean
+part_reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
+                gboolean *out_found, GError **error)
+{
+  Partitioned *self = SELF(broker);
+
+  return ready(self, error) &&
+         sluice_redis__reschedule(part_of_id(self, id), id, due_at, out_found,
+                                  error);
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+static void
+part_close(SluiceBroker *broker)
+{
+  (void)broker; /* each partition closes when its last reference goes */
+}
+
+static void
+part_finalize(SluiceBroker *broker)
+{
+  Partitioned *self = SELF(broker);
+
+  for (guint k = 0; self->parts != NULL && k < self->n; k++)
+    g_clear_pointer(&self->parts[k], sluice_broker_unref);
+  g_clear_pointer(&self->parts, g_free);
+  g_clear_pointer(&self->layout, sluice_redis_layout__free);
+  if (self->drop.text != NULL) {
+    sluice_redis_script__clear(&self->drop);
+    g_mutex_clear(&self->trim_lock);
+    g_mutex_clear(&self->next_due_lock);
+    g_free(self->next_due);
+  }
+}
+
+gboolean
+sluice_redis__is_partitioned(SluiceBroker *broker)
+{
+  return broker != NULL && broker->klass->finalize == part_finalize;
+}
+
+guint
+sluice_redis__partition_count(SluiceBroker *broker)
+{
+  return sluice_redis__is_partitioned(broker) ? SELF(broker)->n : 1;
+}
+
+SluiceBroker *
+sluice_redis__partition_at(SluiceBroker *broker, guint index)
+{
+  g_return_val_if_fail(sluice_redis__is_partitioned(broker), NULL);
+  g_return_val_if_fail(index < SELF(broker)->n, NULL);
+  return SELF(broker)->parts[index];
+}
+
+SluiceBroker *
+sluice_redis__partitioned_new(const SluiceRedisOptions *options,
+                              const SluiceRedisUrl *url, SluiceClock *clock,
+                              guint n, GError **error)
+{
+  SluiceBrokerClass klass = {0};
+  SluiceBroker *first, *broker;
+  Partitioned *self;
+
+  g_return_val_if_fail(n >= 2 && n <= SLUICE_REDIS_MAX_PARTITIONS, NULL);
+  first = sluice_redis__partition_new(options, url, clock, 0, n, NULL, error);
+  if (first == NULL)
+    return NULL;
+  /* A slot left NULL has the core's fallback (see the version-4 section
+   * above for which and why). */
+  klass.version = SLUICE_BROKER_CLASS_VERSION;
+  klass.name = first->klass->name;
+  klass.instance_size = sizeof(Partitioned);
+  klass.caps = sluice_broker_get_caps(first) &
+               ~(guint64)(SLUICE_BROKER_CAP_ORDERED | SLUICE_BROKER_CAP_JOINS);
+  klass.enqueue = part_enqueue;
+  klass.fetch = part_fetch;
+  klass.settle = part_settle;
+  klass.heartbeat = part_heartbeat;
+  klass.reclaim = first->klass->reclaim != NULL ? part_reclaim : NULL;
+  klass.count_reclaimable =
+      first->klass->count_reclaimable != NULL ? part_count_reclaimable : NULL;
+  klass.leave = part_leave;
+  klass.wakeup = part_wakeup;
+  klass.promote_due = part_promote_due;
+  klass.cancel_scheduled = part_cancel_scheduled;
+  klass.get_record = part_get_record;
+  klass.put_record = part_put_record;
+  klass.put_records = part_put_records;
+  klass.wait_record = part_wait_record;
+  klass.revoke = part_revoke;
+  klass.list_revocations = part_list_revocations;
+  klass.list_revocations_since = part_list_revocations_since;
+  klass.claim_periodic = part_claim_periodic;
+  klass.last_periodic = part_last_periodic;
+  klass.dlq_list = part_dlq_list;
+  klass.dlq_get = part_dlq_get;
+  klass.dlq_replay = part_dlq_replay;
+  klass.dlq_delete = part_dlq_delete;
+  klass.stats = part_stats;
+  klass.purge = part_purge;
+  klass.check = part_check;
+  klass.lookup_task = part_lookup_task;
+  klass.announce = part_announce;
+  klass.list_queued = part_list_queued;
+  klass.list_scheduled = part_list_scheduled;
+  klass.set_paused = part_set_paused;
+  klass.list_paused = part_list_paused;
+  klass.reschedule = part_reschedule;
+  klass.rate_acquire = part_rate_acquire;
+  klass.put_progress = part_put_progress;
+  klass.get_progress = part_get_progress;
+  klass.append_events = part_append_events;
+  klass.read_events = part_read_events;
+  klass.close = part_close;
+  klass.finalize = part_finalize;
+
+  broker = sluice_broker_new(&klass, clock, error);
+  if (broker == NULL) {
+    sluice_broker_unref(first);
+    return NULL;
+  }
+  self = SELF(broker);
+  self->n = n;
+  self->parts = g_new0(SluiceBroker *, n);
+  self->parts[0] = first;
+  self->layout = sluice_redis_layout__new(options, url, n);
+  self->dead_letter_max = SLUICE_REDIS_BROKER(first)->dead_letter_max;
+  g_mutex_init(&self->trim_lock);
+  g_mutex_init(&self->next_due_lock);
+  self->next_due = g_new0(gint64, n);
+  sluice_redis_script__init(&self->drop, "dlq_drop",
+                            SLUICE_REDIS_BROKER(first)->transport->lua,
+                            DROP_LUA);
+  for (guint k = 1; k < n; k++) {
+    self->parts[k] = sluice_redis__partition_new(options, url, clock, (gint)k,
+                                                 n, NULL, error);
+    if (self->parts[k] == NULL) {
+      sluice_broker_unref(broker);
+      return NULL;
+    }
+    /* On one server, partition 0 tells the user about its configuration
+     * once; on a cluster each partition's master may differ, so each
+     * partition looks at its own. */
+    if (!url->is_cluster)
+      sluice_redis__skip_policy_check(self->parts[k]);
+  }
+  return broker;
+}
