@@ -1076,10 +1076,9 @@ START_TEST(test_options_checked)
     g_autoptr(SluiceBroker) b = sluice_redis_broker_new(&options, NULL, &error);
     ck_assert_ptr_nonnull(b);
     ck_assert_str_eq(sluice_broker_get_name(b), "redis-fast");
-    ck_assert_uint_eq(sluice_broker_get_caps(b), SLUICE_BROKER_CAP_SHARED |
-                                                     SLUICE_BROKER_CAP_DURABLE |
-                                                     SLUICE_BROKER_CAP_JOINS |
-                                                     SLUICE_BROKER_CAP_ORDERED);
+    ck_assert_uint_eq(sluice_broker_get_caps(b),
+                      SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
+                          SLUICE_BROKER_CAP_JOINS | SLUICE_BROKER_CAP_ORDERED);
   }
 }
 END_TEST

@@ -437,10 +437,13 @@ START_TEST(rate_limit_per_key_holds_up_no_other_key_or_queue)
   a = admissions(NULL, "a");
   g_array_sort(a, cmp_int64);
   ck_assert_uint_eq(a->len, 5);
-  /* After the burst, one every 2 s of the broker's clock. */
+  /* Never more than the burst (2) in 2 s of the broker's clock. The gap
+   * between two consecutive admissions may be shorter: a message admitted
+   * late (a fetch that came a little after its due time) does not move
+   * the next one's turn, which GCRA keeps on its own schedule. */
   for (guint i = 2; i < a->len; i++)
     ck_assert_int_ge(
-        g_array_index(a, gint64, i) - g_array_index(a, gint64, i - 1), 2000);
+        g_array_index(a, gint64, i) - g_array_index(a, gint64, i - 2), 2000);
   free_runs = admissions(NULL, "");
   ck_assert_int_eq(g_array_index(free_runs, gint64, 0), 0); /* no limit */
   env_free(e);
