@@ -322,6 +322,34 @@ renew_slots(SluiceWorker *worker, GPtrArray *jobs)
                           g_array_index(items, SluiceSlotAcquire, i).holder);
 }
 
+/* A "while running" claim is a lease like a slot: renewed here, it lapses
+ * one lease after its worker died. */
+static void
+renew_unique(SluiceWorker *worker, GPtrArray *jobs)
+{
+  g_autoptr(GArray) items =
+      g_array_new(FALSE, TRUE, sizeof(SluiceUniqueUpdate));
+  g_autoptr(GError) error = NULL;
+
+  for (guint i = 0; i < jobs->len; i++) {
+    Job *job = jobs->pdata[i];
+    SluiceUniqueUpdate item = {0};
+    SluiceUniqueScope scope;
+
+    if (!g_atomic_int_get(&job->unique_held) ||
+        !sluice_unique__parse(job->env, &scope, &item.key))
+      continue;
+    item.id = job->env->id;
+    item.action = SLUICE_UNIQUE_HOLD;
+    item.ttl_ms = worker->options.visibility_timeout_ms;
+    g_array_append_val(items, item);
+  }
+  if (items->len > 0 && !sluice_broker_unique_update(
+                            worker->broker, (SluiceUniqueUpdate *)items->data,
+                            items->len, &error))
+    sluice_worker__broker_failed(worker, "renewing uniqueness claims", error);
+}
+
 static gboolean
 heartbeat_tick(gpointer data)
 {
@@ -349,6 +377,7 @@ heartbeat_tick(gpointer data)
   ok = sluice_broker_heartbeat(worker->broker, worker->id, lease, held,
                                jobs->len, &error);
   renew_slots(worker, jobs);
+  renew_unique(worker, jobs);
   g_mutex_lock(&worker->lock);
   last_ok_us = worker->last_lease_ok_us;
   g_mutex_unlock(&worker->lock);

@@ -149,7 +149,29 @@ typedef struct {
   GBytes *record;
   gint64 due_at;
   gboolean dedup;
+  gchar *unique_key;    /* NULL: no uniqueness */
+  gint64 unique_ttl_ms; /* the claim's lifetime at enqueue */
+  gboolean unique_replace;
 } SluicePrepared;
+
+/* ---- Uniqueness (unique.c) ---- */
+
+/* Checks @unique and fills @p's uniqueness (its key, the claim's lifetime
+ * and @env->unique); a debounce moves @p's due time. FALSE and
+ * SLUICE_CLIENT_ERROR_INVALID naming the field otherwise. */
+gboolean sluice_unique__prepare(const SluiceUniqueOptions *unique,
+                                gint64 default_ttl_ms, gint64 now,
+                                SluicePrepared *p, GError **error);
+/* Enqueues @n prepared messages that carry a uniqueness key, in one broker
+ * call. Sets out_holders[i] (transfer full) to the holder's id of each
+ * refused one, NULL for one written. */
+gboolean sluice_unique__enqueue(SluiceClient *client, SluicePrepared *p,
+                                guint n, gchar **out_holders, GError **error);
+/* Reads @env->unique: its scope and (transfer none, into @env) key. FALSE
+ * for a message without one or with a malformed one. */
+gboolean sluice_unique__parse(const SluiceEnvelope *env,
+                              SluiceUniqueScope *out_scope,
+                              const gchar **out_key);
 
 /* Checks and encodes one request into @out (cleared first). @id
  * (nullable) wins over @options->id; @wf (nullable) is the envelope's

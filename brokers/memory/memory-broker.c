@@ -812,6 +812,8 @@ static const SluiceBrokerClass memory_broker_class = {
     .rate_acquire = memory_rate_acquire,
     .slot_acquire = memory_slot_acquire,
     .slot_release = memory_slot_release,
+    .unique_enqueue = sluice_memory__unique_enqueue,
+    .unique_update = sluice_memory__unique_update,
 };
 
 SluiceBroker *

@@ -57,6 +57,10 @@
  *   P cw:<key>            zset: task ids waiting for a slot of the key ->
  *                         when they began waiting (slot_acquire.lua and
  *                         slot_release.lua alone name both)
+ *   P uq:<key>            string: a uniqueness claim: 'w' (waiting) or 'r'
+ *                         (running) and the holder's task id; always PX
+ *                         (unique_enqueue.lua and unique_update.lua alone
+ *                         name it)
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.

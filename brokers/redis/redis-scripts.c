@@ -141,6 +141,10 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
        sluice_redis_lua__slot_acquire},
       {SLUICE_REDIS_SCRIPT_SLOT_RELEASE, "slot_release",
        sluice_redis_lua__slot_release},
+      {SLUICE_REDIS_SCRIPT_UNIQUE_ENQUEUE, "unique_enqueue",
+       sluice_redis_lua__unique_enqueue},
+      {SLUICE_REDIS_SCRIPT_UNIQUE_UPDATE, "unique_update",
+       sluice_redis_lua__unique_update},
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(table) == SLUICE_REDIS_SCRIPT_N);
 
@@ -151,7 +155,8 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
                  * library's or the transport's functions: defining them
                  * is most of what such a short script costs. */
                 table[i].id == SLUICE_REDIS_SCRIPT_RATE_ACQUIRE ||
-                    table[i].id == SLUICE_REDIS_SCRIPT_SLOT_ACQUIRE);
+                    table[i].id == SLUICE_REDIS_SCRIPT_SLOT_ACQUIRE ||
+                    table[i].id == SLUICE_REDIS_SCRIPT_UNIQUE_UPDATE);
 }
 
 void
