@@ -1209,10 +1209,11 @@ sluice_broker_unique_update(SluiceBroker *broker, SluiceUniqueUpdate *items,
   g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
   for (guint i = 0; i < n_items; i++) {
     g_return_val_if_fail(items[i].key != NULL && items[i].id != NULL, FALSE);
-    g_return_val_if_fail(items[i].action <= SLUICE_UNIQUE_RELEASE, FALSE);
+    g_return_val_if_fail(items[i].action <= SLUICE_UNIQUE_RENEW, FALSE);
     g_return_val_if_fail(items[i].ttl_ms > 0 ||
-                             (items[i].action != SLUICE_UNIQUE_HOLD &&
-                              items[i].action != SLUICE_UNIQUE_WAIT),
+                             items[i].action == SLUICE_UNIQUE_CHECK ||
+                             items[i].action == SLUICE_UNIQUE_START ||
+                             items[i].action == SLUICE_UNIQUE_RELEASE,
                          FALSE);
     items[i].superseded = FALSE;
   }

@@ -340,7 +340,7 @@ renew_unique(SluiceWorker *worker, GPtrArray *jobs)
         !sluice_unique__parse(job->env, &scope, &item.key))
       continue;
     item.id = job->env->id;
-    item.action = SLUICE_UNIQUE_HOLD;
+    item.action = SLUICE_UNIQUE_RENEW;
     item.ttl_ms = worker->options.visibility_timeout_ms;
     g_array_append_val(items, item);
   }

@@ -52,8 +52,8 @@ sluice_unique__parse(const SluiceEnvelope *env, SluiceUniqueScope *out_scope,
   return TRUE;
 }
 
-static gboolean
-invalid(GError **error, const gchar *format, ...) G_GNUC_PRINTF(2, 3);
+static gboolean invalid(GError **error, const gchar *format, ...)
+    G_GNUC_PRINTF(2, 3);
 
 static gboolean
 invalid(GError **error, const gchar *format, ...)
@@ -89,9 +89,8 @@ derived_key(const SluiceEnvelope *env)
 }
 
 gboolean
-sluice_unique__prepare(const SluiceUniqueOptions *unique,
-                       gint64 default_ttl_ms, gint64 now, SluicePrepared *p,
-                       GError **error)
+sluice_unique__prepare(const SluiceUniqueOptions *unique, gint64 default_ttl_ms,
+                       gint64 now, SluicePrepared *p, GError **error)
 {
   SluiceEnvelope *env = p->env;
   g_autofree gchar *key = NULL;
@@ -106,8 +105,7 @@ sluice_unique__prepare(const SluiceUniqueOptions *unique,
                    (gint)unique->scope);
   if (unique->ttl_ms < 0 ||
       (unique->scope == SLUICE_UNIQUE_FOR_TTL && unique->ttl_ms == 0))
-    return invalid(error,
-                   "unique.ttl_ms: %s, found %" G_GINT64_FORMAT,
+    return invalid(error, "unique.ttl_ms: %s, found %" G_GINT64_FORMAT,
                    unique->scope == SLUICE_UNIQUE_FOR_TTL
                        ? "a TTL scope needs how long, at least 1 ms"
                        : "cannot be negative (0 means the client's "

@@ -25,8 +25,8 @@ claim_free(gpointer data)
 void
 sluice_memory__unique_init(SluiceMemoryBroker *self)
 {
-  self->unique = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                       claim_free);
+  self->unique =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, claim_free);
 }
 
 void
@@ -92,8 +92,7 @@ unique_enqueue_one(SluiceMemoryBroker *self, SluiceUniqueSubmit *item,
     item->replaced = TRUE;
     item->holder = g_steal_pointer(&old);
   }
-  set_claim(self, item->key, item->submit.id, FALSE,
-            now + item->claim_ttl_ms);
+  set_claim(self, item->key, item->submit.id, FALSE, now + item->claim_ttl_ms);
 }
 
 gboolean
@@ -133,6 +132,10 @@ unique_update_one(SluiceMemoryBroker *self, SluiceUniqueUpdate *item,
   case SLUICE_UNIQUE_WAIT:
     set_claim(self, item->key, item->id, item->action == SLUICE_UNIQUE_HOLD,
               now + item->ttl_ms);
+    break;
+  case SLUICE_UNIQUE_RENEW:
+    if (mine && c->running)
+      c->expires_at = now + item->ttl_ms;
     break;
   }
 }

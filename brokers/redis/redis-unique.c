@@ -65,9 +65,9 @@ sluice_redis__unique_update(SluiceBroker *broker, SluiceUniqueUpdate *items,
                             guint n_items, GError **error)
 {
   static const gchar actions[] = {
-      [SLUICE_UNIQUE_CHECK] = 'c', [SLUICE_UNIQUE_START] = 's',
-      [SLUICE_UNIQUE_HOLD] = 'h',  [SLUICE_UNIQUE_WAIT] = 'w',
-      [SLUICE_UNIQUE_RELEASE] = 'r',
+      [SLUICE_UNIQUE_CHECK] = 'c',   [SLUICE_UNIQUE_START] = 's',
+      [SLUICE_UNIQUE_HOLD] = 'h',    [SLUICE_UNIQUE_WAIT] = 'w',
+      [SLUICE_UNIQUE_RELEASE] = 'r', [SLUICE_UNIQUE_RENEW] = 'n',
   };
   SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
   SluiceRedisArgv a;

@@ -125,7 +125,8 @@ sluice_sqlite__unique_enqueue(SluiceBroker *broker, SluiceUniqueSubmit *items,
 {
   SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
   EnqueueJob job = {items, n_items, sluice_sqlite__now(self)};
-  gboolean ok = sluice_sqlite__run(self, TRUE, unique_enqueue_step, &job, error);
+  gboolean ok =
+      sluice_sqlite__run(self, TRUE, unique_enqueue_step, &job, error);
 
   /* A transaction that was rolled back wrote nothing: forget what it said. */
   if (!ok)
@@ -175,6 +176,12 @@ unique_update_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
       if (!write_claim(c, item->key, item->id,
                        item->action == SLUICE_UNIQUE_HOLD,
                        job->now + item->ttl_ms, error))
+        return FALSE;
+      break;
+    case SLUICE_UNIQUE_RENEW:
+      if (mine && claim.running &&
+          !write_claim(c, item->key, item->id, TRUE, job->now + item->ttl_ms,
+                       error))
         return FALSE;
       break;
     }

@@ -464,6 +464,10 @@ typedef struct {
  *   or nobody does, make @id hold it as waiting for @ttl_ms
  * @SLUICE_UNIQUE_RELEASE: the message finished: delete the claim if @id
  *   holds it
+ * @SLUICE_UNIQUE_RENEW: the heartbeat of a running message: if @id holds
+ *   @key as running, extend it to @ttl_ms from now; nothing otherwise (a
+ *   renewal that crosses the release or the retry of its message must not
+ *   bring the claim back)
  *
  * What `unique_update` does with one claim.
  */
@@ -473,6 +477,7 @@ typedef enum {
   SLUICE_UNIQUE_HOLD,
   SLUICE_UNIQUE_WAIT,
   SLUICE_UNIQUE_RELEASE,
+  SLUICE_UNIQUE_RENEW,
 } SluiceUniqueAction;
 
 /**
@@ -480,7 +485,7 @@ typedef enum {
  * @key: the uniqueness key
  * @id: the task id of the message the core is about
  * @action: what to do
- * @ttl_ms: HOLD and WAIT: the claim's new lifetime, > 0
+ * @ttl_ms: HOLD, WAIT and RENEW: the claim's new lifetime, > 0
  * @superseded: out: TRUE when a live claim on @key names another id (the
  *   message was replaced, or its claim lapsed and was taken): the action
  *   then changed nothing

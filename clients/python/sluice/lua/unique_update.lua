@@ -1,7 +1,8 @@
 #!lua
 -- ARGV: n, then n times: key id action ttl, action one of c (check),
 -- s (start: end the claim), h (hold as running for ttl), w (waiting
--- again, for ttl), r (release). Returns {superseded_1, ...}: 1 when a
+-- again, for ttl), r (release), n (renew a running claim for ttl; nothing
+-- if it is not running). Returns {superseded_1, ...}: 1 when a
 -- live claim names another id (nothing changed). See unique_enqueue.lua
 -- for the claim's format.
 local K_UNIQUE = P .. 'uq:'
@@ -20,6 +21,8 @@ for i = 0, tonumber(ARGV[1]) - 1 do
       redis.call('SET', key, 'r' .. id, 'PX', ARGV[b + 3])
     elseif act == 'w' then
       redis.call('SET', key, 'w' .. id, 'PX', ARGV[b + 3])
+    elseif act == 'n' and claim and string.sub(claim, 1, 1) == 'r' then
+      redis.call('PEXPIRE', key, ARGV[b + 3])
     end
   end
 end
