@@ -151,6 +151,35 @@ sluice_unique__prepare(const SluiceUniqueOptions *unique, gint64 default_ttl_ms,
   return TRUE;
 }
 
+/* The replaced task never runs: say so in its record now (it may have
+ * been taken off the schedule, where no worker would ever write one, and
+ * someone may wait for its result).
+ * Best effort, after the enqueue: the worker that meets a replaced task in
+ * its queue writes the same. */
+static void
+record_replaced(SluiceClient *client, const SluiceEnvelope *by,
+                const gchar *holder)
+{
+  const SluiceClientOptions *options = sluice_client__options(client);
+  g_autoptr(SluiceResult) r = sluice_result_new(holder, SLUICE_STATE_CANCELLED);
+  g_autofree gchar *why = g_strdup_printf(
+      "replaced by task %s of the same uniqueness key before it started",
+      by->id);
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 now = sluice_clock_now_ms(sluice_client__clock(client));
+
+  sluice_result_set_task(r, by->task, by->queue);
+  sluice_result_set_error(r, why);
+  sluice_result_set_times(r, 0, 0, now);
+  bytes = sluice_result_encode(r);
+  if (!sluice_broker_put_record(sluice_client_get_broker(client), holder,
+                                bytes, TRUE, options->result_ttl_ms, &error))
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "could not record that task %s was replaced: %s",
+                        holder, error->message);
+}
+
 gboolean
 sluice_unique__enqueue(SluiceClient *client, SluicePrepared *p, guint n,
                        gchar **out_holders, GError **error)
@@ -174,6 +203,8 @@ sluice_unique__enqueue(SluiceClient *client, SluicePrepared *p, guint n,
       out_holders[i] = g_steal_pointer(&items[i].holder);
     else if (ok && items[i].submit.existed)
       out_holders[i] = g_strdup(p[i].env->id);
+    else if (ok && items[i].replaced && items[i].holder != NULL)
+      record_replaced(client, p[i].env, items[i].holder);
     g_free(items[i].holder);
   }
   return ok;

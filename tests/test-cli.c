@@ -1169,6 +1169,65 @@ START_TEST(test_sigterm_lets_short_task_finish)
 }
 END_TEST
 
+/* --unique-key: a second enqueue of a held key writes nothing and names
+ * the holder; --replace lets the new one win while the holder waits;
+ * --debounce pushes the run on; a worker runs one of each. */
+START_TEST(test_enqueue_unique)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *first =
+      enqueue(ctx, "demo.noop", "--unique-key", "report-7", "--unique-scope",
+              "running", NULL);
+  g_autoptr(Run) again =
+      cli(ctx, "enqueue", "demo.noop", "--unique-key", "report-7",
+          "--unique-scope", "running", "--json", NULL);
+  g_autoptr(Run) bad = cli(ctx, "enqueue", "demo.noop", "--unique-key", "k",
+                           "--unique-scope", "forever", NULL);
+  g_autoptr(Run) lonely = cli(ctx, "enqueue", "demo.noop", "--replace", NULL);
+  g_autofree gchar *old = enqueue(ctx, "demo.noop", "--unique-key", "sync",
+                                  "--replace", "--delay", "1h", NULL);
+  g_autofree gchar *new = enqueue(ctx, "demo.noop", "--unique-key", "sync",
+                                  "--replace", "--delay", "1h", NULL);
+  g_autofree gchar *debounced = enqueue(ctx, "demo.noop", "--unique-scope",
+                                        "ttl:1h", "--debounce", "1h", NULL);
+  g_autoptr(JsonNode) existed = NULL;
+  g_autoptr(Run) old_inspect = NULL;
+  g_autoptr(Run) new_inspect = NULL;
+  g_autoptr(Run) deb_inspect = NULL;
+  g_autoptr(Run) result = NULL;
+  g_autoptr(Worker) w = NULL;
+
+  assert_status(again, 0);
+  existed = parse_json(again->out);
+  ck_assert_str_eq(member_string(object_of(existed), "id"), first);
+  ck_assert(json_object_get_boolean_member(object_of(existed), "existed"));
+  ck_assert(json_object_get_boolean_member(object_of(existed), "unique_held"));
+  ck_assert_msg(strstr(again->err, "held by task") != NULL, "%s", again->err);
+  assert_status(bad, 2);
+  assert_one_line_error(bad, "--unique-scope");
+  assert_status(lonely, 2);
+  assert_one_line_error(lonely, "--unique-key");
+
+  /* The replaced one is off the schedule; the new one waits there. */
+  ck_assert_str_ne(old, new);
+  old_inspect = cli(ctx, "inspect", old, "--json", NULL);
+  ck_assert_msg(strstr(old_inspect->out, "\"scheduled\"") == NULL, "%s",
+                old_inspect->out);
+  new_inspect = cli(ctx, "inspect", new, "--json", NULL);
+  assert_status(new_inspect, 0);
+  ck_assert_msg(strstr(new_inspect->out, "\"scheduled\"") != NULL, "%s",
+                new_inspect->out);
+  deb_inspect = cli(ctx, "inspect", debounced, "--json", NULL);
+  ck_assert_msg(strstr(deb_inspect->out, "\"scheduled\"") != NULL, "%s",
+                deb_inspect->out);
+
+  w = worker_start(ctx, NULL);
+  result = cli(ctx, "result", first, "--wait", "60s", NULL);
+  assert_status(result, 0);
+  g_free(worker_stop(w));
+}
+END_TEST
+
 START_TEST(test_enqueue_options)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i);
@@ -2985,6 +3044,7 @@ cli_suite(gboolean reliable)
   tcase_add_loop_test(e2e, test_sigterm_stops_gracefully, 0, n_modes);
   tcase_add_loop_test(e2e, test_sigterm_lets_short_task_finish, 0, n_modes);
   tcase_add_loop_test(e2e, test_enqueue_options, 0, n_modes);
+  tcase_add_loop_test(e2e, test_enqueue_unique, 0, n_modes);
   if (reliable)
     tcase_add_test(e2e, test_poison_message_buried);
   tcase_add_loop_test(e2e, test_second_signal_stops_at_once, 0, n_modes);

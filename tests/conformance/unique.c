@@ -367,6 +367,8 @@ START_TEST(unique_replace_the_new_one_wins)
   b = enqueue_unique(e, "u.log", "{\"v\":2}", &u, 60000, &existed);
   ck_assert(!existed);
   ck_assert_str_ne(a, b);
+  ck_assert_int_eq(sluice_test_harness_get_state(e->h, a),
+                   SLUICE_STATE_CANCELLED);
   sluice_test_harness_advance(e->h, 60000);
   run_idle(e);
   ck_assert_uint_eq(n_runs(), 1);
