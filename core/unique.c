@@ -173,8 +173,8 @@ record_replaced(SluiceClient *client, const SluiceEnvelope *by,
   sluice_result_set_error(r, why);
   sluice_result_set_times(r, 0, 0, now);
   bytes = sluice_result_encode(r);
-  if (!sluice_broker_put_record(sluice_client_get_broker(client), holder,
-                                bytes, TRUE, options->result_ttl_ms, &error))
+  if (!sluice_broker_put_record(sluice_client_get_broker(client), holder, bytes,
+                                TRUE, options->result_ttl_ms, &error))
     sluice_log__message(G_LOG_LEVEL_WARNING,
                         "could not record that task %s was replaced: %s",
                         holder, error->message);
