@@ -136,6 +136,8 @@ stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
     cli_json_int(json, (gint64)w->retried);
     cli_json_key(json, "dead_lettered");
     cli_json_int(json, (gint64)w->dead_lettered);
+    cli_json_key(json, "limits");
+    strv_json(json, w->limits);
     cli_json_key(json, "running_tasks");
     cli_json_begin_array(json);
     for (guint k = 0; w->running_tasks != NULL && k < w->running_tasks->len;
@@ -253,6 +255,16 @@ stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
                     queues, running, ok, failed, retried, seen, age, tasks);
     }
     cli_table_print(table);
+    /* The limits each live worker runs with: workers of one queue should
+     * agree, and this is where an operator sees whether they do. */
+    for (guint i = 0; i < stats->workers->len; i++) {
+      const SluiceWorkerInfo *w = stats->workers->pdata[i];
+      if (!w->alive || w->limits == NULL || w->limits[0] == NULL)
+        continue;
+      printf("\nLimits of %s:\n", w->id);
+      for (guint k = 0; w->limits[k] != NULL; k++)
+        printf("  %s\n", w->limits[k]);
+    }
   }
 }
 

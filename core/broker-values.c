@@ -193,6 +193,7 @@ worker_info_free(gpointer data)
   g_strfreev(w->tasks);
   if (w->running_tasks != NULL)
     g_ptr_array_unref(w->running_tasks);
+  g_strfreev(w->limits);
   g_free(w);
 }
 

@@ -90,6 +90,14 @@ SluiceConcurrencyLimit *
 sluice_concurrency_limit__copy(const SluiceConcurrencyLimit *limit);
 void sluice_concurrency_limit__free(SluiceConcurrencyLimit *limit);
 /* The generic cell rate algorithm's two figures of @limit, in us. */
+/* One line an operator reads: "rate task mail.send: 10 per 1000 ms, burst
+ * 1, per header tenant", "concurrency queue renders: 3 at once". @scope is
+ * "task" or "queue". Returns: (transfer full). */
+gchar *sluice_rate_limit__describe(const SluiceRateLimit *limit,
+                                   const gchar *scope, const gchar *name);
+gchar *sluice_concurrency_limit__describe(const SluiceConcurrencyLimit *limit,
+                                          const gchar *scope,
+                                          const gchar *name);
 gint64 sluice_rate_limit__interval_us(const SluiceRateLimit *limit);
 gint64 sluice_rate_limit__tolerance_us(const SluiceRateLimit *limit);
 

@@ -554,6 +554,45 @@ START_TEST(test_worker_runs_under_queue_limits)
     ck_assert_str_eq(member_string(object_of(record), "state"), "succeeded");
     ck_assert_int_eq(member_int(object_of(record), "attempt"), 1);
   }
+
+  /* `sluice stats` shows the limits the worker announced, in JSON and in
+   * text (announcements are rewritten every 2 s: wait for one). */
+  for (gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;;) {
+    g_autoptr(Run) stats = cli(ctx, "stats", "--json", NULL);
+    g_autoptr(Run) text = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    JsonArray *workers;
+    JsonArray *limits = NULL;
+
+    assert_status(stats, 0);
+    node = parse_json(stats->out);
+    workers = json_object_get_array_member(object_of(node), "workers");
+    if (workers != NULL && json_array_get_length(workers) > 0)
+      limits = json_object_get_array_member(
+          json_array_get_object_element(workers, 0), "limits");
+    if (limits == NULL || json_array_get_length(limits) == 0) {
+      ck_assert_msg(g_get_monotonic_time() < deadline,
+                    "no limits announced: %s", stats->out);
+      g_usleep(200 * 1000);
+      continue;
+    }
+    ck_assert_uint_eq(json_array_get_length(limits), 4);
+    ck_assert_str_eq(json_array_get_string_element(limits, 0),
+                     "rate queue default: 1000 per 1000 ms, burst 50");
+    ck_assert_str_eq(json_array_get_string_element(limits, 1),
+                     "concurrency queue default: 2 at once");
+    ck_assert_str_eq(json_array_get_string_element(limits, 2),
+                     "weight queue default: 3");
+    ck_assert_str_eq(json_array_get_string_element(limits, 3),
+                     "weight queue other: 1");
+    text = cli(ctx, "stats", NULL);
+    assert_status(text, 0);
+    ck_assert_msg(strstr(text->out, "Limits of ") != NULL &&
+                      strstr(text->out, "  concurrency queue default: 2 at "
+                                        "once\n") != NULL,
+                  "%s", text->out);
+    break;
+  }
 }
 END_TEST
 

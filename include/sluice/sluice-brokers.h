@@ -170,6 +170,10 @@ typedef struct {
  *   all). A worker announces itself every 2 seconds (or every third of its
  *   lease, if that is shorter), so the list is that old at most while the
  *   worker lives.
+ * @limits: (since 0.2) (nullable) (array zero-terminated=1): the flow
+ *   limits it runs with, one line each, as an operator reads them ("rate
+ *   task mail.send: 10 per 1000 ms, burst 1, per header tenant",
+ *   "concurrency queue renders: 3 at once", "weight queue batch: 1")
  *
  * The fields after @info are decoded from @info by the client
  * (sluice_client_get_stats()); they are empty when a worker announced
@@ -192,6 +196,7 @@ typedef struct {
   guint64 retried;
   guint64 dead_lettered;
   GPtrArray *running_tasks;
+  gchar **limits;
 } SluiceWorkerInfo;
 
 /**
