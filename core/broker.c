@@ -1224,3 +1224,19 @@ sluice_broker_unique_update(SluiceBroker *broker, SluiceUniqueUpdate *items,
   ok = broker->klass->unique_update(broker, items, n_items, &local);
   return finish(broker, "unique_update", ok, local, error);
 }
+
+gboolean
+sluice_broker_list_slots(SluiceBroker *broker, guint limit, GPtrArray *out,
+                         GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL && out != NULL, FALSE);
+  if (broker->klass->list_slots == NULL)
+    return unsupported(broker, "list concurrency slots", error);
+  if (limit == 0)
+    return TRUE;
+  ok = broker->klass->list_slots(broker, limit, out, &local);
+  return finish(broker, "list_slots", ok, local, error);
+}

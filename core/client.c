@@ -961,3 +961,15 @@ sluice_client_dlq_delete(SluiceClient *client, const gchar *entry_id,
   }
   return TRUE;
 }
+
+GPtrArray *
+sluice_client_list_slots(SluiceClient *client, guint limit, GError **error)
+{
+  g_autoptr(GPtrArray) out =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_slot_state_free);
+
+  g_return_val_if_fail(client != NULL, NULL);
+  if (!sluice_broker_list_slots(client->broker, limit, out, error))
+    return NULL;
+  return g_steal_pointer(&out);
+}

@@ -346,6 +346,8 @@ gboolean sluice_redis__rate_acquire(SluiceBroker *broker,
 gboolean sluice_redis__slot_acquire(SluiceBroker *broker,
                                     SluiceSlotAcquire *items, guint n_items,
                                     GError **error);
+gboolean sluice_redis__list_slots(SluiceBroker *broker, guint limit,
+                                  GPtrArray *out, GError **error);
 gboolean sluice_redis__unique_enqueue(SluiceBroker *broker,
                                       SluiceUniqueSubmit *items, guint n_items,
                                       GError **error);

@@ -232,6 +232,35 @@ typedef struct {
   GHashTable *dead_letters_dropped_by_reason;
 } SluiceBrokerStats;
 
+/**
+ * SluiceSlotState:
+ * @key: a set of concurrency slots (owned)
+ * @holders: (element-type utf8): the holders whose lease has not lapsed
+ *   (owned, with their strings)
+ * @waiting: how many task ids are on the key's waiting list
+ *
+ * One key of concurrency slots (since 0.2): what
+ * sluice_client_list_slots() returns, and the broker's `list_slots` slot
+ * finds. Made with
+ * sluice_slot_state_new(), freed with sluice_slot_state_free().
+ */
+typedef struct {
+  gchar *key;
+  GPtrArray *holders;
+  guint waiting;
+} SluiceSlotState;
+
+/**
+ * sluice_slot_state_new:
+ * @key: (transfer none): copied
+ * Returns: (transfer full): a SluiceSlotState with no holders
+ */
+SLUICE_AVAILABLE_IN_0_2
+SluiceSlotState *sluice_slot_state_new(const gchar *key);
+/** sluice_slot_state_free: NULL-safe. */
+SLUICE_AVAILABLE_IN_0_2
+void sluice_slot_state_free(SluiceSlotState *state);
+
 /** sluice_broker_stats_init: empty containers, counts 0. */
 SLUICE_AVAILABLE_IN_0_1
 void sluice_broker_stats_init(SluiceBrokerStats *stats);

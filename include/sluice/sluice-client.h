@@ -272,6 +272,21 @@ SluiceCancelOutcome sluice_client_cancel(SluiceClient *client, const gchar *id,
                                          GError **error);
 
 /**
+ * sluice_client_list_slots:
+ * @limit: at most this many keys
+ *
+ * Who holds the concurrency slots now, and how many messages wait for
+ * them, per key (docs/flow-control.md). For operators: it may scan the
+ * store's keys.
+ * Returns: (transfer full) (element-type SluiceSlotState): the keys with a
+ * holder or a waiter, in no particular order; or NULL and @error
+ * (SLUICE_BROKER_ERROR_UNSUPPORTED for a broker without the slot).
+ */
+SLUICE_AVAILABLE_IN_0_2
+GPtrArray *sluice_client_list_slots(SluiceClient *client, guint limit,
+                                    GError **error);
+
+/**
  * sluice_client_get_stats:
  * @queues: (nullable): NULL = every queue the broker knows
  * @out: (out caller-allocates): clear with sluice_broker_stats_clear()

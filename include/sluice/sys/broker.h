@@ -728,6 +728,17 @@ struct _SluiceBrokerClass {
   gboolean (*unique_update)(SluiceBroker *self, SluiceUniqueUpdate *items,
                             guint n_items, GError **error);
 
+  /**
+   * list_slots: Optional (only with slot_acquire). If NULL, nobody can see
+   * who holds concurrency slots (listing them fails with UNSUPPORTED).
+   * Appends to @out (SluiceSlotState, transfer full) up to @limit keys
+   * that have a live holder or a waiter, each with its live holders and
+   * how many wait, in no particular order. For operators: it may scan the
+   * store's keys (never blocking a consumer for long), and changes nothing.
+   */
+  gboolean (*list_slots)(SluiceBroker *self, guint limit, GPtrArray *out,
+                         GError **error);
+
   /* Slots above are valid for version 4 */
 };
 
@@ -993,6 +1004,10 @@ SLUICE_BROKER_API
 gboolean sluice_broker_slot_release(SluiceBroker *broker,
                                     SluiceSlotRelease *items, guint n_items,
                                     GError **error);
+/* UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_list_slots(SluiceBroker *broker, guint limit,
+                                  GPtrArray *out, GError **error);
 /* UNSUPPORTED when the slot is NULL; the out fields are reset first. */
 SLUICE_BROKER_API
 gboolean sluice_broker_unique_enqueue(SluiceBroker *broker,
