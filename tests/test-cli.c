@@ -593,6 +593,45 @@ START_TEST(test_worker_runs_under_queue_limits)
                   "%s", text->out);
     break;
   }
+
+  /* Three long tasks under the limit of 2: stats show the key's two
+   * holders and one message waiting. */
+  for (guint i = 0; i < 3; i++)
+    g_ptr_array_add(ids, enqueue(ctx, "demo.sleep", "{\"ms\": 4000}", NULL));
+  for (gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;;) {
+    g_autoptr(Run) stats = cli(ctx, "stats", "--json", NULL);
+    g_autoptr(JsonNode) node = NULL;
+    JsonArray *slots;
+    JsonObject *slot = NULL;
+
+    assert_status(stats, 0);
+    node = parse_json(stats->out);
+    slots = json_object_get_array_member(object_of(node), "slots");
+    ck_assert_msg(slots != NULL, "%s", stats->out);
+    if (json_array_get_length(slots) == 1)
+      slot = json_array_get_object_element(slots, 0);
+    if (slot == NULL ||
+        json_array_get_length(json_object_get_array_member(slot, "holders")) !=
+            2 ||
+        json_object_get_int_member(slot, "waiting") != 1) {
+      ck_assert_msg(g_get_monotonic_time() < deadline,
+                    "never 2 holders and 1 waiting: %s", stats->out);
+      g_usleep(100 * 1000);
+      continue;
+    }
+    break;
+  }
+  {
+    g_autoptr(Run) text = cli(ctx, "stats", NULL);
+    assert_status(text, 0);
+    ck_assert_msg(strstr(text->out, "CONCURRENCY KEY") != NULL, "%s",
+                  text->out);
+  }
+  for (guint i = 10; i < ids->len; i++) {
+    g_autoptr(Run) result =
+        cli(ctx, "result", ids->pdata[i], "--wait", "60s", NULL);
+    assert_status(result, 0);
+  }
 }
 END_TEST
 
