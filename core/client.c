@@ -389,6 +389,16 @@ enqueue_unique(SluiceClient *client, Prepared *p, gboolean *out_existed,
   gchar *id = NULL;
 
   if (sluice_unique__enqueue(client, p, 1, &holder, error)) {
+    /* The id's own idempotency claim (a caller-chosen id enqueued
+     * before) is what a plain enqueue reports: the id, not an error. */
+    if (holder != NULL && g_str_equal(holder, p->env->id)) {
+      if (out_existed != NULL)
+        *out_existed = TRUE;
+      id = g_steal_pointer(&p->env->id);
+      g_clear_pointer(&holder, g_free);
+      sluice_client__prepared_clear(p);
+      return id;
+    }
     if (out_existed != NULL)
       *out_existed = holder != NULL;
     if (holder == NULL) {
