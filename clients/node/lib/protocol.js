@@ -535,14 +535,20 @@ function splitRecord(data) {
 const LUA_DIR = path.join(__dirname, '..', 'lua');
 const lua = (name) => fs.readFileSync(path.join(LUA_DIR, name));
 
+/* Scripts the C broker assembles with the key prelude alone (run once per
+ * fetch or per task start: defining the library is most of their cost). */
+const BARE_SCRIPTS = new Set(['rate_acquire', 'slot_acquire', 'unique_update']);
+
 /** A script as the C broker assembles it (brokers/redis/redis-scripts.h):
  * the step's shebang line, prelude, hooks, the mode's transport, library,
- * the rest of the step. */
+ * the rest of the step (the bare ones: shebang line, prelude, the rest). */
 function script(mode, name) {
   const source = lua(`${name}.lua`);
   const nl = source.indexOf(0x0a) + 1;
-  const text = Buffer.concat([source.subarray(0, nl), lua('prelude.lua'), lua('hooks.lua'),
-    lua(`transport-${mode}.lua`), lua('library.lua'), source.subarray(nl)]);
+  const text = BARE_SCRIPTS.has(name)
+    ? Buffer.concat([source.subarray(0, nl), lua('prelude.lua'), source.subarray(nl)])
+    : Buffer.concat([source.subarray(0, nl), lua('prelude.lua'), lua('hooks.lua'),
+      lua(`transport-${mode}.lua`), lua('library.lua'), source.subarray(nl)]);
   return { name, text, sha: crypto.createHash('sha1').update(text).digest('hex') };
 }
 

@@ -598,18 +598,28 @@ def _lua(name: str) -> bytes:
         return f.read()
 
 
+# Scripts the C broker assembles with the key prelude alone (run once per
+# fetch or per task start: defining the library is most of their cost).
+BARE_SCRIPTS = frozenset(("rate_acquire", "slot_acquire", "unique_update"))
+
+
 class Script:
     """One script as the C broker assembles it (brokers/redis/
     redis-scripts.h): the step file's shebang line, prelude, hooks, the
-    mode's transport, library, then the rest of the step file."""
+    mode's transport, library, then the rest of the step file (the bare
+    ones: the shebang line, prelude, then the rest)."""
 
     def __init__(self, mode: str, name: str):
         source = _lua(name + ".lua")
         nl = source.index(b"\n") + 1
         self.name = name
-        self.text = (source[:nl] + _lua("prelude.lua") + _lua("hooks.lua")
-                     + _lua("transport-%s.lua" % mode) + _lua("library.lua")
-                     + source[nl:])
+        if name in BARE_SCRIPTS:
+            self.text = source[:nl] + _lua("prelude.lua") + source[nl:]
+        else:
+            self.text = (source[:nl] + _lua("prelude.lua")
+                         + _lua("hooks.lua")
+                         + _lua("transport-%s.lua" % mode)
+                         + _lua("library.lua") + source[nl:])
         self.sha = hashlib.sha1(self.text).hexdigest()
 
 
