@@ -26,6 +26,10 @@ typedef struct {
   gchar *expires;
   gchar *id;
   gchar **headers;
+  gchar *unique_key;
+  gchar *unique_scope;
+  gboolean replace;
+  gchar *debounce;
 } EnqueueArgs;
 
 static void
@@ -40,12 +44,60 @@ enqueue_args_clear(EnqueueArgs *args)
   g_free(args->expires);
   g_free(args->id);
   g_strfreev(args->headers);
+  g_free(args->unique_key);
+  g_free(args->unique_scope);
+  g_free(args->debounce);
+}
+
+/* The --unique-* options into @unique (pointed at by @out), if any. */
+static gboolean
+resolve_unique(const EnqueueArgs *args, SluiceEnqueueOptions *out,
+               SluiceUniqueOptions *unique, GError **error)
+{
+  const gchar *scope = args->unique_scope;
+
+  if (args->unique_key == NULL && scope == NULL) {
+    if (args->replace || args->debounce != NULL)
+      return cli_usage_error(error, "--replace and --debounce need "
+                                    "--unique-key or --unique-scope");
+    return TRUE;
+  }
+  memset(unique, 0, sizeof *unique);
+  unique->key = args->unique_key;
+  unique->replace = args->replace;
+  if (scope == NULL || g_str_equal(scope, "queued")) {
+    unique->scope = SLUICE_UNIQUE_WHILE_QUEUED;
+  } else if (g_str_equal(scope, "running")) {
+    unique->scope = SLUICE_UNIQUE_WHILE_RUNNING;
+  } else if (g_str_has_prefix(scope, "ttl:")) {
+    unique->scope = SLUICE_UNIQUE_FOR_TTL;
+    if (!cli_parse_duration("--unique-scope ttl", scope + 4, &unique->ttl_ms,
+                            error))
+      return FALSE;
+    if (unique->ttl_ms <= 0)
+      return cli_usage_error(error, "--unique-scope ttl: give a duration "
+                                    "above 0, e.g. ttl:30s");
+  } else {
+    return cli_usage_error(error,
+                           "--unique-scope: “%s” is not queued, running or "
+                           "ttl:DURATION (e.g. ttl:30s)",
+                           scope);
+  }
+  if (args->debounce != NULL) {
+    if (!cli_parse_duration("--debounce", args->debounce, &unique->debounce_ms,
+                            error))
+      return FALSE;
+    if (unique->debounce_ms <= 0)
+      return cli_usage_error(error, "--debounce: give a duration above 0");
+  }
+  out->unique = unique;
+  return TRUE;
 }
 
 /* Turns the options into @out; @headers receives the --header pairs. */
 static gboolean
 resolve(const EnqueueArgs *args, SluiceEnqueueOptions *out, GHashTable *headers,
-        GError **error)
+        SluiceUniqueOptions *unique, GError **error)
 {
   guint64 n;
   gint64 ms;
@@ -104,7 +156,7 @@ resolve(const EnqueueArgs *args, SluiceEnqueueOptions *out, GHashTable *headers,
   }
   if (g_hash_table_size(headers) > 0)
     out->headers = headers;
-  return TRUE;
+  return resolve_unique(args, out, unique, error);
 }
 
 /* A typo in a task name, or a rollout that has not reached any worker, is
@@ -158,12 +210,21 @@ enqueue(const CliCommon *common, const gchar *task, GBytes *task_args,
     cli_json_string(json, id);
     cli_json_key(json, "existed");
     cli_json_bool(json, existed);
+    if (options->unique != NULL) {
+      cli_json_key(json, "unique_held");
+      cli_json_bool(json, existed);
+    }
     cli_json_end_object(json);
     cli_json_print(json);
   } else {
     printf("%s\n", id);
   }
-  if (existed)
+  if (existed && options->unique != NULL)
+    fprintf(stderr,
+            "%s: the uniqueness key is held by task %s: nothing new was "
+            "written\n",
+            g_get_prgname(), id);
+  else if (existed)
     fprintf(stderr,
             "%s: task %s was enqueued before (within 24 h): nothing new was "
             "written\n",
@@ -178,6 +239,7 @@ cli_cmd_enqueue(int argc, char **argv)
   EnqueueArgs args = {0};
   CliCommon common = {0};
   SluiceEnqueueOptions options;
+  SluiceUniqueOptions unique;
   g_autoptr(GHashTable) headers =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   g_autoptr(GError) error = NULL;
@@ -209,6 +271,19 @@ cli_cmd_enqueue(int argc, char **argv)
        "ID"},
       {"header", 0, 0, G_OPTION_ARG_STRING_ARRAY, &args.headers,
        "A message header (repeat it)", "NAME=VALUE"},
+      {"unique-key", 0, 0, G_OPTION_ARG_STRING, &args.unique_key,
+       "Enqueue only if no task holds this uniqueness key (without it, "
+       "--unique-scope derives the key from the task and its arguments)",
+       "KEY"},
+      {"unique-scope", 0, 0, G_OPTION_ARG_STRING, &args.unique_scope,
+       "How long the key is held: queued (default), running, or ttl:DURATION",
+       "SCOPE"},
+      {"replace", 0, 0, G_OPTION_ARG_NONE, &args.replace,
+       "Replace the holder of the key if it has not started", NULL},
+      {"debounce", 0, 0, G_OPTION_ARG_STRING, &args.debounce,
+       "Run only the last of a burst: delay it this long, each new one "
+       "replacing it and pushing it on",
+       "DURATION"},
       {NULL}};
 
   if (!cli_parse_options(
@@ -221,7 +296,7 @@ cli_cmd_enqueue(int argc, char **argv)
           "math.neg -- -5\nExample:\n  sluice enqueue demo.echo '{\"to\": "
           "\"world\"}' --queue default --delay 30s",
           &argc, &argv, &error) ||
-      !resolve(&args, &options, headers, &error)) {
+      !resolve(&args, &options, headers, &unique, &error)) {
     status = cli_report(error);
     goto out;
   }

@@ -43,9 +43,20 @@ strv_json(CliJson *json, gchar **v)
   cli_json_end_array(json);
 }
 
+/* How many concurrency keys `stats` lists at most. */
+#define STATS_SLOT_KEYS 1000
+
+static gint
+compare_slot_keys(gconstpointer a, gconstpointer b)
+{
+  const SluiceSlotState *x = *(SluiceSlotState *const *)a;
+  const SluiceSlotState *y = *(SluiceSlotState *const *)b;
+  return strcmp(x->key, y->key);
+}
+
 static void
 stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
-           const gchar *const *reasons)
+           const gchar *const *reasons, GPtrArray *slots)
 {
   g_autoptr(CliJson) json = cli_json_new();
 
@@ -136,6 +147,8 @@ stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
     cli_json_int(json, (gint64)w->retried);
     cli_json_key(json, "dead_lettered");
     cli_json_int(json, (gint64)w->dead_lettered);
+    cli_json_key(json, "limits");
+    strv_json(json, w->limits);
     cli_json_key(json, "running_tasks");
     cli_json_begin_array(json);
     for (guint k = 0; w->running_tasks != NULL && k < w->running_tasks->len;
@@ -156,13 +169,36 @@ stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
     cli_json_end_object(json);
   }
   cli_json_end_array(json);
+  /* Concurrency keys with a holder or a waiter; null where the broker
+   * cannot list them. */
+  cli_json_key(json, "slots");
+  if (slots == NULL) {
+    cli_json_null(json);
+  } else {
+    cli_json_begin_array(json);
+    for (guint i = 0; i < slots->len; i++) {
+      const SluiceSlotState *s = slots->pdata[i];
+      cli_json_begin_object(json);
+      cli_json_key(json, "key");
+      cli_json_string(json, s->key);
+      cli_json_key(json, "holders");
+      cli_json_begin_array(json);
+      for (guint k = 0; k < s->holders->len; k++)
+        cli_json_string(json, s->holders->pdata[k]);
+      cli_json_end_array(json);
+      cli_json_key(json, "waiting");
+      cli_json_int(json, s->waiting);
+      cli_json_end_object(json);
+    }
+    cli_json_end_array(json);
+  }
   cli_json_end_object(json);
   cli_json_print(json);
 }
 
 static void
 stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
-            const gchar *const *reasons)
+            const gchar *const *reasons, GPtrArray *slots)
 {
   gint64 now = g_get_real_time() / 1000;
   g_autofree gchar *scheduled =
@@ -253,6 +289,35 @@ stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
                     queues, running, ok, failed, retried, seen, age, tasks);
     }
     cli_table_print(table);
+    /* The limits each live worker runs with: workers of one queue should
+     * agree, and this is where an operator sees whether they do. */
+    for (guint i = 0; i < stats->workers->len; i++) {
+      const SluiceWorkerInfo *w = stats->workers->pdata[i];
+      if (!w->alive || w->limits == NULL || w->limits[0] == NULL)
+        continue;
+      printf("\nLimits of %s:\n", w->id);
+      for (guint k = 0; w->limits[k] != NULL; k++)
+        printf("  %s\n", w->limits[k]);
+    }
+  }
+  if (slots != NULL && slots->len > 0) {
+    const gchar *header[] = {"CONCURRENCY KEY", "HOLDING", "WAITING", "HOLDERS",
+                             NULL};
+    g_autoptr(CliTable) table = cli_table_new(header, 4);
+
+    printf("\n");
+    for (guint i = 0; i < slots->len; i++) {
+      const SluiceSlotState *s = slots->pdata[i];
+      g_autofree gchar *holding = g_strdup_printf("%u", s->holders->len);
+      g_autofree gchar *waiting = g_strdup_printf("%u", s->waiting);
+      g_autoptr(GString) holders = g_string_new(NULL);
+      for (guint k = 0; k < s->holders->len; k++)
+        g_string_append_printf(holders, "%s%s", k > 0 ? "," : "",
+                               (const gchar *)s->holders->pdata[k]);
+      cli_table_add(table, s->key, holding, waiting,
+                    holders->len > 0 ? holders->str : "-");
+    }
+    cli_table_print(table);
   }
 }
 
@@ -265,6 +330,8 @@ cli_cmd_stats(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceClient) client = NULL;
   g_autofree const gchar **reasons = NULL;
+  g_autoptr(GPtrArray) slots = NULL;
+  g_autoptr(GError) slots_error = NULL;
   SluiceBrokerStats stats;
   gboolean have_stats = FALSE;
   int status = CLI_EXIT_OK;
@@ -303,10 +370,18 @@ cli_cmd_stats(int argc, char **argv)
       stats.dead_letters_by_reason, NULL);
   qsort(reasons, g_strv_length((gchar **)reasons), sizeof *reasons,
         compare_names);
+  /* A broker that cannot list slots still has stats. */
+  slots = sluice_client_list_slots(client, STATS_SLOT_KEYS, &slots_error);
+  if (slots != NULL)
+    g_ptr_array_sort(slots, compare_slot_keys);
+  else if (!g_error_matches(slots_error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_UNSUPPORTED))
+    fprintf(stderr, "%s: warning: cannot list concurrency slots: %s\n",
+            g_get_prgname(), slots_error->message);
   if (common.json)
-    stats_json(&settings, &stats, reasons);
+    stats_json(&settings, &stats, reasons, slots);
   else
-    stats_table(&settings, &stats, reasons);
+    stats_table(&settings, &stats, reasons, slots);
 out:
   if (have_stats)
     sluice_broker_stats_clear(&stats);

@@ -94,6 +94,27 @@ sluice_event_entry_free(SluiceEventEntry *entry)
   g_free(entry);
 }
 
+SluiceSlotState *
+sluice_slot_state_new(const gchar *key)
+{
+  SluiceSlotState *s = g_new0(SluiceSlotState, 1);
+
+  g_return_val_if_fail(key != NULL, NULL);
+  s->key = g_strdup(key);
+  s->holders = g_ptr_array_new_with_free_func(g_free);
+  return s;
+}
+
+void
+sluice_slot_state_free(SluiceSlotState *state)
+{
+  if (state == NULL)
+    return;
+  g_free(state->key);
+  g_ptr_array_unref(state->holders);
+  g_free(state);
+}
+
 void
 sluice_join_state_clear(SluiceJoinState *state)
 {
@@ -193,6 +214,7 @@ worker_info_free(gpointer data)
   g_strfreev(w->tasks);
   if (w->running_tasks != NULL)
     g_ptr_array_unref(w->running_tasks);
+  g_strfreev(w->limits);
   g_free(w);
 }
 

@@ -157,6 +157,14 @@ validate_class(const SluiceBrokerClass *klass, GError **error)
                 name);
     return FALSE;
   }
+  if (klass->version >= 4 &&
+      (klass->unique_enqueue == NULL) != (klass->unique_update == NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” must provide unique_enqueue and unique_update "
+                "together, or neither",
+                name);
+    return FALSE;
+  }
   if ((klass->claim_periodic == NULL) != (klass->last_periodic == NULL)) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
                 "broker “%s” must provide claim_periodic and last_periodic "
@@ -1162,4 +1170,73 @@ sluice_broker_slot_release(SluiceBroker *broker, SluiceSlotRelease *items,
     return TRUE;
   ok = broker->klass->slot_release(broker, items, n_items, &local);
   return finish(broker, "slot_release", ok, local, error);
+}
+
+gboolean
+sluice_broker_unique_enqueue(SluiceBroker *broker, SluiceUniqueSubmit *items,
+                             guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(items[i].key != NULL, FALSE);
+    g_return_val_if_fail(items[i].submit.id != NULL, FALSE);
+    g_return_val_if_fail(items[i].claim_ttl_ms > 0, FALSE);
+    items[i].existed = FALSE;
+    items[i].replaced = FALSE;
+    items[i].submit.existed = FALSE;
+    g_clear_pointer(&items[i].holder, g_free);
+  }
+  if (broker->klass->unique_enqueue == NULL)
+    return unsupported(broker, "enqueue with a uniqueness key", error);
+  if (n_items == 0)
+    return TRUE;
+  ok = broker->klass->unique_enqueue(broker, items, n_items, &local);
+  return finish(broker, "unique_enqueue", ok, local, error);
+}
+
+gboolean
+sluice_broker_unique_update(SluiceBroker *broker, SluiceUniqueUpdate *items,
+                            guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(items[i].key != NULL && items[i].id != NULL, FALSE);
+    g_return_val_if_fail(items[i].action <= SLUICE_UNIQUE_RENEW, FALSE);
+    g_return_val_if_fail(items[i].ttl_ms > 0 ||
+                             items[i].action == SLUICE_UNIQUE_CHECK ||
+                             items[i].action == SLUICE_UNIQUE_START ||
+                             items[i].action == SLUICE_UNIQUE_RELEASE,
+                         FALSE);
+    items[i].superseded = FALSE;
+  }
+  if (broker->klass->unique_update == NULL)
+    return unsupported(broker, "enqueue with a uniqueness key", error);
+  if (n_items == 0)
+    return TRUE;
+  ok = broker->klass->unique_update(broker, items, n_items, &local);
+  return finish(broker, "unique_update", ok, local, error);
+}
+
+gboolean
+sluice_broker_list_slots(SluiceBroker *broker, guint limit, GPtrArray *out,
+                         GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL && out != NULL, FALSE);
+  if (broker->klass->list_slots == NULL)
+    return unsupported(broker, "list concurrency slots", error);
+  if (limit == 0)
+    return TRUE;
+  ok = broker->klass->list_slots(broker, limit, out, &local);
+  return finish(broker, "list_slots", ok, local, error);
 }

@@ -208,6 +208,7 @@ sluice_client__prepared_clear(Prepared *p)
   g_clear_pointer(&p->env, sluice_envelope_free);
   g_clear_pointer(&p->payload, g_bytes_unref);
   g_clear_pointer(&p->record, g_bytes_unref);
+  g_clear_pointer(&p->unique_key, g_free);
 }
 
 gboolean
@@ -313,6 +314,22 @@ sluice_client__prepare(SluiceClient *client, const gchar *task, GBytes *args,
   }
 
   out->env = env;
+  out->due_at = env->eta;
+  if (options->unique != NULL && wf != NULL) {
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_INVALID,
+                "cannot enqueue “%s”: a task of a workflow cannot have a "
+                "uniqueness key (the workflow runs each of its tasks once)",
+                task);
+    sluice_client__prepared_clear(out);
+    return FALSE;
+  }
+  if (options->unique != NULL &&
+      !sluice_unique__prepare(options->unique, client->options.dedup_ttl_ms,
+                              now, out, error)) {
+    g_prefix_error(error, "cannot enqueue “%s”: ", task);
+    sluice_client__prepared_clear(out);
+    return FALSE;
+  }
   out->payload = sluice_envelope_encode(client->options.codec, env, error);
   if (out->payload == NULL) {
     g_prefix_error(error, "cannot enqueue “%s”: ", task);
@@ -362,6 +379,48 @@ sluice_client__fill_submit(SluiceClient *client, Prepared *p, SluiceSubmit *s)
   s->record_ttl_ms = record_ttl(client, p->env);
 }
 
+/* Consumes @p. A key held by another task is the holder's id with
+ * @out_existed, or SLUICE_CLIENT_ERROR_DUPLICATE without. */
+static gchar *
+enqueue_unique(SluiceClient *client, Prepared *p, gboolean *out_existed,
+               GError **error)
+{
+  gchar *holder = NULL;
+  gchar *id = NULL;
+
+  if (sluice_unique__enqueue(client, p, 1, &holder, error)) {
+    /* The id's own idempotency claim (a caller-chosen id enqueued
+     * before) is what a plain enqueue reports: the id, not an error. */
+    if (holder != NULL && g_str_equal(holder, p->env->id)) {
+      if (out_existed != NULL)
+        *out_existed = TRUE;
+      id = g_steal_pointer(&p->env->id);
+      g_clear_pointer(&holder, g_free);
+      sluice_client__prepared_clear(p);
+      return id;
+    }
+    if (out_existed != NULL)
+      *out_existed = holder != NULL;
+    if (holder == NULL) {
+      if (client->options.events)
+        sluice_events__enqueued(client->broker, &p->env, 1,
+                                sluice_clock_now_ms(client->clock));
+      id = g_steal_pointer(&p->env->id);
+    } else if (out_existed != NULL) {
+      id = g_steal_pointer(&holder);
+    } else {
+      g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_DUPLICATE,
+                  "cannot enqueue “%s”: its uniqueness key “%s” is held by "
+                  "task %s; nothing was enqueued (wait for that task, or "
+                  "enqueue with replace to supersede it)",
+                  p->env->task, p->unique_key, holder);
+    }
+  }
+  g_free(holder);
+  sluice_client__prepared_clear(p);
+  return id;
+}
+
 gchar *
 sluice_client_enqueue_full(SluiceClient *client, const gchar *task,
                            GBytes *args, const SluiceEnqueueOptions *options,
@@ -377,6 +436,8 @@ sluice_client_enqueue_full(SluiceClient *client, const gchar *task,
   if (!sluice_client__prepare(client, task, args, options, NULL, NULL,
                               sluice_clock_now_ms(client->clock), &p, error))
     return NULL;
+  if (p.unique_key != NULL)
+    return enqueue_unique(client, &p, out_existed, error);
   sluice_client__fill_submit(client, &p, &submit);
   if (client->options.events)
     sluice_events__enqueued(client->broker, &p.env, 1,
@@ -422,6 +483,15 @@ sluice_client_enqueue_batch(SluiceClient *client,
                                 requests[n_ok].args, requests[n_ok].options,
                                 NULL, NULL, now, &prepared[n_ok], error)) {
       g_prefix_error(error, "request %u of the batch: ", n_ok);
+      goto out;
+    }
+    if (prepared[n_ok].unique_key != NULL) {
+      g_set_error_literal(error, SLUICE_CLIENT_ERROR,
+                          SLUICE_CLIENT_ERROR_INVALID,
+                          "request %u of the batch: a task with a uniqueness "
+                          "key is enqueued on its own, with "
+                          "sluice_client_enqueue()");
+      n_ok++;
       goto out;
     }
     sluice_client__fill_submit(client, &prepared[n_ok], &submits[n_ok]);
@@ -900,4 +970,16 @@ sluice_client_dlq_delete(SluiceClient *client, const gchar *entry_id,
     return FALSE;
   }
   return TRUE;
+}
+
+GPtrArray *
+sluice_client_list_slots(SluiceClient *client, guint limit, GError **error)
+{
+  g_autoptr(GPtrArray) out =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_slot_state_free);
+
+  g_return_val_if_fail(client != NULL, NULL);
+  if (!sluice_broker_list_slots(client->broker, limit, out, error))
+    return NULL;
+  return g_steal_pointer(&out);
 }

@@ -88,6 +88,39 @@ settle_lost_child(Job *job, SluiceChildOutcome *ran)
   }
 }
 
+/* At the start of a message with a uniqueness claim: ends a "while
+ * queued" claim, takes a "while running" one as a lease. FALSE when a
+ * newer message of the key holds it: this one was replaced. If the broker
+ * cannot be reached the task runs (as it would have without the claim). */
+static gboolean
+start_unique(Job *job)
+{
+  SluiceWorker *worker = job->worker;
+  g_autoptr(GError) error = NULL;
+  SluiceUniqueUpdate u = {0};
+  SluiceUniqueScope scope;
+
+  if (!sluice_unique__parse(job->env, &scope, &u.key))
+    return TRUE;
+  u.id = job->env->id;
+  u.action = scope == SLUICE_UNIQUE_WHILE_QUEUED    ? SLUICE_UNIQUE_START
+             : scope == SLUICE_UNIQUE_WHILE_RUNNING ? SLUICE_UNIQUE_HOLD
+                                                    : SLUICE_UNIQUE_CHECK;
+  u.ttl_ms = worker->options.visibility_timeout_ms;
+  if (!sluice_broker_unique_update(worker->broker, &u, 1, &error)) {
+    sluice_log__envelope(G_LOG_LEVEL_WARNING, job->env, job->env->queue,
+                         "could not update its uniqueness claim; it runs "
+                         "anyway: %s",
+                         error->message);
+    return TRUE;
+  }
+  if (u.superseded)
+    return FALSE;
+  if (scope == SLUICE_UNIQUE_WHILE_RUNNING)
+    g_atomic_int_set(&job->unique_held, 1);
+  return TRUE;
+}
+
 static void
 execute(Job *job, guint slot)
 {
@@ -108,6 +141,14 @@ execute(Job *job, guint slot)
   if (sluice_worker__is_revoked(worker, env->id, now)) {
     if (job_claim(job))
       sluice_outcome__cancelled(job, "revoked before it started");
+    sluice_job__unref(job);
+    return;
+  }
+
+  if (env->unique != NULL && !start_unique(job)) {
+    if (job_claim(job))
+      sluice_outcome__cancelled(job, "replaced by a newer task of its "
+                                     "uniqueness key before it started");
     sluice_job__unref(job);
     return;
   }

@@ -53,6 +53,42 @@ sluice_rate_limit__problem(const SluiceRateLimit *limit, const gchar *field)
   return key_problem(limit->key, limit->key_name, field);
 }
 
+static const gchar *
+key_text(SluiceLimitKey key)
+{
+  switch (key) {
+  case SLUICE_LIMIT_KEY_TASK:
+    return ", per task";
+  case SLUICE_LIMIT_KEY_HEADER:
+    return ", per header ";
+  case SLUICE_LIMIT_KEY_ARG:
+    return ", per argument ";
+  case SLUICE_LIMIT_KEY_NONE:
+  default:
+    return "";
+  }
+}
+
+gchar *
+sluice_rate_limit__describe(const SluiceRateLimit *limit, const gchar *scope,
+                            const gchar *name)
+{
+  return g_strdup_printf(
+      "rate %s %s: %" G_GINT64_FORMAT " per %" G_GINT64_FORMAT
+      " ms, burst %" G_GINT64_FORMAT "%s%s",
+      scope, name, limit->count, limit->period_ms, MAX(limit->burst, 1),
+      key_text(limit->key), limit->key_name != NULL ? limit->key_name : "");
+}
+
+gchar *
+sluice_concurrency_limit__describe(const SluiceConcurrencyLimit *limit,
+                                   const gchar *scope, const gchar *name)
+{
+  return g_strdup_printf("concurrency %s %s: %u at once%s%s", scope, name,
+                         limit->max, key_text(limit->key),
+                         limit->key_name != NULL ? limit->key_name : "");
+}
+
 static gchar *
 key_problem(SluiceLimitKey key, const gchar *key_name, const gchar *field)
 {

@@ -253,12 +253,15 @@ running_tasks(SluiceWorker *worker)
  * for as long as its lease: stats show it (dead once this lapses),
  * producers can tell whether anyone serves a task name, and operators list
  * the running tasks. Every ANNOUNCE_INTERVAL_MS, so that list is fresh. */
+static gchar **limit_lines(SluiceWorker *worker, gchar **tasks);
+
 static void
 announce(SluiceWorker *worker)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) bytes = NULL;
   g_auto(GStrv) tasks = sluice_registry_list(worker->registry);
+  g_auto(GStrv) limits = NULL;
   g_autoptr(GPtrArray) running = NULL;
   SluiceWorkerInfo info = {0};
 
@@ -277,10 +280,50 @@ announce(SluiceWorker *worker)
   running = running_tasks(worker);
   g_mutex_unlock(&worker->lock);
   info.running_tasks = running;
+  limits = limit_lines(worker, tasks);
+  info.limits = limits;
   bytes = sluice_worker_info__encode(&info);
   if (!sluice_broker_announce(worker->broker, worker->id, bytes,
                               worker->options.visibility_timeout_ms, &error))
     sluice_worker__broker_failed(worker, "announcing the worker", error);
+}
+
+/* The limits the worker runs with, one line each (queues', then tasks',
+ * then the queues' weights), for `sluice stats`. */
+static gchar **
+limit_lines(SluiceWorker *worker, gchar **tasks)
+{
+  GPtrArray *out = g_ptr_array_new();
+
+  for (guint i = 0; worker->queues[i] != NULL; i++) {
+    const SluiceRateLimit *rate =
+        g_hash_table_lookup(worker->queue_rates, worker->queues[i]);
+    const SluiceConcurrencyLimit *slots =
+        g_hash_table_lookup(worker->queue_slots, worker->queues[i]);
+    if (rate != NULL)
+      g_ptr_array_add(
+          out, sluice_rate_limit__describe(rate, "queue", worker->queues[i]));
+    if (slots != NULL)
+      g_ptr_array_add(out, sluice_concurrency_limit__describe(
+                               slots, "queue", worker->queues[i]));
+  }
+  for (guint i = 0; tasks != NULL && tasks[i] != NULL; i++) {
+    SluiceTaskOptions o;
+    if (!sluice_registry_get_options(worker->registry, tasks[i], &o))
+      continue;
+    if (o.rate_limit != NULL)
+      g_ptr_array_add(
+          out, sluice_rate_limit__describe(o.rate_limit, "task", tasks[i]));
+    if (o.concurrency_limit != NULL)
+      g_ptr_array_add(out, sluice_concurrency_limit__describe(
+                               o.concurrency_limit, "task", tasks[i]));
+  }
+  for (guint i = 0; worker->weights != NULL && worker->queues[i] != NULL; i++)
+    g_ptr_array_add(out,
+                    g_strdup_printf("weight queue %s: %u", worker->queues[i],
+                                    worker->weights[i]));
+  g_ptr_array_add(out, NULL);
+  return (gchar **)g_ptr_array_free(out, FALSE);
 }
 
 /* Renews the worker's liveness and the leases of what it holds. Runs on the
@@ -322,6 +365,34 @@ renew_slots(SluiceWorker *worker, GPtrArray *jobs)
                           g_array_index(items, SluiceSlotAcquire, i).holder);
 }
 
+/* A "while running" claim is a lease like a slot: renewed here, it lapses
+ * one lease after its worker died. */
+static void
+renew_unique(SluiceWorker *worker, GPtrArray *jobs)
+{
+  g_autoptr(GArray) items =
+      g_array_new(FALSE, TRUE, sizeof(SluiceUniqueUpdate));
+  g_autoptr(GError) error = NULL;
+
+  for (guint i = 0; i < jobs->len; i++) {
+    Job *job = jobs->pdata[i];
+    SluiceUniqueUpdate item = {0};
+    SluiceUniqueScope scope;
+
+    if (!g_atomic_int_get(&job->unique_held) ||
+        !sluice_unique__parse(job->env, &scope, &item.key))
+      continue;
+    item.id = job->env->id;
+    item.action = SLUICE_UNIQUE_RENEW;
+    item.ttl_ms = worker->options.visibility_timeout_ms;
+    g_array_append_val(items, item);
+  }
+  if (items->len > 0 && !sluice_broker_unique_update(
+                            worker->broker, (SluiceUniqueUpdate *)items->data,
+                            items->len, &error))
+    sluice_worker__broker_failed(worker, "renewing uniqueness claims", error);
+}
+
 static gboolean
 heartbeat_tick(gpointer data)
 {
@@ -349,6 +420,7 @@ heartbeat_tick(gpointer data)
   ok = sluice_broker_heartbeat(worker->broker, worker->id, lease, held,
                                jobs->len, &error);
   renew_slots(worker, jobs);
+  renew_unique(worker, jobs);
   g_mutex_lock(&worker->lock);
   last_ok_us = worker->last_lease_ok_us;
   g_mutex_unlock(&worker->lock);

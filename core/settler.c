@@ -223,6 +223,51 @@ sluice_worker__release_slots(SluiceWorker *worker, Job **jobs, guint n)
                         items->len, error->message);
 }
 
+/* Best effort, like the slots: a claim that cannot be ended lapses with
+ * its TTL (a running one with its lease). A claim is ended only where the
+ * message's id holds it, so one taken over meanwhile is left alone. */
+void
+sluice_worker__settle_unique(SluiceWorker *worker, Job **jobs,
+                             const SluiceSettlement *items, guint n)
+{
+  g_autoptr(GArray) updates =
+      g_array_new(FALSE, TRUE, sizeof(SluiceUniqueUpdate));
+  g_autoptr(GError) error = NULL;
+  gint64 now = sluice_clock_now_ms(worker->clock);
+
+  for (guint i = 0; i < n; i++) {
+    SluiceUniqueUpdate u = {0};
+    SluiceUniqueScope scope;
+    gboolean held;
+
+    if (!sluice_unique__parse(jobs[i]->env, &scope, &u.key) ||
+        scope == SLUICE_UNIQUE_FOR_TTL || items[i].status != SLUICE_SETTLE_DONE)
+      continue;
+    held = g_atomic_int_compare_and_exchange(&jobs[i]->unique_held, 1, 0);
+    u.id = jobs[i]->env->id;
+    if (items[i].action == SLUICE_SETTLE_ACK ||
+        items[i].action == SLUICE_SETTLE_DEAD_LETTER) {
+      u.action = SLUICE_UNIQUE_RELEASE;
+    } else if (held) {
+      /* A retry, a snooze or a release at shutdown: it waits again. */
+      u.action = SLUICE_UNIQUE_WAIT;
+      u.ttl_ms =
+          SLUICE_DEFAULT_DEDUP_TTL_MS + MAX(0, items[i].reschedule_at - now);
+    } else {
+      continue;
+    }
+    g_array_append_val(updates, u);
+  }
+  if (updates->len > 0 &&
+      !sluice_broker_unique_update(worker->broker,
+                                   (SluiceUniqueUpdate *)updates->data,
+                                   updates->len, &error))
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "could not end %u uniqueness claims (they lapse with "
+                        "their TTL or lease): %s",
+                        updates->len, error->message);
+}
+
 gpointer
 sluice_worker__settler_main(gpointer data)
 {
@@ -341,6 +386,7 @@ sluice_worker__settler_main(gpointer data)
       for (guint i = 0; i < n_items; i++)
         settled_jobs[i] = batch[settled[i]]->job;
       sluice_worker__release_slots(worker, settled_jobs, n_items);
+      sluice_worker__settle_unique(worker, settled_jobs, items, n_items);
     }
 
     if (n_items > 0) {

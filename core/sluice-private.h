@@ -90,6 +90,14 @@ SluiceConcurrencyLimit *
 sluice_concurrency_limit__copy(const SluiceConcurrencyLimit *limit);
 void sluice_concurrency_limit__free(SluiceConcurrencyLimit *limit);
 /* The generic cell rate algorithm's two figures of @limit, in us. */
+/* One line an operator reads: "rate task mail.send: 10 per 1000 ms, burst
+ * 1, per header tenant", "concurrency queue renders: 3 at once". @scope is
+ * "task" or "queue". Returns: (transfer full). */
+gchar *sluice_rate_limit__describe(const SluiceRateLimit *limit,
+                                   const gchar *scope, const gchar *name);
+gchar *sluice_concurrency_limit__describe(const SluiceConcurrencyLimit *limit,
+                                          const gchar *scope,
+                                          const gchar *name);
 gint64 sluice_rate_limit__interval_us(const SluiceRateLimit *limit);
 gint64 sluice_rate_limit__tolerance_us(const SluiceRateLimit *limit);
 
@@ -149,7 +157,29 @@ typedef struct {
   GBytes *record;
   gint64 due_at;
   gboolean dedup;
+  gchar *unique_key;    /* NULL: no uniqueness */
+  gint64 unique_ttl_ms; /* the claim's lifetime at enqueue */
+  gboolean unique_replace;
 } SluicePrepared;
+
+/* ---- Uniqueness (unique.c) ---- */
+
+/* Checks @unique and fills @p's uniqueness (its key, the claim's lifetime
+ * and @env->unique); a debounce moves @p's due time. FALSE and
+ * SLUICE_CLIENT_ERROR_INVALID naming the field otherwise. */
+gboolean sluice_unique__prepare(const SluiceUniqueOptions *unique,
+                                gint64 default_ttl_ms, gint64 now,
+                                SluicePrepared *p, GError **error);
+/* Enqueues @n prepared messages that carry a uniqueness key, in one broker
+ * call. Sets out_holders[i] (transfer full) to the holder's id of each
+ * refused one, NULL for one written. */
+gboolean sluice_unique__enqueue(SluiceClient *client, SluicePrepared *p,
+                                guint n, gchar **out_holders, GError **error);
+/* Reads @env->unique: its scope and (transfer none, into @env) key. FALSE
+ * for a message without one or with a malformed one. */
+gboolean sluice_unique__parse(const SluiceEnvelope *env,
+                              SluiceUniqueScope *out_scope,
+                              const gchar **out_key);
 
 /* Checks and encodes one request into @out (cleared first). @id
  * (nullable) wins over @options->id; @wf (nullable) is the envelope's

@@ -60,7 +60,7 @@ sluice_worker_info__encode(const SluiceWorkerInfo *w)
 
   msgpack_sbuffer_init(&buf);
   msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 13);
+  msgpack_pack_map(&pk, 14);
   pack_key(&pk, "v");
   msgpack_pack_uint32(&pk, INFO_VERSION);
   pack_key(&pk, "host");
@@ -85,6 +85,8 @@ sluice_worker_info__encode(const SluiceWorkerInfo *w)
   msgpack_pack_uint64(&pk, w->retried);
   pack_key(&pk, "dead_lettered");
   msgpack_pack_uint64(&pk, w->dead_lettered);
+  pack_key(&pk, "limits");
+  pack_strv(&pk, (const gchar *const *)w->limits);
   /* [[id, task, queue, started_at], ...], bounded: an announcement is
    * rewritten every few seconds. */
   pack_key(&pk, "running_tasks");
@@ -250,8 +252,11 @@ sluice_worker_info__decode(SluiceWorkerInfo *w)
     if (!sluice_mp_reader__next(&r, &v, NULL))
       return;
     if (v.type == SLUICE_MP_ARRAY &&
-        (key_is(&k, "queues") || key_is(&k, "tasks"))) {
-      if (!take_strv(&r, &v, key_is(&k, "queues") ? &w->queues : &w->tasks))
+        (key_is(&k, "queues") || key_is(&k, "tasks") || key_is(&k, "limits"))) {
+      if (!take_strv(&r, &v,
+                     key_is(&k, "queues")  ? &w->queues
+                     : key_is(&k, "tasks") ? &w->tasks
+                                           : &w->limits))
         return;
       continue;
     }

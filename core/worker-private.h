@@ -285,6 +285,10 @@ struct _Job {
   gchar *slot_key;
   gchar *slot_holder;
   gint slot_held;
+  /* Set (atomic) while the job holds its "while running" uniqueness claim
+   * as a lease (executor.c takes it, housekeeping renews it, the settler
+   * ends it). */
+  gint unique_held;
 };
 
 typedef struct {
@@ -450,6 +454,10 @@ gpointer sluice_worker__settler_main(gpointer data);
 gpointer sluice_worker__fetcher_main(gpointer data);
 /* settler.c: gives back the concurrency slots that @n jobs hold. */
 void sluice_worker__release_slots(SluiceWorker *worker, Job **jobs, guint n);
+/* After their settlement: ends the uniqueness claims of the finished
+ * @jobs and puts those of retried running ones back to waiting. */
+void sluice_worker__settle_unique(SluiceWorker *worker, Job **jobs,
+                                  const SluiceSettlement *items, guint n);
 /* housekeeping.c */
 gboolean sluice_worker__promote_all_due(SluiceWorker *worker,
                                         gint64 *out_next_due, GError **error);

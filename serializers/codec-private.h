@@ -68,6 +68,7 @@ typedef enum {
   SLUICE_KEY_HEADERS,
   SLUICE_KEY_WF,
   SLUICE_KEY_SNOOZES,
+  SLUICE_KEY_UNIQUE,
   SLUICE_N_KEYS
 } SluiceEnvelopeKey;
 

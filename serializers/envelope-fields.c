@@ -24,7 +24,7 @@
 static const gchar *const key_names[SLUICE_N_KEYS] = {
     "v",       "id",          "task", "queue", "args",
     "attempt", "enqueued_at", "eta",  "opts",  "unknown_since",
-    "history", "headers",     "wf",   "snz",
+    "history", "headers",     "wf",   "snz",   "uq",
 };
 
 static const gchar *const option_names[SLUICE_N_OPTS] = {
@@ -296,6 +296,21 @@ check_wf(const gchar *s, gsize len, GError **error)
   return sluice_codec__check_text("wf", s, len, error);
 }
 
+/* The uniqueness claim is the core's ("<scope letter>:<key>", read by
+ * core/unique.c): here only its size and its text are checked. */
+static gboolean
+check_unique(const gchar *s, gsize len, GError **error)
+{
+  if (len < 3 || len > SLUICE_MAX_UNIQUE_BYTES || s[1] != ':') {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "uq: must be a scope letter, “:” and a key, 3 to %d bytes "
+                "long, found %" G_GSIZE_FORMAT " bytes",
+                SLUICE_MAX_UNIQUE_BYTES, len);
+    return FALSE;
+  }
+  return sluice_codec__check_text("uq", s, len, error);
+}
+
 gboolean
 sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
                            const SluiceMpValue *v, GError **error)
@@ -344,6 +359,14 @@ sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
       return FALSE;
     g_free(env->wf);
     env->wf = g_strndup(v->raw.data, v->raw.len);
+    return TRUE;
+  case SLUICE_KEY_UNIQUE:
+    if (v->type != SLUICE_MP_STR)
+      return wrong_type(field, "a string", v, error);
+    if (!check_unique(v->raw.data, v->raw.len, error))
+      return FALSE;
+    g_free(env->unique);
+    env->unique = g_strndup(v->raw.data, v->raw.len);
     return TRUE;
   case SLUICE_KEY_SNOOZES:
     if (!get_uint32(field, v, 0, &u32, error))
@@ -640,6 +663,8 @@ sluice_envelope__validate(const SluiceEnvelope *env, GError **error)
       !validate_not_negative("eta", env->eta, error) ||
       !validate_not_negative("unknown_since", env->unknown_since, error) ||
       (env->wf != NULL && !check_wf(env->wf, strlen(env->wf), error)) ||
+      (env->unique != NULL &&
+       !check_unique(env->unique, strlen(env->unique), error)) ||
       !validate_not_negative("opts.timeout_ms", o->timeout_ms, error) ||
       !validate_not_negative("opts.expires_at", o->expires_at, error) ||
       !validate_not_negative("opts.result_ttl_ms", o->result_ttl_ms, error) ||

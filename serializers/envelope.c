@@ -97,6 +97,7 @@ sluice_envelope_copy(const SluiceEnvelope *env)
   copy->task = g_strdup(env->task);
   copy->queue = g_strdup(env->queue);
   copy->wf = g_strdup(env->wf);
+  copy->unique = g_strdup(env->unique);
   /* GBytes is immutable: sharing it is as good as a deep copy. */
   copy->args = env->args != NULL ? g_bytes_ref(env->args) : NULL;
   copy->history = NULL;
@@ -127,6 +128,7 @@ sluice_envelope_free(SluiceEnvelope *env)
   g_free(env->task);
   g_free(env->queue);
   g_free(env->wf);
+  g_free(env->unique);
   if (env->args != NULL)
     g_bytes_unref(env->args);
   if (env->history != NULL)

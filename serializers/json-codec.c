@@ -196,6 +196,8 @@ json_encode(const SluiceCodec *codec, const SluiceEnvelope *env, GError **error)
     put_key(out, sluice_envelope__key_name(SLUICE_KEY_SNOOZES));
     put_int(out, env->snoozes);
   }
+  if (env->unique != NULL)
+    put_string_field(out, SLUICE_KEY_UNIQUE, env->unique);
   g_string_append_c(out, '}');
   return g_string_free_to_bytes(out);
 }

@@ -158,6 +158,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
     n_keys++;
     bound += KEY_BYTES("snz") + INT_MAX_BYTES;
   }
+  if (env->unique != NULL) {
+    n_keys++;
+    bound += KEY_BYTES("uq") + STR_HEAD_MAX + strlen(env->unique);
+  }
   if (n_headers > 0) {
     n_keys++;
     bound += KEY_BYTES("headers") + 5;
@@ -291,6 +295,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
   if (env->snoozes > 0) {
     put_key(&w, SLUICE_KEY_SNOOZES);
     w.rc |= msgpack_pack_uint32(&w.pk, env->snoozes);
+  }
+  if (env->unique != NULL) {
+    put_key(&w, SLUICE_KEY_UNIQUE);
+    put_str(&w, env->unique, strlen(env->unique));
   }
 
   /* The bound makes a reallocation impossible; a failure is memory. */

@@ -554,6 +554,84 @@ START_TEST(test_worker_runs_under_queue_limits)
     ck_assert_str_eq(member_string(object_of(record), "state"), "succeeded");
     ck_assert_int_eq(member_int(object_of(record), "attempt"), 1);
   }
+
+  /* `sluice stats` shows the limits the worker announced, in JSON and in
+   * text (announcements are rewritten every 2 s: wait for one). */
+  for (gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;;) {
+    g_autoptr(Run) stats = cli(ctx, "stats", "--json", NULL);
+    g_autoptr(Run) text = NULL;
+    g_autoptr(JsonNode) node = NULL;
+    JsonArray *workers;
+    JsonArray *limits = NULL;
+
+    assert_status(stats, 0);
+    node = parse_json(stats->out);
+    workers = json_object_get_array_member(object_of(node), "workers");
+    if (workers != NULL && json_array_get_length(workers) > 0)
+      limits = json_object_get_array_member(
+          json_array_get_object_element(workers, 0), "limits");
+    if (limits == NULL || json_array_get_length(limits) == 0) {
+      ck_assert_msg(g_get_monotonic_time() < deadline,
+                    "no limits announced: %s", stats->out);
+      g_usleep(200 * 1000);
+      continue;
+    }
+    ck_assert_uint_eq(json_array_get_length(limits), 4);
+    ck_assert_str_eq(json_array_get_string_element(limits, 0),
+                     "rate queue default: 1000 per 1000 ms, burst 50");
+    ck_assert_str_eq(json_array_get_string_element(limits, 1),
+                     "concurrency queue default: 2 at once");
+    ck_assert_str_eq(json_array_get_string_element(limits, 2),
+                     "weight queue default: 3");
+    ck_assert_str_eq(json_array_get_string_element(limits, 3),
+                     "weight queue other: 1");
+    text = cli(ctx, "stats", NULL);
+    assert_status(text, 0);
+    ck_assert_msg(strstr(text->out, "Limits of ") != NULL &&
+                      strstr(text->out, "  concurrency queue default: 2 at "
+                                        "once\n") != NULL,
+                  "%s", text->out);
+    break;
+  }
+
+  /* Three long tasks under the limit of 2: stats show the key's two
+   * holders and one message waiting. */
+  for (guint i = 0; i < 3; i++)
+    g_ptr_array_add(ids, enqueue(ctx, "demo.sleep", "{\"ms\": 4000}", NULL));
+  for (gint64 deadline = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;;) {
+    g_autoptr(Run) stats = cli(ctx, "stats", "--json", NULL);
+    g_autoptr(JsonNode) node = NULL;
+    JsonArray *slots;
+    JsonObject *slot = NULL;
+
+    assert_status(stats, 0);
+    node = parse_json(stats->out);
+    slots = json_object_get_array_member(object_of(node), "slots");
+    ck_assert_msg(slots != NULL, "%s", stats->out);
+    if (json_array_get_length(slots) == 1)
+      slot = json_array_get_object_element(slots, 0);
+    if (slot == NULL ||
+        json_array_get_length(json_object_get_array_member(slot, "holders")) !=
+            2 ||
+        json_object_get_int_member(slot, "waiting") != 1) {
+      ck_assert_msg(g_get_monotonic_time() < deadline,
+                    "never 2 holders and 1 waiting: %s", stats->out);
+      g_usleep(100 * 1000);
+      continue;
+    }
+    break;
+  }
+  {
+    g_autoptr(Run) text = cli(ctx, "stats", NULL);
+    assert_status(text, 0);
+    ck_assert_msg(strstr(text->out, "CONCURRENCY KEY") != NULL, "%s",
+                  text->out);
+  }
+  for (guint i = 10; i < ids->len; i++) {
+    g_autoptr(Run) result =
+        cli(ctx, "result", ids->pdata[i], "--wait", "60s", NULL);
+    assert_status(result, 0);
+  }
 }
 END_TEST
 
@@ -1166,6 +1244,65 @@ START_TEST(test_sigterm_lets_short_task_finish)
   assert_status(result, 0);
   ck_assert(strstr(result->out, "succeeded") != NULL);
   ck_assert(strstr(result->out, "{\"slept_ms\":1500}") != NULL);
+}
+END_TEST
+
+/* --unique-key: a second enqueue of a held key writes nothing and names
+ * the holder; --replace lets the new one win while the holder waits;
+ * --debounce pushes the run on; a worker runs one of each. */
+START_TEST(test_enqueue_unique)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *first =
+      enqueue(ctx, "demo.noop", "--unique-key", "report-7", "--unique-scope",
+              "running", NULL);
+  g_autoptr(Run) again =
+      cli(ctx, "enqueue", "demo.noop", "--unique-key", "report-7",
+          "--unique-scope", "running", "--json", NULL);
+  g_autoptr(Run) bad = cli(ctx, "enqueue", "demo.noop", "--unique-key", "k",
+                           "--unique-scope", "forever", NULL);
+  g_autoptr(Run) lonely = cli(ctx, "enqueue", "demo.noop", "--replace", NULL);
+  g_autofree gchar *old = enqueue(ctx, "demo.noop", "--unique-key", "sync",
+                                  "--replace", "--delay", "1h", NULL);
+  g_autofree gchar *new = enqueue(ctx, "demo.noop", "--unique-key", "sync",
+                                  "--replace", "--delay", "1h", NULL);
+  g_autofree gchar *debounced = enqueue(ctx, "demo.noop", "--unique-scope",
+                                        "ttl:1h", "--debounce", "1h", NULL);
+  g_autoptr(JsonNode) existed = NULL;
+  g_autoptr(Run) old_inspect = NULL;
+  g_autoptr(Run) new_inspect = NULL;
+  g_autoptr(Run) deb_inspect = NULL;
+  g_autoptr(Run) result = NULL;
+  g_autoptr(Worker) w = NULL;
+
+  assert_status(again, 0);
+  existed = parse_json(again->out);
+  ck_assert_str_eq(member_string(object_of(existed), "id"), first);
+  ck_assert(json_object_get_boolean_member(object_of(existed), "existed"));
+  ck_assert(json_object_get_boolean_member(object_of(existed), "unique_held"));
+  ck_assert_msg(strstr(again->err, "held by task") != NULL, "%s", again->err);
+  assert_status(bad, 2);
+  assert_one_line_error(bad, "--unique-scope");
+  assert_status(lonely, 2);
+  assert_one_line_error(lonely, "--unique-key");
+
+  /* The replaced one is off the schedule; the new one waits there. */
+  ck_assert_str_ne(old, new);
+  old_inspect = cli(ctx, "inspect", old, "--json", NULL);
+  ck_assert_msg(strstr(old_inspect->out, "\"scheduled\"") == NULL, "%s",
+                old_inspect->out);
+  new_inspect = cli(ctx, "inspect", new, "--json", NULL);
+  assert_status(new_inspect, 0);
+  ck_assert_msg(strstr(new_inspect->out, "\"scheduled\"") != NULL, "%s",
+                new_inspect->out);
+  deb_inspect = cli(ctx, "inspect", debounced, "--json", NULL);
+  ck_assert_msg(strstr(deb_inspect->out, "\"scheduled\"") != NULL, "%s",
+                deb_inspect->out);
+
+  w = worker_start(ctx, NULL);
+  result = cli(ctx, "result", first, "--wait", "60s", NULL);
+  assert_status(result, 0);
+  g_free(worker_stop(w));
 }
 END_TEST
 
@@ -3004,6 +3141,7 @@ cli_suite(gboolean reliable)
   tcase_add_loop_test(e2e, test_sigterm_stops_gracefully, 0, n_modes);
   tcase_add_loop_test(e2e, test_sigterm_lets_short_task_finish, 0, n_modes);
   tcase_add_loop_test(e2e, test_enqueue_options, 0, n_modes);
+  tcase_add_loop_test(e2e, test_enqueue_unique, 0, n_modes);
   if (reliable)
     tcase_add_test(e2e, test_poison_message_buried);
   tcase_add_loop_test(e2e, test_second_signal_stops_at_once, 0, n_modes);

@@ -401,6 +401,13 @@ static const SluiceBrokerClass fake_class = {
 };
 
 static gboolean
+fake_unique_enqueue(SluiceBroker *self, SluiceUniqueSubmit *items, guint n,
+                    GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
 fake_list_paused(SluiceBroker *self, GPtrArray *out, GError **error)
 {
   return TRUE;
@@ -483,6 +490,16 @@ START_TEST(registration_rejects_unknown_versions_and_bad_sizes)
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_INCOMPLETE));
   ck_assert_ptr_nonnull(strstr(error->message, "set_paused"));
+  g_clear_error(&error);
+
+  /* Uniqueness claims nobody can end. */
+  klass = fake_class;
+  klass.version = 4;
+  klass.unique_enqueue = fake_unique_enqueue;
+  ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_INCOMPLETE));
+  ck_assert_ptr_nonnull(strstr(error->message, "unique_update"));
 }
 END_TEST
 
@@ -562,6 +579,28 @@ START_TEST(optional_slots_fall_back_as_documented)
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_UNSUPPORTED));
   g_clear_error(&error);
+
+  /* Without the uniqueness slots an enqueue with a key is refused and
+   * nothing is written; without list_slots nobody sees slot holders. */
+  {
+    g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, &error);
+    SluiceUniqueOptions u = {.key = "k"};
+    SluiceEnqueueOptions eo;
+    g_autofree gchar *id = NULL;
+
+    sluice_enqueue_options_init(&eo);
+    eo.unique = &u;
+    id = sluice_client_enqueue(client, "t", NULL, &eo, &error);
+    ck_assert_ptr_null(id);
+    ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                              SLUICE_BROKER_ERROR_UNSUPPORTED));
+    ck_assert_ptr_nonnull(strstr(error->message, "uniqueness key"));
+    g_clear_error(&error);
+    ck_assert_ptr_null(sluice_client_list_slots(client, 10, &error));
+    ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                              SLUICE_BROKER_ERROR_UNSUPPORTED));
+    g_clear_error(&error);
+  }
 
   worker = sluice_worker_new(broker, registry, NULL, &error);
   sluice_periodic_options_init(&po);

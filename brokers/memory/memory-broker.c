@@ -748,6 +748,46 @@ memory_slot_acquire(SluiceBroker *broker, SluiceSlotAcquire *items,
 }
 
 static gboolean
+memory_list_slots(SluiceBroker *broker, guint limit, GPtrArray *out,
+                  GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  g_autoptr(GHashTable) keys = g_hash_table_new(g_str_hash, g_str_equal);
+  gint64 now = now_ms(self);
+  GHashTableIter iter, holders_iter;
+  gpointer key, value;
+
+  g_mutex_lock(&self->lock);
+  g_hash_table_iter_init(&iter, self->slots);
+  while (g_hash_table_iter_next(&iter, &key, NULL))
+    g_hash_table_add(keys, key);
+  g_hash_table_iter_init(&iter, self->waiters);
+  while (g_hash_table_iter_next(&iter, &key, &value))
+    if (!g_queue_is_empty(value))
+      g_hash_table_add(keys, key);
+  g_hash_table_iter_init(&iter, keys);
+  while (out->len < limit && g_hash_table_iter_next(&iter, &key, NULL)) {
+    GHashTable *holders = g_hash_table_lookup(self->slots, key);
+    GQueue *waiting = g_hash_table_lookup(self->waiters, key);
+    SluiceSlotState *s = sluice_slot_state_new(key);
+
+    if (holders != NULL) {
+      g_hash_table_iter_init(&holders_iter, holders);
+      while (g_hash_table_iter_next(&holders_iter, &key, &value))
+        if (*(gint64 *)value > now)
+          g_ptr_array_add(s->holders, g_strdup(key));
+    }
+    s->waiting = waiting != NULL ? g_queue_get_length(waiting) : 0;
+    if (s->holders->len > 0 || s->waiting > 0)
+      g_ptr_array_add(out, s);
+    else
+      sluice_slot_state_free(s);
+  }
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+static gboolean
 memory_slot_release(SluiceBroker *broker, SluiceSlotRelease *items,
                     guint n_items, GError **error)
 {
@@ -812,6 +852,9 @@ static const SluiceBrokerClass memory_broker_class = {
     .rate_acquire = memory_rate_acquire,
     .slot_acquire = memory_slot_acquire,
     .slot_release = memory_slot_release,
+    .list_slots = memory_list_slots,
+    .unique_enqueue = sluice_memory__unique_enqueue,
+    .unique_update = sluice_memory__unique_update,
 };
 
 SluiceBroker *

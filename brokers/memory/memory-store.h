@@ -99,6 +99,7 @@ typedef struct {
   GHashTable *rates;   /* gchar* bucket -> gint64* TAT (us) */
   GHashTable *slots;   /* gchar* key -> GHashTable* (holder -> gint64*) */
   GHashTable *waiters; /* gchar* key -> GQueue* of SluiceMemoryWaiter* */
+  GHashTable *unique;  /* gchar* key -> its claim (memory-unique.c) */
   GHashTable *out;     /* handles of the deliveries not settled yet */
   guint64 delivery_seq;
   gint64 in_flight;
@@ -169,6 +170,16 @@ void sluice_memory__unbury(SluiceMemoryBroker *self, GList *l);
 /** Returns: (transfer none) (nullable): the link of entry @entry_id. */
 GList *sluice_memory__find_dead_letter(SluiceMemoryBroker *self,
                                        const gchar *entry_id);
+
+/* The uniqueness slots (memory-unique.c); each takes the lock itself. */
+void sluice_memory__unique_init(SluiceMemoryBroker *self);
+void sluice_memory__unique_clear(SluiceMemoryBroker *self);
+gboolean sluice_memory__unique_enqueue(SluiceBroker *broker,
+                                       SluiceUniqueSubmit *items, guint n_items,
+                                       GError **error);
+gboolean sluice_memory__unique_update(SluiceBroker *broker,
+                                      SluiceUniqueUpdate *items, guint n_items,
+                                      GError **error);
 
 /* The join slots (memory-joins.c); each takes the lock itself. */
 void sluice_memory__joins_init(SluiceMemoryBroker *self);

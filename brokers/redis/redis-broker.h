@@ -381,6 +381,14 @@ gboolean sluice_redis__rate_acquire(SluiceBroker *broker,
 gboolean sluice_redis__slot_acquire(SluiceBroker *broker,
                                     SluiceSlotAcquire *items, guint n_items,
                                     GError **error);
+gboolean sluice_redis__list_slots(SluiceBroker *broker, guint limit,
+                                  GPtrArray *out, GError **error);
+gboolean sluice_redis__unique_enqueue(SluiceBroker *broker,
+                                      SluiceUniqueSubmit *items, guint n_items,
+                                      GError **error);
+gboolean sluice_redis__unique_update(SluiceBroker *broker,
+                                     SluiceUniqueUpdate *items, guint n_items,
+                                     GError **error);
 gboolean sluice_redis__slot_release(SluiceBroker *broker,
                                     SluiceSlotRelease *items, guint n_items,
                                     GError **error);

@@ -191,3 +191,49 @@ sluice_redis__slot_release(SluiceBroker *broker, SluiceSlotRelease *items,
     items[i].woke = woke[i];
   return TRUE;
 }
+
+gboolean
+sluice_redis__list_slots(SluiceBroker *broker, guint limit, GPtrArray *out,
+                         GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 1, 16);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_int(&a, limit);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_LIST_SLOTS, TRUE, &a,
+                                 &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements % 3 != 0) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "list_slots", error);
+  }
+  for (gsize i = 0; i < reply->elements; i += 3) {
+    const redisReply *key = reply->element[i];
+    const redisReply *holders = reply->element[i + 2];
+    gint64 waiting;
+    SluiceSlotState *s;
+
+    if (!sluice_redis_reply__is_string(key) ||
+        !sluice_redis_reply__to_int(reply->element[i + 1], &waiting) ||
+        holders->type != REDIS_REPLY_ARRAY) {
+      freeReplyObject(reply);
+      return sluice_redis_broker__unexpected(self, "list_slots", error);
+    }
+    s = sluice_slot_state_new(key->str);
+    s->waiting = (guint)CLAMP(waiting, 0, G_MAXUINT);
+    for (gsize j = 0; j < holders->elements; j++)
+      if (sluice_redis_reply__is_string(holders->element[j]))
+        g_ptr_array_add(s->holders, g_strndup(holders->element[j]->str,
+                                              holders->element[j]->len));
+    g_ptr_array_add(out, s);
+  }
+  freeReplyObject(reply);
+  return TRUE;
+}

@@ -60,6 +60,10 @@
  *   P periodic-gate       zset: periodic name -> newest occurrence claimed
  *                         (ms); partition 0 of a partitioned namespace
  *                         only (redis-partitioned.c)
+ *   P uq:<key>            string: a uniqueness claim: 'w' (waiting) or 'r'
+ *                         (running) and the holder's task id; always PX
+ *                         (unique_enqueue.lua and unique_update.lua alone
+ *                         name it)
  *
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.

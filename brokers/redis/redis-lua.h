@@ -49,6 +49,9 @@ extern const gchar sluice_redis_lua__join_grow[];
 extern const gchar sluice_redis_lua__rate_acquire[];
 extern const gchar sluice_redis_lua__slot_acquire[];
 extern const gchar sluice_redis_lua__slot_release[];
+extern const gchar sluice_redis_lua__unique_enqueue[];
+extern const gchar sluice_redis_lua__unique_update[];
+extern const gchar sluice_redis_lua__list_slots[];
 
 /* The scripts only the reliable transport runs. */
 extern const gchar sluice_redis_lua__reliable_ensure_groups[];

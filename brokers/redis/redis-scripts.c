@@ -149,6 +149,12 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
        sluice_redis_lua__slot_acquire},
       {SLUICE_REDIS_SCRIPT_SLOT_RELEASE, "slot_release",
        sluice_redis_lua__slot_release},
+      {SLUICE_REDIS_SCRIPT_UNIQUE_ENQUEUE, "unique_enqueue",
+       sluice_redis_lua__unique_enqueue},
+      {SLUICE_REDIS_SCRIPT_UNIQUE_UPDATE, "unique_update",
+       sluice_redis_lua__unique_update},
+      {SLUICE_REDIS_SCRIPT_LIST_SLOTS, "list_slots",
+       sluice_redis_lua__list_slots},
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(table) == SLUICE_REDIS_SCRIPT_N);
 

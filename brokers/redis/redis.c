@@ -108,6 +108,9 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->rate_acquire = sluice_redis__rate_acquire;
   klass->slot_acquire = sluice_redis__slot_acquire;
   klass->slot_release = sluice_redis__slot_release;
+  klass->list_slots = sluice_redis__list_slots;
+  klass->unique_enqueue = sluice_redis__unique_enqueue;
+  klass->unique_update = sluice_redis__unique_update;
   klass->close = redis_close;
   klass->finalize = redis_finalize;
 }

@@ -295,6 +295,14 @@ gboolean sluice_sqlite__slot_acquire(SluiceBroker *broker,
 gboolean sluice_sqlite__slot_release(SluiceBroker *broker,
                                      SluiceSlotRelease *items, guint n_items,
                                      GError **error);
+gboolean sluice_sqlite__list_slots(SluiceBroker *broker, guint limit,
+                                   GPtrArray *out, GError **error);
+gboolean sluice_sqlite__unique_enqueue(SluiceBroker *broker,
+                                       SluiceUniqueSubmit *items, guint n_items,
+                                       GError **error);
+gboolean sluice_sqlite__unique_update(SluiceBroker *broker,
+                                      SluiceUniqueUpdate *items, guint n_items,
+                                      GError **error);
 gboolean sluice_sqlite__announce(SluiceBroker *broker, const gchar *consumer,
                                  GBytes *info, gint64 ttl_ms, GError **error);
 gboolean sluice_sqlite__list_queued(SluiceBroker *broker, const gchar *queue,

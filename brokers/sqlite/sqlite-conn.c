@@ -25,6 +25,8 @@
  *                (us of the broker's clock; sqlite-flow.c)
  *   slot_holders (concurrency key, holder) -> expires_at (real time)
  *   slot_waiters n -> (concurrency key, task id, added_at): n orders them
+ *   unique_claims uniqueness key -> holder, running, expires_at (the
+ *                broker's clock; sqlite-unique.c)
  *   meta         key -> value: the schema version
  *   progress     id -> a task's progress report, expires_at
  *   events       the event stream: seq (the cursor) -> at, event
@@ -109,7 +111,12 @@ static const gchar schema_sql[] =
     "  PRIMARY KEY (key, holder));"
     "CREATE TABLE IF NOT EXISTS slot_waiters (n INTEGER PRIMARY KEY,"
     "  key TEXT NOT NULL, id TEXT NOT NULL, added_at INTEGER NOT NULL,"
-    "  UNIQUE (key, id));";
+    "  UNIQUE (key, id));"
+    "CREATE TABLE IF NOT EXISTS unique_claims (key TEXT PRIMARY KEY,"
+    "  holder TEXT NOT NULL, running INTEGER NOT NULL,"
+    "  expires_at INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS unique_claims_expiry ON unique_claims "
+    "(expires_at);";
 
 /* ---- Time ------------------------------------------------------------------ */
 

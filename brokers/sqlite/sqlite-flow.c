@@ -286,3 +286,88 @@ sluice_sqlite__slot_release(SluiceBroker *broker, SluiceSlotRelease *items,
   return sluice_sqlite__run(SLUICE_SQLITE_BROKER(broker), TRUE,
                             slot_release_step, &job, error);
 }
+
+/* ---- reading the slots (list_slots) ---------------------------------------
+ */
+
+typedef struct {
+  guint limit;
+  GPtrArray *out;
+  gint64 now;
+} ListJob;
+
+static gboolean
+list_slots_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
+                GError **error)
+{
+  static const gchar keys_sql[] =
+      "SELECT key FROM slot_holders WHERE expires_at > ?1 UNION "
+      "SELECT key FROM slot_waiters LIMIT ?2";
+  static const gchar holders_sql[] = "SELECT holder FROM slot_holders "
+                                     "WHERE key = ?1 AND expires_at > ?2";
+  static const gchar waiting_sql[] =
+      "SELECT count(*) FROM slot_waiters WHERE key = ?1";
+  ListJob *job = data;
+  g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+  sqlite3_stmt *stmt = sluice_sqlite__stmt(c, keys_sql, error);
+  gboolean row = FALSE;
+
+  if (stmt == NULL)
+    return FALSE;
+  sqlite3_bind_int64(stmt, 1, job->now);
+  sqlite3_bind_int64(stmt, 2, job->limit);
+  for (;;) {
+    if (!sluice_sqlite__row(c, stmt, &row, "listing concurrency keys", error))
+      return FALSE;
+    if (!row)
+      break;
+    g_ptr_array_add(keys,
+                    g_strdup((const gchar *)sqlite3_column_text(stmt, 0)));
+  }
+  for (guint i = 0; i < keys->len; i++) {
+    SluiceSlotState *s = sluice_slot_state_new(keys->pdata[i]);
+
+    g_ptr_array_add(job->out, s);
+    stmt = sluice_sqlite__stmt(c, holders_sql, error);
+    if (stmt == NULL)
+      return FALSE;
+    sluice_sqlite__bind_str(stmt, 1, s->key);
+    sqlite3_bind_int64(stmt, 2, job->now);
+    for (;;) {
+      if (!sluice_sqlite__row(c, stmt, &row, "listing slot holders", error))
+        return FALSE;
+      if (!row)
+        break;
+      g_ptr_array_add(s->holders,
+                      g_strdup((const gchar *)sqlite3_column_text(stmt, 0)));
+    }
+    stmt = sluice_sqlite__stmt(c, waiting_sql, error);
+    if (stmt == NULL)
+      return FALSE;
+    sluice_sqlite__bind_str(stmt, 1, s->key);
+    if (!sluice_sqlite__row(c, stmt, &row, "counting slot waiters", error))
+      return FALSE;
+    if (row) {
+      s->waiting = (guint)sqlite3_column_int64(stmt, 0);
+      sqlite3_reset(stmt);
+    }
+  }
+  return TRUE;
+}
+
+gboolean
+sluice_sqlite__list_slots(SluiceBroker *broker, guint limit, GPtrArray *out,
+                          GError **error)
+{
+  SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
+  g_autoptr(GPtrArray) found =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_slot_state_free);
+  ListJob job = {limit, found, sluice_sqlite__real_now()};
+
+  if (!sluice_sqlite__run(self, FALSE, list_slots_step, &job, error))
+    return FALSE;
+  for (guint i = 0; i < found->len; i++)
+    g_ptr_array_add(out, g_steal_pointer(&found->pdata[i]));
+  g_ptr_array_set_free_func(found, NULL);
+  return TRUE;
+}

@@ -211,6 +211,8 @@ sluice_sqlite__sweep(SluiceSqliteConn *c, gint64 now, GError **error)
       /* Buckets keep microseconds. */
       "DELETE FROM rate_buckets WHERE rowid IN (SELECT rowid FROM "
       "rate_buckets WHERE tat <= ?1 * 1000 LIMIT 1000)",
+      "DELETE FROM unique_claims WHERE rowid IN (SELECT rowid FROM "
+      "unique_claims WHERE expires_at <= ?1 LIMIT 1000)",
   };
 
   /* A lapsed liveness row means what no row means (dead), so deleting it

@@ -79,6 +79,9 @@ static const SluiceBrokerClass sqlite_broker_class = {
     .rate_acquire = sluice_sqlite__rate_acquire,
     .slot_acquire = sluice_sqlite__slot_acquire,
     .slot_release = sluice_sqlite__slot_release,
+    .list_slots = sluice_sqlite__list_slots,
+    .unique_enqueue = sluice_sqlite__unique_enqueue,
+    .unique_update = sluice_sqlite__unique_update,
 };
 
 void

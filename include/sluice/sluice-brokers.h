@@ -170,6 +170,10 @@ typedef struct {
  *   all). A worker announces itself every 2 seconds (or every third of its
  *   lease, if that is shorter), so the list is that old at most while the
  *   worker lives.
+ * @limits: (since 0.2) (nullable) (array zero-terminated=1): the flow
+ *   limits it runs with, one line each, as an operator reads them ("rate
+ *   task mail.send: 10 per 1000 ms, burst 1, per header tenant",
+ *   "concurrency queue renders: 3 at once", "weight queue batch: 1")
  *
  * The fields after @info are decoded from @info by the client
  * (sluice_client_get_stats()); they are empty when a worker announced
@@ -192,6 +196,7 @@ typedef struct {
   guint64 retried;
   guint64 dead_lettered;
   GPtrArray *running_tasks;
+  gchar **limits;
 } SluiceWorkerInfo;
 
 /**
@@ -226,6 +231,35 @@ typedef struct {
   gint64 dead_letters_dropped;
   GHashTable *dead_letters_dropped_by_reason;
 } SluiceBrokerStats;
+
+/**
+ * SluiceSlotState:
+ * @key: a set of concurrency slots (owned)
+ * @holders: (element-type utf8): the holders whose lease has not lapsed
+ *   (owned, with their strings)
+ * @waiting: how many task ids are on the key's waiting list
+ *
+ * One key of concurrency slots (since 0.2): what
+ * sluice_client_list_slots() returns, and the broker's `list_slots` slot
+ * finds. Made with
+ * sluice_slot_state_new(), freed with sluice_slot_state_free().
+ */
+typedef struct {
+  gchar *key;
+  GPtrArray *holders;
+  guint waiting;
+} SluiceSlotState;
+
+/**
+ * sluice_slot_state_new:
+ * @key: (transfer none): copied
+ * Returns: (transfer full): a SluiceSlotState with no holders
+ */
+SLUICE_AVAILABLE_IN_0_2
+SluiceSlotState *sluice_slot_state_new(const gchar *key);
+/** sluice_slot_state_free: NULL-safe. */
+SLUICE_AVAILABLE_IN_0_2
+void sluice_slot_state_free(SluiceSlotState *state);
 
 /** sluice_broker_stats_init: empty containers, counts 0. */
 SLUICE_AVAILABLE_IN_0_1

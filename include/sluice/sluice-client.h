@@ -34,6 +34,8 @@ GQuark sluice_client_error_quark(void);
  * @SLUICE_CLIENT_ERROR_NOT_FOUND: no record / no dead letter with that id
  * @SLUICE_CLIENT_ERROR_TOO_LARGE: the message is over max_message_bytes
  * @SLUICE_CLIENT_ERROR_INVALID: a bad argument (task name, queue, id, ...)
+ * @SLUICE_CLIENT_ERROR_DUPLICATE: (since 0.2) the uniqueness key is held by
+ *   another task (SluiceUniqueOptions); nothing was enqueued
  */
 typedef enum {
   SLUICE_CLIENT_ERROR_FAILED,
@@ -41,6 +43,7 @@ typedef enum {
   SLUICE_CLIENT_ERROR_NOT_FOUND,
   SLUICE_CLIENT_ERROR_TOO_LARGE,
   SLUICE_CLIENT_ERROR_INVALID,
+  SLUICE_CLIENT_ERROR_DUPLICATE,
 } SluiceClientError;
 
 #define SLUICE_DEFAULT_RESULT_TTL_MS (24 * 3600 * 1000)
@@ -112,6 +115,8 @@ void sluice_client_options_init(SluiceClientOptions *options);
  * @headers: (nullable) (element-type utf8 utf8): copied into the message;
  *   "traceparent" and "tracestate" must be a W3C trace context
  *   (sluice-trace.h), or the enqueue fails with SLUICE_CLIENT_ERROR_INVALID
+ * @unique: (nullable) (since 0.2): enqueue only if no task holds its
+ *   uniqueness key (sluice-flow.h, docs/flow-control.md)
  *
  * Initialise with sluice_enqueue_options_init().
  */
@@ -122,6 +127,7 @@ typedef struct {
   gint64 eta_ms;
   SluiceMessageOptions options;
   GHashTable *headers;
+  const SluiceUniqueOptions *unique;
 } SluiceEnqueueOptions;
 
 SLUICE_AVAILABLE_IN_0_1
@@ -167,9 +173,12 @@ gchar *sluice_client_enqueue(SluiceClient *client, const gchar *task,
 /**
  * sluice_client_enqueue_full:
  * @out_existed: (out) (optional): TRUE when @options->id was enqueued
- *   before (within dedup_ttl_ms) and nothing was written now
+ *   before (within dedup_ttl_ms) and nothing was written now; or, with
+ *   @options->unique, when its key is held by another task: the id
+ *   returned is then the holder's, and nothing was written
  *
- * As sluice_client_enqueue().
+ * As sluice_client_enqueue(), except that a key held by another task is
+ * not an error when @out_existed is given.
  */
 SLUICE_AVAILABLE_IN_0_1
 gchar *sluice_client_enqueue_full(SluiceClient *client, const gchar *task,
@@ -261,6 +270,21 @@ typedef enum {
 SLUICE_AVAILABLE_IN_0_1
 SluiceCancelOutcome sluice_client_cancel(SluiceClient *client, const gchar *id,
                                          GError **error);
+
+/**
+ * sluice_client_list_slots:
+ * @limit: at most this many keys
+ *
+ * Who holds the concurrency slots now, and how many messages wait for
+ * them, per key (docs/flow-control.md). For operators: it may scan the
+ * store's keys.
+ * Returns: (transfer full) (element-type SluiceSlotState): the keys with a
+ * holder or a waiter, in no particular order; or NULL and @error
+ * (SLUICE_BROKER_ERROR_UNSUPPORTED for a broker without the slot).
+ */
+SLUICE_AVAILABLE_IN_0_2
+GPtrArray *sluice_client_list_slots(SluiceClient *client, guint limit,
+                                    GError **error);
 
 /**
  * sluice_client_get_stats:

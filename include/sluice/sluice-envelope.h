@@ -56,6 +56,8 @@ G_BEGIN_DECLS
 
 /* The longest workflow reference (SluiceEnvelope.wf), in bytes. */
 #define SLUICE_MAX_WF_BYTES 1024
+/** The longest uniqueness claim (`uq`) an envelope may carry. */
+#define SLUICE_MAX_UNIQUE_BYTES 1024
 
 /**
  * SLUICE_ARGS_COST_FACTOR:
@@ -156,6 +158,9 @@ void sluice_message_options_init(SluiceMessageOptions *opts);
  *   across retries, redeliveries and replays.
  * @snoozes: how many times the task snoozed (asked to run later without
  *   using an attempt: sluice_task_context_snooze()); wire name "snz"
+ * @unique: (nullable): (since 0.2) the uniqueness claim the message was
+ *   enqueued with ("<scope letter>:<key>", the core's; PROTOCOL.md), read
+ *   by the worker to end the claim; wire name "uq"
  *
  * An envelope owns every field: sluice_envelope_free() frees them all.
  * Replace a string field with g_free() + g_strdup(). @history and @headers
@@ -178,6 +183,7 @@ typedef struct {
   GHashTable *headers;
   gchar *wf;
   guint snoozes;
+  gchar *unique;
 } SluiceEnvelope;
 
 /**

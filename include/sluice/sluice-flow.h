@@ -144,4 +144,56 @@ SLUICE_AVAILABLE_IN_0_2
 gboolean sluice_concurrency_limit_validate(const SluiceConcurrencyLimit *limit,
                                            GError **error);
 
+/**
+ * SluiceUniqueScope:
+ * @SLUICE_UNIQUE_WHILE_QUEUED: no second message of the key while one waits
+ *   (in its queue or on the schedule); the claim ends when it starts
+ * @SLUICE_UNIQUE_WHILE_RUNNING: no second one while one waits or runs; the
+ *   claim ends when it finishes (succeeded, failed for good, cancelled or
+ *   dead-lettered; a retry keeps it). While it runs the claim is a lease
+ *   renewed with the worker's heartbeat: a worker that dies holds it at
+ *   most one visibility_timeout_ms longer
+ * @SLUICE_UNIQUE_FOR_TTL: no second one for @ttl_ms after the first was
+ *   enqueued, whatever became of it
+ *
+ * How long a uniqueness key stays claimed.
+ */
+typedef enum {
+  SLUICE_UNIQUE_WHILE_QUEUED,
+  SLUICE_UNIQUE_WHILE_RUNNING,
+  SLUICE_UNIQUE_FOR_TTL,
+} SluiceUniqueScope;
+
+/**
+ * SluiceUniqueOptions:
+ * @key: (nullable): the uniqueness key; NULL = derived from the task name
+ *   and the argument bytes (a SHA-256 of both: the same task with the
+ *   same arguments, encoded the same way, is the same key)
+ * @scope: how long it is claimed
+ * @ttl_ms: SLUICE_UNIQUE_FOR_TTL: how long, > 0. Other scopes: the longest
+ *   a claim of a message that waits is kept if the message is lost (a
+ *   purge, a deleted task); 0 means the client's dedup_ttl_ms (24 h)
+ * @replace: a new message of a key held by one that has not started
+ *   replaces it (the new one wins; the old one is taken off the schedule,
+ *   or skipped when it starts) instead of being refused
+ * @debounce_ms: > 0: only the last of a burst runs: the message is
+ *   delayed by @debounce_ms, and each new one of the key within that time
+ *   replaces it (its arguments win) and pushes the run on by @debounce_ms.
+ *   Implies @replace; wins over the enqueue's delay_ms and eta_ms
+ *
+ * Set SluiceEnqueueOptions.unique to one (copied when enqueueing). A
+ * message refused because its key is held is reported by
+ * sluice_client_enqueue() as SLUICE_CLIENT_ERROR_DUPLICATE naming the
+ * holder, and by sluice_client_enqueue_full() as the holder's id with
+ * out_existed set. Needs a broker with the unique_enqueue slot
+ * (docs/flow-control.md); others refuse with UNSUPPORTED.
+ */
+typedef struct {
+  const gchar *key;
+  SluiceUniqueScope scope;
+  gint64 ttl_ms;
+  gboolean replace;
+  gint64 debounce_ms;
+} SluiceUniqueOptions;
+
 G_END_DECLS

@@ -262,6 +262,7 @@ START_TEST(test_round_trip_field_extremes)
   env->eta = 1;
   env->unknown_since = G_MAXINT64 - 1;
   env->snoozes = G_MAXUINT32;
+  env->unique = g_strdup_printf("r:%s", "report:7 ✓");
   sluice_envelope_add_history(env, "");
   sluice_envelope_add_history(env, "quote \" backslash \\ newline \n tab \t "
                                    "bell \a");
@@ -270,6 +271,28 @@ START_TEST(test_round_trip_field_extremes)
   assert_envelope_equal(env, back);
   sluice_envelope_free(back);
   sluice_envelope_free(env);
+}
+END_TEST
+
+/* A uniqueness claim is a scope letter, ":" and a key; anything else is
+ * refused when decoding, as every field is. */
+START_TEST(test_unique_claim_is_checked)
+{
+  static const gchar *const bad[] = {"", "r", "rk", "r:", "xy:z"};
+
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    SluiceEnvelope *env = minimal_envelope();
+    GError *err = NULL;
+    GBytes *bytes;
+
+    env->unique = g_strdup(bad[i]);
+    bytes = sluice_envelope_encode(codec_at(_i), env, &err);
+    ck_assert_msg(bytes == NULL, "“%s” was encoded", bad[i]);
+    ck_assert_msg(err != NULL && strstr(err->message, "uq") != NULL, "%s",
+                  err != NULL ? err->message : "no error");
+    g_clear_error(&err);
+    sluice_envelope_free(env);
+  }
 }
 END_TEST
 
@@ -640,6 +663,7 @@ codec_add_envelope_tests(Suite *s)
   tcase_add_loop_test(tc, test_round_trip_full, 0, 2);
   tcase_add_test(tc, test_round_trip_each_option);
   tcase_add_loop_test(tc, test_round_trip_field_extremes, 0, 2);
+  tcase_add_loop_test(tc, test_unique_claim_is_checked, 0, 2);
   tcase_add_test(tc, test_msgpack_omits_unset_fields);
   tcase_add_test(tc, test_msgpack_args_zero_copy);
   tcase_add_loop_test(tc, test_encoding_is_canonical, 0, 2);

@@ -150,6 +150,8 @@ assert_envelope_equal(const SluiceEnvelope *a, const SluiceEnvelope *b)
   assert_opts_equal(&a->opts, &b->opts);
   ck_assert_int_eq(a->unknown_since, b->unknown_since);
   ck_assert_uint_eq(a->snoozes, b->snoozes);
+  ck_assert_str_eq(a->unique != NULL ? a->unique : "(none)",
+                   b->unique != NULL ? b->unique : "(none)");
   ck_assert_uint_eq(history_len(a), history_len(b));
   for (guint i = 0; i < history_len(a); i++)
     ck_assert_str_eq(g_ptr_array_index(a->history, i),

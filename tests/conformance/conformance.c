@@ -2847,6 +2847,7 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   sluice_conformance_add_isolation(s, f);
   sluice_conformance_add_workflow(s, f);
   sluice_conformance_add_flow(s, f);
+  sluice_conformance_add_unique(s, f);
 
   tcase_set_timeout(load, 900);
   tcase_add_test(load, many_producers_each_task_runs_exactly_once);

@@ -34,6 +34,10 @@ G_BEGIN_DECLS
 void sluice_conformance_add_flow(Suite *s,
                                  const SluiceConformanceFactory *factory);
 
+/* Adds the uniqueness scenarios (unique.c) to @s. */
+void sluice_conformance_add_unique(Suite *s,
+                                   const SluiceConformanceFactory *factory);
+
 /* Adds the process-isolation scenarios (isolation.c) to @s. */
 void sluice_conformance_add_isolation(Suite *s,
                                       const SluiceConformanceFactory *factory);

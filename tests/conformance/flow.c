@@ -657,6 +657,73 @@ START_TEST(concurrency_slots_are_leases_and_a_release_wakes_a_waiter)
 }
 END_TEST
 
+static gint
+compare_names(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(const gchar *const *)a, *(const gchar *const *)b);
+}
+
+/* The state of @key as list_slots tells it: its holders, sorted and
+ * joined with ",", and its waiting count; "" and 0 when it is not listed. */
+static gchar *
+listed_slot(Env *e, const gchar *key, guint *out_waiting)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) out =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_slot_state_free);
+
+  ck_assert_msg(sluice_broker_list_slots(e->broker, 100, out, &error), "%s",
+                error != NULL ? error->message : "");
+  *out_waiting = 0;
+  for (guint i = 0; i < out->len; i++) {
+    SluiceSlotState *s = out->pdata[i];
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+
+    if (!g_str_equal(s->key, key))
+      continue;
+    for (guint k = 0; k < s->holders->len; k++)
+      g_ptr_array_add(names, s->holders->pdata[k]);
+    g_ptr_array_sort(names, compare_names);
+    g_ptr_array_add(names, NULL);
+    *out_waiting = s->waiting;
+    return g_strjoinv(",", (gchar **)names->pdata);
+  }
+  return g_strdup("");
+}
+
+/* list_slots shows each key's live holders and how many wait, and leaves
+ * out a key whose holders lapsed and which nobody waits for. */
+START_TEST(list_slots_shows_holders_and_waiting_counts)
+{
+  Env *e = env_new();
+  g_autofree gchar *two = NULL, *one = NULL, *gone = NULL;
+  guint waiting = 99;
+
+  if (e->broker->klass->list_slots == NULL) {
+    env_free(e);
+    return;
+  }
+  ck_assert(take_slot(e, "ls", 2, "a", 60000, NULL).granted);
+  ck_assert(take_slot(e, "ls", 2, "b", 60000, NULL).granted);
+  ck_assert(!take_slot(e, "ls", 2, "c", 60000, "w1").granted);
+  ck_assert(!take_slot(e, "ls", 2, "d", 60000, "w2").granted);
+  two = listed_slot(e, "ls", &waiting);
+  ck_assert_str_eq(two, "a,b");
+  ck_assert_uint_eq(waiting, 2);
+  give_slot(e, "ls", "a");
+  one = listed_slot(e, "ls", &waiting);
+  ck_assert_str_eq(one, "b");
+  ck_assert_uint_eq(waiting, 2); /* neither waiter is on the schedule */
+
+  ck_assert(take_slot(e, "ls-lapse", 1, "dead", 300, NULL).granted);
+  sluice_clock_advance(e->clock, 600);
+  g_usleep(600 * 1000); /* leases follow a time every process shares */
+  gone = listed_slot(e, "ls-lapse", &waiting);
+  ck_assert_str_eq(gone, "");
+  env_free(e);
+}
+END_TEST
+
 /* At most 3 of a task run at once on a worker of 8 threads, each message
  * once, on its first attempt; the limit is reached, not just kept. */
 START_TEST(concurrency_limit_holds_across_threads)
@@ -952,6 +1019,7 @@ sluice_conformance_add_flow(Suite *s, const SluiceConformanceFactory *f)
   tcase_add_test(flow, malformed_rate_limits_are_refused_naming_the_field);
   tcase_add_test(flow,
                  concurrency_slots_are_leases_and_a_release_wakes_a_waiter);
+  tcase_add_test(flow, list_slots_shows_holders_and_waiting_counts);
   tcase_add_test(flow, concurrency_limit_holds_across_threads);
   tcase_add_test(flow,
                  malformed_concurrency_limits_are_refused_naming_the_field);

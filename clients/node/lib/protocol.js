@@ -537,7 +537,8 @@ const lua = (name) => fs.readFileSync(path.join(LUA_DIR, name));
 
 /** A script as the C broker assembles it (brokers/redis/redis-scripts.h):
  * the step's shebang line, prelude, hooks, the mode's transport, library,
- * the rest of the step. */
+ * the rest of the step (a bare one, whose second line starts "-- bare:":
+ * shebang line, prelude, the rest). */
 function script(mode, name) {
   const source = lua(`${name}.lua`);
   const nl = source.indexOf(0x0a) + 1;

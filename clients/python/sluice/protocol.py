@@ -601,7 +601,9 @@ def _lua(name: str) -> bytes:
 class Script:
     """One script as the C broker assembles it (brokers/redis/
     redis-scripts.h): the step file's shebang line, prelude, hooks, the
-    mode's transport, library, then the rest of the step file."""
+    mode's transport, library, then the rest of the step file (a bare one,
+    whose second line starts "-- bare:": the shebang line, prelude, then
+    the rest)."""
 
     def __init__(self, mode: str, name: str):
         source = _lua(name + ".lua")

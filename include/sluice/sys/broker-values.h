@@ -433,4 +433,78 @@ typedef struct {
   gboolean woke;
 } SluiceSlotRelease;
 
+/**
+ * SluiceUniqueSubmit:
+ * @submit: the message, as `enqueue` takes it
+ * @key: the uniqueness key (the core's name for it; any bytes but NUL)
+ * @claim_ttl_ms: how long the claim on @key lives from now unless the core
+ *   changes it (`unique_update`), > 0
+ * @replace: when @key is held by a message that has not started (a
+ *   waiting claim), take the claim over instead of refusing
+ * @existed: out: TRUE when @key was held and nothing was written
+ * @replaced: out: TRUE when @replace took the claim over from @holder
+ * @holder: out: (nullable) (transfer full): with @existed or @replaced, the
+ *   id of the message that held @key; free it with g_free()
+ *
+ * One item of `unique_enqueue`. (Since version 4.)
+ */
+typedef struct {
+  SluiceSubmit submit;
+  const gchar *key;
+  gint64 claim_ttl_ms;
+  gboolean replace;
+  gboolean existed;
+  gboolean replaced;
+  gchar *holder;
+} SluiceUniqueSubmit;
+
+/**
+ * SluiceUniqueAction:
+ * @SLUICE_UNIQUE_CHECK: change nothing; only answer @superseded
+ * @SLUICE_UNIQUE_START: the message starts and its claim ends (scope
+ *   "while queued"): delete the claim if @id holds it
+ * @SLUICE_UNIQUE_HOLD: the message runs (scope "while running"): unless
+ *   another id holds @key, make @id hold it as running for @ttl_ms from now
+ *   (a lease, renewed with the heartbeat; a claim that lapsed is taken
+ *   again)
+ * @SLUICE_UNIQUE_WAIT: the message waits again (a retry): if @id holds @key
+ *   or nobody does, make @id hold it as waiting for @ttl_ms
+ * @SLUICE_UNIQUE_RELEASE: the message finished: delete the claim if @id
+ *   holds it
+ * @SLUICE_UNIQUE_RENEW: the heartbeat of a running message: if @id holds
+ *   @key as running, extend it to @ttl_ms from now; nothing otherwise (a
+ *   renewal that crosses the release or the retry of its message must not
+ *   bring the claim back)
+ *
+ * What `unique_update` does with one claim.
+ */
+typedef enum {
+  SLUICE_UNIQUE_CHECK,
+  SLUICE_UNIQUE_START,
+  SLUICE_UNIQUE_HOLD,
+  SLUICE_UNIQUE_WAIT,
+  SLUICE_UNIQUE_RELEASE,
+  SLUICE_UNIQUE_RENEW,
+} SluiceUniqueAction;
+
+/**
+ * SluiceUniqueUpdate:
+ * @key: the uniqueness key
+ * @id: the task id of the message the core is about
+ * @action: what to do
+ * @ttl_ms: HOLD, WAIT and RENEW: the claim's new lifetime, > 0
+ * @superseded: out: TRUE when a live claim on @key names another id (the
+ *   message was replaced, or its claim lapsed and was taken): the action
+ *   then changed nothing
+ *
+ * One item of `unique_update`. (Since version 4.)
+ */
+typedef struct {
+  const gchar *key;
+  const gchar *id;
+  SluiceUniqueAction action;
+  gint64 ttl_ms;
+  gboolean superseded;
+} SluiceUniqueUpdate;
+
 G_END_DECLS

@@ -700,6 +700,51 @@ struct _SluiceBrokerClass {
   gboolean (*slot_release)(SluiceBroker *self, SluiceSlotRelease *items,
                            guint n_items, GError **error);
 
+  /**
+   * unique_enqueue: Optional (with unique_update). If NULL, enqueueing with
+   * a uniqueness key fails with UNSUPPORTED; everything else works.
+   * For each item, in ONE atomic step per item, with the claim on @key
+   * (a holder id, waiting or running, and an expiry on the store's clock:
+   * the SluiceClock of a broker with CLOCK_TTL, else the store's time):
+   *  - no live claim: make @submit.id hold @key, waiting, for
+   *    @claim_ttl_ms, and submit @submit as `enqueue` does;
+   *  - a live waiting claim and @replace: if its holder is on the schedule,
+   *    take it off (its message is gone); make @submit.id hold @key as
+   *    above, submit @submit, set @replaced and @holder. A holder that is
+   *    already in its queue stays there: the core skips it when it starts
+   *    (its `unique_update` answers @superseded);
+   *  - otherwise: write nothing, set @existed and @holder.
+   * A submit whose @dedup_ttl_ms finds its id claimed writes nothing and
+   * sets @submit.existed, as `enqueue` does. Safe to repeat after a lost
+   * reply: the repeat finds its own id holding the key and answers
+   * @existed with @holder = its own id, which the core reads as done.
+   */
+  gboolean (*unique_enqueue)(SluiceBroker *self, SluiceUniqueSubmit *items,
+                             guint n_items, GError **error);
+
+  /**
+   * unique_update: Optional (required with unique_enqueue).
+   * Carries out each item (see SluiceUniqueAction), atomically per item,
+   * on the same clock, and sets @superseded. The core calls it when a
+   * unique message starts (CHECK, START or HOLD), with its heartbeat
+   * (HOLD, so a crashed worker's "while running" claim lapses after one
+   * lease), and after its settlement (WAIT for a retry, RELEASE when it
+   * finished). Safe to repeat.
+   */
+  gboolean (*unique_update)(SluiceBroker *self, SluiceUniqueUpdate *items,
+                            guint n_items, GError **error);
+
+  /**
+   * list_slots: Optional (only with slot_acquire). If NULL, nobody can see
+   * who holds concurrency slots (listing them fails with UNSUPPORTED).
+   * Appends to @out (SluiceSlotState, transfer full) up to @limit keys
+   * that have a live holder or a waiter, each with its live holders and
+   * how many wait, in no particular order. For operators: it may scan the
+   * store's keys (never blocking a consumer for long), and changes nothing.
+   */
+  gboolean (*list_slots)(SluiceBroker *self, guint limit, GPtrArray *out,
+                         GError **error);
+
   /* Slots above are valid for version 4 */
 };
 
@@ -965,6 +1010,19 @@ SLUICE_BROKER_API
 gboolean sluice_broker_slot_release(SluiceBroker *broker,
                                     SluiceSlotRelease *items, guint n_items,
                                     GError **error);
+/* UNSUPPORTED when the slot is NULL. */
+SLUICE_BROKER_API
+gboolean sluice_broker_list_slots(SluiceBroker *broker, guint limit,
+                                  GPtrArray *out, GError **error);
+/* UNSUPPORTED when the slot is NULL; the out fields are reset first. */
+SLUICE_BROKER_API
+gboolean sluice_broker_unique_enqueue(SluiceBroker *broker,
+                                      SluiceUniqueSubmit *items, guint n_items,
+                                      GError **error);
+SLUICE_BROKER_API
+gboolean sluice_broker_unique_update(SluiceBroker *broker,
+                                     SluiceUniqueUpdate *items, guint n_items,
+                                     GError **error);
 /* UNSUPPORTED when the slot is NULL; checks each item's figures. */
 SLUICE_BROKER_API
 gboolean sluice_broker_rate_acquire(SluiceBroker *broker,
