@@ -322,6 +322,7 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
   }
   if (sluice_url_is_sqlite(out->url) && out->mode != CLI_MODE_MEMORY)
     out->mode = CLI_MODE_SQLITE;
+  g_clear_pointer(&source, g_free);
   {
     g_autofree gchar *text =
         pick(common->min_replicas_ack, "--min-replicas-ack",

@@ -623,12 +623,19 @@ print_stats(const gchar *test, const gchar *who, SluiceBroker *b)
           who, st.tryagain, test, who, st.clusterdown, test, who, st.refreshes);
 }
 
-/* _i 0: as Redis replicates by default; 1: with min_replicas_ack=1, where
- * nothing acknowledged may be lost. */
+/* _i bit 0: with min_replicas_ack=1, where nothing acknowledged may be
+ * lost (else as Redis replicates by default); bit 1: the namespace in 12
+ * partitions, 4 on each master, one of which dies. */
 START_TEST(test_failover_under_load)
 {
-  gboolean acked = _i == 1;
-  const gchar *name = acked ? "failover_acked" : "failover";
+  static const gchar *const names[] = {"failover", "failover_acked",
+                                       "failover_p12", "failover_p12_acked"};
+  static const gchar *const queries[] = {NULL, "?min_replicas_ack=1",
+                                         "?partitions=12",
+                                         "?partitions=12&min_replicas_ack=1"};
+  gboolean acked = (_i & 1) != 0;
+  gboolean partitioned = (_i & 2) != 0;
+  const gchar *name = names[_i];
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceTestCluster) cluster =
       sluice_test_cluster_start(3, 1, &error);
@@ -638,9 +645,9 @@ START_TEST(test_failover_under_load)
   guint slot, after_failover, lost;
 
   ck_assert_msg(cluster != NULL, "%s", error != NULL ? error->message : "");
-  load_start(&l, cluster, acked ? "foa" : "fo",
-             acked ? "?min_replicas_ack=1" : NULL);
-  slot = SLUICE_REDIS_BROKER(l.worker_broker)->keys.slot;
+  load_start(&l, cluster, name, queries[_i]);
+  /* Partitioned: slot 0's master serves 4 of the 12 partitions. */
+  slot = partitioned ? 0 : SLUICE_REDIS_BROKER(l.worker_broker)->keys.slot;
   victim = sluice_test_cluster_owner(cluster, slot);
   ck_assert(victim != NULL);
 
@@ -683,8 +690,11 @@ START_TEST(test_failover_under_load)
           "%s.duplicated=%u\n%s.enqueue_retries=%u\n",
           name, acked_count(&l.producer), name, acked_count(&l.producer) - lost,
           name, lost, name, duplicated(&l.ex), name, l.producer.failures);
-  print_stats(name, "producer", l.producer_broker);
-  print_stats(name, "worker", l.worker_broker);
+  if (!partitioned) {
+    /* A partitioned broker's routers are its partitions'. */
+    print_stats(name, "producer", l.producer_broker);
+    print_stats(name, "worker", l.worker_broker);
+  }
   if (acked)
     ck_assert_msg(lost == 0, "%u acknowledged tasks lost with min_replicas_ack",
                   lost);
@@ -801,7 +811,7 @@ main(void)
   suite_add_tcase(s, units);
   tcase_set_timeout(load, 900);
   tcase_add_test(load, test_reshard_under_load);
-  tcase_add_loop_test(load, test_failover_under_load, 0, 2);
+  tcase_add_loop_test(load, test_failover_under_load, 0, 4);
   suite_add_tcase(s, load);
   runner = srunner_create(s);
   srunner_set_fork_status(runner, CK_FORK);

@@ -675,7 +675,10 @@ START_TEST(revocation_kills_only_a_child_that_ignores_it)
 
   process_options(&o);
   o.concurrency = 1;
-  o.cancel_grace_ms = 300;
+  /* Long enough for the listener to return on a loaded machine under a
+   * sanitizer (a listener killed after the grace gives the second task a
+   * new child); the stubborn one waits it out once. */
+  o.cancel_grace_ms = 3000;
   e = env_new(&o);
   if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_ORDERED)) {
     /* The scenario needs its five tasks run in order (the listener before
