@@ -421,6 +421,13 @@ void cli_result_to_json(CliJson *json, const SluiceResult *result);
 void cli_listed_task_to_json(CliJson *json, const SluiceListedTask *task);
 
 /**
+ * cli_event_to_json:
+ * Writes one lifecycle event as a JSON object (its cursor included): what
+ * `sluice events --json` prints for it and /api/events lists.
+ */
+void cli_event_to_json(CliJson *json, const SluiceEvent *event);
+
+/**
  * cli_dead_letter_fields_to_json:
  * Writes the fields of a dead-letter entry (entry_id, task_id, task,
  * reason, detail, source, deliveries, at) as keys and values into the

@@ -610,3 +610,46 @@ cli_dead_letter_fields_to_json(CliJson *json, const SluiceDeadLetter *entry)
   cli_json_key(json, "at");
   cli_json_time(json, entry->at);
 }
+
+void
+cli_event_to_json(CliJson *json, const SluiceEvent *e)
+{
+  cli_json_begin_object(json);
+  cli_json_key(json, "cursor");
+  cli_json_string(json, e->cursor);
+  cli_json_key(json, "kind");
+  cli_json_string(json, sluice_event_kind_to_string(e->kind));
+  cli_json_key(json, "id");
+  cli_json_string(json, e->task_id);
+  cli_json_key(json, "task");
+  if (e->task != NULL)
+    cli_json_string(json, e->task);
+  else
+    cli_json_null(json);
+  cli_json_key(json, "queue");
+  if (e->queue != NULL)
+    cli_json_string(json, e->queue);
+  else
+    cli_json_null(json);
+  cli_json_key(json, "attempt");
+  cli_json_int(json, e->attempt);
+  cli_json_key(json, "at");
+  cli_json_time(json, e->at);
+  cli_json_key(json, "detail");
+  if (e->detail != NULL)
+    cli_json_string(json, e->detail);
+  else
+    cli_json_null(json);
+  if (e->kind == SLUICE_EVENT_PROGRESS) {
+    gchar number[G_ASCII_DTOSTR_BUF_SIZE];
+    cli_json_key(json, "progress");
+    cli_json_raw(json,
+                 g_ascii_formatd(number, sizeof number, "%.4f", e->progress));
+  }
+  cli_json_key(json, "worker");
+  if (e->worker != NULL)
+    cli_json_string(json, e->worker);
+  else
+    cli_json_null(json);
+  cli_json_end_object(json);
+}
