@@ -503,7 +503,8 @@ function eventRow(e) {
   const detail = e.kind === 'progress' && e.progress !== undefined
     ? Math.round(e.progress * 100) + '%' + (e.detail ? ' ' + e.detail : '') : e.detail;
   return el('tr', {'data-cursor': e.cursor, 'data-kind': e.kind, 'data-task-id': e.id},
-    el('td', {}, time(e.at)),
+    // A clock time, not an age: an age is stale once the row stays up.
+    el('td', {}, e.at ? el('span', {title: new Date(e.at).toISOString()}, new Date(e.at).toLocaleTimeString()) : '-'),
     el('td', {class: 'kind'}, el('span', {class: 'badge event-' + e.kind}, e.kind)),
     el('td', {class: 'id'}, taskLink(e.id)),
     el('td', {class: 'task'}, e.task || '-'),
