@@ -427,6 +427,19 @@ void cli_listed_task_to_json(CliJson *json, const SluiceListedTask *task);
  */
 void cli_event_to_json(CliJson *json, const SluiceEvent *event);
 
+/** cli_chord_policy_name: Returns: (transfer none): "fail fast", ... */
+const gchar *cli_chord_policy_name(SluiceChordPolicy policy);
+
+/**
+ * cli_workflow_to_json:
+ * Writes a workflow's counts and tree (id, tasks, results, finished,
+ * failed, tree): what `sluice workflow show --json` prints and
+ * /api/workflows/ID answers.
+ */
+void cli_workflow_to_json(CliJson *json, const gchar *id,
+                          const SluiceWorkflowStatus *st,
+                          const SluiceWorkflowNode *root);
+
 /**
  * cli_dead_letter_fields_to_json:
  * Writes the fields of a dead-letter entry (entry_id, task_id, task,

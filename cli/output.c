@@ -653,3 +653,69 @@ cli_event_to_json(CliJson *json, const SluiceEvent *e)
     cli_json_null(json);
   cli_json_end_object(json);
 }
+
+const gchar *
+cli_chord_policy_name(SluiceChordPolicy policy)
+{
+  switch (policy) {
+  case SLUICE_CHORD_FAIL_FAST:
+    return "fail fast";
+  case SLUICE_CHORD_IGNORE_FAILURES:
+    return "ignore failures";
+  case SLUICE_CHORD_WAIT_ALL:
+  default:
+    return "wait for all";
+  }
+}
+
+static void
+node_json(CliJson *j, const SluiceWorkflowNode *node)
+{
+  static const gchar *const kinds[] = {"task", "group", "chain", "chord"};
+
+  cli_json_begin_object(j);
+  cli_json_key(j, "kind");
+  cli_json_string(j, kinds[node->kind]);
+  if (node->kind == SLUICE_WORKFLOW_NODE_TASK) {
+    cli_json_key(j, "task");
+    cli_json_string(j, node->task);
+    cli_json_key(j, "id");
+    cli_json_string(j, node->task_id);
+    cli_json_key(j, "state");
+    cli_json_string(j, node->state == SLUICE_STATE_UNKNOWN
+                           ? "waiting"
+                           : sluice_task_state_to_string(node->state));
+  } else {
+    if (node->kind == SLUICE_WORKFLOW_NODE_CHORD) {
+      cli_json_key(j, "policy");
+      cli_json_string(j, cli_chord_policy_name(node->policy));
+    }
+    cli_json_key(j, "children");
+    cli_json_begin_array(j);
+    for (guint i = 0; i < node->children->len; i++)
+      node_json(j, g_ptr_array_index(node->children, i));
+    cli_json_end_array(j);
+  }
+  cli_json_end_object(j);
+}
+
+void
+cli_workflow_to_json(CliJson *j, const gchar *id,
+                     const SluiceWorkflowStatus *st,
+                     const SluiceWorkflowNode *root)
+{
+  cli_json_begin_object(j);
+  cli_json_key(j, "id");
+  cli_json_string(j, id);
+  cli_json_key(j, "tasks");
+  cli_json_int(j, st->tasks);
+  cli_json_key(j, "results");
+  cli_json_int(j, st->total);
+  cli_json_key(j, "finished");
+  cli_json_int(j, st->finished);
+  cli_json_key(j, "failed");
+  cli_json_int(j, st->failed);
+  cli_json_key(j, "tree");
+  node_json(j, root);
+  cli_json_end_object(j);
+}

@@ -827,6 +827,75 @@ START_TEST(test_events_page_by_cursor)
 }
 END_TEST
 
+/* A workflow's page reads its tree with each task's state, as `sluice
+ * workflow show` draws it; an unknown workflow is 404. */
+START_TEST(test_workflow_tree)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i, NULL);
+  g_autoptr(Proc) worker = worker_start(ctx);
+  g_autoptr(SluiceBroker) broker = sluice_test_redis_broker(
+      _i == 0 ? SLUICE_REDIS_FAST : SLUICE_REDIS_RELIABLE, ctx->url, ctx->ns,
+      0);
+  g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, NULL);
+  SluiceWorkflow *group = sluice_workflow_group();
+  g_autoptr(SluiceWorkflow) chord = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *id = NULL, *last = NULL, *path = NULL;
+  g_autoptr(Proc) web = NULL;
+  g_autoptr(Reply) tree = NULL;
+  g_autoptr(Reply) none = NULL;
+  JsonObject *root, *callback;
+  JsonArray *children, *members;
+  SluiceEnqueueOptions eo;
+
+  /* On the worker's queue. */
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "work";
+  sluice_workflow_add(group, sluice_workflow_task("demo.noop", NULL, &eo));
+  sluice_workflow_add(group, sluice_workflow_task("demo.noop", NULL, &eo));
+  chord =
+      sluice_workflow_chord(group, sluice_workflow_task("demo.echo", NULL, &eo),
+                            SLUICE_CHORD_WAIT_ALL);
+  id = sluice_client_enqueue_workflow(client, chord, &error);
+  ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
+  last = g_strdup_printf("%s.2", id);
+  /* The callback has no record until the join releases it: wait on its
+   * result rather than its record. */
+  {
+    g_autoptr(Run) result = cli(ctx, "result", last, "--wait", "90s", NULL);
+    ck_assert_msg(result->status == 0, "%s", result->err);
+  }
+  web = web_start(ctx, NULL);
+  path = g_strdup_printf("/api/workflows/%s", id);
+  tree = get(web, path);
+  assert_reply(tree, 200);
+  ck_assert_str_eq(json_object_get_string_member(obj(tree), "id"), id);
+  ck_assert_int_eq(json_object_get_int_member(obj(tree), "failed"), 0);
+  root = json_object_get_object_member(obj(tree), "tree");
+  ck_assert_str_eq(json_object_get_string_member(root, "kind"), "chord");
+  ck_assert_str_eq(json_object_get_string_member(root, "policy"),
+                   "wait for all");
+  children = json_object_get_array_member(root, "children");
+  ck_assert_uint_eq(json_array_get_length(children), 2);
+  members = json_object_get_array_member(
+      json_array_get_object_element(children, 0), "children");
+  ck_assert_uint_eq(json_array_get_length(members), 2);
+  for (guint i = 0; i < 2; i++) {
+    JsonObject *m = json_array_get_object_element(members, i);
+    ck_assert_str_eq(json_object_get_string_member(m, "task"), "demo.noop");
+    ck_assert_str_eq(json_object_get_string_member(m, "state"), "succeeded");
+  }
+  callback = json_array_get_object_element(children, 1);
+  ck_assert_str_eq(json_object_get_string_member(callback, "task"),
+                   "demo.echo");
+  ck_assert_str_eq(json_object_get_string_member(callback, "id"), last);
+  ck_assert_str_eq(json_object_get_string_member(callback, "state"),
+                   "succeeded");
+  none = get(web, "/api/workflows/no-such-workflow");
+  assert_reply(none, 404);
+}
+END_TEST
+
 START_TEST(test_task_and_dead_letter_actions)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i, NULL);
@@ -1189,6 +1258,7 @@ main(void)
   tcase_add_loop_test(api, test_task_and_dead_letter_actions, 0, n_modes);
   tcase_add_loop_test(api, test_task_shows_its_progress, 0, n_modes);
   tcase_add_loop_test(api, test_events_page_by_cursor, 0, n_modes);
+  tcase_add_loop_test(api, test_workflow_tree, 0, n_modes);
   tcase_add_test(api, test_read_only_refuses_writes);
   tcase_add_test(api, test_config_file_web_group);
   tcase_add_loop_test(api, test_password_never_in_any_response, 0, n_modes);

@@ -556,6 +556,26 @@ async function pageEvents() {
   await poll();
 }
 
+function workflowNode(n) {
+  if (n.kind === 'task')
+    return el('li', {class: 'wf-task', 'data-task-id': n.id, 'data-state': n.state},
+      el('span', {class: 'task'}, n.task), ' ', taskLink(n.id), ' ',
+      el('span', {class: 'badge state'}, n.state));
+  return el('li', {class: 'wf-' + n.kind},
+    el('span', {class: 'wf-kind'}, n.kind + (n.policy ? ' (' + n.policy + ')' : '')),
+    el('ul', {}, n.children.map(workflowNode)));
+}
+
+// A workflow's tree, each task with its state (as `sluice workflow show`).
+async function pageWorkflow(id) {
+  await loadOverview();
+  const w = await api('workflows/' + encodeURIComponent(id));
+  show(el('h2', {}, 'Workflow ', el('code', {id: 'workflow-id'}, id)),
+    el('p', {id: 'workflow-counts'}, w.tasks + ' tasks; ' + w.finished + ' of ' + w.results + ' results in, ' + w.failed + ' failed'),
+    el('ul', {class: 'workflow', id: 'workflow-tree'}, workflowNode(w.tree)));
+  scheduleRefresh();
+}
+
 // ---- Routing ---------------------------------------------------------------
 
 function scheduleRefresh() {
@@ -583,6 +603,7 @@ async function route(quiet) {
     else if (page === 'task') await pageTask(decodeURIComponent(parts.slice(1).join('/')), params);
     else if (page === 'workers') await pageWorkers();
     else if (page === 'events') await pageEvents();
+    else if (page === 'workflow') await pageWorkflow(decodeURIComponent(parts.slice(1).join('/')));
     else show(el('p', {}, 'No such page.'));
     document.body.dataset.loaded = location.hash || '#/';
   } catch (e) {
