@@ -46,6 +46,7 @@ BUILD = os.environ.get("SLUICE_BUILDDIR") or os.path.dirname(
 SLUICE = os.path.join(BUILD, "cli", "sluice")
 DEMO = os.path.join(BUILD, "examples", "demo-module", ".libs", "demo.so")
 OUT = os.path.join(BUILD, "tests", "test-web-browser.out")
+WORKFLOW_PROC = os.path.join(BUILD, "tests", "helpers", "workflow-proc")
 PASSWORD = "pw-" + base64.b32encode(os.urandom(10)).decode().lower()
 TOKEN = base64.b64encode(os.urandom(24)).decode()
 
@@ -541,6 +542,31 @@ class Test:
         self.wait_loaded("#/task/" + after)
         assert self.wd.text("#task-state") == "succeeded"
 
+    def check_workflow_page(self):
+        """A workflow's page draws its tree, each task with its state."""
+        r = subprocess.run([
+            WORKFLOW_PROC, "--url", "redis://:%s@127.0.0.1:%d/0" % (
+                PASSWORD, self.port), "--namespace", "browser",
+            "--queue", "work"], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, timeout=PATIENCE)
+        assert r.returncode == 0, r.stderr.decode()
+        wf = r.stdout.decode().strip()
+        callback = wf + ".2"
+        self.sluice("result", callback, "--wait", "90s")
+        self.load("#/workflow/" + wf)
+        assert self.wd.text("#workflow-id") == wf
+        assert self.wd.text("#workflow-tree .wf-chord > .wf-kind") == \
+            "chord (wait for all)"
+        assert len(self.wd.find_all(
+            '#workflow-tree li.wf-task[data-state="succeeded"]')) == 3
+        assert "1 of 1 results in, 0 failed" in self.wd.text(
+            "#workflow-counts")
+        self.wd.screenshot("workflow")
+        self.wd.click('#workflow-tree li.wf-task[data-task-id="%s"] '
+                      'a.task-link' % callback)
+        self.wait_loaded("#/task/" + callback)
+        assert self.wd.text("#task-state") == "succeeded"
+
     def check_api_never_shows_the_password(self):
         """...and says how long each answer takes (a figure, not a check)."""
         for path in ("/api/overview", "/api/rates", "/api/dead",
@@ -573,6 +599,7 @@ class Test:
         self.check_replay_by_clicking()
         # Before the pause: it stops the worker's queue.
         self.check_events()
+        self.check_workflow_page()
         self.check_pause_by_clicking()
         self.check_chart_and_workers()
         self.check_api_never_shows_the_password()
