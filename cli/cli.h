@@ -421,6 +421,26 @@ void cli_result_to_json(CliJson *json, const SluiceResult *result);
 void cli_listed_task_to_json(CliJson *json, const SluiceListedTask *task);
 
 /**
+ * cli_event_to_json:
+ * Writes one lifecycle event as a JSON object (its cursor included): what
+ * `sluice events --json` prints for it and /api/events lists.
+ */
+void cli_event_to_json(CliJson *json, const SluiceEvent *event);
+
+/** cli_chord_policy_name: Returns: (transfer none): "fail fast", ... */
+const gchar *cli_chord_policy_name(SluiceChordPolicy policy);
+
+/**
+ * cli_workflow_to_json:
+ * Writes a workflow's counts and tree (id, tasks, results, finished,
+ * failed, tree): what `sluice workflow show --json` prints and
+ * /api/workflows/ID answers.
+ */
+void cli_workflow_to_json(CliJson *json, const gchar *id,
+                          const SluiceWorkflowStatus *st,
+                          const SluiceWorkflowNode *root);
+
+/**
  * cli_dead_letter_fields_to_json:
  * Writes the fields of a dead-letter entry (entry_id, task_id, task,
  * reason, detail, source, deliveries, at) as keys and values into the

@@ -18,44 +18,7 @@ print_event(const SluiceEvent *e, gboolean json)
 {
   if (json) {
     g_autoptr(CliJson) j = cli_json_new();
-    cli_json_begin_object(j);
-    cli_json_key(j, "cursor");
-    cli_json_string(j, e->cursor);
-    cli_json_key(j, "kind");
-    cli_json_string(j, sluice_event_kind_to_string(e->kind));
-    cli_json_key(j, "id");
-    cli_json_string(j, e->task_id);
-    cli_json_key(j, "task");
-    if (e->task != NULL)
-      cli_json_string(j, e->task);
-    else
-      cli_json_null(j);
-    cli_json_key(j, "queue");
-    if (e->queue != NULL)
-      cli_json_string(j, e->queue);
-    else
-      cli_json_null(j);
-    cli_json_key(j, "attempt");
-    cli_json_int(j, e->attempt);
-    cli_json_key(j, "at");
-    cli_json_time(j, e->at);
-    cli_json_key(j, "detail");
-    if (e->detail != NULL)
-      cli_json_string(j, e->detail);
-    else
-      cli_json_null(j);
-    if (e->kind == SLUICE_EVENT_PROGRESS) {
-      gchar number[G_ASCII_DTOSTR_BUF_SIZE];
-      cli_json_key(j, "progress");
-      cli_json_raw(j,
-                   g_ascii_formatd(number, sizeof number, "%.4f", e->progress));
-    }
-    cli_json_key(j, "worker");
-    if (e->worker != NULL)
-      cli_json_string(j, e->worker);
-    else
-      cli_json_null(j);
-    cli_json_end_object(j);
+    cli_event_to_json(j, e);
     cli_json_print(j);
   } else {
     g_autofree gchar *when = cli_format_time(e->at);

@@ -5,20 +5,6 @@
 
 #include "cli/cli.h"
 
-static const gchar *
-policy_name(SluiceChordPolicy policy)
-{
-  switch (policy) {
-  case SLUICE_CHORD_FAIL_FAST:
-    return "fail fast";
-  case SLUICE_CHORD_IGNORE_FAILURES:
-    return "ignore failures";
-  case SLUICE_CHORD_WAIT_ALL:
-  default:
-    return "wait for all";
-  }
-}
-
 static void
 draw(const SluiceWorkflowNode *node, GString *out, const gchar *prefix,
      gboolean last, gboolean root)
@@ -43,43 +29,13 @@ draw(const SluiceWorkflowNode *node, GString *out, const gchar *prefix,
     break;
   case SLUICE_WORKFLOW_NODE_CHORD:
   default:
-    g_string_append_printf(out, "chord (%s)\n", policy_name(node->policy));
+    g_string_append_printf(out, "chord (%s)\n",
+                           cli_chord_policy_name(node->policy));
     break;
   }
   for (guint i = 0; i < node->children->len; i++)
     draw(g_ptr_array_index(node->children, i), out, inner,
          i + 1 == node->children->len, FALSE);
-}
-
-static void
-node_json(CliJson *j, const SluiceWorkflowNode *node)
-{
-  static const gchar *const kinds[] = {"task", "group", "chain", "chord"};
-
-  cli_json_begin_object(j);
-  cli_json_key(j, "kind");
-  cli_json_string(j, kinds[node->kind]);
-  if (node->kind == SLUICE_WORKFLOW_NODE_TASK) {
-    cli_json_key(j, "task");
-    cli_json_string(j, node->task);
-    cli_json_key(j, "id");
-    cli_json_string(j, node->task_id);
-    cli_json_key(j, "state");
-    cli_json_string(j, node->state == SLUICE_STATE_UNKNOWN
-                           ? "waiting"
-                           : sluice_task_state_to_string(node->state));
-  } else {
-    if (node->kind == SLUICE_WORKFLOW_NODE_CHORD) {
-      cli_json_key(j, "policy");
-      cli_json_string(j, policy_name(node->policy));
-    }
-    cli_json_key(j, "children");
-    cli_json_begin_array(j);
-    for (guint i = 0; i < node->children->len; i++)
-      node_json(j, g_ptr_array_index(node->children, i));
-    cli_json_end_array(j);
-  }
-  cli_json_end_object(j);
 }
 
 int
@@ -128,20 +84,7 @@ cli_cmd_workflow(int argc, char **argv)
   }
   if (common.json) {
     g_autoptr(CliJson) j = cli_json_new();
-    cli_json_begin_object(j);
-    cli_json_key(j, "id");
-    cli_json_string(j, argv[2]);
-    cli_json_key(j, "tasks");
-    cli_json_int(j, st.tasks);
-    cli_json_key(j, "results");
-    cli_json_int(j, st.total);
-    cli_json_key(j, "finished");
-    cli_json_int(j, st.finished);
-    cli_json_key(j, "failed");
-    cli_json_int(j, st.failed);
-    cli_json_key(j, "tree");
-    node_json(j, root);
-    cli_json_end_object(j);
+    cli_workflow_to_json(j, argv[2], &st, root);
     cli_json_print(j);
   } else {
     g_autoptr(GString) out = g_string_new(NULL);

@@ -610,3 +610,112 @@ cli_dead_letter_fields_to_json(CliJson *json, const SluiceDeadLetter *entry)
   cli_json_key(json, "at");
   cli_json_time(json, entry->at);
 }
+
+void
+cli_event_to_json(CliJson *json, const SluiceEvent *e)
+{
+  cli_json_begin_object(json);
+  cli_json_key(json, "cursor");
+  cli_json_string(json, e->cursor);
+  cli_json_key(json, "kind");
+  cli_json_string(json, sluice_event_kind_to_string(e->kind));
+  cli_json_key(json, "id");
+  cli_json_string(json, e->task_id);
+  cli_json_key(json, "task");
+  if (e->task != NULL)
+    cli_json_string(json, e->task);
+  else
+    cli_json_null(json);
+  cli_json_key(json, "queue");
+  if (e->queue != NULL)
+    cli_json_string(json, e->queue);
+  else
+    cli_json_null(json);
+  cli_json_key(json, "attempt");
+  cli_json_int(json, e->attempt);
+  cli_json_key(json, "at");
+  cli_json_time(json, e->at);
+  cli_json_key(json, "detail");
+  if (e->detail != NULL)
+    cli_json_string(json, e->detail);
+  else
+    cli_json_null(json);
+  if (e->kind == SLUICE_EVENT_PROGRESS) {
+    gchar number[G_ASCII_DTOSTR_BUF_SIZE];
+    cli_json_key(json, "progress");
+    cli_json_raw(json,
+                 g_ascii_formatd(number, sizeof number, "%.4f", e->progress));
+  }
+  cli_json_key(json, "worker");
+  if (e->worker != NULL)
+    cli_json_string(json, e->worker);
+  else
+    cli_json_null(json);
+  cli_json_end_object(json);
+}
+
+const gchar *
+cli_chord_policy_name(SluiceChordPolicy policy)
+{
+  switch (policy) {
+  case SLUICE_CHORD_FAIL_FAST:
+    return "fail fast";
+  case SLUICE_CHORD_IGNORE_FAILURES:
+    return "ignore failures";
+  case SLUICE_CHORD_WAIT_ALL:
+  default:
+    return "wait for all";
+  }
+}
+
+static void
+node_json(CliJson *j, const SluiceWorkflowNode *node)
+{
+  static const gchar *const kinds[] = {"task", "group", "chain", "chord"};
+
+  cli_json_begin_object(j);
+  cli_json_key(j, "kind");
+  cli_json_string(j, kinds[node->kind]);
+  if (node->kind == SLUICE_WORKFLOW_NODE_TASK) {
+    cli_json_key(j, "task");
+    cli_json_string(j, node->task);
+    cli_json_key(j, "id");
+    cli_json_string(j, node->task_id);
+    cli_json_key(j, "state");
+    cli_json_string(j, node->state == SLUICE_STATE_UNKNOWN
+                           ? "waiting"
+                           : sluice_task_state_to_string(node->state));
+  } else {
+    if (node->kind == SLUICE_WORKFLOW_NODE_CHORD) {
+      cli_json_key(j, "policy");
+      cli_json_string(j, cli_chord_policy_name(node->policy));
+    }
+    cli_json_key(j, "children");
+    cli_json_begin_array(j);
+    for (guint i = 0; i < node->children->len; i++)
+      node_json(j, g_ptr_array_index(node->children, i));
+    cli_json_end_array(j);
+  }
+  cli_json_end_object(j);
+}
+
+void
+cli_workflow_to_json(CliJson *j, const gchar *id,
+                     const SluiceWorkflowStatus *st,
+                     const SluiceWorkflowNode *root)
+{
+  cli_json_begin_object(j);
+  cli_json_key(j, "id");
+  cli_json_string(j, id);
+  cli_json_key(j, "tasks");
+  cli_json_int(j, st->tasks);
+  cli_json_key(j, "results");
+  cli_json_int(j, st->total);
+  cli_json_key(j, "finished");
+  cli_json_int(j, st->finished);
+  cli_json_key(j, "failed");
+  cli_json_int(j, st->failed);
+  cli_json_key(j, "tree");
+  node_json(j, root);
+  cli_json_end_object(j);
+}

@@ -9,6 +9,8 @@
  *   GET  /api/dead           ?reason=&task=&after=&limit=  (one page)
  *   GET  /api/dead/count     ?reason=&task=  (what a bulk action would take)
  *   GET  /api/task           ?id=[&entry=]  (record, message, dead letter)
+ *   GET  /api/events         ?cursor=&limit=  (lifecycle events, web-events.c)
+ *   GET  /api/workflows/ID   a workflow's counts and tree (web-workflows.c)
  *   POST /api/queues/pause|resume|purge   queue= (purge: confirm=QUEUE)
  *   POST /api/tasks/delete|run-now        id=
  *   POST /api/dead/replay|delete          entry=
@@ -677,6 +679,10 @@ serve_api(SoupServer *soup, SoupServerMessage *msg, const char *path,
       get_dead_count(web, msg, query);
     else if (strcmp(path, "/api/task") == 0)
       get_task(web, msg, query);
+    else if (strcmp(path, "/api/events") == 0)
+      web_get_events(web, msg, query);
+    else if (g_str_has_prefix(path, "/api/workflows/"))
+      web_get_workflow(web, msg, path + strlen("/api/workflows/"));
     else
       web_respond_message(msg, SOUP_STATUS_NOT_FOUND, "no such API path");
     return;

@@ -39,6 +39,14 @@ gboolean web_dead_filters(GHashTable *params, const gchar **reason,
 GPtrArray *web_dead_snapshot(SluiceClient *client, const gchar *reason,
                              const gchar *task, GError **error);
 
+/* ---- Events (web-events.c) ---- */
+/* GET /api/events?cursor=&limit=: a page of the lifecycle events. */
+void web_get_events(Web *web, SoupServerMessage *msg, GHashTable *query);
+
+/* ---- Workflows (web-workflows.c) ---- */
+/* GET /api/workflows/@id: its counts and tree. */
+void web_get_workflow(Web *web, SoupServerMessage *msg, const gchar *id);
+
 /* ---- Writes (web-writes.c) ---- */
 /* TRUE when a write may run; otherwise it has answered 403 and why. */
 gboolean web_may_write(Web *web, SoupServerMessage *msg);

@@ -46,6 +46,7 @@ BUILD = os.environ.get("SLUICE_BUILDDIR") or os.path.dirname(
 SLUICE = os.path.join(BUILD, "cli", "sluice")
 DEMO = os.path.join(BUILD, "examples", "demo-module", ".libs", "demo.so")
 OUT = os.path.join(BUILD, "tests", "test-web-browser.out")
+WORKFLOW_PROC = os.path.join(BUILD, "tests", "helpers", "workflow-proc")
 PASSWORD = "pw-" + base64.b32encode(os.urandom(10)).decode().lower()
 TOKEN = base64.b64encode(os.urandom(24)).decode()
 
@@ -270,7 +271,7 @@ class Test:
             SLUICE, "worker", "--module", DEMO, "--queue", "work",
             "--concurrency", "2", "--max-attempts", "3", "--backoff", "1h",
             "--backoff-max", "1h", "--no-jitter", "--worker-id", "w-browser",
-            "--shutdown-timeout", "2s"],
+            "--shutdown-timeout", "2s", "--events"],
             env=self.env)
         wait_for("the worker to be ready",
                  lambda: " ready: " in self.procs.log_of("worker"))
@@ -510,6 +511,62 @@ class Test:
             'tr[data-worker="w-browser"] .running-tasks')
         self.wd.screenshot("workers")
 
+    def event_row(self, kind, task_id):
+        rows = self.wd.find_all(
+            'table#events tr[data-kind="%s"][data-task-id="%s"]'
+            % (kind, task_id))
+        return rows[0] if rows else None
+
+    def check_events(self):
+        """The events page lists a task's succeeded event, follows new
+        ones without a reload, and links each to its task's page."""
+        before = self.enqueue("demo.noop", "{}", "--queue", "work")
+        wait_for("%s to succeed" % before,
+                 lambda: self.state_of(before) == "succeeded")
+        self.load("#/events")
+        wait_for("the succeeded event of %s" % before,
+                 lambda: self.event_row("succeeded", before))
+        assert self.event_row("started", before)
+        # A task finished while the page is open appears by its polling.
+        after = self.enqueue("demo.noop", "{}", "--queue", "work")
+        wait_for("the succeeded event of %s, followed" % after,
+                 lambda: self.event_row("succeeded", after))
+        assert self.wd.js("return document.body.dataset.loaded;") == \
+            "#/events"
+        assert "work" in self.wd.text(
+            'table#events tr[data-kind="succeeded"][data-task-id="%s"]'
+            % after)
+        self.wd.screenshot("events")
+        self.wd.click('table#events tr[data-kind="succeeded"]'
+                      '[data-task-id="%s"] a.task-link' % after)
+        self.wait_loaded("#/task/" + after)
+        assert self.wd.text("#task-state") == "succeeded"
+
+    def check_workflow_page(self):
+        """A workflow's page draws its tree, each task with its state."""
+        r = subprocess.run([
+            WORKFLOW_PROC, "--url", "redis://:%s@127.0.0.1:%d/0" % (
+                PASSWORD, self.port), "--namespace", "browser",
+            "--queue", "work"], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, timeout=PATIENCE)
+        assert r.returncode == 0, r.stderr.decode()
+        wf = r.stdout.decode().strip()
+        callback = wf + ".2"
+        self.sluice("result", callback, "--wait", "90s")
+        self.load("#/workflow/" + wf)
+        assert self.wd.text("#workflow-id") == wf
+        assert self.wd.text("#workflow-tree .wf-chord > .wf-kind") == \
+            "chord (wait for all)"
+        assert len(self.wd.find_all(
+            '#workflow-tree li.wf-task[data-state="succeeded"]')) == 3
+        assert "1 of 1 results in, 0 failed" in self.wd.text(
+            "#workflow-counts")
+        self.wd.screenshot("workflow")
+        self.wd.click('#workflow-tree li.wf-task[data-task-id="%s"] '
+                      'a.task-link' % callback)
+        self.wait_loaded("#/task/" + callback)
+        assert self.wd.text("#task-state") == "succeeded"
+
     def check_api_never_shows_the_password(self):
         """...and says how long each answer takes (a figure, not a check)."""
         for path in ("/api/overview", "/api/rates", "/api/dead",
@@ -540,6 +597,9 @@ class Test:
         self.check_dead_letters()
         self.check_writes_need_the_token()
         self.check_replay_by_clicking()
+        # Before the pause: it stops the worker's queue.
+        self.check_events()
+        self.check_workflow_page()
         self.check_pause_by_clicking()
         self.check_chart_and_workers()
         self.check_api_never_shows_the_password()

@@ -29,6 +29,8 @@
 #include <sys/prctl.h>
 #endif
 
+#include <sluice/sluice.h>
+
 #include "tests/helpers/command.h"
 #include "tests/helpers/redis-fixture.h"
 
@@ -695,6 +697,205 @@ START_TEST(test_task_shows_its_progress)
 }
 END_TEST
 
+/* A worker that writes its tasks' lifecycle events. */
+static Proc *
+events_worker_start(Ctx *ctx)
+{
+  const gchar *argv[] = {"worker", "--module", DEMO_MODULE, "--queue",
+                         "work",   "--events", NULL};
+
+  return proc_start(ctx, " ready: ", argv);
+}
+
+/* GET /api/events?limit=@limit[&cursor=@cursor]. */
+static Reply *
+get_events(const Proc *web, const gchar *cursor, guint limit)
+{
+  g_autofree gchar *escaped =
+      cursor != NULL ? g_uri_escape_string(cursor, NULL, FALSE) : NULL;
+  g_autofree gchar *path =
+      cursor != NULL
+          ? g_strdup_printf("/api/events?limit=%u&cursor=%s", limit, escaped)
+          : g_strdup_printf("/api/events?limit=%u", limit);
+
+  return get(web, path);
+}
+
+/* The events endpoint lists a task's enqueued, started and succeeded
+ * events in order, pages by its cursor without repeating one, and refuses
+ * a cursor the broker never handed out. */
+START_TEST(test_events_page_by_cursor)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i, NULL);
+  g_autoptr(Proc) worker = events_worker_start(ctx);
+  g_autoptr(SluiceBroker) broker = sluice_test_redis_broker(
+      _i == 0 ? SLUICE_REDIS_FAST : SLUICE_REDIS_RELIABLE, ctx->url, ctx->ns,
+      0);
+  SluiceClientOptions co;
+  g_autoptr(SluiceClient) client = NULL;
+  SluiceEnqueueOptions eo;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) seen =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GPtrArray) kinds = g_ptr_array_new_with_free_func(g_free);
+  g_autofree gchar *id = NULL;
+  g_autofree gchar *cursor = NULL;
+  g_autoptr(Proc) web = NULL;
+  g_autoptr(Reply) bad = NULL;
+  g_autoptr(Reply) unknown = NULL;
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+  guint pages = 0;
+
+  sluice_client_options_init(&co);
+  co.events = TRUE;
+  client = sluice_client_new(broker, &co, &error);
+  ck_assert_msg(client != NULL, "%s", error != NULL ? error->message : "");
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "work";
+  id = sluice_client_enqueue(client, "demo.noop", NULL, &eo, &error);
+  ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
+  wait_state(ctx, id, "succeeded");
+  web = web_start(ctx, NULL);
+
+  /* One event a page, so that paging is what finds them all. The worker
+   * writes "succeeded" with its settlement, which may land just after the
+   * record says so: read until it is there. */
+  while (kinds->len == 0 ||
+         g_strcmp0(kinds->pdata[kinds->len - 1], "succeeded") != 0) {
+    g_autoptr(Reply) page = get_events(web, cursor, 1);
+    JsonArray *events;
+    const gchar *next;
+
+    assert_reply(page, 200);
+    events = json_object_get_array_member(obj(page), "events");
+    next = json_object_get_string_member(obj(page), "cursor");
+    ck_assert(events != NULL && next != NULL);
+    ck_assert_uint_le(json_array_get_length(events), 1);
+    for (guint i = 0; i < json_array_get_length(events); i++) {
+      JsonObject *e = json_array_get_object_element(events, i);
+      const gchar *c = json_object_get_string_member(e, "cursor");
+
+      ck_assert_msg(g_hash_table_add(seen, g_strdup(c)), "event %s came twice",
+                    c);
+      ck_assert_str_eq(c, next);
+      if (g_strcmp0(json_object_get_string_member(e, "id"), id) != 0)
+        continue;
+      ck_assert_str_eq(json_object_get_string_member(e, "queue"), "work");
+      ck_assert_str_eq(json_object_get_string_member(e, "task"), "demo.noop");
+      g_ptr_array_add(kinds,
+                      g_strdup(json_object_get_string_member(e, "kind")));
+    }
+    if (json_array_get_length(events) == 0) {
+      ck_assert_msg(g_get_monotonic_time() < deadline,
+                    "no succeeded event after %u events", kinds->len);
+      g_usleep(50 * 1000);
+    }
+    g_free(cursor);
+    cursor = g_strdup(next);
+    pages++;
+  }
+  ck_assert_uint_eq(kinds->len, 3);
+  ck_assert_str_eq(kinds->pdata[0], "enqueued");
+  ck_assert_str_eq(kinds->pdata[1], "started");
+  ck_assert_uint_ge(pages, 3);
+
+  /* Past the last one, a page is empty and keeps the cursor. */
+  {
+    g_autoptr(Reply) end = get_events(web, cursor, 50);
+    assert_reply(end, 200);
+    ck_assert_uint_eq(
+        json_array_get_length(json_object_get_array_member(obj(end), "events")),
+        0);
+    ck_assert_str_eq(json_object_get_string_member(obj(end), "cursor"), cursor);
+  }
+
+  bad = get_events(web, "not a cursor", 10);
+  assert_reply(bad, 400);
+  ck_assert_msg(strstr(json_object_get_string_member(obj(bad), "error"),
+                       "not an events cursor") != NULL,
+                "%s", bad->body);
+  {
+    /* Well formed, but ahead of every event: never handed out. */
+    g_autofree gchar *ahead = g_strdup_printf(
+        "%" G_GINT64_FORMAT "-0", g_get_real_time() / 1000 + 3600 * 1000);
+    unknown = get_events(web, ahead, 10);
+    assert_reply(unknown, 400);
+    ck_assert_msg(strstr(json_object_get_string_member(obj(unknown), "error"),
+                         "is unknown") != NULL,
+                  "%s", unknown->body);
+  }
+}
+END_TEST
+
+/* A workflow's page reads its tree with each task's state, as `sluice
+ * workflow show` draws it; an unknown workflow is 404. */
+START_TEST(test_workflow_tree)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i, NULL);
+  g_autoptr(Proc) worker = worker_start(ctx);
+  g_autoptr(SluiceBroker) broker = sluice_test_redis_broker(
+      _i == 0 ? SLUICE_REDIS_FAST : SLUICE_REDIS_RELIABLE, ctx->url, ctx->ns,
+      0);
+  g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, NULL);
+  SluiceWorkflow *group = sluice_workflow_group();
+  g_autoptr(SluiceWorkflow) chord = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *id = NULL, *last = NULL, *path = NULL;
+  g_autoptr(Proc) web = NULL;
+  g_autoptr(Reply) tree = NULL;
+  g_autoptr(Reply) none = NULL;
+  JsonObject *root, *callback;
+  JsonArray *children, *members;
+  SluiceEnqueueOptions eo;
+
+  /* On the worker's queue. */
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "work";
+  sluice_workflow_add(group, sluice_workflow_task("demo.noop", NULL, &eo));
+  sluice_workflow_add(group, sluice_workflow_task("demo.noop", NULL, &eo));
+  chord =
+      sluice_workflow_chord(group, sluice_workflow_task("demo.echo", NULL, &eo),
+                            SLUICE_CHORD_WAIT_ALL);
+  id = sluice_client_enqueue_workflow(client, chord, &error);
+  ck_assert_msg(id != NULL, "%s", error != NULL ? error->message : "");
+  last = g_strdup_printf("%s.2", id);
+  /* The callback has no record until the join releases it: wait on its
+   * result rather than its record. */
+  {
+    g_autoptr(Run) result = cli(ctx, "result", last, "--wait", "90s", NULL);
+    ck_assert_msg(result->status == 0, "%s", result->err);
+  }
+  web = web_start(ctx, NULL);
+  path = g_strdup_printf("/api/workflows/%s", id);
+  tree = get(web, path);
+  assert_reply(tree, 200);
+  ck_assert_str_eq(json_object_get_string_member(obj(tree), "id"), id);
+  ck_assert_int_eq(json_object_get_int_member(obj(tree), "failed"), 0);
+  root = json_object_get_object_member(obj(tree), "tree");
+  ck_assert_str_eq(json_object_get_string_member(root, "kind"), "chord");
+  ck_assert_str_eq(json_object_get_string_member(root, "policy"),
+                   "wait for all");
+  children = json_object_get_array_member(root, "children");
+  ck_assert_uint_eq(json_array_get_length(children), 2);
+  members = json_object_get_array_member(
+      json_array_get_object_element(children, 0), "children");
+  ck_assert_uint_eq(json_array_get_length(members), 2);
+  for (guint i = 0; i < 2; i++) {
+    JsonObject *m = json_array_get_object_element(members, i);
+    ck_assert_str_eq(json_object_get_string_member(m, "task"), "demo.noop");
+    ck_assert_str_eq(json_object_get_string_member(m, "state"), "succeeded");
+  }
+  callback = json_array_get_object_element(children, 1);
+  ck_assert_str_eq(json_object_get_string_member(callback, "task"),
+                   "demo.echo");
+  ck_assert_str_eq(json_object_get_string_member(callback, "id"), last);
+  ck_assert_str_eq(json_object_get_string_member(callback, "state"),
+                   "succeeded");
+  none = get(web, "/api/workflows/no-such-workflow");
+  assert_reply(none, 404);
+}
+END_TEST
+
 START_TEST(test_task_and_dead_letter_actions)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i, NULL);
@@ -1056,6 +1257,8 @@ main(void)
   tcase_add_loop_test(api, test_writes_need_the_token, 0, n_modes);
   tcase_add_loop_test(api, test_task_and_dead_letter_actions, 0, n_modes);
   tcase_add_loop_test(api, test_task_shows_its_progress, 0, n_modes);
+  tcase_add_loop_test(api, test_events_page_by_cursor, 0, n_modes);
+  tcase_add_loop_test(api, test_workflow_tree, 0, n_modes);
   tcase_add_test(api, test_read_only_refuses_writes);
   tcase_add_test(api, test_config_file_web_group);
   tcase_add_loop_test(api, test_password_never_in_any_response, 0, n_modes);

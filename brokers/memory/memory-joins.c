@@ -120,10 +120,28 @@ sluice_memory__read_events(SluiceBroker *broker, const gchar *cursor,
 {
   SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
   gint64 deadline = g_get_monotonic_time() + block_ms * 1000;
-  guint64 after = cursor != NULL ? g_ascii_strtoull(cursor, NULL, 10) : 0;
-  guint64 last = after;
+  guint64 after = 0;
+  guint64 last;
 
+  if (cursor != NULL &&
+      !g_ascii_string_to_unsigned(cursor, 10, 0, G_MAXUINT64, &after, NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "“%s” is not an events cursor of this broker (a number): "
+                "pass one a read returned, or none to start from the oldest",
+                cursor);
+    return FALSE;
+  }
+  last = after;
   g_mutex_lock(&self->lock);
+  /* A cursor ahead of every event ever appended was never handed out. */
+  if (after > self->event_seq) {
+    g_mutex_unlock(&self->lock);
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "events cursor %s is unknown: no event has reached it (the "
+                "newest is %" G_GUINT64_FORMAT "); pass one a read returned",
+                cursor, self->event_seq);
+    return FALSE;
+  }
   for (;;) {
     /* Sequence numbers have no gaps, so the first one wanted is found
      * by its distance from the head. */

@@ -283,6 +283,73 @@ sluice_redis__append_events(SluiceBroker *broker, GBytes *const *events,
   return ok;
 }
 
+/* A stream id, "MS-SEQ" (or "MS", which Redis reads as MS-0). */
+static gboolean
+is_stream_id(const gchar *s)
+{
+  const gchar *dash = strchr(s, '-');
+  gsize ms_len = dash != NULL ? (gsize)(dash - s) : strlen(s);
+
+  if (ms_len == 0 || ms_len > 20 || strspn(s, "0123456789") != ms_len)
+    return FALSE;
+  if (dash == NULL)
+    return TRUE;
+  return dash[1] != '\0' && strlen(dash + 1) <= 20 &&
+         strspn(dash + 1, "0123456789") == strlen(dash + 1);
+}
+
+/* Whether stream id @a (is_stream_id()) comes after @b. */
+static gboolean
+stream_id_after(const gchar *a, const gchar *b)
+{
+  const gchar *da = strchr(a, '-'), *db = strchr(b, '-');
+  guint64 ma = g_ascii_strtoull(a, NULL, 10),
+          mb = g_ascii_strtoull(b, NULL, 10);
+  guint64 sa = da != NULL ? g_ascii_strtoull(da + 1, NULL, 10) : 0;
+  guint64 sb = db != NULL ? g_ascii_strtoull(db + 1, NULL, 10) : 0;
+
+  return ma > mb || (ma == mb && sa > sb);
+}
+
+/* FALSE with INVALID when @cursor is ahead of the newest event kept: it
+ * was never handed out. (An empty stream cannot tell: its events may all
+ * have been trimmed.) Asked only after a read found nothing, so a reader
+ * that keeps up pays for it only while idle. */
+static gboolean
+check_cursor_known(SluiceRedisBroker *self, const gchar *cursor, GError **error)
+{
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, 6, 64);
+  sluice_redis_argv__add_str(&a, "XREVRANGE");
+  sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_EVENTS, NULL);
+  sluice_redis_argv__add_str(&a, "+");
+  sluice_redis_argv__add_str(&a, "-");
+  sluice_redis_argv__add_str(&a, "COUNT");
+  sluice_redis_argv__add_int(&a, 1);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "read_events", TRUE, &a, 0, &reply,
+                                    error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
+      reply->element[0]->type == REDIS_REPLY_ARRAY &&
+      reply->element[0]->elements == 2 &&
+      reply->element[0]->element[0]->type == REDIS_REPLY_STRING &&
+      stream_id_after(cursor, reply->element[0]->element[0]->str)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "events cursor %s is unknown: no event has reached it (the "
+                "newest is %s); pass one a read returned",
+                cursor, reply->element[0]->element[0]->str);
+    ok = FALSE;
+  }
+  freeReplyObject(reply);
+  return ok;
+}
+
 gboolean
 sluice_redis__read_events(SluiceBroker *broker, const gchar *cursor,
                           guint limit, gint64 block_ms, GPtrArray *out,
@@ -294,6 +361,14 @@ sluice_redis__read_events(SluiceBroker *broker, const gchar *cursor,
   const gchar *last = cursor != NULL ? cursor : "0-0";
   gboolean ok;
 
+  if (!is_stream_id(last)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "“%s” is not an events cursor of this broker (a stream id, "
+                "MS-SEQ): pass one a read returned, or none to start from "
+                "the oldest",
+                cursor);
+    return FALSE;
+  }
   sluice_redis_argv__init(&a, 8, 64);
   sluice_redis_argv__add_str(&a, "XREAD");
   if (block_ms > 0) {
@@ -335,7 +410,11 @@ sluice_redis__read_events(SluiceBroker *broker, const gchar *cursor,
     *out_cursor = g_strdup(last);
   } else if (reply->type == REDIS_REPLY_NIL ||
              (reply->type == REDIS_REPLY_ARRAY && reply->elements == 0)) {
+    freeReplyObject(reply);
+    if (cursor != NULL && !check_cursor_known(self, cursor, error))
+      return FALSE;
     *out_cursor = g_strdup(last);
+    return TRUE;
   } else {
     freeReplyObject(reply);
     return sluice_redis_broker__unexpected(self, "read_events", error);

@@ -476,6 +476,7 @@ typedef struct {
   guint limit;
   GPtrArray *out;
   gint64 last;
+  gint64 newest;
 } EventsJob;
 
 static gboolean
@@ -555,6 +556,31 @@ read_events_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
   return TRUE;
 }
 
+/* The newest sequence number ever given to an event (AUTOINCREMENT keeps
+ * it after the event is trimmed), 0 when none. */
+static gboolean
+newest_event_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
+                  GError **error)
+{
+  static const gchar sql[] =
+      "SELECT seq FROM sqlite_sequence WHERE name = 'events'";
+  EventsJob *job = data;
+  sqlite3_stmt *stmt = sluice_sqlite__stmt(c, sql, error);
+  gboolean row = FALSE;
+
+  if (stmt == NULL)
+    return FALSE;
+  job->newest = 0;
+  for (;;) {
+    if (!sluice_sqlite__row(c, stmt, &row, "reading the newest event", error))
+      return FALSE;
+    if (!row)
+      break;
+    job->newest = sqlite3_column_int64(stmt, 0);
+  }
+  return TRUE;
+}
+
 gboolean
 sluice_sqlite__read_events(SluiceBroker *broker, const gchar *cursor,
                            guint limit, gint64 block_ms, GPtrArray *out,
@@ -562,10 +588,31 @@ sluice_sqlite__read_events(SluiceBroker *broker, const gchar *cursor,
 {
   SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
   gint64 deadline = g_get_monotonic_time() + block_ms * 1000;
-  gint64 after = cursor != NULL ? g_ascii_strtoll(cursor, NULL, 10) : 0;
-  EventsJob job = {.after = MAX(after, 0), .limit = limit, .out = out};
+  guint64 after = 0;
+  EventsJob job = {.limit = limit, .out = out};
 
+  if (cursor != NULL &&
+      !g_ascii_string_to_unsigned(cursor, 10, 0, G_MAXINT64, &after, NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "“%s” is not an events cursor of this broker (a number): "
+                "pass one a read returned, or none to start from the oldest",
+                cursor);
+    return FALSE;
+  }
+  job.after = (gint64)after;
   job.last = job.after;
+  if (job.after > 0) {
+    if (!sluice_sqlite__run(self, FALSE, newest_event_step, &job, error))
+      return FALSE;
+    /* A cursor ahead of every event ever appended was never handed out. */
+    if (job.after > job.newest) {
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                  "events cursor %s is unknown: no event has reached it (the "
+                  "newest is %" G_GINT64_FORMAT "); pass one a read returned",
+                  cursor, job.newest);
+      return FALSE;
+    }
+  }
   for (;;) {
     /* The generation before the look: an append committed after it moves
      * it and ends the wait. */

@@ -11,9 +11,14 @@
 const STATES = ['queued', 'scheduled', 'retrying', 'running'];
 const PAGE = 50;
 const REFRESH_MS = 5000;
+const EVENTS_POLL_MS = 2000;
+const EVENTS_SHOWN = 200; // the newest kept on the events page
+const EVENTS_PAGE = 1000;
 
 let overview = null; // the last /api/overview
 let refreshTimer = null;
+let eventsTimer = null;
+let eventsGeneration = 0; // a new events page stops the old one's polling
 
 // ---- DOM helpers -----------------------------------------------------------
 
@@ -494,6 +499,83 @@ async function pageWorkers() {
   scheduleRefresh();
 }
 
+function eventRow(e) {
+  const detail = e.kind === 'progress' && e.progress !== undefined
+    ? Math.round(e.progress * 100) + '%' + (e.detail ? ' ' + e.detail : '') : e.detail;
+  return el('tr', {'data-cursor': e.cursor, 'data-kind': e.kind, 'data-task-id': e.id},
+    // A clock time, not an age: an age is stale once the row stays up.
+    el('td', {}, e.at ? el('span', {title: new Date(e.at).toISOString()}, new Date(e.at).toLocaleTimeString()) : '-'),
+    el('td', {class: 'kind'}, el('span', {class: 'badge event-' + e.kind}, e.kind)),
+    el('td', {class: 'id'}, taskLink(e.id)),
+    el('td', {class: 'task'}, e.task || '-'),
+    el('td', {}, e.queue || '-'),
+    el('td', {class: 'num'}, e.attempt || '-'),
+    el('td', {class: 'wrap'}, detail || '-'));
+}
+
+// The events page: catches up from the oldest event kept (keeping the
+// newest EVENTS_SHOWN), then asks for what follows its cursor every
+// EVENTS_POLL_MS. The server never waits for events, so neither does it.
+async function pageEvents() {
+  await loadOverview();
+  const generation = ++eventsGeneration;
+  const body = el('tbody', {});
+  const status = el('p', {class: 'muted', id: 'events-status'}, 'Reading events…');
+  let cursor = '';
+  show(el('h2', {}, 'Events'),
+    el('p', {class: 'muted'}, 'Task lifecycle events, newest first, as workers started with --events write them; new ones appear as they come.'),
+    status,
+    el('table', {id: 'events'},
+      el('thead', {}, el('tr', {}, ['Time', 'Kind', 'Task id', 'Task', 'Queue', 'Attempt', 'Detail'].map((h) =>
+        el('th', {class: h === 'Attempt' ? 'num' : null}, h)))),
+      body));
+  const poll = async () => {
+    if (generation !== eventsGeneration) return;
+    try {
+      for (;;) {
+        const page = await api('events', {cursor, limit: EVENTS_PAGE});
+        if (generation !== eventsGeneration) return;
+        cursor = page.cursor;
+        const rows = page.events.slice(-EVENTS_SHOWN).map(eventRow).reverse();
+        body.prepend(...rows);
+        while (body.rows.length > EVENTS_SHOWN) body.lastChild.remove();
+        if (page.events.length < EVENTS_PAGE) break;
+      }
+      status.textContent = body.rows.length === 0 ? 'No events yet.'
+        : 'Showing the newest ' + body.rows.length + (body.rows.length === EVENTS_SHOWN ? ' (older ones are kept by the broker: sluice events)' : '') + '.';
+      status.className = 'muted';
+    } catch (e) {
+      status.textContent = e.status === 501 ? e.message : 'Could not read events: ' + e.message;
+      status.className = e.status === 501 ? 'muted unsupported' : 'error';
+      // A broker without events will not grow them: stop asking.
+      if (e.status === 501) return;
+    }
+    document.body.dataset.events = cursor;
+    eventsTimer = setTimeout(poll, EVENTS_POLL_MS);
+  };
+  await poll();
+}
+
+function workflowNode(n) {
+  if (n.kind === 'task')
+    return el('li', {class: 'wf-task', 'data-task-id': n.id, 'data-state': n.state},
+      el('span', {class: 'task'}, n.task), ' ', taskLink(n.id), ' ',
+      el('span', {class: 'badge state'}, n.state));
+  return el('li', {class: 'wf-' + n.kind},
+    el('span', {class: 'wf-kind'}, n.kind + (n.policy ? ' (' + n.policy + ')' : '')),
+    el('ul', {}, n.children.map(workflowNode)));
+}
+
+// A workflow's tree, each task with its state (as `sluice workflow show`).
+async function pageWorkflow(id) {
+  await loadOverview();
+  const w = await api('workflows/' + encodeURIComponent(id));
+  show(el('h2', {}, 'Workflow ', el('code', {id: 'workflow-id'}, id)),
+    el('p', {id: 'workflow-counts'}, w.tasks + ' tasks; ' + w.finished + ' of ' + w.results + ' results in, ' + w.failed + ' failed'),
+    el('ul', {class: 'workflow', id: 'workflow-tree'}, workflowNode(w.tree)));
+  scheduleRefresh();
+}
+
 // ---- Routing ---------------------------------------------------------------
 
 function scheduleRefresh() {
@@ -504,6 +586,8 @@ function scheduleRefresh() {
 
 async function route(quiet) {
   clearTimeout(refreshTimer);
+  clearTimeout(eventsTimer);
+  eventsGeneration++;
   const hash = location.hash.replace(/^#/, '') || '/';
   const [path, query] = hash.split('?');
   const params = new URLSearchParams(query || '');
@@ -518,6 +602,8 @@ async function route(quiet) {
     else if (page === 'dead') await pageDead(params);
     else if (page === 'task') await pageTask(decodeURIComponent(parts.slice(1).join('/')), params);
     else if (page === 'workers') await pageWorkers();
+    else if (page === 'events') await pageEvents();
+    else if (page === 'workflow') await pageWorkflow(decodeURIComponent(parts.slice(1).join('/')));
     else show(el('p', {}, 'No such page.'));
     document.body.dataset.loaded = location.hash || '#/';
   } catch (e) {

@@ -1163,6 +1163,59 @@ START_TEST(events_are_trimmed_by_length_and_age)
 }
 END_TEST
 
+/* A cursor the broker never handed out is refused as bad input, not read
+ * as "from the start": a typo would otherwise replay the whole stream. */
+START_TEST(events_refuse_a_cursor_never_issued)
+{
+  g_autoptr(SluiceClock) clock = sluice_clock_new_fake(SLUICE_TEST_EPOCH_MS);
+  g_autoptr(GError) error = NULL;
+  SluiceBroker *b = factory->create(clock, 100, factory->data, &error);
+  static const gchar *const bad[] = {
+      "not a cursor", "",
+      /* A number or stream id ahead of every event written. */
+      "99999999999999999"};
+  g_autoptr(GPtrArray) out =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_event_entry_free);
+  g_autoptr(GBytes) ev = g_bytes_new_static("e", 1);
+  g_autofree gchar *cursor = NULL;
+  gchar *next = NULL;
+
+  ck_assert_msg(b != NULL, "%s", error != NULL ? error->message : "");
+  if (!sluice_broker_read_events(b, NULL, 1, 0, out, &next, NULL)) {
+    sluice_broker_unref(b);
+    return;
+  }
+  g_free(next);
+  ck_assert(sluice_broker_append_events(b, &ev, 1, 100, 3600 * 1000,
+                                        SLUICE_TEST_EPOCH_MS, &error));
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(GError) refused = NULL;
+    next = NULL;
+    g_ptr_array_set_size(out, 0);
+    ck_assert_msg(
+        !sluice_broker_read_events(b, bad[i], 10, 0, out, &next, &refused),
+        "read after cursor “%s”", bad[i]);
+    ck_assert_msg(g_error_matches(refused, SLUICE_BROKER_ERROR,
+                                  SLUICE_BROKER_ERROR_INVALID),
+                  "cursor “%s”: %s", bad[i], refused->message);
+    ck_assert(next == NULL);
+    ck_assert_uint_eq(out->len, 0);
+  }
+  /* The cursors it hands out stay good, the last one included. */
+  g_ptr_array_set_size(out, 0);
+  ck_assert(sluice_broker_read_events(b, NULL, 10, 0, out, &cursor, &error));
+  ck_assert_uint_eq(out->len, 1);
+  g_free(next);
+  next = NULL;
+  g_ptr_array_set_size(out, 0);
+  ck_assert_msg(sluice_broker_read_events(b, cursor, 10, 0, out, &next, &error),
+                "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(out->len, 0);
+  g_free(next);
+  sluice_broker_unref(b);
+}
+END_TEST
+
 /* ---- Bad input ----------------------------------------------------------- */
 
 static void
@@ -1266,5 +1319,6 @@ sluice_conformance_add_workflow(Suite *s, const SluiceConformanceFactory *f)
   tcase_add_test(tc, progress_is_visible_while_the_task_runs);
   tcase_add_test(tc, events_of_each_task_are_in_order);
   tcase_add_test(tc, events_are_trimmed_by_length_and_age);
+  tcase_add_test(tc, events_refuse_a_cursor_never_issued);
   suite_add_tcase(s, tc);
 }

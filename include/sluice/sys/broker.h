@@ -635,9 +635,12 @@ struct _SluiceBrokerClass {
    * appended after @cursor (NULL: from the oldest one kept), oldest first,
    * and sets @out_cursor (transfer full) to the last one's cursor, or to a
    * copy of @cursor when there were none. Cursors are the broker's own
-   * strings and only grow. While there are none, blocks up to @block_ms
-   * (0 = do not block) for one to be appended; it may return early with
-   * none. Changes nothing.
+   * strings and only grow. A @cursor that is not in the broker's cursor
+   * syntax fails with SLUICE_BROKER_ERROR_INVALID, as should one ahead of
+   * every event appended, where the broker can tell (a Redis stream
+   * trimmed empty cannot). While there are none, blocks
+   * up to @block_ms (0 = do not block) for one to be appended; it may
+   * return early with none. Changes nothing.
    */
   gboolean (*read_events)(SluiceBroker *self, const gchar *cursor, guint limit,
                           gint64 block_ms, GPtrArray *out, gchar **out_cursor,
