@@ -624,7 +624,7 @@ END_TEST
 START_TEST(chain_passes_each_result_on)
 {
   Env *e;
-  SluiceWorkflow *chain = sluice_workflow_chain();
+  SluiceWorkflow *chain = NULL;
   g_autoptr(SluiceWorkflow) wf = NULL;
   g_autofree gchar *id = NULL;
   g_autofree gchar *last = NULL;
@@ -632,6 +632,7 @@ START_TEST(chain_passes_each_result_on)
   g_autofree gchar *json = NULL;
 
   NEED_JOINS();
+  chain = sluice_workflow_chain();
   e = env_new();
   sluice_workflow_add(chain, task_of("wf.flaky", 3));
   sluice_workflow_add(chain, task_of("wf.double", 0));
@@ -654,13 +655,14 @@ END_TEST
 START_TEST(chain_stops_at_a_failure_unless_the_step_continues)
 {
   Env *e;
-  SluiceWorkflow *chain = sluice_workflow_chain(), *cont = NULL;
+  SluiceWorkflow *chain = NULL, *cont = NULL;
   g_autoptr(SluiceWorkflow) wf = NULL, wf2 = NULL;
   g_autofree gchar *id = NULL, *id2 = NULL, *second = NULL, *second2 = NULL;
   g_autoptr(SluiceResult) r = NULL;
   SluiceWorkflowStatus st;
 
   NEED_JOINS();
+  chain = sluice_workflow_chain();
   e = env_new();
   sluice_workflow_add(chain, task_of("wf.fatal", 0));
   sluice_workflow_add(chain, task_of("wf.echo", 7));
@@ -710,12 +712,14 @@ END_TEST
 START_TEST(nested_group_of_chains_and_chain_of_groups)
 {
   Env *e;
-  SluiceWorkflow *group = sluice_workflow_group();
-  SluiceWorkflow *g2 = sluice_workflow_group();
+  SluiceWorkflow *group = NULL;
+  SluiceWorkflow *g2 = NULL;
   g_autoptr(SluiceWorkflow) wf = NULL, wf2 = NULL;
   g_autofree gchar *id = NULL, *id2 = NULL;
 
   NEED_JOINS();
+  group = sluice_workflow_group();
+  g2 = sluice_workflow_group();
   e = env_new();
   /* A chord of a group of chains: group(chain(1, double), chain(2, double),
    * 5) -> collect. */
@@ -781,12 +785,13 @@ END_TEST
 START_TEST(cancelling_a_workflow_cancels_what_has_not_run)
 {
   Env *e;
-  SluiceWorkflow *chain = sluice_workflow_chain();
+  SluiceWorkflow *chain = NULL;
   g_autoptr(SluiceWorkflow) wf = NULL;
   g_autofree gchar *id = NULL, *first = NULL, *second = NULL;
   g_autoptr(GError) error = NULL;
 
   NEED_JOINS();
+  chain = sluice_workflow_chain();
   e = env_new();
   sluice_workflow_add(chain, task_of("wf.echo", 1));
   sluice_workflow_add(chain, sluice_workflow_task("wf.collect", NULL, NULL));
@@ -860,7 +865,7 @@ END_TEST
 START_TEST(batch_runs_its_callbacks_once_it_is_closed_and_done)
 {
   Env *e;
-  SluiceWorkflow *first = sluice_workflow_group();
+  SluiceWorkflow *first = NULL;
   g_autoptr(SluiceWorkflow) more = sluice_workflow_group();
   g_autoptr(SluiceWorkflow) late = task_of("wf.echo", 9);
   g_autoptr(SluiceWorkflow) complete = NULL, success = NULL;
@@ -870,6 +875,7 @@ START_TEST(batch_runs_its_callbacks_once_it_is_closed_and_done)
   SluiceBatchStatus st;
 
   NEED_JOINS();
+  first = sluice_workflow_group();
   e = env_new();
   complete = sluice_workflow_task("wf.collect", NULL, NULL);
   success = sluice_workflow_task("wf.collect", NULL, NULL);
