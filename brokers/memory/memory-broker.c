@@ -801,10 +801,17 @@ memory_slot_release(SluiceBroker *broker, SluiceSlotRelease *items,
   return TRUE;
 }
 
+/* The store (memory-store.c) and the parts that build on it (joins,
+ * uniqueness) are set up and torn down here, so that the store knows
+ * nothing of them. */
 static void
 memory_finalize(SluiceBroker *broker)
 {
-  sluice_memory__clear(SLUICE_MEMORY_BROKER(broker));
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+
+  sluice_memory__joins_clear(self);
+  sluice_memory__unique_clear(self);
+  sluice_memory__clear(self);
 }
 
 static const SluiceBrokerClass memory_broker_class = {
@@ -870,5 +877,7 @@ sluice_memory_broker_new(SluiceClock *clock,
                       options != NULL && options->dead_letter_max > 0
                           ? options->dead_letter_max
                           : SLUICE_DEFAULT_DEAD_LETTER_MAX);
+  sluice_memory__joins_init(SLUICE_MEMORY_BROKER(broker));
+  sluice_memory__unique_init(SLUICE_MEMORY_BROKER(broker));
   return broker;
 }

@@ -118,8 +118,6 @@ sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max)
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->dedup = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   self->dead_letters = g_queue_new();
-  sluice_memory__joins_init(self);
-  sluice_memory__unique_init(self);
 }
 
 void
@@ -138,8 +136,6 @@ sluice_memory__clear(SluiceMemoryBroker *self)
   g_clear_pointer(&self->workers, g_hash_table_unref);
   g_clear_pointer(&self->out, g_hash_table_unref);
   g_clear_pointer(&self->paused, g_hash_table_unref);
-  sluice_memory__joins_clear(self);
-  sluice_memory__unique_clear(self);
   g_clear_pointer(&self->rates, g_hash_table_unref);
   g_clear_pointer(&self->slots, g_hash_table_unref);
   g_clear_pointer(&self->waiters, g_hash_table_unref);
