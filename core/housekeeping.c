@@ -199,7 +199,9 @@ watchdog_tick(gpointer data)
       worker->stats.timed_out++;
       g_mutex_unlock(&worker->lock);
       sluice_job__cancel(job);
-      sluice_log__envelope(G_LOG_LEVEL_WARNING, job->env, job->env->queue,
+      /* A timeout is a failed attempt like any other: expected, not a
+       * warning. */
+      sluice_log__envelope(G_LOG_LEVEL_MESSAGE, job->env, job->env->queue,
                            "%s; its cancellable is cancelled", message);
       sluice_outcome__failed(job, message, -1, FALSE);
     }

@@ -337,7 +337,8 @@ signal_stop(gpointer data)
         worker->options.shutdown_timeout_ms);
     sluice_worker_request_stop(worker);
   } else {
-    sluice_log__message(G_LOG_LEVEL_WARNING,
+    /* What the operator asked for: a notice, not a warning. */
+    sluice_log__message(G_LOG_LEVEL_MESSAGE,
                         "second signal: stopping at once; running tasks are "
                         "cancelled and given back for redelivery");
     sluice_worker_stop_now(worker);
@@ -556,9 +557,13 @@ wait_for_running(SluiceWorker *worker)
   while (g_hash_table_iter_next(&iter, &key, NULL)) {
     Job *job = key;
     if (g_atomic_int_get(&job->phase) == JOB_RUNNING && job_claim(job)) {
+      /* A forced stop does what it was asked to; a shutdown timeout that
+       * cuts tasks short may want raising. */
       if (job->env != NULL)
         sluice_log__envelope(
-            G_LOG_LEVEL_WARNING, job->env, job->env->queue,
+            g_atomic_int_get(&worker->force_stop) ? G_LOG_LEVEL_MESSAGE
+                                                  : G_LOG_LEVEL_WARNING,
+            job->env, job->env->queue,
             "still running %s: cancelled and released for redelivery; a "
             "late result will be discarded",
             g_atomic_int_get(&worker->force_stop)
