@@ -163,31 +163,53 @@ sluice_task_context_log(SluiceTaskContext *ctx, GLogLevelFlags level,
                        message);
 }
 
+/* " in 1.234 ms" */
+static void
+line_add_ms(LineBuf *b, const gchar *before, gint64 us)
+{
+  line_add(b, before);
+  line_add_uint(b, (guint64)us / 1000, 1);
+  line_add(b, ".");
+  line_add_uint(b, (guint64)us % 1000, 3);
+  line_add(b, " ms");
+}
+
 void
 sluice_log__finished(const SluiceEnvelope *env, const gchar *queue,
-                     const gchar *outcome, gint64 duration_us)
+                     const gchar *outcome, const gchar *what,
+                     gint64 duration_us, const gchar *then, gint64 delay_ms)
 {
   const gchar *task = env != NULL ? env->task : NULL;
   LineBuf duration = {.len = 0};
+  LineBuf delay = {.len = 0};
   LineBuf message = {.len = 0};
-  GLogField extra[2];
+  GLogField extra[3];
   gsize n = 0;
   TraceFields trace;
 
   /* No allocation, no printf and no floating point: this runs once per
-   * task. */
+   * task. The run time and the delay are told apart in words, and the
+   * outcome field is one word, so that key=value lines split on spaces
+   * and commas keep it whole. */
   extra[n++] = (GLogField){"SLUICE_OUTCOME", outcome, -1};
   line_add(&message, task != NULL ? task : "task");
   line_add(&message, " ");
-  line_add(&message, outcome);
+  line_add(&message, what);
   if (duration_us >= 0) {
     line_add_uint(&duration, (guint64)duration_us, 1);
     extra[n++] = (GLogField){"SLUICE_DURATION_US", duration.text, -1};
-    line_add(&message, " in ");
-    line_add_uint(&message, (guint64)duration_us / 1000, 1);
-    line_add(&message, ".");
-    line_add_uint(&message, (guint64)duration_us % 1000, 3);
-    line_add(&message, " ms");
+    line_add_ms(&message, " in ", duration_us);
+  }
+  if (then != NULL) {
+    line_add(&message, "; ");
+    line_add(&message, then);
+    if (delay_ms >= 0) {
+      line_add_uint(&delay, (guint64)delay_ms, 1);
+      extra[n++] = (GLogField){"SLUICE_DELAY_MS", delay.text, -1};
+      line_add(&message, " in ");
+      line_add(&message, delay.text);
+      line_add(&message, " ms");
+    }
   }
   trace_fields_of(env, &trace);
   log_fields(G_LOG_LEVEL_INFO, env != NULL ? env->id : NULL, task, queue,

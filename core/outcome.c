@@ -313,6 +313,8 @@ settle_reschedule(Job *job, SluiceEnvelope *next, gint64 due_at,
   p->failed_attempt = kind == KIND_RETRIED;
   p->reschedule_payload = payload;
   p->reschedule_at = due_at;
+  p->reschedule_in_ms =
+      MAX(due_at - sluice_clock_now_ms(job->worker->clock), 0);
   p->record = record;
   p->record_final = FALSE;
   p->event_detail = g_strdup(why);

@@ -13,35 +13,48 @@
 
 const gchar sluice_worker__settle_stop[] = "stop";
 
-static const gchar *
-outcome_name(SettleKind kind)
+/* How the line per finished task names each kind of settlement: the
+ * SLUICE_OUTCOME field (one word), the words of the message, and what
+ * comes next, after the delay of a message put back on the schedule (NULL
+ * when nothing does, or when the delay says nothing: a slot's is only a
+ * fallback). */
+typedef struct {
+  const gchar *outcome;
+  const gchar *what;
+  const gchar *then;
+} OutcomeWords;
+
+static OutcomeWords
+outcome_words(SettleKind kind)
 {
   switch (kind) {
   case KIND_SUCCEEDED:
-    return "succeeded";
+    return (OutcomeWords){"succeeded", "succeeded", NULL};
   case KIND_FAILED:
-    return "failed";
+    return (OutcomeWords){"failed", "failed", NULL};
   case KIND_RETRIED:
-    return "failed, will retry";
+    return (OutcomeWords){"retry", "failed", "will retry"};
   case KIND_DEAD_LETTERED:
-    return "dead-lettered";
+    return (OutcomeWords){"dead_lettered", "dead-lettered", NULL};
   case KIND_CANCELLED:
-    return "cancelled";
+    return (OutcomeWords){"cancelled", "cancelled", NULL};
   case KIND_DEFERRED:
-    return "deferred (unknown task)";
+    return (OutcomeWords){"deferred", "deferred (unknown task)",
+                          "back on its queue"};
   case KIND_RELEASED:
-    return "released";
+    return (OutcomeWords){"released", "released", NULL};
   case KIND_EVENT:
-    return "event";
+    return (OutcomeWords){"event", "event", NULL};
   case KIND_SNOOZED:
-    return "snoozed";
+    return (OutcomeWords){"snoozed", "snoozed", "back on its queue"};
   case KIND_RATE_WAIT:
-    return "waiting for its rate limit";
+    return (OutcomeWords){"rate_wait", "waiting for its rate limit",
+                          "back on its queue"};
   case KIND_SLOT_WAIT:
-    return "waiting for a concurrency slot";
+    return (OutcomeWords){"slot_wait", "waiting for a concurrency slot", NULL};
   case KIND_RUNNING:
   default:
-    return "running";
+    return (OutcomeWords){"running", "running", NULL};
   }
 }
 
@@ -50,9 +63,12 @@ static void
 log_settled(Pending *p)
 {
   Job *job = p->job;
+  OutcomeWords words = outcome_words(p->kind);
 
-  sluice_log__finished(job->env, job->delivery->queue, outcome_name(p->kind),
-                       __atomic_load_n(&job->run_us, __ATOMIC_RELAXED));
+  sluice_log__finished(
+      job->env, job->delivery->queue, words.outcome, words.what,
+      __atomic_load_n(&job->run_us, __ATOMIC_RELAXED), words.then,
+      p->action == SLUICE_SETTLE_RETRY ? p->reschedule_in_ms : -1);
 }
 
 static void

@@ -299,6 +299,7 @@ typedef struct {
   gboolean record_final;
   GBytes *reschedule_payload;
   gint64 reschedule_at;
+  gint64 reschedule_in_ms; /* reschedule_at from the time it was decided */
   SluiceDeadLetter *dead_letter;
   gboolean failed_attempt; /* the settlement follows a failed attempt */
   /* A workflow task's final outcome, for its join (workflow-run.c);

@@ -522,6 +522,9 @@ logged_outcomes(const gchar *log, const gchar *task_id)
       continue;
     ck_assert_msg(json_object_has_member(o, "duration_us"), "%s", lines[i]);
     ck_assert_str_eq(member_string(o, "level"), "info");
+    /* One word: text lines split fields on spaces, readers on commas. */
+    ck_assert_msg(strpbrk(member_string(o, "outcome"), " ,") == NULL, "%s",
+                  lines[i]);
     if (out->len > 0)
       g_string_append_c(out, '|');
     g_string_append(out, member_string(o, "outcome"));
@@ -914,7 +917,14 @@ START_TEST(test_flaky_retries_then_succeeds)
   ck_assert_msg(check_json_log(log, id, &attempts) >= 2, "%s", log);
   ck_assert_msg(attempts >= 2, "%s", log);
   outcomes = logged_outcomes(log, id);
-  ck_assert_str_eq(outcomes, "failed, will retry|failed, will retry|succeeded");
+  ck_assert_str_eq(outcomes, "retry|retry|succeeded");
+  /* The retry lines say the delay (20 ms, then 40: no jitter), apart from
+   * the run time, in words and in a field. */
+  ck_assert_msg(strstr(log, "\"delay_ms\":\"20\"") != NULL, "%s", log);
+  ck_assert_msg(strstr(log, "\"delay_ms\":\"40\"") != NULL, "%s", log);
+  ck_assert_msg(strstr(log, "demo.flaky failed in ") != NULL, "%s", log);
+  ck_assert_msg(strstr(log, " ms; will retry in 20 ms") != NULL, "%s", log);
+  ck_assert_msg(strstr(log, " ms; will retry in 40 ms") != NULL, "%s", log);
 }
 END_TEST
 

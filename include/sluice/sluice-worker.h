@@ -108,9 +108,12 @@ typedef enum {
  * @schedule_poll_interval_ms: the longest the promoter sleeps
  * @settle_batch: the most settlements sent to the broker at once
  * @log_each_task: log one line (INFO) per finished task: id, task, queue,
- *   attempt, outcome and duration (fields SLUICE_OUTCOME,
- *   SLUICE_DURATION_US); default off (a program decides its own
- *   logging; `sluice worker` turns it on)
+ *   attempt, outcome and run time, and for a retry its delay ("demo.fail
+ *   failed in 0.010 ms; will retry in 1500 ms"); fields SLUICE_OUTCOME
+ *   (one word: succeeded, failed, retry, dead_lettered, cancelled,
+ *   deferred, released, snoozed, rate_wait, slot_wait), SLUICE_DURATION_US
+ *   and SLUICE_DELAY_MS; default off (a program decides its own logging;
+ *   `sluice worker` turns it on)
  * @isolation: where task functions run (see SluiceIsolation)
  * @hard_timeout_ms: process isolation: a child still running a task this
  *   long after it started is killed (SIGKILL) and the attempt fails as
