@@ -574,12 +574,14 @@ wait_for_running(SluiceWorker *worker)
       g_ptr_array_add(cancelled, job_ref(job));
     }
   }
-  if (cancelled->len > 0 &&
-      (worker->pool != NULL || !g_atomic_int_get(&worker->force_stop))) {
+  if (cancelled->len > 0) {
     /* Most tasks return promptly once cancelled; only the ones that do
-     * not are stuck. A child is killed at the end of its grace (at once
-     * when the stop is forced), so in process isolation nothing is stuck
-     * for long: the margin covers the kill and its reaping. */
+     * not are stuck. A forced stop waits for them too: it skips the
+     * shutdown timeout, but a task that returns a millisecond after its
+     * cancellable fired did not ignore it, and is not called stuck. A
+     * child is killed at the end of its grace (at once when the stop is
+     * forced), so in process isolation nothing is stuck for long: the
+     * margin covers the kill and its reaping. */
     deadline = g_get_monotonic_time() +
                (worker->options.cancel_grace_ms +
                 (worker->pool != NULL ? PROCESS_REAP_MARGIN_MS : 0)) *
@@ -593,17 +595,14 @@ wait_for_running(SluiceWorker *worker)
     Job *job = cancelled->pdata[i];
     if (!g_atomic_int_get(&job->in_task))
       continue;
-    g_autofree gchar *when =
-        g_atomic_int_get(&worker->force_stop)
-            ? g_strdup("when the stop was forced")
-            : g_strdup_printf("%" G_GINT64_FORMAT " ms",
-                              worker->options.cancel_grace_ms);
     stuck++;
     sluice_log__envelope(
         G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
-        "task %s ignored its cancellable: still running %s after "
-        "it was cancelled; its thread is left behind",
-        job_id(job) != NULL ? job_id(job) : "(unknown)", when);
+        "task %s ignored its cancellable: still running %" G_GINT64_FORMAT
+        " ms after it was cancelled%s; its thread is left behind",
+        job_id(job) != NULL ? job_id(job) : "(unknown)",
+        worker->options.cancel_grace_ms,
+        g_atomic_int_get(&worker->force_stop) ? " (the stop was forced)" : "");
   }
   return stuck;
 }

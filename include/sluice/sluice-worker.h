@@ -282,9 +282,10 @@ void sluice_worker_request_stop(SluiceWorker *worker);
  * sluice_worker_stop_now:
  * Asks for an immediate stop and returns at once: running tasks are
  * cancelled and given back for redelivery without waiting for
- * shutdown_timeout, and settling gives up at the first failure. What a
- * second SIGTERM/SIGINT does after sluice_worker_handle_signals().
- * Thread-safe.
+ * shutdown_timeout (only one that does not return within cancel_grace_ms
+ * of its cancellation is logged as ignoring it), and settling gives up at
+ * the first failure. What a second SIGTERM/SIGINT does after
+ * sluice_worker_handle_signals(). Thread-safe.
  */
 SLUICE_AVAILABLE_IN_0_2
 void sluice_worker_stop_now(SluiceWorker *worker);

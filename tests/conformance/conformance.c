@@ -342,6 +342,9 @@ task_blocker(SluiceTaskContext *ctx, gpointer data, GError **error)
   g_cond_broadcast(&rec.cond);
   g_mutex_unlock(&rec.lock);
   g_cancellable_disconnect(cancellable, handler);
+  /* Noticed the cancellation, and takes a moment to wind down. */
+  if (arg_int(ctx, "linger_ms", 0) > 0)
+    g_usleep((gulong)arg_int(ctx, "linger_ms", 0) * 1000);
   if (arg_int(ctx, "late", 0)) {
     sluice_task_context_set_result(ctx,
                                    sluice_task_context_get_args_bytes(ctx));
@@ -1842,6 +1845,45 @@ START_TEST(stop_names_only_tasks_that_ignore_their_cancellable)
 }
 END_TEST
 
+/* A forced stop skips the shutdown timeout, not the judgement: a task that
+ * returns a moment after its cancellable fired did not ignore it; one that
+ * never returns did. */
+START_TEST(stop_now_names_only_tasks_that_ignore_their_cancellable)
+{
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autofree gchar *quick = NULL;
+  g_autofree gchar *stuck = NULL;
+  g_autofree gchar *quick_named = NULL;
+  g_autofree gchar *stuck_named = NULL;
+  g_autoptr(GError) error = NULL;
+
+  default_options(&o);
+  o.concurrency = 2;
+  o.shutdown_timeout_ms = 60 * 60 * 1000;
+  e = env_new_full(100, &o);
+  quick = enqueue(e, "t.blocker", "{\"linger_ms\": 20}", NULL);
+  stuck = enqueue(e, "t.stubborn", NULL, NULL);
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(blocker_started, GUINT_TO_POINTER(1), 30000));
+  ck_assert(wait_until(at_gate, GUINT_TO_POINTER(1), 30000));
+  sluice_worker_stop_now(e->worker);
+  sluice_worker_stop(e->worker);
+  ck_assert(sluice_worker_stopped_forcibly(e->worker));
+  quick_named = g_strdup_printf("task %s ignored its cancellable", quick);
+  stuck_named = g_strdup_printf("task %s ignored its cancellable", stuck);
+  ck_assert(!sluice_test_log_capture_contains(quick_named));
+  ck_assert(sluice_test_log_capture_contains(stuck_named));
+  ck_assert(sluice_test_log_capture_contains("1 tasks ignored their "
+                                             "cancellable"));
+  g_mutex_lock(&rec.lock);
+  rec.gate_open = TRUE;
+  g_cond_broadcast(&rec.cond);
+  g_mutex_unlock(&rec.lock);
+  env_free(e);
+}
+END_TEST
+
 static gpointer
 stop_now_main(gpointer data)
 {
@@ -2841,6 +2883,7 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_add_test(stop, stop_timeout_releases_and_cancels_a_running_task);
   tcase_add_test(stop, stop_names_only_tasks_that_ignore_their_cancellable);
   tcase_add_test(stop, stop_now_releases_running_work_at_once);
+  tcase_add_test(stop, stop_now_names_only_tasks_that_ignore_their_cancellable);
   tcase_add_test(stop, concurrency_limit_is_never_exceeded);
   suite_add_tcase(s, stop);
 
