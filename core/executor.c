@@ -273,8 +273,10 @@ execute(Job *job, guint slot)
             ? ran.retry_delay_ms
             : -1;
     if (ran.error == NULL)
-      g_critical("task “%s” returned FALSE without setting its GError",
-                 env->task);
+      sluice_log__envelope(G_LOG_LEVEL_CRITICAL, env, env->queue,
+                           "task “%s” returned FALSE without setting its "
+                           "GError",
+                           env->task);
     sluice_outcome__failed(job, message, delay, fatal);
   }
   sluice_child_outcome__clear(&ran);

@@ -10,11 +10,91 @@
  */
 #include "config.h"
 
+#include <langinfo.h>
+#include <locale.h>
 #include <string.h>
 
 #include "core/sluice-private.h"
 
 static const gchar *syslog_priority(GLogLevelFlags level);
+
+/* ---- The charset of the lines --------------------------------------------
+ *
+ * The library's lines are UTF-8 (they quote names as “this”). GLib's
+ * default writer converts each message to the charset of the C library's
+ * locale, and a program that never called setlocale() runs in the "C"
+ * locale, whose charset is ASCII: every “ came out as ?, on a terminal
+ * that shows UTF-8 perfectly. What the terminal shows is what the
+ * environment says (LC_ALL, LC_CTYPE, LANG): what setlocale(LC_ALL, "")
+ * would have chosen. So while it logs from a program still entirely in the
+ * "C" locale, the library's thread takes the environment's character type
+ * for the length of the call (uselocale() is per thread: nothing else of
+ * the program changes). A program that set a locale, or installed its own
+ * writer, gets exactly what it asked for. */
+
+/* The environment's LC_CTYPE value, as the C library resolves it. */
+static const gchar *
+environment_ctype_name(void)
+{
+  static const gchar *const vars[] = {"LC_ALL", "LC_CTYPE", "LANG"};
+
+  for (gsize i = 0; i < G_N_ELEMENTS(vars); i++) {
+    const gchar *v = g_getenv(vars[i]);
+    if (v != NULL && *v != '\0')
+      return v;
+  }
+  return NULL;
+}
+
+/* The environment's character type, or (locale_t)0 when it is the "C"
+ * locale's anyway. */
+static locale_t
+environment_ctype(void)
+{
+  static gsize once = 0;
+  static locale_t ctype = (locale_t)0;
+
+  if (g_once_init_enter(&once)) {
+    const gchar *name = environment_ctype_name();
+    locale_t found = newlocale(LC_CTYPE_MASK, "", (locale_t)0);
+
+    /* A UTF-8 locale named but not installed (common in containers):
+     * the terminal still shows UTF-8, and C.UTF-8 is always there. */
+    if (found == (locale_t)0 && name != NULL) {
+      g_autofree gchar *lower = g_ascii_strdown(name, -1);
+      if (strstr(lower, "utf-8") != NULL || strstr(lower, "utf8") != NULL)
+        found = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    }
+    if (found != (locale_t)0 &&
+        strcmp(nl_langinfo_l(CODESET, found), "ANSI_X3.4-1968") == 0) {
+      freelocale(found);
+      found = (locale_t)0;
+    }
+    ctype = found;
+    g_once_init_leave(&once, 1);
+  }
+  return ctype;
+}
+
+/* g_log_structured_array(), in the environment's charset when the program
+ * never left the "C" locale. */
+static void
+write_fields(GLogLevelFlags level, const GLogField *fields, gsize n)
+{
+  const gchar *program = setlocale(LC_ALL, NULL);
+  locale_t ctype = (locale_t)0;
+  locale_t before = (locale_t)0;
+
+  if (program != NULL &&
+      (strcmp(program, "C") == 0 || strcmp(program, "POSIX") == 0) &&
+      uselocale((locale_t)0) == LC_GLOBAL_LOCALE)
+    ctype = environment_ctype();
+  if (ctype != (locale_t)0)
+    before = uselocale(ctype);
+  g_log_structured_array(level, fields, n);
+  if (ctype != (locale_t)0)
+    uselocale(before);
+}
 
 /* A line of at most sizeof text - 1 bytes, built without printf: the
  * finish line runs once per task, and each g_snprintf() cost about a
@@ -100,7 +180,7 @@ log_fields(GLogLevelFlags level, const gchar *task_id, const gchar *task,
   }
   for (gsize i = 0; i < n_extra && n < G_N_ELEMENTS(fields); i++)
     fields[n++] = extra[i];
-  g_log_structured_array(level, fields, n);
+  write_fields(level, fields, n);
 }
 
 void
@@ -250,5 +330,5 @@ sluice_broker_log(SluiceBroker *broker, GLogLevelFlags level,
   if (broker != NULL)
     fields[n++] =
         (GLogField){"SLUICE_BROKER", sluice_broker_get_name(broker), -1};
-  g_log_structured_array(level, fields, n);
+  write_fields(level, fields, n);
 }
