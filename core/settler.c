@@ -284,6 +284,34 @@ sluice_worker__settle_unique(SluiceWorker *worker, Job **jobs,
                         updates->len, error->message);
 }
 
+/* Whether @job's lease lapsed while the worker held it: not renewed for a
+ * whole lease now (a settle can come before the first renewal after a
+ * stop), or a renewal that came too late since the job was taken. A GONE
+ * settle is then a lost lease: a peer reclaimed the delivery and finished
+ * it. Otherwise the delivery vanished under a lease that held (settled
+ * already, or lost by the broker). Sets @out_ms to how long the lease went
+ * unrenewed. */
+static gboolean
+lapsed_while_held(SluiceWorker *worker, Job *job, gint64 *out_ms)
+{
+  gint64 now_us = g_get_monotonic_time();
+  gint64 lease_us = worker->options.visibility_timeout_ms * 1000;
+  gboolean lapsed = FALSE;
+
+  if (!(sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES))
+    return FALSE;
+  g_mutex_lock(&worker->lock);
+  if (now_us - worker->last_lease_ok_us > lease_us) {
+    lapsed = TRUE;
+    *out_ms = (now_us - worker->last_lease_ok_us) / 1000;
+  } else if (worker->last_lapse_end_us > job->taken_us) {
+    lapsed = TRUE;
+    *out_ms = worker->last_lapse_ms;
+  }
+  g_mutex_unlock(&worker->lock);
+  return lapsed;
+}
+
 gpointer
 sluice_worker__settler_main(gpointer data)
 {
@@ -367,6 +395,7 @@ sluice_worker__settler_main(gpointer data)
     if (send_batch(worker, arrivals, n_arrivals, records, n_records, items,
                    n_items, give_up_at_us)) {
       g_autoptr(GError) event_error = NULL;
+      gint64 lapse_ms = 0;
 
       /* Events say what happened: after it, once, best effort. */
       if (n_events > 0 &&
@@ -386,6 +415,16 @@ sluice_worker__settler_main(gpointer data)
               G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
               "settle refused: another worker owns this delivery "
               "now (lease lost); the task may run again");
+        else if (items[i].status == SLUICE_SETTLE_GONE &&
+                 lapsed_while_held(worker, job, &lapse_ms))
+          sluice_log__envelope(
+              G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
+              "lease lost; message may be executed again: this worker did "
+              "not renew its lease for %" G_GINT64_FORMAT
+              " ms (it was stopped, or starved), and by the time it settled "
+              "no worker held the delivery (most likely a peer took it over "
+              "and finished it); its record was written, nothing else",
+              lapse_ms);
         else if (items[i].status == SLUICE_SETTLE_GONE)
           sluice_log__envelope(
               G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
