@@ -444,9 +444,16 @@ sluice_worker__settler_main(gpointer data)
       sluice_worker__settle_unique(worker, settled_jobs, items, n_items);
     }
 
+    /* Everything a settlement does is done before it is announced (the
+     * job leaves `held`, settle_gen moves): whoever waits for it, as
+     * run_until_idle does, then finds its record, its counters, its
+     * metrics and its line all there. */
+    if (worker->options.log_each_task)
+      for (guint i = 0; i < n_items; i++)
+        if (items[i].status == SLUICE_SETTLE_DONE)
+          log_settled(batch[settled[i]]);
+
     if (n_items > 0) {
-      /* The metrics are counted before the settle is announced, so that
-       * whoever waits for it (run_until_idle) finds them counted. */
       g_mutex_lock(&worker->lock);
       for (guint i = 0; i < n_items; i++)
         started_at[i] = batch[settled[i]]->job->started_at;
@@ -474,10 +481,6 @@ sluice_worker__settler_main(gpointer data)
       g_mutex_unlock(&worker->lock);
     }
 
-    if (worker->options.log_each_task)
-      for (guint i = 0; i < n_items; i++)
-        if (items[i].status == SLUICE_SETTLE_DONE)
-          log_settled(batch[settled[i]]);
     for (guint i = 0; i < n; i++)
       sluice_pending__free(batch[i]);
     if (retries)

@@ -330,7 +330,10 @@ gboolean sluice_worker_handle_signals(SluiceWorker *worker, GError **error);
  *
  * Starts the worker if needed and returns when it is idle: every listed
  * queue is empty, nothing is running or waiting to be settled, and nothing
- * on the schedule is due by the clock's current time. Work scheduled later
+ * on the schedule is due by the clock's current time. Every task settled
+ * by then is all there: its record in the broker, its outcome in
+ * sluice_worker_get_stats() and sluice_worker_get_metrics(), and its line
+ * with log_each_task. Work scheduled later
  * (a backoff, a delay) stays scheduled: with a fake clock, advance it and
  * call this again. Meant for tests; the worker keeps running afterwards.
  * Returns: TRUE, or FALSE and SLUICE_WORKER_ERROR_TIMEOUT.
