@@ -636,9 +636,12 @@ void cli_metrics_server_free(CliMetricsServer *server);
 
 /* ---- systemd (notify.c) ------------------------------------------------- */
 
-/* READY=1, STATUS= every few seconds and, with WatchdogSec, WATCHDOG=1
- * from the worker's housekeeping thread; nothing without NOTIFY_SOCKET. */
-void cli_notify_ready(SluiceWorker *worker);
+/* Once the started worker's broker has answered (at once if it did while
+ * the worker started): logs @line (info; "worker ... ready: ...", taken)
+ * and sends READY=1, then STATUS= every few seconds and, with WatchdogSec,
+ * WATCHDOG=1 from the worker's housekeeping thread. Until then STATUS=
+ * says it waits for the broker. Nothing is sent without NOTIFY_SOCKET. */
+void cli_notify_ready_when_served(SluiceWorker *worker, gchar *line);
 /* STOPPING=1, when a graceful stop begins. */
 void cli_notify_stopping(SluiceWorker *worker);
 

@@ -616,6 +616,7 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
   CliMetricsServer *metrics = NULL;
   g_autofree gchar *tasks = NULL;
   g_autofree gchar *queues = NULL;
+  gchar *ready = NULL;
   g_autoptr(GString) schedules = NULL;
 
   /* With --fail-fast, Redis first, so that a worker that cannot reach it
@@ -655,17 +656,20 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
   tasks = task_list(registry);
   queues = plan->queues != NULL ? g_strjoinv(", ", plan->queues)
                                 : g_strdup(SLUICE_DEFAULT_QUEUE);
+  /* "Ready" once it can serve: a broker still down at the start is
+   * waited for, and the line and READY=1 come when it answers. */
   if (settings->mode == CLI_MODE_SQLITE)
-    g_info("worker %s ready: SQLite, queues %s; tasks %s%s%s",
-           sluice_worker_get_id(worker), queues, tasks,
-           schedules->len > 0 ? "; periodic " : "", schedules->str);
+    ready = g_strdup_printf("worker %s ready: SQLite, queues %s; tasks %s%s%s",
+                            sluice_worker_get_id(worker), queues, tasks,
+                            schedules->len > 0 ? "; periodic " : "",
+                            schedules->str);
   else
-    g_info("worker %s ready: %s mode, namespace %s, queues %s; tasks %s%s%s",
-           sluice_worker_get_id(worker), cli_mode_name(settings->mode),
-           settings->namespace_, queues, tasks,
-           schedules->len > 0 ? "; periodic " : "", schedules->str);
-
-  cli_notify_ready(worker);
+    ready = g_strdup_printf(
+        "worker %s ready: %s mode, namespace %s, queues %s; tasks %s%s%s",
+        sluice_worker_get_id(worker), cli_mode_name(settings->mode),
+        settings->namespace_, queues, tasks,
+        schedules->len > 0 ? "; periodic " : "", schedules->str);
+  cli_notify_ready_when_served(worker, ready);
 
   /* A signal makes the worker stop itself (and log it); wait returns once
    * a stop was asked for, and stop returns when it is complete. */

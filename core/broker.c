@@ -264,15 +264,19 @@ finish(SluiceBroker *broker, const gchar *slot, gboolean ok, GError *local,
        GError **error)
 {
   if (ok && local != NULL) {
-    g_critical("broker “%s”: slot %s returned TRUE but set an error (%s); "
-               "the error is dropped",
-               broker->klass->name, slot, local->message);
+    /* Through the library's log, like every line of it (its charset). */
+    sluice_log__message(G_LOG_LEVEL_CRITICAL,
+                        "broker “%s”: slot %s returned TRUE but set an error "
+                        "(%s); the error is dropped",
+                        broker->klass->name, slot, local->message);
     g_error_free(local);
     return TRUE;
   }
   if (!ok && local == NULL) {
-    g_critical("broker “%s”: slot %s returned FALSE without setting an error",
-               broker->klass->name, slot);
+    sluice_log__message(G_LOG_LEVEL_CRITICAL,
+                        "broker “%s”: slot %s returned FALSE without setting "
+                        "an error",
+                        broker->klass->name, slot);
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FAILED,
                 "broker “%s” failed in %s without saying why",
                 broker->klass->name, slot);

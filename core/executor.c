@@ -71,8 +71,13 @@ settle_lost_child(Job *job, SluiceChildOutcome *ran)
   SluiceWorker *worker = job->worker;
   SluiceEnvelope *env = job->env;
 
-  sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
-                       "task's child process was lost: %s", ran->death);
+  /* Killed by the worker (a timeout, a revocation, a memory limit) is an
+   * outcome it chose; a child that died by itself is a crash someone
+   * must look at. */
+  sluice_log__envelope(ran->end == SLUICE_CHILD_KILLED ? G_LOG_LEVEL_MESSAGE
+                                                       : G_LOG_LEVEL_WARNING,
+                       env, env->queue, "task's child process was lost: %s",
+                       ran->death);
   if (ran->timed_out) {
     g_autofree gchar *message = g_strdup_printf("timed out: %s", ran->death);
     g_mutex_lock(&worker->lock);
@@ -227,14 +232,15 @@ execute(Job *job, guint slot)
 
   if (!claimed) {
     /* The watchdog (timeout) or the stop sequence settled it already. The
-     * line first: whoever sees the count must find the line written. */
+     * line first: whoever sees the count must find the line written. What
+     * a timeout or a stop implies, so not a warning. */
     if (ran.end != SLUICE_CHILD_RETURNED)
-      sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
+      sluice_log__envelope(G_LOG_LEVEL_MESSAGE, env, env->queue,
                            "task's process ended after it was timed out or "
                            "released: %s",
                            ran.death);
     else
-      sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
+      sluice_log__envelope(G_LOG_LEVEL_MESSAGE, env, env->queue,
                            "task returned after it was timed out or released; "
                            "its late %s is discarded",
                            ran.ok ? "result" : "error");
@@ -267,8 +273,10 @@ execute(Job *job, guint slot)
             ? ran.retry_delay_ms
             : -1;
     if (ran.error == NULL)
-      g_critical("task “%s” returned FALSE without setting its GError",
-                 env->task);
+      sluice_log__envelope(G_LOG_LEVEL_CRITICAL, env, env->queue,
+                           "task “%s” returned FALSE without setting its "
+                           "GError",
+                           env->task);
     sluice_outcome__failed(job, message, delay, fatal);
   }
   sluice_child_outcome__clear(&ran);

@@ -95,6 +95,7 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
     return NULL;
   }
   job = sluice_job__new(worker, delivery);
+  job->taken_us = g_get_monotonic_time();
   /* Taken over from a consumer that died or stalled holding it: it may be
    * the one that crashed it (see the quarantine in the fetcher). */
   job->suspect =

@@ -199,7 +199,9 @@ watchdog_tick(gpointer data)
       worker->stats.timed_out++;
       g_mutex_unlock(&worker->lock);
       sluice_job__cancel(job);
-      sluice_log__envelope(G_LOG_LEVEL_WARNING, job->env, job->env->queue,
+      /* A timeout is a failed attempt like any other: expected, not a
+       * warning. */
+      sluice_log__envelope(G_LOG_LEVEL_MESSAGE, job->env, job->env->queue,
                            "%s; its cancellable is cancelled", message);
       sluice_outcome__failed(job, message, -1, FALSE);
     }
@@ -451,6 +453,12 @@ heartbeat_tick(gpointer data)
      * nothing over for half a lease. */
     if (renewed_us - worker->last_lease_ok_us > lease * 1000 * 2 / 3)
       worker->reclaim_quiet_until_us = renewed_us + lease * 1000 / 2;
+    /* A whole lease without a renewal: what was held then may have been
+     * taken over, and a settle of it that finds it gone says so. */
+    if (renewed_us - worker->last_lease_ok_us > lease * 1000) {
+      worker->last_lapse_end_us = renewed_us;
+      worker->last_lapse_ms = (renewed_us - worker->last_lease_ok_us) / 1000;
+    }
     worker->last_lease_ok_us = renewed_us;
     g_mutex_unlock(&worker->lock);
     worker->lease_lost = FALSE;

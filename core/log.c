@@ -10,11 +10,91 @@
  */
 #include "config.h"
 
+#include <langinfo.h>
+#include <locale.h>
 #include <string.h>
 
 #include "core/sluice-private.h"
 
 static const gchar *syslog_priority(GLogLevelFlags level);
+
+/* ---- The charset of the lines --------------------------------------------
+ *
+ * The library's lines are UTF-8 (they quote names as “this”). GLib's
+ * default writer converts each message to the charset of the C library's
+ * locale, and a program that never called setlocale() runs in the "C"
+ * locale, whose charset is ASCII: every “ came out as ?, on a terminal
+ * that shows UTF-8 perfectly. What the terminal shows is what the
+ * environment says (LC_ALL, LC_CTYPE, LANG): what setlocale(LC_ALL, "")
+ * would have chosen. So while it logs from a program still entirely in the
+ * "C" locale, the library's thread takes the environment's character type
+ * for the length of the call (uselocale() is per thread: nothing else of
+ * the program changes). A program that set a locale, or installed its own
+ * writer, gets exactly what it asked for. */
+
+/* The environment's LC_CTYPE value, as the C library resolves it. */
+static const gchar *
+environment_ctype_name(void)
+{
+  static const gchar *const vars[] = {"LC_ALL", "LC_CTYPE", "LANG"};
+
+  for (gsize i = 0; i < G_N_ELEMENTS(vars); i++) {
+    const gchar *v = g_getenv(vars[i]);
+    if (v != NULL && *v != '\0')
+      return v;
+  }
+  return NULL;
+}
+
+/* The environment's character type, or (locale_t)0 when it is the "C"
+ * locale's anyway. */
+static locale_t
+environment_ctype(void)
+{
+  static gsize once = 0;
+  static locale_t ctype = (locale_t)0;
+
+  if (g_once_init_enter(&once)) {
+    const gchar *name = environment_ctype_name();
+    locale_t found = newlocale(LC_CTYPE_MASK, "", (locale_t)0);
+
+    /* A UTF-8 locale named but not installed (common in containers):
+     * the terminal still shows UTF-8, and C.UTF-8 is always there. */
+    if (found == (locale_t)0 && name != NULL) {
+      g_autofree gchar *lower = g_ascii_strdown(name, -1);
+      if (strstr(lower, "utf-8") != NULL || strstr(lower, "utf8") != NULL)
+        found = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    }
+    if (found != (locale_t)0 &&
+        strcmp(nl_langinfo_l(CODESET, found), "ANSI_X3.4-1968") == 0) {
+      freelocale(found);
+      found = (locale_t)0;
+    }
+    ctype = found;
+    g_once_init_leave(&once, 1);
+  }
+  return ctype;
+}
+
+/* g_log_structured_array(), in the environment's charset when the program
+ * never left the "C" locale. */
+static void
+write_fields(GLogLevelFlags level, const GLogField *fields, gsize n)
+{
+  const gchar *program = setlocale(LC_ALL, NULL);
+  locale_t ctype = (locale_t)0;
+  locale_t before = (locale_t)0;
+
+  if (program != NULL &&
+      (strcmp(program, "C") == 0 || strcmp(program, "POSIX") == 0) &&
+      uselocale((locale_t)0) == LC_GLOBAL_LOCALE)
+    ctype = environment_ctype();
+  if (ctype != (locale_t)0)
+    before = uselocale(ctype);
+  g_log_structured_array(level, fields, n);
+  if (ctype != (locale_t)0)
+    uselocale(before);
+}
 
 /* A line of at most sizeof text - 1 bytes, built without printf: the
  * finish line runs once per task, and each g_snprintf() cost about a
@@ -100,7 +180,7 @@ log_fields(GLogLevelFlags level, const gchar *task_id, const gchar *task,
   }
   for (gsize i = 0; i < n_extra && n < G_N_ELEMENTS(fields); i++)
     fields[n++] = extra[i];
-  g_log_structured_array(level, fields, n);
+  write_fields(level, fields, n);
 }
 
 void
@@ -163,31 +243,53 @@ sluice_task_context_log(SluiceTaskContext *ctx, GLogLevelFlags level,
                        message);
 }
 
+/* " in 1.234 ms" */
+static void
+line_add_ms(LineBuf *b, const gchar *before, gint64 us)
+{
+  line_add(b, before);
+  line_add_uint(b, (guint64)us / 1000, 1);
+  line_add(b, ".");
+  line_add_uint(b, (guint64)us % 1000, 3);
+  line_add(b, " ms");
+}
+
 void
 sluice_log__finished(const SluiceEnvelope *env, const gchar *queue,
-                     const gchar *outcome, gint64 duration_us)
+                     const gchar *outcome, const gchar *what,
+                     gint64 duration_us, const gchar *then, gint64 delay_ms)
 {
   const gchar *task = env != NULL ? env->task : NULL;
   LineBuf duration = {.len = 0};
+  LineBuf delay = {.len = 0};
   LineBuf message = {.len = 0};
-  GLogField extra[2];
+  GLogField extra[3];
   gsize n = 0;
   TraceFields trace;
 
   /* No allocation, no printf and no floating point: this runs once per
-   * task. */
+   * task. The run time and the delay are told apart in words, and the
+   * outcome field is one word, so that key=value lines split on spaces
+   * and commas keep it whole. */
   extra[n++] = (GLogField){"SLUICE_OUTCOME", outcome, -1};
   line_add(&message, task != NULL ? task : "task");
   line_add(&message, " ");
-  line_add(&message, outcome);
+  line_add(&message, what);
   if (duration_us >= 0) {
     line_add_uint(&duration, (guint64)duration_us, 1);
     extra[n++] = (GLogField){"SLUICE_DURATION_US", duration.text, -1};
-    line_add(&message, " in ");
-    line_add_uint(&message, (guint64)duration_us / 1000, 1);
-    line_add(&message, ".");
-    line_add_uint(&message, (guint64)duration_us % 1000, 3);
-    line_add(&message, " ms");
+    line_add_ms(&message, " in ", duration_us);
+  }
+  if (then != NULL) {
+    line_add(&message, "; ");
+    line_add(&message, then);
+    if (delay_ms >= 0) {
+      line_add_uint(&delay, (guint64)delay_ms, 1);
+      extra[n++] = (GLogField){"SLUICE_DELAY_MS", delay.text, -1};
+      line_add(&message, " in ");
+      line_add(&message, delay.text);
+      line_add(&message, " ms");
+    }
   }
   trace_fields_of(env, &trace);
   log_fields(G_LOG_LEVEL_INFO, env != NULL ? env->id : NULL, task, queue,
@@ -228,5 +330,5 @@ sluice_broker_log(SluiceBroker *broker, GLogLevelFlags level,
   if (broker != NULL)
     fields[n++] =
         (GLogField){"SLUICE_BROKER", sluice_broker_get_name(broker), -1};
-  g_log_structured_array(level, fields, n);
+  write_fields(level, fields, n);
 }

@@ -234,7 +234,9 @@ bury(Job *job, const gchar *reason, const gchar *detail,
                                        detail, reason, now);
     p->record_final = TRUE;
   }
-  sluice_log__envelope(G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
+  /* An outcome the library expects, not a fault of the program: not a
+   * warning (GLib tests make warnings fatal); the count is in the stats. */
+  sluice_log__envelope(G_LOG_LEVEL_MESSAGE, job->env, job->delivery->queue,
                        "dead-lettered (%s): %s", reason,
                        detail != NULL ? detail : "");
   join_outcome(p, SLUICE_STATE_DEAD_LETTERED, NULL,
@@ -311,6 +313,8 @@ settle_reschedule(Job *job, SluiceEnvelope *next, gint64 due_at,
   p->failed_attempt = kind == KIND_RETRIED;
   p->reschedule_payload = payload;
   p->reschedule_at = due_at;
+  p->reschedule_in_ms =
+      MAX(due_at - sluice_clock_now_ms(job->worker->clock), 0);
   p->record = record;
   p->record_final = FALSE;
   p->event_detail = g_strdup(why);
@@ -382,7 +386,7 @@ sluice_outcome__failed(Job *job, const gchar *message,
                                          message, NULL, now);
       p->record_final = TRUE;
     }
-    sluice_log__envelope(G_LOG_LEVEL_WARNING, env, env->queue,
+    sluice_log__envelope(G_LOG_LEVEL_MESSAGE, env, env->queue,
                          "failed for good (%s): %s", reason, message);
     join_outcome(p, SLUICE_STATE_FAILED, NULL, message);
     p->event_detail = g_strdup(message);

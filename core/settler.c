@@ -13,35 +13,48 @@
 
 const gchar sluice_worker__settle_stop[] = "stop";
 
-static const gchar *
-outcome_name(SettleKind kind)
+/* How the line per finished task names each kind of settlement: the
+ * SLUICE_OUTCOME field (one word), the words of the message, and what
+ * comes next, after the delay of a message put back on the schedule (NULL
+ * when nothing does, or when the delay says nothing: a slot's is only a
+ * fallback). */
+typedef struct {
+  const gchar *outcome;
+  const gchar *what;
+  const gchar *then;
+} OutcomeWords;
+
+static OutcomeWords
+outcome_words(SettleKind kind)
 {
   switch (kind) {
   case KIND_SUCCEEDED:
-    return "succeeded";
+    return (OutcomeWords){"succeeded", "succeeded", NULL};
   case KIND_FAILED:
-    return "failed";
+    return (OutcomeWords){"failed", "failed", NULL};
   case KIND_RETRIED:
-    return "failed, will retry";
+    return (OutcomeWords){"retry", "failed", "will retry"};
   case KIND_DEAD_LETTERED:
-    return "dead-lettered";
+    return (OutcomeWords){"dead_lettered", "dead-lettered", NULL};
   case KIND_CANCELLED:
-    return "cancelled";
+    return (OutcomeWords){"cancelled", "cancelled", NULL};
   case KIND_DEFERRED:
-    return "deferred (unknown task)";
+    return (OutcomeWords){"deferred", "deferred (unknown task)",
+                          "back on its queue"};
   case KIND_RELEASED:
-    return "released";
+    return (OutcomeWords){"released", "released", NULL};
   case KIND_EVENT:
-    return "event";
+    return (OutcomeWords){"event", "event", NULL};
   case KIND_SNOOZED:
-    return "snoozed";
+    return (OutcomeWords){"snoozed", "snoozed", "back on its queue"};
   case KIND_RATE_WAIT:
-    return "waiting for its rate limit";
+    return (OutcomeWords){"rate_wait", "waiting for its rate limit",
+                          "back on its queue"};
   case KIND_SLOT_WAIT:
-    return "waiting for a concurrency slot";
+    return (OutcomeWords){"slot_wait", "waiting for a concurrency slot", NULL};
   case KIND_RUNNING:
   default:
-    return "running";
+    return (OutcomeWords){"running", "running", NULL};
   }
 }
 
@@ -50,9 +63,12 @@ static void
 log_settled(Pending *p)
 {
   Job *job = p->job;
+  OutcomeWords words = outcome_words(p->kind);
 
-  sluice_log__finished(job->env, job->delivery->queue, outcome_name(p->kind),
-                       __atomic_load_n(&job->run_us, __ATOMIC_RELAXED));
+  sluice_log__finished(
+      job->env, job->delivery->queue, words.outcome, words.what,
+      __atomic_load_n(&job->run_us, __ATOMIC_RELAXED), words.then,
+      p->action == SLUICE_SETTLE_RETRY ? p->reschedule_in_ms : -1);
 }
 
 static void
@@ -268,6 +284,34 @@ sluice_worker__settle_unique(SluiceWorker *worker, Job **jobs,
                         updates->len, error->message);
 }
 
+/* Whether @job's lease lapsed while the worker held it: not renewed for a
+ * whole lease now (a settle can come before the first renewal after a
+ * stop), or a renewal that came too late since the job was taken. A GONE
+ * settle is then a lost lease: a peer reclaimed the delivery and finished
+ * it. Otherwise the delivery vanished under a lease that held (settled
+ * already, or lost by the broker). Sets @out_ms to how long the lease went
+ * unrenewed. */
+static gboolean
+lapsed_while_held(SluiceWorker *worker, Job *job, gint64 *out_ms)
+{
+  gint64 now_us = g_get_monotonic_time();
+  gint64 lease_us = worker->options.visibility_timeout_ms * 1000;
+  gboolean lapsed = FALSE;
+
+  if (!(sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES))
+    return FALSE;
+  g_mutex_lock(&worker->lock);
+  if (now_us - worker->last_lease_ok_us > lease_us) {
+    lapsed = TRUE;
+    *out_ms = (now_us - worker->last_lease_ok_us) / 1000;
+  } else if (worker->last_lapse_end_us > job->taken_us) {
+    lapsed = TRUE;
+    *out_ms = worker->last_lapse_ms;
+  }
+  g_mutex_unlock(&worker->lock);
+  return lapsed;
+}
+
 gpointer
 sluice_worker__settler_main(gpointer data)
 {
@@ -351,6 +395,7 @@ sluice_worker__settler_main(gpointer data)
     if (send_batch(worker, arrivals, n_arrivals, records, n_records, items,
                    n_items, give_up_at_us)) {
       g_autoptr(GError) event_error = NULL;
+      gint64 lapse_ms = 0;
 
       /* Events say what happened: after it, once, best effort. */
       if (n_events > 0 &&
@@ -370,6 +415,16 @@ sluice_worker__settler_main(gpointer data)
               G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
               "settle refused: another worker owns this delivery "
               "now (lease lost); the task may run again");
+        else if (items[i].status == SLUICE_SETTLE_GONE &&
+                 lapsed_while_held(worker, job, &lapse_ms))
+          sluice_log__envelope(
+              G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
+              "lease lost; message may be executed again: this worker did "
+              "not renew its lease for %" G_GINT64_FORMAT
+              " ms (it was stopped, or starved), and by the time it settled "
+              "no worker held the delivery (most likely a peer took it over "
+              "and finished it); its record was written, nothing else",
+              lapse_ms);
         else if (items[i].status == SLUICE_SETTLE_GONE)
           sluice_log__envelope(
               G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
@@ -389,9 +444,16 @@ sluice_worker__settler_main(gpointer data)
       sluice_worker__settle_unique(worker, settled_jobs, items, n_items);
     }
 
+    /* Everything a settlement does is done before it is announced (the
+     * job leaves `held`, settle_gen moves): whoever waits for it, as
+     * run_until_idle does, then finds its record, its counters, its
+     * metrics and its line all there. */
+    if (worker->options.log_each_task)
+      for (guint i = 0; i < n_items; i++)
+        if (items[i].status == SLUICE_SETTLE_DONE)
+          log_settled(batch[settled[i]]);
+
     if (n_items > 0) {
-      /* The metrics are counted before the settle is announced, so that
-       * whoever waits for it (run_until_idle) finds them counted. */
       g_mutex_lock(&worker->lock);
       for (guint i = 0; i < n_items; i++)
         started_at[i] = batch[settled[i]]->job->started_at;
@@ -419,10 +481,6 @@ sluice_worker__settler_main(gpointer data)
       g_mutex_unlock(&worker->lock);
     }
 
-    if (worker->options.log_each_task)
-      for (guint i = 0; i < n_items; i++)
-        if (items[i].status == SLUICE_SETTLE_DONE)
-          log_settled(batch[settled[i]]);
     for (guint i = 0; i < n; i++)
       sluice_pending__free(batch[i]);
     if (retries)

@@ -30,11 +30,15 @@ G_BEGIN_DECLS
  */
 void sluice_log__message(GLogLevelFlags level, const gchar *format, ...)
     G_GNUC_PRINTF(2, 3);
-/* The one line per finished task (SLUICE_OUTCOME, SLUICE_DURATION_US;
- * @duration_us < 0 when it never ran). @env is NULL for a message that did
- * not decode. */
+/* The one line per finished task: "<task> <what> in <run time>; <then> in
+ * <delay> ms". Fields SLUICE_OUTCOME (@outcome, one word),
+ * SLUICE_DURATION_US (left out when @duration_us < 0: it never ran) and
+ * SLUICE_DELAY_MS (with @then, when @delay_ms >= 0: how long until it is
+ * due again). @env is NULL for a message that did not decode. */
 void sluice_log__finished(const SluiceEnvelope *env, const gchar *queue,
-                          const gchar *outcome, gint64 duration_us);
+                          const gchar *outcome, const gchar *what,
+                          gint64 duration_us, const gchar *then,
+                          gint64 delay_ms);
 /* A line about a task without its envelope at hand. */
 void sluice_log__task(GLogLevelFlags level, const gchar *task_id,
                       const gchar *task, const gchar *queue, guint attempt,

@@ -223,6 +223,12 @@ struct _SluiceWorker {
    * when a worker back from a lost lease takes nothing over. */
   gint64 last_lease_ok_us;
   gint64 reclaim_quiet_until_us;
+  /* Under lock: the last time the lease lapsed (a renewal came more than
+   * a lease after the one before): when that renewal came (monotonic us;
+   * 0 = never) and how long the lease had gone unrenewed (ms). A settle
+   * refused as GONE for a job taken before then lost its lease. */
+  gint64 last_lapse_end_us;
+  gint64 last_lapse_ms;
   /* Housekeeping-thread only: */
   gboolean lease_lost;
   /* Fixed after sluice_worker_new(): queue -> SluiceRateLimit* and queue
@@ -262,6 +268,7 @@ struct _Job {
   gpointer on_cancel_data;
   gint64 hard_timeout_ms; /* process isolation; 0 = none */
   gboolean suspect;       /* taken over once at least: runs in quarantine */
+  gint64 taken_us;        /* monotonic: when the worker took the delivery */
   gint64 started_at;      /* clock ms; under worker lock */
   gint64 run_us;          /* how long the task ran; -1 = it never ran (atomic:
                   * a late task sets it after the watchdog settled it) */
@@ -299,6 +306,7 @@ typedef struct {
   gboolean record_final;
   GBytes *reschedule_payload;
   gint64 reschedule_at;
+  gint64 reschedule_in_ms; /* reschedule_at from the time it was decided */
   SluiceDeadLetter *dead_letter;
   gboolean failed_attempt; /* the settlement follows a failed attempt */
   /* A workflow task's final outcome, for its join (workflow-run.c);

@@ -337,7 +337,8 @@ signal_stop(gpointer data)
         worker->options.shutdown_timeout_ms);
     sluice_worker_request_stop(worker);
   } else {
-    sluice_log__message(G_LOG_LEVEL_WARNING,
+    /* What the operator asked for: a notice, not a warning. */
+    sluice_log__message(G_LOG_LEVEL_MESSAGE,
                         "second signal: stopping at once; running tasks are "
                         "cancelled and given back for redelivery");
     sluice_worker_stop_now(worker);
@@ -556,9 +557,13 @@ wait_for_running(SluiceWorker *worker)
   while (g_hash_table_iter_next(&iter, &key, NULL)) {
     Job *job = key;
     if (g_atomic_int_get(&job->phase) == JOB_RUNNING && job_claim(job)) {
+      /* A forced stop does what it was asked to; a shutdown timeout that
+       * cuts tasks short may want raising. */
       if (job->env != NULL)
         sluice_log__envelope(
-            G_LOG_LEVEL_WARNING, job->env, job->env->queue,
+            g_atomic_int_get(&worker->force_stop) ? G_LOG_LEVEL_MESSAGE
+                                                  : G_LOG_LEVEL_WARNING,
+            job->env, job->env->queue,
             "still running %s: cancelled and released for redelivery; a "
             "late result will be discarded",
             g_atomic_int_get(&worker->force_stop)
@@ -569,12 +574,14 @@ wait_for_running(SluiceWorker *worker)
       g_ptr_array_add(cancelled, job_ref(job));
     }
   }
-  if (cancelled->len > 0 &&
-      (worker->pool != NULL || !g_atomic_int_get(&worker->force_stop))) {
+  if (cancelled->len > 0) {
     /* Most tasks return promptly once cancelled; only the ones that do
-     * not are stuck. A child is killed at the end of its grace (at once
-     * when the stop is forced), so in process isolation nothing is stuck
-     * for long: the margin covers the kill and its reaping. */
+     * not are stuck. A forced stop waits for them too: it skips the
+     * shutdown timeout, but a task that returns a millisecond after its
+     * cancellable fired did not ignore it, and is not called stuck. A
+     * child is killed at the end of its grace (at once when the stop is
+     * forced), so in process isolation nothing is stuck for long: the
+     * margin covers the kill and its reaping. */
     deadline = g_get_monotonic_time() +
                (worker->options.cancel_grace_ms +
                 (worker->pool != NULL ? PROCESS_REAP_MARGIN_MS : 0)) *
@@ -588,17 +595,14 @@ wait_for_running(SluiceWorker *worker)
     Job *job = cancelled->pdata[i];
     if (!g_atomic_int_get(&job->in_task))
       continue;
-    g_autofree gchar *when =
-        g_atomic_int_get(&worker->force_stop)
-            ? g_strdup("when the stop was forced")
-            : g_strdup_printf("%" G_GINT64_FORMAT " ms",
-                              worker->options.cancel_grace_ms);
     stuck++;
     sluice_log__envelope(
         G_LOG_LEVEL_WARNING, job->env, job->delivery->queue,
-        "task %s ignored its cancellable: still running %s after "
-        "it was cancelled; its thread is left behind",
-        job_id(job) != NULL ? job_id(job) : "(unknown)", when);
+        "task %s ignored its cancellable: still running %" G_GINT64_FORMAT
+        " ms after it was cancelled%s; its thread is left behind",
+        job_id(job) != NULL ? job_id(job) : "(unknown)",
+        worker->options.cancel_grace_ms,
+        g_atomic_int_get(&worker->force_stop) ? " (the stop was forced)" : "");
   }
   return stuck;
 }

@@ -398,18 +398,15 @@ worker_log(const Worker *w)
 }
 
 /* Starts `sluice worker` with the demo module, JSON logs to a file, and
- * the extra arguments (NULL-terminated; @first may be the NULL); returns
- * once it logged that it is ready. */
+ * the extra arguments; returns at once. */
 static Worker *
-worker_start(Ctx *ctx, const gchar *first, ...)
+worker_spawn_va(Ctx *ctx, const gchar *first, va_list ap)
 {
   g_autoptr(GSubprocessLauncher) launcher =
       g_subprocess_launcher_new(G_SUBPROCESS_FLAGS_STDOUT_SILENCE);
   g_autoptr(GPtrArray) argv = g_ptr_array_new();
   g_autoptr(GError) error = NULL;
   Worker *w = g_new0(Worker, 1);
-  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
-  va_list ap;
 
   w->log = g_strdup_printf("%s/worker-%u.log", ctx->dir, ctx->n_workers++);
   g_ptr_array_add(argv, (gpointer)SLUICE_BIN);
@@ -417,10 +414,8 @@ worker_start(Ctx *ctx, const gchar *first, ...)
   g_ptr_array_add(argv, (gpointer) "--module");
   g_ptr_array_add(argv, (gpointer)DEMO_MODULE);
   g_ptr_array_add(argv, (gpointer) "--log-format=json");
-  va_start(ap, first);
   for (const gchar *a = first; a != NULL; a = va_arg(ap, const gchar *))
     g_ptr_array_add(argv, (gpointer)a);
-  va_end(ap);
   g_ptr_array_add(argv, NULL);
   g_subprocess_launcher_set_environ(launcher, ctx->env);
   g_subprocess_launcher_set_stderr_file_path(launcher, w->log);
@@ -428,7 +423,35 @@ worker_start(Ctx *ctx, const gchar *first, ...)
   w->proc = g_subprocess_launcher_spawnv(
       launcher, (const gchar *const *)argv->pdata, &error);
   ck_assert_msg(w->proc != NULL, "spawn: %s", error->message);
+  return w;
+}
 
+/* As worker_spawn_va(); the arguments NULL-terminated (@first may be the
+ * NULL). */
+static Worker *
+worker_spawn(Ctx *ctx, const gchar *first, ...)
+{
+  Worker *w;
+  va_list ap;
+
+  va_start(ap, first);
+  w = worker_spawn_va(ctx, first, ap);
+  va_end(ap);
+  return w;
+}
+
+/* As worker_spawn(), and returns once the worker logged that it is
+ * ready. */
+static Worker *
+worker_start(Ctx *ctx, const gchar *first, ...)
+{
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+  Worker *w;
+  va_list ap;
+
+  va_start(ap, first);
+  w = worker_spawn_va(ctx, first, ap);
+  va_end(ap);
   for (;;) {
     g_autofree gchar *log = worker_log(w);
     if (strstr(log, " ready: ") != NULL)
@@ -522,6 +545,9 @@ logged_outcomes(const gchar *log, const gchar *task_id)
       continue;
     ck_assert_msg(json_object_has_member(o, "duration_us"), "%s", lines[i]);
     ck_assert_str_eq(member_string(o, "level"), "info");
+    /* One word: text lines split fields on spaces, readers on commas. */
+    ck_assert_msg(strpbrk(member_string(o, "outcome"), " ,") == NULL, "%s",
+                  lines[i]);
     if (out->len > 0)
       g_string_append_c(out, '|');
     g_string_append(out, member_string(o, "outcome"));
@@ -914,7 +940,14 @@ START_TEST(test_flaky_retries_then_succeeds)
   ck_assert_msg(check_json_log(log, id, &attempts) >= 2, "%s", log);
   ck_assert_msg(attempts >= 2, "%s", log);
   outcomes = logged_outcomes(log, id);
-  ck_assert_str_eq(outcomes, "failed, will retry|failed, will retry|succeeded");
+  ck_assert_str_eq(outcomes, "retry|retry|succeeded");
+  /* The retry lines say the delay (20 ms, then 40: no jitter), apart from
+   * the run time, in words and in a field. */
+  ck_assert_msg(strstr(log, "\"delay_ms\":\"20\"") != NULL, "%s", log);
+  ck_assert_msg(strstr(log, "\"delay_ms\":\"40\"") != NULL, "%s", log);
+  ck_assert_msg(strstr(log, "demo.flaky failed in ") != NULL, "%s", log);
+  ck_assert_msg(strstr(log, " ms; will retry in 20 ms") != NULL, "%s", log);
+  ck_assert_msg(strstr(log, " ms; will retry in 40 ms") != NULL, "%s", log);
 }
 END_TEST
 
@@ -1578,7 +1611,7 @@ START_TEST(test_worker_waits_for_redis_at_start)
   g_strfreev(ctx->env);
   ctx->env = cli_environ(sluice_test_redis_url(server), ctx->mode, ctx->ns);
   sluice_test_redis_kill(server, SIGTERM);
-  w = worker_start(ctx, NULL);
+  w = worker_spawn(ctx, NULL);
   wait_for_log(w, "the broker is unreachable");
   ck_assert(g_subprocess_get_identifier(w->proc) != NULL);
   ck_assert(sluice_test_redis_restart(server, &error));
@@ -1891,6 +1924,56 @@ START_TEST(test_systemd_notify)
                 got->str);
   log = worker_stop(w);
   ck_assert_msg(notify_until(fd, got, "STOPPING=1"), "%s", got->str);
+  close(fd);
+}
+END_TEST
+
+/* "Ready" means it can serve: a worker started while its Redis is down
+ * neither logs "ready" nor sends READY=1 until Redis answers, and says it
+ * waits in STATUS= meanwhile. */
+START_TEST(test_ready_waits_for_redis)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(NULL);
+  g_autoptr(Ctx) ctx = ctx_new(1);
+  g_autofree gchar *path = g_build_filename(ctx->dir, "notify.sock", NULL);
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  g_autoptr(GString) got = g_string_new(NULL);
+  g_autoptr(Worker) w = NULL;
+  g_autofree gchar *log = NULL;
+  g_autofree gchar *id = NULL;
+  gchar **env;
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+  ck_assert_int_ge(fd, 0);
+  ck_assert_uint_lt(strlen(path), sizeof addr.sun_path);
+  strcpy(addr.sun_path, path);
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+  g_strfreev(ctx->env);
+  env = cli_environ(sluice_test_redis_url(server), ctx->mode, ctx->ns);
+  ctx->env = g_environ_setenv(env, "NOTIFY_SOCKET", path, TRUE);
+  sluice_test_redis_kill(server, SIGTERM);
+  w = worker_spawn(ctx, NULL);
+  wait_for_log(w, "the broker is unreachable");
+  /* The first word from the worker: it waits, it is not ready. */
+  ck_assert_msg(notify_until(fd, got, "STATUS="), "%s", got->str);
+  ck_assert_msg(strstr(got->str, "READY=1") == NULL, "%s", got->str);
+  log = worker_log(w);
+  ck_assert_msg(strstr(log, " ready: ") == NULL, "%s", log);
+  g_clear_pointer(&log, g_free);
+
+  ck_assert(sluice_test_redis_restart(server, &error));
+  ck_assert_msg(notify_until(fd, got, "READY=1"), "%s", got->str);
+  log = worker_log(w);
+  ck_assert_msg(strstr(log, " ready: ") != NULL &&
+                    strstr(log, "reachable again") != NULL &&
+                    strstr(log, " ready: ") > strstr(log, "reachable again"),
+                "%s", log);
+  g_clear_pointer(&log, g_free);
+  /* And it serves. */
+  id = enqueue(ctx, "demo.noop", NULL);
+  g_free(wait_for_state(ctx, id, "succeeded", NULL));
+  g_free(worker_stop(w));
   close(fd);
 }
 END_TEST
@@ -3162,6 +3245,7 @@ cli_suite(gboolean reliable)
   if (reliable) {
     tcase_add_test(e2e, test_poison_batch_mates_survive);
     tcase_add_test(e2e, test_worker_waits_for_redis_at_start);
+    tcase_add_test(e2e, test_ready_waits_for_redis);
   }
   tcase_add_loop_test(e2e, test_text_output_escapes_control_characters, 0,
                       n_modes);

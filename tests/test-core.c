@@ -9,6 +9,8 @@
 #include "config.h"
 
 #include <check.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <string.h>
 
 #include "core/sluice-private.h"
@@ -1095,16 +1097,74 @@ START_TEST(worker_rejects_bad_options)
 }
 END_TEST
 
+/* ---- Log lines ------------------------------------------------------------ */
+
+/* The child of log_lines_are_utf8_without_setlocale: a program that never
+ * calls setlocale() and keeps GLib's default writer logs two lines with
+ * curly quotes, then says whether its locale is still the "C" one. */
+static int
+log_in_the_c_locale(void)
+{
+  sluice_log__message(G_LOG_LEVEL_MESSAGE, "queue “q” said so");
+  sluice_broker_log(NULL, G_LOG_LEVEL_MESSAGE, "broker “b” said so");
+  g_print("%s %s\n", setlocale(LC_ALL, NULL), nl_langinfo(CODESET));
+  return 0;
+}
+
+/* @lang as the environment's only locale variable. */
+static void
+expect_utf8_lines(const gchar *lang)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_autoptr(GSubprocess) child = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *out = NULL;
+  g_autofree gchar *err = NULL;
+  static const gchar *const unset[] = {"LC_ALL", "LC_CTYPE", "LANGUAGE",
+                                       "G_MESSAGES_DEBUG", "CHARSET"};
+
+  for (gsize i = 0; i < G_N_ELEMENTS(unset); i++)
+    g_subprocess_launcher_unsetenv(launcher, unset[i]);
+  g_subprocess_launcher_setenv(launcher, "LANG", lang, TRUE);
+  child = g_subprocess_launcher_spawn(launcher, &error, "/proc/self/exe",
+                                      "--log-in-the-c-locale", NULL);
+  ck_assert_msg(child != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert(
+      g_subprocess_communicate_utf8(child, NULL, NULL, &out, &err, &error));
+  ck_assert(g_subprocess_get_if_exited(child));
+  ck_assert_msg(strstr(err, "queue “q” said so") != NULL, "LANG=%s: %s", lang,
+                err);
+  ck_assert_msg(strstr(err, "broker “b” said so") != NULL, "LANG=%s: %s", lang,
+                err);
+  /* The program's own locale is left as it was. */
+  ck_assert_str_eq(out, "C ANSI_X3.4-1968\n");
+}
+
+/* Library lines reach the terminal as UTF-8, not "?", in a program that
+ * never called setlocale(): as the environment says the terminal shows
+ * them, whether its locale is installed or not. */
+START_TEST(log_lines_are_utf8_without_setlocale)
+{
+  expect_utf8_lines("C.UTF-8");
+  expect_utf8_lines("xx_XX.UTF-8");
+}
+END_TEST
+
 int
-main(void)
+main(int argc, char **argv)
 {
   Suite *s = suite_create("core");
   TCase *policy = tcase_create("policy");
   TCase *registry = tcase_create("registry");
   TCase *broker = tcase_create("broker");
   TCase *cron = tcase_create("cron");
+  TCase *log = tcase_create("log");
   SRunner *runner;
   int failed;
+
+  if (argc == 2 && strcmp(argv[1], "--log-in-the-c-locale") == 0)
+    return log_in_the_c_locale();
 
   /* Explicit and generous: Check's 4 s default fails on a busy machine
    * (200,000 ids from four threads take seconds when the cores are taken). */
@@ -1112,6 +1172,7 @@ main(void)
   tcase_set_timeout(registry, 120);
   tcase_set_timeout(broker, 120);
   tcase_set_timeout(cron, 120);
+  tcase_set_timeout(log, 120);
   tcase_add_test(policy, default_backoff_sequence_and_cap);
   tcase_add_test(policy, jitter_stays_within_half_to_full_delay);
   tcase_add_test(policy, policy_resolution_is_per_field);
@@ -1140,6 +1201,8 @@ main(void)
   tcase_add_test(cron, cron_in_a_time_zone_runs_dst_times_once);
   tcase_add_test(cron, periodic_options_are_checked);
   suite_add_tcase(s, cron);
+  tcase_add_test(log, log_lines_are_utf8_without_setlocale);
+  suite_add_tcase(s, log);
 
   runner = srunner_create(s);
   srunner_run_all(runner, CK_ENV);

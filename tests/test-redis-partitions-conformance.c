@@ -31,8 +31,12 @@ create_partitioned_broker(SluiceClock *clock, guint dead_letter_max,
                           gpointer data, GError **error)
 {
   PartitionsFactoryData *d = data;
-  g_autofree gchar *ns = g_strdup_printf("pc%d-%d", (int)getpid(),
-                                         g_atomic_int_add(&d->serial, 1));
+  /* The time as well as the pid: each scenario is a process of its own,
+   * and over a long run on a busy machine pids come round again (a
+   * namespace met again keeps its mode and its keys). */
+  g_autofree gchar *ns =
+      g_strdup_printf("pc%d-%" G_GINT64_FORMAT "-%d", (int)getpid(),
+                      g_get_real_time(), g_atomic_int_add(&d->serial, 1));
   SluiceRedisOptions options;
   SluiceBroker *broker;
 

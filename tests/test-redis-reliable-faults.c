@@ -303,6 +303,85 @@ START_TEST(test_stalled_worker_loses_its_lease_and_its_settle)
 }
 END_TEST
 
+static gboolean
+proc_logged_lease_lost_at_settle(gpointer data)
+{
+  return proc_stderr_contains(data, "by the time it settled no worker held");
+}
+
+typedef struct {
+  Scenario *s;
+  const gchar *id;
+} DoneCheck;
+
+static gboolean
+task_succeeded(gpointer data)
+{
+  DoneCheck *c = data;
+  g_autoptr(SluiceResult) r = NULL;
+  g_autoptr(GError) error = NULL;
+
+  r = sluice_client_inspect(c->s->client, c->id, &error);
+  return r != NULL && sluice_result_get_state(r) == SLUICE_STATE_SUCCEEDED;
+}
+
+/* R5, when the peer is faster: a worker stopped past its lease while its
+ * task ran, and continued only after a peer reclaimed the task and
+ * finished it. The task returns at once (its time has passed) and its
+ * settle finds the delivery gone: that is a lost lease, and said so, not a
+ * delivery the broker lost under a lease that held. */
+START_TEST(test_stalled_worker_whose_task_a_peer_finished_lost_its_lease)
+{
+  SluiceTestRedis *shared = sluice_test_redis_shared();
+  Scenario *s = scenario_new(shared, "r5b");
+  g_autofree gchar *id = NULL;
+  g_autoptr(Proc) a = NULL;
+  g_autoptr(Proc) b = NULL;
+  g_autoptr(SluiceResult) r = NULL;
+  g_autoptr(GPtrArray) log = NULL;
+  LogCheck started = {s, 0, NULL, 1};
+  LogCheck reclaimed = {s, 0, NULL, 2};
+  DoneCheck done = {s, NULL};
+  StaleCheck stale = {s->broker, 1};
+
+  a = proc_start(s, "wA", "--concurrency=1", "--prefetch=0",
+                 "--visibility-timeout=1000", NULL);
+  proc_wait_ready(s, a);
+  id = enqueue_task(s, "t.sleep", "{\"ms\": 1500}");
+  started.id = reclaimed.id = done.id = id;
+  ck_assert(sluice_test_wait_for(log_has_run, &started, 20000));
+  proc_signal(a, SIGSTOP);
+
+  b = proc_start(s, "wB", "--concurrency=1", "--prefetch=0",
+                 "--visibility-timeout=1000", NULL);
+  ck_assert_msg(sluice_test_wait_for(log_has_run, &reclaimed, 20000),
+                "the stalled worker's task was never reclaimed");
+  /* The peer finished it (1.5 s after it took it over): by then the
+   * stopped worker's own 1.5 s have passed too. */
+  ck_assert(sluice_test_wait_for(task_succeeded, &done, 20000));
+  proc_signal(a, SIGCONT);
+
+  ck_assert_msg(sluice_test_wait_for(stale_reached, &stale, 20000),
+                "the stalled worker's late settle was not refused");
+  ck_assert_msg(
+      sluice_test_wait_for(proc_logged_lease_lost_at_settle, a, 20000),
+      "the stalled worker did not say its settle came after a lost lease");
+  ck_assert(proc_stderr_contains(a, "lease lost; message may be executed "
+                                    "again"));
+  ck_assert_msg(!proc_stderr_contains(a, "no worker holds this delivery any "
+                                         "more"),
+                "a lost lease was reported as a delivery the broker lost");
+  r = final_result(s, id);
+  ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_SUCCEEDED);
+  wait_drained(s, 20000);
+  log = executions(s);
+  ck_assert_uint_eq(runs_of(log, id), 2);
+  proc_stop(a);
+  proc_stop(b);
+  scenario_free(s);
+}
+END_TEST
+
 /* R6: a task running for five leases, its worker healthy beside a peer,
  * is never reclaimed. */
 START_TEST(test_long_task_of_a_live_worker_is_never_reclaimed)
@@ -684,6 +763,8 @@ faults_suite(void)
   tcase_add_test(faults, test_kill_during_a_run_loses_nothing);
   tcase_add_test(faults, test_poison_message_is_dead_lettered);
   tcase_add_test(faults, test_stalled_worker_loses_its_lease_and_its_settle);
+  tcase_add_test(faults,
+                 test_stalled_worker_whose_task_a_peer_finished_lost_its_lease);
   tcase_add_test(faults, test_long_task_of_a_live_worker_is_never_reclaimed);
   tcase_add_test(faults, test_sigterm_gives_a_long_task_to_a_peer);
   tcase_add_test(faults, test_settle_of_a_vanished_delivery_says_so);

@@ -108,9 +108,12 @@ typedef enum {
  * @schedule_poll_interval_ms: the longest the promoter sleeps
  * @settle_batch: the most settlements sent to the broker at once
  * @log_each_task: log one line (INFO) per finished task: id, task, queue,
- *   attempt, outcome and duration (fields SLUICE_OUTCOME,
- *   SLUICE_DURATION_US); default off (a program decides its own
- *   logging; `sluice worker` turns it on)
+ *   attempt, outcome and run time, and for a retry its delay ("demo.fail
+ *   failed in 0.010 ms; will retry in 1500 ms"); fields SLUICE_OUTCOME
+ *   (one word: succeeded, failed, retry, dead_lettered, cancelled,
+ *   deferred, released, snoozed, rate_wait, slot_wait), SLUICE_DURATION_US
+ *   and SLUICE_DELAY_MS; default off (a program decides its own logging;
+ *   `sluice worker` turns it on)
  * @isolation: where task functions run (see SluiceIsolation)
  * @hard_timeout_ms: process isolation: a child still running a task this
  *   long after it started is killed (SIGKILL) and the attempt fails as
@@ -279,9 +282,10 @@ void sluice_worker_request_stop(SluiceWorker *worker);
  * sluice_worker_stop_now:
  * Asks for an immediate stop and returns at once: running tasks are
  * cancelled and given back for redelivery without waiting for
- * shutdown_timeout, and settling gives up at the first failure. What a
- * second SIGTERM/SIGINT does after sluice_worker_handle_signals().
- * Thread-safe.
+ * shutdown_timeout (only one that does not return within cancel_grace_ms
+ * of its cancellation is logged as ignoring it), and settling gives up at
+ * the first failure. What a second SIGTERM/SIGINT does after
+ * sluice_worker_handle_signals(). Thread-safe.
  */
 SLUICE_AVAILABLE_IN_0_2
 void sluice_worker_stop_now(SluiceWorker *worker);
@@ -326,7 +330,10 @@ gboolean sluice_worker_handle_signals(SluiceWorker *worker, GError **error);
  *
  * Starts the worker if needed and returns when it is idle: every listed
  * queue is empty, nothing is running or waiting to be settled, and nothing
- * on the schedule is due by the clock's current time. Work scheduled later
+ * on the schedule is due by the clock's current time. Every task settled
+ * by then is all there: its record in the broker, its outcome in
+ * sluice_worker_get_stats() and sluice_worker_get_metrics(), and its line
+ * with log_each_task. Work scheduled later
  * (a backoff, a delay) stays scheduled: with a fake clock, advance it and
  * call this again. Meant for tests; the worker keeps running afterwards.
  * Returns: TRUE, or FALSE and SLUICE_WORKER_ERROR_TIMEOUT.

@@ -342,6 +342,9 @@ task_blocker(SluiceTaskContext *ctx, gpointer data, GError **error)
   g_cond_broadcast(&rec.cond);
   g_mutex_unlock(&rec.lock);
   g_cancellable_disconnect(cancellable, handler);
+  /* Noticed the cancellation, and takes a moment to wind down. */
+  if (arg_int(ctx, "linger_ms", 0) > 0)
+    g_usleep((gulong)arg_int(ctx, "linger_ms", 0) * 1000);
   if (arg_int(ctx, "late", 0)) {
     sluice_task_context_set_result(ctx,
                                    sluice_task_context_get_args_bytes(ctx));
@@ -1413,6 +1416,79 @@ START_TEST(cancel_queued_task_revokes_and_skips_it)
 }
 END_TEST
 
+/* The series of @task on the default queue in @m, or NULL. */
+static const SluiceTaskMetrics *
+series_of(const SluiceWorkerMetrics *m, const gchar *task)
+{
+  for (guint i = 0; i < m->tasks->len; i++) {
+    const SluiceTaskMetrics *t = m->tasks->pdata[i];
+    if (g_strcmp0(t->task, task) == 0 &&
+        g_strcmp0(t->queue, SLUICE_DEFAULT_QUEUE) == 0)
+      return t;
+  }
+  return NULL;
+}
+
+/* "Idle" means every settled task is all there: its record, the worker's
+ * counters, its metrics and its line, the moment run_until_idle returns,
+ * round after round. The per-task line is held a moment in the log
+ * writer, so a settlement announced before its line is caught. */
+START_TEST(idle_means_settled_tasks_are_recorded_counted_and_logged)
+{
+  enum { ROUNDS = 20, OK = 3 };
+
+  sluice_test_log_capture_delay(" succeeded in ", 20);
+  for (guint round = 0; round < ROUNDS; round++) {
+    SluiceWorkerOptions o;
+    Env *e;
+    g_autoptr(GPtrArray) ok = g_ptr_array_new_with_free_func(g_free);
+    g_autofree gchar *cancelled = NULL;
+    g_autofree gchar *fatal = NULL;
+    g_autoptr(GError) error = NULL;
+    SluiceWorkerMetrics m;
+    const SluiceTaskMetrics *t;
+    SluiceWorkerStats s;
+
+    /* A worker of its own each round: the revocation is made before it
+     * starts, so the cancelled task is never fetched before it is seen. */
+    default_options(&o);
+    o.log_each_task = TRUE;
+    e = env_new_full(100, &o);
+    cancelled = enqueue(e, "t.ok", NULL, NULL);
+    fatal = enqueue(e, "t.fatal", NULL, NULL);
+    for (guint i = 0; i < OK; i++)
+      g_ptr_array_add(ok, enqueue(e, "t.ok", NULL, NULL));
+    ck_assert_int_eq(sluice_client_cancel(e->client, cancelled, &error),
+                     SLUICE_CANCEL_REVOKED);
+    run_idle(e);
+
+    for (guint i = 0; i < ok->len; i++)
+      ck_assert_state(e, (const gchar *)ok->pdata[i], SLUICE_STATE_SUCCEEDED);
+    ck_assert_state(e, cancelled, SLUICE_STATE_CANCELLED);
+    ck_assert_state(e, fatal, SLUICE_STATE_DEAD_LETTERED);
+    s = stats_of(e);
+    ck_assert_uint_eq(s.succeeded, OK);
+    ck_assert_uint_eq(s.cancelled, 1);
+    ck_assert_uint_eq(s.dead_lettered, 1);
+    sluice_worker_get_metrics(e->worker, &m);
+    t = series_of(&m, "t.ok");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_uint_eq(t->succeeded, OK);
+    ck_assert_uint_eq(t->cancelled, 1);
+    t = series_of(&m, "t.fatal");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_uint_eq(t->dead_lettered, 1);
+    sluice_worker_metrics_clear(&m);
+    ck_assert_uint_eq(sluice_test_log_capture_count("t.ok succeeded in "), OK);
+    ck_assert_uint_eq(sluice_test_log_capture_count("t.ok cancelled"), 1);
+    ck_assert_uint_eq(sluice_test_log_capture_count("t.fatal dead-lettered"),
+                      1);
+    env_free(e);
+  }
+  sluice_test_log_capture_delay(NULL, 0);
+}
+END_TEST
+
 START_TEST(cancel_running_task_fires_its_cancellable)
 {
   Env *e = env_new();
@@ -1838,6 +1914,45 @@ START_TEST(stop_names_only_tasks_that_ignore_their_cancellable)
   g_cond_broadcast(&rec.cond);
   g_mutex_unlock(&rec.lock);
   ck_assert(!sluice_worker_stopped_forcibly(e->worker));
+  env_free(e);
+}
+END_TEST
+
+/* A forced stop skips the shutdown timeout, not the judgement: a task that
+ * returns a moment after its cancellable fired did not ignore it; one that
+ * never returns did. */
+START_TEST(stop_now_names_only_tasks_that_ignore_their_cancellable)
+{
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autofree gchar *quick = NULL;
+  g_autofree gchar *stuck = NULL;
+  g_autofree gchar *quick_named = NULL;
+  g_autofree gchar *stuck_named = NULL;
+  g_autoptr(GError) error = NULL;
+
+  default_options(&o);
+  o.concurrency = 2;
+  o.shutdown_timeout_ms = 60 * 60 * 1000;
+  e = env_new_full(100, &o);
+  quick = enqueue(e, "t.blocker", "{\"linger_ms\": 20}", NULL);
+  stuck = enqueue(e, "t.stubborn", NULL, NULL);
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(blocker_started, GUINT_TO_POINTER(1), 30000));
+  ck_assert(wait_until(at_gate, GUINT_TO_POINTER(1), 30000));
+  sluice_worker_stop_now(e->worker);
+  sluice_worker_stop(e->worker);
+  ck_assert(sluice_worker_stopped_forcibly(e->worker));
+  quick_named = g_strdup_printf("task %s ignored its cancellable", quick);
+  stuck_named = g_strdup_printf("task %s ignored its cancellable", stuck);
+  ck_assert(!sluice_test_log_capture_contains(quick_named));
+  ck_assert(sluice_test_log_capture_contains(stuck_named));
+  ck_assert(sluice_test_log_capture_contains("1 tasks ignored their "
+                                             "cancellable"));
+  g_mutex_lock(&rec.lock);
+  rec.gate_open = TRUE;
+  g_cond_broadcast(&rec.cond);
+  g_mutex_unlock(&rec.lock);
   env_free(e);
 }
 END_TEST
@@ -2813,6 +2928,8 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_add_test(semantics, blocking_calls_stop_when_cancelled);
   tcase_add_test(semantics, cancel_scheduled_task_is_certain);
   tcase_add_test(semantics, cancel_queued_task_revokes_and_skips_it);
+  tcase_add_test(semantics,
+                 idle_means_settled_tasks_are_recorded_counted_and_logged);
   tcase_add_test(semantics, cancel_running_task_fires_its_cancellable);
   tcase_add_test(semantics, revocation_expires_after_revoke_ttl);
   tcase_add_test(semantics, dead_letter_cap_drops_the_oldest);
@@ -2841,6 +2958,7 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_add_test(stop, stop_timeout_releases_and_cancels_a_running_task);
   tcase_add_test(stop, stop_names_only_tasks_that_ignore_their_cancellable);
   tcase_add_test(stop, stop_now_releases_running_work_at_once);
+  tcase_add_test(stop, stop_now_names_only_tasks_that_ignore_their_cancellable);
   tcase_add_test(stop, concurrency_limit_is_never_exceeded);
   suite_add_tcase(s, stop);
 

@@ -7,11 +7,29 @@
 
 static GMutex log_lock;
 static GString *log_text;
+static gchar *delay_needle; /* under log_lock */
+static guint delay_ms;
+
+static gboolean
+delayed(const GLogField *fields, gsize n_fields)
+{
+  gboolean yes = FALSE;
+
+  g_mutex_lock(&log_lock);
+  for (gsize i = 0; delay_needle != NULL && i < n_fields; i++)
+    if (g_strcmp0(fields[i].key, "MESSAGE") == 0 && fields[i].length < 0 &&
+        strstr(fields[i].value, delay_needle) != NULL)
+      yes = TRUE;
+  g_mutex_unlock(&log_lock);
+  return yes;
+}
 
 static GLogWriterOutput
 capture_writer(GLogLevelFlags level, const GLogField *fields, gsize n_fields,
                gpointer user_data)
 {
+  if (delayed(fields, n_fields))
+    g_usleep((gulong)delay_ms * 1000);
   g_mutex_lock(&log_lock);
   if (log_text == NULL)
     log_text = g_string_new(NULL);
@@ -32,6 +50,16 @@ void
 sluice_test_log_capture_install(void)
 {
   g_log_set_writer_func(capture_writer, NULL, NULL);
+}
+
+void
+sluice_test_log_capture_delay(const gchar *needle, guint ms)
+{
+  g_mutex_lock(&log_lock);
+  g_free(delay_needle);
+  delay_needle = g_strdup(needle);
+  delay_ms = ms;
+  g_mutex_unlock(&log_lock);
 }
 
 void

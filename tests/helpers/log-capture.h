@@ -26,4 +26,9 @@ gboolean sluice_test_log_capture_contains(const gchar *needle);
 /* How many times @needle occurs in what was captured. */
 guint sluice_test_log_capture_count(const gchar *needle);
 
+/* From now on, a record whose message contains @needle is held @ms before
+ * it is captured (and written): widens the window between a line being
+ * logged and its being seen, for tests of what waits for it. NULL stops. */
+void sluice_test_log_capture_delay(const gchar *needle, guint ms);
+
 G_END_DECLS

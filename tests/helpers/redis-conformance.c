@@ -2,7 +2,7 @@
  * same for every mode, so the modes cannot drift apart in how they are
  * tested.
  *
- * Each scenario gets a namespace of its own ("c<pid>-<n>") on one shared
+ * Each scenario gets a namespace of its own ("c<pid>-<time>-<n>") on one shared
  * redis-server, so scenarios never see each other's keys. Scenarios gated
  * on capabilities a mode lacks are skipped by the suite itself (record TTLs
  * follow the Redis server's clock, so SLUICE_BROKER_CAP_CLOCK_TTL never
@@ -27,8 +27,12 @@ create_redis(SluiceClock *clock, guint dead_letter_max, gpointer data,
              GError **error)
 {
   RedisFactoryData *d = data;
+  /* The time as well as the pid: each scenario is a process of its own,
+   * and over a long run on a busy machine pids come round again (a
+   * namespace met again keeps its mode and its keys). */
   g_autofree gchar *ns =
-      g_strdup_printf("c%d-%d", (int)getpid(), g_atomic_int_add(&d->serial, 1));
+      g_strdup_printf("c%d-%" G_GINT64_FORMAT "-%d", (int)getpid(),
+                      g_get_real_time(), g_atomic_int_add(&d->serial, 1));
   SluiceBroker *broker = sluice_test_redis_broker_new(
       d->mode, sluice_test_redis_url(sluice_test_redis_shared()), ns,
       dead_letter_max, clock, error);
