@@ -642,6 +642,77 @@ START_TEST(a_slot_breaking_the_gerror_rule_is_reported)
 }
 END_TEST
 
+/* ---- Helpers for broker authors ------------------------------------------ */
+
+/* The GCRA step the memory and SQLite brokers share with rate_acquire.lua:
+ * an interval of 100 ms and a burst of 2 (tolerance 100 ms). */
+START_TEST(gcra_step_follows_the_contract_formula)
+{
+  SluiceRateAcquire item = {
+      .key = "k", .interval_us = 100000, .tolerance_us = 100000};
+  gint64 tat = 0, next = 0;
+
+  /* A new bucket admits, and its time moves on by one interval. */
+  ck_assert(sluice_broker_gcra_step(&item, 1000, tat, &next));
+  ck_assert(item.granted);
+  ck_assert_int_eq(item.wait_ms, 0);
+  ck_assert_int_eq(item.now_ms, 1000);
+  ck_assert_int_eq(next, 1000 * 1000 + 100000);
+  tat = next;
+  /* The burst: a second admission at the same time. */
+  ck_assert(sluice_broker_gcra_step(&item, 1000, tat, &next));
+  ck_assert(item.granted);
+  tat = next; /* 1.2 s */
+  /* The third waits until tat - tolerance: 100 ms, and nothing changes. */
+  next = -1;
+  ck_assert(!sluice_broker_gcra_step(&item, 1000, tat, &next));
+  ck_assert(!item.granted);
+  ck_assert_int_eq(item.wait_ms, 100);
+  ck_assert_int_eq(next, -1);
+  /* Rounded up to whole milliseconds. */
+  ck_assert(!sluice_broker_gcra_step(&item, 1000, tat + 1, &next));
+  ck_assert_int_eq(item.wait_ms, 101);
+  /* A time long past counts as now. */
+  ck_assert(sluice_broker_gcra_step(&item, 5000, tat, &next));
+  ck_assert_int_eq(next, 5000 * 1000 + 100000);
+  /* A block pushes the time past the pause and admits nothing. */
+  item.block_ms = 300;
+  ck_assert(sluice_broker_gcra_step(&item, 1000, tat, &next));
+  ck_assert(!item.granted);
+  ck_assert_int_eq(item.wait_ms, 300);
+  ck_assert_int_eq(next, 1000 * 1000 + 300 * 1000 + 100000);
+}
+END_TEST
+
+/* One parser for the events cursors that are sequence numbers, bounded by
+ * G_MAXINT64: beyond it a number would wrap negative in a gint64 rowid. */
+START_TEST(events_cursor_parse_is_bounded_by_gint64)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 after = -1;
+
+  ck_assert(sluice_broker_parse_events_cursor(NULL, &after, &error));
+  ck_assert_int_eq(after, 0);
+  ck_assert(sluice_broker_parse_events_cursor("42", &after, &error));
+  ck_assert_int_eq(after, 42);
+  ck_assert(
+      sluice_broker_parse_events_cursor("9223372036854775807", &after, &error));
+  ck_assert_int_eq(after, G_MAXINT64);
+  ck_assert(!sluice_broker_parse_events_cursor("9223372036854775808", &after,
+                                               &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
+  ck_assert_ptr_nonnull(strstr(error->message, "pass one a read returned"));
+  g_clear_error(&error);
+  ck_assert(!sluice_broker_parse_events_cursor("18446744073709551615", &after,
+                                               &error));
+  g_clear_error(&error);
+  ck_assert(!sluice_broker_parse_events_cursor("-1", &after, &error));
+  g_clear_error(&error);
+  ck_assert(!sluice_broker_parse_events_cursor("1-0", &after, &error));
+}
+END_TEST
+
 /* ---- Cron ---------------------------------------------------------------- */
 
 static gint64
@@ -1131,6 +1202,8 @@ main(void)
   tcase_add_test(broker, registration_copies_the_class);
   tcase_add_test(broker, optional_slots_fall_back_as_documented);
   tcase_add_test(broker, a_slot_breaking_the_gerror_rule_is_reported);
+  tcase_add_test(broker, gcra_step_follows_the_contract_formula);
+  tcase_add_test(broker, events_cursor_parse_is_bounded_by_gint64);
   suite_add_tcase(s, broker);
   tcase_add_test(cron, cron_next_occurrences);
   tcase_add_test(cron, cron_rejects_bad_expressions);

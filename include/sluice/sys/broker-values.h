@@ -371,6 +371,27 @@ typedef struct {
 } SluiceEventEntry;
 
 /**
+ * sluice_broker_parse_events_cursor:
+ * @cursor: (nullable): a cursor of `read_events`; NULL means "from the
+ *   oldest event kept"
+ * @out_after: (out): the sequence number of the last event read: 0 for
+ *   NULL
+ *
+ * For a broker whose events cursor is the decimal sequence number of an
+ * event (the memory and SQLite brokers): parses it, as `read_events`
+ * must, refusing what is not a number from 0 to G_MAXINT64. The bound is
+ * G_MAXINT64, not G_MAXUINT64, because a sequence number is an SQLite
+ * rowid or a counter kept as gint64: a larger number would wrap negative
+ * and read as "from the start". The broker still refuses, itself, a
+ * cursor ahead of every event it appended.
+ * Returns: FALSE and SLUICE_BROKER_ERROR_INVALID, saying what to pass,
+ * when @cursor is not one.
+ */
+SLUICE_BROKER_API
+gboolean sluice_broker_parse_events_cursor(const gchar *cursor,
+                                           gint64 *out_after, GError **error);
+
+/**
  * SluiceRateAcquire:
  * @key: the bucket (the core's name for it; any bytes but NUL)
  * @interval_us: the generic cell rate algorithm's emission interval: the
@@ -397,6 +418,34 @@ typedef struct {
   gint64 wait_ms;
   gint64 now_ms;
 } SluiceRateAcquire;
+
+/**
+ * sluice_broker_gcra_step:
+ * @item: one item of `rate_acquire`: its @interval_us, @tolerance_us and
+ *   @block_ms are read; its @granted, @wait_ms and @now_ms are set
+ * @now_ms: the store's time of the decision (ms since the epoch): the
+ *   broker's SluiceClock with CLOCK_TTL, else the store's own
+ * @tat_us: the bucket's stored theoretical arrival time (microseconds), or
+ *   0 for a bucket that has none (an absent bucket admits as a new one)
+ * @out_tat_us: (out): the time to store for the bucket, when this returns
+ *   TRUE
+ *
+ * One step of the generic cell rate algorithm, exactly as `rate_acquire`
+ * specifies it (and as brokers/redis/lua/rate_acquire.lua computes it on
+ * the server): with now = @now_ms * 1000 and tat = MAX (@tat_us, now):
+ *  - @block_ms 0: if tat - tolerance <= now, grant, and the bucket's new
+ *    time is tat + interval; otherwise nothing changes, and @wait_ms is
+ *    tat - tolerance - now rounded up to whole ms;
+ *  - @block_ms > 0: grant nothing, @wait_ms is @block_ms, and the new
+ *    time is MAX (tat, now + @block_ms * 1000 + tolerance).
+ * A broker reads the bucket, calls this, and writes @out_tat_us when it
+ * returns TRUE, all in one atomic step. Pure: it touches nothing else.
+ * Returns: TRUE when the bucket must be written, FALSE when it stays as it
+ * was (a refusal changes nothing).
+ */
+SLUICE_BROKER_API
+gboolean sluice_broker_gcra_step(SluiceRateAcquire *item, gint64 now_ms,
+                                 gint64 tat_us, gint64 *out_tat_us);
 
 /**
  * SluiceSlotAcquire:
