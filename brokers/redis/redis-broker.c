@@ -84,7 +84,6 @@
 #include "config.h"
 
 #include "brokers/redis/redis-broker.h"
-#include "brokers/redis/redis-partitions.h"
 
 /* ---- Running steps ------------------------------------------------------- */
 
@@ -159,7 +158,7 @@ static gboolean
 run_on_pool(SluiceRedisBroker *self, gboolean idempotent, const gchar *durable,
             SluiceRedisOp op, gpointer data, GError **error)
 {
-  if (self->layout != NULL && !sluice_redis_layout__ensure(self->layout, error))
+  if (self->gate.check != NULL && !self->gate.check(self->gate.data, error))
     return FALSE;
   for (guint attempt = 0;; attempt++) {
     GError *local = NULL;

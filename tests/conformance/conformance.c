@@ -26,7 +26,7 @@ static const SluiceConformanceFactory *factory;
 static gboolean
 ordered(SluiceBroker *broker)
 {
-  return (sluice_broker_get_caps(broker) & SLUICE_BROKER_CAP_ORDERED) != 0;
+  return sluice_broker_supports(broker, SLUICE_BROKER_FEATURE_ORDERED);
 }
 
 /* The index of the id @id in @ids (gchar *), or -1. */
@@ -1236,7 +1236,7 @@ START_TEST(result_record_expires_after_its_ttl)
   Env *e = env_new();
   g_autofree gchar *id = NULL;
 
-  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_CLOCK_TTL)) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_CLOCK_TTL)) {
     env_free(e);
     return; /* TTLs follow the store's own time; its tests cover expiry */
   }
@@ -1767,7 +1767,7 @@ START_TEST(graceful_stop_releases_unstarted_work_and_loses_nothing)
   ck_assert_uint_eq(s.succeeded, 2);
   ck_assert_uint_eq(s.started, 2);
   ck_assert_uint_eq(total_runs(), 2);
-  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_LEASES))
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_LEASES))
     ck_assert_uint_eq(ready_depth(e, SLUICE_DEFAULT_QUEUE), 8);
 
   drain_with_new_worker(e);
@@ -2311,7 +2311,7 @@ START_TEST(workers_announce_what_they_serve)
       sluice_client_count_servers(e->client, "t.typo", &serving, NULL, &error));
   ck_assert_uint_eq(serving, 0);
 
-  if (sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_CLOCK_TTL) {
+  if (sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_CLOCK_TTL)) {
     /* The worker stops renewing (as a killed one would): keep the clock
      * moving past its lease without letting it announce again. */
     g_autoptr(GBytes) nothing = g_bytes_new_static("\x80", 1); /* {} */
@@ -2346,7 +2346,7 @@ START_TEST(reclaimed_deliveries_run_alone)
   const gchar *const queues[] = {"default", NULL};
   gint64 deadline;
 
-  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_LEASES)) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_LEASES)) {
     env_free(e);
     return;
   }
@@ -2454,8 +2454,8 @@ START_TEST(listing_pages_cover_every_task_of_a_state_once)
   SluiceListOptions lo;
   g_autoptr(GPtrArray) page = NULL;
 
-  if (e->broker->klass->list_queued == NULL ||
-      e->broker->klass->list_scheduled == NULL) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_STEERING) ||
+      !sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_STEERING)) {
     sluice_list_options_init(&lo);
     lo.queue = "default";
     ck_assert_ptr_null(sluice_client_list(e->client, &lo, NULL, &error));
@@ -2604,7 +2604,7 @@ START_TEST(pause_stops_fetching_until_resumed)
   SluiceEnqueueOptions eo;
   SluiceBrokerStats st;
 
-  if (e->broker->klass->set_paused == NULL) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_STEERING)) {
     ck_assert(!sluice_client_pause(e->client, "default", &error));
     ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                               SLUICE_BROKER_ERROR_UNSUPPORTED));
@@ -2678,7 +2678,7 @@ START_TEST(run_now_moves_a_scheduled_task_to_its_queue)
   sluice_enqueue_options_init(&eo);
   eo.delay_ms = 3600 * 1000;
   later = enqueue(e, "t.ok", NULL, &eo);
-  if (e->broker->klass->reschedule == NULL) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_STEERING)) {
     ck_assert(!sluice_client_run_now(e->client, later, &error));
     ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                               SLUICE_BROKER_ERROR_UNSUPPORTED));
@@ -2739,10 +2739,11 @@ START_TEST(delete_removes_one_task_wherever_it_is)
 
   ck_assert_int_eq(sluice_client_delete(e->client, later, &error),
                    SLUICE_DELETE_UNSCHEDULED);
-  ck_assert_int_eq(sluice_client_delete(e->client, buried, &error),
-                   e->broker->klass->lookup_task != NULL
-                       ? SLUICE_DELETE_DEAD_LETTER
-                       : SLUICE_DELETE_REVOKED);
+  ck_assert_int_eq(
+      sluice_client_delete(e->client, buried, &error),
+      sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_LOOKUP_TASK)
+          ? SLUICE_DELETE_DEAD_LETTER
+          : SLUICE_DELETE_REVOKED);
   ck_assert_int_eq(sluice_client_delete(e->client, queued, &error),
                    SLUICE_DELETE_REVOKED);
   sluice_test_harness_advance(e->h, 120000);
@@ -2763,7 +2764,7 @@ START_TEST(delete_removes_one_task_wherever_it_is)
   ck_assert_state(e, later, SLUICE_STATE_CANCELLED);
   ck_assert_state(e, queued, SLUICE_STATE_CANCELLED);
   dead = dead_letters(e);
-  if (e->broker->klass->lookup_task != NULL)
+  if (sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_LOOKUP_TASK))
     ck_assert_uint_eq(dead->len, 0);
   env_free(e);
 }

@@ -135,7 +135,7 @@ env_new(void)
   e->broker = factory->create(e->clock, 100, factory->data, &error);
   ck_assert_msg(e->broker != NULL, "%s: cannot create the broker: %s",
                 factory->name, error != NULL ? error->message : "?");
-  if (e->broker->klass->unique_enqueue == NULL) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_UNIQUE)) {
     sluice_broker_unref(e->broker);
     sluice_clock_unref(e->clock);
     g_free(e);
@@ -184,7 +184,7 @@ static void
 pass(Env *e, gint64 ms)
 {
   sluice_test_harness_advance(e->h, ms);
-  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_CLOCK_TTL))
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_CLOCK_TTL))
     g_usleep((gulong)ms * 1000);
 }
 
@@ -320,7 +320,7 @@ END_TEST
 static gboolean
 within(Env *e, gint64 since_us, gint64 ttl_ms)
 {
-  return (sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_CLOCK_TTL) ||
+  return sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_CLOCK_TTL) ||
          g_get_monotonic_time() - since_us < ttl_ms * 1000;
 }
 
@@ -645,7 +645,7 @@ START_TEST(unique_slots_claim_replace_and_lapse)
   ck_assert(!s[0].existed && s[0].replaced);
   ck_assert_str_eq(s[0].holder, "h1");
   g_clear_pointer(&s[0].holder, g_free);
-  if (e->broker->klass->lookup_task != NULL) {
+  if (sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_LOOKUP_TASK)) {
     ck_assert(sluice_broker_lookup_task(e->broker, "h1", &loc, &error));
     ck_assert_int_eq(loc.place, SLUICE_TASK_PLACE_NONE);
     sluice_task_location_clear(&loc);
@@ -668,7 +668,7 @@ START_TEST(unique_slots_claim_replace_and_lapse)
   ck_assert_str_eq(s[0].holder, "h3");
   g_clear_pointer(&s[0].holder, g_free);
   sluice_clock_advance(e->clock, 1100);
-  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_CLOCK_TTL))
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_CLOCK_TTL))
     g_usleep(1100 * 1000);
   s[0] = submit_of("slot", "h4", FALSE);
   ck_assert(sluice_broker_unique_enqueue(e->broker, s, 1, &error));

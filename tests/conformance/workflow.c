@@ -1,5 +1,5 @@
 /* workflow.c - groups, chains and chords on any broker with joins
- * (SLUICE_BROKER_CAP_JOINS): the join slots directly (a member counts
+ * (SLUICE_BROKER_FEATURE_JOINS, its joins table): the join slots directly (a member counts
  * once, a join is released once, opening is all or nothing), then whole
  * workflows through a client and a worker (each failure policy, retries,
  * a replay from the dead letters, chains, nesting, cancellation, bad
@@ -221,7 +221,7 @@ has_joins(void)
   gboolean yes;
 
   ck_assert_msg(b != NULL, "%s", error != NULL ? error->message : "");
-  yes = (sluice_broker_get_caps(b) & SLUICE_BROKER_CAP_JOINS) != 0;
+  yes = sluice_broker_supports(b, SLUICE_BROKER_FEATURE_JOINS);
   sluice_broker_unref(b);
   return yes;
 }
@@ -538,10 +538,11 @@ revoked(SluiceBroker *b, const gchar *id)
   g_autoptr(GPtrArray) list =
       g_ptr_array_new_with_free_func((GDestroyNotify)sluice_revocation_free);
   g_autoptr(GError) error = NULL;
+  gint64 cursor = 0;
 
-  ck_assert_msg(
-      sluice_broker_list_revocations(b, 0, SLUICE_TEST_EPOCH_MS, list, &error),
-      "%s", error != NULL ? error->message : "");
+  ck_assert_msg(sluice_broker_list_revocations(b, &cursor, SLUICE_TEST_EPOCH_MS,
+                                               list, &error),
+                "%s", error != NULL ? error->message : "");
   for (guint i = 0; i < list->len; i++)
     if (g_strcmp0(((SluiceRevocation *)g_ptr_array_index(list, i))->id, id) ==
         0)
@@ -1153,7 +1154,7 @@ START_TEST(events_are_trimmed_by_length_and_age)
   ck_assert_uint_eq(out->len, 0);
   ck_assert_str_eq(again, cursor);
   /* Age, on brokers whose stream follows the caller's clock. */
-  if (sluice_broker_get_caps(b) & SLUICE_BROKER_CAP_CLOCK_TTL) {
+  if (sluice_broker_supports(b, SLUICE_BROKER_FEATURE_CLOCK_TTL)) {
     g_autofree gchar *c2 = NULL;
     ck_assert(sluice_broker_append_events(b, ev, 1, 100, 1000,
                                           SLUICE_TEST_EPOCH_MS + 5000, &error));

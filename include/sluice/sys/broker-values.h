@@ -27,10 +27,7 @@ G_BEGIN_DECLS
  *   (a fake clock makes records expire); without it TTLs follow the store's
  *   own time
  * @SLUICE_BROKER_CAP_IN_FLIGHT: stats report in-flight counts
- * @SLUICE_BROKER_CAP_JOINS: (since version 4) `join_open`, `join_arrive`
- *   and `join_read` are implemented: workflows (groups, chains, chords)
- *   run on this broker
- * @SLUICE_BROKER_CAP_ORDERED: (since version 4) `fetch` hands out the messages
+ * @SLUICE_BROKER_CAP_ORDERED: `fetch` hands out the messages
  *   of a queue in the order they became ready (FIFO within a queue) and
  *   never a message of queues[i+1] while queues[i] has one ready (strict
  *   priority across queues); `list_queued` lists in that order, and
@@ -38,8 +35,10 @@ G_BEGIN_DECLS
  *   stores (Redis partitions) cannot promise it: it still hands out every
  *   message, in an order of its own
  *
- * The core and the conformance suite branch on capabilities, never on a
- * broker's name.
+ * Capabilities are the properties of a broker that are not a family of
+ * slots: whether a broker has a family is said by its table alone (see
+ * sys/broker.h), never by a bit. The core and the conformance suite branch
+ * on them through sluice_broker_supports(), never on a broker's name.
  */
 typedef enum {
   SLUICE_BROKER_CAP_SHARED = 1 << 0,
@@ -48,8 +47,7 @@ typedef enum {
   SLUICE_BROKER_CAP_FENCING = 1 << 3,
   SLUICE_BROKER_CAP_CLOCK_TTL = 1 << 4,
   SLUICE_BROKER_CAP_IN_FLIGHT = 1 << 5,
-  SLUICE_BROKER_CAP_JOINS = 1 << 6,
-  SLUICE_BROKER_CAP_ORDERED = 1 << 7,
+  SLUICE_BROKER_CAP_ORDERED = 1 << 6,
 } SluiceBrokerCaps;
 
 /**
@@ -137,12 +135,11 @@ typedef enum {
  * @SLUICE_SETTLE_STALE: refused by fencing: another consumer owns the
  *   delivery now. Nothing was acknowledged, scheduled or buried; the record
  *   may still have been written (the last to finish wins).
- * @SLUICE_SETTLE_GONE: (since version 2) refused by fencing: no consumer
+ * @SLUICE_SETTLE_GONE: refused by fencing: no consumer
  *   holds the delivery any more: it was settled already (a settle repeated
  *   after its reply was lost), or the store lost it (a Redis restarted
  *   without its latest writes, an entry deleted by hand). As for STALE,
- *   nothing but the record was written. A version-1 broker reports STALE
- *   for both.
+ *   nothing but the record was written.
  */
 typedef enum {
   SLUICE_SETTLE_DONE,
@@ -272,7 +269,7 @@ typedef struct {
  * @ttl_ms: how long the join lives after it was opened; it is deleted
  *   after that, released or not
  *
- * One join of `join_open` (version 4): a counter of members that, once
+ * One join of `join_open`: a counter of members that, once
  * every member arrived (or when an arrival says so), submits its release
  * items. Workflows are built of them; the broker knows nothing of
  * workflows.
@@ -362,7 +359,7 @@ typedef struct {
  * @cursor: where the event is in the stream (the broker's string; owned)
  * @event: the event's bytes as appended (owned)
  *
- * One event `read_events` found (version 4). Made with
+ * One event `read_events` found. Made with
  * sluice_event_entry_new(), freed with sluice_event_entry_free().
  */
 typedef struct {
@@ -407,7 +404,7 @@ gboolean sluice_broker_parse_events_cursor(const gchar *cursor,
  *   can admit again (>= 1); 0 when granted
  * @now_ms: out: the store's time of the decision (ms since the epoch)
  *
- * One item of `rate_acquire`. (Since version 4.)
+ * One item of `rate_acquire`.
  */
 typedef struct {
   const gchar *key;
@@ -457,7 +454,7 @@ gboolean sluice_broker_gcra_step(SluiceRateAcquire *item, gint64 now_ms,
  *   none is free now
  * @granted: out: TRUE when @holder holds a slot of @key now
  *
- * One item of `slot_acquire`. (Since version 4.)
+ * One item of `slot_acquire`.
  */
 typedef struct {
   const gchar *key;
@@ -474,7 +471,7 @@ typedef struct {
  * @holder: who gives its slot back
  * @woke: out: TRUE when a waiting message was moved to its queue
  *
- * One item of `slot_release`. (Since version 4.)
+ * One item of `slot_release`.
  */
 typedef struct {
   const gchar *key;
@@ -495,7 +492,7 @@ typedef struct {
  * @holder: out: (nullable) (transfer full): with @existed or @replaced, the
  *   id of the message that held @key; free it with g_free()
  *
- * One item of `unique_enqueue`. (Since version 4.)
+ * One item of `unique_enqueue`.
  */
 typedef struct {
   SluiceSubmit submit;
@@ -546,7 +543,7 @@ typedef enum {
  *   message was replaced, or its claim lapsed and was taken): the action
  *   then changed nothing
  *
- * One item of `unique_update`. (Since version 4.)
+ * One item of `unique_update`.
  */
 typedef struct {
   const gchar *key;
