@@ -29,8 +29,12 @@ create_cluster_broker(SluiceClock *clock, guint dead_letter_max, gpointer data,
                       GError **error)
 {
   ClusterFactoryData *d = data;
-  g_autofree gchar *ns = g_strdup_printf("cc%d-%d", (int)getpid(),
-                                         g_atomic_int_add(&d->serial, 1));
+  /* The time too: a pid comes back once a busy machine wraps its pid
+   * space, and a namespace left by a scenario of the other mode would then
+   * refuse this one. */
+  g_autofree gchar *ns =
+      g_strdup_printf("cc%d-%d-%" G_GINT64_FORMAT, (int)getpid(),
+                      g_atomic_int_add(&d->serial, 1), g_get_real_time());
   SluiceBroker *broker = sluice_test_redis_broker_new(
       d->mode, d->url, ns, dead_letter_max, clock, error);
 
