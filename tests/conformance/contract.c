@@ -1273,7 +1273,7 @@ START_TEST(lookup_task_finds_scheduled_and_buried_tasks)
   SluiceTaskLocation where = {0};
 
   if (!sluice_broker_supports(c->broker, SLUICE_BROKER_FEATURE_LOOKUP_TASK))
-    return; /* a version-1 broker: inspect finds records only */
+    return; /* no lookup_task (the suite adds this only with it) */
   sluice_test_enqueue(c->broker, "later", "q1", "later", 5000);
   /* Each burial fetches the message it just enqueued: the queue is empty
    * before it (else it would bury another task's delivery). */
@@ -1333,7 +1333,7 @@ START_TEST(stats_list_announced_workers_with_what_they_announced)
   SluiceWorkerInfo *w;
 
   if (!sluice_broker_supports(c->broker, SLUICE_BROKER_FEATURE_ANNOUNCE))
-    return; /* a version-1 broker: workers by heartbeat only */
+    return; /* no announce (the suite adds this only with it) */
   ck_assert(sluice_broker_announce(c->broker, "w1", one, 60000, &error));
   ck_assert(sluice_broker_announce(c->broker, "w2", two, 60000, &error));
   ck_assert(sluice_broker_announce(c->broker, "w1", newer, 1000, &error));
@@ -2015,42 +2015,67 @@ sluice_conformance__contract_tcase(const SluiceConformanceFactory *f)
 
   factory = f;
   tcase_set_timeout(tc, 120);
-  tcase_add_test(tc, enqueue_then_fetch_hands_a_message_out_once);
-  tcase_add_test(tc, enqueue_with_a_claim_reports_existed_and_writes_once);
-  tcase_add_test(tc, batch_keeps_its_order_across_kinds_of_items);
-  tcase_add_test(tc, promote_due_moves_the_earliest_first_and_reports_the_next);
-  tcase_add_test(tc, promote_due_never_promotes_twice);
-  tcase_add_test(tc, cancel_scheduled_removes_the_entry_and_writes_the_record);
-  tcase_add_test(tc, fetch_takes_at_most_max_in_the_order_of_its_queues);
-  tcase_add_test(tc, fetch_blocks_until_a_message_arrives_on_any_of_its_queues);
-  tcase_add_test(tc, wakeup_ends_a_blocked_fetch);
-  tcase_add_test(tc, settle_ack_writes_the_record_with_the_acknowledgement);
-  tcase_add_test(tc, settle_retry_schedules_the_new_envelope_on_the_same_queue);
-  tcase_add_test(tc, settle_dead_letter_keeps_every_field);
-  tcase_add_test(tc, malformed_message_is_buried_with_its_raw_bytes);
-  tcase_add_test(tc, one_settle_carries_out_every_action);
-  tcase_add_test(tc, a_repeated_settle_changes_nothing);
-  tcase_add_test(tc, release_gives_the_delivery_back_without_counting_it);
-  tcase_add_test(tc, records_are_written_read_and_replaced);
-  tcase_add_test(
-      tc, wait_record_returns_a_final_record_or_what_stands_at_the_timeout);
-  tcase_add_test(tc,
-                 list_revocations_gives_the_live_ones_expiring_after_a_time);
-  tcase_add_test(tc, revocations_since_a_cursor_are_each_listed_once);
-  tcase_add_test(tc, claim_periodic_dispatches_each_occurrence_once);
-  tcase_add_test(tc, dead_letter_cap_drops_the_oldest_and_counts_them);
-  tcase_add_test(tc, dlq_pages_replays_and_deletes_entries);
-  tcase_add_test(tc, lookup_task_finds_scheduled_and_buried_tasks);
-  tcase_add_test(tc, stats_list_announced_workers_with_what_they_announced);
-  tcase_add_test(tc, stats_count_each_queue_and_purge_empties_one);
-  tcase_add_test(
-      tc, in_flight_counts_deliveries_until_settled_and_purge_spares_them);
-  tcase_add_test(tc, reclaim_takes_over_only_dead_or_idle_deliveries);
-  tcase_add_test(tc, heartbeat_keeps_the_deliveries_it_renews);
-  tcase_add_test(tc, a_settle_by_the_former_owner_is_refused_as_stale);
-  tcase_add_test(tc, list_queued_pages_cover_every_ready_message_once);
-  tcase_add_test(tc, list_scheduled_pages_in_due_order);
-  tcase_add_test(tc, paused_queues_are_stored_and_listed);
-  tcase_add_test(tc, reschedule_moves_an_entry_or_runs_it_now);
+  sluice_conformance__add(tc, enqueue_then_fetch_hands_a_message_out_once, 0);
+  sluice_conformance__add(
+      tc, enqueue_with_a_claim_reports_existed_and_writes_once, 0);
+  sluice_conformance__add(tc, batch_keeps_its_order_across_kinds_of_items, 0);
+  sluice_conformance__add(
+      tc, promote_due_moves_the_earliest_first_and_reports_the_next, 0);
+  sluice_conformance__add(tc, promote_due_never_promotes_twice, 0);
+  sluice_conformance__add(
+      tc, cancel_scheduled_removes_the_entry_and_writes_the_record, 0);
+  sluice_conformance__add(
+      tc, fetch_takes_at_most_max_in_the_order_of_its_queues, 0);
+  sluice_conformance__add(
+      tc, fetch_blocks_until_a_message_arrives_on_any_of_its_queues, 0);
+  sluice_conformance__add(tc, wakeup_ends_a_blocked_fetch, 0);
+  sluice_conformance__add(
+      tc, settle_ack_writes_the_record_with_the_acknowledgement, 0);
+  sluice_conformance__add(
+      tc, settle_retry_schedules_the_new_envelope_on_the_same_queue, 0);
+  sluice_conformance__add(tc, settle_dead_letter_keeps_every_field, 0);
+  sluice_conformance__add(tc, malformed_message_is_buried_with_its_raw_bytes,
+                          0);
+  sluice_conformance__add(tc, one_settle_carries_out_every_action, 0);
+  sluice_conformance__add(tc, a_repeated_settle_changes_nothing, 0);
+  sluice_conformance__add(
+      tc, release_gives_the_delivery_back_without_counting_it, 0);
+  sluice_conformance__add(tc, records_are_written_read_and_replaced, 0);
+  sluice_conformance__add(
+      tc, wait_record_returns_a_final_record_or_what_stands_at_the_timeout, 0);
+  sluice_conformance__add(
+      tc, list_revocations_gives_the_live_ones_expiring_after_a_time, 0);
+  sluice_conformance__add(tc, revocations_since_a_cursor_are_each_listed_once,
+                          0);
+  sluice_conformance__add(tc, claim_periodic_dispatches_each_occurrence_once,
+                          0);
+  sluice_conformance__add(tc, dead_letter_cap_drops_the_oldest_and_counts_them,
+                          0);
+  sluice_conformance__add(tc, dlq_pages_replays_and_deletes_entries, 0);
+  sluice_conformance__add(
+      tc, lookup_task_finds_scheduled_and_buried_tasks,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_LOOKUP_TASK));
+  sluice_conformance__add(
+      tc, stats_list_announced_workers_with_what_they_announced,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_ANNOUNCE));
+  sluice_conformance__add(tc, stats_count_each_queue_and_purge_empties_one, 0);
+  sluice_conformance__add(
+      tc, in_flight_counts_deliveries_until_settled_and_purge_spares_them,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_IN_FLIGHT));
+  sluice_conformance__add(
+      tc, reclaim_takes_over_only_dead_or_idle_deliveries,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_LEASES));
+  sluice_conformance__add(
+      tc, heartbeat_keeps_the_deliveries_it_renews,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_LEASES));
+  sluice_conformance__add(
+      tc, a_settle_by_the_former_owner_is_refused_as_stale,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_LEASES) |
+          SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_FENCING));
+  sluice_conformance__add(tc, list_queued_pages_cover_every_ready_message_once,
+                          0);
+  sluice_conformance__add(tc, list_scheduled_pages_in_due_order, 0);
+  sluice_conformance__add(tc, paused_queues_are_stored_and_listed, 0);
+  sluice_conformance__add(tc, reschedule_moves_an_entry_or_runs_it_now, 0);
   return tc;
 }

@@ -818,16 +818,22 @@ sluice_conformance_add_isolation(Suite *s, const SluiceConformanceFactory *f)
 
   factory = f;
   tcase_set_timeout(isolation, 300);
-  tcase_add_test(isolation, crash_fails_one_attempt_and_spares_batch_mates);
-  tcase_add_test(isolation, each_way_a_child_dies_is_named);
-  tcase_add_test(isolation, hard_timeout_kills_an_infinite_loop);
-  tcase_add_test(isolation, message_hard_timeout_wins);
-  tcase_add_test(isolation, memory_limit_stops_unbounded_allocation);
-  tcase_add_test(isolation, children_are_recycled_by_task_count_and_memory);
-  tcase_add_test(isolation, revocation_kills_only_a_child_that_ignores_it);
-  tcase_add_test(isolation,
-                 graceful_stop_kills_a_stuck_child_and_releases_its_message);
-  tcase_add_test(isolation, a_child_lost_between_tasks_costs_nothing);
-  tcase_add_test(isolation, child_limits_need_process_isolation);
+  sluice_conformance__add(isolation,
+                          crash_fails_one_attempt_and_spares_batch_mates, 0);
+  sluice_conformance__add(isolation, each_way_a_child_dies_is_named, 0);
+  sluice_conformance__add(isolation, hard_timeout_kills_an_infinite_loop, 0);
+  sluice_conformance__add(isolation, message_hard_timeout_wins, 0);
+  sluice_conformance__add(isolation, memory_limit_stops_unbounded_allocation,
+                          0);
+  sluice_conformance__add(isolation,
+                          children_are_recycled_by_task_count_and_memory, 0);
+  sluice_conformance__add(
+      isolation, revocation_kills_only_a_child_that_ignores_it,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_ORDERED));
+  sluice_conformance__add(
+      isolation, graceful_stop_kills_a_stuck_child_and_releases_its_message, 0);
+  sluice_conformance__add(isolation, a_child_lost_between_tasks_costs_nothing,
+                          0);
+  sluice_conformance__add(isolation, child_limits_need_process_isolation, 0);
   suite_add_tcase(s, isolation);
 }
