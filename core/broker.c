@@ -51,7 +51,13 @@ struct _SluiceBrokerPrivate {
  * it must be set; every slot of a table present must be (a table is absent
  * or complete). A slot also says the version of its class or table that
  * added it: a broker built against an older version has no such slot, and
- * its copy reads NULL there.
+ * its copy reads NULL there. So the dispatch function of a slot that a
+ * later version adds to a table checks the slot itself, not only the
+ * table, and applies the fallback the header documents for it.
+ *
+ * To add a slot to a table (after 1.0, at the table's end, with its
+ * version bumped): a line in its *_slots[] with that version as `since`,
+ * its size at the new version in *_sizes[], and its dispatch function.
  */
 
 typedef enum {

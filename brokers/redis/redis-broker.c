@@ -79,7 +79,8 @@
  * To add a slot: implement it as sluice_redis__<slot>() in the file of its
  * topic (above) on top of sluice_redis_broker__eval() or __command(),
  * declare it in redis-broker.h, give it a script in redis-scripts.c if it
- * touches more than one key, and set it in redis_class_init() (redis.c).
+ * touches more than one key, and set it in redis_class_init() or in its
+ * family's table (redis.c).
  */
 #include "config.h"
 

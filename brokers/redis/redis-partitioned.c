@@ -1,6 +1,14 @@
-/* redis-partitioned.c - one namespace over N partitions: a broker class
- * that routes every slot to the Redis brokers of its partitions (see
- * redis-partitions.h).
+/* redis-partitioned.c - one namespace over N partitions: a composite
+ * broker that routes every slot to the Redis brokers of its partitions
+ * (see redis-partitions.h).
+ *
+ * It is a client of the contract only, as SQLite's test_multiplex.c is of
+ * its VFS: its parts are SluiceBroker objects called through
+ * sluice_broker_*() (so each call gets the dispatch point's checks and
+ * fallbacks), asked what they can do with sluice_broker_supports(), and
+ * what the contract does not say (the periodic gate, the dead-letter
+ * trim) is the SluiceRedisPartitionOps that redis.c hands it. It knows no
+ * Redis command, key or script.
  *
  * Routing, slot by slot:
  *

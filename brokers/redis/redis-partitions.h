@@ -101,9 +101,6 @@ SluiceBroker *sluice_redis__partitioned_new(SluiceBroker **parts, guint n,
 /** Returns: TRUE when @broker was made by sluice_redis__partitioned_new(). */
 gboolean sluice_redis__is_partitioned(SluiceBroker *broker);
 
-/** Returns: TRUE when @broker is a plain Redis broker (redis.c's class). */
-gboolean sluice_redis__is_redis(SluiceBroker *broker);
-
 /**
  * sluice_redis__partition_count:
  * Returns: how many partitions @broker spreads its namespace over: 1 for

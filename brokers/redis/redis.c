@@ -4,9 +4,13 @@
  *
  * sluice_redis_broker_new() picks the transport from the mode, builds the
  * broker class from it (the shared slots of redis-queue.c, redis-tasks.c
- * and redis-admin.c; `reclaim` and `count_reclaimable` only when the
- * transport has them) and splices the transport's Lua fragment into the
- * shared scripts. This is the one file that knows the transports by name:
+ * and redis-admin.c, by topic, and a table per family; `reclaim` and
+ * `count_reclaimable` only when the transport has them: one class per
+ * transport, kept for the process) and splices the transport's Lua
+ * fragment into the shared scripts. For a namespace of N > 1 partitions it
+ * builds the N brokers, the composite over them (redis-partitioned.c) and
+ * the ops the composite needs of them; it installs the layout check
+ * (redis-layout.c) as the gate of whichever broker it hands out. This is the one file that knows the transports by name:
  * they call the shared layer, never each other, and nothing of the shared
  * layer calls them.
  *
@@ -202,7 +206,7 @@ redis_class(gsize i)
   return &redis_classes[i];
 }
 
-gboolean
+static gboolean
 sluice_redis__is_redis(SluiceBroker *broker)
 {
   for (gsize i = 0; i < G_N_ELEMENTS(transports); i++)
