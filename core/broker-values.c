@@ -94,6 +94,54 @@ sluice_event_entry_free(SluiceEventEntry *entry)
   g_free(entry);
 }
 
+/* ---- Pure helpers brokers share ------------------------------------------ */
+
+gboolean
+sluice_broker_gcra_step(SluiceRateAcquire *item, gint64 now_ms, gint64 tat_us,
+                        gint64 *out_tat_us)
+{
+  gint64 now_us = now_ms * 1000;
+  gint64 tat = MAX(tat_us, now_us);
+
+  g_return_val_if_fail(item != NULL && out_tat_us != NULL, FALSE);
+  item->now_ms = now_ms;
+  item->granted = FALSE;
+  item->wait_ms = 0;
+  if (item->block_ms > 0) {
+    *out_tat_us = MAX(tat, now_us + item->block_ms * 1000 + item->tolerance_us);
+    item->wait_ms = item->block_ms;
+    return TRUE;
+  }
+  if (tat - item->tolerance_us <= now_us) {
+    *out_tat_us = tat + item->interval_us;
+    item->granted = TRUE;
+    return TRUE;
+  }
+  item->wait_ms = (tat - item->tolerance_us - now_us + 999) / 1000;
+  return FALSE;
+}
+
+gboolean
+sluice_broker_parse_events_cursor(const gchar *cursor, gint64 *out_after,
+                                  GError **error)
+{
+  guint64 after = 0;
+
+  g_return_val_if_fail(out_after != NULL, FALSE);
+  *out_after = 0;
+  if (cursor == NULL)
+    return TRUE;
+  if (!g_ascii_string_to_unsigned(cursor, 10, 0, G_MAXINT64, &after, NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "“%s” is not an events cursor of this broker (a number): "
+                "pass one a read returned, or none to start from the oldest",
+                cursor);
+    return FALSE;
+  }
+  *out_after = (gint64)after;
+  return TRUE;
+}
+
 SluiceSlotState *
 sluice_slot_state_new(const gchar *key)
 {

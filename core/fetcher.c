@@ -99,7 +99,7 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
   /* Taken over from a consumer that died or stalled holding it: it may be
    * the one that crashed it (see the quarantine in the fetcher). */
   job->suspect =
-      (sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) &&
+      sluice_broker_supports(worker->broker, SLUICE_BROKER_FEATURE_LEASES) &&
       delivery->delivery_count >= 2;
   worker->held++;
   if (job->suspect)
@@ -122,7 +122,7 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
   resolve_job_options(job);
   now = sluice_clock_now_ms(worker->clock);
 
-  if ((sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) &&
+  if (sluice_broker_supports(worker->broker, SLUICE_BROKER_FEATURE_LEASES) &&
       delivery->delivery_count > worker->options.max_deliveries) {
     g_autofree gchar *detail = g_strdup_printf(
         "delivered %u times, over max_deliveries (%u): each consumer it was "
@@ -456,7 +456,7 @@ sluice_worker__fetcher_main(gpointer data)
   gint64 backoff_ms = OUTAGE_BACKOFF_MIN_MS;
   guint64 pause_gen;
   gboolean leases =
-      (sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) != 0;
+      sluice_broker_supports(worker->broker, SLUICE_BROKER_FEATURE_LEASES);
 
   for (;;) {
     g_autoptr(GError) error = NULL;

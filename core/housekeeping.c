@@ -429,7 +429,7 @@ heartbeat_tick(gpointer data)
   /* Lost if it could not be renewed for a whole lease, whether this
    * attempt failed or came too late (the process was stopped, or the
    * housekeeping thread starved): a peer may have taken our work. */
-  if ((sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES) &&
+  if (sluice_broker_supports(worker->broker, SLUICE_BROKER_FEATURE_LEASES) &&
       !worker->lease_lost && now_us - last_ok_us > lease * 1000) {
     worker->lease_lost = TRUE;
     g_mutex_lock(&worker->lock);
@@ -683,7 +683,6 @@ sluice_worker__sync_housekeeping(SluiceWorker *worker)
 void
 sluice_worker__housekeeping_start(SluiceWorker *worker)
 {
-  guint64 caps = sluice_broker_get_caps(worker->broker);
 
   worker->promote_source = add_timer(worker, promote_tick, "sluice-promote");
   g_source_set_ready_time(worker->promote_source, 0);
@@ -700,7 +699,7 @@ sluice_worker__housekeeping_start(SluiceWorker *worker)
   g_mutex_unlock(&worker->lock);
   add_interval(worker, (guint)MAX(worker->options.visibility_timeout_ms / 3, 1),
                heartbeat_tick);
-  if (caps & SLUICE_BROKER_CAP_LEASES)
+  if (sluice_broker_supports(worker->broker, SLUICE_BROKER_FEATURE_LEASES))
     add_interval(worker,
                  (guint)MAX(worker->options.visibility_timeout_ms / 2, 1),
                  reclaim_tick);

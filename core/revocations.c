@@ -45,8 +45,8 @@ sluice_worker__sync_revocations(SluiceWorker *worker, GError **error)
   /* The cursor is the broker's order of insertion, never an expiry:
    * clients may revoke with different TTLs, and two revocations may share
    * a millisecond. */
-  if (!sluice_broker_list_revocations_since(worker->broker, &cursor, now, fresh,
-                                            error))
+  if (!sluice_broker_list_revocations(worker->broker, &cursor, now, fresh,
+                                      error))
     return FALSE;
 
   g_mutex_lock(&worker->revoke_lock);

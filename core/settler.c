@@ -298,7 +298,7 @@ lapsed_while_held(SluiceWorker *worker, Job *job, gint64 *out_ms)
   gint64 lease_us = worker->options.visibility_timeout_ms * 1000;
   gboolean lapsed = FALSE;
 
-  if (!(sluice_broker_get_caps(worker->broker) & SLUICE_BROKER_CAP_LEASES))
+  if (!sluice_broker_supports(worker->broker, SLUICE_BROKER_FEATURE_LEASES))
     return FALSE;
   g_mutex_lock(&worker->lock);
   if (now_us - worker->last_lease_ok_us > lease_us) {

@@ -338,9 +338,4 @@ SluiceRunningTask *sluice_running_task__new(const gchar *id, const gchar *task,
                                             gint64 started_at_ms);
 void sluice_running_task__free(gpointer task);
 
-/* ---- Brokers ------------------------------------------------------------- */
-
-/* The class a broker instance was validated against (the core's copy). */
-const SluiceBrokerClass *sluice_broker__get_class(SluiceBroker *broker);
-
 G_END_DECLS

@@ -175,12 +175,12 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
     }
   }
   if (options->n_queue_concurrency_limits > 0 &&
-      broker->klass->slot_acquire == NULL) {
+      !sluice_broker_supports(broker, SLUICE_BROKER_FEATURE_SLOTS)) {
     g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
-                "the “%s” broker cannot keep concurrency limits (it lacks the "
-                "slot_acquire slot): remove queue_concurrency_limits, or use "
-                "a broker that has it",
-                broker->klass->name);
+                "the “%s” broker cannot keep concurrency limits (it has no "
+                "slots table): remove queue_concurrency_limits, or use a "
+                "broker that has it",
+                sluice_broker_get_name(broker));
     return NULL;
   }
   if (options->queue_weights != NULL) {
@@ -196,12 +196,13 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
         return NULL;
       }
   }
-  if (options->n_queue_rate_limits > 0 && broker->klass->rate_acquire == NULL) {
+  if (options->n_queue_rate_limits > 0 &&
+      !sluice_broker_supports(broker, SLUICE_BROKER_FEATURE_RATES)) {
     g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
-                "the “%s” broker cannot keep rate limits (it lacks the "
-                "rate_acquire slot): remove queue_rate_limits, or use a "
-                "broker that has it",
-                broker->klass->name);
+                "the “%s” broker cannot keep rate limits (it has no rates "
+                "table): remove queue_rate_limits, or use a broker that has "
+                "it",
+                sluice_broker_get_name(broker));
     return NULL;
   }
 
@@ -384,16 +385,19 @@ sluice_worker_start(SluiceWorker *worker, GError **error)
 
       if (!sluice_registry_get_options(worker->registry, names[i], &o))
         continue;
-      if (o.rate_limit != NULL && worker->broker->klass->rate_acquire == NULL)
+      if (o.rate_limit != NULL &&
+          !sluice_broker_supports(worker->broker, SLUICE_BROKER_FEATURE_RATES))
         missing = "a rate limit";
       else if (o.concurrency_limit != NULL &&
-               worker->broker->klass->slot_acquire == NULL)
+               !sluice_broker_supports(worker->broker,
+                                       SLUICE_BROKER_FEATURE_SLOTS))
         missing = "a concurrency limit";
       if (missing != NULL) {
         g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
                     "task “%s” has %s, but the “%s” broker cannot keep one "
-                    "(it lacks the slot for it)",
-                    names[i], missing, worker->broker->klass->name);
+                    "(it has no table for it): remove the limit, or use a "
+                    "broker that has it",
+                    names[i], missing, sluice_broker_get_name(worker->broker));
         return FALSE;
       }
     }
@@ -796,10 +800,10 @@ sluice_worker_add_periodic(SluiceWorker *worker,
   g_return_val_if_fail(worker != NULL, FALSE);
   g_return_val_if_fail(options != NULL, FALSE);
 
-  if (sluice_broker__get_class(worker->broker)->claim_periodic == NULL) {
+  if (!sluice_broker_supports(worker->broker, SLUICE_BROKER_FEATURE_PERIODIC)) {
     g_set_error(error, SLUICE_WORKER_ERROR, SLUICE_WORKER_ERROR_UNSUPPORTED,
                 "the “%s” broker cannot dispatch periodic tasks (it has no "
-                "claim_periodic slot)",
+                "periodic table): run them with a broker that has one",
                 sluice_broker_get_name(worker->broker));
     return FALSE;
   }

@@ -3,8 +3,9 @@
  *
  * The dispatch layer is tested against a fake broker that implements only
  * the required slots and counts calls, in the manner of libgit2's
- * fake_backend: it proves that a feature-poor broker of contract version 1
- * gets the documented fallbacks.
+ * fake_backend: it proves that a broker without optional slots and tables
+ * gets the documented fallbacks, and that registration refuses an
+ * incomplete class or table, naming the slot.
  */
 #include "config.h"
 
@@ -331,9 +332,10 @@ fake_revoke(SluiceBroker *b, const gchar *id, gint64 expires_at, GError **error)
 }
 
 static gboolean
-fake_list_revocations(SluiceBroker *b, gint64 after, gint64 now, GPtrArray *out,
-                      GError **error)
+fake_list_revocations(SluiceBroker *b, gint64 cursor, gint64 now,
+                      GPtrArray *out, gint64 *out_cursor, GError **error)
 {
+  *out_cursor = cursor;
   return TRUE;
 }
 
@@ -382,7 +384,7 @@ fake_finalize(SluiceBroker *b)
 }
 
 static const SluiceBrokerClass fake_class = {
-    .version = 1,
+    .version = SLUICE_BROKER_CLASS_VERSION,
     .name = "fake",
     .instance_size = sizeof(FakeBroker),
     .enqueue = fake_enqueue,
@@ -410,8 +412,24 @@ fake_unique_enqueue(SluiceBroker *self, SluiceUniqueSubmit *items, guint n,
 }
 
 static gboolean
+fake_unique_update(SluiceBroker *self, SluiceUniqueUpdate *items, guint n,
+                   GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
 fake_list_paused(SluiceBroker *self, GPtrArray *out, GError **error)
 {
+  return TRUE;
+}
+
+static gboolean
+fake_count_reclaimable(SluiceBroker *b, const gchar *consumer,
+                       const gchar *const *queues, guint max, gint64 idle_ms,
+                       guint *out_n, GError **error)
+{
+  *out_n = 0;
   return TRUE;
 }
 
@@ -484,24 +502,129 @@ START_TEST(registration_rejects_unknown_versions_and_bad_sizes)
   ck_assert_ptr_nonnull(strstr(error->message, "heartbeat"));
   g_clear_error(&error);
 
-  /* A pause nobody can read back (or a list of pauses nobody can set). */
+  /* A slot the core only calls with LEASES, on a broker without them. */
   klass = fake_class;
-  klass.version = 3;
-  klass.list_paused = fake_list_paused;
+  klass.count_reclaimable = fake_count_reclaimable;
   ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_INCOMPLETE));
-  ck_assert_ptr_nonnull(strstr(error->message, "set_paused"));
+  ck_assert_ptr_nonnull(strstr(error->message, "count_reclaimable"));
+}
+END_TEST
+
+/* A table is absent or complete: a table with a NULL slot is refused, and
+ * the error names the slot as "table.slot". */
+START_TEST(registration_names_the_missing_slot_of_a_table)
+{
+  static const SluiceBrokerSteering half_steering = {
+      .version = SLUICE_BROKER_STEERING_VERSION,
+      .list_paused = fake_list_paused, /* a pause nobody can set */
+  };
+  static const SluiceBrokerUnique half_unique = {
+      .version = SLUICE_BROKER_UNIQUE_VERSION,
+      .unique_enqueue = fake_unique_enqueue, /* claims nobody can end */
+  };
+  SluiceBrokerClass klass = fake_class;
+  g_autoptr(GError) error = NULL;
+
+  klass.steering = &half_steering;
+  ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_INCOMPLETE));
+  ck_assert_msg(strstr(error->message, "“steering.list_queued”") != NULL, "%s",
+                error->message);
   g_clear_error(&error);
 
-  /* Uniqueness claims nobody can end. */
   klass = fake_class;
-  klass.version = 4;
-  klass.unique_enqueue = fake_unique_enqueue;
+  klass.unique = &half_unique;
   ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_INCOMPLETE));
-  ck_assert_ptr_nonnull(strstr(error->message, "unique_update"));
+  ck_assert_msg(strstr(error->message, "“unique.unique_update”") != NULL, "%s",
+                error->message);
+}
+END_TEST
+
+/* A table's version: 0 (never set) and one newer than this Sluice knows
+ * are refused, naming the table. */
+START_TEST(registration_refuses_a_table_version_it_does_not_know)
+{
+  SluiceBrokerUnique unique = {
+      .version = SLUICE_BROKER_UNIQUE_VERSION + 1,
+      .unique_enqueue = fake_unique_enqueue,
+      .unique_update = fake_unique_update,
+  };
+  SluiceBrokerClass klass = fake_class;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) broker = NULL;
+
+  klass.unique = &unique;
+  ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_VERSION));
+  ck_assert_msg(strstr(error->message, "unique table") != NULL &&
+                    strstr(error->message, "rebuild") != NULL,
+                "%s", error->message);
+  g_clear_error(&error);
+
+  unique.version = 0;
+  ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_VERSION));
+  ck_assert_ptr_nonnull(strstr(error->message, "SLUICE_BROKER_"));
+  g_clear_error(&error);
+
+  unique.version = SLUICE_BROKER_UNIQUE_VERSION;
+  broker = sluice_broker_new(&klass, NULL, &error);
+  ck_assert_msg(broker != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert(sluice_broker_supports(broker, SLUICE_BROKER_FEATURE_UNIQUE));
+  /* The table was copied: scribbling on it afterwards changes nothing. */
+  unique.unique_update = NULL;
+  {
+    SluiceUniqueUpdate u = {
+        .key = "k", .id = "a", .action = SLUICE_UNIQUE_CHECK};
+    ck_assert(sluice_broker_unique_update(broker, &u, 1, &error));
+  }
+}
+END_TEST
+
+/* supports() answers for capabilities and tables alike, from the class
+ * alone; is_a() recognises the class a broker was made with. */
+START_TEST(supports_answers_for_caps_and_tables)
+{
+  static const SluiceBrokerUnique unique = {
+      .version = SLUICE_BROKER_UNIQUE_VERSION,
+      .unique_enqueue = fake_unique_enqueue,
+      .unique_update = fake_unique_update,
+  };
+  static SluiceBrokerClass klass;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) plain = sluice_broker_new(&fake_class, NULL, &error);
+  g_autoptr(SluiceBroker) rich = NULL;
+
+  klass = fake_class;
+  klass.caps = SLUICE_BROKER_CAP_DURABLE | SLUICE_BROKER_CAP_ORDERED;
+  klass.unique = &unique;
+  rich = sluice_broker_new(&klass, NULL, &error);
+  ck_assert_ptr_nonnull(rich);
+  for (SluiceBrokerFeature f = SLUICE_BROKER_FEATURE_SHARED;
+       f <= SLUICE_BROKER_FEATURE_COUNT_RECLAIMABLE; f++)
+    ck_assert_msg(!sluice_broker_supports(plain, f), "%s",
+                  sluice_broker_feature_name(f));
+  ck_assert(sluice_broker_supports(rich, SLUICE_BROKER_FEATURE_DURABLE));
+  ck_assert(sluice_broker_supports(rich, SLUICE_BROKER_FEATURE_ORDERED));
+  ck_assert(sluice_broker_supports(rich, SLUICE_BROKER_FEATURE_UNIQUE));
+  ck_assert(!sluice_broker_supports(rich, SLUICE_BROKER_FEATURE_SHARED));
+  ck_assert(!sluice_broker_supports(rich, SLUICE_BROKER_FEATURE_JOINS));
+  ck_assert(!sluice_broker_supports(rich, SLUICE_BROKER_FEATURE_STEERING));
+  ck_assert(!sluice_broker_supports(rich, (SluiceBrokerFeature)1000));
+  ck_assert_str_eq(sluice_broker_feature_name(SLUICE_BROKER_FEATURE_JOINS),
+                   "joins");
+  ck_assert_str_eq(sluice_broker_feature_name((SluiceBrokerFeature)1000),
+                   "unknown");
+  ck_assert(sluice_broker_is_a(plain, &fake_class));
+  ck_assert(!sluice_broker_is_a(plain, &klass));
+  ck_assert(sluice_broker_is_a(rich, &klass));
 }
 END_TEST
 
@@ -510,13 +633,15 @@ START_TEST(registration_copies_the_class)
   SluiceBrokerClass klass = fake_class;
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceBroker) broker = sluice_broker_new(&klass, NULL, &error);
+  g_autoptr(GBytes) payload = g_bytes_new_static("x", 1);
+  SluiceSubmit submit = {.id = "a", .queue = "q", .payload = payload};
 
   ck_assert_ptr_nonnull(broker);
   /* Scribbling on the caller's table afterwards changes nothing. */
   klass.enqueue = NULL;
   klass.name = "changed";
   ck_assert_str_eq(sluice_broker_get_name(broker), "fake");
-  ck_assert_ptr_nonnull(broker->klass->enqueue);
+  ck_assert(sluice_broker_enqueue(broker, &submit, 1, &error));
   ck_assert(!sluice_clock_is_fake(sluice_broker_get_clock(broker)));
 }
 END_TEST
@@ -559,8 +684,8 @@ START_TEST(optional_slots_fall_back_as_documented)
                             SLUICE_BROKER_ERROR_UNSUPPORTED));
   g_clear_error(&error);
 
-  /* Version 3's listings, pauses and moves: unsupported, and no queue is
-   * ever paused. */
+  /* Without the steering table: listings, pauses and moves are
+   * unsupported, and no queue is ever paused. */
   ck_assert(
       !sluice_broker_list_queued(broker, "q", NULL, 5, out, NULL, &error));
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
@@ -582,8 +707,8 @@ START_TEST(optional_slots_fall_back_as_documented)
                             SLUICE_BROKER_ERROR_UNSUPPORTED));
   g_clear_error(&error);
 
-  /* Without the uniqueness slots an enqueue with a key is refused and
-   * nothing is written; without list_slots nobody sees slot holders. */
+  /* Without the unique table an enqueue with a key is refused and
+   * nothing is written; without the slots table nobody sees slot holders. */
   {
     g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, &error);
     SluiceUniqueOptions u = {.key = "k"};
@@ -641,6 +766,77 @@ START_TEST(a_slot_breaking_the_gerror_rule_is_reported)
   ck_assert(
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FAILED));
   ck_assert_ptr_nonnull(strstr(error->message, "fake"));
+}
+END_TEST
+
+/* ---- Helpers for broker authors ------------------------------------------ */
+
+/* The GCRA step the memory and SQLite brokers share with rate_acquire.lua:
+ * an interval of 100 ms and a burst of 2 (tolerance 100 ms). */
+START_TEST(gcra_step_follows_the_contract_formula)
+{
+  SluiceRateAcquire item = {
+      .key = "k", .interval_us = 100000, .tolerance_us = 100000};
+  gint64 tat = 0, next = 0;
+
+  /* A new bucket admits, and its time moves on by one interval. */
+  ck_assert(sluice_broker_gcra_step(&item, 1000, tat, &next));
+  ck_assert(item.granted);
+  ck_assert_int_eq(item.wait_ms, 0);
+  ck_assert_int_eq(item.now_ms, 1000);
+  ck_assert_int_eq(next, 1000 * 1000 + 100000);
+  tat = next;
+  /* The burst: a second admission at the same time. */
+  ck_assert(sluice_broker_gcra_step(&item, 1000, tat, &next));
+  ck_assert(item.granted);
+  tat = next; /* 1.2 s */
+  /* The third waits until tat - tolerance: 100 ms, and nothing changes. */
+  next = -1;
+  ck_assert(!sluice_broker_gcra_step(&item, 1000, tat, &next));
+  ck_assert(!item.granted);
+  ck_assert_int_eq(item.wait_ms, 100);
+  ck_assert_int_eq(next, -1);
+  /* Rounded up to whole milliseconds. */
+  ck_assert(!sluice_broker_gcra_step(&item, 1000, tat + 1, &next));
+  ck_assert_int_eq(item.wait_ms, 101);
+  /* A time long past counts as now. */
+  ck_assert(sluice_broker_gcra_step(&item, 5000, tat, &next));
+  ck_assert_int_eq(next, 5000 * 1000 + 100000);
+  /* A block pushes the time past the pause and admits nothing. */
+  item.block_ms = 300;
+  ck_assert(sluice_broker_gcra_step(&item, 1000, tat, &next));
+  ck_assert(!item.granted);
+  ck_assert_int_eq(item.wait_ms, 300);
+  ck_assert_int_eq(next, 1000 * 1000 + 300 * 1000 + 100000);
+}
+END_TEST
+
+/* One parser for the events cursors that are sequence numbers, bounded by
+ * G_MAXINT64: beyond it a number would wrap negative in a gint64 rowid. */
+START_TEST(events_cursor_parse_is_bounded_by_gint64)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 after = -1;
+
+  ck_assert(sluice_broker_parse_events_cursor(NULL, &after, &error));
+  ck_assert_int_eq(after, 0);
+  ck_assert(sluice_broker_parse_events_cursor("42", &after, &error));
+  ck_assert_int_eq(after, 42);
+  ck_assert(
+      sluice_broker_parse_events_cursor("9223372036854775807", &after, &error));
+  ck_assert_int_eq(after, G_MAXINT64);
+  ck_assert(!sluice_broker_parse_events_cursor("9223372036854775808", &after,
+                                               &error));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
+  ck_assert_ptr_nonnull(strstr(error->message, "pass one a read returned"));
+  g_clear_error(&error);
+  ck_assert(!sluice_broker_parse_events_cursor("18446744073709551615", &after,
+                                               &error));
+  g_clear_error(&error);
+  ck_assert(!sluice_broker_parse_events_cursor("-1", &after, &error));
+  g_clear_error(&error);
+  ck_assert(!sluice_broker_parse_events_cursor("1-0", &after, &error));
 }
 END_TEST
 
@@ -1189,9 +1385,14 @@ main(int argc, char **argv)
   tcase_add_loop_test(broker, registration_rejects_each_missing_required_slot,
                       0, G_N_ELEMENTS(required));
   tcase_add_test(broker, registration_rejects_unknown_versions_and_bad_sizes);
+  tcase_add_test(broker, registration_names_the_missing_slot_of_a_table);
+  tcase_add_test(broker, registration_refuses_a_table_version_it_does_not_know);
+  tcase_add_test(broker, supports_answers_for_caps_and_tables);
   tcase_add_test(broker, registration_copies_the_class);
   tcase_add_test(broker, optional_slots_fall_back_as_documented);
   tcase_add_test(broker, a_slot_breaking_the_gerror_rule_is_reported);
+  tcase_add_test(broker, gcra_step_follows_the_contract_formula);
+  tcase_add_test(broker, events_cursor_parse_is_bounded_by_gint64);
   suite_add_tcase(s, broker);
   tcase_add_test(cron, cron_next_occurrences);
   tcase_add_test(cron, cron_rejects_bad_expressions);

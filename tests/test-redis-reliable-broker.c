@@ -171,11 +171,14 @@ START_TEST(test_settled_entries_leave_the_stream_and_the_pel)
   SluiceSettlement s[4] = {{0}};
 
   ck_assert_str_eq(sluice_broker_get_name(b), "redis-reliable");
-  ck_assert_uint_eq(sluice_broker_get_caps(b),
-                    SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
-                        SLUICE_BROKER_CAP_LEASES | SLUICE_BROKER_CAP_FENCING |
-                        SLUICE_BROKER_CAP_IN_FLIGHT | SLUICE_BROKER_CAP_JOINS |
-                        SLUICE_BROKER_CAP_ORDERED);
+  ck_assert(sluice_broker_supports(b, SLUICE_BROKER_FEATURE_SHARED));
+  ck_assert(sluice_broker_supports(b, SLUICE_BROKER_FEATURE_DURABLE));
+  ck_assert(sluice_broker_supports(b, SLUICE_BROKER_FEATURE_LEASES));
+  ck_assert(sluice_broker_supports(b, SLUICE_BROKER_FEATURE_FENCING));
+  ck_assert(sluice_broker_supports(b, SLUICE_BROKER_FEATURE_IN_FLIGHT));
+  ck_assert(sluice_broker_supports(b, SLUICE_BROKER_FEATURE_JOINS));
+  ck_assert(sluice_broker_supports(b, SLUICE_BROKER_FEATURE_ORDERED));
+  ck_assert(!sluice_broker_supports(b, SLUICE_BROKER_FEATURE_CLOCK_TTL));
   for (guint i = 1; i <= 4; i++) {
     g_autofree gchar *id = g_strdup_printf("m%u", i);
     g_autofree gchar *payload = g_strdup_printf("p%u", i);

@@ -325,29 +325,8 @@ list_revocations_locked(SluiceMemoryBroker *self, gint64 cursor, gint64 now,
 }
 
 static gboolean
-memory_list_revocations(SluiceBroker *broker, gint64 after, gint64 now,
-                        GPtrArray *out, GError **error)
-{
-  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
-  g_autoptr(GPtrArray) live =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_revocation_free);
-  gint64 cursor;
-
-  g_mutex_lock(&self->lock);
-  list_revocations_locked(self, 0, now, live, &cursor);
-  g_mutex_unlock(&self->lock);
-  for (guint i = 0; i < live->len; i++) {
-    SluiceRevocation *r = live->pdata[i];
-    if (r->expires_at > after)
-      g_ptr_array_add(out, g_steal_pointer(&live->pdata[i]));
-  }
-  return TRUE;
-}
-
-static gboolean
-memory_list_revocations_since(SluiceBroker *broker, gint64 cursor, gint64 now,
-                              GPtrArray *out, gint64 *out_cursor,
-                              GError **error)
+memory_list_revocations(SluiceBroker *broker, gint64 cursor, gint64 now,
+                        GPtrArray *out, gint64 *out_cursor, GError **error)
 {
   SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
 
@@ -817,54 +796,99 @@ memory_finalize(SluiceBroker *broker)
   sluice_memory__clear(self);
 }
 
-static const SluiceBrokerClass memory_broker_class = {
-    .version = SLUICE_BROKER_CLASS_VERSION,
-    .name = "memory",
-    .instance_size = sizeof(SluiceMemoryBroker),
-    .caps = SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT |
-            SLUICE_BROKER_CAP_JOINS | SLUICE_BROKER_CAP_ORDERED,
-    .enqueue = memory_enqueue,
-    .fetch = memory_fetch,
-    .settle = memory_settle,
-    .wakeup = memory_wakeup,
-    .promote_due = memory_promote_due,
-    .cancel_scheduled = memory_cancel_scheduled,
-    .get_record = memory_get_record,
-    .put_record = memory_put_record,
-    .wait_record = memory_wait_record,
-    .revoke = memory_revoke,
-    .list_revocations = memory_list_revocations,
-    .list_revocations_since = memory_list_revocations_since,
-    .lookup_task = memory_lookup_task,
-    .announce = memory_announce,
-    .claim_periodic = memory_claim_periodic,
-    .last_periodic = memory_last_periodic,
-    .dlq_list = memory_dlq_list,
-    .dlq_get = memory_dlq_get,
-    .dlq_replay = memory_dlq_replay,
-    .dlq_delete = memory_dlq_delete,
-    .stats = memory_stats,
-    .purge = memory_purge,
-    .finalize = memory_finalize,
+/* Every optional family, each a table: the memory broker has them all. */
+static const SluiceBrokerSteering memory_steering = {
+    .version = SLUICE_BROKER_STEERING_VERSION,
     .list_queued = memory_list_queued,
     .list_scheduled = memory_list_scheduled,
     .set_paused = memory_set_paused,
     .list_paused = memory_list_paused,
     .reschedule = memory_reschedule,
+    .purge = memory_purge,
+};
+
+static const SluiceBrokerPeriodic memory_periodic = {
+    .version = SLUICE_BROKER_PERIODIC_VERSION,
+    .claim_periodic = memory_claim_periodic,
+    .last_periodic = memory_last_periodic,
+};
+
+static const SluiceBrokerJoins memory_joins = {
+    .version = SLUICE_BROKER_JOINS_VERSION,
     .join_open = sluice_memory__join_open,
     .join_arrive = sluice_memory__join_arrive,
     .join_read = sluice_memory__join_read,
     .join_grow = sluice_memory__join_grow,
-    .put_progress = sluice_memory__put_progress,
-    .get_progress = sluice_memory__get_progress,
+};
+
+static const SluiceBrokerEvents memory_events = {
+    .version = SLUICE_BROKER_EVENTS_VERSION,
     .append_events = sluice_memory__append_events,
     .read_events = sluice_memory__read_events,
+    .put_progress = sluice_memory__put_progress,
+    .get_progress = sluice_memory__get_progress,
+};
+
+static const SluiceBrokerRates memory_rates = {
+    .version = SLUICE_BROKER_RATES_VERSION,
     .rate_acquire = memory_rate_acquire,
+};
+
+static const SluiceBrokerSlots memory_slots = {
+    .version = SLUICE_BROKER_SLOTS_VERSION,
     .slot_acquire = memory_slot_acquire,
     .slot_release = memory_slot_release,
     .list_slots = memory_list_slots,
+};
+
+static const SluiceBrokerUnique memory_unique = {
+    .version = SLUICE_BROKER_UNIQUE_VERSION,
     .unique_enqueue = sluice_memory__unique_enqueue,
     .unique_update = sluice_memory__unique_update,
+};
+
+/* No heartbeat, reclaim or leave: one process, so no lease to keep. */
+static const SluiceBrokerClass memory_broker_class = {
+    .version = SLUICE_BROKER_CLASS_VERSION,
+    .name = "memory",
+    .instance_size = sizeof(SluiceMemoryBroker),
+    .caps = SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT |
+            SLUICE_BROKER_CAP_ORDERED,
+    /* produce */
+    .enqueue = memory_enqueue,
+    /* consume */
+    .fetch = memory_fetch,
+    .settle = memory_settle,
+    .wakeup = memory_wakeup,
+    /* schedule */
+    .promote_due = memory_promote_due,
+    .cancel_scheduled = memory_cancel_scheduled,
+    /* records */
+    .get_record = memory_get_record,
+    .put_record = memory_put_record,
+    .wait_record = memory_wait_record,
+    .lookup_task = memory_lookup_task,
+    /* revocations */
+    .revoke = memory_revoke,
+    .list_revocations = memory_list_revocations,
+    /* dead letters */
+    .dlq_list = memory_dlq_list,
+    .dlq_get = memory_dlq_get,
+    .dlq_replay = memory_dlq_replay,
+    .dlq_delete = memory_dlq_delete,
+    /* stats and workers */
+    .stats = memory_stats,
+    .announce = memory_announce,
+    /* lifecycle */
+    .finalize = memory_finalize,
+    /* optional families */
+    .steering = &memory_steering,
+    .periodic = &memory_periodic,
+    .joins = &memory_joins,
+    .events = &memory_events,
+    .rates = &memory_rates,
+    .slots = &memory_slots,
+    .unique = &memory_unique,
 };
 
 SluiceBroker *

@@ -120,18 +120,12 @@ sluice_memory__read_events(SluiceBroker *broker, const gchar *cursor,
 {
   SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
   gint64 deadline = g_get_monotonic_time() + block_ms * 1000;
-  guint64 after = 0;
-  guint64 last;
+  gint64 parsed = 0;
+  guint64 after, last;
 
-  if (cursor != NULL &&
-      !g_ascii_string_to_unsigned(cursor, 10, 0, G_MAXUINT64, &after, NULL)) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-                "“%s” is not an events cursor of this broker (a number): "
-                "pass one a read returned, or none to start from the oldest",
-                cursor);
+  if (!sluice_broker_parse_events_cursor(cursor, &parsed, error))
     return FALSE;
-  }
-  last = after;
+  after = last = (guint64)parsed;
   g_mutex_lock(&self->lock);
   /* A cursor ahead of every event ever appended was never handed out. */
   if (after > self->event_seq) {

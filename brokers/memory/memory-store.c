@@ -352,22 +352,11 @@ void
 sluice_memory__rate_acquire(SluiceMemoryBroker *self, SluiceRateAcquire *item,
                             gint64 now)
 {
-  gint64 now_us = now * 1000;
   gint64 *stored = g_hash_table_lookup(self->rates, item->key);
-  gint64 tat = stored != NULL ? MAX(*stored, now_us) : now_us;
   gint64 next;
 
-  item->now_ms = now;
-  if (item->block_ms > 0) {
-    next = MAX(tat, now_us + item->block_ms * 1000 + item->tolerance_us);
-    item->wait_ms = item->block_ms;
-  } else if (tat - item->tolerance_us <= now_us) {
-    next = tat + item->interval_us;
-    item->granted = TRUE;
-  } else {
-    item->wait_ms = (tat - item->tolerance_us - now_us + 999) / 1000;
+  if (!sluice_broker_gcra_step(item, now, stored != NULL ? *stored : 0, &next))
     return;
-  }
   if (stored == NULL) {
     stored = g_new(gint64, 1);
     g_hash_table_insert(self->rates, g_strdup(item->key), stored);

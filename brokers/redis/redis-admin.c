@@ -212,6 +212,95 @@ sluice_redis__dlq_delete(SluiceBroker *broker, const gchar *entry_id,
   return TRUE;
 }
 
+/* The dead-letter trim of a namespace of partitions (redis-partitioned.c)
+ * reads each partition's oldest entry and drops the namespace's oldest. A
+ * drop is one step in its partition (DROP_LUA), counted by reason as the
+ * partition's own cap counts. */
+static const gchar DROP_LUA[] =
+    "#!lua flags=allow-oom\n"
+    "-- ARGV: entry_id. Drops it as the cap does: 1 if it was there.\n"
+    "local e = redis.call('XRANGE', K_DLQ, ARGV[1], ARGV[1])\n"
+    "if #e == 0 then return 0 end\n"
+    "redis.call('HINCRBY', K_DLQ_DROPPED, dlq_remove(e[1]), 1)\n"
+    "return 1\n";
+
+gboolean
+sluice_redis__dlq_oldest(SluiceBroker *broker, gint64 *out_count,
+                         gchar **out_entry_id, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  g_autofree gchar *key =
+      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_DLQ, NULL);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  *out_count = 0;
+  *out_entry_id = NULL;
+  sluice_redis_argv__init(&a, 2, 0);
+  sluice_redis_argv__add_str(&a, "XLEN");
+  sluice_redis_argv__add_str(&a, key);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "trimming the dead letters", TRUE, &a,
+                                    0, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  sluice_redis_reply__to_int(reply, out_count);
+  freeReplyObject(reply);
+  if (*out_count == 0)
+    return TRUE;
+  sluice_redis_argv__init(&a, 6, 0);
+  sluice_redis_argv__add_str(&a, "XRANGE");
+  sluice_redis_argv__add_str(&a, key);
+  sluice_redis_argv__add_str(&a, "-");
+  sluice_redis_argv__add_str(&a, "+");
+  sluice_redis_argv__add_str(&a, "COUNT");
+  sluice_redis_argv__add_str(&a, "1");
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "trimming the dead letters", TRUE, &a,
+                                    0, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
+      reply->element[0]->type == REDIS_REPLY_ARRAY &&
+      reply->element[0]->elements >= 1 &&
+      sluice_redis_reply__is_string(reply->element[0]->element[0]))
+    *out_entry_id = sluice_redis_reply__dup(reply->element[0]->element[0]);
+  freeReplyObject(reply);
+  return TRUE;
+}
+
+gboolean
+sluice_redis__dlq_drop(SluiceBroker *broker, const gchar *entry_id,
+                       gboolean *out_dropped, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisScript drop;
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  *out_dropped = FALSE;
+  /* Made per call: a trim is rare (a settle that buried past the cap), and
+   * the script's text, hence its SHA, is the same every time, so the
+   * server runs it by EVALSHA after the first. */
+  sluice_redis_script__init(&drop, "dlq_drop", self->transport->lua, DROP_LUA);
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 1, 0);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  sluice_redis_argv__add_str(&a, entry_id);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__eval_script(self, &drop, TRUE, &a, &reply, error);
+  sluice_redis_argv__clear(&a);
+  sluice_redis_script__clear(&drop);
+  if (!ok)
+    return FALSE;
+  *out_dropped = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
+  freeReplyObject(reply);
+  return TRUE;
+}
+
 /* ---- admin --------------------------------------------------------------- */
 
 gboolean

@@ -79,12 +79,12 @@
  * To add a slot: implement it as sluice_redis__<slot>() in the file of its
  * topic (above) on top of sluice_redis_broker__eval() or __command(),
  * declare it in redis-broker.h, give it a script in redis-scripts.c if it
- * touches more than one key, and set it in redis_class_init() (redis.c).
+ * touches more than one key, and set it in redis_class_init() or in its
+ * family's table (redis.c).
  */
 #include "config.h"
 
 #include "brokers/redis/redis-broker.h"
-#include "brokers/redis/redis-partitions.h"
 
 /* ---- Running steps ------------------------------------------------------- */
 
@@ -159,7 +159,7 @@ static gboolean
 run_on_pool(SluiceRedisBroker *self, gboolean idempotent, const gchar *durable,
             SluiceRedisOp op, gpointer data, GError **error)
 {
-  if (self->layout != NULL && !sluice_redis_layout__ensure(self->layout, error))
+  if (self->gate.check != NULL && !self->gate.check(self->gate.data, error))
     return FALSE;
   for (guint attempt = 0;; attempt++) {
     GError *local = NULL;

@@ -29,6 +29,26 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_WAIT_POLL_MS 5000
 
 /**
+ * SluiceRedisGate:
+ * @check: (nullable): TRUE once what the gate stands for holds; FALSE and
+ *   an error when it does not (yet): called before every step until it
+ *   returns TRUE, so it must be cheap once it has
+ * @data: (nullable): @check's
+ * @free: (nullable): frees @data with the broker
+ *
+ * A check that the broker's builder installs, run before a broker's first
+ * step. The shared layer knows nothing of what it checks: redis.c installs
+ * the check that the namespace is not split in partitions on the broker it
+ * hands to the user (redis-partitions.h); a broker that is part of a
+ * namespace of partitions has none (the namespace's broker checks).
+ */
+typedef struct {
+  gboolean (*check)(gpointer data, GError **error);
+  gpointer data;
+  GDestroyNotify free;
+} SluiceRedisGate;
+
+/**
  * SluiceRedisBroker:
  * @parent: the base; first
  * @transport: how queues carry messages
@@ -66,10 +86,8 @@ struct _SluiceRedisBroker {
    * enqueue repeats the SADD only after SLUICE_REDIS_QUEUE_READD_MS). */
   GMutex queues_lock;
   GHashTable *queues_added; /* queue (owned) -> GINT64 monotonic us */
-  /* (nullable) The check that the namespace is not split in partitions
-   * (redis-partitions.h), made before the first command; NULL for a
-   * partition of a partitioned broker, whose broker checks. */
-  struct _SluiceRedisLayout *layout;
+  /* What must hold before the first command (see SluiceRedisGate). */
+  SluiceRedisGate gate;
 };
 
 /* A queue's SADD is repeated this long after the last one, so a known-
@@ -303,14 +321,19 @@ gboolean sluice_redis__wait_record(SluiceBroker *broker, const gchar *id,
                                    GError **error);
 gboolean sluice_redis__revoke(SluiceBroker *broker, const gchar *id,
                               gint64 expires_at, GError **error);
-gboolean sluice_redis__list_revocations(SluiceBroker *broker, gint64 after,
+/* What a namespace of partitions (redis-partitioned.c) needs of its parts
+ * beyond the contract; redis.c hands them to it as SluiceRedisPartitionOps
+ * (redis-partitions.h says what each does). */
+gboolean sluice_redis__periodic_gate(SluiceBroker *broker, const gchar *name,
+                                     gint64 occurrence_at, gint64 *out_newest,
+                                     GError **error);
+gboolean sluice_redis__dlq_oldest(SluiceBroker *broker, gint64 *out_count,
+                                  gchar **out_entry_id, GError **error);
+gboolean sluice_redis__dlq_drop(SluiceBroker *broker, const gchar *entry_id,
+                                gboolean *out_dropped, GError **error);
+gboolean sluice_redis__list_revocations(SluiceBroker *broker, gint64 cursor,
                                         gint64 now_ms, GPtrArray *out,
-                                        GError **error);
-gboolean sluice_redis__list_revocations_since(SluiceBroker *broker,
-                                              gint64 cursor, gint64 now_ms,
-                                              GPtrArray *out,
-                                              gint64 *out_cursor,
-                                              GError **error);
+                                        gint64 *out_cursor, GError **error);
 gboolean sluice_redis__claim_periodic(SluiceBroker *broker, const gchar *name,
                                       gint64 occurrence_at, SluiceSubmit *item,
                                       gboolean *out_claimed, GError **error);

@@ -15,6 +15,11 @@
  * dead-lettered. Results and idempotency claims of finished tasks are
  * not counted (they expire by themselves); after a change they are not
  * found.
+ *
+ * The check builds brokers of its own (one for {ns}:meta, one per
+ * partition of the recorded number, to count their tasks through the
+ * contract), with the builder redis.c gives it: it runs above the brokers
+ * it checks, as the gate of the one the user holds, never inside one.
  */
 #include "config.h"
 
@@ -29,13 +34,15 @@ struct _SluiceRedisLayout {
   SluiceRedisOptions options; /* .namespace_ and .url point at the above */
   SluiceRedisUrl url;
   guint n;
+  SluiceRedisPartBuilder build;
   GMutex lock;
   gint ok; /* atomic: checked already */
 };
 
 SluiceRedisLayout *
 sluice_redis_layout__new(const SluiceRedisOptions *options,
-                         const SluiceRedisUrl *url, guint n)
+                         const SluiceRedisUrl *url, guint n,
+                         SluiceRedisPartBuilder build)
 {
   SluiceRedisLayout *layout = g_new0(SluiceRedisLayout, 1);
 
@@ -47,13 +54,16 @@ sluice_redis_layout__new(const SluiceRedisOptions *options,
   layout->options.url = NULL;
   sluice_redis_url__copy(url, &layout->url);
   layout->n = n;
+  layout->build = build;
   g_mutex_init(&layout->lock);
   return layout;
 }
 
 void
-sluice_redis_layout__free(SluiceRedisLayout *layout)
+sluice_redis_layout__free(gpointer data)
 {
+  SluiceRedisLayout *layout = data;
+
   if (layout == NULL)
     return;
   g_free(layout->ns);
@@ -69,18 +79,15 @@ count_tasks(SluiceRedisLayout *layout, guint n, gint64 *out_tasks,
 {
   *out_tasks = 0;
   for (guint k = 0; k < n; k++) {
-    g_autoptr(SluiceBroker) part =
-        sluice_redis__partition_new(&layout->options, &layout->url, NULL,
-                                    n == 1 ? -1 : (gint)k, n, NULL, error);
+    g_autoptr(SluiceBroker) part = layout->build(
+        &layout->options, &layout->url, n == 1 ? -1 : (gint)k, n, error);
     SluiceBrokerStats stats;
     gboolean ok;
 
     if (part == NULL)
       return FALSE;
-    /* The client's own broker tells the user about the server. */
-    sluice_redis__skip_policy_check(part);
     sluice_broker_stats_init(&stats);
-    ok = sluice_redis__stats(part, NULL, &stats, error);
+    ok = sluice_broker_stats(part, NULL, &stats, error);
     if (ok) {
       for (guint q = 0; q < stats.queues->len; q++)
         *out_tasks += ((SluiceQueueStats *)stats.queues->pdata[q])->ready;
@@ -115,8 +122,8 @@ meta_command(SluiceRedisBroker *anchor, const gchar *what,
 static gboolean
 ensure_locked(SluiceRedisLayout *layout, GError **error)
 {
-  g_autoptr(SluiceBroker) broker = sluice_redis__partition_new(
-      &layout->options, &layout->url, NULL, -1, 1, NULL, error);
+  g_autoptr(SluiceBroker) broker =
+      layout->build(&layout->options, &layout->url, -1, 1, error);
   SluiceRedisBroker *anchor;
   g_autofree gchar *meta = NULL;
   g_autofree gchar *want = g_strdup_printf("%u", layout->n);
@@ -126,7 +133,6 @@ ensure_locked(SluiceRedisLayout *layout, GError **error)
 
   if (broker == NULL)
     return FALSE;
-  sluice_redis__skip_policy_check(broker);
   anchor = SLUICE_REDIS_BROKER(broker);
   meta = sluice_redis_keys__make(&anchor->keys, SLUICE_REDIS_K_META, NULL);
   {
@@ -183,8 +189,9 @@ ensure_locked(SluiceRedisLayout *layout, GError **error)
 }
 
 gboolean
-sluice_redis_layout__ensure(SluiceRedisLayout *layout, GError **error)
+sluice_redis_layout__ensure(gpointer data, GError **error)
 {
+  SluiceRedisLayout *layout = data;
   gboolean ok;
 
   if (g_atomic_int_get(&layout->ok))

@@ -1,6 +1,14 @@
-/* redis-partitioned.c - one namespace over N partitions: a broker class
- * that routes every slot to the Redis brokers of its partitions (see
- * redis-partitions.h).
+/* redis-partitioned.c - one namespace over N partitions: a composite
+ * broker that routes every slot to the Redis brokers of its partitions
+ * (see redis-partitions.h).
+ *
+ * It is a client of the contract only, as SQLite's test_multiplex.c is of
+ * its VFS: its parts are SluiceBroker objects called through
+ * sluice_broker_*() (so each call gets the dispatch point's checks and
+ * fallbacks), asked what they can do with sluice_broker_supports(), and
+ * what the contract does not say (the periodic gate, the dead-letter
+ * trim) is the SluiceRedisPartitionOps that redis.c hands it. It knows no
+ * Redis command, key or script.
  *
  * Routing, slot by slot:
  *
@@ -61,7 +69,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "brokers/redis/redis-broker.h"
 #include "brokers/redis/redis-partitions.h"
 
 /* The longest a fetch blocks on one partition before it looks at the
@@ -72,10 +79,11 @@
 typedef struct {
   SluiceBroker parent;
   guint n;
-  SluiceBroker **parts; /* n brokers of the shared layer, owned */
+  SluiceBroker **parts; /* n plain Redis brokers, owned */
+  const SluiceRedisPartitionOps *ops;
   SluiceRedisLayout *layout;
-  guint dead_letter_max;  /* for the namespace, all partitions together */
-  SluiceRedisScript drop; /* drops one dead letter, counted as dropped */
+  gchar *ns;             /* for messages */
+  guint dead_letter_max; /* for the namespace, all partitions together */
   GMutex trim_lock;
   /* The earliest due time each partition reported at its last promotion
    * (0: none or not asked yet), under next_due_lock: a promotion with a
@@ -90,6 +98,8 @@ typedef struct {
 
 #define SELF(broker) ((Partitioned *)(broker))
 
+/* The composite's gate: the namespace is split as this client is set up
+ * for (redis-layout.c), checked before its first step. */
 static gboolean
 ready(Partitioned *self, GError **error)
 {
@@ -168,7 +178,7 @@ part_enqueue(SluiceBroker *broker, SluiceSubmit *items, guint n_items,
       }
     if (m == 0)
       continue;
-    if (!sluice_redis__enqueue(self->parts[k], batch, m, error))
+    if (!sluice_broker_enqueue(self->parts[k], batch, m, error))
       return FALSE;
     for (guint j = 0; j < m; j++)
       items[where[j]].existed = batch[j].existed;
@@ -185,7 +195,7 @@ sweep(Partitioned *self, const gchar *consumer, const gchar *const *queues,
     guint k = (start + i) % self->n;
     guint before = out->len;
 
-    if (!sluice_redis__fetch(self->parts[k], consumer, queues, max - out->len,
+    if (!sluice_broker_fetch(self->parts[k], consumer, queues, max - out->len,
                              0, out, error))
       return FALSE;
     mark(out, before, k);
@@ -220,7 +230,7 @@ part_fetch(SluiceBroker *broker, const gchar *consumer,
     left_ms = (deadline - g_get_monotonic_time()) / 1000;
     if (left_ms <= 0)
       break;
-    if (!sluice_redis__fetch(self->parts[k], consumer, queues, max,
+    if (!sluice_broker_fetch(self->parts[k], consumer, queues, max,
                              MIN(left_ms, SWEEP_MS), got, error))
       goto out;
     mark(got, 0, k);
@@ -244,68 +254,12 @@ out:
 /* The dead-letter cap is the namespace's: each partition caps its own
  * queue at dead_letter_max too (so none grows past it between two trims),
  * and after a settle that buried something the oldest entries of all
- * partitions go until dead_letter_max remain. A drop is one step in its
- * partition (DROP_LUA), counted by reason as the partition's own cap
- * counts. The trim reads every partition, so it costs 2 N round trips per
- * settle that buries, and the cap holds once the trim ran (two settlers
- * that bury at once may both trim: the second finds nothing to do). */
-static const gchar DROP_LUA[] =
-    "#!lua flags=allow-oom\n"
-    "-- ARGV: entry_id. Drops it as the cap does: 1 if it was there.\n"
-    "local e = redis.call('XRANGE', K_DLQ, ARGV[1], ARGV[1])\n"
-    "if #e == 0 then return 0 end\n"
-    "redis.call('HINCRBY', K_DLQ_DROPPED, dlq_remove(e[1]), 1)\n"
-    "return 1\n";
-
-static gboolean
-oldest_letter(Partitioned *self, guint k, gint64 *inout_total, gchar **out_sid,
-              GError **error)
-{
-  SluiceRedisBroker *part = SLUICE_REDIS_BROKER(self->parts[k]);
-  g_autofree gchar *key =
-      sluice_redis_keys__make(&part->keys, SLUICE_REDIS_K_DLQ, NULL);
-  SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gint64 len = 0;
-  gboolean ok;
-
-  *out_sid = NULL;
-  sluice_redis_argv__init(&a, 2, 0);
-  sluice_redis_argv__add_str(&a, "XLEN");
-  sluice_redis_argv__add_str(&a, key);
-  sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__command(part, "trimming the dead letters", TRUE, &a,
-                                    0, &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
-    return FALSE;
-  sluice_redis_reply__to_int(reply, &len);
-  freeReplyObject(reply);
-  *inout_total += len;
-  if (len == 0)
-    return TRUE;
-  sluice_redis_argv__init(&a, 6, 0);
-  sluice_redis_argv__add_str(&a, "XRANGE");
-  sluice_redis_argv__add_str(&a, key);
-  sluice_redis_argv__add_str(&a, "-");
-  sluice_redis_argv__add_str(&a, "+");
-  sluice_redis_argv__add_str(&a, "COUNT");
-  sluice_redis_argv__add_str(&a, "1");
-  sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__command(part, "trimming the dead letters", TRUE, &a,
-                                    0, &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
-    return FALSE;
-  if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
-      reply->element[0]->type == REDIS_REPLY_ARRAY &&
-      reply->element[0]->elements >= 1 &&
-      sluice_redis_reply__is_string(reply->element[0]->element[0]))
-    *out_sid = sluice_redis_reply__dup(reply->element[0]->element[0]);
-  freeReplyObject(reply);
-  return TRUE;
-}
-
+ * partitions go until dead_letter_max remain. The partition's ops read
+ * each partition's oldest entry and drop one as its own cap does (counted
+ * by reason). The trim reads every partition, so it costs 2 N round trips
+ * per settle that buries, and the cap holds once the trim ran (two
+ * settlers that bury at once may both trim: the second finds nothing to
+ * do). */
 static void stream_id_parts(const gchar *sid, guint64 *ms, guint64 *seq);
 
 static gboolean
@@ -320,14 +274,15 @@ trim_dead_letters(Partitioned *self, GError **error)
     g_autofree gchar *oldest = NULL;
     guint oldest_k = 0;
     guint64 oldest_ms = G_MAXUINT64, oldest_seq = G_MAXUINT64;
-    SluiceRedisArgv a;
-    redisReply *reply = NULL;
+    gboolean gone = FALSE;
 
     for (guint k = 0; k < self->n && ok; k++) {
       g_autofree gchar *sid = NULL;
+      gint64 count = 0;
       guint64 ms, seq;
 
-      ok = oldest_letter(self, k, &total, &sid, error);
+      ok = self->ops->dlq_oldest(self->parts[k], &count, &sid, error);
+      total += count;
       if (!ok || sid == NULL)
         continue;
       stream_id_parts(sid, &ms, &seq);
@@ -341,18 +296,8 @@ trim_dead_letters(Partitioned *self, GError **error)
     }
     if (!ok || total <= (gint64)self->dead_letter_max || oldest == NULL)
       break;
-    sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 1, 0);
-    sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
-    sluice_redis_argv__add_str(&a, oldest);
-    sluice_redis_argv__finish(&a);
-    ok = sluice_redis_broker__eval_script(
-        SLUICE_REDIS_BROKER(self->parts[oldest_k]), &self->drop, TRUE, &a,
-        &reply, error);
-    sluice_redis_argv__clear(&a);
-    if (ok) {
-      dropped += reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
-      freeReplyObject(reply);
-    }
+    ok = self->ops->dlq_drop(self->parts[oldest_k], oldest, &gone, error);
+    dropped += ok && gone;
   }
   g_mutex_unlock(&self->trim_lock);
   /* The cap doing what it was set to do (a documented way to lose data,
@@ -363,8 +308,7 @@ trim_dead_letters(Partitioned *self, GError **error)
                       "the dead-letter queue of namespace “%s” is full "
                       "(dead_letter_max %u over %u partitions): dropped the "
                       "%" G_GUINT64_FORMAT " oldest dead letters for good",
-                      SLUICE_REDIS_BROKER(self->parts[0])->keys.ns,
-                      self->dead_letter_max, self->n, dropped);
+                      self->ns, self->dead_letter_max, self->n, dropped);
   return ok;
 }
 
@@ -390,7 +334,7 @@ part_settle(SluiceBroker *broker, const gchar *consumer,
       }
     if (m == 0)
       continue;
-    if (!sluice_redis__settle(self->parts[k], consumer, batch, m, error))
+    if (!sluice_broker_settle(self->parts[k], consumer, batch, m, error))
       return FALSE;
     for (guint j = 0; j < m; j++)
       items[where[j]].status = batch[j].status;
@@ -434,7 +378,7 @@ part_heartbeat(SluiceBroker *broker, const gchar *consumer, gint64 lease_ms,
     for (guint i = 0; i < n_held; i++)
       if (of[i] == k)
         batch[m++] = held[i];
-    if (!sluice_redis__heartbeat(self->parts[k], consumer, lease_ms, batch, m,
+    if (!sluice_broker_heartbeat(self->parts[k], consumer, lease_ms, batch, m,
                                  error))
       return FALSE;
   }
@@ -497,7 +441,7 @@ part_leave(SluiceBroker *broker, const gchar *consumer, GError **error)
   for (guint k = 0; k < self->n; k++) {
     GError *local = NULL;
 
-    if (!sluice_redis__leave(self->parts[k], consumer, &local)) {
+    if (!sluice_broker_leave(self->parts[k], consumer, &local)) {
       if (first == NULL)
         first = local;
       else
@@ -518,7 +462,7 @@ part_wakeup(SluiceBroker *broker)
 
   g_atomic_int_inc(&self->wakeups);
   for (guint k = 0; k < self->n; k++)
-    sluice_redis__wakeup(self->parts[k]);
+    sluice_broker_wakeup(self->parts[k]);
 }
 
 /* ---- schedule, records, revocations -------------------------------------- */
@@ -558,7 +502,7 @@ part_promote_due(SluiceBroker *broker, gint64 now_ms, guint max,
 
     /* Once max is reached, a partition is only asked its next due time
      * (a promotion up to time 0 moves nothing). */
-    if (!sluice_redis__promote_due(
+    if (!sluice_broker_promote_due(
             self->parts[k], *out_promoted < max ? now_ms : 0,
             *out_promoted < max ? max - *out_promoted : 1, &promoted, &next,
             error))
@@ -581,7 +525,7 @@ part_cancel_scheduled(SluiceBroker *broker, const gchar *id, GBytes *record,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__cancel_scheduled(part_of_id(self, id), id, record,
+         sluice_broker_cancel_scheduled(part_of_id(self, id), id, record,
                                         record_ttl_ms, out_removed, error);
 }
 
@@ -592,7 +536,7 @@ part_get_record(SluiceBroker *broker, const gchar *id, GBytes **out_record,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__get_record(part_of_id(self, id), id, out_record, error);
+         sluice_broker_get_record(part_of_id(self, id), id, out_record, error);
 }
 
 static gboolean
@@ -602,7 +546,7 @@ part_put_record(SluiceBroker *broker, const gchar *id, GBytes *record,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__put_record(part_of_id(self, id), id, record, final,
+         sluice_broker_put_record(part_of_id(self, id), id, record, final,
                                   ttl_ms, error);
 }
 
@@ -621,7 +565,7 @@ part_put_records(SluiceBroker *broker, const SluiceRecordWrite *items, guint n,
     for (guint i = 0; i < n; i++)
       if (sluice_redis__partition_of(items[i].id, self->n) == k)
         batch[m++] = items[i];
-    if (m > 0 && !sluice_redis__put_records(self->parts[k], batch, m, error))
+    if (m > 0 && !sluice_broker_put_records(self->parts[k], batch, m, error))
       return FALSE;
   }
   return TRUE;
@@ -634,7 +578,7 @@ part_wait_record(SluiceBroker *broker, const gchar *id, gint64 timeout_ms,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__wait_record(part_of_id(self, id), id, timeout_ms,
+         sluice_broker_wait_record(part_of_id(self, id), id, timeout_ms,
                                    out_record, error);
 }
 
@@ -645,76 +589,22 @@ part_revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__revoke(self->parts[0], id, expires_at, error);
+         sluice_broker_revoke(self->parts[0], id, expires_at, error);
 }
 
 static gboolean
-part_list_revocations(SluiceBroker *broker, gint64 after, gint64 now_ms,
-                      GPtrArray *out, GError **error)
+part_list_revocations(SluiceBroker *broker, gint64 cursor, gint64 now_ms,
+                      GPtrArray *out, gint64 *out_cursor, GError **error)
 {
   Partitioned *self = SELF(broker);
 
-  return ready(self, error) && sluice_redis__list_revocations(
-                                   self->parts[0], after, now_ms, out, error);
-}
-
-static gboolean
-part_list_revocations_since(SluiceBroker *broker, gint64 cursor, gint64 now_ms,
-                            GPtrArray *out, gint64 *out_cursor, GError **error)
-{
-  Partitioned *self = SELF(broker);
-
+  *out_cursor = cursor;
   return ready(self, error) &&
-         sluice_redis__list_revocations_since(self->parts[0], cursor, now_ms,
-                                              out, out_cursor, error);
+         sluice_broker_list_revocations(self->parts[0], out_cursor, now_ms, out,
+                                        error);
 }
 
 /* ---- periodic tasks ------------------------------------------------------ */
-
-static gboolean
-gate_command(Partitioned *self, const gchar *what, const gchar *op,
-             const gchar *name, gint64 at, redisReply **out_reply,
-             GError **error)
-{
-  SluiceRedisBroker *zero = SLUICE_REDIS_BROKER(self->parts[0]);
-  g_autofree gchar *key =
-      sluice_redis_keys__make(&zero->keys, SLUICE_REDIS_K_PERIODIC_GATE, NULL);
-  SluiceRedisArgv a;
-  gboolean ok;
-
-  sluice_redis_argv__init(&a, 5, 32);
-  sluice_redis_argv__add_str(&a, op);
-  sluice_redis_argv__add_str(&a, key);
-  if (at > 0) {
-    sluice_redis_argv__add_str(&a, "GT");
-    sluice_redis_argv__add_int(&a, at);
-  }
-  sluice_redis_argv__add_str(&a, name);
-  sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__command(zero, what, TRUE, &a, 0, out_reply, error);
-  sluice_redis_argv__clear(&a);
-  return ok;
-}
-
-/* The newest occurrence of @name that the gate let through, or 0. */
-static gboolean
-gate_read(Partitioned *self, const gchar *name, gint64 *out_last,
-          GError **error)
-{
-  redisReply *reply = NULL;
-  gboolean ok;
-
-  if (!gate_command(self, "last_periodic", "ZSCORE", name, 0, &reply, error))
-    return FALSE;
-  *out_last = 0;
-  ok = reply->type == REDIS_REPLY_NIL ||
-       sluice_redis_reply__to_int(reply, out_last);
-  freeReplyObject(reply);
-  if (!ok)
-    return sluice_redis_broker__unexpected(SLUICE_REDIS_BROKER(self->parts[0]),
-                                           "last_periodic", error);
-  return TRUE;
-}
 
 static gboolean
 part_claim_periodic(SluiceBroker *broker, const gchar *name,
@@ -722,21 +612,17 @@ part_claim_periodic(SluiceBroker *broker, const gchar *name,
                     gboolean *out_claimed, GError **error)
 {
   Partitioned *self = SELF(broker);
-  redisReply *reply = NULL;
   gint64 newest = 0;
 
   *out_claimed = FALSE;
   if (!ready(self, error))
     return FALSE;
-  if (!gate_command(self, "claim_periodic", "ZADD", name, occurrence_at, &reply,
-                    error))
-    return FALSE;
-  freeReplyObject(reply);
-  if (!gate_read(self, name, &newest, error))
+  if (!self->ops->periodic_gate(self->parts[0], name, occurrence_at, &newest,
+                                error))
     return FALSE;
   if (newest > occurrence_at)
     return TRUE; /* a newer occurrence went through: never an older one */
-  return sluice_redis__claim_periodic(part_of_id(self, item->id), name,
+  return sluice_broker_claim_periodic(part_of_id(self, item->id), name,
                                       occurrence_at, item, out_claimed, error);
 }
 
@@ -746,7 +632,8 @@ part_last_periodic(SluiceBroker *broker, const gchar *name, gint64 *out_last,
 {
   Partitioned *self = SELF(broker);
 
-  return ready(self, error) && gate_read(self, name, out_last, error);
+  return ready(self, error) &&
+         self->ops->periodic_gate(self->parts[0], name, 0, out_last, error);
 }
 
 /* ---- dead letters -------------------------------------------------------- */
@@ -847,7 +734,7 @@ part_dlq_list(SluiceBroker *broker, const gchar *after, guint limit,
         g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
     const gchar *from = after == NULL ? NULL : k <= after_k ? sid : before_sid;
 
-    ok = sluice_redis__dlq_list(self->parts[k], from, limit, got, error);
+    ok = sluice_broker_dlq_list(self->parts[k], from, limit, got, error);
     for (guint i = 0; ok && i < got->len; i++) {
       MergedLetter m = {got->pdata[i], k, 0, 0};
 
@@ -887,7 +774,7 @@ part_dlq_get(SluiceBroker *broker, const gchar *entry_id,
                 entry_id);
     return FALSE;
   }
-  if (!sluice_redis__dlq_get(self->parts[k], sid, out_entry, error))
+  if (!sluice_broker_dlq_get(self->parts[k], sid, out_entry, error))
     return FALSE;
   rename_entry(*out_entry, k);
   return TRUE;
@@ -908,7 +795,7 @@ part_dlq_replay(SluiceBroker *broker, const gchar *entry_id, SluiceSubmit *item,
     return TRUE;
   /* The entry is in its task's partition (it was settled there), so the
    * replay and the delete are one step there. */
-  return sluice_redis__dlq_replay(self->parts[k], sid, item, out_found, error);
+  return sluice_broker_dlq_replay(self->parts[k], sid, item, out_found, error);
 }
 
 static gboolean
@@ -924,7 +811,7 @@ part_dlq_delete(SluiceBroker *broker, const gchar *entry_id,
     return FALSE;
   if (!split_entry_id(self, entry_id, &k, &sid))
     return TRUE;
-  return sluice_redis__dlq_delete(self->parts[k], sid, out_found, error);
+  return sluice_broker_dlq_delete(self->parts[k], sid, out_found, error);
 }
 
 /* ---- admin --------------------------------------------------------------- */
@@ -964,7 +851,7 @@ part_stats(SluiceBroker *broker, const gchar *const *queues,
     SluiceBrokerStats s;
 
     sluice_broker_stats_init(&s);
-    if (!sluice_redis__stats(self->parts[k], queues, &s, error)) {
+    if (!sluice_broker_stats(self->parts[k], queues, &s, error)) {
       sluice_broker_stats_clear(&s);
       return FALSE;
     }
@@ -1022,7 +909,7 @@ part_purge(SluiceBroker *broker, const gchar *queue, guint64 *out_removed,
   for (guint k = 0; k < self->n; k++) {
     guint64 removed = 0;
 
-    if (!sluice_redis__purge(self->parts[k], queue, &removed, error))
+    if (!sluice_broker_purge(self->parts[k], queue, &removed, error))
       return FALSE;
     *out_removed += removed;
   }
@@ -1037,7 +924,7 @@ part_check(SluiceBroker *broker, GError **error)
   if (!ready(self, error))
     return FALSE;
   for (guint k = 0; k < self->n; k++)
-    if (!sluice_redis__check(self->parts[k], error))
+    if (!sluice_broker_check(self->parts[k], error))
       return FALSE;
   return TRUE;
 }
@@ -1050,7 +937,7 @@ part_lookup_task(SluiceBroker *broker, const gchar *id, SluiceTaskLocation *out,
   guint k = sluice_redis__partition_of(id, self->n);
 
   if (!ready(self, error) ||
-      !sluice_redis__lookup_task(self->parts[k], id, out, error))
+      !sluice_broker_lookup_task(self->parts[k], id, out, error))
     return FALSE;
   if (out->dead_letter != NULL && out->dead_letter->entry_id != NULL)
     rename_entry(out->dead_letter, k);
@@ -1064,7 +951,7 @@ part_announce(SluiceBroker *broker, const gchar *consumer, GBytes *info,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__announce(self->parts[0], consumer, info, ttl_ms, error);
+         sluice_broker_announce(self->parts[0], consumer, info, ttl_ms, error);
 }
 
 /* list_queued's cursor: "<k>|<cursor of partition k, or nothing>". */
@@ -1101,7 +988,7 @@ part_list_queued(SluiceBroker *broker, const gchar *queue, const gchar *cursor,
     gchar *next = NULL;
     guint before = out->len;
 
-    if (!sluice_redis__list_queued(self->parts[k], queue, inner, limit - listed,
+    if (!sluice_broker_list_queued(self->parts[k], queue, inner, limit - listed,
                                    out, &next, error))
       return FALSE;
     listed += out->len - before;
@@ -1185,7 +1072,7 @@ part_list_scheduled(SluiceBroker *broker, const gchar *cursor, guint limit,
              : k < ck
                  ? g_strdup_printf("%" G_GINT64_FORMAT ":" NOT_AN_ID, due + 1)
                  : g_strdup_printf("%" G_GINT64_FORMAT ":" NOT_AN_ID, due);
-    ok = sluice_redis__list_scheduled(self->parts[k], from, limit, got, &next,
+    ok = sluice_broker_list_scheduled(self->parts[k], from, limit, got, &next,
                                       error);
     more = more || next != NULL;
     g_free(next);
@@ -1218,7 +1105,7 @@ part_set_paused(SluiceBroker *broker, const gchar *queue, gboolean paused,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__set_paused(self->parts[0], queue, paused, error);
+         sluice_broker_set_paused(self->parts[0], queue, paused, error);
 }
 
 static gboolean
@@ -1227,18 +1114,10 @@ part_list_paused(SluiceBroker *broker, GPtrArray *out, GError **error)
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__list_paused(self->parts[0], out, error);
+         sluice_broker_list_paused(self->parts[0], out, error);
 }
 
-/* ---- Version 4: what partitions can keep ---------------------------------
- *
- * Rate-limit buckets and the event stream are the namespace's, so they
- * live in partition 0 (one bucket is one key: its step stays atomic); a
- * task's progress lives in its id's partition. Joins (workflows) and
- * concurrency slots are left out: a join's step submits tasks of every
- * partition at once, and a slot's release wakes a waiter that may be on
- * another partition's schedule, neither of which one script can do.
- */
+/* ---- rates, events and progress (see the class below) ------------------- */
 
 static gboolean
 part_rate_acquire(SluiceBroker *broker, SluiceRateAcquire *items, guint n_items,
@@ -1247,7 +1126,7 @@ part_rate_acquire(SluiceBroker *broker, SluiceRateAcquire *items, guint n_items,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__rate_acquire(self->parts[0], items, n_items, error);
+         sluice_broker_rate_acquire(self->parts[0], items, n_items, error);
 }
 
 static gboolean
@@ -1257,7 +1136,7 @@ part_put_progress(SluiceBroker *broker, const gchar *id, GBytes *progress,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__put_progress(part_of_id(self, id), id, progress, ttl_ms,
+         sluice_broker_put_progress(part_of_id(self, id), id, progress, ttl_ms,
                                     error);
 }
 
@@ -1268,7 +1147,7 @@ part_get_progress(SluiceBroker *broker, const gchar *id, GBytes **out_progress,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__get_progress(part_of_id(self, id), id, out_progress,
+         sluice_broker_get_progress(part_of_id(self, id), id, out_progress,
                                     error);
 }
 
@@ -1280,7 +1159,7 @@ part_append_events(SluiceBroker *broker, GBytes *const *events, guint n,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__append_events(self->parts[0], events, n, max_len,
+         sluice_broker_append_events(self->parts[0], events, n, max_len,
                                      max_age_ms, now_ms, error);
 }
 
@@ -1292,7 +1171,7 @@ part_read_events(SluiceBroker *broker, const gchar *cursor, guint limit,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__read_events(self->parts[0], cursor, limit, block_ms, out,
+         sluice_broker_read_events(self->parts[0], cursor, limit, block_ms, out,
                                    out_cursor, error);
 }
 
@@ -1303,7 +1182,7 @@ part_reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
   Partitioned *self = SELF(broker);
 
   return ready(self, error) &&
-         sluice_redis__reschedule(part_of_id(self, id), id, due_at, out_found,
+         sluice_broker_reschedule(part_of_id(self, id), id, due_at, out_found,
                                   error);
 }
 
@@ -1324,18 +1203,141 @@ part_finalize(SluiceBroker *broker)
     g_clear_pointer(&self->parts[k], sluice_broker_unref);
   g_clear_pointer(&self->parts, g_free);
   g_clear_pointer(&self->layout, sluice_redis_layout__free);
-  if (self->drop.text != NULL) {
-    sluice_redis_script__clear(&self->drop);
+  g_clear_pointer(&self->ns, g_free);
+  if (self->next_due != NULL) {
     g_mutex_clear(&self->trim_lock);
     g_mutex_clear(&self->next_due_lock);
     g_free(self->next_due);
   }
 }
 
+/* ---- the class ----------------------------------------------------------- */
+
+/* The families a namespace of partitions keeps. Rate-limit buckets and the
+ * event stream are the namespace's, so they live in partition 0 (one
+ * bucket is one key: its step stays atomic); a task's progress lives in
+ * its id's partition. Joins (workflows), concurrency slots and uniqueness
+ * claims are left out (their tables NULL: UNSUPPORTED): a join's step
+ * submits tasks of every partition at once, a slot's release wakes a
+ * waiter that may be on another partition's schedule, and a claim's key
+ * and its task may fall in two partitions, none of which one script can
+ * do. */
+static const SluiceBrokerSteering part_steering = {
+    .version = SLUICE_BROKER_STEERING_VERSION,
+    .list_queued = part_list_queued,
+    .list_scheduled = part_list_scheduled,
+    .set_paused = part_set_paused,
+    .list_paused = part_list_paused,
+    .reschedule = part_reschedule,
+    .purge = part_purge,
+};
+
+static const SluiceBrokerPeriodic part_periodic = {
+    .version = SLUICE_BROKER_PERIODIC_VERSION,
+    .claim_periodic = part_claim_periodic,
+    .last_periodic = part_last_periodic,
+};
+
+static const SluiceBrokerEvents part_events = {
+    .version = SLUICE_BROKER_EVENTS_VERSION,
+    .append_events = part_append_events,
+    .read_events = part_read_events,
+    .put_progress = part_put_progress,
+    .get_progress = part_get_progress,
+};
+
+static const SluiceBrokerRates part_rates = {
+    .version = SLUICE_BROKER_RATES_VERSION,
+    .rate_acquire = part_rate_acquire,
+};
+
+/* The capabilities a composite keeps of its parts: all but ORDERED (a
+ * fetch sweeps partitions, so priority and FIFO hold within one only). */
+static const struct {
+  SluiceBrokerFeature feature;
+  guint64 cap;
+} kept_caps[] = {
+    {SLUICE_BROKER_FEATURE_SHARED, SLUICE_BROKER_CAP_SHARED},
+    {SLUICE_BROKER_FEATURE_DURABLE, SLUICE_BROKER_CAP_DURABLE},
+    {SLUICE_BROKER_FEATURE_LEASES, SLUICE_BROKER_CAP_LEASES},
+    {SLUICE_BROKER_FEATURE_FENCING, SLUICE_BROKER_CAP_FENCING},
+    {SLUICE_BROKER_FEATURE_CLOCK_TTL, SLUICE_BROKER_CAP_CLOCK_TTL},
+    {SLUICE_BROKER_FEATURE_IN_FLIGHT, SLUICE_BROKER_CAP_IN_FLIGHT},
+};
+
+static void
+part_class_init(SluiceBrokerClass *klass, SluiceBroker *first)
+{
+  memset(klass, 0, sizeof *klass);
+  klass->version = SLUICE_BROKER_CLASS_VERSION;
+  klass->name = sluice_broker_get_name(first);
+  klass->instance_size = sizeof(Partitioned);
+  for (gsize i = 0; i < G_N_ELEMENTS(kept_caps); i++)
+    if (sluice_broker_supports(first, kept_caps[i].feature))
+      klass->caps |= kept_caps[i].cap;
+  /* produce */
+  klass->enqueue = part_enqueue;
+  /* consume */
+  klass->fetch = part_fetch;
+  klass->settle = part_settle;
+  klass->heartbeat = part_heartbeat;
+  if (sluice_broker_supports(first, SLUICE_BROKER_FEATURE_LEASES))
+    klass->reclaim = part_reclaim;
+  if (sluice_broker_supports(first, SLUICE_BROKER_FEATURE_COUNT_RECLAIMABLE))
+    klass->count_reclaimable = part_count_reclaimable;
+  klass->leave = part_leave;
+  klass->wakeup = part_wakeup;
+  /* schedule */
+  klass->promote_due = part_promote_due;
+  klass->cancel_scheduled = part_cancel_scheduled;
+  /* records */
+  klass->get_record = part_get_record;
+  klass->put_record = part_put_record;
+  klass->put_records = part_put_records;
+  klass->wait_record = part_wait_record;
+  klass->lookup_task = part_lookup_task;
+  /* revocations */
+  klass->revoke = part_revoke;
+  klass->list_revocations = part_list_revocations;
+  /* dead letters */
+  klass->dlq_list = part_dlq_list;
+  klass->dlq_get = part_dlq_get;
+  klass->dlq_replay = part_dlq_replay;
+  klass->dlq_delete = part_dlq_delete;
+  /* stats and workers */
+  klass->stats = part_stats;
+  klass->announce = part_announce;
+  klass->check = part_check;
+  /* lifecycle */
+  klass->close = part_close;
+  klass->finalize = part_finalize;
+  /* optional families */
+  klass->steering = &part_steering;
+  klass->periodic = &part_periodic;
+  klass->events = &part_events;
+  klass->rates = &part_rates;
+}
+
+/* One class per kind of part (a Redis mode: fast, or reliable with
+ * leases), built once and kept for the process, so that
+ * sluice_broker_is_a() recognises a partitioned broker by its class. */
+#define N_KINDS 2
+static SluiceBrokerClass part_classes[N_KINDS];
+static gsize part_classes_built[N_KINDS];
+
+static guint
+kind_of(SluiceBroker *first)
+{
+  return sluice_broker_supports(first, SLUICE_BROKER_FEATURE_LEASES) ? 1 : 0;
+}
+
 gboolean
 sluice_redis__is_partitioned(SluiceBroker *broker)
 {
-  return broker != NULL && broker->klass->finalize == part_finalize;
+  for (guint i = 0; i < N_KINDS; i++)
+    if (sluice_broker_is_a(broker, &part_classes[i]))
+      return TRUE;
+  return FALSE;
 }
 
 guint
@@ -1353,96 +1355,40 @@ sluice_redis__partition_at(SluiceBroker *broker, guint index)
 }
 
 SluiceBroker *
-sluice_redis__partitioned_new(const SluiceRedisOptions *options,
-                              const SluiceRedisUrl *url, SluiceClock *clock,
-                              guint n, GError **error)
+sluice_redis__partitioned_new(SluiceBroker **parts, guint n,
+                              const SluiceRedisPartitionOps *ops,
+                              SluiceRedisLayout *layout, const gchar *ns,
+                              guint dead_letter_max, SluiceClock *clock,
+                              GError **error)
 {
-  SluiceBrokerClass klass = {0};
-  SluiceBroker *first, *broker;
+  SluiceBroker *broker = NULL;
   Partitioned *self;
+  guint kind;
 
   g_return_val_if_fail(n >= 2 && n <= SLUICE_REDIS_MAX_PARTITIONS, NULL);
-  first = sluice_redis__partition_new(options, url, clock, 0, n, NULL, error);
-  if (first == NULL)
-    return NULL;
-  /* A slot left NULL has the core's fallback (see the version-4 section
-   * above for which and why). */
-  klass.version = SLUICE_BROKER_CLASS_VERSION;
-  klass.name = first->klass->name;
-  klass.instance_size = sizeof(Partitioned);
-  klass.caps = sluice_broker_get_caps(first) &
-               ~(guint64)(SLUICE_BROKER_CAP_ORDERED | SLUICE_BROKER_CAP_JOINS);
-  klass.enqueue = part_enqueue;
-  klass.fetch = part_fetch;
-  klass.settle = part_settle;
-  klass.heartbeat = part_heartbeat;
-  klass.reclaim = first->klass->reclaim != NULL ? part_reclaim : NULL;
-  klass.count_reclaimable =
-      first->klass->count_reclaimable != NULL ? part_count_reclaimable : NULL;
-  klass.leave = part_leave;
-  klass.wakeup = part_wakeup;
-  klass.promote_due = part_promote_due;
-  klass.cancel_scheduled = part_cancel_scheduled;
-  klass.get_record = part_get_record;
-  klass.put_record = part_put_record;
-  klass.put_records = part_put_records;
-  klass.wait_record = part_wait_record;
-  klass.revoke = part_revoke;
-  klass.list_revocations = part_list_revocations;
-  klass.list_revocations_since = part_list_revocations_since;
-  klass.claim_periodic = part_claim_periodic;
-  klass.last_periodic = part_last_periodic;
-  klass.dlq_list = part_dlq_list;
-  klass.dlq_get = part_dlq_get;
-  klass.dlq_replay = part_dlq_replay;
-  klass.dlq_delete = part_dlq_delete;
-  klass.stats = part_stats;
-  klass.purge = part_purge;
-  klass.check = part_check;
-  klass.lookup_task = part_lookup_task;
-  klass.announce = part_announce;
-  klass.list_queued = part_list_queued;
-  klass.list_scheduled = part_list_scheduled;
-  klass.set_paused = part_set_paused;
-  klass.list_paused = part_list_paused;
-  klass.reschedule = part_reschedule;
-  klass.rate_acquire = part_rate_acquire;
-  klass.put_progress = part_put_progress;
-  klass.get_progress = part_get_progress;
-  klass.append_events = part_append_events;
-  klass.read_events = part_read_events;
-  klass.close = part_close;
-  klass.finalize = part_finalize;
-
-  broker = sluice_broker_new(&klass, clock, error);
+  g_return_val_if_fail(parts != NULL && ops != NULL && layout != NULL, NULL);
+  kind = kind_of(parts[0]);
+  if (g_once_init_enter(&part_classes_built[kind])) {
+    part_class_init(&part_classes[kind], parts[0]);
+    g_once_init_leave(&part_classes_built[kind], 1);
+  }
+  broker = sluice_broker_new(&part_classes[kind], clock, error);
   if (broker == NULL) {
-    sluice_broker_unref(first);
+    for (guint k = 0; k < n; k++)
+      sluice_broker_unref(parts[k]);
+    g_free(parts);
+    sluice_redis_layout__free(layout);
     return NULL;
   }
   self = SELF(broker);
   self->n = n;
-  self->parts = g_new0(SluiceBroker *, n);
-  self->parts[0] = first;
-  self->layout = sluice_redis_layout__new(options, url, n);
-  self->dead_letter_max = SLUICE_REDIS_BROKER(first)->dead_letter_max;
+  self->parts = parts;
+  self->ops = ops;
+  self->layout = layout;
+  self->ns = g_strdup(ns);
+  self->dead_letter_max = dead_letter_max;
   g_mutex_init(&self->trim_lock);
   g_mutex_init(&self->next_due_lock);
   self->next_due = g_new0(gint64, n);
-  sluice_redis_script__init(&self->drop, "dlq_drop",
-                            SLUICE_REDIS_BROKER(first)->transport->lua,
-                            DROP_LUA);
-  for (guint k = 1; k < n; k++) {
-    self->parts[k] = sluice_redis__partition_new(options, url, clock, (gint)k,
-                                                 n, NULL, error);
-    if (self->parts[k] == NULL) {
-      sluice_broker_unref(broker);
-      return NULL;
-    }
-    /* On one server, partition 0 tells the user about its configuration
-     * once; on a cluster each partition's master may differ, so each
-     * partition looks at its own. */
-    if (!url->is_cluster)
-      sluice_redis__skip_policy_check(self->parts[k]);
-  }
   return broker;
 }

@@ -431,9 +431,9 @@ sluice_redis__revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
 }
 
 gboolean
-sluice_redis__list_revocations_since(SluiceBroker *broker, gint64 cursor,
-                                     gint64 now_ms, GPtrArray *out,
-                                     gint64 *out_cursor, GError **error)
+sluice_redis__list_revocations(SluiceBroker *broker, gint64 cursor,
+                               gint64 now_ms, GPtrArray *out,
+                               gint64 *out_cursor, GError **error)
 {
   SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
   SluiceRedisArgv a;
@@ -472,24 +472,55 @@ sluice_redis__list_revocations_since(SluiceBroker *broker, gint64 cursor,
   return TRUE;
 }
 
-gboolean
-sluice_redis__list_revocations(SluiceBroker *broker, gint64 after,
-                               gint64 now_ms, GPtrArray *out, GError **error)
-{
-  g_autoptr(GPtrArray) live =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_revocation_free);
-  gint64 cursor = 0;
+/* ---- periodic tasks ------------------------------------------------------ */
 
-  if (!sluice_redis__list_revocations_since(broker, 0, now_ms, live, &cursor,
-                                            error))
+/* The periodic gate of a namespace of partitions (redis-partitioned.c),
+ * kept in the partition that @broker is: ZADD GT, so that the newest
+ * occurrence claimed stays recorded, then ZSCORE. */
+gboolean
+sluice_redis__periodic_gate(SluiceBroker *broker, const gchar *name,
+                            gint64 occurrence_at, gint64 *out_newest,
+                            GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  g_autofree gchar *key =
+      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_PERIODIC_GATE, NULL);
+  const gchar *what = occurrence_at > 0 ? "claim_periodic" : "last_periodic";
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  *out_newest = 0;
+  if (occurrence_at > 0) {
+    sluice_redis_argv__init(&a, 5, 32);
+    sluice_redis_argv__add_str(&a, "ZADD");
+    sluice_redis_argv__add_str(&a, key);
+    sluice_redis_argv__add_str(&a, "GT");
+    sluice_redis_argv__add_int(&a, occurrence_at);
+    sluice_redis_argv__add_str(&a, name);
+    sluice_redis_argv__finish(&a);
+    ok = sluice_redis_broker__command(self, what, TRUE, &a, 0, &reply, error);
+    sluice_redis_argv__clear(&a);
+    if (!ok)
+      return FALSE;
+    freeReplyObject(reply);
+  }
+  sluice_redis_argv__init(&a, 3, 0);
+  sluice_redis_argv__add_str(&a, "ZSCORE");
+  sluice_redis_argv__add_str(&a, key);
+  sluice_redis_argv__add_str(&a, name);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, what, TRUE, &a, 0, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
     return FALSE;
-  for (guint i = 0; i < live->len; i++)
-    if (((SluiceRevocation *)live->pdata[i])->expires_at > after)
-      g_ptr_array_add(out, g_steal_pointer(&live->pdata[i]));
+  ok = reply->type == REDIS_REPLY_NIL ||
+       sluice_redis_reply__to_int(reply, out_newest);
+  freeReplyObject(reply);
+  if (!ok)
+    return sluice_redis_broker__unexpected(self, what, error);
   return TRUE;
 }
-
-/* ---- periodic tasks ------------------------------------------------------ */
 
 gboolean
 sluice_redis__claim_periodic(SluiceBroker *broker, const gchar *name,

@@ -4,9 +4,13 @@
  *
  * sluice_redis_broker_new() picks the transport from the mode, builds the
  * broker class from it (the shared slots of redis-queue.c, redis-tasks.c
- * and redis-admin.c; `reclaim` and `count_reclaimable` only when the
- * transport has them) and splices the transport's Lua fragment into the
- * shared scripts. This is the one file that knows the transports by name:
+ * and redis-admin.c, by topic, and a table per family; `reclaim` and
+ * `count_reclaimable` only when the transport has them: one class per
+ * transport, kept for the process) and splices the transport's Lua
+ * fragment into the shared scripts. For a namespace of N > 1 partitions it
+ * builds the N brokers, the composite over them (redis-partitioned.c) and
+ * the ops the composite needs of them; it installs the layout check
+ * (redis-layout.c) as the gate of whichever broker it hands out. This is the one file that knows the transports by name:
  * they call the shared layer, never each other, and nothing of the shared
  * layer calls them.
  *
@@ -44,7 +48,8 @@ redis_finalize(SluiceBroker *broker)
   if (self->transport != NULL && self->transport->finalize != NULL)
     self->transport->finalize(self);
   g_clear_pointer(&self->pool, sluice_redis_pool__free);
-  g_clear_pointer(&self->layout, sluice_redis_layout__free);
+  if (self->gate.free != NULL)
+    g_clear_pointer(&self->gate.data, self->gate.free);
   sluice_redis_keys__clear(&self->keys);
   g_clear_pointer(&self->token_prefix, g_free);
   if (self->queues_added != NULL) {
@@ -55,6 +60,59 @@ redis_finalize(SluiceBroker *broker)
     sluice_redis_scripts__clear(self->scripts);
 }
 
+/* The families every Redis broker has, whatever its transport. */
+static const SluiceBrokerSteering redis_steering = {
+    .version = SLUICE_BROKER_STEERING_VERSION,
+    .list_queued = sluice_redis__list_queued,
+    .list_scheduled = sluice_redis__list_scheduled,
+    .set_paused = sluice_redis__set_paused,
+    .list_paused = sluice_redis__list_paused,
+    .reschedule = sluice_redis__reschedule,
+    .purge = sluice_redis__purge,
+};
+
+static const SluiceBrokerPeriodic redis_periodic = {
+    .version = SLUICE_BROKER_PERIODIC_VERSION,
+    .claim_periodic = sluice_redis__claim_periodic,
+    .last_periodic = sluice_redis__last_periodic,
+};
+
+static const SluiceBrokerJoins redis_joins = {
+    .version = SLUICE_BROKER_JOINS_VERSION,
+    .join_open = sluice_redis__join_open,
+    .join_arrive = sluice_redis__join_arrive,
+    .join_read = sluice_redis__join_read,
+    .join_grow = sluice_redis__join_grow,
+};
+
+static const SluiceBrokerEvents redis_events = {
+    .version = SLUICE_BROKER_EVENTS_VERSION,
+    .append_events = sluice_redis__append_events,
+    .read_events = sluice_redis__read_events,
+    .put_progress = sluice_redis__put_progress,
+    .get_progress = sluice_redis__get_progress,
+};
+
+static const SluiceBrokerRates redis_rates = {
+    .version = SLUICE_BROKER_RATES_VERSION,
+    .rate_acquire = sluice_redis__rate_acquire,
+};
+
+static const SluiceBrokerSlots redis_slots = {
+    .version = SLUICE_BROKER_SLOTS_VERSION,
+    .slot_acquire = sluice_redis__slot_acquire,
+    .slot_release = sluice_redis__slot_release,
+    .list_slots = sluice_redis__list_slots,
+};
+
+static const SluiceBrokerUnique redis_unique = {
+    .version = SLUICE_BROKER_UNIQUE_VERSION,
+    .unique_enqueue = sluice_redis__unique_enqueue,
+    .unique_update = sluice_redis__unique_update,
+};
+
+/* The class of transport @t: the shared slots, with `reclaim` and
+ * `count_reclaimable` only when the transport has them. */
 static void
 redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
 {
@@ -62,57 +120,50 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->version = SLUICE_BROKER_CLASS_VERSION;
   klass->name = t->name;
   klass->instance_size = sizeof(SluiceRedisBroker);
-  klass->caps = t->caps | SLUICE_BROKER_CAP_JOINS;
+  klass->caps = t->caps;
+  /* produce */
   klass->enqueue = sluice_redis__enqueue;
+  /* consume */
   klass->fetch = sluice_redis__fetch;
   klass->settle = sluice_redis__settle;
   klass->heartbeat = sluice_redis__heartbeat;
   klass->reclaim = t->reclaim != NULL ? sluice_redis__reclaim : NULL;
+  klass->count_reclaimable =
+      t->count_reclaimable != NULL ? sluice_redis__count_reclaimable : NULL;
   klass->leave = sluice_redis__leave;
   klass->wakeup = sluice_redis__wakeup;
+  /* schedule */
   klass->promote_due = sluice_redis__promote_due;
   klass->cancel_scheduled = sluice_redis__cancel_scheduled;
+  /* records */
   klass->get_record = sluice_redis__get_record;
   klass->put_record = sluice_redis__put_record;
   klass->put_records = sluice_redis__put_records;
   klass->wait_record = sluice_redis__wait_record;
+  klass->lookup_task = sluice_redis__lookup_task;
+  /* revocations */
   klass->revoke = sluice_redis__revoke;
   klass->list_revocations = sluice_redis__list_revocations;
-  klass->list_revocations_since = sluice_redis__list_revocations_since;
-  klass->check = sluice_redis__check;
-  klass->count_reclaimable =
-      t->count_reclaimable != NULL ? sluice_redis__count_reclaimable : NULL;
-  klass->lookup_task = sluice_redis__lookup_task;
-  klass->announce = sluice_redis__announce;
-  klass->claim_periodic = sluice_redis__claim_periodic;
-  klass->last_periodic = sluice_redis__last_periodic;
+  /* dead letters */
   klass->dlq_list = sluice_redis__dlq_list;
   klass->dlq_get = sluice_redis__dlq_get;
   klass->dlq_replay = sluice_redis__dlq_replay;
   klass->dlq_delete = sluice_redis__dlq_delete;
+  /* stats and workers */
   klass->stats = sluice_redis__stats;
-  klass->purge = sluice_redis__purge;
-  klass->list_queued = sluice_redis__list_queued;
-  klass->list_scheduled = sluice_redis__list_scheduled;
-  klass->set_paused = sluice_redis__set_paused;
-  klass->list_paused = sluice_redis__list_paused;
-  klass->reschedule = sluice_redis__reschedule;
-  klass->join_open = sluice_redis__join_open;
-  klass->join_arrive = sluice_redis__join_arrive;
-  klass->join_read = sluice_redis__join_read;
-  klass->join_grow = sluice_redis__join_grow;
-  klass->put_progress = sluice_redis__put_progress;
-  klass->get_progress = sluice_redis__get_progress;
-  klass->append_events = sluice_redis__append_events;
-  klass->read_events = sluice_redis__read_events;
-  klass->rate_acquire = sluice_redis__rate_acquire;
-  klass->slot_acquire = sluice_redis__slot_acquire;
-  klass->slot_release = sluice_redis__slot_release;
-  klass->list_slots = sluice_redis__list_slots;
-  klass->unique_enqueue = sluice_redis__unique_enqueue;
-  klass->unique_update = sluice_redis__unique_update;
+  klass->announce = sluice_redis__announce;
+  klass->check = sluice_redis__check;
+  /* lifecycle */
   klass->close = redis_close;
   klass->finalize = redis_finalize;
+  /* optional families */
+  klass->steering = &redis_steering;
+  klass->periodic = &redis_periodic;
+  klass->joins = &redis_joins;
+  klass->events = &redis_events;
+  klass->rates = &redis_rates;
+  klass->slots = &redis_slots;
+  klass->unique = &redis_unique;
 }
 
 /* ---- Public API ---------------------------------------------------------- */
@@ -139,7 +190,35 @@ static const struct {
     {SLUICE_REDIS_RELIABLE, "reliable", sluice_redis__reliable_transport},
 };
 
-SluiceBroker *
+/* The class of each transport, built once and kept for the process, so
+ * that sluice_broker_is_a() recognises a Redis broker by its class. */
+static SluiceBrokerClass redis_classes[G_N_ELEMENTS(transports)];
+
+static const SluiceBrokerClass *
+redis_class(gsize i)
+{
+  static gsize built[G_N_ELEMENTS(transports)];
+
+  if (g_once_init_enter(&built[i])) {
+    redis_class_init(&redis_classes[i], transports[i].get());
+    g_once_init_leave(&built[i], 1);
+  }
+  return &redis_classes[i];
+}
+
+static gboolean
+sluice_redis__is_redis(SluiceBroker *broker)
+{
+  for (gsize i = 0; i < G_N_ELEMENTS(transports); i++)
+    if (sluice_broker_is_a(broker, redis_class(i)))
+      return TRUE;
+  return FALSE;
+}
+
+/* A plain Redis broker of the namespace of @options: its partition @index
+ * of @n, or the whole namespace with @index -1. @layout (transfer full,
+ * nullable) becomes its gate: the check made before its first command. */
+static SluiceBroker *
 sluice_redis__partition_new(const SluiceRedisOptions *options,
                             const SluiceRedisUrl *url, SluiceClock *clock,
                             gint index, guint n, SluiceRedisLayout *layout,
@@ -147,7 +226,7 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
 {
   const SluiceRedisTransport *transport = NULL;
   const gchar *meta_mode = NULL;
-  SluiceBrokerClass klass;
+  const SluiceBrokerClass *klass = NULL;
   SluiceRedisBroker *self;
   SluiceBroker *broker;
   const gchar *ns = options->namespace_ != NULL
@@ -158,6 +237,7 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
     if (transports[i].mode == options->mode) {
       transport = transports[i].get();
       meta_mode = transports[i].meta_mode;
+      klass = redis_class(i);
     }
   if (transport == NULL) {
     sluice_redis_layout__free(layout);
@@ -168,15 +248,16 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
     return NULL;
   }
 
-  redis_class_init(&klass, transport);
-  broker = sluice_broker_new(&klass, clock, error);
+  broker = sluice_broker_new(klass, clock, error);
   if (broker == NULL) {
     sluice_redis_layout__free(layout);
     return NULL;
   }
   self = SLUICE_REDIS_BROKER(broker);
   self->transport = transport;
-  self->layout = layout;
+  if (layout != NULL)
+    self->gate = (SluiceRedisGate){sluice_redis_layout__ensure, layout,
+                                   sluice_redis_layout__free};
   self->pool = sluice_redis_pool__new(
       url,
       options->connect_timeout_ms > 0 ? options->connect_timeout_ms
@@ -232,7 +313,9 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
   return broker;
 }
 
-void
+/* Its connections log nothing about the server's configuration: for a
+ * broker whose servers another broker of the client checks already. */
+static void
 sluice_redis__skip_policy_check(SluiceBroker *broker)
 {
   SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
@@ -241,6 +324,62 @@ sluice_redis__skip_policy_check(SluiceBroker *broker)
   if (sluice_redis_pool__get_router_data(self->pool) != NULL)
     sluice_redis_cluster__skip_policy_check(
         sluice_redis_pool__get_router_data(self->pool));
+}
+
+/* The SluiceRedisPartBuilder of the layout check. */
+static SluiceBroker *
+build_part(const SluiceRedisOptions *options, const SluiceRedisUrl *url,
+           gint index, guint n, GError **error)
+{
+  SluiceBroker *part =
+      sluice_redis__partition_new(options, url, NULL, index, n, NULL, error);
+
+  /* The client's own broker tells the user about the server. */
+  if (part != NULL)
+    sluice_redis__skip_policy_check(part);
+  return part;
+}
+
+/* What the composite of a namespace of partitions needs of its parts
+ * beyond the contract (redis-partitions.h). */
+static const SluiceRedisPartitionOps partition_ops = {
+    .periodic_gate = sluice_redis__periodic_gate,
+    .dlq_oldest = sluice_redis__dlq_oldest,
+    .dlq_drop = sluice_redis__dlq_drop,
+};
+
+/* The broker of a namespace of @n > 1 partitions: its parts, then the
+ * composite over them, gated by the layout check. */
+static SluiceBroker *
+partitioned_new(const SluiceRedisOptions *options, const SluiceRedisUrl *url,
+                SluiceClock *clock, guint n, GError **error)
+{
+  SluiceBroker **parts = g_new0(SluiceBroker *, n);
+  const gchar *ns = options->namespace_ != NULL
+                        ? options->namespace_
+                        : SLUICE_REDIS_DEFAULT_NAMESPACE;
+  guint dead_letter_max;
+
+  for (guint k = 0; k < n; k++) {
+    parts[k] = sluice_redis__partition_new(options, url, clock, (gint)k, n,
+                                           NULL, error);
+    if (parts[k] == NULL) {
+      for (guint j = 0; j < k; j++)
+        sluice_broker_unref(parts[j]);
+      g_free(parts);
+      return NULL;
+    }
+    /* On one server, partition 0 tells the user about its configuration
+     * once; on a cluster each partition's master may differ, so each
+     * partition looks at its own. */
+    if (k > 0 && !url->is_cluster)
+      sluice_redis__skip_policy_check(parts[k]);
+  }
+  dead_letter_max = SLUICE_REDIS_BROKER(parts[0])->dead_letter_max;
+  return sluice_redis__partitioned_new(
+      parts, n, &partition_ops,
+      sluice_redis_layout__new(options, url, n, build_part), ns,
+      dead_letter_max, clock, error);
 }
 
 SluiceBroker *
@@ -285,10 +424,10 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                               : 1;
   if (n == 1)
     broker = sluice_redis__partition_new(
-        options, &url, clock, -1, 1, sluice_redis_layout__new(options, &url, 1),
-        error);
+        options, &url, clock, -1, 1,
+        sluice_redis_layout__new(options, &url, 1, build_part), error);
   else
-    broker = sluice_redis__partitioned_new(options, &url, clock, n, error);
+    broker = partitioned_new(options, &url, clock, n, error);
   sluice_redis_url__clear(&url);
   return broker;
 }
@@ -299,6 +438,6 @@ sluice_redis_broker_ping(SluiceBroker *broker, GError **error)
   g_return_val_if_fail(broker != NULL, FALSE);
   if (sluice_redis__is_partitioned(broker))
     return sluice_broker_check(broker, error);
-  g_return_val_if_fail(broker->klass->finalize == redis_finalize, FALSE);
+  g_return_val_if_fail(sluice_redis__is_redis(broker), FALSE);
   return sluice_redis__check(broker, error);
 }

@@ -255,14 +255,9 @@ gboolean sluice_sqlite__wait_record(SluiceBroker *broker, const gchar *id,
                                     GError **error);
 gboolean sluice_sqlite__revoke(SluiceBroker *broker, const gchar *id,
                                gint64 expires_at, GError **error);
-gboolean sluice_sqlite__list_revocations(SluiceBroker *broker, gint64 after,
+gboolean sluice_sqlite__list_revocations(SluiceBroker *broker, gint64 cursor,
                                          gint64 now_ms, GPtrArray *out,
-                                         GError **error);
-gboolean sluice_sqlite__list_revocations_since(SluiceBroker *broker,
-                                               gint64 cursor, gint64 now_ms,
-                                               GPtrArray *out,
-                                               gint64 *out_cursor,
-                                               GError **error);
+                                         gint64 *out_cursor, GError **error);
 gboolean sluice_sqlite__claim_periodic(SluiceBroker *broker, const gchar *name,
                                        gint64 occurrence_at, SluiceSubmit *item,
                                        gboolean *out_claimed, GError **error);

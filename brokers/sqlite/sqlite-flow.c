@@ -27,7 +27,6 @@ rate_acquire_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
       "INSERT INTO rate_buckets (key, tat) VALUES (?1, ?2) "
       "ON CONFLICT (key) DO UPDATE SET tat = excluded.tat";
   RateJob *job = data;
-  gint64 now_us = job->now * 1000;
 
   for (guint i = 0; i < job->n; i++) {
     SluiceRateAcquire *item = &job->items[i];
@@ -41,21 +40,10 @@ rate_acquire_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
     if (!sluice_sqlite__row(c, stmt, &row, "reading a rate-limit bucket",
                             error))
       return FALSE;
-    tat = row ? MAX(sqlite3_column_int64(stmt, 0), now_us) : now_us;
+    tat = row ? sqlite3_column_int64(stmt, 0) : 0;
     sqlite3_reset(stmt);
-    item->now_ms = job->now;
-    item->granted = FALSE;
-    item->wait_ms = 0;
-    if (item->block_ms > 0) {
-      next = MAX(tat, now_us + item->block_ms * 1000 + item->tolerance_us);
-      item->wait_ms = item->block_ms;
-    } else if (tat - item->tolerance_us <= now_us) {
-      next = tat + item->interval_us;
-      item->granted = TRUE;
-    } else {
-      item->wait_ms = (tat - item->tolerance_us - now_us + 999) / 1000;
-      continue;
-    }
+    if (!sluice_broker_gcra_step(item, job->now, tat, &next))
+      continue; /* refused: the bucket stays as it was */
     stmt = sluice_sqlite__stmt(c, put_sql, error);
     if (stmt == NULL)
       return FALSE;

@@ -588,18 +588,10 @@ sluice_sqlite__read_events(SluiceBroker *broker, const gchar *cursor,
 {
   SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
   gint64 deadline = g_get_monotonic_time() + block_ms * 1000;
-  guint64 after = 0;
   EventsJob job = {.limit = limit, .out = out};
 
-  if (cursor != NULL &&
-      !g_ascii_string_to_unsigned(cursor, 10, 0, G_MAXINT64, &after, NULL)) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-                "“%s” is not an events cursor of this broker (a number): "
-                "pass one a read returned, or none to start from the oldest",
-                cursor);
+  if (!sluice_broker_parse_events_cursor(cursor, &job.after, error))
     return FALSE;
-  }
-  job.after = (gint64)after;
   job.last = job.after;
   if (job.after > 0) {
     if (!sluice_sqlite__run(self, FALSE, newest_event_step, &job, error))

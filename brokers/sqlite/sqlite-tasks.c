@@ -158,10 +158,8 @@ sluice_sqlite__wait_record(SluiceBroker *broker, const gchar *id,
 typedef struct {
   const gchar *id;
   gint64 expires_at;
-  gint64 after;
   gint64 cursor;
   gint64 now;
-  gboolean since;
   GPtrArray *out;
 } RevokeJob;
 
@@ -204,20 +202,16 @@ static gboolean
 list_revocations_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
                       GError **error)
 {
-  static const gchar after_sql[] =
-      "SELECT id, expires_at FROM revocations WHERE expires_at > ?1 AND "
-      "expires_at > ?2";
   static const gchar since_sql[] =
       "SELECT id, expires_at FROM revocations WHERE seq > ?1 AND expires_at > "
       "?2 ORDER BY seq";
   RevokeJob *job = data;
-  sqlite3_stmt *stmt =
-      sluice_sqlite__stmt(c, job->since ? since_sql : after_sql, error);
+  sqlite3_stmt *stmt = sluice_sqlite__stmt(c, since_sql, error);
   int rc;
 
   if (stmt == NULL)
     return FALSE;
-  sqlite3_bind_int64(stmt, 1, job->since ? job->cursor : job->after);
+  sqlite3_bind_int64(stmt, 1, job->cursor);
   sqlite3_bind_int64(stmt, 2, job->now);
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
     g_ptr_array_add(job->out, sluice_revocation_new(
@@ -226,7 +220,7 @@ list_revocations_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
   sqlite3_reset(stmt);
   if (rc != SQLITE_DONE)
     return sluice_sqlite__fail(c, rc, "listing revocations", error);
-  if (job->since) {
+  {
     gint64 seq;
     /* Same read snapshot as the rows: everything up to seq was seen. */
     if (!sluice_sqlite__get_counter(c, "revocation_seq", &seq, error))
@@ -237,21 +231,11 @@ list_revocations_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
 }
 
 gboolean
-sluice_sqlite__list_revocations(SluiceBroker *broker, gint64 after,
-                                gint64 now_ms, GPtrArray *out, GError **error)
+sluice_sqlite__list_revocations(SluiceBroker *broker, gint64 cursor,
+                                gint64 now_ms, GPtrArray *out,
+                                gint64 *out_cursor, GError **error)
 {
-  RevokeJob job = {.after = after, .now = now_ms, .out = out};
-
-  return sluice_sqlite__run(SLUICE_SQLITE_BROKER(broker), FALSE,
-                            list_revocations_step, &job, error);
-}
-
-gboolean
-sluice_sqlite__list_revocations_since(SluiceBroker *broker, gint64 cursor,
-                                      gint64 now_ms, GPtrArray *out,
-                                      gint64 *out_cursor, GError **error)
-{
-  RevokeJob job = {.cursor = cursor, .now = now_ms, .since = TRUE, .out = out};
+  RevokeJob job = {.cursor = cursor, .now = now_ms, .out = out};
 
   if (!sluice_sqlite__run(SLUICE_SQLITE_BROKER(broker), FALSE,
                           list_revocations_step, &job, error))

@@ -25,6 +25,57 @@ sqlite_finalize(SluiceBroker *broker)
   sluice_sqlite__clear(SLUICE_SQLITE_BROKER(broker));
 }
 
+/* Every optional family, each a table: the SQLite broker has them all. */
+static const SluiceBrokerSteering sqlite_steering = {
+    .version = SLUICE_BROKER_STEERING_VERSION,
+    .list_queued = sluice_sqlite__list_queued,
+    .list_scheduled = sluice_sqlite__list_scheduled,
+    .set_paused = sluice_sqlite__set_paused,
+    .list_paused = sluice_sqlite__list_paused,
+    .reschedule = sluice_sqlite__reschedule,
+    .purge = sluice_sqlite__purge,
+};
+
+static const SluiceBrokerPeriodic sqlite_periodic = {
+    .version = SLUICE_BROKER_PERIODIC_VERSION,
+    .claim_periodic = sluice_sqlite__claim_periodic,
+    .last_periodic = sluice_sqlite__last_periodic,
+};
+
+static const SluiceBrokerJoins sqlite_joins = {
+    .version = SLUICE_BROKER_JOINS_VERSION,
+    .join_open = sluice_sqlite__join_open,
+    .join_arrive = sluice_sqlite__join_arrive,
+    .join_read = sluice_sqlite__join_read,
+    .join_grow = sluice_sqlite__join_grow,
+};
+
+static const SluiceBrokerEvents sqlite_events = {
+    .version = SLUICE_BROKER_EVENTS_VERSION,
+    .append_events = sluice_sqlite__append_events,
+    .read_events = sluice_sqlite__read_events,
+    .put_progress = sluice_sqlite__put_progress,
+    .get_progress = sluice_sqlite__get_progress,
+};
+
+static const SluiceBrokerRates sqlite_rates = {
+    .version = SLUICE_BROKER_RATES_VERSION,
+    .rate_acquire = sluice_sqlite__rate_acquire,
+};
+
+static const SluiceBrokerSlots sqlite_slots = {
+    .version = SLUICE_BROKER_SLOTS_VERSION,
+    .slot_acquire = sluice_sqlite__slot_acquire,
+    .slot_release = sluice_sqlite__slot_release,
+    .list_slots = sluice_sqlite__list_slots,
+};
+
+static const SluiceBrokerUnique sqlite_unique = {
+    .version = SLUICE_BROKER_UNIQUE_VERSION,
+    .unique_enqueue = sluice_sqlite__unique_enqueue,
+    .unique_update = sluice_sqlite__unique_update,
+};
+
 static const SluiceBrokerClass sqlite_broker_class = {
     .version = SLUICE_BROKER_CLASS_VERSION,
     .name = "sqlite",
@@ -32,56 +83,49 @@ static const SluiceBrokerClass sqlite_broker_class = {
     .caps = SLUICE_BROKER_CAP_SHARED | SLUICE_BROKER_CAP_DURABLE |
             SLUICE_BROKER_CAP_LEASES | SLUICE_BROKER_CAP_FENCING |
             SLUICE_BROKER_CAP_CLOCK_TTL | SLUICE_BROKER_CAP_IN_FLIGHT |
-            SLUICE_BROKER_CAP_JOINS | SLUICE_BROKER_CAP_ORDERED,
+            SLUICE_BROKER_CAP_ORDERED,
+    /* produce */
     .enqueue = sluice_sqlite__enqueue,
+    /* consume */
     .fetch = sluice_sqlite__fetch,
     .settle = sluice_sqlite__settle,
     .heartbeat = sluice_sqlite__heartbeat,
     .reclaim = sluice_sqlite__reclaim,
+    .count_reclaimable = sluice_sqlite__count_reclaimable,
     .leave = sluice_sqlite__leave,
     .wakeup = sluice_sqlite__wakeup,
+    /* schedule */
     .promote_due = sluice_sqlite__promote_due,
     .cancel_scheduled = sluice_sqlite__cancel_scheduled,
+    /* records */
     .get_record = sluice_sqlite__get_record,
     .put_record = sluice_sqlite__put_record_slot,
+    .put_records = sluice_sqlite__put_records,
     .wait_record = sluice_sqlite__wait_record,
+    .lookup_task = sluice_sqlite__lookup_task,
+    /* revocations */
     .revoke = sluice_sqlite__revoke,
     .list_revocations = sluice_sqlite__list_revocations,
-    .claim_periodic = sluice_sqlite__claim_periodic,
-    .last_periodic = sluice_sqlite__last_periodic,
+    /* dead letters */
     .dlq_list = sluice_sqlite__dlq_list,
     .dlq_get = sluice_sqlite__dlq_get,
     .dlq_replay = sluice_sqlite__dlq_replay,
     .dlq_delete = sluice_sqlite__dlq_delete,
+    /* stats and workers */
     .stats = sluice_sqlite__stats,
-    .purge = sluice_sqlite__purge,
+    .announce = sluice_sqlite__announce,
+    .check = sluice_sqlite__check,
+    /* lifecycle */
     .close = sqlite_close,
     .finalize = sqlite_finalize,
-    .check = sluice_sqlite__check,
-    .list_revocations_since = sluice_sqlite__list_revocations_since,
-    .count_reclaimable = sluice_sqlite__count_reclaimable,
-    .lookup_task = sluice_sqlite__lookup_task,
-    .announce = sluice_sqlite__announce,
-    .put_records = sluice_sqlite__put_records,
-    .list_queued = sluice_sqlite__list_queued,
-    .list_scheduled = sluice_sqlite__list_scheduled,
-    .set_paused = sluice_sqlite__set_paused,
-    .list_paused = sluice_sqlite__list_paused,
-    .reschedule = sluice_sqlite__reschedule,
-    .join_open = sluice_sqlite__join_open,
-    .join_arrive = sluice_sqlite__join_arrive,
-    .join_read = sluice_sqlite__join_read,
-    .join_grow = sluice_sqlite__join_grow,
-    .put_progress = sluice_sqlite__put_progress,
-    .get_progress = sluice_sqlite__get_progress,
-    .append_events = sluice_sqlite__append_events,
-    .read_events = sluice_sqlite__read_events,
-    .rate_acquire = sluice_sqlite__rate_acquire,
-    .slot_acquire = sluice_sqlite__slot_acquire,
-    .slot_release = sluice_sqlite__slot_release,
-    .list_slots = sluice_sqlite__list_slots,
-    .unique_enqueue = sluice_sqlite__unique_enqueue,
-    .unique_update = sluice_sqlite__unique_update,
+    /* optional families */
+    .steering = &sqlite_steering,
+    .periodic = &sqlite_periodic,
+    .joins = &sqlite_joins,
+    .events = &sqlite_events,
+    .rates = &sqlite_rates,
+    .slots = &sqlite_slots,
+    .unique = &sqlite_unique,
 };
 
 void

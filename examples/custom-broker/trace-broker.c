@@ -11,14 +11,20 @@
  *
  *   1. The instance struct embeds SluiceBroker first; the core allocates
  *      instance_size bytes, zero-filled, and owns the reference count.
- *   2. A static, const SluiceBrokerClass lists the slots. The core copies it
- *      and validates it in sluice_broker_new(): a missing required slot is
- *      an error naming the slot.
+ *   2. A SluiceBrokerClass lists the slots by topic, and one const table
+ *      per optional family (steering, periodic, joins, events, rates,
+ *      slots, unique) points at that family's slots. The core copies them
+ *      and validates them in sluice_broker_new(): a missing required slot,
+ *      or a table with a NULL slot, is an error naming the slot.
  *   3. Each slot returns FALSE exactly when it sets its GError.
- *   4. Optional slots may be left NULL; the core then applies the fallback
- *      each slot documents. Here every slot is present and forwards to the
- *      inner broker's dispatch function (sluice_broker_<slot>), which
- *      applies the inner broker's own fallbacks.
+ *   4. Optional slots and tables may be left NULL; the core then applies
+ *      the fallback each documents. Here every slot forwards to the inner
+ *      broker's dispatch function (sluice_broker_<slot>), which applies
+ *      the inner broker's own fallbacks; the tables and the optional slots
+ *      a user can see (lookup_task, announce, count_reclaimable) are set
+ *      only when the inner broker has them, as sluice_broker_supports()
+ *      says, so the trace broker supports exactly what its inner one
+ *      does. It never reads the inner broker's class.
  *   5. finalize frees the broker's own state; it may run on a half-built
  *      instance, so it checks what it frees.
  *
@@ -200,17 +206,17 @@ trace_revoke(SluiceBroker *b, const gchar *id, gint64 expires_at,
 }
 
 static gboolean
-trace_list_revocations(SluiceBroker *b, gint64 after, gint64 now_ms,
-                       GPtrArray *out, GError **error)
+trace_list_revocations(SluiceBroker *b, gint64 cursor, gint64 now_ms,
+                       GPtrArray *out, gint64 *out_cursor, GError **error)
 {
   gint64 t = NOW();
+
+  *out_cursor = cursor;
   return traced(b, "list_revocations", t,
-                sluice_broker_list_revocations(trace(b)->inner, after, now_ms,
-                                               out, error),
+                sluice_broker_list_revocations(trace(b)->inner, out_cursor,
+                                               now_ms, out, error),
                 error);
 }
-
-/* ---- Version 2 of the contract: optional slots, forwarded all the same */
 
 static gboolean
 trace_check(SluiceBroker *b, GError **error)
@@ -218,19 +224,6 @@ trace_check(SluiceBroker *b, GError **error)
   gint64 t = NOW();
   return traced(b, "check", t, sluice_broker_check(trace(b)->inner, error),
                 error);
-}
-
-static gboolean
-trace_list_revocations_since(SluiceBroker *b, gint64 cursor, gint64 now_ms,
-                             GPtrArray *out, gint64 *out_cursor, GError **error)
-{
-  gint64 t = NOW();
-  gboolean ok;
-
-  *out_cursor = cursor;
-  ok = sluice_broker_list_revocations_since(trace(b)->inner, out_cursor, now_ms,
-                                            out, error);
-  return traced(b, "list_revocations_since", t, ok, error);
 }
 
 static gboolean
@@ -495,6 +488,65 @@ trace_read_events(SluiceBroker *b, const gchar *cursor, guint limit,
                 error);
 }
 
+static gboolean
+trace_rate_acquire(SluiceBroker *b, SluiceRateAcquire *items, guint n,
+                   GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "rate_acquire", t,
+                sluice_broker_rate_acquire(trace(b)->inner, items, n, error),
+                error);
+}
+
+static gboolean
+trace_slot_acquire(SluiceBroker *b, SluiceSlotAcquire *items, guint n,
+                   GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "slot_acquire", t,
+                sluice_broker_slot_acquire(trace(b)->inner, items, n, error),
+                error);
+}
+
+static gboolean
+trace_slot_release(SluiceBroker *b, SluiceSlotRelease *items, guint n,
+                   GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "slot_release", t,
+                sluice_broker_slot_release(trace(b)->inner, items, n, error),
+                error);
+}
+
+static gboolean
+trace_list_slots(SluiceBroker *b, guint limit, GPtrArray *out, GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "list_slots", t,
+                sluice_broker_list_slots(trace(b)->inner, limit, out, error),
+                error);
+}
+
+static gboolean
+trace_unique_enqueue(SluiceBroker *b, SluiceUniqueSubmit *items, guint n,
+                     GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "unique_enqueue", t,
+                sluice_broker_unique_enqueue(trace(b)->inner, items, n, error),
+                error);
+}
+
+static gboolean
+trace_unique_update(SluiceBroker *b, SluiceUniqueUpdate *items, guint n,
+                    GError **error)
+{
+  gint64 t = NOW();
+  return traced(b, "unique_update", t,
+                sluice_broker_unique_update(trace(b)->inner, items, n, error),
+                error);
+}
+
 static void
 trace_finalize(SluiceBroker *b)
 {
@@ -506,54 +558,112 @@ trace_finalize(SluiceBroker *b)
   g_mutex_clear(&self->lock);
 }
 
-/* The class. Its caps are filled in per instance below, because they are
- * the inner broker's: the core copies the class, so a broker may build it
- * at run time as long as it is complete when sluice_broker_new() sees it. */
+/* The families, one table each. A table forwards every slot of its family;
+ * trace_broker_new() points the class at the tables of the families the
+ * inner broker has, so that the trace broker can do exactly what its inner
+ * broker can (and the core's fallbacks stay the inner broker's). */
+static const SluiceBrokerSteering trace_steering = {
+    .version = SLUICE_BROKER_STEERING_VERSION,
+    .list_queued = trace_list_queued,
+    .list_scheduled = trace_list_scheduled,
+    .set_paused = trace_set_paused,
+    .list_paused = trace_list_paused,
+    .reschedule = trace_reschedule,
+    .purge = trace_purge,
+};
+
+static const SluiceBrokerPeriodic trace_periodic = {
+    .version = SLUICE_BROKER_PERIODIC_VERSION,
+    .claim_periodic = trace_claim_periodic,
+    .last_periodic = trace_last_periodic,
+};
+
+static const SluiceBrokerJoins trace_joins = {
+    .version = SLUICE_BROKER_JOINS_VERSION,
+    .join_open = trace_join_open,
+    .join_arrive = trace_join_arrive,
+    .join_read = trace_join_read,
+    .join_grow = trace_join_grow,
+};
+
+static const SluiceBrokerEvents trace_events = {
+    .version = SLUICE_BROKER_EVENTS_VERSION,
+    .append_events = trace_append_events,
+    .read_events = trace_read_events,
+    .put_progress = trace_put_progress,
+    .get_progress = trace_get_progress,
+};
+
+static const SluiceBrokerRates trace_rates = {
+    .version = SLUICE_BROKER_RATES_VERSION,
+    .rate_acquire = trace_rate_acquire,
+};
+
+static const SluiceBrokerSlots trace_slots = {
+    .version = SLUICE_BROKER_SLOTS_VERSION,
+    .slot_acquire = trace_slot_acquire,
+    .slot_release = trace_slot_release,
+    .list_slots = trace_list_slots,
+};
+
+static const SluiceBrokerUnique trace_unique = {
+    .version = SLUICE_BROKER_UNIQUE_VERSION,
+    .unique_enqueue = trace_unique_enqueue,
+    .unique_update = trace_unique_update,
+};
+
+/* The class, by topic. Its caps, its tables and the optional slots whose
+ * presence a user can see are filled in per instance below, because they
+ * are the inner broker's: the core copies the class, so a broker may build
+ * it at run time as long as it is complete when sluice_broker_new() sees
+ * it. */
 static const SluiceBrokerClass trace_class_template = {
     .version = SLUICE_BROKER_CLASS_VERSION,
     .name = "trace",
     .instance_size = sizeof(TraceBroker),
+    /* produce */
     .enqueue = trace_enqueue,
+    /* consume */
     .fetch = trace_fetch,
     .settle = trace_settle,
     .heartbeat = trace_heartbeat,
     .reclaim = trace_reclaim,
     .leave = trace_leave,
     .wakeup = trace_wakeup,
+    /* schedule */
     .promote_due = trace_promote_due,
     .cancel_scheduled = trace_cancel_scheduled,
+    /* records */
     .get_record = trace_get_record,
     .put_record = trace_put_record,
     .wait_record = trace_wait_record,
+    /* revocations */
     .revoke = trace_revoke,
     .list_revocations = trace_list_revocations,
-    .claim_periodic = trace_claim_periodic,
-    .last_periodic = trace_last_periodic,
+    /* dead letters */
     .dlq_list = trace_dlq_list,
     .dlq_get = trace_dlq_get,
     .dlq_replay = trace_dlq_replay,
     .dlq_delete = trace_dlq_delete,
+    /* stats and workers */
     .stats = trace_stats,
-    .purge = trace_purge,
-    .finalize = trace_finalize,
     .check = trace_check,
-    .list_revocations_since = trace_list_revocations_since,
-    .count_reclaimable = trace_count_reclaimable,
-    .lookup_task = trace_lookup_task,
-    .announce = trace_announce,
-    .list_queued = trace_list_queued,
-    .list_scheduled = trace_list_scheduled,
-    .set_paused = trace_set_paused,
-    .list_paused = trace_list_paused,
-    .reschedule = trace_reschedule,
-    .join_open = trace_join_open,
-    .join_arrive = trace_join_arrive,
-    .join_read = trace_join_read,
-    .join_grow = trace_join_grow,
-    .put_progress = trace_put_progress,
-    .get_progress = trace_get_progress,
-    .append_events = trace_append_events,
-    .read_events = trace_read_events,
+    /* lifecycle */
+    .finalize = trace_finalize,
+};
+
+/* The capabilities, asked of the inner broker one by one. */
+static const struct {
+  SluiceBrokerFeature feature;
+  guint64 cap;
+} trace_caps[] = {
+    {SLUICE_BROKER_FEATURE_SHARED, SLUICE_BROKER_CAP_SHARED},
+    {SLUICE_BROKER_FEATURE_DURABLE, SLUICE_BROKER_CAP_DURABLE},
+    {SLUICE_BROKER_FEATURE_LEASES, SLUICE_BROKER_CAP_LEASES},
+    {SLUICE_BROKER_FEATURE_FENCING, SLUICE_BROKER_CAP_FENCING},
+    {SLUICE_BROKER_FEATURE_CLOCK_TTL, SLUICE_BROKER_CAP_CLOCK_TTL},
+    {SLUICE_BROKER_FEATURE_IN_FLIGHT, SLUICE_BROKER_CAP_IN_FLIGHT},
+    {SLUICE_BROKER_FEATURE_ORDERED, SLUICE_BROKER_CAP_ORDERED},
 };
 
 SluiceBroker *
@@ -565,7 +675,24 @@ trace_broker_new(SluiceBroker *inner)
   TraceBroker *self;
 
   g_return_val_if_fail(inner != NULL, NULL);
-  klass.caps = sluice_broker_get_caps(inner);
+  for (gsize i = 0; i < G_N_ELEMENTS(trace_caps); i++)
+    if (sluice_broker_supports(inner, trace_caps[i].feature))
+      klass.caps |= trace_caps[i].cap;
+#define IF_INNER(feature, field, value)                                        \
+  klass.field = sluice_broker_supports(inner, SLUICE_BROKER_FEATURE_##feature) \
+                    ? (value)                                                  \
+                    : NULL
+  IF_INNER(COUNT_RECLAIMABLE, count_reclaimable, trace_count_reclaimable);
+  IF_INNER(LOOKUP_TASK, lookup_task, trace_lookup_task);
+  IF_INNER(ANNOUNCE, announce, trace_announce);
+  IF_INNER(STEERING, steering, &trace_steering);
+  IF_INNER(PERIODIC, periodic, &trace_periodic);
+  IF_INNER(JOINS, joins, &trace_joins);
+  IF_INNER(EVENTS, events, &trace_events);
+  IF_INNER(RATES, rates, &trace_rates);
+  IF_INNER(SLOTS, slots, &trace_slots);
+  IF_INNER(UNIQUE, unique, &trace_unique);
+#undef IF_INNER
   broker = sluice_broker_new(&klass, sluice_broker_get_clock(inner), &error);
   if (broker == NULL) {
     g_critical("trace broker: %s", error->message);

@@ -79,6 +79,84 @@ const gchar *sluice_broker_get_name(SluiceBroker *broker);
 SLUICE_AVAILABLE_IN_0_1
 SluiceClock *sluice_broker_get_clock(SluiceBroker *broker);
 
+/**
+ * SluiceBrokerFeature:
+ * @SLUICE_BROKER_FEATURE_SHARED: other processes see the same queues
+ *   (capability SLUICE_BROKER_CAP_SHARED)
+ * @SLUICE_BROKER_FEATURE_DURABLE: messages outlive the process
+ * @SLUICE_BROKER_FEATURE_LEASES: deliveries are held under leases and a
+ *   dead consumer's are redelivered (at-least-once)
+ * @SLUICE_BROKER_FEATURE_FENCING: a settle of a delivery another consumer
+ *   owns by now is refused
+ * @SLUICE_BROKER_FEATURE_CLOCK_TTL: TTLs follow the broker's SluiceClock
+ * @SLUICE_BROKER_FEATURE_IN_FLIGHT: stats count deliveries not yet settled
+ * @SLUICE_BROKER_FEATURE_ORDERED: FIFO within a queue and strict priority
+ *   across queues
+ * @SLUICE_BROKER_FEATURE_STEERING: queued and scheduled tasks can be
+ *   listed, paused, moved and purged
+ * @SLUICE_BROKER_FEATURE_PERIODIC: periodic tasks can run
+ * @SLUICE_BROKER_FEATURE_JOINS: workflows and batches can run
+ * @SLUICE_BROKER_FEATURE_EVENTS: the event stream and task progress are
+ *   kept
+ * @SLUICE_BROKER_FEATURE_RATES: rate limits can be kept
+ * @SLUICE_BROKER_FEATURE_SLOTS: concurrency limits can be kept
+ * @SLUICE_BROKER_FEATURE_UNIQUE: tasks can be enqueued with a uniqueness
+ *   key
+ * @SLUICE_BROKER_FEATURE_LOOKUP_TASK: a task without a record is found on
+ *   the schedule or among the dead letters by its id (`inspect`)
+ * @SLUICE_BROKER_FEATURE_ANNOUNCE: workers announce what they serve, and
+ *   stats report it
+ * @SLUICE_BROKER_FEATURE_COUNT_RECLAIMABLE: a busy worker learns what it
+ *   could reclaim without taking it (it then drains before it reclaims)
+ *
+ * What a broker can do: its capabilities (properties of the whole store),
+ * its optional families (sluice/sys/broker.h: each a table of slots), and
+ * the three optional slots of the core that change what a user sees.
+ * Ask with sluice_broker_supports().
+ */
+typedef enum {
+  SLUICE_BROKER_FEATURE_SHARED,
+  SLUICE_BROKER_FEATURE_DURABLE,
+  SLUICE_BROKER_FEATURE_LEASES,
+  SLUICE_BROKER_FEATURE_FENCING,
+  SLUICE_BROKER_FEATURE_CLOCK_TTL,
+  SLUICE_BROKER_FEATURE_IN_FLIGHT,
+  SLUICE_BROKER_FEATURE_ORDERED,
+  SLUICE_BROKER_FEATURE_STEERING,
+  SLUICE_BROKER_FEATURE_PERIODIC,
+  SLUICE_BROKER_FEATURE_JOINS,
+  SLUICE_BROKER_FEATURE_EVENTS,
+  SLUICE_BROKER_FEATURE_RATES,
+  SLUICE_BROKER_FEATURE_SLOTS,
+  SLUICE_BROKER_FEATURE_UNIQUE,
+  SLUICE_BROKER_FEATURE_LOOKUP_TASK,
+  SLUICE_BROKER_FEATURE_ANNOUNCE,
+  SLUICE_BROKER_FEATURE_COUNT_RECLAIMABLE,
+} SluiceBrokerFeature;
+
+/**
+ * sluice_broker_supports:
+ * @feature: what to ask about
+ *
+ * The one way to ask what a broker can do: the core, the CLI, the
+ * conformance kit and users all ask here, never by reading a broker's
+ * class. Cheap (no call into the broker, no lock): fit for a task's path.
+ * Returns: TRUE when @broker declares the capability or has the family's
+ * table (or the optional slot); FALSE for a @feature this Sluice does not
+ * know.
+ */
+SLUICE_AVAILABLE_IN_0_2
+gboolean sluice_broker_supports(SluiceBroker *broker,
+                                SluiceBrokerFeature feature);
+
+/**
+ * sluice_broker_feature_name:
+ * Returns: (transfer none): a short name of @feature for messages
+ * ("leases", "joins"), or "unknown".
+ */
+SLUICE_AVAILABLE_IN_0_2
+const gchar *sluice_broker_feature_name(SluiceBrokerFeature feature);
+
 /* ---- The memory broker ------------------------------------------------ */
 
 #define SLUICE_DEFAULT_DEAD_LETTER_MAX 10000

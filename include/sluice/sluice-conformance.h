@@ -21,9 +21,15 @@
  * Every scenario runs in a process of its own, on a broker of its own:
  * the semantics through a client and a worker, every slot of the contract
  * (<sluice/sys/broker.h>) with its atomicity rules, and process
- * isolation's children. Scenarios that need a capability the broker does
- * not declare in its class's caps, or an optional slot it leaves NULL, are
- * skipped (they pass). docs/writing-a-broker.md explains each.
+ * isolation's children. Scenarios that need a feature the broker lacks (a
+ * capability, a family's table, or an optional slot a user can see:
+ * sluice_broker_supports()) are not run: the kit makes one broker with
+ * the factory when it builds the suite, asks it, and prints each scenario
+ * it leaves out with the reason ("conformance: mine: not run:
+ * reclaim_takes_over_only_dead_or_idle_deliveries (no leases)"), then a
+ * closing line when the program ends ("conformance: mine: 12 scenarios
+ * not run: no leases (4), no joins (8)"). docs/writing-a-broker.md
+ * explains each.
  */
 #pragma once
 
@@ -39,7 +45,8 @@ G_BEGIN_DECLS
  * @name: the broker's name in test names and failure messages
  * @create: makes a fresh, empty broker on @clock (a fake clock: due times
  *   and, with SLUICE_BROKER_CAP_CLOCK_TTL, TTLs must follow it) that keeps
- *   at most @dead_letter_max dead letters; runs in the scenario's process.
+ *   at most @dead_letter_max dead letters; runs in the scenario's process,
+ *   and once when the suite is built (to ask what the broker supports).
  *   Returns: (transfer full): the broker, or NULL and @error
  * @data: passed to @create
  * @scale: the size of the load scenarios (1.0 = 100,000 tasks); a slow

@@ -154,8 +154,9 @@ void sluice_workflow_unref(SluiceWorkflow *workflow);
  *
  * Checks the whole tree, then opens its joins and enqueues the tasks that
  * start at once, in one atomic step of the broker (join_open): all of it,
- * or nothing. The broker must have joins (SLUICE_BROKER_CAP_JOINS: every
- * in-tree broker has).
+ * or nothing. The broker must have joins (sluice_broker_supports() with
+ * SLUICE_BROKER_FEATURE_JOINS: every in-tree broker but a partitioned
+ * Redis namespace has).
  * Returns: (transfer full): the workflow's id, or NULL and @error:
  * SLUICE_CLIENT_ERROR_INVALID (an empty group or chain, a cycle, a node
  * added twice, a bad name or option, more than SLUICE_WORKFLOW_MAX_TASKS

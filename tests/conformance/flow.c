@@ -172,7 +172,7 @@ env_new(void)
 static gboolean
 keeps_rate_limits(Env *e)
 {
-  return e->broker->klass->rate_acquire != NULL;
+  return sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_RATES);
 }
 
 static void
@@ -227,7 +227,7 @@ static void
 pass(Env *e, gint64 ms)
 {
   sluice_test_harness_advance(e->h, ms);
-  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_CLOCK_TTL))
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_CLOCK_TTL))
     g_usleep((gulong)ms * 1000);
 }
 
@@ -322,7 +322,7 @@ START_TEST(rate_acquire_follows_the_generic_cell_rate_algorithm)
   ck_assert(!got.granted);
   ck_assert_int_gt(got.wait_ms, 4000);
   ck_assert_int_le(got.wait_ms, 5000);
-  if (sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_CLOCK_TTL) {
+  if (sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_CLOCK_TTL)) {
     /* The buckets follow the broker's clock: a second later, one more. */
     sluice_clock_advance(e->clock, 1000);
     ck_assert(acquire(e, "k", 1000000, 2000000, 0).granted);
@@ -620,7 +620,7 @@ START_TEST(concurrency_slots_are_leases_and_a_release_wakes_a_waiter)
   SluiceEnqueueOptions o;
   g_autofree gchar *parked = NULL;
 
-  if (e->broker->klass->slot_acquire == NULL) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_SLOTS)) {
     env_free(e);
     return;
   }
@@ -699,7 +699,7 @@ START_TEST(list_slots_shows_holders_and_waiting_counts)
   g_autofree gchar *two = NULL, *one = NULL, *gone = NULL;
   guint waiting = 99;
 
-  if (e->broker->klass->list_slots == NULL) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_SLOTS)) {
     env_free(e);
     return;
   }
@@ -736,7 +736,7 @@ START_TEST(concurrency_limit_holds_across_threads)
   gint64 passed = 0;
   gint peak;
 
-  if (e->broker->klass->slot_acquire == NULL) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_SLOTS)) {
     env_free(e);
     return;
   }
@@ -822,7 +822,7 @@ START_TEST(weighted_queues_share_fetches_by_weight)
 
   /* A weight picks the queue a fetch asks first; only a broker that takes
    * the first-asked queue first (ORDERED) turns that into shares. */
-  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_ORDERED)) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_ORDERED)) {
     env_free(e);
     return;
   }
@@ -1018,21 +1018,37 @@ sluice_conformance_add_flow(Suite *s, const SluiceConformanceFactory *f)
   /* The Redis brokers' buckets follow real time: the 200-task scenario
    * takes 20 s of it there, more on a busy machine. */
   tcase_set_timeout(flow, 600);
-  tcase_add_test(flow, rate_acquire_follows_the_generic_cell_rate_algorithm);
-  tcase_add_test(flow, rate_limit_admits_at_most_n_per_period);
-  tcase_add_test(flow, rate_limit_per_key_holds_up_no_other_key_or_queue);
-  tcase_add_test(flow, rate_limited_task_pauses_its_key);
-  tcase_add_test(flow, malformed_rate_limits_are_refused_naming_the_field);
-  tcase_add_test(flow,
-                 concurrency_slots_are_leases_and_a_release_wakes_a_waiter);
-  tcase_add_test(flow, list_slots_shows_holders_and_waiting_counts);
-  tcase_add_test(flow, concurrency_limit_holds_across_threads);
-  tcase_add_test(flow,
-                 malformed_concurrency_limits_are_refused_naming_the_field);
-  tcase_add_test(flow, weighted_queues_share_fetches_by_weight);
-  tcase_add_test(flow, queue_weights_must_be_positive);
-  tcase_add_test(flow, snooze_runs_again_on_the_same_attempt);
-  tcase_add_test(flow, snooze_works_under_process_isolation);
-  tcase_add_test(flow, snoozing_past_the_maximum_dead_letters);
+  sluice_conformance__add(
+      flow, rate_acquire_follows_the_generic_cell_rate_algorithm,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_RATES));
+  sluice_conformance__add(
+      flow, rate_limit_admits_at_most_n_per_period,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_RATES));
+  sluice_conformance__add(
+      flow, rate_limit_per_key_holds_up_no_other_key_or_queue,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_RATES));
+  sluice_conformance__add(
+      flow, rate_limited_task_pauses_its_key,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_RATES));
+  sluice_conformance__add(
+      flow, malformed_rate_limits_are_refused_naming_the_field, 0);
+  sluice_conformance__add(
+      flow, concurrency_slots_are_leases_and_a_release_wakes_a_waiter,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_SLOTS));
+  sluice_conformance__add(
+      flow, list_slots_shows_holders_and_waiting_counts,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_SLOTS));
+  sluice_conformance__add(
+      flow, concurrency_limit_holds_across_threads,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_SLOTS));
+  sluice_conformance__add(
+      flow, malformed_concurrency_limits_are_refused_naming_the_field, 0);
+  sluice_conformance__add(
+      flow, weighted_queues_share_fetches_by_weight,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_ORDERED));
+  sluice_conformance__add(flow, queue_weights_must_be_positive, 0);
+  sluice_conformance__add(flow, snooze_runs_again_on_the_same_attempt, 0);
+  sluice_conformance__add(flow, snooze_works_under_process_isolation, 0);
+  sluice_conformance__add(flow, snoozing_past_the_maximum_dead_letters, 0);
   suite_add_tcase(s, flow);
 }

@@ -600,7 +600,7 @@ START_TEST(children_are_recycled_by_task_count_and_memory)
   for (guint i = 0; i < 9; i++)
     g_ptr_array_add(ids, enqueue(e, "iso.pid"));
   run_idle(e);
-  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_ORDERED)) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_ORDERED)) {
     /* One executor, tasks in the broker's order: still three children,
      * three tasks each. */
     g_autoptr(GHashTable) runs = g_hash_table_new(NULL, NULL);
@@ -621,7 +621,8 @@ START_TEST(children_are_recycled_by_task_count_and_memory)
   }
   /* One executor runs them in order: three children, three tasks each. */
   for (guint i = 0;
-       (sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_ORDERED) && i < 9;
+       sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_ORDERED) &&
+       i < 9;
        i++) {
     GPid pid = pid_of(e, ids->pdata[i]);
     GPid first = pid_of(e, ids->pdata[i - i % 3]);
@@ -643,7 +644,7 @@ START_TEST(children_are_recycled_by_task_count_and_memory)
   leak = enqueue(e, "iso.leak");
   after = enqueue(e, "iso.pid");
   run_idle(e);
-  if (sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_ORDERED) {
+  if (sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_ORDERED)) {
     ck_assert_int_eq(pid_of(e, before), pid_of(e, leak));
     ck_assert_int_ne(pid_of(e, leak), pid_of(e, after));
     ck_assert_uint_eq(stats_of(e).children_started, 2);
@@ -680,7 +681,7 @@ START_TEST(revocation_kills_only_a_child_that_ignores_it)
    * new child); the stubborn one waits it out once. */
   o.cancel_grace_ms = 3000;
   e = env_new(&o);
-  if (!(sluice_broker_get_caps(e->broker) & SLUICE_BROKER_CAP_ORDERED)) {
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_ORDERED)) {
     /* The scenario needs its five tasks run in order (the listener before
      * the stubborn one, which holds the only executor until killed). */
     env_free(e);
@@ -817,16 +818,22 @@ sluice_conformance_add_isolation(Suite *s, const SluiceConformanceFactory *f)
 
   factory = f;
   tcase_set_timeout(isolation, 300);
-  tcase_add_test(isolation, crash_fails_one_attempt_and_spares_batch_mates);
-  tcase_add_test(isolation, each_way_a_child_dies_is_named);
-  tcase_add_test(isolation, hard_timeout_kills_an_infinite_loop);
-  tcase_add_test(isolation, message_hard_timeout_wins);
-  tcase_add_test(isolation, memory_limit_stops_unbounded_allocation);
-  tcase_add_test(isolation, children_are_recycled_by_task_count_and_memory);
-  tcase_add_test(isolation, revocation_kills_only_a_child_that_ignores_it);
-  tcase_add_test(isolation,
-                 graceful_stop_kills_a_stuck_child_and_releases_its_message);
-  tcase_add_test(isolation, a_child_lost_between_tasks_costs_nothing);
-  tcase_add_test(isolation, child_limits_need_process_isolation);
+  sluice_conformance__add(isolation,
+                          crash_fails_one_attempt_and_spares_batch_mates, 0);
+  sluice_conformance__add(isolation, each_way_a_child_dies_is_named, 0);
+  sluice_conformance__add(isolation, hard_timeout_kills_an_infinite_loop, 0);
+  sluice_conformance__add(isolation, message_hard_timeout_wins, 0);
+  sluice_conformance__add(isolation, memory_limit_stops_unbounded_allocation,
+                          0);
+  sluice_conformance__add(isolation,
+                          children_are_recycled_by_task_count_and_memory, 0);
+  sluice_conformance__add(
+      isolation, revocation_kills_only_a_child_that_ignores_it,
+      SLUICE_CONFORMANCE_NEEDS(SLUICE_BROKER_FEATURE_ORDERED));
+  sluice_conformance__add(
+      isolation, graceful_stop_kills_a_stuck_child_and_releases_its_message, 0);
+  sluice_conformance__add(isolation, a_child_lost_between_tasks_costs_nothing,
+                          0);
+  sluice_conformance__add(isolation, child_limits_need_process_isolation, 0);
   suite_add_tcase(s, isolation);
 }

@@ -27,10 +27,7 @@ G_BEGIN_DECLS
  *   (a fake clock makes records expire); without it TTLs follow the store's
  *   own time
  * @SLUICE_BROKER_CAP_IN_FLIGHT: stats report in-flight counts
- * @SLUICE_BROKER_CAP_JOINS: (since version 4) `join_open`, `join_arrive`
- *   and `join_read` are implemented: workflows (groups, chains, chords)
- *   run on this broker
- * @SLUICE_BROKER_CAP_ORDERED: (since version 4) `fetch` hands out the messages
+ * @SLUICE_BROKER_CAP_ORDERED: `fetch` hands out the messages
  *   of a queue in the order they became ready (FIFO within a queue) and
  *   never a message of queues[i+1] while queues[i] has one ready (strict
  *   priority across queues); `list_queued` lists in that order, and
@@ -38,8 +35,10 @@ G_BEGIN_DECLS
  *   stores (Redis partitions) cannot promise it: it still hands out every
  *   message, in an order of its own
  *
- * The core and the conformance suite branch on capabilities, never on a
- * broker's name.
+ * Capabilities are the properties of a broker that are not a family of
+ * slots: whether a broker has a family is said by its table alone (see
+ * sys/broker.h), never by a bit. The core and the conformance suite branch
+ * on them through sluice_broker_supports(), never on a broker's name.
  */
 typedef enum {
   SLUICE_BROKER_CAP_SHARED = 1 << 0,
@@ -48,8 +47,7 @@ typedef enum {
   SLUICE_BROKER_CAP_FENCING = 1 << 3,
   SLUICE_BROKER_CAP_CLOCK_TTL = 1 << 4,
   SLUICE_BROKER_CAP_IN_FLIGHT = 1 << 5,
-  SLUICE_BROKER_CAP_JOINS = 1 << 6,
-  SLUICE_BROKER_CAP_ORDERED = 1 << 7,
+  SLUICE_BROKER_CAP_ORDERED = 1 << 6,
 } SluiceBrokerCaps;
 
 /**
@@ -137,12 +135,11 @@ typedef enum {
  * @SLUICE_SETTLE_STALE: refused by fencing: another consumer owns the
  *   delivery now. Nothing was acknowledged, scheduled or buried; the record
  *   may still have been written (the last to finish wins).
- * @SLUICE_SETTLE_GONE: (since version 2) refused by fencing: no consumer
+ * @SLUICE_SETTLE_GONE: refused by fencing: no consumer
  *   holds the delivery any more: it was settled already (a settle repeated
  *   after its reply was lost), or the store lost it (a Redis restarted
  *   without its latest writes, an entry deleted by hand). As for STALE,
- *   nothing but the record was written. A version-1 broker reports STALE
- *   for both.
+ *   nothing but the record was written.
  */
 typedef enum {
   SLUICE_SETTLE_DONE,
@@ -272,7 +269,7 @@ typedef struct {
  * @ttl_ms: how long the join lives after it was opened; it is deleted
  *   after that, released or not
  *
- * One join of `join_open` (version 4): a counter of members that, once
+ * One join of `join_open`: a counter of members that, once
  * every member arrived (or when an arrival says so), submits its release
  * items. Workflows are built of them; the broker knows nothing of
  * workflows.
@@ -362,13 +359,34 @@ typedef struct {
  * @cursor: where the event is in the stream (the broker's string; owned)
  * @event: the event's bytes as appended (owned)
  *
- * One event `read_events` found (version 4). Made with
+ * One event `read_events` found. Made with
  * sluice_event_entry_new(), freed with sluice_event_entry_free().
  */
 typedef struct {
   gchar *cursor;
   GBytes *event;
 } SluiceEventEntry;
+
+/**
+ * sluice_broker_parse_events_cursor:
+ * @cursor: (nullable): a cursor of `read_events`; NULL means "from the
+ *   oldest event kept"
+ * @out_after: (out): the sequence number of the last event read: 0 for
+ *   NULL
+ *
+ * For a broker whose events cursor is the decimal sequence number of an
+ * event (the memory and SQLite brokers): parses it, as `read_events`
+ * must, refusing what is not a number from 0 to G_MAXINT64. The bound is
+ * G_MAXINT64, not G_MAXUINT64, because a sequence number is an SQLite
+ * rowid or a counter kept as gint64: a larger number would wrap negative
+ * and read as "from the start". The broker still refuses, itself, a
+ * cursor ahead of every event it appended.
+ * Returns: FALSE and SLUICE_BROKER_ERROR_INVALID, saying what to pass,
+ * when @cursor is not one.
+ */
+SLUICE_BROKER_API
+gboolean sluice_broker_parse_events_cursor(const gchar *cursor,
+                                           gint64 *out_after, GError **error);
 
 /**
  * SluiceRateAcquire:
@@ -386,7 +404,7 @@ typedef struct {
  *   can admit again (>= 1); 0 when granted
  * @now_ms: out: the store's time of the decision (ms since the epoch)
  *
- * One item of `rate_acquire`. (Since version 4.)
+ * One item of `rate_acquire`.
  */
 typedef struct {
   const gchar *key;
@@ -399,6 +417,34 @@ typedef struct {
 } SluiceRateAcquire;
 
 /**
+ * sluice_broker_gcra_step:
+ * @item: one item of `rate_acquire`: its @interval_us, @tolerance_us and
+ *   @block_ms are read; its @granted, @wait_ms and @now_ms are set
+ * @now_ms: the store's time of the decision (ms since the epoch): the
+ *   broker's SluiceClock with CLOCK_TTL, else the store's own
+ * @tat_us: the bucket's stored theoretical arrival time (microseconds), or
+ *   0 for a bucket that has none (an absent bucket admits as a new one)
+ * @out_tat_us: (out): the time to store for the bucket, when this returns
+ *   TRUE
+ *
+ * One step of the generic cell rate algorithm, exactly as `rate_acquire`
+ * specifies it (and as brokers/redis/lua/rate_acquire.lua computes it on
+ * the server): with now = @now_ms * 1000 and tat = MAX (@tat_us, now):
+ *  - @block_ms 0: if tat - tolerance <= now, grant, and the bucket's new
+ *    time is tat + interval; otherwise nothing changes, and @wait_ms is
+ *    tat - tolerance - now rounded up to whole ms;
+ *  - @block_ms > 0: grant nothing, @wait_ms is @block_ms, and the new
+ *    time is MAX (tat, now + @block_ms * 1000 + tolerance).
+ * A broker reads the bucket, calls this, and writes @out_tat_us when it
+ * returns TRUE, all in one atomic step. Pure: it touches nothing else.
+ * Returns: TRUE when the bucket must be written, FALSE when it stays as it
+ * was (a refusal changes nothing).
+ */
+SLUICE_BROKER_API
+gboolean sluice_broker_gcra_step(SluiceRateAcquire *item, gint64 now_ms,
+                                 gint64 tat_us, gint64 *out_tat_us);
+
+/**
  * SluiceSlotAcquire:
  * @key: the set of slots (the core's name for it; any bytes but NUL)
  * @max: how many holders it may have at once, > 0
@@ -408,7 +454,7 @@ typedef struct {
  *   none is free now
  * @granted: out: TRUE when @holder holds a slot of @key now
  *
- * One item of `slot_acquire`. (Since version 4.)
+ * One item of `slot_acquire`.
  */
 typedef struct {
   const gchar *key;
@@ -425,7 +471,7 @@ typedef struct {
  * @holder: who gives its slot back
  * @woke: out: TRUE when a waiting message was moved to its queue
  *
- * One item of `slot_release`. (Since version 4.)
+ * One item of `slot_release`.
  */
 typedef struct {
   const gchar *key;
@@ -446,7 +492,7 @@ typedef struct {
  * @holder: out: (nullable) (transfer full): with @existed or @replaced, the
  *   id of the message that held @key; free it with g_free()
  *
- * One item of `unique_enqueue`. (Since version 4.)
+ * One item of `unique_enqueue`.
  */
 typedef struct {
   SluiceSubmit submit;
@@ -497,7 +543,7 @@ typedef enum {
  *   message was replaced, or its claim lapsed and was taken): the action
  *   then changed nothing
  *
- * One item of `unique_update`. (Since version 4.)
+ * One item of `unique_update`.
  */
 typedef struct {
   const gchar *key;

@@ -9,7 +9,11 @@
  * value arrives ready-made in the arguments below.
  *
  * A broker is a SluiceBrokerClass (a static table of function pointers, its
- * "slots") and an instance struct whose first member is a SluiceBroker:
+ * "slots", in the order of the contract's topics: produce, consume,
+ * schedule, records, revocations, dead letters, stats and workers,
+ * lifecycle), one const table per optional family it has (steering,
+ * periodic, joins, events, rates, slots, unique), and an instance struct
+ * whose first member is a SluiceBroker:
  *
  *     typedef struct {
  *       SluiceBroker parent;    // must be first
@@ -17,33 +21,54 @@
  *       ...
  *     } MyBroker;
  *
+ *     static const SluiceBrokerSteering my_broker_steering = {
+ *       .version = SLUICE_BROKER_STEERING_VERSION,
+ *       .list_queued = my_broker_list_queued,
+ *       ...                                 // every slot of the table
+ *     };
+ *
  *     static const SluiceBrokerClass my_broker_class = {
  *       .version = SLUICE_BROKER_CLASS_VERSION,
  *       .name = "my-broker",
  *       .instance_size = sizeof (MyBroker),
- *       .caps = 0,
+ *       .caps = SLUICE_BROKER_CAP_DURABLE,
  *       .enqueue = my_broker_enqueue,
- *       ...
+ *       ...                                 // the required core
+ *       .steering = &my_broker_steering,    // a family it has
+ *       .joins = NULL,                      // one it has not
  *     };
  *
  *     SluiceBroker *my_broker_new (GError **error) {
  *       SluiceBroker *b = sluice_broker_new (&my_broker_class, NULL, error);
- *       if (b == NULL) return NULL;       // incomplete class: error says which
- * slot MyBroker *self = (MyBroker *) b;  // zero-filled, instance_size bytes
+ *       if (b == NULL)            // incomplete: the error says which slot
+ *         return NULL;
+ *       MyBroker *self = (MyBroker *) b;  // zero-filled, instance_size bytes
  *       g_mutex_init (&self->lock);
  *       return b;
  *     }
  *
- * sluice_broker_new() validates the class (version, instance size, every
- * required slot) and rejects an incomplete one with
- * SLUICE_BROKER_ERROR_INCOMPLETE naming the missing slot. It copies the
- * table, so later slots that an older broker does not know read as NULL.
- * The core owns the reference count and calls `finalize` for the broker's
- * private state when the last reference goes.
+ * sluice_broker_new() validates the class and every table it points at
+ * (versions, the instance size, every required slot, and the slots a
+ * capability needs) and rejects an incomplete one with
+ * SLUICE_BROKER_ERROR_INCOMPLETE naming the slot ("enqueue",
+ * "steering.purge"). It copies the class and each table, so slots that a
+ * later version adds read as NULL for a broker built before them. The
+ * core owns the reference count and calls `finalize` for the broker's
+ * private state when the last reference goes. Whether a broker has a
+ * capability or a family is asked with sluice_broker_supports(), the one
+ * way the core, the CLI and users ask.
  *
- * VERSIONING. Slots are only ever appended, and each version's end is
- * marked below. A broker built against version N sets .version = N; the core
- * treats slots after version N as NULL and uses their documented fallback.
+ * VERSIONING. A contract version is cut at a release, never per feature:
+ * what changes between two releases is one version. Before 1.0 the
+ * contract may still change shape (versions 1 to 4 of the development
+ * series were folded into this version 1). After 1.0 the class and each
+ * table only grow at their end, never reorder or drop a slot, and a
+ * table's version (SLUICE_BROKER_<FAMILY>_VERSION) is bumped in the release
+ * that grows it; the class's version is bumped when the class grows. A
+ * broker built against version N sets .version = N; the core reads a
+ * class or table of an older version as that version's prefix, the later
+ * slots NULL, with their documented fallbacks. A new family is a new
+ * table, pointed at from the end of the class.
  *
  * THREADS. Every slot may be called from any thread, concurrently with
  * every other slot, except `finalize` (called once, when no other call runs).
@@ -67,7 +92,8 @@
  *
  * CONFORMANCE. tests/conformance/ runs the same scenarios against every
  * broker; a broker is done when that suite passes for it. Scenarios that
- * need a capability a broker does not declare in .caps are skipped. It is
+ * need a capability or a family the broker lacks are not run, and the kit
+ * prints each of them with the reason and counts them at the end. It is
  * installed as a kit for brokers written outside the tree
  * (<sluice/sluice-conformance.h>, pkg-config sluice-conformance), and
  * docs/writing-a-broker.md walks through the contract slot by slot.
@@ -88,23 +114,34 @@ typedef struct _SluiceBrokerPrivate SluiceBrokerPrivate;
 
 /**
  * SluiceBroker:
- * @klass: the core's validated copy of the class; read-only
  *
- * The base of every broker instance. Brokers embed it first.
+ * The base of every broker instance. Brokers embed it first. Its fields
+ * are the core's: a broker's own slots and everyone else ask what a
+ * broker is through sluice_broker_supports(), sluice_broker_get_name()
+ * and sluice_broker_is_a(), never by reading its class.
  */
 struct _SluiceBroker {
-  const SluiceBrokerClass *klass;
   /*< private >*/
   SluiceBrokerPrivate *priv;
 };
 
-#define SLUICE_BROKER_CLASS_VERSION 4
+#define SLUICE_BROKER_CLASS_VERSION 1
+
+typedef struct _SluiceBrokerSteering SluiceBrokerSteering;
+typedef struct _SluiceBrokerPeriodic SluiceBrokerPeriodic;
+typedef struct _SluiceBrokerJoins SluiceBrokerJoins;
+typedef struct _SluiceBrokerEvents SluiceBrokerEvents;
+typedef struct _SluiceBrokerRates SluiceBrokerRates;
+typedef struct _SluiceBrokerSlots SluiceBrokerSlots;
+typedef struct _SluiceBrokerUnique SluiceBrokerUnique;
 
 /**
  * SluiceBrokerClass:
  *
- * Each slot says whether a broker must provide it, and if not, what the core
- * does instead.
+ * The required core of the contract and its optional slots, by topic (as
+ * docs/writing-a-broker.md walks through them), then one pointer per
+ * optional family. Each slot says whether a broker must provide it, and if
+ * not, what the core does instead.
  */
 struct _SluiceBrokerClass {
   /** version: SLUICE_BROKER_CLASS_VERSION at the time the broker was built. */
@@ -114,10 +151,11 @@ struct _SluiceBrokerClass {
   /** instance_size: sizeof the broker's instance struct; >= sizeof
    * (SluiceBroker). The core allocates it zero-filled. */
   gsize instance_size;
-  /** caps: SluiceBrokerCaps bits. */
+  /** caps: SluiceBrokerCaps bits: the properties that are not a family of
+   * slots (a family is there when its table is). */
   guint64 caps;
 
-  /* ---- produce -------------------------------------------------------- */
+  /* ---- produce ---------------------------------------------------------- */
 
   /**
    * enqueue: Required.
@@ -131,7 +169,7 @@ struct _SluiceBrokerClass {
   gboolean (*enqueue)(SluiceBroker *self, SluiceSubmit *items, guint n_items,
                       GError **error);
 
-  /* ---- consume -------------------------------------------------------- */
+  /* ---- consume ---------------------------------------------------------- */
 
   /**
    * fetch: Required.
@@ -150,7 +188,6 @@ struct _SluiceBrokerClass {
   gboolean (*fetch)(SluiceBroker *self, const gchar *consumer,
                     const gchar *const *queues, guint max, gint64 block_ms,
                     GPtrArray *out, GError **error);
-
   /**
    * settle: Required.
    * Carries out each settlement (see SluiceSettlement for the atomicity
@@ -168,7 +205,6 @@ struct _SluiceBrokerClass {
    */
   gboolean (*settle)(SluiceBroker *self, const gchar *consumer,
                      SluiceSettlement *items, guint n_items, GError **error);
-
   /**
    * heartbeat: Optional; required with LEASES. If NULL, nothing is done.
    * Marks @consumer alive for @lease_ms and extends the lease of every
@@ -178,7 +214,6 @@ struct _SluiceBrokerClass {
   gboolean (*heartbeat)(SluiceBroker *self, const gchar *consumer,
                         gint64 lease_ms, SluiceDelivery *const *held,
                         guint n_held, GError **error);
-
   /**
    * reclaim: Optional; required with LEASES. If NULL, nothing is reclaimed.
    * Takes over, for @consumer, up to @max deliveries of @queues whose
@@ -189,14 +224,25 @@ struct _SluiceBrokerClass {
   gboolean (*reclaim)(SluiceBroker *self, const gchar *consumer,
                       const gchar *const *queues, guint max, gint64 idle_ms,
                       GPtrArray *out, GError **error);
-
+  /**
+   * count_reclaimable: Optional, and only with LEASES (sluice_broker_new()
+   * refuses it without). If NULL, a worker that holds deliveries reclaims
+   * only once it is idle.
+   * Sets @out_n to how many deliveries `reclaim` would take over now for
+   * @consumer (at most @max), without taking any. Lets a busy worker stop
+   * fetching and drain before it reclaims: the core runs reclaimed
+   * deliveries alone (quarantine), so that a crash is charged to the one
+   * delivery that caused it.
+   */
+  gboolean (*count_reclaimable)(SluiceBroker *self, const gchar *consumer,
+                                const gchar *const *queues, guint max,
+                                gint64 idle_ms, guint *out_n, GError **error);
   /**
    * leave: Optional. If NULL, nothing is done.
    * @consumer stops for good: drop its liveness so that what it still
    * holds (released at shutdown) can be reclaimed at once.
    */
   gboolean (*leave)(SluiceBroker *self, const gchar *consumer, GError **error);
-
   /**
    * wakeup: Optional. If NULL, a stopping worker waits for its fetch to
    * time out (the worker never blocks longer than one second at a time).
@@ -204,7 +250,7 @@ struct _SluiceBrokerClass {
    */
   void (*wakeup)(SluiceBroker *self);
 
-  /* ---- schedule ------------------------------------------------------- */
+  /* ---- schedule --------------------------------------------------------- */
 
   /**
    * promote_due: Required.
@@ -217,7 +263,6 @@ struct _SluiceBrokerClass {
   gboolean (*promote_due)(SluiceBroker *self, gint64 now_ms, guint max,
                           guint *out_promoted, gint64 *out_next_due,
                           GError **error);
-
   /**
    * cancel_scheduled: Required.
    * Removes @id from the schedule if it is there and, in the same step,
@@ -228,7 +273,7 @@ struct _SluiceBrokerClass {
                                GBytes *record, gint64 record_ttl_ms,
                                gboolean *out_removed, GError **error);
 
-  /* ---- results -------------------------------------------------------- */
+  /* ---- records ---------------------------------------------------------- */
 
   /**
    * get_record: Required.
@@ -237,7 +282,6 @@ struct _SluiceBrokerClass {
    */
   gboolean (*get_record)(SluiceBroker *self, const gchar *id,
                          GBytes **out_record, GError **error);
-
   /**
    * put_record: Required.
    * Writes @record under @id for @ttl_ms, replacing any record; if
@@ -245,7 +289,16 @@ struct _SluiceBrokerClass {
    */
   gboolean (*put_record)(SluiceBroker *self, const gchar *id, GBytes *record,
                          gboolean final, gint64 ttl_ms, GError **error);
-
+  /**
+   * put_records: Optional. If NULL, the core calls `put_record` for each.
+   * Writes @n records that are not final (a worker's `running` records,
+   * sent in batches by its settler), each replacing any record under its
+   * id, in as few round trips as the store allows. Each write is atomic;
+   * the batch need not be. FALSE if any write failed (those before it may
+   * have happened).
+   */
+  gboolean (*put_records)(SluiceBroker *self, const SluiceRecordWrite *items,
+                          guint n, GError **error);
   /**
    * wait_record: Optional. If NULL, the core reads the record every 50 ms.
    * Returns as soon as a final record exists for @id, or after @timeout_ms,
@@ -256,169 +309,6 @@ struct _SluiceBrokerClass {
   gboolean (*wait_record)(SluiceBroker *self, const gchar *id,
                           gint64 timeout_ms, GBytes **out_record,
                           GError **error);
-
-  /* ---- revocation ----------------------------------------------------- */
-
-  /**
-   * revoke: Required.
-   * Records that @id is revoked until @expires_at (ms since epoch).
-   */
-  gboolean (*revoke)(SluiceBroker *self, const gchar *id, gint64 expires_at,
-                     GError **error);
-
-  /**
-   * list_revocations: Required.
-   * Appends to @out (SluiceRevocation, transfer full) every revocation
-   * that expires after @after and has not lapsed at @now_ms. Lapsed ones
-   * may be deleted. The core passes @after = 0 (every live revocation):
-   * an expiry is no cursor, since clients may use different TTLs and two
-   * revocations may share a millisecond. Brokers that can list by
-   * insertion order provide `list_revocations_since` (version 2), which
-   * the core then uses instead for its periodic sync.
-   */
-  gboolean (*list_revocations)(SluiceBroker *self, gint64 after, gint64 now_ms,
-                               GPtrArray *out, GError **error);
-
-  /* ---- periodic tasks ------------------------------------------------- */
-
-  /**
-   * claim_periodic: Optional. If NULL, periodic tasks cannot run on this
-   * broker (adding one is an error).
-   * A compare-and-set plus an enqueue, in one atomic step: if the last
-   * occurrence recorded for @name is older than @occurrence_at (or there is
-   * none), record @occurrence_at and submit @item, and set @out_claimed;
-   * otherwise write nothing and clear @out_claimed. So any number of
-   * schedulers dispatch each occurrence at most once, and never one older
-   * than the newest dispatched.
-   */
-  gboolean (*claim_periodic)(SluiceBroker *self, const gchar *name,
-                             gint64 occurrence_at, SluiceSubmit *item,
-                             gboolean *out_claimed, GError **error);
-
-  /**
-   * last_periodic: Optional (required with claim_periodic).
-   * Sets @out_last to the last occurrence recorded for @name, or 0.
-   */
-  gboolean (*last_periodic)(SluiceBroker *self, const gchar *name,
-                            gint64 *out_last, GError **error);
-
-  /* ---- dead letters --------------------------------------------------- */
-
-  /**
-   * dlq_list: Required.
-   * Appends to @out (SluiceDeadLetter, transfer full) up to @limit entries,
-   * oldest first (entries buried in the same millisecond in an order of
-   * the broker's without SLUICE_BROKER_CAP_ORDERED), starting after entry
-   * @after (NULL = from the oldest).
-   */
-  gboolean (*dlq_list)(SluiceBroker *self, const gchar *after, guint limit,
-                       GPtrArray *out, GError **error);
-
-  /**
-   * dlq_get: Required.
-   * Sets @out_entry (transfer full) to entry @entry_id, or fails with
-   * SLUICE_BROKER_ERROR_NOT_FOUND.
-   */
-  gboolean (*dlq_get)(SluiceBroker *self, const gchar *entry_id,
-                      SluiceDeadLetter **out_entry, GError **error);
-
-  /**
-   * dlq_replay: Required.
-   * In one atomic step: if entry @entry_id exists, delete it and submit
-   * @item (the core prepared its payload: attempt reset or kept), and set
-   * @out_found; otherwise write nothing and clear @out_found.
-   */
-  gboolean (*dlq_replay)(SluiceBroker *self, const gchar *entry_id,
-                         SluiceSubmit *item, gboolean *out_found,
-                         GError **error);
-
-  /**
-   * dlq_delete: Required.
-   * Deletes entry @entry_id; sets @out_found.
-   */
-  gboolean (*dlq_delete)(SluiceBroker *self, const gchar *entry_id,
-                         gboolean *out_found, GError **error);
-
-  /* ---- admin ---------------------------------------------------------- */
-
-  /**
-   * stats: Required.
-   * Fills @out (initialised by the caller) for @queues (NULL = every queue
-   * the broker knows), including every figure it can tell.
-   */
-  gboolean (*stats)(SluiceBroker *self, const gchar *const *queues,
-                    SluiceBrokerStats *out, GError **error);
-
-  /**
-   * purge: Optional. If NULL, purging fails with UNSUPPORTED.
-   * Deletes every ready message of @queue; sets @out_removed.
-   */
-  gboolean (*purge)(SluiceBroker *self, const gchar *queue,
-                    guint64 *out_removed, GError **error);
-
-  /* ---- lifecycle ------------------------------------------------------ */
-
-  /**
-   * close: Optional. If NULL, nothing is done.
-   * Called once, before `finalize`, when the last reference is dropped.
-   * Releases connections; after it no slot is called again.
-   */
-  void (*close)(SluiceBroker *self);
-
-  /**
-   * finalize: Required.
-   * Frees the broker's private state (not the instance memory, which the
-   * core frees). Called on a zero-filled instance too, if the broker's
-   * constructor failed half-way, so it must cope with unset fields.
-   */
-  void (*finalize)(SluiceBroker *self);
-
-  /* Slots above are valid for version 1 */
-
-  /* ---- version 2 ------------------------------------------------------ */
-
-  /**
-   * check: Optional. If NULL, nothing is checked.
-   * Contacts the store and checks that it can serve this broker as
-   * configured: reachable, credentials accepted, and the namespace used in
-   * the same way by everyone (a Redis namespace records its mode on first
-   * use; a client of the other mode is refused with
-   * SLUICE_BROKER_ERROR_INVALID naming both). A worker calls it when it
-   * starts (UNAVAILABLE is waited out there, any other error fails the
-   * start); clients call it through sluice_client_check().
-   */
-  gboolean (*check)(SluiceBroker *self, GError **error);
-
-  /**
-   * list_revocations_since: Optional. If NULL, the core calls
-   * `list_revocations` with @after = 0 at every sync (correct, but it
-   * reads every live revocation each time).
-   * Appends to @out (SluiceRevocation, transfer full) the revocations
-   * recorded after @cursor, in the order they were recorded, that have not
-   * lapsed at @now_ms, and sets @out_cursor to a cursor past the last one
-   * (or to @cursor when there were none). @cursor 0 means "from the
-   * beginning": every live revocation. A revocation recorded again (a
-   * second cancel of the same id) is recorded anew, after the cursor.
-   * Cursors only grow, and never skip a revocation recorded in the same
-   * millisecond as another.
-   */
-  gboolean (*list_revocations_since)(SluiceBroker *self, gint64 cursor,
-                                     gint64 now_ms, GPtrArray *out,
-                                     gint64 *out_cursor, GError **error);
-
-  /**
-   * count_reclaimable: Optional; only used with LEASES. If NULL, a worker
-   * that holds deliveries reclaims only once it is idle.
-   * Sets @out_n to how many deliveries `reclaim` would take over now for
-   * @consumer (at most @max), without taking any. Lets a busy worker stop
-   * fetching and drain before it reclaims: the core runs reclaimed
-   * deliveries alone (quarantine), so that a crash is charged to the one
-   * delivery that caused it.
-   */
-  gboolean (*count_reclaimable)(SluiceBroker *self, const gchar *consumer,
-                                const gchar *const *queues, guint max,
-                                gint64 idle_ms, guint *out_n, GError **error);
-
   /**
    * lookup_task: Optional. If NULL, `inspect` finds only tasks that have a
    * record.
@@ -430,6 +320,73 @@ struct _SluiceBrokerClass {
   gboolean (*lookup_task)(SluiceBroker *self, const gchar *id,
                           SluiceTaskLocation *out, GError **error);
 
+  /* ---- revocations ------------------------------------------------------ */
+
+  /**
+   * revoke: Required.
+   * Records that @id is revoked until @expires_at (ms since epoch).
+   */
+  gboolean (*revoke)(SluiceBroker *self, const gchar *id, gint64 expires_at,
+                     GError **error);
+  /**
+   * list_revocations: Required.
+   * Appends to @out (SluiceRevocation, transfer full) the revocations
+   * recorded after @cursor, in the order they were recorded, that have not
+   * lapsed at @now_ms, and sets @out_cursor to a cursor past the last one
+   * (or to @cursor when there were none). @cursor 0 means "from the
+   * beginning": every live revocation. A revocation recorded again (a
+   * second cancel of the same id) is recorded anew, after the cursor.
+   * Cursors only grow, and never skip a revocation recorded in the same
+   * millisecond as another. (An expiry is no cursor: clients may use
+   * different TTLs, and two revocations may share a millisecond.)
+   */
+  gboolean (*list_revocations)(SluiceBroker *self, gint64 cursor, gint64 now_ms,
+                               GPtrArray *out, gint64 *out_cursor,
+                               GError **error);
+
+  /* ---- dead letters ----------------------------------------------------- */
+
+  /**
+   * dlq_list: Required.
+   * Appends to @out (SluiceDeadLetter, transfer full) up to @limit entries,
+   * oldest first (entries buried in the same millisecond in an order of
+   * the broker's without SLUICE_BROKER_CAP_ORDERED), starting after entry
+   * @after (NULL = from the oldest).
+   */
+  gboolean (*dlq_list)(SluiceBroker *self, const gchar *after, guint limit,
+                       GPtrArray *out, GError **error);
+  /**
+   * dlq_get: Required.
+   * Sets @out_entry (transfer full) to entry @entry_id, or fails with
+   * SLUICE_BROKER_ERROR_NOT_FOUND.
+   */
+  gboolean (*dlq_get)(SluiceBroker *self, const gchar *entry_id,
+                      SluiceDeadLetter **out_entry, GError **error);
+  /**
+   * dlq_replay: Required.
+   * In one atomic step: if entry @entry_id exists, delete it and submit
+   * @item (the core prepared its payload: attempt reset or kept), and set
+   * @out_found; otherwise write nothing and clear @out_found.
+   */
+  gboolean (*dlq_replay)(SluiceBroker *self, const gchar *entry_id,
+                         SluiceSubmit *item, gboolean *out_found,
+                         GError **error);
+  /**
+   * dlq_delete: Required.
+   * Deletes entry @entry_id; sets @out_found.
+   */
+  gboolean (*dlq_delete)(SluiceBroker *self, const gchar *entry_id,
+                         gboolean *out_found, GError **error);
+
+  /* ---- stats and workers ------------------------------------------------ */
+
+  /**
+   * stats: Required.
+   * Fills @out (initialised by the caller) for @queues (NULL = every queue
+   * the broker knows), including every figure it can tell.
+   */
+  gboolean (*stats)(SluiceBroker *self, const gchar *const *queues,
+                    SluiceBrokerStats *out, GError **error);
   /**
    * announce: Optional. If NULL, stats list workers by heartbeat only, and
    * nobody can tell which task names are served.
@@ -442,25 +399,88 @@ struct _SluiceBrokerClass {
    */
   gboolean (*announce)(SluiceBroker *self, const gchar *consumer, GBytes *info,
                        gint64 ttl_ms, GError **error);
-
-  /* Slots above are valid for version 2 */
-
   /**
-   * put_records: Optional. If NULL, the core calls `put_record` for each.
-   * Writes @n records that are not final (a worker's `running` records,
-   * sent in batches by its settler), each replacing any record under its
-   * id, in as few round trips as the store allows. Each write is atomic;
-   * the batch need not be. FALSE if any write failed (those before it may
-   * have happened).
+   * check: Optional. If NULL, nothing is checked.
+   * Contacts the store and checks that it can serve this broker as
+   * configured: reachable, credentials accepted, and the namespace used in
+   * the same way by everyone (a Redis namespace records its mode on first
+   * use; a client of the other mode is refused with
+   * SLUICE_BROKER_ERROR_INVALID naming both). A worker calls it when it
+   * starts (UNAVAILABLE is waited out there, any other error fails the
+   * start); clients call it through sluice_client_check().
    */
-  gboolean (*put_records)(SluiceBroker *self, const SluiceRecordWrite *items,
-                          guint n, GError **error);
+  gboolean (*check)(SluiceBroker *self, GError **error);
 
-  /* ---- seeing and steering (version 3) -------------------------------- */
+  /* ---- lifecycle -------------------------------------------------------- */
 
   /**
-   * list_queued: Optional. If NULL, listing queued tasks fails with
-   * UNSUPPORTED.
+   * close: Optional. If NULL, nothing is done.
+   * Called once, before `finalize`, when the last reference is dropped.
+   * Releases connections; after it no slot is called again.
+   */
+  void (*close)(SluiceBroker *self);
+  /**
+   * finalize: Required.
+   * Frees the broker's private state (not the instance memory, which the
+   * core frees). Called on a zero-filled instance too, if the broker's
+   * constructor failed half-way, so it must cope with unset fields.
+   */
+  void (*finalize)(SluiceBroker *self);
+
+  /* ---- optional families ------------------------------------------------ */
+
+  /**
+   * steering: (nullable): listing, pausing, moving and purging queued and
+   * scheduled tasks (SluiceBrokerSteering).
+   */
+  const SluiceBrokerSteering *steering;
+  /** periodic: (nullable): periodic-task claims (SluiceBrokerPeriodic). */
+  const SluiceBrokerPeriodic *periodic;
+  /** joins: (nullable): workflows and batches (SluiceBrokerJoins). */
+  const SluiceBrokerJoins *joins;
+  /** events: (nullable): the event stream and task progress
+   * (SluiceBrokerEvents). */
+  const SluiceBrokerEvents *events;
+  /** rates: (nullable): rate-limit buckets (SluiceBrokerRates). */
+  const SluiceBrokerRates *rates;
+  /** slots: (nullable): concurrency slots (SluiceBrokerSlots). */
+  const SluiceBrokerSlots *slots;
+  /** unique: (nullable): uniqueness claims (SluiceBrokerUnique). */
+  const SluiceBrokerUnique *unique;
+
+  /* Fields above are valid for version 1 */
+};
+
+/* ---- Optional families -------------------------------------------------
+ *
+ * A family a broker may leave out is a table of its own: a const struct
+ * (usually static) whose first field is its version, pointed at by the
+ * class or NULL. A table is absent or complete: every slot of it is
+ * required, and sluice_broker_new() refuses a table with a NULL slot
+ * (SLUICE_BROKER_ERROR_INCOMPLETE, naming "table.slot") and one whose
+ * version is 0 or newer than this Sluice knows (_VERSION). Each table says
+ * below what the core does when the class holds NULL. The core and users
+ * ask whether a broker has a family with sluice_broker_supports(), never
+ * by reading the class.
+ */
+
+/**
+ * SluiceBrokerSteering:
+ *
+ * Seeing and steering queued and scheduled tasks (SLUICE_BROKER_FEATURE_STEERING):
+ * what `sluice ls`, `sluice queue pause` and the dashboard use. If NULL:
+ * listing, pausing, moving a scheduled task and purging fail with
+ * SLUICE_BROKER_ERROR_UNSUPPORTED, and no queue is ever paused (workers
+ * read an empty list of pauses).
+ */
+#define SLUICE_BROKER_STEERING_VERSION 1
+
+struct _SluiceBrokerSteering {
+  /** version: SLUICE_BROKER_STEERING_VERSION at the time the broker was built; > 0. */
+  guint32 version;
+
+  /**
+   * list_queued:
    * Appends to @out (SluiceListedMessage, transfer full) up to @limit
    * ready messages of @queue, in the order `fetch` would take them (with
    * SLUICE_BROKER_CAP_ORDERED; else in an order of the broker's),
@@ -479,10 +499,8 @@ struct _SluiceBrokerClass {
   gboolean (*list_queued)(SluiceBroker *self, const gchar *queue,
                           const gchar *cursor, guint limit, GPtrArray *out,
                           gchar **out_cursor, GError **error);
-
   /**
-   * list_scheduled: Optional. If NULL, listing scheduled and retrying
-   * tasks fails with UNSUPPORTED.
+   * list_scheduled:
    * Appends to @out (SluiceListedMessage, transfer full, @id and @due_at
    * set) up to @limit entries of the schedule, earliest due first (entries
    * due at the same time in a stable order of the broker's), starting after
@@ -494,10 +512,8 @@ struct _SluiceBrokerClass {
   gboolean (*list_scheduled)(SluiceBroker *self, const gchar *cursor,
                              guint limit, GPtrArray *out, gchar **out_cursor,
                              GError **error);
-
   /**
-   * set_paused: Optional (with list_paused). If NULL, pausing fails with
-   * UNSUPPORTED.
+   * set_paused:
    * Records that @queue is paused (@paused) or not, where every client and
    * worker of the store sees it, for good (it outlives the workers).
    * Pausing a paused queue, or resuming one that is not, changes nothing.
@@ -506,18 +522,14 @@ struct _SluiceBrokerClass {
    */
   gboolean (*set_paused)(SluiceBroker *self, const gchar *queue,
                          gboolean paused, GError **error);
-
   /**
-   * list_paused: Optional (required with set_paused). If NULL, no queue is
-   * ever paused.
+   * list_paused:
    * Appends to @out (gchar *, transfer full) the name of every paused
    * queue. Workers call it about once a second.
    */
   gboolean (*list_paused)(SluiceBroker *self, GPtrArray *out, GError **error);
-
   /**
-   * reschedule: Optional. If NULL, moving a scheduled task fails with
-   * UNSUPPORTED.
+   * reschedule:
    * If @id is on the schedule, in one atomic step: with @due_at 0, takes it
    * off and appends its message to its queue, ready at once (as
    * `promote_due` would, so a blocked `fetch` takes it); with @due_at > 0,
@@ -526,15 +538,66 @@ struct _SluiceBrokerClass {
    */
   gboolean (*reschedule)(SluiceBroker *self, const gchar *id, gint64 due_at,
                          gboolean *out_found, GError **error);
+  /**
+   * purge:
+   * Deletes every ready message of @queue; sets @out_removed.
+   */
+  gboolean (*purge)(SluiceBroker *self, const gchar *queue,
+                    guint64 *out_removed, GError **error);
 
-  /* Slots above are valid for version 3 */
+  /* Slots above are valid for version 1 */
+};
 
-  /* ---- workflows, progress and events (version 4) ---- */
+/**
+ * SluiceBrokerPeriodic:
+ *
+ * Periodic-task claims (SLUICE_BROKER_FEATURE_PERIODIC). If NULL, periodic
+ * tasks cannot run on the broker: sluice_worker_add_periodic() fails with
+ * SLUICE_WORKER_ERROR_UNSUPPORTED, and the slots with UNSUPPORTED.
+ */
+#define SLUICE_BROKER_PERIODIC_VERSION 1
+
+struct _SluiceBrokerPeriodic {
+  /** version: SLUICE_BROKER_PERIODIC_VERSION at the time the broker was built; > 0. */
+  guint32 version;
 
   /**
-   * join_open: Optional (with join_arrive and join_read, and the
-   * SLUICE_BROKER_CAP_JOINS capability). If NULL, enqueueing a workflow
-   * fails with UNSUPPORTED.
+   * claim_periodic:
+   * A compare-and-set plus an enqueue, in one atomic step: if the last
+   * occurrence recorded for @name is older than @occurrence_at (or there is
+   * none), record @occurrence_at and submit @item, and set @out_claimed;
+   * otherwise write nothing and clear @out_claimed. So any number of
+   * schedulers dispatch each occurrence at most once, and never one older
+   * than the newest dispatched.
+   */
+  gboolean (*claim_periodic)(SluiceBroker *self, const gchar *name,
+                             gint64 occurrence_at, SluiceSubmit *item,
+                             gboolean *out_claimed, GError **error);
+  /**
+   * last_periodic:
+   * Sets @out_last to the last occurrence recorded for @name, or 0.
+   */
+  gboolean (*last_periodic)(SluiceBroker *self, const gchar *name,
+                            gint64 *out_last, GError **error);
+
+  /* Slots above are valid for version 1 */
+};
+
+/**
+ * SluiceBrokerJoins:
+ *
+ * The joins that workflows (groups, chains, chords) and batches are built
+ * of (SLUICE_BROKER_FEATURE_JOINS). If NULL, enqueueing a workflow or a
+ * batch fails with SLUICE_BROKER_ERROR_UNSUPPORTED; everything else works.
+ */
+#define SLUICE_BROKER_JOINS_VERSION 1
+
+struct _SluiceBrokerJoins {
+  /** version: SLUICE_BROKER_JOINS_VERSION at the time the broker was built; > 0. */
+  guint32 version;
+
+  /**
+   * join_open:
    * In ONE atomic step, for the whole call: opens every join of @joins
    * (storing its total, release items and meta, for its @ttl_ms) and
    * submits every item of @items as `enqueue` would (ready or scheduled,
@@ -546,9 +609,8 @@ struct _SluiceBrokerClass {
   gboolean (*join_open)(SluiceBroker *self, const SluiceJoinSpec *joins,
                         guint n_joins, SluiceSubmit *items, guint n_items,
                         gboolean *out_existed, GError **error);
-
   /**
-   * join_arrive: Optional (required with join_open).
+   * join_arrive:
    * Carries out each arrival (SluiceJoinArrival), each in one atomic step:
    * if its join exists and its member has not arrived, store the outcome
    * and count the member (@counted); then, if the join is still open: with
@@ -565,9 +627,8 @@ struct _SluiceBrokerClass {
    */
   gboolean (*join_arrive)(SluiceBroker *self, SluiceJoinArrival *items,
                           guint n_items, GError **error);
-
   /**
-   * join_read: Optional (required with join_open).
+   * join_read:
    * Fills @out (zeroed by the caller): the join's total, arrived count,
    * status and meta, and with @with_outcomes its outcomes in member order
    * (see SluiceJoinState). Sets @out_found; a join that does not exist
@@ -576,10 +637,8 @@ struct _SluiceBrokerClass {
   gboolean (*join_read)(SluiceBroker *self, const gchar *join_id,
                         gboolean with_outcomes, SluiceJoinState *out,
                         gboolean *out_found, GError **error);
-
   /**
-   * join_grow: Optional. If NULL, tasks cannot be added to an open batch
-   * (UNSUPPORTED); everything else of joins works.
+   * join_grow:
    * In one atomic step, a compare-and-set: if join @join_id exists, is
    * still open and expects exactly @expected_total members, it expects
    * @by more (members @expected_total .. @expected_total + @by - 1) and
@@ -592,28 +651,25 @@ struct _SluiceBrokerClass {
                         guint expected_total, guint by, SluiceSubmit *items,
                         guint n_items, guint *out_total, GError **error);
 
-  /**
-   * put_progress: Optional (with get_progress). If NULL, progress reports
-   * are dropped (sluice_client_get_progress() fails with UNSUPPORTED).
-   * Stores @progress (opaque bytes, the core's) as task @id's progress
-   * for @ttl_ms, replacing what was there. Not atomic with anything else;
-   * safe to repeat. Called from a task's thread, at most a few times a
-   * second per task (the core throttles).
-   */
-  gboolean (*put_progress)(SluiceBroker *self, const gchar *id,
-                           GBytes *progress, gint64 ttl_ms, GError **error);
+  /* Slots above are valid for version 1 */
+};
+
+/**
+ * SluiceBrokerEvents:
+ *
+ * The namespace's event stream and each task's last progress report
+ * (SLUICE_BROKER_FEATURE_EVENTS). If NULL, events and progress reports are
+ * dropped where they are written (append_events and put_progress succeed
+ * and keep nothing), and reading them fails with UNSUPPORTED.
+ */
+#define SLUICE_BROKER_EVENTS_VERSION 1
+
+struct _SluiceBrokerEvents {
+  /** version: SLUICE_BROKER_EVENTS_VERSION at the time the broker was built; > 0. */
+  guint32 version;
 
   /**
-   * get_progress: Optional (required with put_progress).
-   * Sets @out_progress (transfer full) to task @id's progress, or NULL
-   * when there is none or it lapsed. Changes nothing.
-   */
-  gboolean (*get_progress)(SluiceBroker *self, const gchar *id,
-                           GBytes **out_progress, GError **error);
-
-  /**
-   * append_events: Optional (with read_events). If NULL, events are not
-   * kept (reading them fails with UNSUPPORTED).
+   * append_events:
    * Appends @n events (opaque bytes, the core's) to the namespace's one
    * event stream, in this order, each after every event appended before
    * it; then drops the oldest events beyond @max_len, and those appended
@@ -628,9 +684,8 @@ struct _SluiceBrokerClass {
   gboolean (*append_events)(SluiceBroker *self, GBytes *const *events, guint n,
                             guint max_len, gint64 max_age_ms, gint64 now_ms,
                             GError **error);
-
   /**
-   * read_events: Optional (required with append_events).
+   * read_events:
    * Appends to @out (SluiceEventEntry, transfer full) up to @limit events
    * appended after @cursor (NULL: from the oldest one kept), oldest first,
    * and sets @out_cursor (transfer full) to the last one's cursor, or to a
@@ -638,20 +693,52 @@ struct _SluiceBrokerClass {
    * strings and only grow. A @cursor that is not in the broker's cursor
    * syntax fails with SLUICE_BROKER_ERROR_INVALID, as should one ahead of
    * every event appended, where the broker can tell (a Redis stream
-   * trimmed empty cannot). While there are none, blocks
-   * up to @block_ms (0 = do not block) for one to be appended; it may
-   * return early with none. Changes nothing.
+   * trimmed empty cannot; sluice_broker_parse_events_cursor() parses a
+   * cursor that is a sequence number). While there are none, blocks up to
+   * @block_ms (0 = do not block) for one to be appended; it may return
+   * early with none. Changes nothing.
    */
   gboolean (*read_events)(SluiceBroker *self, const gchar *cursor, guint limit,
                           gint64 block_ms, GPtrArray *out, gchar **out_cursor,
                           GError **error);
+  /**
+   * put_progress:
+   * Stores @progress (opaque bytes, the core's) as task @id's progress
+   * for @ttl_ms, replacing what was there. Not atomic with anything else;
+   * safe to repeat. Called from a task's thread, at most a few times a
+   * second per task (the core throttles).
+   */
+  gboolean (*put_progress)(SluiceBroker *self, const gchar *id,
+                           GBytes *progress, gint64 ttl_ms, GError **error);
+  /**
+   * get_progress:
+   * Sets @out_progress (transfer full) to task @id's progress, or NULL
+   * when there is none or it lapsed. Changes nothing.
+   */
+  gboolean (*get_progress)(SluiceBroker *self, const gchar *id,
+                           GBytes **out_progress, GError **error);
 
-  /* ---- flow control (version 4) ---- */
+  /* Slots above are valid for version 1 */
+};
+
+/**
+ * SluiceBrokerRates:
+ *
+ * Rate-limit buckets (SLUICE_BROKER_FEATURE_RATES), a table apart from
+ * concurrency slots because a broker may keep one and not the other (a
+ * partitioned Redis namespace keeps buckets, not slots). If NULL, rate
+ * limits cannot be used on the broker: a worker whose tasks or queues have
+ * one refuses to start (SLUICE_WORKER_ERROR_UNSUPPORTED), and nothing else
+ * changes.
+ */
+#define SLUICE_BROKER_RATES_VERSION 1
+
+struct _SluiceBrokerRates {
+  /** version: SLUICE_BROKER_RATES_VERSION at the time the broker was built; > 0. */
+  guint32 version;
 
   /**
-   * rate_acquire: Optional. If NULL, rate limits cannot be used on this
-   * broker: a worker whose tasks or queues have one refuses to start
-   * (SLUICE_WORKER_ERROR_UNSUPPORTED), and nothing else changes.
+   * rate_acquire:
    * For each item, atomically per item, runs the generic cell rate
    * algorithm on the bucket @key, whose only state is its theoretical
    * arrival time TAT (microseconds; none = long past), on the store's
@@ -668,15 +755,32 @@ struct _SluiceBrokerClass {
    * what to do with a message that was not granted (it reschedules it,
    * unchanged but for its due time): the broker only keeps the buckets.
    * Repeating a call after a lost reply may use up one admission more;
-   * that errs toward fewer runs, never more.
+   * that errs toward fewer runs, never more. sluice_broker_gcra_step()
+   * computes one item's step, for a broker that reads and writes the
+   * bucket itself.
    */
   gboolean (*rate_acquire)(SluiceBroker *self, SluiceRateAcquire *items,
                            guint n_items, GError **error);
 
+  /* Slots above are valid for version 1 */
+};
+
+/**
+ * SluiceBrokerSlots:
+ *
+ * Concurrency slots (SLUICE_BROKER_FEATURE_SLOTS). If NULL, concurrency
+ * limits cannot be used on the broker: a worker whose tasks or queues have
+ * one refuses to start (SLUICE_WORKER_ERROR_UNSUPPORTED), and nobody can
+ * list slot holders (UNSUPPORTED).
+ */
+#define SLUICE_BROKER_SLOTS_VERSION 1
+
+struct _SluiceBrokerSlots {
+  /** version: SLUICE_BROKER_SLOTS_VERSION at the time the broker was built; > 0. */
+  guint32 version;
+
   /**
-   * slot_acquire: Optional (with slot_release). If NULL, concurrency
-   * limits cannot be used on this broker: a worker whose tasks or queues
-   * have one refuses to start (SLUICE_WORKER_ERROR_UNSUPPORTED).
+   * slot_acquire:
    * For each item, atomically per item: forgets the holders of @key whose
    * lease has lapsed (on a time every process shares: the server's, or the
    * real time; the broker's SluiceClock for a broker without SHARED); if
@@ -689,9 +793,8 @@ struct _SluiceBrokerClass {
    */
   gboolean (*slot_acquire)(SluiceBroker *self, SluiceSlotAcquire *items,
                            guint n_items, GError **error);
-
   /**
-   * slot_release: Optional (required with slot_acquire).
+   * slot_release:
    * For each item, atomically per item: removes @holder from @key (nothing
    * if it holds none), then wakes the oldest waiter of @key that is on the
    * schedule: takes it off the schedule and appends its message to its
@@ -702,10 +805,34 @@ struct _SluiceBrokerClass {
    */
   gboolean (*slot_release)(SluiceBroker *self, SluiceSlotRelease *items,
                            guint n_items, GError **error);
+  /**
+   * list_slots:
+   * Appends to @out (SluiceSlotState, transfer full) up to @limit keys
+   * that have a live holder or a waiter, each with its live holders and
+   * how many wait, in no particular order. For operators: it may scan the
+   * store's keys (never blocking a consumer for long), and changes nothing.
+   */
+  gboolean (*list_slots)(SluiceBroker *self, guint limit, GPtrArray *out,
+                         GError **error);
+
+  /* Slots above are valid for version 1 */
+};
+
+/**
+ * SluiceBrokerUnique:
+ *
+ * Uniqueness claims (SLUICE_BROKER_FEATURE_UNIQUE). If NULL, enqueueing
+ * with a uniqueness key fails with SLUICE_BROKER_ERROR_UNSUPPORTED and
+ * writes nothing; everything else works.
+ */
+#define SLUICE_BROKER_UNIQUE_VERSION 1
+
+struct _SluiceBrokerUnique {
+  /** version: SLUICE_BROKER_UNIQUE_VERSION at the time the broker was built; > 0. */
+  guint32 version;
 
   /**
-   * unique_enqueue: Optional (with unique_update). If NULL, enqueueing with
-   * a uniqueness key fails with UNSUPPORTED; everything else works.
+   * unique_enqueue:
    * For each item, in ONE atomic step per item, with the claim on @key
    * (a holder id, waiting or running, and an expiry on the store's clock:
    * the SluiceClock of a broker with CLOCK_TTL, else the store's time):
@@ -724,9 +851,8 @@ struct _SluiceBrokerClass {
    */
   gboolean (*unique_enqueue)(SluiceBroker *self, SluiceUniqueSubmit *items,
                              guint n_items, GError **error);
-
   /**
-   * unique_update: Optional (required with unique_enqueue).
+   * unique_update:
    * Carries out each item (see SluiceUniqueAction), atomically per item,
    * on the same clock, and sets @superseded. The core calls it when a
    * unique message starts (CHECK, START or HOLD), with its heartbeat
@@ -737,40 +863,45 @@ struct _SluiceBrokerClass {
   gboolean (*unique_update)(SluiceBroker *self, SluiceUniqueUpdate *items,
                             guint n_items, GError **error);
 
-  /**
-   * list_slots: Optional (only with slot_acquire). If NULL, nobody can see
-   * who holds concurrency slots (listing them fails with UNSUPPORTED).
-   * Appends to @out (SluiceSlotState, transfer full) up to @limit keys
-   * that have a live holder or a waiter, each with its live holders and
-   * how many wait, in no particular order. For operators: it may scan the
-   * store's keys (never blocking a consumer for long), and changes nothing.
-   */
-  gboolean (*list_slots)(SluiceBroker *self, guint limit, GPtrArray *out,
-                         GError **error);
-
-  /* Slots above are valid for version 4 */
+  /* Slots above are valid for version 1 */
 };
 
 /* ---- For broker authors: construction ----------------------------------- */
 
 /**
  * sluice_broker_new:
- * @klass: (transfer none): the class; may be static and must outlive nothing
- *   (the core copies it)
+ * @klass: (transfer none): the class; the core copies it and every table
+ *   it points at, so they may be built at run time and need outlive
+ *   nothing, unless the broker is to be recognised by sluice_broker_is_a()
  * @clock: (nullable) (transfer none): the clock; NULL means a real clock
  *
- * Validates @klass and allocates an instance of klass->instance_size zeroed
- * bytes with the base initialised.
+ * Validates @klass and its tables, in one loop over a description of the
+ * contract (core/broker.c): the class's and each table's version, the
+ * instance size, every required slot, every slot of each table present,
+ * and the slots a capability needs (`heartbeat` and `reclaim` with
+ * LEASES; `count_reclaimable` only with LEASES). Then allocates an
+ * instance of klass->instance_size zeroed bytes with the base initialised.
  * Returns: (transfer full): the instance, or NULL and
- * SLUICE_BROKER_ERROR_VERSION / _INCOMPLETE / _INVALID.
+ * SLUICE_BROKER_ERROR_VERSION / _INCOMPLETE (naming the slot, as
+ * "steering.purge") / _INVALID.
  */
 SLUICE_BROKER_API
 SluiceBroker *sluice_broker_new(const SluiceBrokerClass *klass,
                                 SluiceClock *clock, GError **error);
 
-/** sluice_broker_get_caps: Returns: the class's SluiceBrokerCaps. */
+/**
+ * sluice_broker_is_a:
+ * @klass: (transfer none): a class as passed to sluice_broker_new()
+ *
+ * How a broker (or a composite over brokers) recognises instances of its
+ * own class: compares the class pointer @broker was made with, never its
+ * contents or a slot. For it to work the class must live as long as its
+ * brokers (a static one, or one kept for the process).
+ * Returns: TRUE when @broker was made by sluice_broker_new (@klass, ...).
+ */
 SLUICE_BROKER_API
-guint64 sluice_broker_get_caps(SluiceBroker *broker);
+gboolean sluice_broker_is_a(SluiceBroker *broker,
+                            const SluiceBrokerClass *klass);
 
 /**
  * sluice_delivery_new:
@@ -877,11 +1008,13 @@ gchar *sluice_broker_escape_text(const gchar *bytes, gssize length,
 
 /* ---- The one dispatch point per slot ------------------------------------
  *
- * The core calls a broker only through these. Each checks its arguments
- * (g_return_val_if_fail), applies the slot's fallback when the slot is NULL,
- * and checks the GError rule: FALSE exactly when @error is set. A broker
- * that breaks the rule is reported with g_critical(). Tests of a broker may
- * call them directly.
+ * The core calls a broker only through these, and so does a broker made
+ * of other brokers (a composite: examples/custom-broker/trace-broker.c, the
+ * partitioned Redis broker). Each checks its arguments
+ * (g_return_val_if_fail), applies the slot's fallback when the slot or its
+ * table is NULL (UNSUPPORTED where a table says so), and checks the GError
+ * rule: FALSE exactly when @error is set. A broker that breaks the rule is
+ * reported with g_critical(). Tests of a broker may call them directly.
  */
 
 SLUICE_BROKER_API
@@ -934,10 +1067,11 @@ gboolean sluice_broker_wait_record(SluiceBroker *broker, const gchar *id,
 SLUICE_BROKER_API
 gboolean sluice_broker_revoke(SluiceBroker *broker, const gchar *id,
                               gint64 expires_at, GError **error);
+/* @inout_cursor: in, the caller's cursor (0 at first); out, the next one. */
 SLUICE_BROKER_API
-gboolean sluice_broker_list_revocations(SluiceBroker *broker, gint64 after,
-                                        gint64 now_ms, GPtrArray *out,
-                                        GError **error);
+gboolean sluice_broker_list_revocations(SluiceBroker *broker,
+                                        gint64 *inout_cursor, gint64 now_ms,
+                                        GPtrArray *out, GError **error);
 SLUICE_BROKER_API
 gboolean sluice_broker_claim_periodic(SluiceBroker *broker, const gchar *name,
                                       gint64 occurrence_at, SluiceSubmit *item,
@@ -966,12 +1100,6 @@ gboolean sluice_broker_purge(SluiceBroker *broker, const gchar *queue,
                              guint64 *out_removed, GError **error);
 SLUICE_BROKER_API
 gboolean sluice_broker_check(SluiceBroker *broker, GError **error);
-/* @inout_cursor: in, the caller's cursor (0 at first); out, the next one. */
-SLUICE_BROKER_API
-gboolean sluice_broker_list_revocations_since(SluiceBroker *broker,
-                                              gint64 *inout_cursor,
-                                              gint64 now_ms, GPtrArray *out,
-                                              GError **error);
 /* Returns FALSE with UNSUPPORTED when the slot is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_count_reclaimable(SluiceBroker *broker,
@@ -986,7 +1114,7 @@ SLUICE_BROKER_API
 gboolean sluice_broker_announce(SluiceBroker *broker, const gchar *consumer,
                                 GBytes *info, gint64 ttl_ms, GError **error);
 /* The listing slots: @out_cursor (transfer full) is set to NULL at the
- * end; UNSUPPORTED when the slot is NULL. */
+ * end; UNSUPPORTED when its table is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_list_queued(SluiceBroker *broker, const gchar *queue,
                                    const gchar *cursor, guint limit,
@@ -996,15 +1124,15 @@ SLUICE_BROKER_API
 gboolean sluice_broker_list_scheduled(SluiceBroker *broker, const gchar *cursor,
                                       guint limit, GPtrArray *out,
                                       gchar **out_cursor, GError **error);
-/* UNSUPPORTED when the slot is NULL. */
+/* UNSUPPORTED when its table is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_set_paused(SluiceBroker *broker, const gchar *queue,
                                   gboolean paused, GError **error);
-/* Without the slot: TRUE, nothing added (no queue is paused). */
+/* Without its table: TRUE, nothing added (no queue is paused). */
 SLUICE_BROKER_API
 gboolean sluice_broker_list_paused(SluiceBroker *broker, GPtrArray *out,
                                    GError **error);
-/* UNSUPPORTED when the slot is NULL. */
+/* UNSUPPORTED when its table is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_slot_acquire(SluiceBroker *broker,
                                     SluiceSlotAcquire *items, guint n_items,
@@ -1013,11 +1141,11 @@ SLUICE_BROKER_API
 gboolean sluice_broker_slot_release(SluiceBroker *broker,
                                     SluiceSlotRelease *items, guint n_items,
                                     GError **error);
-/* UNSUPPORTED when the slot is NULL. */
+/* UNSUPPORTED when its table is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_list_slots(SluiceBroker *broker, guint limit,
                                   GPtrArray *out, GError **error);
-/* UNSUPPORTED when the slot is NULL; the out fields are reset first. */
+/* UNSUPPORTED when its table is NULL; the out fields are reset first. */
 SLUICE_BROKER_API
 gboolean sluice_broker_unique_enqueue(SluiceBroker *broker,
                                       SluiceUniqueSubmit *items, guint n_items,
@@ -1026,44 +1154,44 @@ SLUICE_BROKER_API
 gboolean sluice_broker_unique_update(SluiceBroker *broker,
                                      SluiceUniqueUpdate *items, guint n_items,
                                      GError **error);
-/* UNSUPPORTED when the slot is NULL; checks each item's figures. */
+/* UNSUPPORTED when its table is NULL; checks each item's figures. */
 SLUICE_BROKER_API
 gboolean sluice_broker_rate_acquire(SluiceBroker *broker,
                                     SluiceRateAcquire *items, guint n_items,
                                     GError **error);
-/* UNSUPPORTED when the slot is NULL. */
+/* UNSUPPORTED when its table is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_reschedule(SluiceBroker *broker, const gchar *id,
                                   gint64 due_at, gboolean *out_found,
                                   GError **error);
 
-/* UNSUPPORTED when the slot is NULL. */
+/* UNSUPPORTED when its table is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_join_grow(SluiceBroker *broker, const gchar *join_id,
                                  guint expected_total, guint by,
                                  SluiceSubmit *items, guint n_items,
                                  guint *out_total, GError **error);
-/* Without the slot: TRUE, nothing stored. */
+/* Without its table: TRUE, nothing stored. */
 SLUICE_BROKER_API
 gboolean sluice_broker_put_progress(SluiceBroker *broker, const gchar *id,
                                     GBytes *progress, gint64 ttl_ms,
                                     GError **error);
-/* UNSUPPORTED when the slot is NULL. */
+/* UNSUPPORTED when its table is NULL. */
 SLUICE_BROKER_API
 gboolean sluice_broker_get_progress(SluiceBroker *broker, const gchar *id,
                                     GBytes **out_progress, GError **error);
-/* Without the slot: TRUE, nothing kept. */
+/* Without its table: TRUE, nothing kept. */
 SLUICE_BROKER_API
 gboolean sluice_broker_append_events(SluiceBroker *broker,
                                      GBytes *const *events, guint n,
                                      guint max_len, gint64 max_age_ms,
                                      gint64 now_ms, GError **error);
-/* UNSUPPORTED when the slot is NULL; @out_cursor (transfer full). */
+/* UNSUPPORTED when its table is NULL; @out_cursor (transfer full). */
 SLUICE_BROKER_API
 gboolean sluice_broker_read_events(SluiceBroker *broker, const gchar *cursor,
                                    guint limit, gint64 block_ms, GPtrArray *out,
                                    gchar **out_cursor, GError **error);
-/* The join slots (version 4): UNSUPPORTED when the slot is NULL. */
+/* The join slots: UNSUPPORTED without the joins table. */
 SLUICE_BROKER_API
 gboolean sluice_broker_join_open(SluiceBroker *broker,
                                  const SluiceJoinSpec *joins, guint n_joins,
