@@ -292,10 +292,10 @@ sluice_outcome__release(Job *job)
   push_pending(job->worker, p);
 }
 
-/* Puts a new version of the job's envelope on the schedule (@why: what
- * its event says). */
+/* Puts a new version of the job's envelope on the schedule, due at
+ * @due_at as decided at @now (@why: what its event says). */
 static gboolean
-settle_reschedule(Job *job, SluiceEnvelope *next, gint64 due_at,
+settle_reschedule(Job *job, SluiceEnvelope *next, gint64 now, gint64 due_at,
                   SettleKind kind, GBytes *record, const gchar *why)
 {
   g_autoptr(GError) error = NULL;
@@ -313,8 +313,9 @@ settle_reschedule(Job *job, SluiceEnvelope *next, gint64 due_at,
   p->failed_attempt = kind == KIND_RETRIED;
   p->reschedule_payload = payload;
   p->reschedule_at = due_at;
-  p->reschedule_in_ms =
-      MAX(due_at - sluice_clock_now_ms(job->worker->clock), 0);
+  /* From the time the delay was decided, not a clock read again: the
+   * line says the delay the policy chose. */
+  p->reschedule_in_ms = MAX(due_at - now, 0);
   p->record = record;
   p->record_final = FALSE;
   p->event_detail = g_strdup(why);
@@ -363,7 +364,8 @@ sluice_outcome__failed(Job *job, const gchar *message,
         G_LOG_LEVEL_INFO, env, env->queue,
         "attempt %u of %u failed: %s; retrying in %" G_GINT64_FORMAT " ms",
         env->attempt, job->policy.max_attempts, message, delay);
-    settle_reschedule(job, next, now + delay, KIND_RETRIED, record, message);
+    settle_reschedule(job, next, now, now + delay, KIND_RETRIED, record,
+                      message);
     return;
   }
 
@@ -447,7 +449,7 @@ sluice_outcome__defer_unknown(Job *job, gint64 now)
         "been unknown for %" G_GINT64_FORMAT " ms; said once a minute",
         env->task, worker->options.unknown_task_defer_ms,
         worker->options.unknown_task_timeout_ms);
-  settle_reschedule(job, next, next->eta, KIND_DEFERRED, record, NULL);
+  settle_reschedule(job, next, now, next->eta, KIND_DEFERRED, record, NULL);
 }
 
 /* The `scheduled` record of a message put back on the schedule for flow
@@ -478,7 +480,7 @@ sluice_outcome__rate_wait(Job *job, gint64 wait_ms)
   g_autoptr(SluiceEnvelope) next = sluice_envelope_copy(job->env);
 
   next->eta = now + MAX(wait_ms, 1);
-  settle_reschedule(job, next, next->eta, KIND_RATE_WAIT,
+  settle_reschedule(job, next, now, next->eta, KIND_RATE_WAIT,
                     waiting_record(job, "waiting for its rate limit"), NULL);
 }
 
@@ -508,7 +510,7 @@ sluice_outcome__snoozed(Job *job, gint64 delay_ms, gboolean rate_limited)
                        rate_limited ? "rate limited downstream" : "snoozed",
                        MAX(delay_ms, 0), next->snoozes, most);
   settle_reschedule(
-      job, next, next->eta, KIND_SNOOZED,
+      job, next, now, next->eta, KIND_SNOOZED,
       waiting_record(job, rate_limited ? "rate limited downstream" : "snoozed"),
       NULL);
 }
@@ -522,7 +524,7 @@ sluice_outcome__slot_wait(Job *job, gint64 fallback_ms)
   /* The release of a slot moves it to its queue at once; the due time is
    * only for a release that never comes (its holder died). */
   next->eta = now + MAX(fallback_ms, 1);
-  settle_reschedule(job, next, next->eta, KIND_SLOT_WAIT,
+  settle_reschedule(job, next, now, next->eta, KIND_SLOT_WAIT,
                     waiting_record(job, "waiting for a concurrency slot"),
                     NULL);
 }
