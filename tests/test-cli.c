@@ -2484,6 +2484,9 @@ START_TEST(test_error_usage)
       {{"stats", "--json", "--limit", "3", NULL}, 2, "--limit"},
       {{"enqueue", "demo.echo", "{\"a\": 1,, }", NULL}, 2, "line 1, column "},
       {{"enqueue", "demo.echo", "[1,\n 2", NULL}, 2, "line 2"},
+      {{"enqueue", "demo.echo", "{'a': 1}", NULL},
+       2,
+       "line 1, column 2: unexpected \"'\", expected a key"},
       {{"enqueue", "demo.noop", "--delay", "5x", NULL}, 2, "“5x”"},
       {{"enqueue", "demo.noop", "--delay", "1s", "--at", NULL}, 2, "--at"},
       {{"enqueue", "demo.noop", "--at", "2030-13-01", NULL}, 2, "ISO 8601"},
@@ -2564,6 +2567,8 @@ START_TEST(test_error_usage)
     g_autoptr(Run) run = run_argv(ctx->env, NULL, cases[i].argv);
     assert_status(run, cases[i].status);
     assert_one_line_error(run, cases[i].needle);
+    /* No message names a function of the code inside (sluice_x__y). */
+    ck_assert_msg(strstr(run->err, "__") == NULL, "%s", run->err);
     if (cases[i].status == 1 && strstr(cases[i].needle, "module") != NULL)
       ck_assert(strstr(run->err, cases[i].argv[2]) != NULL);
   }
