@@ -2575,6 +2575,35 @@ START_TEST(test_error_usage)
 }
 END_TEST
 
+/* "Too large" is one kind of refusal with one exit status, whether the
+ * message is over max_message_bytes or its arguments would take too much
+ * memory once unpacked (a long array of small values). */
+START_TEST(test_error_too_large_one_status)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autoptr(GString) bytes = g_string_new("\"");
+  g_autoptr(GString) values = g_string_new("[0");
+  g_autoptr(Run) long_string = NULL;
+  g_autoptr(Run) many_values = NULL;
+
+  for (gsize i = 0; i < 2 * 1024 * 1024; i++)
+    g_string_append_c(bytes, 'x');
+  g_string_append_c(bytes, '"');
+  for (gsize i = 1; i < 200000; i++)
+    g_string_append(values, ",0");
+  g_string_append_c(values, ']');
+
+  long_string =
+      cli_env(ctx->env, bytes->str, "enqueue", "demo.echo", "-", NULL);
+  assert_status(long_string, 2);
+  assert_one_line_error(long_string, "over the limit");
+  many_values =
+      cli_env(ctx->env, values->str, "enqueue", "demo.echo", "-", NULL);
+  assert_status(many_values, 2);
+  assert_one_line_error(many_values, "once unpacked");
+}
+END_TEST
+
 START_TEST(test_error_reliable_unavailable)
 {
   g_auto(GStrv) env = cli_environ(
@@ -3178,6 +3207,7 @@ cli_suite(gboolean reliable)
   tcase_add_test(errors, test_error_unreachable_redis);
   tcase_add_test(errors, test_error_wrong_password);
   tcase_add_test(errors, test_error_usage);
+  tcase_add_test(errors, test_error_too_large_one_status);
   if (!reliable)
     tcase_add_test(errors, test_error_reliable_unavailable);
   suite_add_tcase(s, errors);

@@ -32,7 +32,9 @@ GQuark sluice_client_error_quark(void);
  * @SLUICE_CLIENT_ERROR_FAILED: anything else (also any unknown code)
  * @SLUICE_CLIENT_ERROR_TIMEOUT: get_result gave up waiting
  * @SLUICE_CLIENT_ERROR_NOT_FOUND: no record / no dead letter with that id
- * @SLUICE_CLIENT_ERROR_TOO_LARGE: the message is over max_message_bytes
+ * @SLUICE_CLIENT_ERROR_TOO_LARGE: the message is over max_message_bytes, or
+ *   its arguments would take more than SLUICE_ARGS_COST_FACTOR times their
+ *   size once unpacked (sluice-envelope.h): one kind of refusal, "too large"
  * @SLUICE_CLIENT_ERROR_INVALID: a bad argument (task name, queue, id, ...)
  * @SLUICE_CLIENT_ERROR_DUPLICATE: (since 0.2) the uniqueness key is held by
  *   another task (SluiceUniqueOptions); nothing was enqueued
