@@ -253,6 +253,15 @@ gboolean cli_parse_duration(const gchar *what, const gchar *text,
                             gint64 *out_ms, GError **error);
 
 /**
+ * cli_parse_rate_period:
+ * @text: a duration (see cli_parse_duration(), not 0), or a bare unit
+ *   meaning one of it, as in Celery's rate strings (10/s, 100/m, 1000/h)
+ * Returns: FALSE and a usage error explaining the format.
+ */
+gboolean cli_parse_rate_period(const gchar *what, const gchar *text,
+                               gint64 *out_ms, GError **error);
+
+/**
  * cli_parse_time:
  * @text: an ISO 8601 date and time; without an offset it is local time
  * @out_ms: (out): milliseconds since the epoch

@@ -99,6 +99,40 @@ START_TEST(test_terminal_text_escapes)
 }
 END_TEST
 
+/* A rate's period: a duration, or Celery's bare unit (10/s, 100/m). */
+START_TEST(test_rate_period)
+{
+  static const struct {
+    const gchar *text;
+    gint64 ms;
+  } good[] = {{"s", 1000},  {"m", 60000},   {"h", 3600000}, {"ms", 1},
+              {"1s", 1000}, {"10s", 10000}, {"250ms", 250}, {"5m", 300000}};
+  static const gchar *const bad[] = {"",   "x",   "1",   "sec",
+                                     "/s", "1 s", "-1s", "1.5s"};
+
+  for (gsize i = 0; i < G_N_ELEMENTS(good); i++) {
+    g_autoptr(GError) error = NULL;
+    gint64 ms = -1;
+
+    ck_assert_msg(
+        cli_parse_rate_period("--rate-limit", good[i].text, &ms, &error),
+        "%s: %s", good[i].text, error->message);
+    ck_assert_int_eq(ms, good[i].ms);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(GError) error = NULL;
+    gint64 ms = -1;
+
+    ck_assert_msg(!cli_parse_rate_period("--rate-limit", bad[i], &ms, &error),
+                  "“%s” accepted", bad[i]);
+    ck_assert(g_error_matches(error, CLI_ERROR, CLI_ERROR_USAGE));
+    ck_assert_msg(strstr(error->message, "--rate-limit") != NULL &&
+                      strstr(error->message, "10/s") != NULL,
+                  "%s", error->message);
+  }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -110,6 +144,7 @@ main(void)
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_time_matches_gdatetime);
   tcase_add_test(tc, test_terminal_text_escapes);
+  tcase_add_test(tc, test_rate_period);
   suite_add_tcase(s, tc);
   sr = srunner_create(s);
   srunner_run_all(sr, CK_ENV);

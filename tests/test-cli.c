@@ -532,12 +532,13 @@ logged_outcomes(const gchar *log, const gchar *task_id)
 /* ---- End to end, per mode ------------------------------------------------ */
 
 /* A worker given a queue's rate and concurrency limits, and queue
- * weights, runs its tasks under them: each on its first attempt. */
+ * weights, runs its tasks under them: each on its first attempt. The rate
+ * is written as Celery writes one (1000/s: a bare unit is one of it). */
 START_TEST(test_worker_runs_under_queue_limits)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i);
   g_autoptr(Worker) w =
-      worker_start(ctx, "--rate-limit", "default=1000/1s:50",
+      worker_start(ctx, "--rate-limit", "default=1000/s:50",
                    "--concurrency-limit", "default=2", "--queue", "default",
                    "--queue", "other", "--weight", "default=3", NULL);
   g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
