@@ -388,6 +388,18 @@ gchar *cli_terminal_text(const gchar *text, gssize length);
 void cli_append_terminal_text(GString *out, const gchar *text, gssize length);
 
 /**
+ * cli_format_number:
+ * @buf: G_ASCII_DTOSTR_BUF_SIZE bytes
+ *
+ * Writes finite @value in the shortest form that reads back as the same
+ * double ("0.002997", not g_ascii_dtostr()'s 17 digits
+ * "0.0029970000000000001"), as Prometheus's clients and the library's
+ * metrics write numbers.
+ * Returns: (transfer none): @buf
+ */
+const gchar *cli_format_number(gchar *buf, gdouble value);
+
+/**
  * cli_format_time:
  * Returns: (transfer full): @ms as "2025-06-01T12:00:00.123Z" (UTC), or
  * NULL when @ms is 0 (not reached).
