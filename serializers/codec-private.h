@@ -206,6 +206,22 @@ const gchar **sluice_envelope__sorted_header_names(const SluiceEnvelope *env,
 /** Returns: TRUE when some option of @opts is set (so `opts` is written). */
 gboolean sluice_message_options__any_set(const SluiceMessageOptions *opts);
 
+/* Whether the encoders write max_attempts and multiplier. On the wire 0 is
+ * "unset" for both, as absent is (PROTOCOL.md), and the decoders read it
+ * so: neither encoder writes a 0, so that an envelope decoded and encoded
+ * again, by either codec, gives the same bytes. */
+static inline gboolean
+sluice_retry__writes_max_attempts(const SluiceRetryPolicy *retry)
+{
+  return retry->max_attempts > 0;
+}
+
+static inline gboolean
+sluice_retry__writes_multiplier(const SluiceRetryPolicy *retry)
+{
+  return retry->multiplier > 0.0;
+}
+
 /**
  * sluice_codec__check_text:
  * @what: the field, for the message

@@ -105,7 +105,9 @@ typedef enum {
 
 /**
  * SluiceMessageOptions:
- * @retry: the message's level of the retry policy (see sluice-policy.h)
+ * @retry: the message's level of the retry policy (see sluice-policy.h);
+ *   a multiplier of 0 is unset here, as on the wire (PROTOCOL.md): neither
+ *   codec writes it
  * @timeout_ms: run time limit; 0 = unset (the task's, else none)
  * @expires_at: dead-letter `expired` instead of starting after this time
  *   (ms since epoch); 0 = never

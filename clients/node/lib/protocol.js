@@ -349,7 +349,7 @@ function encodeEnvelope(e) {
   const opts = [];
   if (o.maxAttempts >= 0) opts.push(['max_attempts', enc(o.maxAttempts)]);
   if (o.initialBackoffMs >= 0) opts.push(['initial_backoff_ms', enc(o.initialBackoffMs)]);
-  if (o.multiplier >= 0) opts.push(['multiplier', float64(o.multiplier)]);
+  if (o.multiplier > 0) opts.push(['multiplier', float64(o.multiplier)]); // 0 is "unset" on the wire
   if (o.maxBackoffMs >= 0) opts.push(['max_backoff_ms', enc(o.maxBackoffMs)]);
   if (o.jitter !== undefined) opts.push(['jitter', enc(o.jitter)]);
   if (o.timeoutMs > 0) opts.push(['timeout_ms', enc(o.timeoutMs)]);

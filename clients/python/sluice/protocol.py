@@ -372,7 +372,8 @@ def encode_envelope(id: str, task: str, queue: str, args: bytes = b"",
         opt_items.append(("max_attempts", o.max_attempts))
     if o.initial_backoff_ms is not None and o.initial_backoff_ms >= 0:
         opt_items.append(("initial_backoff_ms", o.initial_backoff_ms))
-    if o.multiplier is not None and o.multiplier >= 0:
+    # 0 is "unset" on the wire (PROTOCOL.md): never written, as in C.
+    if o.multiplier is not None and o.multiplier > 0:
         opt_items.append(("multiplier", float(o.multiplier)))
     if o.max_backoff_ms is not None and o.max_backoff_ms >= 0:
         opt_items.append(("max_backoff_ms", o.max_backoff_ms))
