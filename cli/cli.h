@@ -110,6 +110,10 @@ typedef struct {
   gchar *password_file;
   gboolean json;
   gchar *min_replicas_ack;
+  /* Not an option: set by a command that only reads (stats, ls, inspect,
+   * ...) before it connects, so that a user who may not write a SQLite
+   * database can still read it (cli_connect()). */
+  gboolean read_only;
 } CliCommon;
 
 void cli_common_clear(CliCommon *common);
@@ -173,6 +177,7 @@ typedef struct {
   GKeyFile *keyfile;
   gchar *config_path;
   guint min_replicas_ack;
+  gboolean read_only; /* CliCommon.read_only */
 } CliSettings;
 
 gboolean cli_settings_load(const CliCommon *common, CliSettings *out,
@@ -198,9 +203,11 @@ const gchar *cli_mode_name(CliMode mode);
  *   mode is reported before anything else happens; a worker that waits
  *   out an unreachable Redis passes FALSE (its start checks the rest)
  *
- * Makes the Redis broker the settings describe. The memory mode is
- * refused: its messages live inside one process, so no other `sluice`
- * process (nor a worker) could see them.
+ * Makes the broker the settings describe. The memory mode is refused: its
+ * messages live inside one process, so no other `sluice` process (nor a
+ * worker) could see them. A SQLite database this user may not write is
+ * opened read-only when @settings->read_only is set (a command that only
+ * reads), and refused otherwise with a message that says so.
  * Returns: (transfer full): the broker, or NULL and @error.
  */
 SluiceBroker *cli_connect(const CliSettings *settings, guint dead_letter_max,

@@ -200,7 +200,7 @@ static int export(const CliSettings *settings, GSocketAddress *address,
 int
 cli_cmd_exporter(int argc, char **argv)
 {
-  CliCommon common = {0};
+  CliCommon common = {.read_only = TRUE}; /* it only reads */
   CliSettings settings = {0};
   Exporter e = {0};
   g_autofree gchar *listen = NULL;

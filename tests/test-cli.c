@@ -869,6 +869,115 @@ START_TEST(test_default_broker_is_sqlite_in_the_state_directory)
 }
 END_TEST
 
+/* Child setup of a user who may only read: as root, nobody. */
+static void
+child_setup_reader(gpointer data)
+{
+  child_setup(data);
+  if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+    _exit(126);
+}
+
+/* `sluice ARGV...` as a user who may not write what the test's user made
+ * (nobody, when the test runs as root); NULL when that user cannot even
+ * run the command (a build tree it may not enter). */
+static Run *
+run_as_reader(gchar **env, const gchar *const *argv)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_autoptr(GPtrArray) args = g_ptr_array_new();
+  g_autoptr(GSubprocess) proc = NULL;
+  Run *run;
+
+  g_ptr_array_add(args, (gpointer)SLUICE_BIN);
+  for (guint i = 0; argv[i] != NULL; i++)
+    g_ptr_array_add(args, (gpointer)argv[i]);
+  g_ptr_array_add(args, NULL);
+  g_subprocess_launcher_set_environ(launcher, env);
+  g_subprocess_launcher_set_child_setup(launcher, child_setup_reader, NULL,
+                                        NULL);
+  proc = g_subprocess_launcher_spawnv(launcher,
+                                      (const gchar *const *)args->pdata, NULL);
+  if (proc == NULL)
+    return NULL;
+  run = g_new0(Run, 1);
+  ck_assert(g_subprocess_communicate_utf8(proc, NULL, NULL, &run->out,
+                                          &run->err, NULL));
+  run->status = exit_status_of(proc);
+  if (run->status == 126 || run->status == 127) {
+    run_free(run);
+    return NULL;
+  }
+  return run;
+}
+
+/* An operator who may read a service's SQLite database but not write it
+ * (nor its directory) sees its queues with the commands that only read;
+ * one that writes is refused in one line saying why and what to do, not
+ * with SQLite's "(not an error)". */
+START_TEST(test_sqlite_read_only_for_this_user)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *db = g_build_filename(ctx->dir, "service.db", NULL);
+  g_autofree gchar *url = g_strconcat("sqlite://", db, NULL);
+  g_autofree gchar *shm = g_strconcat(db, "-shm", NULL);
+  g_autofree gchar *wal = g_strconcat(db, "-wal", NULL);
+  g_autofree gchar *wake = g_strconcat(db, "-wake", NULL);
+  const gchar *const files[] = {db, shm, wal, wake};
+  gboolean root = geteuid() == 0;
+  g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
+  g_autofree gchar *id = NULL;
+  g_autoptr(Run) made = NULL;
+  g_autoptr(Run) probe = NULL;
+
+  made = cli_env(env, NULL, "enqueue", "demo.noop", "--url", url, NULL);
+  assert_status(made, 0);
+  id = g_strstrip(g_strdup(made->out));
+  ck_assert_int_eq(g_chmod(ctx->dir, root ? 0755 : 0555), 0);
+  for (gsize i = 0; i < G_N_ELEMENTS(files); i++)
+    ck_assert_int_eq(g_chmod(files[i], root ? 0644 : 0444), 0);
+
+  probe = run_as_reader(env, (const gchar *[]){"--version", NULL});
+  if (probe == NULL) {
+    fprintf(stderr,
+            "test-cli: nobody cannot run %s (the build tree is "
+            "closed to it): the read-only checks are not run\n",
+            SLUICE_BIN);
+  } else {
+    const gchar *const readers[][6] = {
+        {"stats", "--json", "--url", url, NULL},
+        {"ls", "default", "--url", url, NULL},
+        {"inspect", id, "--url", url, NULL},
+        {"dlq", "list", "--url", url, NULL},
+        {"events", "--url", url, NULL},
+    };
+    g_autoptr(Run) writer = NULL;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(readers); i++) {
+      g_autoptr(Run) run = run_as_reader(env, readers[i]);
+
+      ck_assert_msg(run != NULL && run->status == 0, "%s: %d: %s",
+                    readers[i][0], run != NULL ? run->status : -1,
+                    run != NULL ? run->err : "");
+      if (i == 1)
+        ck_assert_msg(strstr(run->out, id) != NULL, "%s", run->out);
+    }
+    writer = run_as_reader(
+        env, (const gchar *[]){"enqueue", "demo.noop", "--url", url, NULL});
+    ck_assert_ptr_nonnull(writer);
+    assert_status(writer, 1);
+    assert_one_line_error(writer, "is read-only for this user");
+    assert_one_line_error(writer, "commands that only read");
+    ck_assert_msg(strstr(writer->err, "not an error") == NULL, "%s",
+                  writer->err);
+  }
+  ck_assert_int_eq(g_chmod(ctx->dir, 0700), 0);
+  for (gsize i = 0; i < G_N_ELEMENTS(files); i++)
+    g_chmod(files[i], 0644);
+}
+END_TEST
+
 /* --no-task-log turns the line per finished task off, and nothing else. */
 START_TEST(test_no_task_log)
 {
@@ -3224,6 +3333,7 @@ cli_suite(gboolean reliable)
   tcase_add_test(misc, test_run_args_depth);
   tcase_add_test(misc, test_password_file);
   tcase_add_test(misc, test_config_file_bad_values);
+  tcase_add_test(misc, test_sqlite_read_only_for_this_user);
   if (reliable)
     tcase_add_test(misc, test_worker_logs_what_the_ping_found);
   suite_add_tcase(s, misc);
