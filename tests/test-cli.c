@@ -2729,6 +2729,130 @@ END_TEST
 
 /* ---- Help, configuration, stdin, `run` ----------------------------------- */
 
+/* The names of cli/main.c's table of commands, read from its source. */
+static GPtrArray *
+command_table(void)
+{
+  g_autofree gchar *path = g_build_filename(TEST_SRCDIR, "cli", "main.c", NULL);
+  g_autofree gchar *text = NULL;
+  g_autoptr(GRegex) entry = g_regex_new("^\\s*\\{\"([a-z-]+)\", cli_cmd_",
+                                        G_REGEX_MULTILINE, 0, NULL);
+  g_autoptr(GMatchInfo) match = NULL;
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  const gchar *table;
+
+  ck_assert(g_file_get_contents(path, &text, NULL, NULL));
+  table = strstr(text, "static const Command commands[] = {");
+  ck_assert_ptr_nonnull(table);
+  g_regex_match_full(entry, table, strstr(table, "};") - table, 0, 0, &match,
+                     NULL);
+  for (; g_match_info_matches(match); g_match_info_next(match, NULL))
+    g_ptr_array_add(names, g_match_info_fetch(match, 1));
+  ck_assert_uint_ge(names->len, 10);
+  return names;
+}
+
+/* Whether @names (a GPtrArray of strings) and @found hold the same names,
+ * each once; says which differ in @what. */
+static void
+assert_same_names(GPtrArray *names, GPtrArray *found, const gchar *what)
+{
+  for (guint i = 0; i < names->len; i++)
+    ck_assert_msg(g_ptr_array_find_with_equal_func(found, names->pdata[i],
+                                                   g_str_equal, NULL),
+                  "%s lacks the command %s", what,
+                  (const gchar *)names->pdata[i]);
+  for (guint i = 0; i < found->len; i++)
+    ck_assert_msg(g_ptr_array_find_with_equal_func(names, found->pdata[i],
+                                                   g_str_equal, NULL),
+                  "%s names %s, which is no command", what,
+                  (const gchar *)found->pdata[i]);
+}
+
+/* sluice(1)'s SYNOPSIS and the unknown-command message name every command
+ * of the table, and nothing else. */
+START_TEST(test_every_command_is_named)
+{
+  g_autoptr(GPtrArray) names = command_table();
+  g_autofree gchar *man_path =
+      g_build_filename(TEST_SRCDIR, "cli", "sluice.1", NULL);
+  g_autofree gchar *man = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_autoptr(GPtrArray) synopsis = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) listed = g_ptr_array_new_with_free_func(g_free);
+  g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
+  g_autoptr(Run) unknown = cli_env(env, NULL, "frobnicate", NULL);
+  gboolean in_synopsis = FALSE;
+  const gchar *list, *end;
+
+  ck_assert(g_file_get_contents(man_path, &man, NULL, NULL));
+  lines = g_strsplit(man, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    if (g_str_has_prefix(lines[i], ".SH "))
+      in_synopsis = strcmp(lines[i], ".SH SYNOPSIS") == 0;
+    else if (in_synopsis && g_str_has_prefix(lines[i], ".B sluice ")) {
+      g_autoptr(GString) name = g_string_new(NULL);
+
+      /* The first word, unescaped: run\-now is run-now. */
+      for (const gchar *p = lines[i] + strlen(".B sluice ");
+           *p != '\0' && *p != ' '; p++)
+        if (*p != '\\')
+          g_string_append_c(name, *p);
+      if (!g_ptr_array_find_with_equal_func(synopsis, name->str, g_str_equal,
+                                            NULL))
+        g_ptr_array_add(synopsis, g_strdup(name->str));
+    }
+  }
+  assert_same_names(names, synopsis, "sluice(1)'s SYNOPSIS");
+
+  assert_status(unknown, 2);
+  list = strstr(unknown->err, "the commands are ");
+  end = list != NULL ? strstr(list, " (see") : NULL;
+  ck_assert_msg(list != NULL && end != NULL, "%s", unknown->err);
+  list += strlen("the commands are ");
+  {
+    g_autofree gchar *text = g_strndup(list, (gsize)(end - list));
+    g_auto(GStrv) parts = NULL;
+    gchar *and = strstr(text, " and ");
+
+    ck_assert_msg(and != NULL, "%s", unknown->err);
+    memcpy(and, ", ", 2);
+    memmove(and+2, and+5, strlen(and+5) + 1);
+    parts = g_strsplit(text, ", ", -1);
+    for (guint i = 0; parts[i] != NULL; i++)
+      g_ptr_array_add(listed, g_strdup(parts[i]));
+  }
+  assert_same_names(names, listed, "the unknown-command message");
+
+  /* The systemd unit's comment points at sections that exist. */
+  {
+    g_autofree gchar *unit_path = g_build_filename(
+        TEST_SRCDIR, "contrib", "sluice-worker@.service.in", NULL);
+    g_autofree gchar *unit = NULL;
+    g_autofree gchar *refs = NULL;
+    g_auto(GStrv) sections = NULL;
+    const gchar *at;
+
+    ck_assert(g_file_get_contents(unit_path, &unit, NULL, NULL));
+    at = strstr(unit, "sluice(1), ");
+    ck_assert_ptr_nonnull(at);
+    at += strlen("sluice(1), ");
+    refs = g_strndup(at, strcspn(at, ")"));
+    g_strdelimit(refs, "\n#", ' ');
+    sections = g_regex_split_simple(" *(?:and|,) +", refs, 0, 0);
+    for (guint i = 0; sections[i] != NULL; i++) {
+      g_autofree gchar *name = g_strstrip(g_strdup(sections[i]));
+      g_autofree gchar *heading = g_strdup_printf("\n.SH %s\n", name);
+
+      if (name[0] == '\0')
+        continue;
+      ck_assert_msg(strstr(man, heading) != NULL,
+                    "the unit points at sluice(1), %s, which it lacks", name);
+    }
+  }
+}
+END_TEST
+
 START_TEST(test_help_everywhere)
 {
   const gchar *commands[][3] = {
@@ -3326,6 +3450,7 @@ cli_suite(gboolean reliable)
                               sluice_test_redis_shared_teardown);
   tcase_set_timeout(misc, 300);
   tcase_add_test(misc, test_help_everywhere);
+  tcase_add_test(misc, test_every_command_is_named);
   tcase_add_test(misc, test_config_file_and_environment);
   tcase_add_test(misc, test_args_from_stdin_and_dash);
   tcase_add_test(misc, test_run_in_process);
