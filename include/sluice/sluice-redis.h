@@ -73,7 +73,7 @@ typedef enum {
  *   that has the write may still not be the one promoted.
  * @min_replicas_timeout_ms: how long that wait may take (0 = the URL's
  *   min_replicas_timeout_ms, else 1000)
- * @partitions: (since 0.2) how many partitions the namespace is split in,
+ * @partitions: how many partitions the namespace is split in,
  *   each with its own hash tag ({ns#0} ... {ns#N-1}), so that a Redis
  *   Cluster spreads one namespace over its masters (docs/redis.md,
  *   "Partitions"). 0 = what the URL says (`?partitions=N`), else 1: one

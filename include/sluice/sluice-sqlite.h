@@ -74,7 +74,7 @@ typedef struct {
 } SluiceSqliteOptions;
 
 /** sluice_sqlite_options_init: the defaults (FULL), @path NULL. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_sqlite_options_init(SluiceSqliteOptions *options);
 
 /**
@@ -95,7 +95,7 @@ void sluice_sqlite_options_init(SluiceSqliteOptions *options);
  * names the file and what to do), SLUICE_BROKER_ERROR_UNAVAILABLE when
  * another process held it locked for longer than the busy timeout.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceBroker *sluice_sqlite_broker_new(const SluiceSqliteOptions *options,
                                        SluiceClock *clock, GError **error);
 
@@ -112,7 +112,7 @@ SluiceBroker *sluice_sqlite_broker_new(const SluiceSqliteOptions *options,
  * SLUICE_BROKER_ERROR_INVALID for a URL of no known scheme (or the
  * broker's own error).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceBroker *sluice_broker_new_for_url(const gchar *url, SluiceClock *clock,
                                         GError **error);
 
@@ -120,7 +120,7 @@ SluiceBroker *sluice_broker_new_for_url(const gchar *url, SluiceClock *clock,
  * sluice_url_is_sqlite:
  * Returns: TRUE when @url names a SQLite database (`sqlite://`).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_url_is_sqlite(const gchar *url);
 
 /**
@@ -133,7 +133,7 @@ gboolean sluice_url_is_sqlite(const gchar *url);
  * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_INVALID saying what is
  * wrong with @url.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_sqlite_url_parse(const gchar *url, SluiceSqliteOptions *options,
                                  gchar **out_path, GError **error);
 
