@@ -458,7 +458,7 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
 
   sluice_redis_options_init(&options);
   options.url = settings->url;
-  options.namespace_ = settings->namespace_;
+  options.ns = settings->namespace_;
   options.mode = settings->mode == CLI_MODE_FAST ? SLUICE_REDIS_FAST
                                                  : SLUICE_REDIS_RELIABLE;
   options.dead_letter_max = dead_letter_max;

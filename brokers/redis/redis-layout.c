@@ -26,7 +26,7 @@
 struct _SluiceRedisLayout {
   gchar *ns;
   gchar *url_text;
-  SluiceRedisOptions options; /* .namespace_ and .url point at the above */
+  SluiceRedisOptions options; /* .ns and .url point at the above */
   SluiceRedisUrl url;
   guint n;
   GMutex lock;
@@ -40,10 +40,9 @@ sluice_redis_layout__new(const SluiceRedisOptions *options,
   SluiceRedisLayout *layout = g_new0(SluiceRedisLayout, 1);
 
   layout->options = *options;
-  layout->ns =
-      g_strdup(options->namespace_ != NULL ? options->namespace_
-                                           : SLUICE_REDIS_DEFAULT_NAMESPACE);
-  layout->options.namespace_ = layout->ns;
+  layout->ns = g_strdup(options->ns != NULL ? options->ns
+                                            : SLUICE_REDIS_DEFAULT_NAMESPACE);
+  layout->options.ns = layout->ns;
   layout->options.url = NULL;
   sluice_redis_url__copy(url, &layout->url);
   layout->n = n;

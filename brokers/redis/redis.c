@@ -150,8 +150,8 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
   SluiceBrokerClass klass;
   SluiceRedisBroker *self;
   SluiceBroker *broker;
-  const gchar *ns = options->namespace_ != NULL
-                        ? options->namespace_
+  const gchar *ns = options->ns != NULL
+                        ? options->ns
                         : SLUICE_REDIS_DEFAULT_NAMESPACE;
 
   for (gsize i = 0; i < G_N_ELEMENTS(transports) && transport == NULL; i++)
@@ -257,8 +257,8 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
     sluice_redis_options_init(&defaults);
     options = &defaults;
   }
-  if (!sluice_redis_keys__valid_namespace(options->namespace_ != NULL
-                                              ? options->namespace_
+  if (!sluice_redis_keys__valid_namespace(options->ns != NULL
+                                              ? options->ns
                                               : SLUICE_REDIS_DEFAULT_NAMESPACE,
                                           error))
     return NULL;

@@ -62,7 +62,7 @@ export interface Result {
   value: unknown;
   hasValue: boolean;
   error: string | null;
-  dlqReason: string | null;
+  deadLetterReason: string | null;
   worker: string | null;
   enqueuedAt: number;
   startedAt: number;

@@ -94,20 +94,24 @@ typedef struct {
 
 /**
  * sluice_memory_broker_new:
+ * @options: (nullable): NULL means the defaults
  * @clock: (nullable) (transfer none): the clock for due times and TTLs;
  *   NULL means a real clock. The broker takes its own reference.
- * @options: (nullable): NULL means the defaults
  *
  * Every operation of the broker contract, in one process, under one mutex.
  * Every TTL (results, revocations, idempotency claims) follows @clock, so a
  * test with a fake clock sees records expire when it advances the clock.
  *
+ * Every broker's constructor takes its arguments in this order: the
+ * broker's options (or URL), then the clock, then (for those that can
+ * fail) the GError: sluice_sqlite_broker_new(), sluice_redis_broker_new()
+ * and sluice_broker_new_for_url() too. This one cannot fail.
+ *
  * Returns: (transfer full): the broker.
  */
 SLUICE_AVAILABLE_IN_0_1
-SluiceBroker *
-sluice_memory_broker_new(SluiceClock *clock,
-                         const SluiceMemoryBrokerOptions *options);
+SluiceBroker *sluice_memory_broker_new(const SluiceMemoryBrokerOptions *options,
+                                       SluiceClock *clock);
 
 /* ---- Statistics --------------------------------------------------------- */
 

@@ -58,7 +58,9 @@ typedef enum {
  *   namespace records the mode of its first client; a client of the other
  *   mode is refused (SLUICE_BROKER_ERROR_INVALID, naming both), so that a
  *   fast producer and a reliable worker never miss each other's tasks
- * @namespace_: (nullable): key prefix and hash tag; NULL = "sluice"
+ * @ns: (nullable): the namespace: key prefix and hash tag ({ns}:...), as
+ *   the docs write it (the field is not called "namespace", a C++
+ *   keyword, so that the headers stay usable from C++); NULL = "sluice"
  * @connect_timeout_ms: per connection attempt (0 = 5000)
  * @command_timeout_ms: per reply, on top of any blocking time (0 = 10000)
  * @dead_letter_max: keep at most this many dead letters (0 = 10000)
@@ -87,7 +89,7 @@ typedef enum {
 typedef struct {
   const gchar *url;
   SluiceRedisMode mode;
-  const gchar *namespace_;
+  const gchar *ns;
   gint64 connect_timeout_ms;
   gint64 command_timeout_ms;
   guint dead_letter_max;

@@ -471,14 +471,14 @@ function checkedEnvelope(env) {
 const RECORD_KEYS = [
   ['id', 'id'], ['state', 'state'], ['task', 'task'], ['queue', 'queue'],
   ['attempt', 'attempt'], ['value', 'value'], ['error', 'error'],
-  ['dlqReason', 'dlq_reason'], ['worker', 'worker'], ['enqueuedAt', 'enqueued_at'],
+  ['deadLetterReason', 'dlq_reason'], ['worker', 'worker'], ['enqueuedAt', 'enqueued_at'],
   ['startedAt', 'started_at'], ['finishedAt', 'finished_at'],
 ];
 
 function newResult(fields) {
   const r = {
     id: '', state: 'unknown', task: null, queue: null, attempt: 0, value: null,
-    hasValue: false, error: null, dlqReason: null, worker: null, enqueuedAt: 0,
+    hasValue: false, error: null, deadLetterReason: null, worker: null, enqueuedAt: 0,
     startedAt: 0, finishedAt: 0, dueAt: 0, ...fields,
   };
   r.final = FINAL_STATES.includes(r.state);
@@ -752,7 +752,7 @@ function resultOfLookup(id, reply) {
     const env = decodeEnvelope(dl.payload);
     const r = newResult({
       id, state: 'dead_lettered', task: dl.task, queue: dl.source, error: dl.detail,
-      dlqReason: dl.reason,
+      deadLetterReason: dl.reason,
     });
     if (env !== null) {
       r.attempt = env.attempt;

@@ -118,7 +118,7 @@ for (const mode of ['fast', 'reliable']) {
     assert.equal((await c.dlqList({ limit: 1 })).length, 1);
     const got = await c.inspect('d1');
     assert.equal(got.state, 'dead_lettered');
-    assert.equal(got.dlqReason, 'max_attempts');
+    assert.equal(got.deadLetterReason, 'max_attempts');
     assert.equal(got.attempt, 3);
 
     assert.equal(await c.dlqReplay(e1), 'd1');

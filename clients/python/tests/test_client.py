@@ -194,7 +194,7 @@ def test_dead_letters_list_filter_and_replay(server, namespace, mode):
     assert [d.entry_id for d in c.dlq_list(after=e1)] == [e2]
     assert len(c.dlq_list(limit=1)) == 1
     got = c.inspect("d1")
-    assert got.state == "dead_lettered" and got.dlq_reason == "max_attempts"
+    assert got.state == "dead_lettered" and got.dead_letter_reason == "max_attempts"
     assert got.attempt == 3 and got.error == "boom"
 
     assert c.dlq_replay(e1) == "d1"
