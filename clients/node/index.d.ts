@@ -10,6 +10,7 @@ export type TaskState =
 /** Settings of a client (SluiceClientOptions); every one optional. */
 export interface ClientOptions {
   namespace?: string;
+  /** "reliable" (the default, as in C and the sluice command) or "fast". */
   mode?: Mode;
   trackState?: boolean;
   resultTtlMs?: number;

@@ -26,7 +26,7 @@ const ARGS_COST_BASE = 64 * 1024;
 const UNPACKED_VALUE_BYTES = 24;
 const DEFAULTS = {
   namespace: 'sluice',
-  mode: 'fast',
+  mode: 'reliable', // as the C library and the sluice command: one default
   trackState: false,
   resultTtlMs: 24 * 3600 * 1000,
   revokeTtlMs: 3600 * 1000,

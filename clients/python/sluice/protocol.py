@@ -666,7 +666,10 @@ class Settings:
     """A client's settings (the fields of SluiceClientOptions)."""
 
     namespace: str = "sluice"
-    mode: str = "fast"
+    # The C library's and the command's default: a producer that reaches a
+    # fresh namespace first records its mode, and every worker of another
+    # mode is then refused.
+    mode: str = "reliable"
     track_state: bool = False
     result_ttl_ms: int = DEFAULT_RESULT_TTL_MS
     revoke_ttl_ms: int = DEFAULT_REVOKE_TTL_MS
