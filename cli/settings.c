@@ -463,6 +463,10 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
                                                  : SLUICE_REDIS_RELIABLE;
   options.dead_letter_max = dead_letter_max;
   options.min_replicas_ack = settings->min_replicas_ack;
+  /* A namespace of the other mode is refused with a message for a
+   * command-line user, not a C programmer. */
+  options.mode_setting = "--mode, SLUICE_MODE or mode= in the [connection] "
+                         "group of the configuration file";
   broker = sluice_redis_broker_new(&options, NULL, &local);
   if (broker == NULL) {
     if (settings->mode == CLI_MODE_RELIABLE &&

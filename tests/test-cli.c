@@ -2511,12 +2511,21 @@ START_TEST(test_mode_mismatch_is_refused)
   g_autoptr(Run) dlq = cli_env(env, NULL, "dlq", "list", NULL);
   g_autofree gchar *both = g_strdup_printf("is used in %s mode", ctx->mode);
 
+  g_autofree gchar *fix =
+      g_strdup_printf("set this client's mode to %s (--mode, SLUICE_MODE or "
+                      "mode= in the [connection] group",
+                      ctx->mode);
+
   assert_status(enq, 2);
   assert_one_line_error(enq, both);
   ck_assert(strstr(enq->err, other) != NULL);
-  ck_assert(strstr(enq->err, "--mode") != NULL);
+  /* A command-line user is told the option, not the C field. */
+  assert_one_line_error(enq, fix);
+  ck_assert_msg(strstr(enq->err, "SluiceRedisOptions") == NULL, "%s", enq->err);
   assert_status(worker, 2);
   ck_assert_msg(strstr(worker->err, both) != NULL, "%s", worker->err);
+  ck_assert_msg(strstr(worker->err, "SluiceRedisOptions") == NULL, "%s",
+                worker->err);
   assert_status(dlq, 2);
 }
 END_TEST

@@ -1282,7 +1282,9 @@ assert_mode_refused(const gchar *ns, SluiceRedisMode first,
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
   ck_assert_msg(strstr(error->message, theirs) != NULL &&
                     strstr(error->message, mine) != NULL &&
-                    strstr(error->message, "SluiceRedisOptions.mode") != NULL,
+                    strstr(error->message, "set this client's mode to ") !=
+                        NULL &&
+                    strstr(error->message, "(SluiceRedisOptions.mode)") != NULL,
                 "%s", error->message);
   g_clear_error(&error);
   ck_assert(sluice_registry_add(registry, "t.x", task_ok_for_mode, NULL, NULL,

@@ -26,7 +26,9 @@
 struct _SluiceRedisLayout {
   gchar *ns;
   gchar *url_text;
-  SluiceRedisOptions options; /* .ns and .url point at the above */
+  gchar *mode_setting;
+  SluiceRedisOptions options; /* .ns, .url and .mode_setting point at the
+                                 above */
   SluiceRedisUrl url;
   guint n;
   GMutex lock;
@@ -44,6 +46,8 @@ sluice_redis_layout__new(const SluiceRedisOptions *options,
                                             : SLUICE_REDIS_DEFAULT_NAMESPACE);
   layout->options.ns = layout->ns;
   layout->options.url = NULL;
+  layout->mode_setting = g_strdup(options->mode_setting);
+  layout->options.mode_setting = layout->mode_setting;
   sluice_redis_url__copy(url, &layout->url);
   layout->n = n;
   g_mutex_init(&layout->lock);
@@ -56,6 +60,7 @@ sluice_redis_layout__free(SluiceRedisLayout *layout)
   if (layout == NULL)
     return;
   g_free(layout->ns);
+  g_free(layout->mode_setting);
   sluice_redis_url__clear(&layout->url);
   g_mutex_clear(&layout->lock);
   g_free(layout);

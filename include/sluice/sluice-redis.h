@@ -83,6 +83,10 @@ typedef enum {
  *   SLUICE_BROKER_CAP_ORDERED. Every client of a namespace must use the
  *   same number: a namespace records it, and a client of another number is
  *   refused (SLUICE_BROKER_ERROR_INVALID) unless the namespace is empty
+ * @mode_setting: (nullable): where this client's user sets @mode, in
+ *   their own words, for the message that refuses a namespace of the other
+ *   mode ("set this client's mode to fast (<mode_setting>)"): the sluice
+ *   command names its --mode option; NULL = "SluiceRedisOptions.mode"
  *
  * Initialise with sluice_redis_options_init(); the broker copies it.
  */
@@ -97,6 +101,7 @@ typedef struct {
   guint min_replicas_ack;
   gint64 min_replicas_timeout_ms;
   guint partitions;
+  const gchar *mode_setting;
 } SluiceRedisOptions;
 
 SLUICE_AVAILABLE_IN_0_1
