@@ -25,6 +25,7 @@ packages=(build-essential autoconf automake libtool pkg-config
   libglib2.0-dev libhiredis-dev libsqlite3-dev libmsgpack-dev libjson-glib-dev check
   libsystemd-dev libsoup-3.0-dev redis-server clang-format clang libclang-rt-14-dev
   python3 chromium chromium-driver python3-redis python3-msgpack python3-pytest
+  python3-venv python3-setuptools python3-wheel
   nodejs)
 # npm comes with some builds of nodejs (NodeSource's); Debian packages it
 # apart, and its npm package would conflict with the former.
@@ -64,8 +65,9 @@ build() {
 }
 
 # The Node client's dependencies, from its lockfile, when missing or when
-# the lockfile changed; npm's cache makes it work offline after the first
-# install. Never at run time.
+# the lockfile changed. On a machine that never fetched them that needs the
+# network (they are not Debian packages); a reinstall takes them from npm's
+# cache when it holds them. Never at run time.
 node_modules() {
   local dir=clients/node
   if [ ! -f "$dir/node_modules/.package-lock.json" ] ||

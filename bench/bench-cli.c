@@ -159,7 +159,7 @@ fill(Filled *out, gint64 eta_ms, GError **error)
 
   sluice_redis_options_init(&options);
   options.url = settings.url;
-  options.namespace_ = settings.ns;
+  options.ns = settings.ns;
   options.mode = is_fast() ? SLUICE_REDIS_FAST : SLUICE_REDIS_RELIABLE;
   broker = sluice_redis_broker_new(&options, NULL, error);
   if (broker == NULL || !sluice_redis_broker_ping(broker, error))

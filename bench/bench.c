@@ -174,7 +174,7 @@ make_broker(GError **error)
     return make_sqlite_broker(error);
   sluice_redis_options_init(&options);
   options.url = settings.url;
-  options.namespace_ = op_namespace != NULL ? op_namespace : settings.ns;
+  options.ns = op_namespace != NULL ? op_namespace : settings.ns;
   if (g_strcmp0(settings.broker, "redis-fast") == 0)
     options.mode = SLUICE_REDIS_FAST;
   else if (g_strcmp0(settings.broker, "redis-reliable") == 0)

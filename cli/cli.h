@@ -110,6 +110,10 @@ typedef struct {
   gchar *password_file;
   gboolean json;
   gchar *min_replicas_ack;
+  /* Not an option: set by a command that only reads (stats, ls, inspect,
+   * ...) before it connects, so that a user who may not write a SQLite
+   * database can still read it (cli_connect()). */
+  gboolean read_only;
 } CliCommon;
 
 void cli_common_clear(CliCommon *common);
@@ -173,6 +177,7 @@ typedef struct {
   GKeyFile *keyfile;
   gchar *config_path;
   guint min_replicas_ack;
+  gboolean read_only; /* CliCommon.read_only */
 } CliSettings;
 
 gboolean cli_settings_load(const CliCommon *common, CliSettings *out,
@@ -198,9 +203,11 @@ const gchar *cli_mode_name(CliMode mode);
  *   mode is reported before anything else happens; a worker that waits
  *   out an unreachable Redis passes FALSE (its start checks the rest)
  *
- * Makes the Redis broker the settings describe. The memory mode is
- * refused: its messages live inside one process, so no other `sluice`
- * process (nor a worker) could see them.
+ * Makes the broker the settings describe. The memory mode is refused: its
+ * messages live inside one process, so no other `sluice` process (nor a
+ * worker) could see them. A SQLite database this user may not write is
+ * opened read-only when @settings->read_only is set (a command that only
+ * reads), and refused otherwise with a message that says so.
  * Returns: (transfer full): the broker, or NULL and @error.
  */
 SluiceBroker *cli_connect(const CliSettings *settings, guint dead_letter_max,
@@ -251,6 +258,15 @@ gboolean cli_keyfile_check_keys(const CliSettings *settings, const gchar *group,
  */
 gboolean cli_parse_duration(const gchar *what, const gchar *text,
                             gint64 *out_ms, GError **error);
+
+/**
+ * cli_parse_rate_period:
+ * @text: a duration (see cli_parse_duration(), not 0), or a bare unit
+ *   meaning one of it, as in Celery's rate strings (10/s, 100/m, 1000/h)
+ * Returns: FALSE and a usage error explaining the format.
+ */
+gboolean cli_parse_rate_period(const gchar *what, const gchar *text,
+                               gint64 *out_ms, GError **error);
 
 /**
  * cli_parse_time:
@@ -377,6 +393,18 @@ gchar *cli_terminal_text(const gchar *text, gssize length);
 
 /** cli_append_terminal_text: cli_terminal_text() appended to @out. */
 void cli_append_terminal_text(GString *out, const gchar *text, gssize length);
+
+/**
+ * cli_format_number:
+ * @buf: G_ASCII_DTOSTR_BUF_SIZE bytes
+ *
+ * Writes finite @value in the shortest form that reads back as the same
+ * double ("0.002997", not g_ascii_dtostr()'s 17 digits
+ * "0.0029970000000000001"), as Prometheus's clients and the library's
+ * metrics write numbers.
+ * Returns: (transfer none): @buf
+ */
+const gchar *cli_format_number(gchar *buf, gdouble value);
 
 /**
  * cli_format_time:

@@ -94,7 +94,7 @@ shorten(const gchar *text, glong width)
 static int
 dlq_list(int argc, char **argv)
 {
-  CliCommon common = {0};
+  CliCommon common = {.read_only = TRUE}; /* it only reads */
   g_autofree gchar *limit_text = NULL;
   g_autofree gchar *reason = NULL;
   g_autofree gchar *task = NULL;
@@ -297,7 +297,7 @@ show_table(const SluiceDeadLetter *entry, const SluiceEnvelope *env,
 static int
 dlq_show(int argc, char **argv)
 {
-  CliCommon common = {0};
+  CliCommon common = {.read_only = TRUE}; /* it only reads */
   g_autoptr(GError) error = NULL;
   g_autoptr(GError) decode_error = NULL;
   g_autoptr(SluiceClient) client = NULL;

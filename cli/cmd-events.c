@@ -41,7 +41,7 @@ print_event(const SluiceEvent *e, gboolean json)
 int
 cli_cmd_events(int argc, char **argv)
 {
-  CliCommon common = {0};
+  CliCommon common = {.read_only = TRUE}; /* it only reads */
   gboolean follow = FALSE;
   g_autofree gchar *cursor = NULL;
   g_autofree gchar *task = NULL;

@@ -103,14 +103,14 @@ serve_metrics(SoupServer *soup, SoupServerMessage *msg, const char *path,
       "# HELP sluice_exporter_read_duration_seconds How long the last read "
       "took.\n# TYPE sluice_exporter_read_duration_seconds gauge\n"
       "sluice_exporter_read_duration_seconds %s\n",
-      g_ascii_dtostr(number, sizeof number, e->read_seconds));
+      cli_format_number(number, e->read_seconds));
   g_string_append_printf(
       out,
       "# HELP sluice_exporter_read_age_seconds How old the figures served "
       "are.\n# TYPE sluice_exporter_read_age_seconds gauge\n"
       "sluice_exporter_read_age_seconds %s\n",
-      g_ascii_dtostr(number, sizeof number,
-                     (g_get_monotonic_time() - e->read_at_us) / 1e6));
+      cli_format_number(number,
+                        (g_get_monotonic_time() - e->read_at_us) / 1e6));
   if (e->ok)
     g_string_append(out, e->stats_text);
   cli_http_respond(msg, SOUP_STATUS_OK, CLI_HTTP_PROMETHEUS,
@@ -200,7 +200,7 @@ static int export(const CliSettings *settings, GSocketAddress *address,
 int
 cli_cmd_exporter(int argc, char **argv)
 {
-  CliCommon common = {0};
+  CliCommon common = {.read_only = TRUE}; /* it only reads */
   CliSettings settings = {0};
   Exporter e = {0};
   g_autofree gchar *listen = NULL;

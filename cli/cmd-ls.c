@@ -113,7 +113,7 @@ print_table(SluiceTaskState state, GPtrArray *tasks)
 int
 cli_cmd_ls(int argc, char **argv)
 {
-  CliCommon common = {0};
+  CliCommon common = {.read_only = TRUE}; /* it only reads */
   g_autofree gchar *state_text = NULL;
   g_autofree gchar *task = NULL;
   g_autofree gchar *cursor = NULL;

@@ -16,7 +16,7 @@
 static int
 periodic_ls(int argc, char **argv)
 {
-  CliCommon common = {0};
+  CliCommon common = {.read_only = TRUE}; /* it only reads */
   CliSettings settings = {0};
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceClient) client = NULL;

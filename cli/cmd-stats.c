@@ -324,7 +324,7 @@ stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
 int
 cli_cmd_stats(int argc, char **argv)
 {
-  CliCommon common = {0};
+  CliCommon common = {.read_only = TRUE}; /* it only reads */
   CliSettings settings = {0};
   g_auto(GStrv) queues = NULL;
   g_autoptr(GError) error = NULL;

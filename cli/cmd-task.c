@@ -62,7 +62,7 @@ one_id(int argc, char **argv, const gchar *usage, GError **error)
 int
 cli_cmd_inspect(int argc, char **argv)
 {
-  CliCommon common = {0};
+  CliCommon common = {.read_only = TRUE}; /* it only reads */
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceClient) client = NULL;
   g_autoptr(SluiceResult) result = NULL;
@@ -162,7 +162,7 @@ follow(SluiceClient *client, const gchar *id, gint64 wait_ms, gboolean json,
 int
 cli_cmd_result(int argc, char **argv)
 {
-  CliCommon common = {0};
+  CliCommon common = {.read_only = TRUE}; /* it only reads */
   g_autofree gchar *wait = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceClient) client = NULL;

@@ -259,6 +259,8 @@ cli_cmd_web(int argc, char **argv)
   web.settings = &settings;
   web.shown_url = web_shown_url(settings.url);
   web.read_only = read_only;
+  /* A dashboard that only shows may run as a user who may only read. */
+  settings.read_only = read_only || web.token == NULL;
   web.sample_interval_ms = interval_ms;
   web.loopback = g_inet_address_get_is_loopback(
       g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(address)));

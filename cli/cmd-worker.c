@@ -430,7 +430,7 @@ parse_queue_limit(WorkerPlan *plan, const gchar *what, const gchar *text,
     return cli_usage_error(error, "%s: “%s” names no queue: write %s", what,
                            text,
                            rate ? "QUEUE=COUNT/PERIOD[:BURST], e.g. "
-                                  "emails=10/1s:20"
+                                  "emails=10/s or emails=10/1s:20"
                                 : "QUEUE=N, e.g. renders=3");
   g_ptr_array_add(plan->limit_queues, queue);
   if (!rate) {
@@ -451,10 +451,10 @@ parse_queue_limit(WorkerPlan *plan, const gchar *what, const gchar *text,
     if (spec[0] == NULL || spec[1] == NULL)
       return cli_usage_error(error,
                              "%s: “%s” is not QUEUE=COUNT/PERIOD[:BURST] "
-                             "(e.g. emails=10/1s:20)",
+                             "(e.g. emails=10/s or emails=10/1s:20)",
                              what, text);
     if (!cli_parse_count(what, spec[0], 1, 1000000000, &n, error) ||
-        !cli_parse_duration(what, spec[1], &limit.rate.period_ms, error))
+        !cli_parse_rate_period(what, spec[1], &limit.rate.period_ms, error))
       return FALSE;
     limit.rate.count = (gint64)n;
     if (burst[1] != NULL) {

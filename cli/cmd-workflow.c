@@ -65,6 +65,7 @@ cli_cmd_workflow(int argc, char **argv)
     status = cli_report(error);
     goto out;
   }
+  common.read_only = g_strcmp0(argv[1], "show") == 0;
   if ((client = cli_open_client(&common, NULL, &error)) == NULL) {
     status = cli_report(error);
     goto out;

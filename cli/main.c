@@ -94,11 +94,21 @@ main(int argc, char **argv)
             argv[1]);
     return CLI_EXIT_USAGE;
   }
-  fprintf(stderr,
-          "sluice: unknown command “%s”: the commands are worker, enqueue, "
-          "result, inspect, cancel, dlq, stats, ls, pause, resume, purge, "
-          "delete, run-now, periodic, exporter, web and run (see sluice "
-          "--help)\n",
-          argv[1]);
+  {
+    /* Named from the table, so that a new command is never left out. */
+    g_autoptr(GString) names = g_string_new(NULL);
+    g_autofree gchar *shown = cli_terminal_text(argv[1], -1);
+
+    for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
+      g_string_append_printf(names, "%s%s",
+                             i == 0                            ? ""
+                             : i + 1 == G_N_ELEMENTS(commands) ? " and "
+                                                               : ", ",
+                             commands[i].name);
+    fprintf(stderr,
+            "sluice: unknown command “%s”: the commands are %s (see sluice "
+            "--help)\n",
+            shown, names->str);
+  }
   return CLI_EXIT_USAGE;
 }

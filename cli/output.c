@@ -235,6 +235,24 @@ cli_table_free(CliTable *table)
   g_free(table);
 }
 
+/* ---- Numbers ------------------------------------------------------------- */
+
+const gchar *
+cli_format_number(gchar *buf, gdouble value)
+{
+  /* %.15g reads back for every number that has a form of 15 digits or
+   * fewer (%g drops the trailing zeros), so this is the shortest form of
+   * any normal double; %.17g always reads back. */
+  for (const gchar *const *format =
+           (const gchar *const[]){"%.15g", "%.16g", "%.17g", NULL};
+       *format != NULL; format++) {
+    g_ascii_formatd(buf, G_ASCII_DTOSTR_BUF_SIZE, *format, value);
+    if (g_ascii_strtod(buf, NULL) == value)
+      break;
+  }
+  return buf;
+}
+
 /* ---- Text for terminals -------------------------------------------------- */
 
 gchar *

@@ -56,6 +56,27 @@ cli_parse_duration(const gchar *what, const gchar *text, gint64 *out_ms,
 }
 
 gboolean
+cli_parse_rate_period(const gchar *what, const gchar *text, gint64 *out_ms,
+                      GError **error)
+{
+  /* "10/s" is Celery's spelling of "10/1s": a bare unit is one of it. */
+  static const gchar *const bare[] = {"ms", "s", "m", "h", NULL};
+  g_autofree gchar *one = NULL;
+
+  if (g_strv_contains(bare, text))
+    text = one = g_strconcat("1", text, NULL);
+  if (!cli_parse_duration(what, text, out_ms, NULL)) {
+    g_autofree gchar *shown = cli_terminal_text(text, -1);
+    return cli_usage_error(error,
+                           "%s: “%s” is not a period: write a unit (s, m, "
+                           "h, ms) or a whole number followed by one (10s, "
+                           "5m), as in 10/s or 100/5m",
+                           what, shown);
+  }
+  return TRUE;
+}
+
+gboolean
 cli_parse_time(const gchar *what, const gchar *text, gint64 *out_ms,
                GError **error)
 {

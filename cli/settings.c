@@ -23,6 +23,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -237,6 +238,7 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
   g_autofree gchar *source = NULL;
 
   memset(out, 0, sizeof *out);
+  out->read_only = common->read_only;
   if (config == NULL) {
     config = g_getenv("SLUICE_CONFIG");
     if (config != NULL && *config == '\0')
@@ -387,6 +389,27 @@ connect_sqlite(const CliSettings *settings, guint dead_letter_max,
   if (!sluice_sqlite_url_parse(settings->url, &options, &path, error))
     return NULL;
   options.dead_letter_max = dead_letter_max;
+  /* A database this user may read but not write (an operator looking at a
+   * service's queues): a command that only reads opens it read-only, and
+   * one that writes is refused before SQLite says less. Root writes any
+   * file, so it never gets here. */
+  if (g_file_test(path, G_FILE_TEST_EXISTS) && g_access(path, W_OK) != 0 &&
+      (errno == EACCES || errno == EROFS || errno == EPERM)) {
+    g_autofree gchar *shown = cli_terminal_text(path, -1);
+
+    if (!settings->read_only) {
+      g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
+                  "the SQLite database %s is read-only for this user: give "
+                  "this user write permission on it and on its directory, "
+                  "or run this command as its owner; the commands that only "
+                  "read (stats, ls, inspect, result, events, dlq list, dlq "
+                  "show, workflow show, periodic ls, exporter) work without "
+                  "it",
+                  shown);
+      return NULL;
+    }
+    options.read_only = TRUE;
+  }
   if (settings->url_is_default) {
     g_autofree gchar *dir = g_path_get_dirname(path);
 
@@ -435,11 +458,15 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
 
   sluice_redis_options_init(&options);
   options.url = settings->url;
-  options.namespace_ = settings->namespace_;
+  options.ns = settings->namespace_;
   options.mode = settings->mode == CLI_MODE_FAST ? SLUICE_REDIS_FAST
                                                  : SLUICE_REDIS_RELIABLE;
   options.dead_letter_max = dead_letter_max;
   options.min_replicas_ack = settings->min_replicas_ack;
+  /* A namespace of the other mode is refused with a message for a
+   * command-line user, not a C programmer. */
+  options.mode_setting = "--mode, SLUICE_MODE or mode= in the [connection] "
+                         "group of the configuration file";
   broker = sluice_redis_broker_new(&options, NULL, &local);
   if (broker == NULL) {
     if (settings->mode == CLI_MODE_RELIABLE &&

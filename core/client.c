@@ -330,9 +330,20 @@ sluice_client__prepare(SluiceClient *client, const gchar *task, GBytes *args,
     sluice_client__prepared_clear(out);
     return FALSE;
   }
-  out->payload = sluice_envelope_encode(client->options.codec, env, error);
+  out->payload = sluice_envelope_encode(client->options.codec, env, &local);
   if (out->payload == NULL) {
-    g_prefix_error(error, "cannot enqueue “%s”: ", task);
+    /* Arguments that would cost too much to unpack are refused by the
+     * encoder: the same kind of refusal as a message over
+     * max_message_bytes, so the same code (the Python and Node clients
+     * raise TooLarge for both too). */
+    if (g_error_matches(local, SLUICE_CODEC_ERROR,
+                        SLUICE_CODEC_ERROR_TOO_LARGE)) {
+      g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_TOO_LARGE,
+                  "cannot enqueue “%s”: %s", task, local->message);
+      g_error_free(local);
+    } else
+      g_propagate_prefixed_error(error, g_steal_pointer(&local),
+                                 "cannot enqueue “%s”: ", task);
     sluice_client__prepared_clear(out);
     return FALSE;
   }

@@ -77,23 +77,30 @@ sample_signed(GString *out, const gchar *name, const gchar *labels,
                          labels != NULL ? "}" : "", value);
 }
 
+/* The shortest form that reads back as the same number, as Prometheus's
+ * own clients write it: 1e-05, not 1.0000000000000001e-05 (which
+ * g_ascii_dtostr(), always 17 digits, would write). */
+static const gchar *
+shortest(gchar text[G_ASCII_DTOSTR_BUF_SIZE], gdouble value)
+{
+  for (const gchar *const *format =
+           (const gchar *const[]){"%.15g", "%.16g", "%.17g", NULL};
+       *format != NULL; format++) {
+    g_ascii_formatd(text, G_ASCII_DTOSTR_BUF_SIZE, *format, value);
+    if (g_ascii_strtod(text, NULL) == value)
+      break;
+  }
+  return text;
+}
+
 static void
 sample_double(GString *out, const gchar *name, const gchar *labels,
               gdouble value)
 {
   gchar text[G_ASCII_DTOSTR_BUF_SIZE];
 
-  /* The shortest form that reads back as the same number: 1e-05, not
-   * 1.0000000000000001e-05. */
-  for (const gchar *const *format =
-           (const gchar *const[]){"%.15g", "%.16g", "%.17g", NULL};
-       *format != NULL; format++) {
-    g_ascii_formatd(text, sizeof text, *format, value);
-    if (g_ascii_strtod(text, NULL) == value)
-      break;
-  }
   g_string_append_printf(out, "%s%s%s %s\n", name, labels != NULL ? labels : "",
-                         labels != NULL ? "}" : "", text);
+                         labels != NULL ? "}" : "", shortest(text, value));
 }
 
 /* ---- A worker ------------------------------------------------------------ */
@@ -173,9 +180,7 @@ histogram(GString *out, const gchar *name, const gchar *help,
 
       cumulative += h->buckets[b];
       append_label(le, "le",
-                   b < h->n_bounds ? g_ascii_formatd(bound, sizeof bound, "%g",
-                                                     h->bounds[b])
-                                   : "+Inf");
+                   b < h->n_bounds ? shortest(bound, h->bounds[b]) : "+Inf");
       sample(out, bucket, le->str, cumulative);
     }
     sample_double(out, sum, labels[i], h->sum);
@@ -205,9 +210,8 @@ sluice_worker_metrics_to_prometheus(const SluiceWorkerMetrics *m)
   sample(out, "sluice_worker_info", info, 1);
   family(out, "sluice_worker_start_time_seconds", "gauge",
          "When the worker started, in seconds since the epoch (0 before).");
-  g_string_append_printf(
-      out, "sluice_worker_start_time_seconds %" G_GINT64_FORMAT ".%03d\n",
-      m->started_at_ms / 1000, (int)(m->started_at_ms % 1000));
+  sample_double(out, "sluice_worker_start_time_seconds", NULL,
+                m->started_at_ms / 1000.0);
   family(out, "sluice_worker_slots", "gauge",
          "Executor slots: task functions that may run at once.");
   sample(out, "sluice_worker_slots", NULL, m->concurrency);

@@ -5,9 +5,10 @@
  * Oracles: a failure is a SLUICE_CODEC_ERROR with a printable message; a
  * success re-encodes with the same codec to bytes that decode to an equal
  * envelope; encodes with the other codec (when the args have a JSON form)
- * to an envelope equal in every field, so the codecs agree; and the args
- * unpack (sluice_mp__unpack) into exactly one value, within the cost the
- * decoder promised.
+ * to an envelope equal in every field, which encodes back to the same
+ * bytes (args apart), so the codecs agree and "unset" has one form; and
+ * the args unpack (sluice_mp__unpack) into exactly one value, within the
+ * cost the decoder promised.
  */
 #pragma once
 
@@ -71,6 +72,21 @@ fuzz_envelope(const SluiceCodec *codec, const guint8 *data, size_t size)
                   other->name, codec->name, error->message);
       FUZZ_ASSERT(fuzz_envelopes_equal(env, back, codec == sluice_codec_json()),
                   "the codecs disagree");
+      /* Through the other codec and back, the same bytes (the args,
+       * whose encodings may differ, compared by value above): every
+       * field survives, and "unset" has one form in both codecs. */
+      {
+        g_autoptr(GBytes) mine = sluice_envelope_encode(codec, env, &error);
+        g_autoptr(GBytes) returned = NULL;
+
+        FUZZ_ASSERT(mine != NULL, "re-encoding failed: %s", error->message);
+        g_bytes_unref(back->args);
+        back->args = g_bytes_ref(env->args);
+        returned = sluice_envelope_encode(codec, back, &error);
+        FUZZ_ASSERT(returned != NULL && g_bytes_equal(mine, returned),
+                    "through the %s codec and back, the %s bytes changed",
+                    other->name, codec->name);
+      }
     }
   }
   /* The args a task would see. */

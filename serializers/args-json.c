@@ -84,20 +84,20 @@ static gboolean
 try_bin(SluiceJsonCursor *cur, msgpack_packer *pk, gboolean *packed,
         GError **error)
 {
-  gsize n = 0;
+  gsize n = 0, at;
   guchar *bin;
 
   *packed = FALSE;
-  if (!sluice_json__cursor_take_bin(cur))
+  if (!sluice_json__cursor_take_bin(cur, &at))
     return TRUE;
   if (!is_base64(cur->scratch->str, cur->scratch->len)) {
     g_autofree gchar *shown =
         sluice_text__escape(cur->scratch->str, (gssize)cur->scratch->len, 40);
-    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
-                "{\"$bin\": ...} must hold padded base64 text (RFC 4648), "
-                "found \"%s\"",
-                shown);
-    return FALSE;
+    return sluice_json__cursor_fail(
+        cur, at, SLUICE_CODEC_ERROR_INVALID, error,
+        "{\"$bin\": ...} must hold padded base64 text (RFC 4648), "
+        "found \"%s\"",
+        shown);
   }
   bin = cur->scratch->len > 0 ? g_base64_decode(cur->scratch->str, &n) : NULL;
   if (msgpack_pack_bin(pk, n) != 0 || msgpack_pack_bin_body(pk, bin, n) != 0)

@@ -206,6 +206,22 @@ const gchar **sluice_envelope__sorted_header_names(const SluiceEnvelope *env,
 /** Returns: TRUE when some option of @opts is set (so `opts` is written). */
 gboolean sluice_message_options__any_set(const SluiceMessageOptions *opts);
 
+/* Whether the encoders write max_attempts and multiplier. On the wire 0 is
+ * "unset" for both, as absent is (PROTOCOL.md), and the decoders read it
+ * so: neither encoder writes a 0, so that an envelope decoded and encoded
+ * again, by either codec, gives the same bytes. */
+static inline gboolean
+sluice_retry__writes_max_attempts(const SluiceRetryPolicy *retry)
+{
+  return retry->max_attempts > 0;
+}
+
+static inline gboolean
+sluice_retry__writes_multiplier(const SluiceRetryPolicy *retry)
+{
+  return retry->multiplier > 0.0;
+}
+
 /**
  * sluice_codec__check_text:
  * @what: the field, for the message
@@ -287,12 +303,24 @@ const gchar *sluice_json__cursor_key(SluiceJsonCursor *cur, gsize *out_len);
 
 /**
  * sluice_json__cursor_take_bin:
+ * @out_offset: (out): where the object starts in the text, for a message
+ *
  * At an object of one member "$bin" whose value is a string, steps over
  * it, leaves the string decoded in cur->scratch and returns TRUE (what the
  * string holds is the caller's to check); at anything else returns FALSE
  * and leaves the cursor where it was.
  */
-gboolean sluice_json__cursor_take_bin(SluiceJsonCursor *cur);
+gboolean sluice_json__cursor_take_bin(SluiceJsonCursor *cur, gsize *out_offset);
+
+/**
+ * sluice_json__cursor_fail:
+ * Sets @error (SLUICE_CODEC_ERROR, @code) to "line L, column C: <format>"
+ * for byte @offset of the cursor's text, as every error of the reader.
+ * Returns: FALSE.
+ */
+gboolean sluice_json__cursor_fail(const SluiceJsonCursor *cur, gsize offset,
+                                  gint code, GError **error,
+                                  const gchar *format, ...) G_GNUC_PRINTF(5, 6);
 
 /** sluice_json__cursor_skip: steps over one value, however nested. */
 void sluice_json__cursor_skip(SluiceJsonCursor *cur);

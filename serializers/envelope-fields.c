@@ -570,12 +570,13 @@ sluice_envelope__finish_decode(SluiceEnvelope *env, guint32 seen,
 gboolean
 sluice_message_options__any_set(const SluiceMessageOptions *o)
 {
-  return o->retry.max_attempts >= 0 || o->retry.initial_backoff_ms >= 0 ||
-         o->retry.multiplier >= 0.0 || o->retry.max_backoff_ms >= 0 ||
-         o->retry.jitter != SLUICE_UNSET || o->timeout_ms > 0 ||
-         o->expires_at > 0 || o->store_result != SLUICE_UNSET ||
-         o->result_ttl_ms > 0 || o->dead_letter != SLUICE_UNSET ||
-         o->hard_timeout_ms > 0;
+  return sluice_retry__writes_max_attempts(&o->retry) ||
+         o->retry.initial_backoff_ms >= 0 ||
+         sluice_retry__writes_multiplier(&o->retry) ||
+         o->retry.max_backoff_ms >= 0 || o->retry.jitter != SLUICE_UNSET ||
+         o->timeout_ms > 0 || o->expires_at > 0 ||
+         o->store_result != SLUICE_UNSET || o->result_ttl_ms > 0 ||
+         o->dead_letter != SLUICE_UNSET || o->hard_timeout_ms > 0;
 }
 
 static gint

@@ -71,7 +71,7 @@ put_opts(GString *out, const SluiceMessageOptions *o)
 
   put_key(out, sluice_envelope__key_name(SLUICE_KEY_OPTS));
   g_string_append_c(out, '{');
-  if (retry->max_attempts >= 0) {
+  if (sluice_retry__writes_max_attempts(retry)) {
     put_option_key(out, SLUICE_OPT_MAX_ATTEMPTS, &first);
     put_int(out, retry->max_attempts);
   }
@@ -79,7 +79,7 @@ put_opts(GString *out, const SluiceMessageOptions *o)
     put_option_key(out, SLUICE_OPT_INITIAL_BACKOFF_MS, &first);
     put_int(out, retry->initial_backoff_ms);
   }
-  if (retry->multiplier >= 0.0) {
+  if (sluice_retry__writes_multiplier(retry)) {
     put_option_key(out, SLUICE_OPT_MULTIPLIER, &first);
     sluice_json__append_double(out, retry->multiplier);
   }

@@ -56,16 +56,35 @@ truncated(SluiceJsonLexer *lx, const gchar *inside)
                                 lx->len, "the input ends inside %s", inside);
 }
 
-/* Describes the character at @offset for a message: 'x' or U+XXXX. The
- * text is valid UTF-8 (checked first). */
+/* Describes the character at @offset for a message: 'x' (a single quote
+ * in double ones: "'") or U+XXXX. The text is valid UTF-8 (checked
+ * first). */
 static gchar *
 describe_char(const gchar *t, gsize offset)
 {
   gunichar c = g_utf8_get_char(t + offset);
 
+  if (c == '\'')
+    return g_strdup("\"'\"");
   if (c > 0x20 && c < 0x7f)
     return g_strdup_printf("'%c'", (gchar)c);
   return g_strdup_printf("U+%04X", c);
+}
+
+/* What the user most likely meant, for what other notations (Python,
+ * JavaScript) allow where JSON does not. */
+static const gchar *
+hint_for(const SluiceJsonLexer *lx, gsize offset)
+{
+  const gchar *at = lx->t + offset;
+  gsize left = lx->len - offset;
+
+  if (*at == '\'')
+    return "; JSON strings and keys take double quotes: {\"a\": \"x\"}";
+  if ((left >= 3 && strncmp(at, "NaN", 3) == 0) ||
+      (left >= 8 && strncmp(at, "Infinity", 8) == 0))
+    return "; JSON has no NaN or Infinity: use null or a string";
+  return "";
 }
 
 gboolean
@@ -74,9 +93,9 @@ sluice_json_lex__unexpected(SluiceJsonLexer *lx, gsize offset,
 {
   g_autofree gchar *found = describe_char(lx->t, offset);
 
-  return sluice_json_lex__error(
-      lx->error, SLUICE_CODEC_ERROR_INVALID, lx->t, offset,
-      "sluice_json_lex__unexpected %s, expected %s", found, expected);
+  return sluice_json_lex__error(lx->error, SLUICE_CODEC_ERROR_INVALID, lx->t,
+                                offset, "unexpected %s, expected %s%s", found,
+                                expected, hint_for(lx, offset));
 }
 
 static gint
@@ -186,8 +205,9 @@ sluice_json_lex__string(SluiceJsonLexer *lx, GString *out)
                                       "\\u%04X is a lone low surrogate", cp);
       lx->i += 6;
       if (cp >= 0xd800 && cp <= 0xdbff) {
-        /* A high surrogate must be followed by an escaped low one. */
-        if (lx->i + 1 >= lx->len)
+        /* A high surrogate must be followed by an escaped low one: the
+         * input ends inside the pair only when nothing else follows. */
+        if (lx->i >= lx->len || (lx->t[lx->i] == '\\' && lx->i + 1 >= lx->len))
           return truncated(lx, "a surrogate pair");
         if (lx->t[lx->i] != '\\' || lx->t[lx->i + 1] != 'u')
           return sluice_json_lex__error(lx->error, SLUICE_CODEC_ERROR_INVALID,
@@ -236,8 +256,10 @@ sluice_json_lex__number(SluiceJsonLexer *lx, gboolean *out_is_float)
   if (lx->t[lx->i] == '0') {
     lx->i++;
     if (lx->i < lx->len && sluice_json_lex__is_digit(lx->t[lx->i]))
-      return sluice_json_lex__unexpected(lx, lx->i,
-                                         "no digit after a leading 0");
+      return sluice_json_lex__error(
+          lx->error, SLUICE_CODEC_ERROR_INVALID, lx->t, start,
+          "a number with a leading 0 (write 7, not 07, or quote it as a "
+          "string: \"07\")");
   } else if (sluice_json_lex__is_digit(lx->t[lx->i])) {
     while (lx->i < lx->len && sluice_json_lex__is_digit(lx->t[lx->i]))
       lx->i++;

@@ -10,6 +10,7 @@
 #include "serializers/codec-private.h"
 #include "serializers/json-lex.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 /* ---- Pass 1: the check --------------------------------------------------- */
@@ -397,7 +398,8 @@ sluice_json__scan(const gchar *text, gsize len, guint max_depth, GError **error)
   }
   if (!done) {
     sluice_json_lex__error(error, SLUICE_CODEC_ERROR_TRUNCATED, text, len,
-                           "no JSON value (the input is empty)");
+                           len == 0 ? "no JSON value (the input is empty)"
+                                    : "no JSON value (only white space)");
     goto fail;
   }
 
@@ -481,7 +483,21 @@ cur_open(SluiceJsonCursor *cur)
 }
 
 gboolean
-sluice_json__cursor_take_bin(SluiceJsonCursor *cur)
+sluice_json__cursor_fail(const SluiceJsonCursor *cur, gsize offset, gint code,
+                         GError **error, const gchar *format, ...)
+{
+  va_list ap;
+  g_autofree gchar *what = NULL;
+
+  va_start(ap, format);
+  what = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  return sluice_json_lex__error(error, code, cur->doc->text, offset, "%s",
+                                what);
+}
+
+gboolean
+sluice_json__cursor_take_bin(SluiceJsonCursor *cur, gsize *out_offset)
 {
   gsize at = cur->i;
   guint next = cur->next_container;
@@ -491,6 +507,7 @@ sluice_json__cursor_take_bin(SluiceJsonCursor *cur)
   if (cur_peek(cur) != '{' ||
       g_array_index(cur->doc->counts, guint32, cur->next_container) != 1)
     return FALSE;
+  *out_offset = cur->i;
   cur_open(cur);
   key = sluice_json__cursor_key(cur, &len);
   if (len != 4 || memcmp(key, "$bin", 4) != 0 || cur_peek(cur) != '"') {

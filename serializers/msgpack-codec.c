@@ -209,15 +209,16 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
     w.rc |= msgpack_pack_int64(&w.pk, env->eta);
   }
   if (has_opts) {
-    n_opts = (retry->max_attempts >= 0) + (retry->initial_backoff_ms >= 0) +
-             (retry->multiplier >= 0.0) + (retry->max_backoff_ms >= 0) +
-             (retry->jitter != SLUICE_UNSET) + (o->timeout_ms > 0) +
-             (o->expires_at > 0) + (o->store_result != SLUICE_UNSET) +
-             (o->result_ttl_ms > 0) + (o->dead_letter != SLUICE_UNSET) +
-             (o->hard_timeout_ms > 0);
+    n_opts = sluice_retry__writes_max_attempts(retry) +
+             (retry->initial_backoff_ms >= 0) +
+             sluice_retry__writes_multiplier(retry) +
+             (retry->max_backoff_ms >= 0) + (retry->jitter != SLUICE_UNSET) +
+             (o->timeout_ms > 0) + (o->expires_at > 0) +
+             (o->store_result != SLUICE_UNSET) + (o->result_ttl_ms > 0) +
+             (o->dead_letter != SLUICE_UNSET) + (o->hard_timeout_ms > 0);
     put_key(&w, SLUICE_KEY_OPTS);
     w.rc |= msgpack_pack_map(&w.pk, n_opts);
-    if (retry->max_attempts >= 0) {
+    if (sluice_retry__writes_max_attempts(retry)) {
       put_option_key(&w, SLUICE_OPT_MAX_ATTEMPTS);
       w.rc |= msgpack_pack_uint32(&w.pk, (guint32)retry->max_attempts);
     }
@@ -225,7 +226,7 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
       put_option_key(&w, SLUICE_OPT_INITIAL_BACKOFF_MS);
       w.rc |= msgpack_pack_int64(&w.pk, retry->initial_backoff_ms);
     }
-    if (retry->multiplier >= 0.0) {
+    if (sluice_retry__writes_multiplier(retry)) {
       put_option_key(&w, SLUICE_OPT_MULTIPLIER);
       w.rc |= msgpack_pack_double(&w.pk, retry->multiplier);
     }

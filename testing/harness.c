@@ -58,7 +58,7 @@ sluice_test_harness_new(SluiceRegistry *registry,
                         const SluiceWorkerOptions *options, GError **error)
 {
   g_autoptr(SluiceClock) clock = sluice_clock_new_fake(SLUICE_TEST_EPOCH_MS);
-  g_autoptr(SluiceBroker) broker = sluice_memory_broker_new(clock, NULL);
+  g_autoptr(SluiceBroker) broker = sluice_memory_broker_new(NULL, clock);
 
   g_return_val_if_fail(registry != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);

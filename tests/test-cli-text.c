@@ -99,6 +99,72 @@ START_TEST(test_terminal_text_escapes)
 }
 END_TEST
 
+/* Numbers as Prometheus's clients write them: the shortest text that reads
+ * back as the same double. */
+START_TEST(test_number_is_shortest)
+{
+  static const struct {
+    gdouble value;
+    const gchar *text;
+  } cases[] = {
+      {2997 / 1e6, "0.002997"}, /* g_ascii_dtostr: 0.0029970000000000001 */
+      {0.1, "0.1"},
+      {1e-05, "1e-05"},
+      {2.0, "2"},
+      {0.0, "0"},
+      {-1.5, "-1.5"},
+      {1.0 / 3.0, "0.3333333333333333"},
+      {0.1 + 0.2, "0.30000000000000004"},
+      {1893456000.123, "1893456000.123"},
+      {1e21, "1e+21"},
+      {1234567.0, "1234567"},
+      {1e16, "1e+16"},
+      {G_MAXDOUBLE, "1.7976931348623157e+308"},
+  };
+
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    gchar buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+    ck_assert_str_eq(cli_format_number(buf, cases[i].value), cases[i].text);
+    ck_assert(g_ascii_strtod(buf, NULL) == cases[i].value);
+  }
+}
+END_TEST
+
+/* A rate's period: a duration, or Celery's bare unit (10/s, 100/m). */
+START_TEST(test_rate_period)
+{
+  static const struct {
+    const gchar *text;
+    gint64 ms;
+  } good[] = {{"s", 1000},  {"m", 60000},   {"h", 3600000}, {"ms", 1},
+              {"1s", 1000}, {"10s", 10000}, {"250ms", 250}, {"5m", 300000}};
+  static const gchar *const bad[] = {"",   "x",   "1",   "sec",
+                                     "/s", "1 s", "-1s", "1.5s"};
+
+  for (gsize i = 0; i < G_N_ELEMENTS(good); i++) {
+    g_autoptr(GError) error = NULL;
+    gint64 ms = -1;
+
+    ck_assert_msg(
+        cli_parse_rate_period("--rate-limit", good[i].text, &ms, &error),
+        "%s: %s", good[i].text, error->message);
+    ck_assert_int_eq(ms, good[i].ms);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(GError) error = NULL;
+    gint64 ms = -1;
+
+    ck_assert_msg(!cli_parse_rate_period("--rate-limit", bad[i], &ms, &error),
+                  "“%s” accepted", bad[i]);
+    ck_assert(g_error_matches(error, CLI_ERROR, CLI_ERROR_USAGE));
+    ck_assert_msg(strstr(error->message, "--rate-limit") != NULL &&
+                      strstr(error->message, "10/s") != NULL,
+                  "%s", error->message);
+  }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -110,6 +176,8 @@ main(void)
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, test_time_matches_gdatetime);
   tcase_add_test(tc, test_terminal_text_escapes);
+  tcase_add_test(tc, test_rate_period);
+  tcase_add_test(tc, test_number_is_shortest);
   suite_add_tcase(s, tc);
   sr = srunner_create(s);
   srunner_run_all(sr, CK_ENV);

@@ -558,12 +558,13 @@ logged_outcomes(const gchar *log, const gchar *task_id)
 /* ---- End to end, per mode ------------------------------------------------ */
 
 /* A worker given a queue's rate and concurrency limits, and queue
- * weights, runs its tasks under them: each on its first attempt. */
+ * weights, runs its tasks under them: each on its first attempt. The rate
+ * is written as Celery writes one (1000/s: a bare unit is one of it). */
 START_TEST(test_worker_runs_under_queue_limits)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i);
   g_autoptr(Worker) w =
-      worker_start(ctx, "--rate-limit", "default=1000/1s:50",
+      worker_start(ctx, "--rate-limit", "default=1000/s:50",
                    "--concurrency-limit", "default=2", "--queue", "default",
                    "--queue", "other", "--weight", "default=3", NULL);
   g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
@@ -891,6 +892,115 @@ START_TEST(test_default_broker_is_sqlite_in_the_state_directory)
     }
     g_rmdir(*d);
   }
+}
+END_TEST
+
+/* Child setup of a user who may only read: as root, nobody. */
+static void
+child_setup_reader(gpointer data)
+{
+  child_setup(data);
+  if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+    _exit(126);
+}
+
+/* `sluice ARGV...` as a user who may not write what the test's user made
+ * (nobody, when the test runs as root); NULL when that user cannot even
+ * run the command (a build tree it may not enter). */
+static Run *
+run_as_reader(gchar **env, const gchar *const *argv)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(
+      G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_autoptr(GPtrArray) args = g_ptr_array_new();
+  g_autoptr(GSubprocess) proc = NULL;
+  Run *run;
+
+  g_ptr_array_add(args, (gpointer)SLUICE_BIN);
+  for (guint i = 0; argv[i] != NULL; i++)
+    g_ptr_array_add(args, (gpointer)argv[i]);
+  g_ptr_array_add(args, NULL);
+  g_subprocess_launcher_set_environ(launcher, env);
+  g_subprocess_launcher_set_child_setup(launcher, child_setup_reader, NULL,
+                                        NULL);
+  proc = g_subprocess_launcher_spawnv(launcher,
+                                      (const gchar *const *)args->pdata, NULL);
+  if (proc == NULL)
+    return NULL;
+  run = g_new0(Run, 1);
+  ck_assert(g_subprocess_communicate_utf8(proc, NULL, NULL, &run->out,
+                                          &run->err, NULL));
+  run->status = exit_status_of(proc);
+  if (run->status == 126 || run->status == 127) {
+    run_free(run);
+    return NULL;
+  }
+  return run;
+}
+
+/* An operator who may read a service's SQLite database but not write it
+ * (nor its directory) sees its queues with the commands that only read;
+ * one that writes is refused in one line saying why and what to do, not
+ * with SQLite's "(not an error)". */
+START_TEST(test_sqlite_read_only_for_this_user)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *db = g_build_filename(ctx->dir, "service.db", NULL);
+  g_autofree gchar *url = g_strconcat("sqlite://", db, NULL);
+  g_autofree gchar *shm = g_strconcat(db, "-shm", NULL);
+  g_autofree gchar *wal = g_strconcat(db, "-wal", NULL);
+  g_autofree gchar *wake = g_strconcat(db, "-wake", NULL);
+  const gchar *const files[] = {db, shm, wal, wake};
+  gboolean root = geteuid() == 0;
+  g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
+  g_autofree gchar *id = NULL;
+  g_autoptr(Run) made = NULL;
+  g_autoptr(Run) probe = NULL;
+
+  made = cli_env(env, NULL, "enqueue", "demo.noop", "--url", url, NULL);
+  assert_status(made, 0);
+  id = g_strstrip(g_strdup(made->out));
+  ck_assert_int_eq(g_chmod(ctx->dir, root ? 0755 : 0555), 0);
+  for (gsize i = 0; i < G_N_ELEMENTS(files); i++)
+    ck_assert_int_eq(g_chmod(files[i], root ? 0644 : 0444), 0);
+
+  probe = run_as_reader(env, (const gchar *[]){"--version", NULL});
+  if (probe == NULL) {
+    fprintf(stderr,
+            "test-cli: nobody cannot run %s (the build tree is "
+            "closed to it): the read-only checks are not run\n",
+            SLUICE_BIN);
+  } else {
+    const gchar *const readers[][6] = {
+        {"stats", "--json", "--url", url, NULL},
+        {"ls", "default", "--url", url, NULL},
+        {"inspect", id, "--url", url, NULL},
+        {"dlq", "list", "--url", url, NULL},
+        {"events", "--url", url, NULL},
+    };
+    g_autoptr(Run) writer = NULL;
+
+    for (gsize i = 0; i < G_N_ELEMENTS(readers); i++) {
+      g_autoptr(Run) run = run_as_reader(env, readers[i]);
+
+      ck_assert_msg(run != NULL && run->status == 0, "%s: %d: %s",
+                    readers[i][0], run != NULL ? run->status : -1,
+                    run != NULL ? run->err : "");
+      if (i == 1)
+        ck_assert_msg(strstr(run->out, id) != NULL, "%s", run->out);
+    }
+    writer = run_as_reader(
+        env, (const gchar *[]){"enqueue", "demo.noop", "--url", url, NULL});
+    ck_assert_ptr_nonnull(writer);
+    assert_status(writer, 1);
+    assert_one_line_error(writer, "is read-only for this user");
+    assert_one_line_error(writer, "commands that only read");
+    ck_assert_msg(strstr(writer->err, "not an error") == NULL, "%s",
+                  writer->err);
+  }
+  ck_assert_int_eq(g_chmod(ctx->dir, 0700), 0);
+  for (gsize i = 0; i < G_N_ELEMENTS(files); i++)
+    g_chmod(files[i], 0644);
 }
 END_TEST
 
@@ -2484,12 +2594,21 @@ START_TEST(test_mode_mismatch_is_refused)
   g_autoptr(Run) dlq = cli_env(env, NULL, "dlq", "list", NULL);
   g_autofree gchar *both = g_strdup_printf("is used in %s mode", ctx->mode);
 
+  g_autofree gchar *fix =
+      g_strdup_printf("set this client's mode to %s (--mode, SLUICE_MODE or "
+                      "mode= in the [connection] group",
+                      ctx->mode);
+
   assert_status(enq, 2);
   assert_one_line_error(enq, both);
   ck_assert(strstr(enq->err, other) != NULL);
-  ck_assert(strstr(enq->err, "--mode") != NULL);
+  /* A command-line user is told the option, not the C field. */
+  assert_one_line_error(enq, fix);
+  ck_assert_msg(strstr(enq->err, "SluiceRedisOptions") == NULL, "%s", enq->err);
   assert_status(worker, 2);
   ck_assert_msg(strstr(worker->err, both) != NULL, "%s", worker->err);
+  ck_assert_msg(strstr(worker->err, "SluiceRedisOptions") == NULL, "%s",
+                worker->err);
   assert_status(dlq, 2);
 }
 END_TEST
@@ -2567,6 +2686,9 @@ START_TEST(test_error_usage)
       {{"stats", "--json", "--limit", "3", NULL}, 2, "--limit"},
       {{"enqueue", "demo.echo", "{\"a\": 1,, }", NULL}, 2, "line 1, column "},
       {{"enqueue", "demo.echo", "[1,\n 2", NULL}, 2, "line 2"},
+      {{"enqueue", "demo.echo", "{'a': 1}", NULL},
+       2,
+       "line 1, column 2: unexpected \"'\", expected a key"},
       {{"enqueue", "demo.noop", "--delay", "5x", NULL}, 2, "“5x”"},
       {{"enqueue", "demo.noop", "--delay", "1s", "--at", NULL}, 2, "--at"},
       {{"enqueue", "demo.noop", "--at", "2030-13-01", NULL}, 2, "ISO 8601"},
@@ -2647,9 +2769,40 @@ START_TEST(test_error_usage)
     g_autoptr(Run) run = run_argv(ctx->env, NULL, cases[i].argv);
     assert_status(run, cases[i].status);
     assert_one_line_error(run, cases[i].needle);
+    /* No message names a function of the code inside (sluice_x__y). */
+    ck_assert_msg(strstr(run->err, "__") == NULL, "%s", run->err);
     if (cases[i].status == 1 && strstr(cases[i].needle, "module") != NULL)
       ck_assert(strstr(run->err, cases[i].argv[2]) != NULL);
   }
+}
+END_TEST
+
+/* "Too large" is one kind of refusal with one exit status, whether the
+ * message is over max_message_bytes or its arguments would take too much
+ * memory once unpacked (a long array of small values). */
+START_TEST(test_error_too_large_one_status)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autoptr(GString) bytes = g_string_new("\"");
+  g_autoptr(GString) values = g_string_new("[0");
+  g_autoptr(Run) long_string = NULL;
+  g_autoptr(Run) many_values = NULL;
+
+  for (gsize i = 0; i < 2 * 1024 * 1024; i++)
+    g_string_append_c(bytes, 'x');
+  g_string_append_c(bytes, '"');
+  for (gsize i = 1; i < 200000; i++)
+    g_string_append(values, ",0");
+  g_string_append_c(values, ']');
+
+  long_string =
+      cli_env(ctx->env, bytes->str, "enqueue", "demo.echo", "-", NULL);
+  assert_status(long_string, 2);
+  assert_one_line_error(long_string, "over the limit");
+  many_values =
+      cli_env(ctx->env, values->str, "enqueue", "demo.echo", "-", NULL);
+  assert_status(many_values, 2);
+  assert_one_line_error(many_values, "once unpacked");
 }
 END_TEST
 
@@ -2667,6 +2820,130 @@ START_TEST(test_error_reliable_unavailable)
 END_TEST
 
 /* ---- Help, configuration, stdin, `run` ----------------------------------- */
+
+/* The names of cli/main.c's table of commands, read from its source. */
+static GPtrArray *
+command_table(void)
+{
+  g_autofree gchar *path = g_build_filename(TEST_SRCDIR, "cli", "main.c", NULL);
+  g_autofree gchar *text = NULL;
+  g_autoptr(GRegex) entry = g_regex_new("^\\s*\\{\"([a-z-]+)\", cli_cmd_",
+                                        G_REGEX_MULTILINE, 0, NULL);
+  g_autoptr(GMatchInfo) match = NULL;
+  GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+  const gchar *table;
+
+  ck_assert(g_file_get_contents(path, &text, NULL, NULL));
+  table = strstr(text, "static const Command commands[] = {");
+  ck_assert_ptr_nonnull(table);
+  g_regex_match_full(entry, table, strstr(table, "};") - table, 0, 0, &match,
+                     NULL);
+  for (; g_match_info_matches(match); g_match_info_next(match, NULL))
+    g_ptr_array_add(names, g_match_info_fetch(match, 1));
+  ck_assert_uint_ge(names->len, 10);
+  return names;
+}
+
+/* Whether @names (a GPtrArray of strings) and @found hold the same names,
+ * each once; says which differ in @what. */
+static void
+assert_same_names(GPtrArray *names, GPtrArray *found, const gchar *what)
+{
+  for (guint i = 0; i < names->len; i++)
+    ck_assert_msg(g_ptr_array_find_with_equal_func(found, names->pdata[i],
+                                                   g_str_equal, NULL),
+                  "%s lacks the command %s", what,
+                  (const gchar *)names->pdata[i]);
+  for (guint i = 0; i < found->len; i++)
+    ck_assert_msg(g_ptr_array_find_with_equal_func(names, found->pdata[i],
+                                                   g_str_equal, NULL),
+                  "%s names %s, which is no command", what,
+                  (const gchar *)found->pdata[i]);
+}
+
+/* sluice(1)'s SYNOPSIS and the unknown-command message name every command
+ * of the table, and nothing else. */
+START_TEST(test_every_command_is_named)
+{
+  g_autoptr(GPtrArray) names = command_table();
+  g_autofree gchar *man_path =
+      g_build_filename(TEST_SRCDIR, "cli", "sluice.1", NULL);
+  g_autofree gchar *man = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_autoptr(GPtrArray) synopsis = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) listed = g_ptr_array_new_with_free_func(g_free);
+  g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
+  g_autoptr(Run) unknown = cli_env(env, NULL, "frobnicate", NULL);
+  gboolean in_synopsis = FALSE;
+  const gchar *list, *end;
+
+  ck_assert(g_file_get_contents(man_path, &man, NULL, NULL));
+  lines = g_strsplit(man, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++) {
+    if (g_str_has_prefix(lines[i], ".SH "))
+      in_synopsis = strcmp(lines[i], ".SH SYNOPSIS") == 0;
+    else if (in_synopsis && g_str_has_prefix(lines[i], ".B sluice ")) {
+      g_autoptr(GString) name = g_string_new(NULL);
+
+      /* The first word, unescaped: run\-now is run-now. */
+      for (const gchar *p = lines[i] + strlen(".B sluice ");
+           *p != '\0' && *p != ' '; p++)
+        if (*p != '\\')
+          g_string_append_c(name, *p);
+      if (!g_ptr_array_find_with_equal_func(synopsis, name->str, g_str_equal,
+                                            NULL))
+        g_ptr_array_add(synopsis, g_strdup(name->str));
+    }
+  }
+  assert_same_names(names, synopsis, "sluice(1)'s SYNOPSIS");
+
+  assert_status(unknown, 2);
+  list = strstr(unknown->err, "the commands are ");
+  end = list != NULL ? strstr(list, " (see") : NULL;
+  ck_assert_msg(list != NULL && end != NULL, "%s", unknown->err);
+  list += strlen("the commands are ");
+  {
+    g_autofree gchar *text = g_strndup(list, (gsize)(end - list));
+    g_auto(GStrv) parts = NULL;
+    gchar *and = strstr(text, " and ");
+
+    ck_assert_msg(and != NULL, "%s", unknown->err);
+    memcpy(and, ", ", 2);
+    memmove(and+2, and+5, strlen(and+5) + 1);
+    parts = g_strsplit(text, ", ", -1);
+    for (guint i = 0; parts[i] != NULL; i++)
+      g_ptr_array_add(listed, g_strdup(parts[i]));
+  }
+  assert_same_names(names, listed, "the unknown-command message");
+
+  /* The systemd unit's comment points at sections that exist. */
+  {
+    g_autofree gchar *unit_path = g_build_filename(
+        TEST_SRCDIR, "contrib", "sluice-worker@.service.in", NULL);
+    g_autofree gchar *unit = NULL;
+    g_autofree gchar *refs = NULL;
+    g_auto(GStrv) sections = NULL;
+    const gchar *at;
+
+    ck_assert(g_file_get_contents(unit_path, &unit, NULL, NULL));
+    at = strstr(unit, "sluice(1), ");
+    ck_assert_ptr_nonnull(at);
+    at += strlen("sluice(1), ");
+    refs = g_strndup(at, strcspn(at, ")"));
+    g_strdelimit(refs, "\n#", ' ');
+    sections = g_regex_split_simple(" *(?:and|,) +", refs, 0, 0);
+    for (guint i = 0; sections[i] != NULL; i++) {
+      g_autofree gchar *name = g_strstrip(g_strdup(sections[i]));
+      g_autofree gchar *heading = g_strdup_printf("\n.SH %s\n", name);
+
+      if (name[0] == '\0')
+        continue;
+      ck_assert_msg(strstr(man, heading) != NULL,
+                    "the unit points at sluice(1), %s, which it lacks", name);
+    }
+  }
+}
+END_TEST
 
 START_TEST(test_help_everywhere)
 {
@@ -3257,6 +3534,7 @@ cli_suite(gboolean reliable)
   tcase_add_test(errors, test_error_unreachable_redis);
   tcase_add_test(errors, test_error_wrong_password);
   tcase_add_test(errors, test_error_usage);
+  tcase_add_test(errors, test_error_too_large_one_status);
   if (!reliable)
     tcase_add_test(errors, test_error_reliable_unavailable);
   suite_add_tcase(s, errors);
@@ -3265,6 +3543,7 @@ cli_suite(gboolean reliable)
                               sluice_test_redis_shared_teardown);
   tcase_set_timeout(misc, 300);
   tcase_add_test(misc, test_help_everywhere);
+  tcase_add_test(misc, test_every_command_is_named);
   tcase_add_test(misc, test_config_file_and_environment);
   tcase_add_test(misc, test_args_from_stdin_and_dash);
   tcase_add_test(misc, test_run_in_process);
@@ -3272,6 +3551,7 @@ cli_suite(gboolean reliable)
   tcase_add_test(misc, test_run_args_depth);
   tcase_add_test(misc, test_password_file);
   tcase_add_test(misc, test_config_file_bad_values);
+  tcase_add_test(misc, test_sqlite_read_only_for_this_user);
   if (reliable)
     tcase_add_test(misc, test_worker_logs_what_the_ping_found);
   suite_add_tcase(s, misc);

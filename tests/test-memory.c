@@ -13,7 +13,7 @@ create_memory(SluiceClock *clock, guint dead_letter_max, gpointer data,
 {
   SluiceMemoryBrokerOptions options = {.dead_letter_max = dead_letter_max};
 
-  return sluice_memory_broker_new(clock, &options);
+  return sluice_memory_broker_new(&options, clock);
 }
 
 static const SluiceConformanceFactory memory_factory = {

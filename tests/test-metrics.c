@@ -80,6 +80,26 @@ read_name(const gchar **p, gboolean colon)
   return g_strndup(start, (gsize)(*p - start));
 }
 
+/* Whether @text is the shortest form of the number it reads as: what
+ * Prometheus's clients write, and what Sluice writes (no 17-digit
+ * 0.0029970000000000001, no trailing zeros). */
+static gboolean
+is_shortest(const gchar *text, gdouble value)
+{
+  gchar buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+  if (!isfinite(value))
+    return TRUE;
+  for (const gchar *const *format =
+           (const gchar *const[]){"%.15g", "%.16g", "%.17g", NULL};
+       *format != NULL; format++) {
+    g_ascii_formatd(buf, sizeof buf, *format, value);
+    if (g_ascii_strtod(buf, NULL) == value)
+      break;
+  }
+  return strcmp(buf, text) == 0;
+}
+
 static gboolean
 read_value(const gchar *text, gdouble *out)
 {
@@ -247,6 +267,8 @@ parse_exposition(const gchar *text, gchar **why)
       FAIL("no space before the value");
     if (!read_value(p + 1, &value))
       FAIL("“%s” is not a value", p + 1);
+    if (!is_shortest(p + 1, value))
+      FAIL("“%s” is not the shortest form of its value", p + 1);
     family = family_of(e, name, &owned);
     if (family == NULL)
       FAIL("a sample of a family without TYPE");
@@ -447,6 +469,8 @@ START_TEST(parser_refuses_bad_expositions)
       {"# HELP a_total x\n# TYPE a_total counter\na_total -1\n", "negative"},
       {"# HELP a x\n# TYPE a counter\na 1\n", "_total"},
       {"# HELP a x\n# TYPE a summary\na 1\n", "type"},
+      {"# HELP a x\n# TYPE a gauge\na 0.0029970000000000001\n", "shortest"},
+      {"# HELP a x\n# TYPE a gauge\na 1.50\n", "shortest"},
   };
   static const gchar *const bad_histograms[] = {
       /* not cumulative */

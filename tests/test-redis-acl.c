@@ -133,7 +133,7 @@ broker_as(const gchar *url, const gchar *mode, const gchar *ns)
   options.url = url;
   options.mode =
       strcmp(mode, "fast") == 0 ? SLUICE_REDIS_FAST : SLUICE_REDIS_RELIABLE;
-  options.namespace_ = ns;
+  options.ns = ns;
   broker = sluice_redis_broker_new(&options, NULL, &error);
   ck_assert_msg(broker != NULL, "%s", error != NULL ? error->message : "");
   return broker;

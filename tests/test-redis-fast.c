@@ -1044,13 +1044,13 @@ START_TEST(test_options_checked)
     g_clear_error(&error);
   }
   options.url = NULL;
-  options.namespace_ = "bad{ns}";
+  options.ns = "bad{ns}";
   ck_assert_ptr_null(sluice_redis_broker_new(&options, NULL, &error));
   ck_assert(
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
   g_clear_error(&error);
 
-  options.namespace_ = NULL;
+  options.ns = NULL;
   options.mode = (SluiceRedisMode)42;
   ck_assert_ptr_null(sluice_redis_broker_new(&options, NULL, &error));
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
@@ -1273,7 +1273,7 @@ assert_mode_refused(const gchar *ns, SluiceRedisMode first,
 
   sluice_redis_options_init(&options);
   options.url = sluice_test_redis_url(shared);
-  options.namespace_ = ns;
+  options.ns = ns;
   options.mode = first;
   a = sluice_redis_broker_new(&options, NULL, &error);
   client = sluice_client_new(a, NULL, &error);
@@ -1289,7 +1289,9 @@ assert_mode_refused(const gchar *ns, SluiceRedisMode first,
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
   ck_assert_msg(strstr(error->message, theirs) != NULL &&
                     strstr(error->message, mine) != NULL &&
-                    strstr(error->message, "SluiceRedisOptions.mode") != NULL,
+                    strstr(error->message, "set this client's mode to ") !=
+                        NULL &&
+                    strstr(error->message, "(SluiceRedisOptions.mode)") != NULL,
                 "%s", error->message);
   g_clear_error(&error);
   ck_assert(sluice_registry_add(registry, "t.x", task_ok_for_mode, NULL, NULL,

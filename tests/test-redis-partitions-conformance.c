@@ -43,7 +43,7 @@ create_partitioned_broker(SluiceClock *clock, guint dead_letter_max,
   sluice_redis_options_init(&options);
   options.mode = d->mode;
   options.url = d->url;
-  options.namespace_ = ns;
+  options.ns = ns;
   options.dead_letter_max = dead_letter_max;
   options.reconnect_max_backoff_ms = 200;
   options.partitions = d->partitions;

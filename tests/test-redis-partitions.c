@@ -60,7 +60,7 @@ partitioned_new(SluiceRedisMode mode, const gchar *url, const gchar *ns,
   sluice_redis_options_init(&options);
   options.mode = mode;
   options.url = url;
-  options.namespace_ = ns;
+  options.ns = ns;
   options.partitions = partitions;
   options.reconnect_max_backoff_ms = 200;
   return sluice_redis_broker_new(&options, NULL, error);

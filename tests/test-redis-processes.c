@@ -173,7 +173,7 @@ START_TEST(reliable_concurrency_limit_holds_over_four_processes_and_a_crash)
   sluice_redis_options_init(&ro);
   ro.url = url;
   ro.mode = SLUICE_REDIS_RELIABLE;
-  ro.namespace_ = ns;
+  ro.ns = ns;
   broker = sluice_redis_broker_new(&ro, NULL, &error);
   ck_assert_msg(broker != NULL, "%s", error != NULL ? error->message : "");
   client = sluice_client_new(broker, NULL, &error);

@@ -194,7 +194,7 @@ sentinel_broker(const gchar *url, SluiceRedisMode mode, const gchar *ns,
   sluice_redis_options_init(&options);
   options.url = url;
   options.mode = mode;
-  options.namespace_ = ns;
+  options.ns = ns;
   /* Short, so a paused master is given up on quickly; the deadlines of
    * the test itself stay generous. */
   options.connect_timeout_ms = 1000;

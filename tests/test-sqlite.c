@@ -201,6 +201,134 @@ START_TEST(a_read_only_database_is_refused_clearly_and_keeps_its_data)
 }
 END_TEST
 
+/* What a user who may read the database but not write it (nor its
+ * directory) sees, in a child process: as root it drops to nobody; as
+ * another user the files are made read-only for it. Writes into @err_path
+ * what went wrong, and exits 0 when everything held. */
+static int
+read_as_reader(const gchar *db, const gchar *err_path, gboolean expect_ok)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GString) why = g_string_new(NULL);
+  SluiceSqliteOptions options;
+  SluiceBroker *rw, *ro;
+
+  if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+    return 3;
+  /* A writing open is refused, saying so in Sluice's words (not SQLite's
+   * "not an error"). */
+  rw = sluice_test_sqlite_broker_new(db, 100, NULL, &error);
+  if (rw != NULL ||
+      !g_error_matches(error, SLUICE_BROKER_ERROR,
+                       SLUICE_BROKER_ERROR_INVALID) ||
+      strstr(error->message, "is read-only for this user") == NULL ||
+      strstr(error->message, "not an error") != NULL)
+    g_string_append_printf(why, "read-write open: %s\n",
+                           error != NULL ? error->message : "succeeded");
+  g_clear_error(&error);
+
+  sluice_sqlite_options_init(&options);
+  options.path = db;
+  options.read_only = TRUE;
+  ro = sluice_sqlite_broker_new(&options, NULL, &error);
+  if (!expect_ok) {
+    if (ro != NULL || strstr(error->message, "-shm") == NULL)
+      g_string_append_printf(why, "read-only open without -shm: %s\n",
+                             error != NULL ? error->message : "succeeded");
+  } else if (ro == NULL) {
+    g_string_append_printf(why, "read-only open: %s\n", error->message);
+  } else {
+    g_autoptr(GBytes) record = NULL;
+    g_autoptr(GBytes) payload = g_bytes_new_static("x", 1);
+    SluiceSubmit item = {.id = "w", .queue = "default", .payload = payload};
+    SluiceBrokerStats stats;
+
+    if (!sluice_broker_get_record(ro, "acked", &record, &error) ||
+        record == NULL || !sluice_test_bytes_is(record, "done"))
+      g_string_append_printf(why, "record: %s\n",
+                             error != NULL ? error->message : "wrong");
+    g_clear_error(&error);
+    sluice_broker_stats_init(&stats);
+    if (!sluice_broker_stats(ro, NULL, &stats, &error))
+      g_string_append_printf(why, "stats: %s\n", error->message);
+    sluice_broker_stats_clear(&stats);
+    g_clear_error(&error);
+    if (sluice_broker_enqueue(ro, &item, 1, &error) ||
+        strstr(error->message, "opened read-only") == NULL)
+      g_string_append_printf(why, "a write: %s\n",
+                             error != NULL ? error->message : "succeeded");
+    sluice_broker_unref(ro);
+  }
+  if (why->len == 0)
+    return 0;
+  (void)g_file_set_contents(err_path, why->str, -1, NULL);
+  return 4;
+}
+
+/* A user who may only read a database (an operator looking at a
+ * service's queues) reads it with a read-only open, even when no process
+ * has it open: the writer that closed it last left its -wal and -shm
+ * files, which a reader cannot make in a directory it may not write. A
+ * writing open is refused in words that say what to do. */
+START_TEST(a_read_only_user_reads_what_a_writer_left)
+{
+  g_autofree gchar *db = sluice_test_sqlite_new_path();
+  g_autofree gchar *dir = g_path_get_dirname(db);
+  g_autofree gchar *top = g_path_get_dirname(dir);
+  g_autofree gchar *err_path = NULL;
+  g_autofree gchar *shm = g_strconcat(db, "-shm", NULL);
+  g_autofree gchar *wal = g_strconcat(db, "-wal", NULL);
+  const gchar *const files[] = {db, shm, wal};
+  gboolean root = geteuid() == 0;
+  SluiceBroker *b = open_broker(db);
+  int fd = g_file_open_tmp("sluice-reader-XXXXXX", &err_path, NULL);
+
+  /* Where the reader says what went wrong: a file it may write. */
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  ck_assert_int_eq(g_chmod(err_path, 0666), 0);
+
+  sluice_test_enqueue(b, "acked", "default", "a", 0);
+  run_one(b, "acked");
+  sluice_broker_unref(b);
+  ck_assert_msg(g_file_test(shm, G_FILE_TEST_EXISTS) &&
+                    g_file_test(wal, G_FILE_TEST_EXISTS),
+                "the last writer to close removed the -shm and -wal files");
+  ck_assert_int_eq(g_chmod(top, 0755), 0);
+  ck_assert_int_eq(g_chmod(dir, root ? 0755 : 0555), 0);
+  for (gsize i = 0; i < G_N_ELEMENTS(files); i++)
+    ck_assert_int_eq(g_chmod(files[i], root ? 0644 : 0444), 0);
+
+  for (guint round = 0; round < 2; round++) {
+    int status = 0;
+    pid_t pid;
+
+    if (round == 1) {
+      /* A database of an older sluice, whose last writer removed them. */
+      ck_assert_int_eq(g_chmod(dir, 0755), 0);
+      ck_assert_int_eq(g_unlink(shm), 0);
+      ck_assert_int_eq(g_unlink(wal), 0);
+      ck_assert_int_eq(g_chmod(dir, root ? 0755 : 0555), 0);
+    }
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+      _exit(read_as_reader(db, err_path, round == 0));
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      g_autofree gchar *why = NULL;
+
+      (void)g_file_get_contents(err_path, &why, NULL, NULL);
+      ck_abort_msg("round %u: the reader: status %d: %s", round, status,
+                   why != NULL ? why : "");
+    }
+  }
+  ck_assert_int_eq(g_chmod(dir, 0755), 0);
+  ck_assert_int_eq(g_chmod(db, 0644), 0);
+  g_unlink(err_path);
+}
+END_TEST
+
 /* A full database (a disk out of space, here a page cap): an enqueue
  * fails with FULL, writing nothing of its batch; everything enqueued and
  * acknowledged before is intact, and draining still works. */
@@ -460,6 +588,7 @@ main(void)
   tcase_add_test(tc, everything_outlives_the_broker);
   tcase_add_test(tc,
                  a_read_only_database_is_refused_clearly_and_keeps_its_data);
+  tcase_add_test(tc, a_read_only_user_reads_what_a_writer_left);
   tcase_add_test(tc, a_full_database_refuses_writes_clearly_and_loses_nothing);
   tcase_add_test(tc, a_file_that_is_no_sluice_database_is_refused);
   tcase_add_test(tc, waiters_are_woken_by_other_processes);

@@ -892,8 +892,8 @@ static const SluiceBrokerClass memory_broker_class = {
 };
 
 SluiceBroker *
-sluice_memory_broker_new(SluiceClock *clock,
-                         const SluiceMemoryBrokerOptions *options)
+sluice_memory_broker_new(const SluiceMemoryBrokerOptions *options,
+                         SluiceClock *clock)
 {
   SluiceBroker *broker;
 

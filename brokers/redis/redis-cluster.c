@@ -73,6 +73,7 @@ struct _SluiceRedisCluster {
   gchar *ns;
   gchar *meta_key;
   gchar *mode;
+  gchar *mode_setting;
   guint meta_slot;
 
   GMutex lock;         /* guards everything below */
@@ -122,7 +123,8 @@ node_get_locked(SluiceRedisCluster *c, const gchar *host, gint port)
   sluice_redis_url__clear(&url);
   sluice_redis_pool__set_namespace(node->pool, c->ns);
   if (c->meta_key != NULL)
-    sluice_redis_pool__set_mode_check(node->pool, c->meta_key, c->mode);
+    sluice_redis_pool__set_mode_check(node->pool, c->meta_key, c->mode,
+                                      c->mode_setting);
   if (c->skip_policy)
     sluice_redis_pool__skip_policy_check(node->pool);
   if (c->closed)
@@ -802,6 +804,7 @@ router_free(gpointer data)
   g_free(c->ns);
   g_free(c->meta_key);
   g_free(c->mode);
+  g_free(c->mode_setting);
   g_free(c);
 }
 
@@ -818,7 +821,7 @@ SluiceRedisCluster *
 sluice_redis_cluster__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
                           gint64 command_timeout_ms, gint64 max_backoff_ms,
                           const gchar *ns, const gchar *meta_key,
-                          const gchar *mode)
+                          const gchar *mode, const gchar *mode_setting)
 {
   SluiceRedisCluster *c = g_new0(SluiceRedisCluster, 1);
 
@@ -829,6 +832,7 @@ sluice_redis_cluster__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
   c->ns = g_strdup(ns);
   c->meta_key = g_strdup(meta_key);
   c->mode = g_strdup(mode);
+  c->mode_setting = g_strdup(mode_setting);
   if (meta_key != NULL)
     c->meta_slot = sluice_redis_slot__of_key(meta_key, strlen(meta_key));
   g_mutex_init(&c->lock);

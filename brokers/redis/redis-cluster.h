@@ -51,7 +51,7 @@ extern const SluiceRedisRouter sluice_redis_cluster__router;
  *   slot map is read
  * @ns: (nullable): the namespace, for permission messages
  * @meta_key: (nullable): the namespace's meta key and...
- * @mode: (nullable): ...this client's mode: as for
+ * @mode: (nullable): ...this client's mode, and @mode_setting: as for
  *   sluice_redis_pool__set_mode_check(), checked on the node that serves
  *   the meta key before the first command
  *
@@ -62,7 +62,7 @@ SluiceRedisCluster *
 sluice_redis_cluster__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
                           gint64 command_timeout_ms, gint64 max_backoff_ms,
                           const gchar *ns, const gchar *meta_key,
-                          const gchar *mode);
+                          const gchar *mode, const gchar *mode_setting);
 
 /** sluice_redis_cluster__skip_policy_check: every node's pool, made now or
  * later, gets sluice_redis_pool__skip_policy_check(). */

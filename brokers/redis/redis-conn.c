@@ -123,7 +123,8 @@ struct _SluiceRedisPool {
    * this client's mode, checked on every new connection. */
   gchar *meta_key;
   gchar *mode;
-  gchar *ns; /* for permission messages; may be NULL */
+  gchar *mode_setting; /* where the user sets it, for the message */
+  gchar *ns;           /* for permission messages; may be NULL */
 
   /* Set once, before the first connection: who does the work instead
    * (Redis Cluster), or NULL. */
@@ -700,13 +701,14 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
          memcmp(mode->str, pool->mode, mode->len) != 0)) {
       g_autofree gchar *theirs = g_strndup(mode->str, mode->len);
       g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-                  "the namespace of %s on Redis at %s is used in %s mode, but "
-                  "this client is set up for %s mode: producers, workers and "
-                  "commands of one namespace must use the same mode; set "
-                  "SluiceRedisOptions.mode (or --mode %s / SLUICE_MODE=%s "
-                  "for the sluice command), or use another namespace",
-                  pool->meta_key, url->display, theirs, pool->mode, theirs,
-                  theirs);
+                  "the namespace “%s” on Redis at %s is used in %s mode (as "
+                  "%s records), but this client is set up for %s mode: "
+                  "producers, workers and commands of one namespace must use "
+                  "the same mode; set this client's mode to %s (%s), or use "
+                  "another namespace",
+                  pool->ns != NULL ? pool->ns : pool->meta_key, url->display,
+                  theirs, pool->meta_key, pool->mode, theirs,
+                  pool->mode_setting);
       goto out;
     }
   }
@@ -931,13 +933,16 @@ sluice_redis_pool__skips_policy_check(SluiceRedisPool *pool)
 
 void
 sluice_redis_pool__set_mode_check(SluiceRedisPool *pool, const gchar *meta_key,
-                                  const gchar *mode)
+                                  const gchar *mode, const gchar *mode_setting)
 {
   g_return_if_fail(pool != NULL && meta_key != NULL && mode != NULL);
   g_free(pool->meta_key);
   g_free(pool->mode);
+  g_free(pool->mode_setting);
   pool->meta_key = g_strdup(meta_key);
   pool->mode = g_strdup(mode);
+  pool->mode_setting =
+      g_strdup(mode_setting != NULL ? mode_setting : "SluiceRedisOptions.mode");
 }
 
 SluiceRedisPool *
@@ -1012,6 +1017,7 @@ sluice_redis_pool__free(SluiceRedisPool *pool)
   g_free(pool->last_master);
   g_free(pool->meta_key);
   g_free(pool->mode);
+  g_free(pool->mode_setting);
   g_free(pool);
 }
 

@@ -98,15 +98,18 @@ SluiceRedisPool *sluice_redis_pool__new(const SluiceRedisUrl *url,
  * sluice_redis_pool__set_mode_check:
  * @meta_key: the namespace's meta hash ("{ns}:meta")
  * @mode: this client's mode ("fast", "reliable")
+ * @mode_setting: (nullable): where this client's user sets the mode, for
+ *   the message (SluiceRedisOptions.mode_setting); NULL =
+ *   "SluiceRedisOptions.mode"
  *
  * Every new connection then records @mode in @meta_key if nothing is
  * recorded yet (HSETNX), and fails with SLUICE_BROKER_ERROR_INVALID, naming
- * both modes, when another mode is recorded. Call before the first
- * connection.
+ * both modes and @mode_setting, when another mode is recorded. Call before
+ * the first connection.
  */
 void sluice_redis_pool__set_mode_check(SluiceRedisPool *pool,
-                                       const gchar *meta_key,
-                                       const gchar *mode);
+                                       const gchar *meta_key, const gchar *mode,
+                                       const gchar *mode_setting);
 
 /**
  * sluice_redis_pool__set_router:

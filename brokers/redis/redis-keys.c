@@ -24,8 +24,8 @@ sluice_redis_keys__valid_namespace(const gchar *ns, GError **error)
 {
   if (ns == NULL || ns[0] == '\0') {
     g_set_error_literal(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-                        "the Redis namespace is empty: set namespace_ to a "
-                        "short name such as “sluice”, or leave it NULL");
+                        "the Redis namespace is empty: give a short name such "
+                        "as “sluice”, or none for the default");
     return FALSE;
   }
   if (strlen(ns) > 256) {

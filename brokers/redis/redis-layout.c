@@ -31,7 +31,9 @@
 struct _SluiceRedisLayout {
   gchar *ns;
   gchar *url_text;
-  SluiceRedisOptions options; /* .namespace_ and .url point at the above */
+  gchar *mode_setting;
+  SluiceRedisOptions options; /* .ns, .url and .mode_setting point at the
+                                 above */
   SluiceRedisUrl url;
   guint n;
   SluiceRedisPartBuilder build;
@@ -47,11 +49,12 @@ sluice_redis_layout__new(const SluiceRedisOptions *options,
   SluiceRedisLayout *layout = g_new0(SluiceRedisLayout, 1);
 
   layout->options = *options;
-  layout->ns =
-      g_strdup(options->namespace_ != NULL ? options->namespace_
-                                           : SLUICE_REDIS_DEFAULT_NAMESPACE);
-  layout->options.namespace_ = layout->ns;
+  layout->ns = g_strdup(options->ns != NULL ? options->ns
+                                            : SLUICE_REDIS_DEFAULT_NAMESPACE);
+  layout->options.ns = layout->ns;
   layout->options.url = NULL;
+  layout->mode_setting = g_strdup(options->mode_setting);
+  layout->options.mode_setting = layout->mode_setting;
   sluice_redis_url__copy(url, &layout->url);
   layout->n = n;
   layout->build = build;
@@ -67,6 +70,7 @@ sluice_redis_layout__free(gpointer data)
   if (layout == NULL)
     return;
   g_free(layout->ns);
+  g_free(layout->mode_setting);
   sluice_redis_url__clear(&layout->url);
   g_mutex_clear(&layout->lock);
   g_free(layout);

@@ -229,9 +229,8 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
   const SluiceBrokerClass *klass = NULL;
   SluiceRedisBroker *self;
   SluiceBroker *broker;
-  const gchar *ns = options->namespace_ != NULL
-                        ? options->namespace_
-                        : SLUICE_REDIS_DEFAULT_NAMESPACE;
+  const gchar *ns =
+      options->ns != NULL ? options->ns : SLUICE_REDIS_DEFAULT_NAMESPACE;
 
   for (gsize i = 0; i < G_N_ELEMENTS(transports) && transport == NULL; i++)
     if (transports[i].mode == options->mode) {
@@ -282,7 +281,8 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
   {
     g_autofree gchar *meta =
         sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_META, NULL);
-    sluice_redis_pool__set_mode_check(self->pool, meta, meta_mode);
+    sluice_redis_pool__set_mode_check(self->pool, meta, meta_mode,
+                                      options->mode_setting);
     if (url->is_cluster)
       sluice_redis_pool__set_router(
           self->pool, &sluice_redis_cluster__router,
@@ -295,7 +295,7 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
               options->reconnect_max_backoff_ms > 0
                   ? options->reconnect_max_backoff_ms
                   : SLUICE_REDIS_DEFAULT_BACKOFF_MS,
-              ns, meta, meta_mode));
+              ns, meta, meta_mode, options->mode_setting));
   }
   sluice_redis_scripts__init(self->scripts, transport->lua);
   self->token_prefix = g_uuid_string_random();
@@ -355,8 +355,8 @@ partitioned_new(const SluiceRedisOptions *options, const SluiceRedisUrl *url,
                 SluiceClock *clock, guint n, GError **error)
 {
   SluiceBroker **parts = g_new0(SluiceBroker *, n);
-  const gchar *ns = options->namespace_ != NULL
-                        ? options->namespace_
+  const gchar *ns = options->ns != NULL
+                        ? options->ns
                         : SLUICE_REDIS_DEFAULT_NAMESPACE;
   guint dead_letter_max;
 
@@ -396,10 +396,9 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
     sluice_redis_options_init(&defaults);
     options = &defaults;
   }
-  if (!sluice_redis_keys__valid_namespace(options->namespace_ != NULL
-                                              ? options->namespace_
-                                              : SLUICE_REDIS_DEFAULT_NAMESPACE,
-                                          error))
+  if (!sluice_redis_keys__valid_namespace(
+          options->ns != NULL ? options->ns : SLUICE_REDIS_DEFAULT_NAMESPACE,
+          error))
     return NULL;
   if (!sluice_redis_url__parse(options->url != NULL ? options->url
                                                     : SLUICE_REDIS_DEFAULT_URL,

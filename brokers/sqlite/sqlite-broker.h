@@ -44,6 +44,11 @@ G_BEGIN_DECLS
  * are lost only if the wake file is removed while it is watched). */
 #define SLUICE_SQLITE_SAFETY_POLL_MS 1000
 
+/* PRAGMA journal_size_limit: a write-ahead log grown past this by a burst
+ * is cut back to it when it restarts, and to nothing when the last
+ * connection closes (the log file itself stays: sqlite-conn.c). */
+#define SLUICE_SQLITE_WAL_SIZE_LIMIT (64 * 1024 * 1024)
+
 typedef struct _SluiceSqliteBroker SluiceSqliteBroker;
 
 typedef struct {
@@ -59,6 +64,7 @@ struct _SluiceSqliteBroker {
   SluiceSqliteSynchronous synchronous;
   gint64 busy_timeout_ms;
   guint dead_letter_max;
+  gboolean read_only; /* SluiceSqliteOptions.read_only */
   /* Tests only: PRAGMA max_page_count for new connections (0: none). */
   gint64 max_page_count;
 

@@ -139,7 +139,12 @@ sluice_sqlite__fail(SluiceSqliteConn *c, int rc, const gchar *what,
                     GError **error)
 {
   const gchar *path = c->owner->path;
-  const gchar *msg = c->db != NULL ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc);
+  /* The connection's message only when it is about this error (after a
+   * check of ours it is "not an error"). */
+  const gchar *msg =
+      c->db != NULL && (sqlite3_errcode(c->db) & 0xff) == (rc & 0xff)
+          ? sqlite3_errmsg(c->db)
+          : sqlite3_errstr(rc);
 
   switch (rc & 0xff) {
   case SQLITE_BUSY:
@@ -157,10 +162,18 @@ sluice_sqlite__fail(SluiceSqliteConn *c, int rc, const gchar *what,
                 what, path, msg);
     break;
   case SQLITE_READONLY:
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-                "%s: the SQLite database %s is read-only (%s): give this "
-                "user write permission on the file and its directory",
-                what, path, msg);
+    if (c->owner->read_only)
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                  "%s: the SQLite database %s was opened read-only, to look "
+                  "at it: nothing was written",
+                  what, path);
+    else
+      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                  "%s: the SQLite database %s is read-only for this user: "
+                  "give this user write permission on the file and on its "
+                  "directory (SQLite writes %s-wal and %s-shm beside it); "
+                  "reading it needs neither (a read-only open)",
+                  what, path, path, path);
     break;
   case SQLITE_CANTOPEN:
   case SQLITE_PERM:
@@ -370,34 +383,86 @@ synchronous_name(SluiceSqliteSynchronous s)
   }
 }
 
+/* A read-only connection: the file must exist, and in WAL mode its -shm
+ * and -wal files too unless this user may make them (see
+ * SluiceSqliteOptions.read_only). A first read proves it. */
+static gboolean
+conn_check_readable(SluiceSqliteConn *c, int rc, GError **error)
+{
+  const gchar *path = c->owner->path;
+
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(c->db, "SELECT count(*) FROM sqlite_master", NULL, NULL,
+                      NULL);
+  if (rc == SQLITE_OK)
+    return TRUE;
+  if ((rc & 0xff) == SQLITE_CANTOPEN && !g_file_test(path, G_FILE_TEST_EXISTS))
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "there is no SQLite database at %s (a read-only open makes "
+                "none): check the path; a worker or an enqueue makes it",
+                path);
+  else if ((rc & 0xff) == SQLITE_READONLY || (rc & 0xff) == SQLITE_CANTOPEN)
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "cannot read the SQLite database %s as this user: a reader "
+                "needs %s-shm and %s-wal, which this user may not make; "
+                "they exist while a worker has the database open, and stay "
+                "once any sluice that writes it has closed it: run one as "
+                "the database's owner, or let this user write the directory",
+                path, path, path);
+  else
+    sluice_sqlite__fail(c, rc, "opening the database to read", error);
+  return FALSE;
+}
+
 static SluiceSqliteConn *
 conn_open(SluiceSqliteBroker *self, GError **error)
 {
   SluiceSqliteConn *c = g_new0(SluiceSqliteConn, 1);
   g_autofree gchar *pragmas = NULL;
+  int persist_wal = 1;
   int rc;
 
   c->owner = self;
   c->stmts =
       g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, stmt_free);
   /* NOMUTEX: the pool guarantees one thread per connection at a time. */
-  rc = sqlite3_open_v2(
-      self->path, &c->db,
-      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+  rc = sqlite3_open_v2(self->path, &c->db,
+                       (self->read_only
+                            ? SQLITE_OPEN_READONLY
+                            : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                           SQLITE_OPEN_NOMUTEX,
+                       NULL);
+  if (c->db != NULL)
+    sqlite3_extended_result_codes(c->db, 0);
+  if (self->read_only) {
+    if (c->db != NULL)
+      sqlite3_busy_timeout(c->db, (int)MIN(self->busy_timeout_ms, G_MAXINT));
+    if (!conn_check_readable(c, rc, error)) {
+      conn_free(c);
+      return NULL;
+    }
+    return c;
+  }
   if (rc != SQLITE_OK) {
     sluice_sqlite__fail(c, rc, "opening the database", error);
     conn_free(c);
     return NULL;
   }
-  sqlite3_extended_result_codes(c->db, 0);
   if (sqlite3_db_readonly(c->db, "main") == 1) {
     sluice_sqlite__fail(c, SQLITE_READONLY, "opening the database", error);
     conn_free(c);
     return NULL;
   }
   sqlite3_busy_timeout(c->db, (int)MIN(self->busy_timeout_ms, G_MAXINT));
-  pragmas = g_strdup_printf("PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;",
-                            synchronous_name(self->synchronous));
+  /* The -wal and -shm files stay when the last connection closes (and the
+   * WAL is then cut to nothing: journal_size_limit), so that a user who may
+   * only read the database can still open it (a reader cannot make them in
+   * a directory it may not write). */
+  sqlite3_file_control(c->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist_wal);
+  pragmas = g_strdup_printf("PRAGMA journal_mode=WAL; PRAGMA synchronous=%s; "
+                            "PRAGMA journal_size_limit=%d;",
+                            synchronous_name(self->synchronous),
+                            SLUICE_SQLITE_WAL_SIZE_LIMIT);
   rc = sqlite3_exec(c->db, pragmas, NULL, NULL, NULL);
   if (rc == SQLITE_OK && self->max_page_count > 0) {
     g_autofree gchar *limit = g_strdup_printf(
@@ -538,17 +603,21 @@ watcher_main(gpointer data)
 
 /* The wake file sits next to the database; where it cannot be made (a
  * read-only directory) waiters of other processes fall back to the safety
- * re-check, which the log says. */
+ * re-check, which the log says. A read-only broker never makes it, and
+ * says nothing when it is missing: it has no fetch to wake. */
 static void
 open_wake_file(SluiceSqliteBroker *self)
 {
   self->wake_path = g_strconcat(self->path, "-wake", NULL);
-  self->wake_fd = open(self->wake_path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  self->wake_fd = self->read_only ? open(self->wake_path, O_RDONLY | O_CLOEXEC)
+                                  : open(self->wake_path,
+                                         O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   self->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (self->wake_fd < 0 || self->inotify_fd < 0 ||
       inotify_add_watch(self->inotify_fd, self->wake_path,
                         IN_ATTRIB | IN_MODIFY) < 0) {
-    sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
+    sluice_broker_log(&self->parent,
+                      self->read_only ? G_LOG_LEVEL_DEBUG : G_LOG_LEVEL_WARNING,
                       "cannot watch %s (%s): waiting fetches see other "
                       "processes' tasks only every %" G_GINT64_FORMAT " ms",
                       self->wake_path, g_strerror(errno), self->poll_ms);
@@ -582,6 +651,13 @@ check_schema(SluiceSqliteConn *c, GError **error)
   if (stmt == NULL ||
       !sluice_sqlite__row(c, stmt, &row, "reading the schema version", error))
     return FALSE;
+  if (!row && c->owner->read_only) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "the SQLite database %s records no schema version: it is "
+                "not a Sluice database (or one never opened for writing)",
+                c->owner->path);
+    return FALSE;
+  }
   if (!row) {
     stmt = sluice_sqlite__stmt(c, set_sql, error);
     if (stmt == NULL)
@@ -602,6 +678,47 @@ check_schema(SluiceSqliteConn *c, GError **error)
   return TRUE;
 }
 
+/* A read-only open adds no table: every table of the schema must be there
+ * (a database an older sluice made gains its newer tables on its first
+ * open for writing). */
+static gboolean
+check_tables(SluiceSqliteConn *c, GError **error)
+{
+  static const gchar marker[] = "CREATE TABLE IF NOT EXISTS ";
+  static const gchar sql[] =
+      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1";
+  g_autoptr(GString) missing = g_string_new(NULL);
+
+  for (const gchar *p = strstr(schema_sql, marker); p != NULL;
+       p = strstr(p, marker)) {
+    g_autofree gchar *name = NULL;
+    sqlite3_stmt *stmt;
+    gboolean row = FALSE;
+
+    p += strlen(marker);
+    name = g_strndup(p, strcspn(p, " ("));
+    stmt = sluice_sqlite__stmt(c, sql, error);
+    if (stmt == NULL)
+      return FALSE;
+    sluice_sqlite__bind_str(stmt, 1, name);
+    if (!sluice_sqlite__row(c, stmt, &row, "reading the schema", error))
+      return FALSE;
+    sqlite3_reset(stmt);
+    if (!row)
+      g_string_append_printf(missing, "%s%s", missing->len > 0 ? ", " : "",
+                             name);
+  }
+  if (missing->len == 0)
+    return TRUE;
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+              "the SQLite database %s lacks tables of this sluice (%s), and "
+              "a read-only open adds none: it is not a Sluice database, or "
+              "an older one that a writing sluice (a worker, an enqueue) of "
+              "this version has not opened yet",
+              c->owner->path, missing->str);
+  return FALSE;
+}
+
 gboolean
 sluice_sqlite__open(SluiceSqliteBroker *self, GError **error)
 {
@@ -611,6 +728,14 @@ sluice_sqlite__open(SluiceSqliteBroker *self, GError **error)
   c = conn_open(self, error);
   if (c == NULL)
     return FALSE;
+  if (self->read_only) {
+    if (!sluice_sqlite__begin_read(c, error) || !check_tables(c, error) ||
+        !check_schema(c, error) || !sluice_sqlite__commit(c, error))
+      goto fail;
+    sluice_sqlite__conn_put(c);
+    open_wake_file(self);
+    return TRUE;
+  }
   if (!sluice_sqlite__begin(c, error))
     goto fail;
   rc = sqlite3_exec(c->db, schema_sql, NULL, NULL, NULL);

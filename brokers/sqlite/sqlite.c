@@ -164,6 +164,7 @@ sluice_sqlite_broker_new(const SluiceSqliteOptions *options, SluiceClock *clock,
   self->wake_fd = self->inotify_fd = self->stop_fd = -1;
   self->path = g_strdup(options->path);
   self->synchronous = options->synchronous;
+  self->read_only = options->read_only;
   self->busy_timeout_ms = options->busy_timeout_ms > 0
                               ? options->busy_timeout_ms
                               : SLUICE_SQLITE_DEFAULT_BUSY_TIMEOUT_MS;

@@ -10,6 +10,7 @@ export type TaskState =
 /** Settings of a client (SluiceClientOptions); every one optional. */
 export interface ClientOptions {
   namespace?: string;
+  /** "reliable" (the default, as in C and the sluice command) or "fast". */
   mode?: Mode;
   trackState?: boolean;
   resultTtlMs?: number;
@@ -62,7 +63,7 @@ export interface Result {
   value: unknown;
   hasValue: boolean;
   error: string | null;
-  dlqReason: string | null;
+  deadLetterReason: string | null;
   worker: string | null;
   enqueuedAt: number;
   startedAt: number;

@@ -15,7 +15,7 @@ create_traced_memory(SluiceClock *clock, guint dead_letter_max, gpointer data,
                      GError **error)
 {
   SluiceMemoryBrokerOptions options = {.dead_letter_max = dead_letter_max};
-  g_autoptr(SluiceBroker) inner = sluice_memory_broker_new(clock, &options);
+  g_autoptr(SluiceBroker) inner = sluice_memory_broker_new(&options, clock);
 
   return trace_broker_new(inner);
 }

@@ -41,7 +41,7 @@ G_BEGIN_DECLS
  * Returns: (transfer full): the batch id, or NULL and @error (as
  * sluice_client_enqueue_workflow(); an empty closed batch is INVALID).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gchar *sluice_client_start_batch(SluiceClient *client, SluiceWorkflow *tasks,
                                  SluiceWorkflow *on_complete,
                                  SluiceWorkflow *on_success, gboolean keep_open,
@@ -57,7 +57,7 @@ gchar *sluice_client_start_batch(SluiceClient *client, SluiceWorkflow *tasks,
  * Returns: FALSE and @error: SLUICE_CLIENT_ERROR_NOT_FOUND for an unknown
  * batch, SLUICE_CLIENT_ERROR_INVALID for a closed or finished one.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_add_to_batch(SluiceClient *client, const gchar *batch_id,
                                     SluiceWorkflow *tasks, GError **error);
 
@@ -68,7 +68,7 @@ gboolean sluice_client_add_to_batch(SluiceClient *client, const gchar *batch_id,
  * run once its last task finishes (at once if all have). Closing a closed
  * batch changes nothing.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_close_batch(SluiceClient *client, const gchar *batch_id,
                                    GError **error);
 
@@ -91,7 +91,7 @@ typedef struct {
   gboolean complete;
 } SluiceBatchStatus;
 
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_get_batch(SluiceClient *client, const gchar *batch_id,
                                  SluiceBatchStatus *out, GError **error);
 

@@ -145,7 +145,7 @@ typedef enum {
  * table (or the optional slot); FALSE for a @feature this Sluice does not
  * know.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_broker_supports(SluiceBroker *broker,
                                 SluiceBrokerFeature feature);
 
@@ -154,7 +154,7 @@ gboolean sluice_broker_supports(SluiceBroker *broker,
  * Returns: (transfer none): a short name of @feature for messages
  * ("leases", "joins"), or "unknown".
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 const gchar *sluice_broker_feature_name(SluiceBrokerFeature feature);
 
 /* ---- The memory broker ------------------------------------------------ */
@@ -172,20 +172,24 @@ typedef struct {
 
 /**
  * sluice_memory_broker_new:
+ * @options: (nullable): NULL means the defaults
  * @clock: (nullable) (transfer none): the clock for due times and TTLs;
  *   NULL means a real clock. The broker takes its own reference.
- * @options: (nullable): NULL means the defaults
  *
  * Every operation of the broker contract, in one process, under one mutex.
  * Every TTL (results, revocations, idempotency claims) follows @clock, so a
  * test with a fake clock sees records expire when it advances the clock.
  *
+ * Every broker's constructor takes its arguments in this order: the
+ * broker's options (or URL), then the clock, then (for those that can
+ * fail) the GError: sluice_sqlite_broker_new(), sluice_redis_broker_new()
+ * and sluice_broker_new_for_url() too. This one cannot fail.
+ *
  * Returns: (transfer full): the broker.
  */
 SLUICE_AVAILABLE_IN_0_1
-SluiceBroker *
-sluice_memory_broker_new(SluiceClock *clock,
-                         const SluiceMemoryBrokerOptions *options);
+SluiceBroker *sluice_memory_broker_new(const SluiceMemoryBrokerOptions *options,
+                                       SluiceClock *clock);
 
 /* ---- Statistics --------------------------------------------------------- */
 
@@ -193,7 +197,7 @@ sluice_memory_broker_new(SluiceClock *clock,
  * SluiceQueueStats:
  * @name: the queue
  * @ready: messages waiting to be fetched
- * @paused: (since 0.2) workers take nothing from it (sluice_client_pause());
+ * @paused: workers take nothing from it (sluice_client_pause());
  *   set by sluice_client_get_stats(), never by a broker
  *
  * Allocated by the library (sluice_broker_stats_add_queue()).
@@ -242,13 +246,13 @@ typedef struct {
  * @started_at_ms: when it started (ms since epoch)
  * @succeeded, @failed, @retried, @dead_lettered: its counts since it
  *   started, as of its last announcement
- * @running_tasks: (since 0.2) (nullable) (element-type SluiceRunningTask):
+ * @running_tasks: (nullable) (element-type SluiceRunningTask):
  *   the tasks it was running then, oldest first, at most
  *   SLUICE_ANNOUNCED_RUNNING_MAX of them (@running says how many ran in
  *   all). A worker announces itself every 2 seconds (or every third of its
  *   lease, if that is shorter), so the list is that old at most while the
  *   worker lives.
- * @limits: (since 0.2) (nullable) (array zero-terminated=1): the flow
+ * @limits: (nullable) (array zero-terminated=1): the flow
  *   limits it runs with, one line each, as an operator reads them ("rate
  *   task mail.send: 10 per 1000 ms, burst 1, per header tenant",
  *   "concurrency queue renders: 3 at once", "weight queue batch: 1")
@@ -317,7 +321,7 @@ typedef struct {
  *   (owned, with their strings)
  * @waiting: how many task ids are on the key's waiting list
  *
- * One key of concurrency slots (since 0.2): what
+ * One key of concurrency slots: what
  * sluice_client_list_slots() returns, and the broker's `list_slots` slot
  * finds. Made with
  * sluice_slot_state_new(), freed with sluice_slot_state_free().
@@ -333,10 +337,10 @@ typedef struct {
  * @key: (transfer none): copied
  * Returns: (transfer full): a SluiceSlotState with no holders
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceSlotState *sluice_slot_state_new(const gchar *key);
 /** sluice_slot_state_free: NULL-safe. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_slot_state_free(SluiceSlotState *state);
 
 /** sluice_broker_stats_init: empty containers, counts 0. */
@@ -372,14 +376,14 @@ void sluice_broker_stats_add_worker(SluiceBrokerStats *stats, const gchar *id,
  *
  * Appends a worker (copies @id). For broker authors.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_broker_stats_add_worker_info(SluiceBrokerStats *stats,
                                          const gchar *id, gint64 last_seen_ms,
                                          gboolean alive, GBytes *info);
 
 /** sluice_broker_stats_add_dropped: adds @n to the dead letters dropped by
  * the cap, for @reason. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_broker_stats_add_dropped(SluiceBrokerStats *stats,
                                      const gchar *reason, gint64 n);
 

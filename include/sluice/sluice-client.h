@@ -32,9 +32,11 @@ GQuark sluice_client_error_quark(void);
  * @SLUICE_CLIENT_ERROR_FAILED: anything else (also any unknown code)
  * @SLUICE_CLIENT_ERROR_TIMEOUT: get_result gave up waiting
  * @SLUICE_CLIENT_ERROR_NOT_FOUND: no record / no dead letter with that id
- * @SLUICE_CLIENT_ERROR_TOO_LARGE: the message is over max_message_bytes
+ * @SLUICE_CLIENT_ERROR_TOO_LARGE: the message is over max_message_bytes, or
+ *   its arguments would take more than SLUICE_ARGS_COST_FACTOR times their
+ *   size once unpacked (sluice-envelope.h): one kind of refusal, "too large"
  * @SLUICE_CLIENT_ERROR_INVALID: a bad argument (task name, queue, id, ...)
- * @SLUICE_CLIENT_ERROR_DUPLICATE: (since 0.2) the uniqueness key is held by
+ * @SLUICE_CLIENT_ERROR_DUPLICATE: the uniqueness key is held by
  *   another task (SluiceUniqueOptions); nothing was enqueued
  */
 typedef enum {
@@ -81,7 +83,7 @@ typedef void (*SluiceHeadersHook)(SluiceEnvelope *env, gpointer user_data);
  *   (so those win); for headers taken from the caller's context, such as
  *   the current span's traceparent (sluice-trace.h)
  * @headers_hook_data: passed to @headers_hook; the client does not own it
- * @events: (since 0.2) write an "enqueued" event for each task it
+ * @events: write an "enqueued" event for each task it
  *   enqueues to the namespace's event stream (sluice-events.h); default
  *   FALSE
  */
@@ -115,7 +117,7 @@ void sluice_client_options_init(SluiceClientOptions *options);
  * @headers: (nullable) (element-type utf8 utf8): copied into the message;
  *   "traceparent" and "tracestate" must be a W3C trace context
  *   (sluice-trace.h), or the enqueue fails with SLUICE_CLIENT_ERROR_INVALID
- * @unique: (nullable) (since 0.2): enqueue only if no task holds its
+ * @unique: (nullable): enqueue only if no task holds its
  *   uniqueness key (sluice-flow.h, docs/flow-control.md)
  *
  * Initialise with sluice_enqueue_options_init().
@@ -282,7 +284,7 @@ SluiceCancelOutcome sluice_client_cancel(SluiceClient *client, const gchar *id,
  * holder or a waiter, in no particular order; or NULL and @error
  * (SLUICE_BROKER_ERROR_UNSUPPORTED for a broker without the slot).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 GPtrArray *sluice_client_list_slots(SluiceClient *client, guint limit,
                                     GError **error);
 
@@ -307,7 +309,7 @@ gboolean sluice_client_get_stats(SluiceClient *client,
  * non-zero number announced means no live worker of the namespace knows
  * the name (a typo, or a rollout not done yet). One stats read.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_count_servers(SluiceClient *client, const gchar *task,
                                      guint *out_serving, guint *out_announced,
                                      GError **error);
@@ -319,7 +321,7 @@ gboolean sluice_client_count_servers(SluiceClient *client, const gchar *task,
  * same mode). For producers that want to fail at start, not at the first
  * enqueue.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_check(SluiceClient *client, GError **error);
 
 /* ---- Seeing and steering ------------------------------------------------ */
@@ -368,7 +370,7 @@ typedef struct {
 } SluiceListedTask;
 
 /** sluice_listed_task_free: NULL-safe. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_listed_task_free(SluiceListedTask *task);
 
 /**
@@ -394,7 +396,7 @@ typedef struct {
   guint limit;
 } SluiceListOptions;
 
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_list_options_init(SluiceListOptions *options);
 
 /**
@@ -429,7 +431,7 @@ void sluice_list_options_init(SluiceListOptions *options);
  * cursor of another listing; SLUICE_BROKER_ERROR_UNSUPPORTED when the
  * broker cannot list.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 GPtrArray *sluice_client_list(SluiceClient *client,
                               const SluiceListOptions *options,
                               gchar **out_next_cursor, GError **error);
@@ -446,12 +448,12 @@ GPtrArray *sluice_client_list(SluiceClient *client,
  * Returns: FALSE with SLUICE_BROKER_ERROR_UNSUPPORTED when the broker
  * cannot pause, or another error.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_pause(SluiceClient *client, const gchar *queue,
                              GError **error);
 
 /** sluice_client_resume: undoes sluice_client_pause(); see there. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_resume(SluiceClient *client, const gchar *queue,
                               GError **error);
 
@@ -461,7 +463,7 @@ gboolean sluice_client_resume(SluiceClient *client, const gchar *queue,
  * sorted (empty when none, or the broker cannot pause), or NULL and
  * @error.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gchar **sluice_client_list_paused(SluiceClient *client, GError **error);
 
 /**
@@ -474,7 +476,7 @@ gchar **sluice_client_list_paused(SluiceClient *client, GError **error);
  * Returns: FALSE with SLUICE_BROKER_ERROR_UNSUPPORTED when the broker
  * cannot purge, or another error.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_purge(SluiceClient *client, const gchar *queue,
                              guint64 *out_removed, GError **error);
 
@@ -505,7 +507,7 @@ typedef enum {
  * the dead letters, or, queued or running, by a revocation.
  * Returns: what happened (see SluiceDeleteOutcome).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceDeleteOutcome sluice_client_delete(SluiceClient *client, const gchar *id,
                                          GError **error);
 
@@ -519,7 +521,7 @@ SluiceDeleteOutcome sluice_client_delete(SluiceClient *client, const gchar *id,
  * Returns: TRUE, or FALSE and SLUICE_CLIENT_ERROR_NOT_FOUND (saying where
  * the task is instead, when the broker can tell), or a broker error.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_run_now(SluiceClient *client, const gchar *id,
                                GError **error);
 
@@ -531,7 +533,7 @@ gboolean sluice_client_run_now(SluiceClient *client, const gchar *id,
  * Returns: FALSE with SLUICE_BROKER_ERROR_UNSUPPORTED when the broker has
  * no periodic schedules, or another error.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_get_last_periodic(SluiceClient *client,
                                          const gchar *name, gint64 *out_last,
                                          GError **error);

@@ -71,7 +71,7 @@ typedef struct {
  * check what the worker logs.
  * Returns: (transfer full): the suite, for srunner_create().
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 Suite *sluice_conformance_suite(const SluiceConformanceFactory *factory);
 
 /**
@@ -79,7 +79,7 @@ Suite *sluice_conformance_suite(const SluiceConformanceFactory *factory);
  * Installs the log writer the scenarios read (it also prints warnings and
  * errors to stderr). Call once, in main(), before running.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_conformance_capture_logs(void);
 
 /**
@@ -91,7 +91,7 @@ void sluice_conformance_capture_logs(void);
  * honouring Check's CK_RUN_SUITE / CK_RUN_CASE / CK_VERBOSITY.
  * Returns: 0 when every scenario passed, 1 otherwise: main()'s status.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 int sluice_conformance_run(const SluiceConformanceFactory *factory);
 
 G_END_DECLS

@@ -105,7 +105,9 @@ typedef enum {
 
 /**
  * SluiceMessageOptions:
- * @retry: the message's level of the retry policy (see sluice-policy.h)
+ * @retry: the message's level of the retry policy (see sluice-policy.h);
+ *   a multiplier of 0 is unset here, as on the wire (PROTOCOL.md): neither
+ *   codec writes it
  * @timeout_ms: run time limit; 0 = unset (the task's, else none)
  * @expires_at: dead-letter `expired` instead of starting after this time
  *   (ms since epoch); 0 = never
@@ -152,13 +154,13 @@ void sluice_message_options_init(SluiceMessageOptions *opts);
  * @history: (element-type utf8): one line per failed attempt, oldest first,
  *   at most SLUICE_HISTORY_MAX_LINES lines of SLUICE_HISTORY_MAX_LINE_BYTES
  * @headers: (element-type utf8 utf8): free metadata
- * @wf: (nullable): (since 0.4) the message's place in a workflow, written
+ * @wf: (nullable): the message's place in a workflow, written
  *   by sluice_client_enqueue_workflow() and read by the worker (its format
  *   is the core's, PROTOCOL.md "Workflows"); NULL for a plain task. Kept
  *   across retries, redeliveries and replays.
  * @snoozes: how many times the task snoozed (asked to run later without
  *   using an attempt: sluice_task_context_snooze()); wire name "snz"
- * @unique: (nullable): (since 0.2) the uniqueness claim the message was
+ * @unique: (nullable): the uniqueness claim the message was
  *   enqueued with ("<scope letter>:<key>", the core's; PROTOCOL.md), read
  *   by the worker to end the claim; wire name "uq"
  *
@@ -257,7 +259,7 @@ void sluice_decode_limits_init(SluiceDecodeLimits *limits);
 typedef struct _SluiceCodec SluiceCodec;
 
 /** sluice_codec_get_name: Returns: "msgpack" or "json". */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 const gchar *sluice_codec_get_name(const SluiceCodec *codec);
 
 /** sluice_codec_msgpack: Returns: (transfer none): the msgpack codec. */

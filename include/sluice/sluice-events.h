@@ -53,7 +53,7 @@ typedef enum {
 } SluiceEventKind;
 
 /** sluice_event_kind_to_string: Returns: (transfer none): "enqueued", ... */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 const gchar *sluice_event_kind_to_string(SluiceEventKind kind);
 
 /**
@@ -85,7 +85,7 @@ typedef struct {
   gchar *worker;
 } SluiceEvent;
 
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_event_free(SluiceEvent *event);
 
 /**
@@ -100,7 +100,7 @@ void sluice_event_free(SluiceEvent *event);
  * without events). Events that cannot be read (written by a newer Sluice)
  * come as SLUICE_EVENT_UNKNOWN.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 GPtrArray *sluice_client_read_events(SluiceClient *client, const gchar *cursor,
                                      guint limit, gint64 block_ms,
                                      gchar **out_cursor, GError **error);

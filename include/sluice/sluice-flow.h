@@ -121,7 +121,7 @@ typedef struct {
  * @limit: (out caller-allocates): set to "no limit" (count 0): fill in
  *   count and period_ms
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_rate_limit_init(SluiceRateLimit *limit);
 
 /**
@@ -132,7 +132,7 @@ void sluice_rate_limit_init(SluiceRateLimit *limit);
  * Returns: TRUE if it is well formed; otherwise FALSE and @error
  * (SLUICE_TASK_ERROR_INVALID) naming the field and what it must be.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_rate_limit_validate(const SluiceRateLimit *limit,
                                     GError **error);
 
@@ -140,7 +140,7 @@ gboolean sluice_rate_limit_validate(const SluiceRateLimit *limit,
  * sluice_concurrency_limit_validate:
  * Like sluice_rate_limit_validate() for a concurrency limit.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_concurrency_limit_validate(const SluiceConcurrencyLimit *limit,
                                            GError **error);
 

@@ -140,11 +140,11 @@ typedef struct {
 } SluiceWorkerMetrics;
 
 /** sluice_worker_metrics_init: all zero, an empty @tasks, reachable. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_worker_metrics_init(SluiceWorkerMetrics *metrics);
 
 /** sluice_worker_metrics_clear: frees what @metrics holds (not @metrics). */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_worker_metrics_clear(SluiceWorkerMetrics *metrics);
 
 /**
@@ -154,7 +154,7 @@ void sluice_worker_metrics_clear(SluiceWorkerMetrics *metrics);
  * tests, and for programs that merge snapshots).
  * Returns: (transfer none): the series, owned by @metrics.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceTaskMetrics *sluice_worker_metrics_add_task(SluiceWorkerMetrics *metrics,
                                                   const gchar *task,
                                                   const gchar *queue);
@@ -166,7 +166,7 @@ SluiceTaskMetrics *sluice_worker_metrics_add_task(SluiceWorkerMetrics *metrics,
  * Copies the worker's metrics. Thread-safe, and cheap enough for every
  * scrape: a copy of the counters under the locks that guard them.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_worker_get_metrics(SluiceWorker *worker, SluiceWorkerMetrics *out);
 
 /**
@@ -176,7 +176,7 @@ void sluice_worker_get_metrics(SluiceWorker *worker, SluiceWorkerMetrics *out);
  * family with its HELP and TYPE lines. The names are listed in
  * docs/observability.md.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gchar *sluice_worker_metrics_to_prometheus(const SluiceWorkerMetrics *metrics);
 
 /**
@@ -187,7 +187,7 @@ gchar *sluice_worker_metrics_to_prometheus(const SluiceWorkerMetrics *metrics);
  * out when the broker cannot tell), dead letters by reason, dead letters
  * dropped by the cap, workers alive and seen, stale settles.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gchar *sluice_broker_stats_to_prometheus(const SluiceBrokerStats *stats);
 
 G_END_DECLS

@@ -60,7 +60,7 @@ typedef gboolean (*SluiceProducerHook)(SluiceEnvelope *env, gpointer user_data,
  * Safe while other threads enqueue: an enqueue already running keeps the
  * hooks it started with.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_client_add_producer_hook(SluiceClient *client,
                                      SluiceProducerHook hook,
                                      gpointer user_data,
@@ -99,7 +99,7 @@ typedef gboolean (*SluiceWorkerHook)(SluiceTaskContext *ctx,
  * started, SLUICE_WORKER_ERROR_INVALID when it isolates tasks in
  * processes.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_worker_add_hook(SluiceWorker *worker, SluiceWorkerHook hook,
                                 gpointer user_data, GDestroyNotify destroy,
                                 GError **error);

@@ -34,7 +34,7 @@ G_BEGIN_DECLS
  * dropped. Under process isolation the child cannot reach the broker, and
  * reports are dropped (README, Limits).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_task_context_progress(SluiceTaskContext *ctx, gdouble fraction,
                                   const gchar *message);
 
@@ -50,7 +50,7 @@ typedef struct {
   gint64 updated_at;
 } SluiceProgress;
 
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_progress_free(SluiceProgress *progress);
 
 /**
@@ -60,7 +60,7 @@ void sluice_progress_free(SluiceProgress *progress);
  * SLUICE_CLIENT_ERROR_NOT_FOUND when it reported none (or it lapsed), or
  * the broker's error (UNSUPPORTED for a broker without progress).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceProgress *sluice_client_get_progress(SluiceClient *client,
                                            const gchar *id, GError **error);
 

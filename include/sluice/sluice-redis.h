@@ -58,7 +58,9 @@ typedef enum {
  *   namespace records the mode of its first client; a client of the other
  *   mode is refused (SLUICE_BROKER_ERROR_INVALID, naming both), so that a
  *   fast producer and a reliable worker never miss each other's tasks
- * @namespace_: (nullable): key prefix and hash tag; NULL = "sluice"
+ * @ns: (nullable): the namespace: key prefix and hash tag ({ns}:...), as
+ *   the docs write it (the field is not called "namespace", a C++
+ *   keyword, so that the headers stay usable from C++); NULL = "sluice"
  * @connect_timeout_ms: per connection attempt (0 = 5000)
  * @command_timeout_ms: per reply, on top of any blocking time (0 = 10000)
  * @dead_letter_max: keep at most this many dead letters (0 = 10000)
@@ -73,7 +75,7 @@ typedef enum {
  *   that has the write may still not be the one promoted.
  * @min_replicas_timeout_ms: how long that wait may take (0 = the URL's
  *   min_replicas_timeout_ms, else 1000)
- * @partitions: (since 0.2) how many partitions the namespace is split in,
+ * @partitions: how many partitions the namespace is split in,
  *   each with its own hash tag ({ns#0} ... {ns#N-1}), so that a Redis
  *   Cluster spreads one namespace over its masters (docs/redis.md,
  *   "Partitions"). 0 = what the URL says (`?partitions=N`), else 1: one
@@ -81,13 +83,17 @@ typedef enum {
  *   SLUICE_BROKER_CAP_ORDERED. Every client of a namespace must use the
  *   same number: a namespace records it, and a client of another number is
  *   refused (SLUICE_BROKER_ERROR_INVALID) unless the namespace is empty
+ * @mode_setting: (nullable): where this client's user sets @mode, in
+ *   their own words, for the message that refuses a namespace of the other
+ *   mode ("set this client's mode to fast (<mode_setting>)"): the sluice
+ *   command names its --mode option; NULL = "SluiceRedisOptions.mode"
  *
  * Initialise with sluice_redis_options_init(); the broker copies it.
  */
 typedef struct {
   const gchar *url;
   SluiceRedisMode mode;
-  const gchar *namespace_;
+  const gchar *ns;
   gint64 connect_timeout_ms;
   gint64 command_timeout_ms;
   guint dead_letter_max;
@@ -95,6 +101,7 @@ typedef struct {
   guint min_replicas_ack;
   gint64 min_replicas_timeout_ms;
   guint partitions;
+  const gchar *mode_setting;
 } SluiceRedisOptions;
 
 SLUICE_AVAILABLE_IN_0_1

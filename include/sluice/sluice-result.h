@@ -112,10 +112,10 @@ gint64 sluice_result_get_finished_at(const SluiceResult *result);
  * sluice_client_inspect() reports it; 0 otherwise. Not part of the stored
  * record.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gint64 sluice_result_get_due_at(const SluiceResult *result);
 /** sluice_result_set_due_at: see sluice_result_get_due_at(). */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_result_set_due_at(SluiceResult *result, gint64 due_at);
 
 /* Setters, for record writers. Each copies what it is given. */

@@ -52,6 +52,16 @@ typedef enum {
  *   to end before it fails with SLUICE_BROKER_ERROR_UNAVAILABLE
  *   (0 = SLUICE_SQLITE_DEFAULT_BUSY_TIMEOUT_MS)
  * @dead_letter_max: keep at most this many dead letters (0 = 10000)
+ * @read_only: open an existing database only to read it (SQLite's
+ *   SQLITE_OPEN_READONLY), as a user who may not write the file can: stats,
+ *   listings, records, dead letters, events and workflows are read as
+ *   usual, and every write fails with SLUICE_BROKER_ERROR_INVALID. The
+ *   file is never created and its tables are never added to. In WAL mode
+ *   a reader needs the database's -wal and -shm files, which only a user
+ *   who may write the directory can create: they exist while any process
+ *   has the database open, and a writing broker leaves them in place when
+ *   it closes (SQLite's persistent WAL), so a read-only user can read a
+ *   database that any writer of this version has used
  *
  * Initialise with sluice_sqlite_options_init(); the broker copies it.
  */
@@ -60,10 +70,11 @@ typedef struct {
   SluiceSqliteSynchronous synchronous;
   gint64 busy_timeout_ms;
   guint dead_letter_max;
+  gboolean read_only;
 } SluiceSqliteOptions;
 
 /** sluice_sqlite_options_init: the defaults (FULL), @path NULL. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_sqlite_options_init(SluiceSqliteOptions *options);
 
 /**
@@ -74,14 +85,17 @@ void sluice_sqlite_options_init(SluiceSqliteOptions *options);
  *   a real clock. Leases and liveness always follow the real time, since
  *   every process must agree on them.
  *
- * Opens (or creates) the database and checks that it can be written.
+ * Opens (or creates) the database and checks that it can be written (with
+ * @options->read_only: opens an existing one and checks that it can be
+ * read).
  * Returns: (transfer full): the broker, or NULL and @error:
  * SLUICE_BROKER_ERROR_INVALID for a file that cannot be opened, is
- * read-only or is not a Sluice database (the message names the file and
- * what to do), SLUICE_BROKER_ERROR_UNAVAILABLE when another process held
- * it locked for longer than the busy timeout.
+ * read-only for this user (and @options->read_only is not set), is missing
+ * (with @options->read_only) or is not a Sluice database (the message
+ * names the file and what to do), SLUICE_BROKER_ERROR_UNAVAILABLE when
+ * another process held it locked for longer than the busy timeout.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceBroker *sluice_sqlite_broker_new(const SluiceSqliteOptions *options,
                                        SluiceClock *clock, GError **error);
 
@@ -98,7 +112,7 @@ SluiceBroker *sluice_sqlite_broker_new(const SluiceSqliteOptions *options,
  * SLUICE_BROKER_ERROR_INVALID for a URL of no known scheme (or the
  * broker's own error).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceBroker *sluice_broker_new_for_url(const gchar *url, SluiceClock *clock,
                                         GError **error);
 
@@ -106,7 +120,7 @@ SluiceBroker *sluice_broker_new_for_url(const gchar *url, SluiceClock *clock,
  * sluice_url_is_sqlite:
  * Returns: TRUE when @url names a SQLite database (`sqlite://`).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_url_is_sqlite(const gchar *url);
 
 /**
@@ -119,7 +133,7 @@ gboolean sluice_url_is_sqlite(const gchar *url);
  * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_INVALID saying what is
  * wrong with @url.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_sqlite_url_parse(const gchar *url, SluiceSqliteOptions *options,
                                  gchar **out_path, GError **error);
 

@@ -237,7 +237,7 @@ const gchar *sluice_task_context_get_header(SluiceTaskContext *ctx,
  * a valid trace context, SLUICE_TRACEPARENT and SLUICE_TRACE_ID, so a log
  * collector can file every line of the task under its trace.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_task_context_log(SluiceTaskContext *ctx, GLogLevelFlags level,
                              const gchar *format, ...) G_GNUC_PRINTF(3, 4);
 /**
@@ -264,28 +264,28 @@ void sluice_task_context_set_result(SluiceTaskContext *ctx, GBytes *value);
  */
 
 /** Returns: whether the arguments are a map holding @key. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_task_context_has_arg(SluiceTaskContext *ctx, const gchar *key);
 /**
  * sluice_task_context_dup_string_arg:
  * Returns: (transfer full): the string argument @key (NUL-terminated; one
  * holding a NUL is refused), or NULL and @error.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gchar *sluice_task_context_dup_string_arg(SluiceTaskContext *ctx,
                                           const gchar *key, GError **error);
 /** Sets @out to the integer argument @key; FALSE and @error otherwise. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_task_context_get_int_arg(SluiceTaskContext *ctx,
                                          const gchar *key, gint64 *out,
                                          GError **error);
 /** Sets @out to the number argument @key (an integer is a number too). */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_task_context_get_double_arg(SluiceTaskContext *ctx,
                                             const gchar *key, gdouble *out,
                                             GError **error);
 /** Sets @out to the boolean argument @key. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_task_context_get_bool_arg(SluiceTaskContext *ctx,
                                           const gchar *key, gboolean *out,
                                           GError **error);
@@ -294,7 +294,7 @@ gboolean sluice_task_context_get_bool_arg(SluiceTaskContext *ctx,
  * Returns: (transfer full): the bytes (msgpack bin) or string argument @key,
  * or NULL and @error.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 GBytes *sluice_task_context_dup_bytes_arg(SluiceTaskContext *ctx,
                                           const gchar *key, GError **error);
 
@@ -303,7 +303,7 @@ GBytes *sluice_task_context_dup_bytes_arg(SluiceTaskContext *ctx,
  * Sets the result from @json (converted as sluice_args_from_json() does).
  * Returns: FALSE and SLUICE_TASK_ERROR_FATAL if @json is not valid.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_task_context_set_result_json(SluiceTaskContext *ctx,
                                              const gchar *json, GError **error);
 
@@ -338,7 +338,7 @@ typedef enum {
  * Returns: FALSE and SLUICE_TASK_ERROR_FATAL on an unknown kind or a string
  * that is not UTF-8 (the result is then unchanged).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_task_context_set_result_fields(SluiceTaskContext *ctx,
                                                GError **error,
                                                const gchar *first_key,
@@ -383,7 +383,7 @@ gboolean sluice_task_context_fail(SluiceTaskContext *ctx, GError **error,
  * `snoozed_too_often` instead, so a task cannot snooze forever.
  * Returns: FALSE, always.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_task_context_snooze(SluiceTaskContext *ctx, gint64 delay_ms,
                                     GError **error);
 
@@ -397,7 +397,7 @@ gboolean sluice_task_context_snooze(SluiceTaskContext *ctx, gint64 delay_ms,
  * Without a rate limit on the task or its queue it is a snooze.
  * Returns: FALSE, always.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_task_context_rate_limited(SluiceTaskContext *ctx,
                                           gint64 delay_ms, GError **error);
 
@@ -407,7 +407,7 @@ gboolean sluice_task_context_rate_limited(SluiceTaskContext *ctx,
  * clock (ms since the epoch); 0 when no rate limit applies, and under
  * process isolation (the child is not told).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gint64 sluice_task_context_get_admitted_at(SluiceTaskContext *ctx);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SluiceRegistry, sluice_registry_unref)

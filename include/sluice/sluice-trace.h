@@ -42,7 +42,7 @@ G_BEGIN_DECLS
  * Returns: TRUE, or FALSE and SLUICE_CLIENT_ERROR_INVALID naming what is
  * wrong.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_trace_context_check(const gchar *traceparent,
                                     const gchar *tracestate, GError **error);
 

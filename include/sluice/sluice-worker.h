@@ -147,7 +147,7 @@ typedef enum {
  *   others, so none starves and none waits while another is idle); NULL =
  *   strict priority order
  *
- * @events: (since 0.2) write the lifecycle events of the tasks it runs
+ * @events: write the lifecycle events of the tasks it runs
  *   (started, progress, retried and the final ones) to the namespace's
  *   event stream (sluice-events.h); default FALSE
  *
@@ -287,7 +287,7 @@ void sluice_worker_request_stop(SluiceWorker *worker);
  * the first failure. What a second SIGTERM/SIGINT does after
  * sluice_worker_handle_signals(). Thread-safe.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_worker_stop_now(SluiceWorker *worker);
 
 /**
@@ -295,7 +295,7 @@ void sluice_worker_stop_now(SluiceWorker *worker);
  * Returns: TRUE when the stop was forced (sluice_worker_stop_now() or a
  * second signal), so a program can exit with a failure status.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_worker_stopped_forcibly(SluiceWorker *worker);
 
 /**
@@ -359,7 +359,7 @@ typedef void (*SluiceWorkerTickFunc)(SluiceWorker *worker, gpointer user_data);
  *   stuck.
  * @destroy: (nullable): frees @user_data when the worker is freed
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_worker_add_tick(SluiceWorker *worker, guint interval_ms,
                             SluiceWorkerTickFunc func, gpointer user_data,
                             GDestroyNotify destroy);
@@ -415,14 +415,14 @@ typedef enum {
  *   minute hour day-of-month month day-of-week, in @timezone
  * @missed: see SluiceMissedPolicy
  * @missed_max: the most occurrences SLUICE_MISSED_ALL dispatches (0 = 100)
- * @timezone: (since 0.2) (nullable): the time zone @cron is read in, an
+ * @timezone: (nullable): the time zone @cron is read in, an
  *   IANA name ("Europe/Berlin"; the system's tzdata) or an offset
  *   ("+02:00"); NULL = UTC. When the clocks go forward, a time in the
  *   skipped hour runs once, at the first instant after it (02:30 runs at
  *   03:00); when they go back, a time in the repeated hour runs once, at
  *   its first occurrence. Only for @cron: interval schedules are aligned
  *   to the epoch, in no zone.
- * @overlap: (since 0.2) see SluiceOverlapPolicy
+ * @overlap: see SluiceOverlapPolicy
  *
  * Each occurrence becomes a task with the deterministic id
  * "periodic:<name>:<due ms>", enqueued through the broker's compare-and-set,
@@ -481,7 +481,7 @@ gboolean sluice_cron_next(const gchar *cron, gint64 after_ms,
  * Returns: FALSE with SLUICE_WORKER_ERROR_INVALID for a bad schedule (the
  * message says what to change), or one that never occurs again.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_periodic_next_occurrence(const SluicePeriodicOptions *options,
                                          gint64 after_ms, gint64 *out_next_ms,
                                          GError **error);

@@ -95,16 +95,16 @@ typedef struct _SluiceWorkflow SluiceWorkflow;
  *   workflow names and starts its tasks itself)
  * Returns: (transfer full): a task node.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceWorkflow *sluice_workflow_task(const gchar *task, GBytes *args,
                                      const SluiceEnqueueOptions *options);
 
 /** sluice_workflow_group: Returns: (transfer full): an empty group. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceWorkflow *sluice_workflow_group(void);
 
 /** sluice_workflow_chain: Returns: (transfer full): an empty chain. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceWorkflow *sluice_workflow_chain(void);
 
 /**
@@ -115,7 +115,7 @@ SluiceWorkflow *sluice_workflow_chain(void);
  * Returns: (transfer full): the chord. A @group that is not a group is
  * reported when the workflow is enqueued.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceWorkflow *sluice_workflow_chord(SluiceWorkflow *group,
                                       SluiceWorkflow *callback,
                                       SluiceChordPolicy policy);
@@ -129,7 +129,7 @@ SluiceWorkflow *sluice_workflow_chord(SluiceWorkflow *group,
  * one of its own members, is not done and is reported (with the other
  * mistakes) when the workflow is enqueued.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_workflow_add(SluiceWorkflow *parent, SluiceWorkflow *child);
 
 /**
@@ -138,14 +138,14 @@ void sluice_workflow_add(SluiceWorkflow *parent, SluiceWorkflow *child);
  * @continue_on_failure: TRUE: when this step fails for good, the chain
  *   goes on (the next step gets nil); FALSE (the default): it stops
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_workflow_set_continue(SluiceWorkflow *step,
                                   gboolean continue_on_failure);
 
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceWorkflow *sluice_workflow_ref(SluiceWorkflow *workflow);
 /** sluice_workflow_unref: NULL-safe; frees the tree it alone holds. */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_workflow_unref(SluiceWorkflow *workflow);
 
 /**
@@ -162,7 +162,7 @@ void sluice_workflow_unref(SluiceWorkflow *workflow);
  * added twice, a bad name or option, more than SLUICE_WORKFLOW_MAX_TASKS
  * tasks), SLUICE_CLIENT_ERROR_TOO_LARGE, or the broker's error.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gchar *sluice_client_enqueue_workflow(SluiceClient *client,
                                       SluiceWorkflow *workflow, GError **error);
 
@@ -188,7 +188,7 @@ typedef struct {
  * when the broker knows no such workflow (never enqueued, or expired), or
  * the broker's error.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_get_workflow(SluiceClient *client, const gchar *id,
                                     SluiceWorkflowStatus *out, GError **error);
 
@@ -204,7 +204,7 @@ gboolean sluice_client_get_workflow(SluiceClient *client, const gchar *id,
  * Returns: FALSE and @error (SLUICE_CLIENT_ERROR_NOT_FOUND for an unknown
  * workflow) if it could not.
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_client_cancel_workflow(SluiceClient *client, const gchar *id,
                                        GError **error);
 
@@ -253,11 +253,11 @@ struct _SluiceWorkflowNode {
  * Returns: (transfer full): the root, or NULL and @error (NOT_FOUND for a
  * workflow the broker does not know).
  */
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 SluiceWorkflowNode *sluice_client_get_workflow_tree(SluiceClient *client,
                                                     const gchar *id,
                                                     GError **error);
-SLUICE_AVAILABLE_IN_0_2
+SLUICE_AVAILABLE_IN_0_1
 void sluice_workflow_node_free(SluiceWorkflowNode *node);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SluiceWorkflow, sluice_workflow_unref)

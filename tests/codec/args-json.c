@@ -255,7 +255,22 @@ static const BadJson bad_json[] = {
     {"[tr", SLUICE_CODEC_ERROR_TRUNCATED, NULL},
     {"-", SLUICE_CODEC_ERROR_TRUNCATED, NULL},
     {"", SLUICE_CODEC_ERROR_TRUNCATED, NULL},
-    {"  \n ", SLUICE_CODEC_ERROR_TRUNCATED, NULL},
+    {"  \n ", SLUICE_CODEC_ERROR_TRUNCATED, "only white space"},
+    /* What users of other notations type, and where a token ends early. */
+    {"{'a': 1}", SLUICE_CODEC_ERROR_INVALID,
+     "line 1, column 2: unexpected \"'\", expected a key (a string) or '}'; "
+     "JSON strings and keys take double quotes"},
+    {"{\"a\" 1}", SLUICE_CODEC_ERROR_INVALID,
+     "line 1, column 6: unexpected '1', expected ':'"},
+    {"[NaN]", SLUICE_CODEC_ERROR_INVALID, "JSON has no NaN or Infinity"},
+    {"-Infinity", SLUICE_CODEC_ERROR_INVALID, "column 2"},
+    {"07", SLUICE_CODEC_ERROR_INVALID,
+     "line 1, column 1: a number with a "
+     "leading 0"},
+    {"\"\\ud800\"", SLUICE_CODEC_ERROR_INVALID,
+     "column 2: \\uD800 is a lone high surrogate"},
+    {"\"\\ud800", SLUICE_CODEC_ERROR_TRUNCATED, "surrogate pair"},
+    {"\"\\ud800\\", SLUICE_CODEC_ERROR_TRUNCATED, "surrogate pair"},
 };
 
 START_TEST(test_args_from_json_errors)
@@ -264,6 +279,11 @@ START_TEST(test_args_from_json_errors)
   GError *err = NULL;
 
   ck_assert_ptr_null(sluice_args_from_json(bad->json, -1, &err));
+  /* Every message says where, and names nothing of the code inside. */
+  ck_assert_msg(g_str_has_prefix(err->message, "line ") &&
+                    strstr(err->message, "sluice") == NULL &&
+                    strstr(err->message, "__") == NULL,
+                "%s: %s", bad->json, err->message);
   assert_error(err, bad->code, bad->mentions);
 }
 END_TEST

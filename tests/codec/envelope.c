@@ -530,6 +530,70 @@ START_TEST(test_codecs_agree)
 }
 END_TEST
 
+/* A multiplier of 0 (or -0.0), which the wire reads as "unset", is unset
+ * in both codecs: neither writes it, so both write what they write for
+ * the option unset, and msgpack -> JSON -> msgpack is the identity (a
+ * differential fuzz of the codecs found msgpack writing 0.0 and the way
+ * back through JSON losing it). max_attempts 0 is refused by both
+ * encoders (tested with the option checks). */
+START_TEST(test_zero_is_unset_in_both_codecs)
+{
+  static const gdouble multipliers[] = {0.0, -0.0};
+
+  for (guint k = 0; k < G_N_ELEMENTS(multipliers); k++) {
+    SluiceEnvelope *env = full_envelope();
+    SluiceEnvelope *unset = full_envelope();
+    GError *err = NULL;
+
+    env->opts.retry.multiplier = multipliers[k];
+    unset->opts.retry.multiplier = SLUICE_RETRY_UNSET;
+    for (guint c = 0; c < 2; c++) {
+      g_autoptr(GBytes) got = sluice_envelope_encode(codec_at(c), env, &err);
+      g_autoptr(GBytes) want = sluice_envelope_encode(codec_at(c), unset, &err);
+
+      assert_no_error(err);
+      ck_assert_msg(g_bytes_equal(got, want), "%s, case %u: %.*s",
+                    codec_at(c)->name, k, (int)g_bytes_get_size(got),
+                    (const gchar *)g_bytes_get_data(got, NULL));
+    }
+    {
+      g_autoptr(GBytes) mp =
+          sluice_envelope_encode(sluice_codec_msgpack(), env, &err);
+      SluiceEnvelope *a = sluice_envelope_decode(mp, NULL, &err);
+      g_autoptr(GBytes) json =
+          sluice_envelope_encode(sluice_codec_json(), a, &err);
+      SluiceEnvelope *b = sluice_envelope_decode(json, NULL, &err);
+      g_autoptr(GBytes) again =
+          sluice_envelope_encode(sluice_codec_msgpack(), b, &err);
+
+      assert_no_error(err);
+      ck_assert_msg(g_bytes_equal(mp, again),
+                    "msgpack -> JSON -> msgpack changed the bytes, case %u", k);
+      sluice_envelope_free(a);
+      sluice_envelope_free(b);
+    }
+    sluice_envelope_free(env);
+    sluice_envelope_free(unset);
+  }
+  /* Alone, such a 0 leaves no `opts` at all. */
+  for (guint c = 0; c < 2; c++) {
+    SluiceEnvelope *env = minimal_envelope();
+    SluiceEnvelope *plain = minimal_envelope();
+    GError *err = NULL;
+    g_autoptr(GBytes) got = NULL;
+    g_autoptr(GBytes) want = NULL;
+
+    env->opts.retry.multiplier = 0.0;
+    got = sluice_envelope_encode(codec_at(c), env, &err);
+    want = sluice_envelope_encode(codec_at(c), plain, &err);
+    assert_no_error(err);
+    ck_assert(g_bytes_equal(got, want));
+    sluice_envelope_free(env);
+    sluice_envelope_free(plain);
+  }
+}
+END_TEST
+
 /* ---- PROTOCOL.md's worked example ---------------------------------------- */
 
 /* Returns: the body of the first ``` block after @marker in PROTOCOL.md. */
@@ -671,6 +735,7 @@ codec_add_envelope_tests(Suite *s)
   tcase_add_test(tc, test_multiplier_accepts_integer);
   tcase_add_test(tc, test_unknown_keys_skipped);
   tcase_add_test(tc, test_codecs_agree);
+  tcase_add_test(tc, test_zero_is_unset_in_both_codecs);
   tcase_add_test(tc, test_protocol_example);
   suite_add_tcase(s, tc);
 }

@@ -48,7 +48,7 @@ main(int argc, char **argv)
   }
   sluice_redis_options_init(&ro);
   ro.url = url;
-  ro.namespace_ = ns;
+  ro.ns = ns;
   ro.mode =
       g_strcmp0(mode, "fast") == 0 ? SLUICE_REDIS_FAST : SLUICE_REDIS_RELIABLE;
   broker = sluice_url_is_sqlite(url)

@@ -66,7 +66,7 @@ sluice_test_redis_broker_new(SluiceRedisMode mode, const gchar *url,
   sluice_redis_options_init(&options);
   options.mode = mode;
   options.url = url;
-  options.namespace_ = ns;
+  options.ns = ns;
   options.dead_letter_max = dead_letter_max;
   options.reconnect_max_backoff_ms = 200;
   return sluice_redis_broker_new(&options, clock, error);

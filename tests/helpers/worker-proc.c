@@ -268,7 +268,7 @@ main(int argc, char **argv)
   ropts.url = url;
   ropts.mode =
       g_strcmp0(mode, "fast") == 0 ? SLUICE_REDIS_FAST : SLUICE_REDIS_RELIABLE;
-  ropts.namespace_ = ns;
+  ropts.ns = ns;
   ropts.reconnect_max_backoff_ms = 200;
   /* A sqlite:// URL: the SQLite broker's process tests share this program. */
   broker = sluice_url_is_sqlite(url)

@@ -37,7 +37,7 @@ main(int argc, char **argv)
   }
   sluice_redis_options_init(&ro);
   ro.url = url;
-  ro.namespace_ = ns;
+  ro.ns = ns;
   ro.mode = SLUICE_REDIS_RELIABLE;
   broker = sluice_redis_broker_new(&ro, NULL, &error);
   if (broker != NULL)

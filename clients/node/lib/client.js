@@ -38,7 +38,8 @@ const REDIS_OPTIONS = {
 class Client {
   /**
    * @param {string} url redis:// URL (ioredis), default redis://127.0.0.1:6379/0
-   * @param {object} options namespace, mode ("fast" | "reliable"),
+   * @param {object} options namespace, mode ("reliable", the default as in
+   *   C and the sluice command, or "fast"),
    *   trackState, resultTtlMs, revokeTtlMs, dedupTtlMs, maxMessageBytes,
    *   resultPollIntervalMs: the settings of SluiceClientOptions, with the
    *   same defaults; redis: an ioredis instance to use instead of url.

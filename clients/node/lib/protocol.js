@@ -26,7 +26,7 @@ const ARGS_COST_BASE = 64 * 1024;
 const UNPACKED_VALUE_BYTES = 24;
 const DEFAULTS = {
   namespace: 'sluice',
-  mode: 'fast',
+  mode: 'reliable', // as the C library and the sluice command: one default
   trackState: false,
   resultTtlMs: 24 * 3600 * 1000,
   revokeTtlMs: 3600 * 1000,
@@ -349,7 +349,7 @@ function encodeEnvelope(e) {
   const opts = [];
   if (o.maxAttempts >= 0) opts.push(['max_attempts', enc(o.maxAttempts)]);
   if (o.initialBackoffMs >= 0) opts.push(['initial_backoff_ms', enc(o.initialBackoffMs)]);
-  if (o.multiplier >= 0) opts.push(['multiplier', float64(o.multiplier)]);
+  if (o.multiplier > 0) opts.push(['multiplier', float64(o.multiplier)]); // 0 is "unset" on the wire
   if (o.maxBackoffMs >= 0) opts.push(['max_backoff_ms', enc(o.maxBackoffMs)]);
   if (o.jitter !== undefined) opts.push(['jitter', enc(o.jitter)]);
   if (o.timeoutMs > 0) opts.push(['timeout_ms', enc(o.timeoutMs)]);
@@ -471,14 +471,14 @@ function checkedEnvelope(env) {
 const RECORD_KEYS = [
   ['id', 'id'], ['state', 'state'], ['task', 'task'], ['queue', 'queue'],
   ['attempt', 'attempt'], ['value', 'value'], ['error', 'error'],
-  ['dlqReason', 'dlq_reason'], ['worker', 'worker'], ['enqueuedAt', 'enqueued_at'],
+  ['deadLetterReason', 'dlq_reason'], ['worker', 'worker'], ['enqueuedAt', 'enqueued_at'],
   ['startedAt', 'started_at'], ['finishedAt', 'finished_at'],
 ];
 
 function newResult(fields) {
   const r = {
     id: '', state: 'unknown', task: null, queue: null, attempt: 0, value: null,
-    hasValue: false, error: null, dlqReason: null, worker: null, enqueuedAt: 0,
+    hasValue: false, error: null, deadLetterReason: null, worker: null, enqueuedAt: 0,
     startedAt: 0, finishedAt: 0, dueAt: 0, ...fields,
   };
   r.final = FINAL_STATES.includes(r.state);
@@ -752,7 +752,7 @@ function resultOfLookup(id, reply) {
     const env = decodeEnvelope(dl.payload);
     const r = newResult({
       id, state: 'dead_lettered', task: dl.task, queue: dl.source, error: dl.detail,
-      dlqReason: dl.reason,
+      deadLetterReason: dl.reason,
     });
     if (env !== null) {
       r.attempt = env.attempt;

@@ -118,7 +118,7 @@ for (const mode of ['fast', 'reliable']) {
     assert.equal((await c.dlqList({ limit: 1 })).length, 1);
     const got = await c.inspect('d1');
     assert.equal(got.state, 'dead_lettered');
-    assert.equal(got.dlqReason, 'max_attempts');
+    assert.equal(got.deadLetterReason, 'max_attempts');
     assert.equal(got.attempt, 3);
 
     assert.equal(await c.dlqReplay(e1), 'd1');
@@ -186,7 +186,17 @@ test('full when Redis is out of memory', () => withClient({}, async (c, ns) => {
   } finally {
     await redis.config('SET', 'maxmemory', '0');
   }
-  assert.equal((await ready(ns, 'fast')).length, 1);
+  assert.equal((await ready(ns, 'reliable')).length, 1);
+}));
+
+// As for the C library and `sluice worker`: a producer with default
+// settings that reaches a fresh namespace first records "reliable", so a
+// worker with its defaults is not refused.
+test('the default mode is reliable', () => withClient({}, async (c, ns) => {
+  assert.equal(c.settings.mode, 'reliable');
+  await c.enqueue('t.ok');
+  assert.equal(await redis.hget(`{${ns}}:meta`, 'mode'), 'reliable');
+  assert.equal((await ready(ns, 'reliable')).length, 1);
 }));
 
 test('unavailable when nothing listens', async () => {
@@ -201,14 +211,14 @@ test('a malformed record is a malformed reply', () => withClient({}, async (c, n
   await assert.rejects(c.getResult('m1', { timeoutMs: 1000 }), sluice.MalformedReplyError);
 }));
 
-test('scripts are loaded again after a flush', () => withClient({}, async (c, ns) => {
+test('scripts are loaded again after a flush', () => withClient({ mode: 'fast' }, async (c, ns) => {
   await c.enqueue('t.ok');
   await redis.script('FLUSH');
   await c.enqueue('t.ok');
   assert.equal((await ready(ns, 'fast')).length, 2);
 }));
 
-test('the mode is checked again after a reconnection', () => withClient({}, async (c, ns) => {
+test('the mode is checked again after a reconnection', () => withClient({ mode: 'fast' }, async (c, ns) => {
   const meta = `{${ns}}:meta`;
   await c.enqueue('t.ok');
   await redis.del(meta); // a restart without persistence

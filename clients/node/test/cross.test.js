@@ -47,9 +47,9 @@ for (const mode of ['fast', 'reliable']) {
       assert.equal(f.state, 'succeeded');
       assert.equal(f.attempt, 2);
       const d = await c.getResult(fatal, WAIT);
-      assert.deepEqual([d.state, d.dlqReason], ['dead_lettered', 'non_retryable']);
+      assert.deepEqual([d.state, d.deadLetterReason], ['dead_lettered', 'non_retryable']);
       const g = await c.getResult(fail, WAIT);
-      assert.deepEqual([g.state, g.dlqReason, g.attempt], ['dead_lettered', 'max_attempts', 2]);
+      assert.deepEqual([g.state, g.deadLetterReason, g.attempt], ['dead_lettered', 'max_attempts', 2]);
       const n = await c.getResult(nothing, WAIT);
       assert.equal(n.state, 'succeeded');
       assert.equal(n.hasValue, false);
@@ -228,7 +228,7 @@ for (const mode of ['fast', 'reliable']) {
       await support.waitUntil(async () => (await stateOf(retrying)) === 'retrying', 'the retry');
       await r.del(`{${ns}}:r:${dead}`, `{${ns}}:r:${deferred}`); // found on the schedule, among dead letters
       const fields = [['id', 'id'], ['state', 'state'], ['task', 'task'], ['queue', 'queue'],
-        ['attempt', 'attempt'], ['worker', 'worker'], ['error', 'error'], ['dlqReason', 'dead_letter_reason'],
+        ['attempt', 'attempt'], ['worker', 'worker'], ['error', 'error'], ['deadLetterReason', 'dead_letter_reason'],
         ['enqueuedAt', 'enqueued_at'], ['startedAt', 'started_at'], ['finishedAt', 'finished_at'], ['dueAt', 'due_at']];
       for (const id of [deferred, retrying, delayed, dead, done]) {
         const mine = await c.inspect(id);

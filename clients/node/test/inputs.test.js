@@ -29,6 +29,8 @@ function request(c) {
   if (c.args_nesting !== undefined) {
     args = 0;
     for (let i = 0; i < c.args_nesting; i++) args = [args];
+  } else if (c.args_zeros !== undefined) {
+    args = new Array(c.args_zeros).fill(0);
   } else if (c.args_bytes !== undefined) {
     args = 'a'.repeat(c.args_bytes);
   }

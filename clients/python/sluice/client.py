@@ -1,7 +1,7 @@
 """The blocking Sluice producer, on redis-py (python3-redis).
 
     import sluice
-    c = sluice.Client("redis://127.0.0.1:6379/0", mode="fast")
+    c = sluice.Client("redis://127.0.0.1:6379/0")   # reliable mode
     id = c.enqueue("email.send", ["ann@example.com", 3])
     print(c.get_result(id, timeout_ms=30000).value)
 
@@ -74,8 +74,9 @@ class Client:
 
     url: a redis:// (or unix://) URL for redis-py; or pass redis= an
     existing redis.Redis (made with decode_responses=False).
-    mode: "fast" or "reliable", as the workers; the namespace's recorded
-    mode is checked (and recorded if new) before the first command.
+    mode: "reliable" (the default, as for the C library and the sluice
+    command) or "fast", as the workers; the namespace's recorded mode is
+    checked (and recorded if new) before the first command.
     track_state: write a queued/scheduled record at enqueue.
     The *_ttl_ms, max_message_bytes and result_poll_interval_ms settings
     are those of SluiceClientOptions, with the same defaults.

@@ -372,7 +372,8 @@ def encode_envelope(id: str, task: str, queue: str, args: bytes = b"",
         opt_items.append(("max_attempts", o.max_attempts))
     if o.initial_backoff_ms is not None and o.initial_backoff_ms >= 0:
         opt_items.append(("initial_backoff_ms", o.initial_backoff_ms))
-    if o.multiplier is not None and o.multiplier >= 0:
+    # 0 is "unset" on the wire (PROTOCOL.md): never written, as in C.
+    if o.multiplier is not None and o.multiplier > 0:
         opt_items.append(("multiplier", float(o.multiplier)))
     if o.max_backoff_ms is not None and o.max_backoff_ms >= 0:
         opt_items.append(("max_backoff_ms", o.max_backoff_ms))
@@ -528,7 +529,7 @@ class Result:
     value: Any = None
     has_value: bool = False
     error: Optional[str] = None
-    dlq_reason: Optional[str] = None
+    dead_letter_reason: Optional[str] = None
     worker: Optional[str] = None
     enqueued_at: int = 0
     started_at: int = 0
@@ -543,6 +544,10 @@ class Result:
 _RECORD_KEYS = ("v", "id", "state", "task", "queue", "attempt", "value",
                 "error", "dlq_reason", "worker", "enqueued_at", "started_at",
                 "finished_at")
+# The Result attribute of a wire key, where they differ: the API says
+# dead_letter_reason everywhere (C, the command's JSON, Node's
+# deadLetterReason); the record's wire key stays dlq_reason (PROTOCOL.md).
+_RECORD_ATTRS = {"dlq_reason": "dead_letter_reason"}
 
 
 def encode_record(r: Result) -> bytes:
@@ -559,8 +564,8 @@ def encode_record(r: Result) -> bytes:
         elif k in ("enqueued_at", "started_at", "finished_at"):
             if getattr(r, k) > 0:
                 parts += [pk.pack(k), pk.pack(getattr(r, k))]
-        elif getattr(r, k) is not None:
-            parts += [pk.pack(k), pk.pack(getattr(r, k))]
+        elif getattr(r, _RECORD_ATTRS.get(k, k)) is not None:
+            parts += [pk.pack(k), pk.pack(getattr(r, _RECORD_ATTRS.get(k, k)))]
     return pk.pack_map_header(len(parts) // 2) + b"".join(parts)
 
 
@@ -579,7 +584,7 @@ def decode_record(data: bytes, id: str) -> Result:
                else "unknown")
     for k in ("task", "queue", "error", "dlq_reason", "worker"):
         if isinstance(m.get(k), str):
-            setattr(r, k, m[k])
+            setattr(r, _RECORD_ATTRS.get(k, k), m[k])
     for k in ("attempt", "enqueued_at", "started_at", "finished_at"):
         if isinstance(m.get(k), int):
             setattr(r, k, m[k])
@@ -661,7 +666,10 @@ class Settings:
     """A client's settings (the fields of SluiceClientOptions)."""
 
     namespace: str = "sluice"
-    mode: str = "fast"
+    # The C library's and the command's default: a producer that reaches a
+    # fresh namespace first records its mode, and every worker of another
+    # mode is then refused.
+    mode: str = "reliable"
     track_state: bool = False
     result_ttl_ms: int = DEFAULT_RESULT_TTL_MS
     revoke_ttl_ms: int = DEFAULT_REVOKE_TTL_MS
@@ -922,7 +930,8 @@ def result_of_lookup(id: str, reply: Any) -> Optional[Result]:
         dl = dead_letter_from_entry(reply[1])
         env = decode_envelope(dl.payload)
         r = Result(id=id, state="dead_lettered", task=dl.task,
-                   queue=dl.source, error=dl.detail, dlq_reason=dl.reason)
+                   queue=dl.source, error=dl.detail,
+                   dead_letter_reason=dl.reason)
         if env is not None:
             r.attempt = env["attempt"]
             r.enqueued_at = env.get("enqueued_at", 0)

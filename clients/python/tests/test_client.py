@@ -194,7 +194,7 @@ def test_dead_letters_list_filter_and_replay(server, namespace, mode):
     assert [d.entry_id for d in c.dlq_list(after=e1)] == [e2]
     assert len(c.dlq_list(limit=1)) == 1
     got = c.inspect("d1")
-    assert got.state == "dead_lettered" and got.dlq_reason == "max_attempts"
+    assert got.state == "dead_lettered" and got.dead_letter_reason == "max_attempts"
     assert got.attempt == 3 and got.error == "boom"
 
     assert c.dlq_replay(e1) == "d1"
@@ -226,7 +226,22 @@ def test_full_when_redis_is_out_of_memory(server, namespace):
             asyncio.run(_aio_enqueue(server.url, namespace))
     finally:
         r.config_set("maxmemory", "0")
-    assert len(ready(server, namespace, "fast")) == 1
+    assert len(ready(server, namespace, "reliable")) == 1
+
+
+def test_default_mode_is_reliable(server, namespace):
+    # As for the C library and `sluice worker`: a producer with default
+    # settings that reaches a fresh namespace first records "reliable", so
+    # a worker with its defaults is not refused.
+    assert sluice.Client(redis=server.client()).settings.mode == "reliable"
+    for make in ("sync", "asyncio"):
+        ns = namespace + "-" + make
+        if make == "sync":
+            sluice.Client(server.url, namespace=ns).enqueue("t.ok")
+        else:
+            asyncio.run(_aio_enqueue(server.url, ns))
+        assert server.client().hget("{%s}:meta" % ns, "mode") == b"reliable"
+        assert len(ready(server, ns, "reliable")) == 1
 
 
 async def _aio_enqueue(url, ns, **settings):
@@ -265,7 +280,7 @@ def test_wrong_mode_is_refused(server, namespace, mode):
 
 
 def test_scripts_are_loaded_again_after_a_flush(server, namespace):
-    c = sluice.Client(server.url, namespace=namespace)
+    c = sluice.Client(server.url, namespace=namespace, mode="fast")
     c.enqueue("t.ok")
     server.client().script_flush()
     c.enqueue("t.ok")
@@ -312,8 +327,8 @@ def test_asyncio_client_does_what_the_sync_one_does(server, namespace, mode):
 def test_mode_is_checked_on_every_new_connection(server, namespace):
     meta = "{%s}:meta" % namespace
     r = server.client()
-    c = sluice.Client(server.url, namespace=namespace)
-    a = sluice.aio.Client(server.url, namespace=namespace)
+    c = sluice.Client(server.url, namespace=namespace, mode="fast")
+    a = sluice.aio.Client(server.url, namespace=namespace, mode="fast")
 
     async def aio_enqueue():
         return await a.enqueue("t.ok")

@@ -64,9 +64,9 @@ def test_every_kind_of_task_runs_on_the_c_worker(worker, server, namespace,
     got = c.get_result(flaky, WAIT)
     assert got.state == "succeeded" and got.attempt == 2
     got = c.get_result(fatal, WAIT)
-    assert (got.state, got.dlq_reason) == ("dead_lettered", "non_retryable")
+    assert (got.state, got.dead_letter_reason) == ("dead_lettered", "non_retryable")
     got = c.get_result(fail, WAIT)
-    assert (got.state, got.dlq_reason, got.attempt) == (
+    assert (got.state, got.dead_letter_reason, got.attempt) == (
         "dead_lettered", "max_attempts", 2)
     got = c.get_result(nothing, WAIT)
     assert got.state == "succeeded" and not got.has_value
@@ -261,7 +261,7 @@ def test_inspect_says_what_sluice_inspect_says(worker, server, namespace,
         for field, key in (("id", "id"), ("state", "state"), ("task", "task"),
                            ("queue", "queue"), ("attempt", "attempt"),
                            ("worker", "worker"), ("error", "error"),
-                           ("dlq_reason", "dead_letter_reason"),
+                           ("dead_letter_reason", "dead_letter_reason"),
                            ("enqueued_at", "enqueued_at"),
                            ("started_at", "started_at"),
                            ("finished_at", "finished_at"),

@@ -31,6 +31,8 @@ def request(case):
         args = 0
         for _ in range(case["args_nesting"]):
             args = [args]
+    elif "args_zeros" in case:
+        args = [0] * case["args_zeros"]
     elif "args_bytes" in case:
         args = "a" * case["args_bytes"]
     return dict(task=field(case, "task"), args=args,
