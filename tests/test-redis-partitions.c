@@ -29,8 +29,7 @@
 
 #include "brokers/redis/redis-broker.h"
 #include "brokers/redis/redis-partitions.h"
-#include "brokers/redis/redis-slot.h"
-#include "brokers/redis/redis-url.h"
+#include "brokers/redis/net/redis-net.h"
 #include "tests/helpers/broker-calls.h"
 #include "tests/helpers/redis-cluster-fixture.h"
 #include "tests/helpers/redis-fixture.h"

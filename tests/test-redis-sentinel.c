@@ -31,7 +31,7 @@
 
 #include <sluice/sluice.h>
 
-#include "brokers/redis/redis-url.h"
+#include "brokers/redis/net/redis-net.h"
 #include "tests/helpers/broker-calls.h"
 #include "tests/helpers/log-capture.h"
 #include "tests/helpers/redis-fixture.h"

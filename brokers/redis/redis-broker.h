@@ -15,7 +15,7 @@
 #include "brokers/redis/redis-argv.h"
 #include "brokers/redis/redis-conn.h"
 #include "brokers/redis/redis-keys.h"
-#include "brokers/redis/redis-reply.h"
+#include "brokers/redis/net/redis-net.h"
 #include "brokers/redis/redis-scripts.h"
 #include "brokers/redis/redis-transport.h"
 

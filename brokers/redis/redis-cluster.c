@@ -49,8 +49,7 @@
 #include <hiredis/sds.h>
 
 #include "brokers/redis/redis-cluster.h"
-#include "brokers/redis/redis-reply.h"
-#include "brokers/redis/redis-slot.h"
+#include "brokers/redis/net/redis-net.h"
 
 #define REFRESH_MIN_US (100 * 1000)
 #define WAIT_INITIAL_MS 10

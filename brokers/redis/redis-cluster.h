@@ -15,7 +15,7 @@
 #pragma once
 
 #include "brokers/redis/redis-conn.h"
-#include "brokers/redis/redis-url.h"
+#include "brokers/redis/net/redis-net.h"
 
 G_BEGIN_DECLS
 

@@ -83,8 +83,9 @@
 
 #include <hiredis/sds.h>
 
+#include "brokers/redis/net/errors-private.h"
 #include "brokers/redis/redis-conn.h"
-#include "brokers/redis/redis-reply.h"
+#include "brokers/redis/net/redis-net.h"
 #include "brokers/redis/redis-sentinel.h"
 
 #define INITIAL_BACKOFF_MS 100

@@ -18,9 +18,7 @@
 
 #include <sluice/sys/broker.h>
 
-#include "brokers/redis/redis-errors.h"
-#include "brokers/redis/redis-reply.h"
-#include "brokers/redis/redis-url.h"
+#include "brokers/redis/net/redis-net.h"
 
 G_BEGIN_DECLS
 

@@ -6,7 +6,7 @@
 
 #include <glib.h>
 
-#include "brokers/redis/redis-url.h"
+#include "brokers/redis/net/redis-net.h"
 
 G_BEGIN_DECLS
 

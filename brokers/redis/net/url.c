@@ -21,9 +21,8 @@
 #include <string.h>
 
 #include <sluice/sluice-redis.h>
-#include <sluice/sys/broker.h>
-
-#include "brokers/redis/redis-url.h"
+#include "brokers/redis/net/redis-net.h"
+#include "serializers/text.h"
 
 /* ---- URLs ----------------------------------------------------------------
  *
@@ -73,7 +72,7 @@ append_userinfo(GString *s, const SluiceRedisUrl *url)
   if (url->user != NULL || url->password != NULL) {
     if (url->user != NULL) {
       g_autofree gchar *user = g_uri_escape_string(url->user, NULL, FALSE);
-      g_autofree gchar *shown = sluice_broker_escape_text(user, -1, 0);
+      g_autofree gchar *shown = sluice_text__escape(user, -1, 0);
       g_string_append(s, shown);
     }
     if (url->password != NULL)
@@ -96,7 +95,7 @@ make_display(const SluiceRedisUrl *url)
     g_string_assign(s, "redis+sentinel://");
     append_userinfo(s, url);
     for (guint i = 0; i < url->n_sentinels; i++) {
-      g_autofree gchar *h = sluice_broker_escape_text(url->sentinels[i], -1, 0);
+      g_autofree gchar *h = sluice_text__escape(url->sentinels[i], -1, 0);
       if (i > 0)
         g_string_append_c(s, ',');
       if (strchr(h, ':') != NULL)
@@ -104,12 +103,12 @@ make_display(const SluiceRedisUrl *url)
       else
         g_string_append_printf(s, "%s:%d", h, url->sentinel_ports[i]);
     }
-    name = sluice_broker_escape_text(url->master_name, -1, 0);
+    name = sluice_text__escape(url->master_name, -1, 0);
     g_string_append_printf(s, "/%s/%d", name, url->db);
     return g_string_free(s, FALSE);
   }
   if (url->is_unix) {
-    g_autofree gchar *path = sluice_broker_escape_text(url->path, -1, 0);
+    g_autofree gchar *path = sluice_text__escape(url->path, -1, 0);
 
     g_string_append(s, path);
     if (url->db != 0)
@@ -120,7 +119,7 @@ make_display(const SluiceRedisUrl *url)
   /* A cluster URL shows every seed node. */
   for (guint i = 0; i < MAX(url->n_seeds, 1); i++) {
     g_clear_pointer(&host, g_free);
-    host = sluice_broker_escape_text(
+    host = sluice_text__escape(
         url->n_seeds > 0 ? url->seed_hosts[i] : url->host, -1, 0);
     if (i > 0)
       g_string_append_c(s, ',');
@@ -209,16 +208,16 @@ shown_url(const UrlParts *parts)
 {
   GString *s = g_string_new(NULL);
   g_autofree gchar *masked = mask_query_passwords(parts->rest);
-  g_autofree gchar *rest = sluice_broker_escape_text(masked, -1, 200);
+  g_autofree gchar *rest = sluice_text__escape(masked, -1, 200);
 
   if (parts->scheme != NULL) {
     g_autofree gchar *scheme =
-        sluice_broker_escape_text(parts->scheme, (gssize)parts->scheme_len, 20);
+        sluice_text__escape(parts->scheme, (gssize)parts->scheme_len, 20);
     g_string_append_printf(s, "%s://", scheme);
   }
   if (parts->userinfo != NULL) {
     if (parts->colon != NULL) {
-      g_autofree gchar *user = sluice_broker_escape_text(
+      g_autofree gchar *user = sluice_text__escape(
           parts->userinfo, (gssize)(parts->colon - parts->userinfo), 64);
       g_string_append_printf(s, "%s:***@", user);
     } else {
@@ -291,7 +290,7 @@ parse_params(const gchar *query, const gchar *scheme, const gchar *shown,
       g_free(parsed->sentinel_password);
       parsed->sentinel_password = g_strdup(value);
     } else {
-      g_autofree gchar *name = sluice_broker_escape_text(key, -1, 40);
+      g_autofree gchar *name = sluice_text__escape(key, -1, 40);
       g_autofree gchar *why = g_strdup_printf(
           "unknown query parameter “%s”: the parameters are %s", name,
           is_sentinel ? "sentinel_user, sentinel_password, partitions, "
@@ -380,7 +379,7 @@ parse_sentinel(const gchar *rest, const gchar *shown, SluiceRedisUrl *parsed,
     gint port = 0;
 
     if (!parse_sentinel_host(items[i], &host, &port)) {
-      g_autofree gchar *item = sluice_broker_escape_text(items[i], -1, 80);
+      g_autofree gchar *item = sluice_text__escape(items[i], -1, 80);
       g_autofree gchar *why = g_strdup_printf(
           "“%s” is not a sentinel address: write host:port (port 1 to "
           "65535, default 26379; an IPv6 address in brackets, [::1]:26379), "

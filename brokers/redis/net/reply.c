@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "brokers/redis/redis-reply.h"
+#include "brokers/redis/net/redis-net.h"
 
 gboolean
 sluice_redis_reply__is_string(const redisReply *r)

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "brokers/redis/redis-slot.h"
+#include "brokers/redis/net/redis-net.h"
 
 static guint16
 crc16_xmodem(const guint8 *data, gsize len)

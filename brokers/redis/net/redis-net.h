@@ -1,9 +1,16 @@
-/* redis-url.h - Redis URLs (internal). */
+/* redis-net.h - the Redis client of the Redis brokers: URLs, replies,
+ * error replies, hash slots (internal to libsluice; the one header the
+ * files above brokers/redis/net/ include).
+ */
 #pragma once
 
-#include <glib.h>
+#include <hiredis/hiredis.h>
+
+#include <sluice/sluice-brokers.h>
 
 G_BEGIN_DECLS
+
+/* ---- URLs (url.c) -------------------------------------------------------- */
 
 /**
  * SluiceRedisUrl:
@@ -94,5 +101,66 @@ void sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to);
 void sluice_redis_url__for_node(const SluiceRedisUrl *cluster,
                                 const gchar *host, gint port,
                                 SluiceRedisUrl *to);
+
+/* ---- Replies (reply.c) ------------------------------------------------ */
+
+/** sluice_redis_reply__is_string: Returns: TRUE for a string or status
+ * reply (NULL-safe). */
+gboolean sluice_redis_reply__is_string(const redisReply *r);
+
+/**
+ * sluice_redis_reply__to_int:
+ * An integer reply, or a decimal string (scores come as strings, maybe as
+ * "1.5e+12", rounded), to @out.
+ * Returns: FALSE, @out untouched, for anything else.
+ */
+gboolean sluice_redis_reply__to_int(const redisReply *r, gint64 *out);
+
+/** sluice_redis_reply__dup: Returns: (transfer full): a string reply's
+ * bytes as a NUL-terminated string. */
+gchar *sluice_redis_reply__dup(const redisReply *r);
+
+/** sluice_redis_reply__is_error_code: Returns: TRUE if @reply is an error
+ * reply whose code (first word) is @code ("NOSCRIPT"). */
+gboolean sluice_redis_reply__is_error_code(const redisReply *reply,
+                                           const gchar *code);
+
+/**
+ * sluice_redis_reply__steal_bytes:
+ * @reply: a string (or status) reply
+ * @skip: bytes to drop from the front (0, or 1 for a record's flag byte)
+ *
+ * Returns: (transfer full): the reply's bytes from @skip on, as a GBytes
+ * that takes over hiredis's buffer (no copy); @reply's string becomes
+ * NULL, and freeReplyObject() still frees the rest of @reply.
+ */
+GBytes *sluice_redis_reply__steal_bytes(redisReply *reply, gsize skip);
+
+/** sluice_redis_replies__free: frees @n replies (NULL entries skipped). */
+void sluice_redis_replies__free(redisReply **replies, guint n);
+
+/* ---- Error replies (errors.c) -------------------------------------------- */
+
+/**
+ * SluiceRedisScriptInfo:
+ * @name: the script's name, for messages
+ * @text: (nullable): its Lua source
+ */
+typedef struct {
+  const gchar *name;
+  const gchar *text;
+} SluiceRedisScriptInfo;
+
+/* ---- Hash slots (slot.c) ------------------------------------------------ */
+
+#define SLUICE_REDIS_SLOTS 16384
+
+/**
+ * sluice_redis_slot__of_key:
+ * @key: (array length=len): a key, binary-safe
+ *
+ * Returns: the Redis Cluster slot of @key, 0 ... SLUICE_REDIS_SLOTS - 1.
+ */
+guint sluice_redis_slot__of_key(const gchar *key, gsize len);
 
 G_END_DECLS
