@@ -36,6 +36,7 @@
 START_TEST(test_cluster_url)
 {
   SluiceRedisUrl url = {0};
+  SluiceRedisUrlParams params;
   g_autoptr(GError) error = NULL;
 
   ck_assert(sluice_redis_url__parse(
@@ -72,7 +73,8 @@ START_TEST(test_cluster_url)
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
   ck_assert_ptr_nonnull(strstr(error->message, "database 0"));
   g_clear_error(&error);
-  ck_assert(!sluice_redis_url__parse("redis+cluster://h:1?db=1", &url, &error));
+  ck_assert(!sluice_redis__parse_url("redis+cluster://h:1?db=1", &url, &params,
+                                     &error));
   g_clear_error(&error);
   ck_assert(!sluice_redis_url__parse("redis+cluster://h:1,,h:2", &url, &error));
   g_clear_error(&error);

@@ -29,6 +29,35 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_WAIT_POLL_MS 5000
 
 /**
+ * SluiceRedisUrlParams:
+ * @partitions: `partitions=N` (any form of URL), 0 when absent
+ * @min_replicas_ack: `min_replicas_ack=N`, -1 when absent
+ * @min_replicas_timeout_ms: `min_replicas_timeout_ms=T`, -1 when absent
+ *
+ * The query parameters of a Redis URL that are the broker's: the network
+ * layer hands back what it does not know (SluiceRedisUrl.params).
+ */
+typedef struct {
+  guint partitions;
+  gint min_replicas_ack;
+  gint64 min_replicas_timeout_ms;
+} SluiceRedisUrlParams;
+
+/**
+ * sluice_redis__parse_url:
+ * @url: (out caller-allocates): as sluice_redis_url__parse() fills it;
+ *   untouched on failure
+ * @params: (out caller-allocates): the broker's parameters
+ *
+ * Parses a Redis URL with the network layer, then the parameters it
+ * handed back. Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_INVALID
+ * saying what is wrong (a parameter neither knows is named), never
+ * showing a password.
+ */
+gboolean sluice_redis__parse_url(const gchar *text, SluiceRedisUrl *url,
+                                 SluiceRedisUrlParams *params, GError **error);
+
+/**
  * SluiceRedisBroker:
  * @parent: the base; first
  * @transport: how queues carry messages

@@ -127,6 +127,65 @@ sluice_redis_options_init(SluiceRedisOptions *options)
   options->mode = SLUICE_REDIS_RELIABLE;
 }
 
+/* ---- URLs ----------------------------------------------------------------
+ *
+ * The network layer parses what a connection needs (net/url.c) and hands
+ * back every other query parameter: these are the broker's, refused by
+ * name when unknown, as a URL typo must not pass silently.
+ */
+
+static const gchar *const url_param_names[] = {"partitions", "min_replicas_ack",
+                                               "min_replicas_timeout_ms", NULL};
+
+gboolean
+sluice_redis__parse_url(const gchar *text, SluiceRedisUrl *url,
+                        SluiceRedisUrlParams *params, GError **error)
+{
+  SluiceRedisUrl parsed = {0};
+  SluiceRedisUrlParams got = {0, -1, -1};
+
+  if (!sluice_redis_url__parse(text, &parsed, error))
+    return FALSE;
+  for (guint i = 0; i < parsed.n_params; i++) {
+    const gchar *name = parsed.params[i].name;
+    const gchar *value = parsed.params[i].value;
+    const gchar *why = NULL;
+    guint64 n;
+
+    if (strcmp(name, "partitions") == 0) {
+      if (g_ascii_string_to_unsigned(value, 10, 1, SLUICE_REDIS_MAX_PARTITIONS,
+                                     &n, NULL))
+        got.partitions = (guint)n;
+      else
+        why = "partitions=N takes a number from 1 "
+              "to " G_STRINGIFY(SLUICE_REDIS_MAX_PARTITIONS);
+    } else if (strcmp(name, "min_replicas_ack") == 0) {
+      if (g_ascii_string_to_unsigned(value, 10, 0, 100, &n, NULL))
+        got.min_replicas_ack = (gint)n;
+      else
+        why = "min_replicas_ack must be a number of replicas from 0 to 100";
+    } else if (strcmp(name, "min_replicas_timeout_ms") == 0) {
+      if (g_ascii_string_to_unsigned(value, 10, 1, 3600 * 1000, &n, NULL))
+        got.min_replicas_timeout_ms = (gint64)n;
+      else
+        why = "min_replicas_timeout_ms must be a number of milliseconds "
+              "from 1 to 3600000";
+    } else {
+      sluice_redis_url__refuse_unknown(&parsed, name, url_param_names, error);
+      sluice_redis_url__clear(&parsed);
+      return FALSE;
+    }
+    if (why != NULL) {
+      sluice_redis_url__refuse(&parsed, why, error);
+      sluice_redis_url__clear(&parsed);
+      return FALSE;
+    }
+  }
+  *url = parsed;
+  *params = got;
+  return TRUE;
+}
+
 /* The transports by mode: the one place that names them. @meta_mode is
  * what a namespace records of its first client ({ns}:meta), so clients of
  * two modes never share one. */
@@ -185,13 +244,12 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
                                       : SLUICE_REDIS_DEFAULT_COMMAND_TIMEOUT_MS,
       options->reconnect_max_backoff_ms > 0 ? options->reconnect_max_backoff_ms
                                             : SLUICE_REDIS_DEFAULT_BACKOFF_MS);
-  self->min_replicas_ack = options->min_replicas_ack > 0
-                               ? options->min_replicas_ack
-                               : (guint)MAX(url->min_replicas_ack, 0);
+  /* The URL's min_replicas_* are merged into @options already
+   * (sluice_redis_broker_new()). */
+  self->min_replicas_ack = options->min_replicas_ack;
   self->min_replicas_timeout_ms =
-      options->min_replicas_timeout_ms > 0 ? options->min_replicas_timeout_ms
-      : url->min_replicas_timeout_ms > 0
-          ? url->min_replicas_timeout_ms
+      options->min_replicas_timeout_ms > 0
+          ? options->min_replicas_timeout_ms
           : SLUICE_REDIS_DEFAULT_MIN_REPLICAS_TIMEOUT_MS;
   if (index < 0)
     sluice_redis_keys__init(&self->keys, ns);
@@ -248,7 +306,9 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                         GError **error)
 {
   SluiceRedisOptions defaults;
+  SluiceRedisOptions merged;
   SluiceRedisUrl url = {0};
+  SluiceRedisUrlParams params;
   SluiceBroker *broker;
   guint n;
 
@@ -262,13 +322,13 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                                               : SLUICE_REDIS_DEFAULT_NAMESPACE,
                                           error))
     return NULL;
-  if (!sluice_redis_url__parse(options->url != NULL ? options->url
+  if (!sluice_redis__parse_url(options->url != NULL ? options->url
                                                     : SLUICE_REDIS_DEFAULT_URL,
-                               &url, error))
+                               &url, &params, error))
     return NULL;
   if (options->partitions > SLUICE_REDIS_MAX_PARTITIONS ||
-      (options->partitions > 0 && url.partitions > 0 &&
-       options->partitions != url.partitions)) {
+      (options->partitions > 0 && params.partitions > 0 &&
+       options->partitions != params.partitions)) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
                 options->partitions > SLUICE_REDIS_MAX_PARTITIONS
                     ? "SluiceRedisOptions.partitions is %u (URL: %u): a "
@@ -276,19 +336,26 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                           SLUICE_REDIS_MAX_PARTITIONS) " partitions"
                     : "SluiceRedisOptions.partitions is %u but the URL says "
                       "partitions=%u: give the number in one place only",
-                options->partitions, url.partitions);
+                options->partitions, params.partitions);
     sluice_redis_url__clear(&url);
     return NULL;
   }
   n = options->partitions > 0 ? options->partitions
-      : url.partitions > 0    ? url.partitions
+      : params.partitions > 0 ? params.partitions
                               : 1;
+  /* What the options leave unset, the URL may say: every broker below
+   * reads the options alone. */
+  merged = *options;
+  if (merged.min_replicas_ack == 0 && params.min_replicas_ack > 0)
+    merged.min_replicas_ack = (guint)params.min_replicas_ack;
+  if (merged.min_replicas_timeout_ms <= 0 && params.min_replicas_timeout_ms > 0)
+    merged.min_replicas_timeout_ms = params.min_replicas_timeout_ms;
   if (n == 1)
     broker = sluice_redis__partition_new(
-        options, &url, clock, -1, 1, sluice_redis_layout__new(options, &url, 1),
+        &merged, &url, clock, -1, 1, sluice_redis_layout__new(&merged, &url, 1),
         error);
   else
-    broker = sluice_redis__partitioned_new(options, &url, clock, n, error);
+    broker = sluice_redis__partitioned_new(&merged, &url, clock, n, error);
   sluice_redis_url__clear(&url);
   return broker;
 }

@@ -13,6 +13,16 @@ G_BEGIN_DECLS
 /* ---- URLs (url.c) -------------------------------------------------------- */
 
 /**
+ * SluiceRedisUrlParam:
+ * @name: a query parameter's name
+ * @value: its value ("" when the URL gives none)
+ */
+typedef struct {
+  gchar *name;
+  gchar *value;
+} SluiceRedisUrlParam;
+
+/**
  * SluiceRedisUrl:
  * @is_unix: TRUE for unix:///path, FALSE for redis://host:port
  * @host: (nullable): TCP host
@@ -32,15 +42,17 @@ G_BEGIN_DECLS
  * @sentinel_user: (nullable): ACL user for the sentinels (sentinel_user=)
  * @sentinel_password: (nullable): password for the sentinels
  *   (sentinel_password=); never logged
- * @min_replicas_ack: the URL's min_replicas_ack=N, or -1 when absent
- * @min_replicas_timeout_ms: the URL's min_replicas_timeout_ms=T, or -1
  * @is_cluster: TRUE for redis+cluster://; then @host and @port are the
  *   first seed and @db is 0
  * @n_seeds: the nodes a redis+cluster:// URL names (0 otherwise)...
  * @seed_hosts: (array length=n_seeds): ...their hosts...
  * @seed_ports: (array length=n_seeds): ...and their ports
- * @partitions: the `partitions=N` query parameter (any form of URL), 0
- *   when the URL has none
+ * @params: (array length=n_params): the query parameters this layer
+ *   does not know, in the order of the URL, percent-decoded: the owner's
+ *   to parse, and to refuse with sluice_redis_url__refuse_unknown() when
+ *   it does not know them either
+ * @shown: the URL text as a message may quote it (every password masked),
+ *   for sluice_redis_url__refuse()
  */
 typedef struct {
   gboolean is_unix;
@@ -58,13 +70,13 @@ typedef struct {
   gchar *master_name;
   gchar *sentinel_user;
   gchar *sentinel_password;
-  gint min_replicas_ack;
-  gint64 min_replicas_timeout_ms;
   gboolean is_cluster;
   guint n_seeds;
   gchar **seed_hosts;
   gint *seed_ports;
-  guint partitions;
+  SluiceRedisUrlParam *params;
+  guint n_params;
+  gchar *shown;
 } SluiceRedisUrl;
 
 /**
@@ -73,9 +85,10 @@ typedef struct {
  *   `redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/
  *   MASTERNAME[/db][?params]`,
  *   `redis+cluster://[[user]:password@]host[:port][,host[:port]...][/0]
- *   [?params]` or `unix:///path/to/socket[?db=N&params]`; params are
- *   partitions=N, min_replicas_ack=N and min_replicas_timeout_ms=T, and
- *   for sentinel URLs also sentinel_user=U and sentinel_password=P
+ *   [?params]` or `unix:///path/to/socket[?db=N&params]`; this layer
+ *   reads db=N of unix:// and sentinel_user=U and sentinel_password=P of
+ *   redis+sentinel://, and hands every other parameter back in
+ *   @url->params
  * @url: (out caller-allocates): filled on success; clear it with
  *   sluice_redis_url__clear(). Untouched on failure.
  *
@@ -91,6 +104,31 @@ void sluice_redis_url__clear(SluiceRedisUrl *url);
 /** sluice_redis_url__copy: fills @to (cleared or fresh) with copies of
  * @from's strings; clear it with sluice_redis_url__clear(). */
 void sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to);
+
+/**
+ * sluice_redis_url__refuse:
+ * @why: what is wrong, as a phrase
+ *
+ * Sets SLUICE_BROKER_ERROR_INVALID: "invalid Redis URL “<@url->shown>”:
+ * @why (expected <the forms>)", for the owner of @url that refuses one of
+ * its parameters. Returns: FALSE.
+ */
+gboolean sluice_redis_url__refuse(const SluiceRedisUrl *url, const gchar *why,
+                                  GError **error);
+
+/**
+ * sluice_redis_url__refuse_unknown:
+ * @name: a parameter of @url->params that the owner does not know
+ * @owner_names: (array zero-terminated=1): the parameters the owner knows
+ *
+ * sluice_redis_url__refuse() saying that @name is unknown and naming
+ * every parameter the URL takes: this layer's for its scheme, then
+ * @owner_names. Returns: FALSE.
+ */
+gboolean sluice_redis_url__refuse_unknown(const SluiceRedisUrl *url,
+                                          const gchar *name,
+                                          const gchar *const *owner_names,
+                                          GError **error);
 
 /**
  * sluice_redis_url__for_node:
