@@ -176,8 +176,8 @@ run_on_pool(SluiceRedisBroker *self, gboolean idempotent, const gchar *durable,
       sluice_redis_pool__release(self->pool, conn);
       return ok;
     }
-    broke = conn->broken;
-    failover = conn->failover;
+    broke = sluice_redis_conn__is_broken(conn);
+    failover = sluice_redis_conn__failed_over(conn);
     sluice_redis_pool__release(self->pool, conn);
     if (ok)
       return TRUE;

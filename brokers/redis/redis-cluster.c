@@ -46,8 +46,7 @@
 
 #include <string.h>
 
-#include <hiredis/sds.h>
-
+#include "brokers/redis/net/conn-private.h"
 #include "brokers/redis/redis-cluster.h"
 #include "brokers/redis/net/redis-net.h"
 
@@ -473,7 +472,6 @@ move_conn(SluiceRedisCluster *c, SluiceRedisConn *conn, Node *node,
           GError **error)
 {
   SluiceRedisConn *other;
-  SluiceRedisConn swap;
 
   if (conn->home == node->pool)
     return TRUE;
@@ -483,16 +481,8 @@ move_conn(SluiceRedisCluster *c, SluiceRedisConn *conn, Node *node,
     return FALSE;
   }
   other->home = node->pool;
-  swap = *conn;
-  conn->ctx = other->ctx;
-  conn->client_id = other->client_id;
-  conn->broken = other->broken;
-  conn->home = other->home;
-  other->ctx = swap.ctx;
-  other->client_id = swap.client_id;
-  other->broken = swap.broken;
-  other->home = swap.home;
-  sdsclear(other->ctx->obuf);
+  sluice_redis_conn__swap_link(conn, other);
+  sdsclear(other->obuf);
   sluice_redis_pool__release(other->home, other);
   return TRUE;
 }
@@ -647,7 +637,7 @@ router_exchange(gpointer data, SluiceRedisConn *conn, guint n_replies,
   gint64 wait_ms = WAIT_INITIAL_MS;
   Node *owner;
 
-  sent = g_string_new_len(conn->ctx->obuf, (gssize)sdslen(conn->ctx->obuf));
+  sent = g_string_new_len(conn->obuf, (gssize)sdslen(conn->obuf));
   ends = g_array_copy(conn->cmd_ends);
   g_array_set_size(conn->cmd_ends, 0);
 
@@ -655,14 +645,14 @@ router_exchange(gpointer data, SluiceRedisConn *conn, guint n_replies,
    * met by another thread, a new map): start on its owner. */
   owner = owner_of(c, conn->slot);
   if (owner != NULL && owner->pool != conn->home) {
-    sdsclear(conn->ctx->obuf);
+    sdsclear(conn->obuf);
     if (!move_conn(c, conn, owner, error)) {
       conn->broken = TRUE;
       for (guint i = 0; i < n_replies; i++)
         replies[i] = NULL;
       return FALSE;
     }
-    conn->ctx->obuf = sdscatlen(conn->ctx->obuf, sent->str, sent->len);
+    conn->obuf = sdscatlen(conn->obuf, sent->str, sent->len);
   }
   if (!sluice_redis_conn__exchange(conn->home, conn, n_replies, replies,
                                    block_ms, error)) {
@@ -728,12 +718,11 @@ router_exchange(gpointer data, SluiceRedisConn *conn, guint n_replies,
       if (what[i] == REDIRECT_NONE || target[i] != batch_target)
         continue;
       if (what[i] == REDIRECT_ASK) {
-        conn->ctx->obuf = sdscatlen(conn->ctx->obuf, "*1\r\n$6\r\nASKING\r\n",
-                                    strlen("*1\r\n$6\r\nASKING\r\n"));
+        conn->obuf = sdscatlen(conn->obuf, "*1\r\n$6\r\nASKING\r\n",
+                               strlen("*1\r\n$6\r\nASKING\r\n"));
         n_send++;
       }
-      conn->ctx->obuf =
-          sdscatlen(conn->ctx->obuf, sent->str + start, end - start);
+      conn->obuf = sdscatlen(conn->obuf, sent->str + start, end - start);
       n_send++;
     }
     got = g_new0(redisReply *, n_send);

@@ -6,22 +6,18 @@
  * URL. Parsed by redis-url.c; the password is kept for AUTH and never
  * shown: every message uses url->display.
  *
- * CONNECT. hiredis 0.14.1 has no redisConnectWithOptions and no RESP3, so
- * a connection is redisConnectWithTimeout() (or ...UnixWithTimeout) with the
- * connect timeout, then one pipelined round trip of [AUTH] [SELECT] CLIENT
+ * CONNECT. A connection is made within the connect timeout by the URL's
+ * connection type, then one pipelined round trip of [AUTH] [SELECT] CLIENT
  * ID. AUTH takes an ACL user when the URL has one. The CLIENT ID is what
  * sluice_redis_pool__wakeup() names in CLIENT UNBLOCK. The pool's first
  * connection also reads maxmemory-policy and warns (once) when Redis may
  * evict Sluice's keys: only noeviction keeps every message.
  *
- * I/O. We let hiredis format commands into ctx->obuf and parse replies,
- * but move the bytes ourselves: send(MSG_NOSIGNAL), because a library must
- * not kill its host with SIGPIPE when Redis goes away and hiredis 0.14
- * uses write(); and poll() against a per-call deadline before each
- * redisBufferRead(), because a socket read timeout leaves a hiredis
- * context unusable and would have to be changed around every blocking
- * command. A command's deadline is the command timeout plus, for a
- * blocking command, its block time.
+ * I/O. A connection is a socket of a connection type (net/conn.c): the
+ * bytes move with send(MSG_NOSIGNAL) and poll() against a per-call
+ * deadline; hiredis formats the commands and parses the replies. A
+ * command's deadline is the command timeout plus, for a blocking command,
+ * its block time.
  *
  * POOL. Idle connections sit in a GQueue under a mutex; the mutex is held
  * only to push or pop, never across a round trip. A connection checked out
@@ -81,8 +77,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
-#include <hiredis/sds.h>
-
+#include "brokers/redis/net/conn-private.h"
 #include "brokers/redis/net/errors-private.h"
 #include "brokers/redis/redis-conn.h"
 #include "brokers/redis/net/redis-net.h"
@@ -91,9 +86,7 @@
 #define INITIAL_BACKOFF_MS 100
 /* The longest a wakeup may spend making a connection. */
 #define WAKEUP_CONNECT_MS 250
-/* An output buffer larger than this is freed after use rather than kept by
- * an idle connection. */
-#define KEEP_OBUF_BYTES (256 * 1024)
+#define conn_free sluice_redis_conn__free
 
 struct _SluiceRedisPool {
   SluiceRedisUrl url;
@@ -220,125 +213,6 @@ note_connected(SluiceRedisPool *pool)
 
 /* ---- Connections --------------------------------------------------------- */
 
-static struct timeval
-ms_to_timeval(gint64 ms)
-{
-  struct timeval tv;
-
-  tv.tv_sec = ms / 1000;
-  tv.tv_usec = (ms % 1000) * 1000;
-  return tv;
-}
-
-void
-sluice_redis_conn__free(SluiceRedisConn *conn)
-{
-  if (conn == NULL)
-    return;
-  if (conn->ctx != NULL)
-    redisFree(conn->ctx);
-  if (conn->cmd_ends != NULL)
-    g_array_unref(conn->cmd_ends);
-  g_free(conn);
-}
-
-#define conn_free sluice_redis_conn__free
-
-/* Sends ctx->obuf entirely. Returns FALSE with *reason set on failure. */
-static gboolean
-conn_flush(SluiceRedisConn *conn, gchar **reason)
-{
-  redisContext *ctx = conn->ctx;
-  size_t len = sdslen(ctx->obuf);
-  size_t off = 0;
-
-  while (off < len) {
-    ssize_t n = send(ctx->fd, ctx->obuf + off, len - off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      *reason = g_strdup_printf("cannot send: %s",
-                                errno == EAGAIN
-                                    ? "timed out (the server does not read)"
-                                    : g_strerror(errno));
-      return FALSE;
-    }
-    off += (size_t)n;
-  }
-  if (len > KEEP_OBUF_BYTES) {
-    sdsfree(ctx->obuf);
-    ctx->obuf = sdsempty();
-  } else {
-    sdsclear(ctx->obuf);
-  }
-  return TRUE;
-}
-
-typedef enum {
-  READ_OK,
-  READ_TIMEOUT,
-  READ_FAILED,
-} ReadResult;
-
-/* Reads one reply, waiting until @deadline_us (monotonic; < 0 = forever). */
-static ReadResult
-conn_read(SluiceRedisConn *conn, gint64 deadline_us, redisReply **out,
-          gchar **reason)
-{
-  redisContext *ctx = conn->ctx;
-
-  *out = NULL;
-  for (;;) {
-    void *reply = NULL;
-    struct pollfd pfd;
-    gint64 now;
-    int timeout_ms;
-    int rc;
-
-    if (redisGetReplyFromReader(ctx, &reply) != REDIS_OK) {
-      *reason = g_strdup_printf("protocol error: %s", ctx->errstr);
-      return READ_FAILED;
-    }
-    if (reply != NULL) {
-      *out = reply;
-      return READ_OK;
-    }
-    now = g_get_monotonic_time();
-    if (deadline_us >= 0 && now >= deadline_us)
-      return READ_TIMEOUT;
-    timeout_ms = deadline_us < 0
-                     ? -1
-                     : (int)MIN((deadline_us - now + 999) / 1000, G_MAXINT);
-    pfd.fd = ctx->fd;
-    pfd.events = POLLIN;
-    pfd.revents = 0;
-    rc = poll(&pfd, 1, timeout_ms);
-    if (rc < 0) {
-      if (errno == EINTR)
-        continue;
-      *reason = g_strdup_printf("poll: %s", g_strerror(errno));
-      return READ_FAILED;
-    }
-    if (rc == 0)
-      continue; /* the deadline check above ends the loop */
-    if (redisBufferRead(ctx) != REDIS_OK) {
-      *reason = g_strdup(ctx->err == REDIS_ERR_EOF
-                             ? "the server closed the connection"
-                             : ctx->errstr);
-      return READ_FAILED;
-    }
-  }
-}
-
-static gboolean
-conn_is_alive(SluiceRedisConn *conn)
-{
-  struct pollfd pfd = {conn->ctx->fd, POLLIN, 0};
-
-  /* Anything readable on an idle RESP2 connection is an EOF or junk. */
-  return poll(&pfd, 1, 0) == 0;
-}
-
 static void
 register_blocked(SluiceRedisPool *pool, gint64 id)
 {
@@ -358,53 +232,6 @@ unregister_blocked(SluiceRedisPool *pool, gint64 id)
     }
   }
   g_mutex_unlock(&pool->lock);
-}
-
-void
-sluice_redis_conn__append(SluiceRedisConn *conn, int argc, const char **argv,
-                          const size_t *lens)
-{
-  g_return_if_fail(conn != NULL && conn->ctx != NULL);
-  /* Only fails when hiredis runs out of memory, where it aborts anyway. */
-  if (redisAppendCommandArgv(conn->ctx, argc, argv, lens) != REDIS_OK)
-    conn->broken = TRUE;
-  if (conn->cmd_ends != NULL) {
-    gsize end = sdslen(conn->ctx->obuf);
-    g_array_append_val(conn->cmd_ends, end);
-  }
-}
-
-/* The exchange without outage bookkeeping (used by the handshake, whose
- * failures are connect failures, and the sentinels). */
-gboolean
-sluice_redis_conn__roundtrip(SluiceRedisConn *conn, guint n,
-                             redisReply **replies, gint64 timeout_ms,
-                             gchar **reason)
-{
-  gint64 deadline = g_get_monotonic_time() + timeout_ms * 1000;
-
-  for (guint i = 0; i < n; i++)
-    replies[i] = NULL;
-  if (conn->broken) {
-    *reason = g_strdup("the connection is unusable");
-    return FALSE;
-  }
-  if (!conn_flush(conn, reason))
-    goto fail;
-  for (guint i = 0; i < n; i++) {
-    ReadResult r = conn_read(conn, deadline, &replies[i], reason);
-    if (r == READ_TIMEOUT)
-      *reason = g_strdup_printf("no reply within %" G_GINT64_FORMAT " ms",
-                                timeout_ms);
-    if (r != READ_OK)
-      goto fail;
-  }
-  return TRUE;
-
-fail:
-  conn->broken = TRUE;
-  sluice_redis_replies__free(replies, n);
-  return FALSE;
 }
 
 /* A reply that says the server stopped being a writable master: it was
@@ -454,7 +281,7 @@ sluice_redis_conn__exchange(SluiceRedisPool *pool, SluiceRedisConn *conn,
   block_ms = MAX(block_ms, 0);
   if (block_ms > 0)
     register_blocked(pool, conn->client_id);
-  ok = sluice_redis_conn__roundtrip(
+  ok = sluice_redis_conn__transact(
       conn, n_replies, replies, pool->command_timeout_ms + block_ms, &reason);
   if (block_ms > 0)
     unregister_blocked(pool, conn->client_id);
@@ -476,13 +303,14 @@ sluice_redis_conn__read_within(SluiceRedisPool *pool, SluiceRedisConn *conn,
                                GError **error)
 {
   g_autofree gchar *reason = NULL;
-  ReadResult r;
+  SluiceRedisRead r;
 
   if (conn->home != NULL)
     pool = conn->home;
-  r = conn_read(conn, g_get_monotonic_time() + MAX(timeout_ms, 0) * 1000,
-                out_reply, &reason);
-  if (r == READ_FAILED) {
+  r = sluice_redis_conn__read(
+      conn, g_get_monotonic_time() + MAX(timeout_ms, 0) * 1000, out_reply,
+      &reason);
+  if (r == SLUICE_REDIS_READ_FAILED) {
     conn->broken = TRUE;
     note_lost(pool, reason);
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
@@ -616,7 +444,7 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
     sluice_redis_conn__append(conn, 1, argv, lens);
     role_at = n++;
   }
-  if (!sluice_redis_conn__roundtrip(conn, n, replies, timeout_ms, reason))
+  if (!sluice_redis_conn__transact(conn, n, replies, timeout_ms, reason))
     return FALSE;
 
   if (auth_at != G_MAXUINT &&
@@ -685,8 +513,7 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
 
       sluice_redis_conn__append(conn, 4, set, set_lens);
       sluice_redis_conn__append(conn, 3, get, get_lens);
-      if (!sluice_redis_conn__roundtrip(conn, 2, recorded, timeout_ms,
-                                        reason)) {
+      if (!sluice_redis_conn__transact(conn, 2, recorded, timeout_ms, reason)) {
         sluice_redis_replies__free(replies, n);
         return FALSE;
       }
@@ -777,26 +604,6 @@ sluice_redis_pool__get_master(SluiceRedisPool *pool)
   return addr;
 }
 
-SluiceRedisConn *
-sluice_redis_conn__connect(const gchar *host, gint port, gint64 timeout_ms,
-                           gchar **reason)
-{
-  redisContext *ctx =
-      redisConnectWithTimeout(host, port, ms_to_timeval(timeout_ms));
-  SluiceRedisConn *conn;
-
-  if (ctx == NULL || ctx->err) {
-    *reason = g_strdup(ctx != NULL ? ctx->errstr : "out of memory");
-    if (ctx != NULL)
-      redisFree(ctx);
-    return NULL;
-  }
-  redisSetTimeout(ctx, ms_to_timeval(timeout_ms));
-  conn = g_new0(SluiceRedisConn, 1);
-  conn->ctx = ctx;
-  return conn;
-}
-
 /* Connects to @host:@port (a TCP server), or to the URL's socket when
  * @host is NULL, and makes the handshake. Returns NULL with *reason set
  * when the server could not be talked to (an outage), or with @error when
@@ -805,26 +612,19 @@ static SluiceRedisConn *
 conn_connect(SluiceRedisPool *pool, const gchar *host, gint port,
              gint64 timeout_ms, gchar **reason, GError **error)
 {
-  struct timeval tv = ms_to_timeval(timeout_ms);
+  SluiceRedisEndpoint endpoint = {host, port, pool->url.path, NULL};
   SluiceRedisConn *conn;
-  redisContext *ctx;
 
-  ctx = host == NULL ? redisConnectUnixWithTimeout(pool->url.path, tv)
-                     : redisConnectWithTimeout(host, port, tv);
-  if (ctx == NULL || ctx->err) {
-    *reason = g_strdup(ctx != NULL ? ctx->errstr : "out of memory");
-    if (ctx != NULL)
-      redisFree(ctx);
+  conn = sluice_redis_conn__open(
+      sluice_redis_conn_type__find(host == NULL ? "unix" : pool->url.conn_type),
+      &endpoint, timeout_ms, reason);
+  if (conn == NULL)
     return NULL;
-  }
-  /* The send timeout (SO_SNDTIMEO) bounds a write to a stalled server;
-   * reads are bounded by poll() deadlines. */
-  redisSetTimeout(ctx, ms_to_timeval(pool->command_timeout_ms));
-  if (host != NULL)
-    redisEnableKeepAlive(ctx);
-
-  conn = g_new0(SluiceRedisConn, 1);
-  conn->ctx = ctx;
+  /* A write to a stalled server waits at most the command timeout; reads
+   * are bounded by each call's deadline. */
+  conn->send_timeout_ms = pool->command_timeout_ms;
+  conn->server = pool->url.display;
+  conn->grant_ns = pool->ns;
   if (!conn_handshake(pool, conn, timeout_ms, reason, error)) {
     conn_free(conn);
     return NULL;
@@ -1084,7 +884,7 @@ sluice_redis_pool__acquire_slot(SluiceRedisPool *pool, guint slot,
       continue;
     }
     g_mutex_unlock(&pool->lock);
-    if (conn_is_alive(conn))
+    if (sluice_redis_conn__alive(conn))
       return conn;
     conn_free(conn); /* the server hung up on it while it was idle */
   }
@@ -1117,7 +917,7 @@ sluice_redis_pool__release(SluiceRedisPool *pool, SluiceRedisConn *conn)
     pool->router->release(pool->router_data, conn);
     return;
   }
-  if (!conn->broken && conn->ctx->err == 0) {
+  if (!conn->broken) {
     g_mutex_lock(&pool->lock);
     if (!pool->closed) {
       g_queue_push_head(&pool->idle, conn);
@@ -1153,7 +953,7 @@ sluice_redis_pool__wakeup(SluiceRedisPool *pool)
       !pool->outage && (!pool->url.is_sentinel || pool->master_host != NULL);
   g_mutex_unlock(&pool->lock);
 
-  if (conn != NULL && !conn_is_alive(conn))
+  if (conn != NULL && !sluice_redis_conn__alive(conn))
     g_clear_pointer(&conn, conn_free);
   if (conn == NULL && may_connect)
     conn =

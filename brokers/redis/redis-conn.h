@@ -14,48 +14,13 @@
  */
 #pragma once
 
-#include <hiredis/hiredis.h>
-
 #include <sluice/sys/broker.h>
 
 #include "brokers/redis/net/redis-net.h"
 
 G_BEGIN_DECLS
 
-/**
- * SluiceRedisConn:
- * @ctx: the hiredis context, in blocking mode; its output buffer is
- *   flushed by this module (send with MSG_NOSIGNAL: a library must not
- *   raise SIGPIPE) and replies are read with poll() against a deadline, so
- *   a timed-out read never leaves hiredis in an error state we did not see
- * @client_id: the server's CLIENT ID for this connection (for CLIENT UNBLOCK)
- * @broken: set when the connection can no longer be trusted (I/O error,
- *   timeout, protocol error, left subscribed); release() frees it
- * @generation: the pool's master generation when it was made (sentinel
- *   URLs): a connection made before the master changed is not reused
- * @failover: set (with @broken) when a reply said that the server is no
- *   longer a writable master (-READONLY, -LOADING, -MASTERDOWN) on a
- *   sentinel URL: nothing of that exchange was written, so the step may
- *   be made again on a fresh connection to the new master
- * @home: (nullable): with a router (below), the pool of the node @ctx is
- *   connected to; NULL otherwise
- * @slot: with a router, the slot the connection was checked out for
- * @cmd_ends: (nullable): with a router, the end of each command appended
- *   since the last exchange, as offsets in @ctx's output buffer, so that
- *   the router can send one of them again elsewhere
- */
 typedef struct _SluiceRedisPool SluiceRedisPool;
-
-typedef struct {
-  redisContext *ctx;
-  gint64 client_id;
-  gboolean broken;
-  guint generation;
-  gboolean failover;
-  SluiceRedisPool *home;
-  guint slot;
-  GArray *cmd_ends;
-} SluiceRedisConn;
 
 /**
  * SluiceRedisRouter:
@@ -180,14 +145,6 @@ SluiceRedisConn *sluice_redis_pool__acquire_slot(SluiceRedisPool *pool,
 void sluice_redis_pool__release(SluiceRedisPool *pool, SluiceRedisConn *conn);
 
 /**
- * sluice_redis_conn__append:
- * Appends one command to @conn's output buffer (nothing is sent yet).
- * @argv and @lens are borrowed for the call only: hiredis copies them.
- */
-void sluice_redis_conn__append(SluiceRedisConn *conn, int argc,
-                               const char **argv, const size_t *lens);
-
-/**
  * sluice_redis_conn__exchange:
  * @replies: (out) (array length=n_replies): set to the replies (transfer
  *   full, free each with freeReplyObject()); error replies are replies too
@@ -219,31 +176,6 @@ gboolean sluice_redis_conn__read_within(SluiceRedisPool *pool,
                                         SluiceRedisConn *conn,
                                         gint64 timeout_ms,
                                         redisReply **out_reply, GError **error);
-
-/**
- * sluice_redis_conn__connect:
- * @reason: (out) (transfer full): why not, on failure
- *
- * A bare connection to @host:@port (no AUTH, no handshake), for a
- * one-off exchange with sluice_redis_conn__roundtrip() (the sentinels).
- * Returns: (transfer full) (nullable): free with sluice_redis_conn__free().
- */
-SluiceRedisConn *sluice_redis_conn__connect(const gchar *host, gint port,
-                                            gint64 timeout_ms, gchar **reason);
-
-/**
- * sluice_redis_conn__roundtrip:
- * @reason: (out) (transfer full): why not, on failure
- *
- * sluice_redis_conn__exchange() without a pool: no outage bookkeeping.
- * Returns: TRUE, or FALSE with every reply NULL and @conn broken.
- */
-gboolean sluice_redis_conn__roundtrip(SluiceRedisConn *conn, guint n_replies,
-                                      redisReply **replies, gint64 timeout_ms,
-                                      gchar **reason);
-
-/** sluice_redis_conn__free: closes @conn. NULL-safe. */
-void sluice_redis_conn__free(SluiceRedisConn *conn);
 
 /**
  * sluice_redis_pool__get_master:

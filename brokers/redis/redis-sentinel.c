@@ -28,6 +28,7 @@
 
 #include <sluice/sys/broker.h>
 
+#include "brokers/redis/net/conn-private.h"
 #include "brokers/redis/redis-conn.h"
 #include "brokers/redis/redis-sentinel.h"
 
@@ -87,8 +88,13 @@ ask_one(const SluiceRedisUrl *url, guint i, gint64 timeout_ms, gint64 min_epoch,
   guint64 port;
 
   *miss = MISS_UNREACHABLE;
-  conn = sluice_redis_conn__connect(url->sentinels[i], url->sentinel_ports[i],
-                                    timeout_ms, &reason);
+  {
+    SluiceRedisEndpoint endpoint = {url->sentinels[i], url->sentinel_ports[i],
+                                    NULL, NULL};
+
+    conn = sluice_redis_conn__open(sluice_redis_conn_type__find(url->conn_type),
+                                   &endpoint, timeout_ms, &reason);
+  }
   if (conn == NULL) {
     g_string_append_printf(why, "; %s: %s", addr, reason);
     return FALSE;
@@ -122,7 +128,7 @@ ask_one(const SluiceRedisUrl *url, guint i, gint64 timeout_ms, gint64 min_epoch,
     sluice_redis_conn__append(conn, 3, argv, lens);
     epoch_at = n++;
   }
-  if (!sluice_redis_conn__roundtrip(conn, n, replies, timeout_ms, &reason)) {
+  if (!sluice_redis_conn__transact(conn, n, replies, timeout_ms, &reason)) {
     g_string_append_printf(why, "; %s: %s", addr, reason);
     goto out;
   }

@@ -51,6 +51,8 @@ typedef struct {
  *   does not know, in the order of the URL, percent-decoded: the owner's
  *   to parse, and to refuse with sluice_redis_url__refuse_unknown() when
  *   it does not know them either
+ * @conn_type: the connection type its connections use ("tcp", "unix"; see
+ *   net/conn-type-private.h): a static string
  * @shown: the URL text as a message may quote it (every password masked),
  *   for sluice_redis_url__refuse()
  */
@@ -76,6 +78,7 @@ typedef struct {
   gint *seed_ports;
   SluiceRedisUrlParam *params;
   guint n_params;
+  const gchar *conn_type;
   gchar *shown;
 } SluiceRedisUrl;
 
@@ -139,6 +142,74 @@ gboolean sluice_redis_url__refuse_unknown(const SluiceRedisUrl *url,
 void sluice_redis_url__for_node(const SluiceRedisUrl *cluster,
                                 const gchar *host, gint port,
                                 SluiceRedisUrl *to);
+
+/* ---- Connections (conn.c) ----------------------------------------------- */
+
+/**
+ * SluiceRedisConn:
+ *
+ * One connection to one Redis server, checked out of a pool by one thread
+ * (sluice_redis_pool__acquire() in redis-conn.h) and used by it alone
+ * until it is released. Commands are appended, then exchanged for their
+ * replies in one round trip.
+ */
+typedef struct _SluiceRedisConn SluiceRedisConn;
+
+/**
+ * sluice_redis_conn__append:
+ * Appends one command to @conn's output buffer (nothing is sent yet).
+ * @argv and @lens are borrowed for the call only: the command is
+ * formatted into the buffer (hiredis's redisFormatSdsCommandArgv()).
+ */
+void sluice_redis_conn__append(SluiceRedisConn *conn, int argc,
+                               const char **argv, const size_t *lens);
+
+/** sluice_redis_conn__is_broken: Returns: TRUE when @conn can no longer be
+ * trusted (I/O error, timeout, protocol error): released, it is freed. */
+gboolean sluice_redis_conn__is_broken(const SluiceRedisConn *conn);
+
+/** sluice_redis_conn__set_broken: @conn is not to be reused (a caller that
+ * left it in a state of its own, such as subscribed). */
+void sluice_redis_conn__set_broken(SluiceRedisConn *conn);
+
+/**
+ * sluice_redis_conn__failed_over:
+ * Returns: TRUE when a reply on @conn said that its server is no longer a
+ * writable master (-READONLY, -LOADING, -MASTERDOWN on a redis+sentinel://
+ * pool): @conn is broken, nothing of that exchange was written, and the
+ * step may be made again on a fresh connection, which goes to the master
+ * the sentinels name now.
+ */
+gboolean sluice_redis_conn__failed_over(const SluiceRedisConn *conn);
+
+/** sluice_redis_conn__get_server: Returns: (transfer none): the URL of the
+ * server @conn talks to, as it may be shown (no password). */
+const gchar *sluice_redis_conn__get_server(const SluiceRedisConn *conn);
+
+/**
+ * sluice_redis_conn__roundtrip:
+ * @replies: (out) (array length=n): the replies (transfer full), error
+ *   replies included
+ *
+ * For a setup hook (sluice_redis_pool__set_setup()): sends what was
+ * appended and reads @n replies within the connection's setup time (the
+ * connect timeout), without the pool's outage bookkeeping.
+ * Returns: TRUE, or FALSE with every reply NULL, @conn broken and
+ * SLUICE_BROKER_ERROR_UNAVAILABLE whose message is the reason alone ("no
+ * reply within 5000 ms"): the pool counts the connection as not made and
+ * quotes it in its own message.
+ */
+gboolean sluice_redis_conn__roundtrip(SluiceRedisConn *conn, guint n,
+                                      redisReply **replies, GError **error);
+
+/**
+ * sluice_redis_conn__check_reply:
+ * sluice_redis_reply__check() for a reply on @conn, where no pool is at
+ * hand (a setup hook): the message names @conn's server.
+ */
+gboolean sluice_redis_conn__check_reply(const SluiceRedisConn *conn,
+                                        const redisReply *reply,
+                                        const gchar *what, GError **error);
 
 /* ---- Replies (reply.c) ------------------------------------------------ */
 

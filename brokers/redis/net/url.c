@@ -615,6 +615,7 @@ userinfo:
     else
       g_free(user);
   }
+  parsed->conn_type = parsed->is_unix ? "unix" : "tcp";
   parsed->display = make_display(parsed);
   parsed->shown = g_steal_pointer(&shown);
   return TRUE;
@@ -692,6 +693,7 @@ sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to)
   to->n_seeds = from->n_seeds;
   to->seed_hosts = g_strdupv(from->seed_hosts);
   to->seed_ports = g_memdup2(from->seed_ports, sizeof(gint) * from->n_seeds);
+  to->conn_type = from->conn_type;
   to->shown = g_strdup(from->shown);
   to->n_params = from->n_params;
   to->params = g_new0(SluiceRedisUrlParam, MAX(from->n_params, 1));
@@ -710,6 +712,7 @@ sluice_redis_url__for_node(const SluiceRedisUrl *cluster, const gchar *host,
   to->port = port;
   to->user = g_strdup(cluster->user);
   to->password = g_strdup(cluster->password);
+  to->conn_type = cluster->conn_type;
   to->display = make_display(to);
   to->shown = g_strdup(to->display);
 }
