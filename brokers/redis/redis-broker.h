@@ -99,6 +99,15 @@ struct _SluiceRedisBroker {
    * (redis-partitions.h), made before the first command; NULL for a
    * partition of a partitioned broker, whose broker checks. */
   struct _SluiceRedisLayout *layout;
+  /* What every new connection checks (sluice_redis_broker__setup()): the
+   * namespace's meta key and the mode this client records there; the
+   * servers whose eviction policy was looked at (by URL as shown); and
+   * whether to look at none (atomic; sluice_redis__skip_policy_check()). */
+  gchar *meta_key;
+  const gchar *meta_mode;
+  GMutex policy_lock;
+  GHashTable *policy_checked;
+  gint quiet;
 };
 
 /* A queue's SADD is repeated this long after the last one, so a known-
@@ -122,6 +131,20 @@ struct _SluiceRedisBroker {
 typedef gboolean (*SluiceRedisOp)(SluiceRedisBroker *self,
                                   SluiceRedisConn *conn, gpointer data,
                                   GError **error);
+
+/**
+ * sluice_redis_broker__setup:
+ * @data: the SluiceRedisBroker
+ *
+ * The broker's hook on every new connection of its pool
+ * (sluice_redis_pool__set_setup()): the namespace's mode, recorded on
+ * first use and compared after, and once per server its eviction policy.
+ * Returns: FALSE with SLUICE_BROKER_ERROR_INVALID (the namespace is used
+ * in the other mode), an error of the reply, or UNAVAILABLE when the
+ * connection failed.
+ */
+gboolean sluice_redis_broker__setup(SluiceRedisConn *conn, gpointer data,
+                                    GError **error);
 
 /**
  * sluice_redis_broker__run:

@@ -69,9 +69,8 @@ struct _SluiceRedisCluster {
   gint64 command_timeout_ms;
   gint64 max_backoff_ms;
   gchar *ns;
-  gchar *meta_key;
-  gchar *mode;
-  guint meta_slot;
+  SluiceRedisSetupFunc setup;
+  gpointer setup_data;
 
   GMutex lock;         /* guards everything below */
   GPtrArray *nodes;    /* Node*, owned; kept until the cluster is freed */
@@ -83,8 +82,6 @@ struct _SluiceRedisCluster {
   GCond refreshed;        /* signalled when a refresh ends */
   gint64 next_refresh_us; /* monotonic */
   gboolean closed;
-  gboolean mode_checked;
-  gboolean skip_policy; /* sluice_redis_cluster__skip_policy_check() */
   SluiceRedisClusterStats stats;
 };
 
@@ -119,10 +116,7 @@ node_get_locked(SluiceRedisCluster *c, const gchar *host, gint port)
                                       c->command_timeout_ms, c->max_backoff_ms);
   sluice_redis_url__clear(&url);
   sluice_redis_pool__set_namespace(node->pool, c->ns);
-  if (c->meta_key != NULL)
-    sluice_redis_pool__set_mode_check(node->pool, c->meta_key, c->mode);
-  if (c->skip_policy)
-    sluice_redis_pool__skip_policy_check(node->pool);
+  sluice_redis_pool__set_setup(node->pool, c->setup, c->setup_data);
   if (c->closed)
     sluice_redis_pool__close(node->pool);
   g_ptr_array_add(c->nodes, node);
@@ -434,25 +428,7 @@ acquire_routed(SluiceRedisCluster *c, guint slot, GError **error)
 static SluiceRedisConn *
 router_acquire(gpointer data, guint slot, GError **error)
 {
-  SluiceRedisCluster *c = data;
-  gboolean check_first;
-
-  g_mutex_lock(&c->lock);
-  check_first = !c->mode_checked && c->meta_key != NULL;
-  g_mutex_unlock(&c->lock);
-  if (check_first) {
-    /* A new connection to the meta key's node checks the mode (the other
-     * nodes skip the check): make sure that happens before any command. */
-    SluiceRedisConn *meta = acquire_routed(c, c->meta_slot, error);
-
-    if (meta == NULL)
-      return NULL;
-    sluice_redis_pool__release(meta->home, meta);
-    g_mutex_lock(&c->lock);
-    c->mode_checked = TRUE;
-    g_mutex_unlock(&c->lock);
-  }
-  return acquire_routed(c, slot, error);
+  return acquire_routed(data, slot, error);
 }
 
 static void
@@ -765,6 +741,20 @@ router_wakeup(gpointer data)
 }
 
 static void
+router_set_setup(gpointer data, SluiceRedisSetupFunc setup, gpointer user_data)
+{
+  SluiceRedisCluster *c = data;
+
+  g_mutex_lock(&c->lock);
+  c->setup = setup;
+  c->setup_data = user_data;
+  for (guint i = 0; i < c->nodes->len; i++)
+    sluice_redis_pool__set_setup(((Node *)g_ptr_array_index(c->nodes, i))->pool,
+                                 setup, user_data);
+  g_mutex_unlock(&c->lock);
+}
+
+static void
 router_close(gpointer data)
 {
   SluiceRedisCluster *c = data;
@@ -788,8 +778,6 @@ router_free(gpointer data)
   g_cond_clear(&c->refreshed);
   sluice_redis_url__clear(&c->url);
   g_free(c->ns);
-  g_free(c->meta_key);
-  g_free(c->mode);
   g_free(c);
 }
 
@@ -798,6 +786,7 @@ const SluiceRedisRouter sluice_redis_cluster__router = {
     .release = router_release,
     .exchange = router_exchange,
     .wakeup = router_wakeup,
+    .set_setup = router_set_setup,
     .close = router_close,
     .free = router_free,
 };
@@ -805,8 +794,7 @@ const SluiceRedisRouter sluice_redis_cluster__router = {
 SluiceRedisCluster *
 sluice_redis_cluster__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
                           gint64 command_timeout_ms, gint64 max_backoff_ms,
-                          const gchar *ns, const gchar *meta_key,
-                          const gchar *mode)
+                          const gchar *ns)
 {
   SluiceRedisCluster *c = g_new0(SluiceRedisCluster, 1);
 
@@ -815,10 +803,6 @@ sluice_redis_cluster__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
   c->command_timeout_ms = command_timeout_ms;
   c->max_backoff_ms = MAX(max_backoff_ms, 1);
   c->ns = g_strdup(ns);
-  c->meta_key = g_strdup(meta_key);
-  c->mode = g_strdup(mode);
-  if (meta_key != NULL)
-    c->meta_slot = sluice_redis_slot__of_key(meta_key, strlen(meta_key));
   g_mutex_init(&c->lock);
   g_cond_init(&c->refreshed);
   c->nodes = g_ptr_array_new_with_free_func(node_free);
@@ -836,15 +820,4 @@ sluice_redis_cluster__get_stats(SluiceRedisCluster *cluster,
   g_mutex_lock(&cluster->lock);
   *out = cluster->stats;
   g_mutex_unlock(&cluster->lock);
-}
-
-void
-sluice_redis_cluster__skip_policy_check(SluiceRedisCluster *c)
-{
-  g_mutex_lock(&c->lock);
-  c->skip_policy = TRUE;
-  for (guint i = 0; i < c->nodes->len; i++)
-    sluice_redis_pool__skip_policy_check(
-        ((Node *)g_ptr_array_index(c->nodes, i))->pool);
-  g_mutex_unlock(&c->lock);
 }

@@ -50,23 +50,15 @@ extern const SluiceRedisRouter sluice_redis_cluster__router;
  * @url: a redis+cluster:// URL (copied); its nodes are where the first
  *   slot map is read
  * @ns: (nullable): the namespace, for permission messages
- * @meta_key: (nullable): the namespace's meta key and...
- * @mode: (nullable): ...this client's mode: as for
- *   sluice_redis_pool__set_mode_check(), checked on the node that serves
- *   the meta key before the first command
  *
  * Makes no connection. Returns: (transfer full): give it to
  * sluice_redis_pool__set_router(), which frees it with the pool.
  */
-SluiceRedisCluster *
-sluice_redis_cluster__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
-                          gint64 command_timeout_ms, gint64 max_backoff_ms,
-                          const gchar *ns, const gchar *meta_key,
-                          const gchar *mode);
-
-/** sluice_redis_cluster__skip_policy_check: every node's pool, made now or
- * later, gets sluice_redis_pool__skip_policy_check(). */
-void sluice_redis_cluster__skip_policy_check(SluiceRedisCluster *c);
+SluiceRedisCluster *sluice_redis_cluster__new(const SluiceRedisUrl *url,
+                                              gint64 connect_timeout_ms,
+                                              gint64 command_timeout_ms,
+                                              gint64 max_backoff_ms,
+                                              const gchar *ns);
 
 /** sluice_redis_cluster__get_stats: fills @out with the counts so far. */
 void sluice_redis_cluster__get_stats(SluiceRedisCluster *cluster,

@@ -9,9 +9,8 @@
  * CONNECT. A connection is made within the connect timeout by the URL's
  * connection type, then one pipelined round trip of [AUTH] [SELECT] CLIENT
  * ID. AUTH takes an ACL user when the URL has one. The CLIENT ID is what
- * sluice_redis_pool__wakeup() names in CLIENT UNBLOCK. The pool's first
- * connection also reads maxmemory-policy and warns (once) when Redis may
- * evict Sluice's keys: only noeviction keeps every message.
+ * sluice_redis_pool__wakeup() names in CLIENT UNBLOCK. Then the owner's
+ * setup hook (sluice_redis_pool__set_setup()) checks what it needs.
  *
  * I/O. A connection is a socket of a connection type (net/conn.c): the
  * bytes move with send(MSG_NOSIGNAL) and poll() against a per-call
@@ -106,17 +105,15 @@ struct _SluiceRedisPool {
   GQueue idle; /* SluiceRedisConn*, most recently used at the head */
   gboolean closed;
   gboolean outage;
-  gint64 outage_since_us;  /* monotonic */
-  gint64 next_attempt_us;  /* monotonic; no attempt before this */
-  gint64 backoff_ms;       /* the next pause after a failed attempt */
-  GArray *blocked_ids;     /* gint64 CLIENT IDs blocked now */
-  gboolean policy_checked; /* maxmemory-policy looked at once */
-  gboolean quiet;          /* sluice_redis_pool__skip_policy_check() */
+  gint64 outage_since_us; /* monotonic */
+  gint64 next_attempt_us; /* monotonic; no attempt before this */
+  gint64 backoff_ms;      /* the next pause after a failed attempt */
+  GArray *blocked_ids;    /* gint64 CLIENT IDs blocked now */
 
-  /* Set once, before the first connection: the namespace's meta key and
-   * this client's mode, checked on every new connection. */
-  gchar *meta_key;
-  gchar *mode;
+  /* Set once, before the first connection: the owner's hook on every new
+   * connection (sluice_redis_pool__set_setup()), or NULL. */
+  SluiceRedisSetupFunc setup;
+  gpointer setup_data;
   gchar *ns; /* for permission messages; may be NULL */
 
   /* Set once, before the first connection: who does the work instead
@@ -321,70 +318,18 @@ sluice_redis_conn__read_within(SluiceRedisPool *pool, SluiceRedisConn *conn,
   return TRUE;
 }
 
-/* Warns once per pool when Redis may evict Sluice's keys: with allkeys-*
- * any key may go (queued messages lost silently); with volatile-* the keys
- * with a TTL (records, idempotency claims) may vanish early. A user
- * without permission for CONFIG GET is told, once, that the check could
- * not be made: a least-privilege user must not silence the warning. */
-static void
-check_eviction_policy(SluiceRedisPool *pool, const redisReply *reply)
-{
-  const gchar *policy;
-  gboolean first;
-
-  g_mutex_lock(&pool->lock);
-  first = !pool->policy_checked;
-  pool->policy_checked = TRUE;
-  g_mutex_unlock(&pool->lock);
-  if (!first)
-    return;
-  if (reply->type == REDIS_REPLY_ERROR) {
-    g_autofree gchar *said = sluice_broker_escape_text(reply->str, -1, 200);
-
-    sluice_broker_log(
-        NULL, G_LOG_LEVEL_MESSAGE,
-        "could not check maxmemory-policy of Redis at %s: CONFIG GET is not "
-        "permitted for this user (%s); make sure it is noeviction, or a full "
-        "Redis deletes queued messages without a trace (grant +config|get "
-        "to have it checked)",
-        pool->url.display, said);
-    return;
-  }
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-      reply->element[1]->type != REDIS_REPLY_STRING)
-    return;
-  policy = reply->element[1]->str;
-  if (g_str_has_prefix(policy, "allkeys-"))
-    sluice_broker_log(NULL, G_LOG_LEVEL_WARNING,
-                      "Redis at %s has maxmemory-policy %s: when it is full "
-                      "it deletes any key, queued messages included, without "
-                      "a trace; set maxmemory-policy noeviction",
-                      pool->url.display, policy);
-  else if (g_str_has_prefix(policy, "volatile-"))
-    sluice_broker_log(NULL, G_LOG_LEVEL_WARNING,
-                      "Redis at %s has maxmemory-policy %s: when it is full "
-                      "it deletes result records and idempotency claims "
-                      "before their time; set maxmemory-policy noeviction",
-                      pool->url.display, policy);
-}
-
-/* AUTH, SELECT, CLIENT ID, the namespace's mode (and, once, CONFIG GET
- * maxmemory-policy) in one round trip; a second one, on a namespace's
- * first use, records the mode. On failure returns FALSE
- * and either sets *reason (the server could not be talked to: an outage)
- * or @error (the server answered no). */
+/* AUTH, SELECT, CLIENT ID (and ROLE for a sentinel's master) in one round
+ * trip. On failure returns FALSE and either sets *reason (the server could
+ * not be talked to: an outage) or @error (the server answered no). */
 static gboolean
 conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
                gchar **reason, GError **error)
 {
   const SluiceRedisUrl *url = &pool->url;
-  redisReply *replies[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-  redisReply *recorded[2] = {NULL, NULL};
+  redisReply *replies[4] = {NULL, NULL, NULL, NULL};
   guint n = 0;
-  guint auth_at = G_MAXUINT, select_at = G_MAXUINT, policy_at = G_MAXUINT;
-  guint mode_at = G_MAXUINT, role_at = G_MAXUINT;
+  guint auth_at = G_MAXUINT, select_at = G_MAXUINT, role_at = G_MAXUINT;
   guint id_at;
-  gboolean check_policy;
   gboolean ok = FALSE;
 
   if (url->password != NULL) {
@@ -419,24 +364,6 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
     size_t lens[2] = {6, 2};
     sluice_redis_conn__append(conn, 2, argv, lens);
     id_at = n++;
-  }
-  g_mutex_lock(&pool->lock);
-  check_policy = !pool->policy_checked;
-  g_mutex_unlock(&pool->lock);
-  if (check_policy) {
-    const char *argv[3] = {"CONFIG", "GET", "maxmemory-policy"};
-    size_t lens[3] = {6, 3, 16};
-    sluice_redis_conn__append(conn, 3, argv, lens);
-    policy_at = n++;
-  }
-  if (pool->meta_key != NULL) {
-    /* Every client compares with the mode the namespace recorded; the
-     * first one records it (below), so a read-only user never tries a
-     * write on a namespace in use. */
-    const char *get[3] = {"HGET", pool->meta_key, "mode"};
-    size_t get_lens[3] = {4, strlen(pool->meta_key), 4};
-    sluice_redis_conn__append(conn, 3, get, get_lens);
-    mode_at = n++;
   }
   if (url->is_sentinel) {
     const char *argv[1] = {"ROLE"};
@@ -489,59 +416,9 @@ conn_handshake(SluiceRedisPool *pool, SluiceRedisConn *conn, gint64 timeout_ms,
     if (!sluice_redis_reply__check(pool, role, "ROLE", error))
       goto out;
   }
-  if (policy_at != G_MAXUINT)
-    check_eviction_policy(pool, replies[policy_at]);
-  if (mode_at != G_MAXUINT &&
-      (sluice_redis_reply__is_error_code(replies[mode_at], "MOVED") ||
-       sluice_redis_reply__is_error_code(replies[mode_at], "ASK"))) {
-    /* A cluster node that does not serve the meta key: the node that does
-     * checks the mode (the router connects there first). */
-    mode_at = G_MAXUINT;
-  }
-  if (mode_at != G_MAXUINT) {
-    const redisReply *mode = replies[mode_at];
-    if (!sluice_redis_reply__check(pool, mode, "reading the namespace's mode",
-                                   error))
-      goto out;
-    if (mode->type == REDIS_REPLY_NIL) {
-      /* A new namespace: record this client's mode (HSETNX: a peer may be
-       * first), then compare with whatever won. */
-      const char *set[4] = {"HSETNX", pool->meta_key, "mode", pool->mode};
-      size_t set_lens[4] = {6, strlen(pool->meta_key), 4, strlen(pool->mode)};
-      const char *get[3] = {"HGET", pool->meta_key, "mode"};
-      size_t get_lens[3] = {4, strlen(pool->meta_key), 4};
-
-      sluice_redis_conn__append(conn, 4, set, set_lens);
-      sluice_redis_conn__append(conn, 3, get, get_lens);
-      if (!sluice_redis_conn__transact(conn, 2, recorded, timeout_ms, reason)) {
-        sluice_redis_replies__free(replies, n);
-        return FALSE;
-      }
-      /* HSETNX may be refused to a read-only user: only the HGET decides. */
-      if (!sluice_redis_reply__check(pool, recorded[1],
-                                     "reading the namespace's mode", error))
-        goto out;
-      mode = recorded[1];
-    }
-    if (mode->type == REDIS_REPLY_STRING &&
-        (mode->len != strlen(pool->mode) ||
-         memcmp(mode->str, pool->mode, mode->len) != 0)) {
-      g_autofree gchar *theirs = g_strndup(mode->str, mode->len);
-      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-                  "the namespace of %s on Redis at %s is used in %s mode, but "
-                  "this client is set up for %s mode: producers, workers and "
-                  "commands of one namespace must use the same mode; set "
-                  "SluiceRedisOptions.mode (or --mode %s / SLUICE_MODE=%s "
-                  "for the sluice command), or use another namespace",
-                  pool->meta_key, url->display, theirs, pool->mode, theirs,
-                  theirs);
-      goto out;
-    }
-  }
   ok = TRUE;
 out:
   sluice_redis_replies__free(replies, n);
-  sluice_redis_replies__free(recorded, 2);
   return ok;
 }
 
@@ -604,6 +481,26 @@ sluice_redis_pool__get_master(SluiceRedisPool *pool)
   return addr;
 }
 
+/* The owner's hook, after the handshake. A failure of the connection
+ * itself (the hook's round trip broke it) is an outage like any failed
+ * connection attempt: *reason; any other is the hook's answer: @error. */
+static gboolean
+conn_setup(SluiceRedisPool *pool, SluiceRedisConn *conn, gchar **reason,
+           GError **error)
+{
+  GError *local = NULL;
+
+  if (pool->setup == NULL || pool->setup(conn, pool->setup_data, &local))
+    return TRUE;
+  if (conn->broken) {
+    *reason = g_strdup(local->message);
+    g_error_free(local);
+  } else {
+    g_propagate_error(error, local);
+  }
+  return FALSE;
+}
+
 /* Connects to @host:@port (a TCP server), or to the URL's socket when
  * @host is NULL, and makes the handshake. Returns NULL with *reason set
  * when the server could not be talked to (an outage), or with @error when
@@ -625,7 +522,9 @@ conn_connect(SluiceRedisPool *pool, const gchar *host, gint port,
   conn->send_timeout_ms = pool->command_timeout_ms;
   conn->server = pool->url.display;
   conn->grant_ns = pool->ns;
-  if (!conn_handshake(pool, conn, timeout_ms, reason, error)) {
+  conn->setup_timeout_ms = timeout_ms;
+  if (!conn_handshake(pool, conn, timeout_ms, reason, error) ||
+      !conn_setup(pool, conn, reason, error)) {
     conn_free(conn);
     return NULL;
   }
@@ -711,34 +610,13 @@ conn_open(SluiceRedisPool *pool, gint64 timeout_ms, GError **error)
 /* ---- The pool ------------------------------------------------------------ */
 
 void
-sluice_redis_pool__skip_policy_check(SluiceRedisPool *pool)
+sluice_redis_pool__set_setup(SluiceRedisPool *pool, SluiceRedisSetupFunc setup,
+                             gpointer user_data)
 {
-  g_mutex_lock(&pool->lock);
-  pool->policy_checked = TRUE;
-  pool->quiet = TRUE;
-  g_mutex_unlock(&pool->lock);
-}
-
-gboolean
-sluice_redis_pool__skips_policy_check(SluiceRedisPool *pool)
-{
-  gboolean quiet;
-
-  g_mutex_lock(&pool->lock);
-  quiet = pool->quiet;
-  g_mutex_unlock(&pool->lock);
-  return quiet;
-}
-
-void
-sluice_redis_pool__set_mode_check(SluiceRedisPool *pool, const gchar *meta_key,
-                                  const gchar *mode)
-{
-  g_return_if_fail(pool != NULL && meta_key != NULL && mode != NULL);
-  g_free(pool->meta_key);
-  g_free(pool->mode);
-  pool->meta_key = g_strdup(meta_key);
-  pool->mode = g_strdup(mode);
+  pool->setup = setup;
+  pool->setup_data = user_data;
+  if (pool->router != NULL && pool->router->set_setup != NULL)
+    pool->router->set_setup(pool->router_data, setup, user_data);
 }
 
 SluiceRedisPool *
@@ -811,8 +689,6 @@ sluice_redis_pool__free(SluiceRedisPool *pool)
   sluice_redis_url__clear(&pool->url);
   g_free(pool->master_host);
   g_free(pool->last_master);
-  g_free(pool->meta_key);
-  g_free(pool->mode);
   g_free(pool);
 }
 

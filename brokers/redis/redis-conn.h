@@ -23,6 +23,21 @@ G_BEGIN_DECLS
 typedef struct _SluiceRedisPool SluiceRedisPool;
 
 /**
+ * SluiceRedisSetupFunc:
+ * @conn: a new connection, after the layer's handshake (AUTH, SELECT,
+ *   CLIENT ID, and ROLE on a sentinel's master), before it serves anything
+ * @user_data: what sluice_redis_pool__set_setup() was given
+ *
+ * The owner's check of every new connection, on every node of a cluster.
+ * It may make round trips of its own (sluice_redis_conn__append() and
+ * sluice_redis_conn__roundtrip()).
+ * Returns: TRUE, or FALSE and @error: the connection is refused with
+ * @error (or, when @conn broke on the way, counted as not made).
+ */
+typedef gboolean (*SluiceRedisSetupFunc)(SluiceRedisConn *conn,
+                                         gpointer user_data, GError **error);
+
+/**
  * SluiceRedisRouter:
  *
  * What a pool does instead of talking to one server, when it has a router
@@ -37,6 +52,8 @@ typedef struct {
   gboolean (*exchange)(gpointer data, SluiceRedisConn *conn, guint n_replies,
                        redisReply **replies, gint64 block_ms, GError **error);
   void (*wakeup)(gpointer data);
+  void (*set_setup)(gpointer data, SluiceRedisSetupFunc setup,
+                    gpointer user_data);
   void (*close)(gpointer data);
   void (*free)(gpointer data);
 } SluiceRedisRouter;
@@ -58,18 +75,16 @@ SluiceRedisPool *sluice_redis_pool__new(const SluiceRedisUrl *url,
                                         gint64 max_backoff_ms);
 
 /**
- * sluice_redis_pool__set_mode_check:
- * @meta_key: the namespace's meta hash ("{ns}:meta")
- * @mode: this client's mode ("fast", "reliable")
+ * sluice_redis_pool__set_setup:
+ * @setup: (nullable): the hook
+ * @user_data: (transfer none): for @setup; must outlive the pool
  *
- * Every new connection then records @mode in @meta_key if nothing is
- * recorded yet (HSETNX), and fails with SLUICE_BROKER_ERROR_INVALID, naming
- * both modes, when another mode is recorded. Call before the first
+ * Installs the hook every new connection runs. Call before the first
  * connection.
  */
-void sluice_redis_pool__set_mode_check(SluiceRedisPool *pool,
-                                       const gchar *meta_key,
-                                       const gchar *mode);
+void sluice_redis_pool__set_setup(SluiceRedisPool *pool,
+                                  SluiceRedisSetupFunc setup,
+                                  gpointer user_data);
 
 /**
  * sluice_redis_pool__set_router:
@@ -224,20 +239,6 @@ gboolean sluice_redis_reply__check_script(SluiceRedisPool *pool,
  * key and channel patterns to grant.
  */
 void sluice_redis_pool__set_namespace(SluiceRedisPool *pool, const gchar *ns);
-
-/**
- * sluice_redis_pool__skip_policy_check:
- * The pool's connections do not look at the server's configuration
- * (maxmemory-policy, appendonly) and log nothing of it: for a pool that
- * talks to a server another pool of the same broker checks already (the
- * partitions of a namespace on one server, the short-lived brokers that
- * check how a namespace is split). Call before the first connection.
- */
-void sluice_redis_pool__skip_policy_check(SluiceRedisPool *pool);
-
-/** Returns: TRUE after sluice_redis_pool__skip_policy_check(@pool): a
- * transport's own configuration checks are skipped too. */
-gboolean sluice_redis_pool__skips_policy_check(SluiceRedisPool *pool);
 
 /**
  * sluice_redis_pool__wakeup:

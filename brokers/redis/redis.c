@@ -53,6 +53,11 @@ redis_finalize(SluiceBroker *broker)
   }
   if (self->scripts[0].text != NULL)
     sluice_redis_scripts__clear(self->scripts);
+  g_clear_pointer(&self->meta_key, g_free);
+  if (self->policy_checked != NULL) {
+    g_hash_table_unref(self->policy_checked);
+    g_mutex_clear(&self->policy_lock);
+  }
 }
 
 static void
@@ -255,25 +260,29 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
     sluice_redis_keys__init(&self->keys, ns);
   else
     sluice_redis_keys__init_partition(&self->keys, ns, (guint)index, n);
+  self->meta_key =
+      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_META, NULL);
+  self->meta_mode = meta_mode;
+  g_mutex_init(&self->policy_lock);
+  self->policy_checked =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  if (url->is_cluster)
+    sluice_redis_pool__set_router(
+        self->pool, &sluice_redis_cluster__router,
+        sluice_redis_cluster__new(
+            url,
+            options->connect_timeout_ms > 0
+                ? options->connect_timeout_ms
+                : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
+            sluice_redis_pool__get_command_timeout_ms(self->pool),
+            options->reconnect_max_backoff_ms > 0
+                ? options->reconnect_max_backoff_ms
+                : SLUICE_REDIS_DEFAULT_BACKOFF_MS,
+            ns));
+  /* Permission messages name the namespace's keys; every new connection
+   * checks the namespace's mode (redis-broker.c). */
   sluice_redis_pool__set_namespace(self->pool, ns);
-  {
-    g_autofree gchar *meta =
-        sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_META, NULL);
-    sluice_redis_pool__set_mode_check(self->pool, meta, meta_mode);
-    if (url->is_cluster)
-      sluice_redis_pool__set_router(
-          self->pool, &sluice_redis_cluster__router,
-          sluice_redis_cluster__new(
-              url,
-              options->connect_timeout_ms > 0
-                  ? options->connect_timeout_ms
-                  : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
-              sluice_redis_pool__get_command_timeout_ms(self->pool),
-              options->reconnect_max_backoff_ms > 0
-                  ? options->reconnect_max_backoff_ms
-                  : SLUICE_REDIS_DEFAULT_BACKOFF_MS,
-              ns, meta, meta_mode));
-  }
+  sluice_redis_pool__set_setup(self->pool, sluice_redis_broker__setup, self);
   sluice_redis_scripts__init(self->scripts, transport->lua);
   self->token_prefix = g_uuid_string_random();
   g_mutex_init(&self->queues_lock);
@@ -293,12 +302,7 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
 void
 sluice_redis__skip_policy_check(SluiceBroker *broker)
 {
-  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
-
-  sluice_redis_pool__skip_policy_check(self->pool);
-  if (sluice_redis_pool__get_router_data(self->pool) != NULL)
-    sluice_redis_cluster__skip_policy_check(
-        sluice_redis_pool__get_router_data(self->pool));
+  g_atomic_int_set(&SLUICE_REDIS_BROKER(broker)->quiet, 1);
 }
 
 SluiceBroker *
