@@ -25,7 +25,7 @@
 #include <sluice/sluice.h>
 
 #include "brokers/redis/redis-broker.h"
-#include "brokers/redis/redis-cluster.h"
+#include "brokers/redis/net/cluster-private.h"
 #include "brokers/redis/net/redis-net.h"
 #include "tests/helpers/broker-calls.h"
 #include "tests/helpers/redis-cluster-fixture.h"

@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 
 #include "brokers/redis/redis-argv.h"
-#include "brokers/redis/redis-conn.h"
+#include "brokers/redis/net/node-private.h"
 #include "brokers/redis/redis-keys.h"
 #include "brokers/redis/net/redis-net.h"
 #include "brokers/redis/redis-scripts.h"

@@ -95,7 +95,7 @@
  */
 #pragma once
 
-#include "brokers/redis/redis-conn.h"
+#include "brokers/redis/net/node-private.h"
 
 G_BEGIN_DECLS
 

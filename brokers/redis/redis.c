@@ -21,7 +21,7 @@
 #include <sluice/sluice-redis.h>
 
 #include "brokers/redis/redis-broker.h"
-#include "brokers/redis/redis-cluster.h"
+#include "brokers/redis/net/cluster-private.h"
 #include "brokers/redis/redis-partitions.h"
 
 /* ---- The class ----------------------------------------------------------- */

@@ -78,9 +78,9 @@
 
 #include "brokers/redis/net/conn-private.h"
 #include "brokers/redis/net/errors-private.h"
-#include "brokers/redis/redis-conn.h"
+#include "brokers/redis/net/node-private.h"
 #include "brokers/redis/net/redis-net.h"
-#include "brokers/redis/redis-sentinel.h"
+#include "brokers/redis/net/sentinel-private.h"
 
 #define INITIAL_BACKOFF_MS 100
 /* The longest a wakeup may spend making a connection. */

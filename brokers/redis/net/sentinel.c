@@ -29,8 +29,8 @@
 #include <sluice/sys/broker.h>
 
 #include "brokers/redis/net/conn-private.h"
-#include "brokers/redis/redis-conn.h"
-#include "brokers/redis/redis-sentinel.h"
+#include "brokers/redis/net/node-private.h"
+#include "brokers/redis/net/sentinel-private.h"
 
 /* Why the sentinels did not name a master, worst first: an AUTH problem
  * needs the user to act, an unknown name too, the rest may pass. */

@@ -47,7 +47,7 @@
 #include <string.h>
 
 #include "brokers/redis/net/conn-private.h"
-#include "brokers/redis/redis-cluster.h"
+#include "brokers/redis/net/cluster-private.h"
 #include "brokers/redis/net/redis-net.h"
 
 #define REFRESH_MIN_US (100 * 1000)

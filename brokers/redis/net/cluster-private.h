@@ -14,7 +14,7 @@
  */
 #pragma once
 
-#include "brokers/redis/redis-conn.h"
+#include "brokers/redis/net/node-private.h"
 #include "brokers/redis/net/redis-net.h"
 
 G_BEGIN_DECLS
