@@ -19,7 +19,6 @@
 #include "config.h"
 
 #include "brokers/redis/redis-broker.h"
-#include "brokers/redis/net/node-private.h"
 #include "core/sluice-private.h"
 #include "serializers/codec-private.h"
 #include "tests/helpers/alloc-counter.h"

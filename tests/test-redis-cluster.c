@@ -25,7 +25,6 @@
 #include <sluice/sluice.h>
 
 #include "brokers/redis/redis-broker.h"
-#include "brokers/redis/net/cluster-private.h"
 #include "brokers/redis/net/redis-net.h"
 #include "tests/helpers/broker-calls.h"
 #include "tests/helpers/redis-cluster-fixture.h"
@@ -260,9 +259,8 @@ stats_met(gpointer data)
   StatsWait *w = data;
   SluiceRedisClusterStats st;
 
-  sluice_redis_cluster__get_stats(
-      sluice_redis_pool__get_router_data(SLUICE_REDIS_BROKER(w->broker)->pool),
-      &st);
+  ck_assert(sluice_redis_pool__get_cluster_stats(
+      SLUICE_REDIS_BROKER(w->broker)->pool, &st));
   return w->met(&st);
 }
 
@@ -605,8 +603,8 @@ load_free(Load *l)
 static void
 cluster_stats(SluiceBroker *b, SluiceRedisClusterStats *st)
 {
-  sluice_redis_cluster__get_stats(
-      sluice_redis_pool__get_router_data(SLUICE_REDIS_BROKER(b)->pool), st);
+  ck_assert(
+      sluice_redis_pool__get_cluster_stats(SLUICE_REDIS_BROKER(b)->pool, st));
 }
 
 static void

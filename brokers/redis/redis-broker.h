@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 
 #include "brokers/redis/redis-argv.h"
-#include "brokers/redis/net/node-private.h"
 #include "brokers/redis/redis-keys.h"
 #include "brokers/redis/net/redis-net.h"
 #include "brokers/redis/redis-scripts.h"
@@ -124,7 +123,7 @@ struct _SluiceRedisBroker {
  *
  * One step with Redis on @conn (appends, exchanges, reads the replies).
  * Returns FALSE with @error on failure; a failure of the connection itself
- * marks @conn broken (the exchange functions of redis-conn.h do). It may
+ * marks @conn broken (the exchange functions of net/redis-net.h do). It may
  * run twice (see sluice_redis_broker__run()), so it starts afresh from
  * @data each time and leaves nothing of its own behind when it fails.
  */

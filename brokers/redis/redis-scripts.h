@@ -26,7 +26,7 @@
  */
 #pragma once
 
-#include "brokers/redis/net/node-private.h"
+#include "brokers/redis/net/redis-net.h"
 #include "brokers/redis/redis-keys.h"
 
 G_BEGIN_DECLS

@@ -95,7 +95,9 @@
  */
 #pragma once
 
-#include "brokers/redis/net/node-private.h"
+#include <sluice/sys/broker.h>
+
+#include "brokers/redis/net/redis-net.h"
 
 G_BEGIN_DECLS
 

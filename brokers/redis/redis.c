@@ -21,7 +21,6 @@
 #include <sluice/sluice-redis.h>
 
 #include "brokers/redis/redis-broker.h"
-#include "brokers/redis/net/cluster-private.h"
 #include "brokers/redis/redis-partitions.h"
 
 /* ---- The class ----------------------------------------------------------- */
@@ -241,14 +240,23 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
   self = SLUICE_REDIS_BROKER(broker);
   self->transport = transport;
   self->layout = layout;
-  self->pool = sluice_redis_pool__new(
-      url,
-      options->connect_timeout_ms > 0 ? options->connect_timeout_ms
-                                      : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
-      options->command_timeout_ms > 0 ? options->command_timeout_ms
-                                      : SLUICE_REDIS_DEFAULT_COMMAND_TIMEOUT_MS,
-      options->reconnect_max_backoff_ms > 0 ? options->reconnect_max_backoff_ms
-                                            : SLUICE_REDIS_DEFAULT_BACKOFF_MS);
+  {
+    /* The pool picks the path to the servers from the URL (one server,
+     * Sentinel or Cluster). */
+    SluiceRedisPoolOptions pool_options = {
+        .connect_timeout_ms = options->connect_timeout_ms > 0
+                                  ? options->connect_timeout_ms
+                                  : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
+        .command_timeout_ms = options->command_timeout_ms > 0
+                                  ? options->command_timeout_ms
+                                  : SLUICE_REDIS_DEFAULT_COMMAND_TIMEOUT_MS,
+        .max_backoff_ms = options->reconnect_max_backoff_ms > 0
+                              ? options->reconnect_max_backoff_ms
+                              : SLUICE_REDIS_DEFAULT_BACKOFF_MS,
+    };
+
+    self->pool = sluice_redis_pool__new(url, &pool_options);
+  }
   /* The URL's min_replicas_* are merged into @options already
    * (sluice_redis_broker_new()). */
   self->min_replicas_ack = options->min_replicas_ack;
@@ -266,19 +274,6 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
   g_mutex_init(&self->policy_lock);
   self->policy_checked =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  if (url->is_cluster)
-    sluice_redis_pool__set_router(
-        self->pool, &sluice_redis_cluster__router,
-        sluice_redis_cluster__new(
-            url,
-            options->connect_timeout_ms > 0
-                ? options->connect_timeout_ms
-                : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
-            sluice_redis_pool__get_command_timeout_ms(self->pool),
-            options->reconnect_max_backoff_ms > 0
-                ? options->reconnect_max_backoff_ms
-                : SLUICE_REDIS_DEFAULT_BACKOFF_MS,
-            ns));
   /* Permission messages name the namespace's keys; every new connection
    * checks the namespace's mode (redis-broker.c). */
   sluice_redis_pool__set_namespace(self->pool, ns);

@@ -60,7 +60,6 @@ struct _SluiceRedisConn {
   gboolean failover;
   guint generation;
   struct _SluiceRedisNode *node;
-  struct _SluiceRedisPool *home; /* until the pool is split in nodes */
   const gchar *server;
   const gchar *grant_ns;
   guint slot;

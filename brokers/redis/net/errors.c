@@ -1,10 +1,13 @@
-/* redis-errors.c - what a Redis error reply says went wrong, as a GError
- * that tells the user what to do (see redis-errors.h).
+/* errors.c - what a Redis error reply says went wrong, as a GError that
+ * tells the user what to do (see errors-private.h; users of the layer call
+ * it through sluice_redis_reply__check() and its siblings in redis-net.h).
  *
  * An error reply maps to a broker error code by its first word; a NOPERM
  * names the command to grant, and for a script, Redis only names the
  * refused line, so the command is found on that line of the script's text.
- * New error codes belong in sluice_redis_error__check().
+ * The namespace a permission message names is a plain string its owner
+ * gives the pool (sluice_redis_pool__set_namespace()). New error codes
+ * belong in sluice_redis_error__check().
  */
 #include "config.h"
 

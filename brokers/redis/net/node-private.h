@@ -1,252 +1,179 @@
-/* redis-conn.h - connections and the connection pool of the Redis brokers
- * (internal; URLs are redis-url.h, error replies redis-errors.h).
+/* node-private.h - the connections to one Redis server (node.c; internal
+ * to brokers/redis/net/).
  *
- * A SluiceRedisPool owns every hiredis context of one broker. An operation
- * checks a connection out (sluice_redis_pool__acquire), appends its commands,
- * exchanges them for replies in one round trip, and checks the connection
- * back in (sluice_redis_pool__release). A context is never used by two
- * threads at once, and the pool's lock is never held across a round trip.
- *
- * The pool also owns the outage state: capped exponential backoff between
- * reconnection attempts, exactly one warning when the server is lost and
- * one line when it is back, and the list of connections blocked in a fetch
- * (for sluice_redis_pool__wakeup).
+ * A SluiceRedisNode is what a pool keeps per server: its idle
+ * connections, its outage, its blocked fetches for CLIENT UNBLOCK, and
+ * how to make a connection to it. The direct path of a pool is one node;
+ * the Sentinel router keeps one for the master, whose address it finds;
+ * the Cluster router one per node of the cluster.
  */
 #pragma once
 
-#include <sluice/sys/broker.h>
-
-#include "brokers/redis/net/redis-net.h"
+#include "brokers/redis/net/conn-private.h"
 
 G_BEGIN_DECLS
 
-typedef struct _SluiceRedisPool SluiceRedisPool;
-
 /**
- * SluiceRedisSetupFunc:
- * @conn: a new connection, after the layer's handshake (AUTH, SELECT,
- *   CLIENT ID, and ROLE on a sentinel's master), before it serves anything
- * @user_data: what sluice_redis_pool__set_setup() was given
+ * SluiceRedisNetSettings:
+ * @connect_timeout_ms: > 0: the longest a connection takes to be made,
+ *   handshake and setup hook included
+ * @command_timeout_ms: > 0: the longest wait for a reply on top of any
+ *   block time, and for a server that does not read
+ * @max_backoff_ms: > 0: the longest pause between reconnection attempts
+ * @max_reply_bytes: > 0: the largest reply a connection takes
+ * @grant_ns: (nullable): the namespace permission messages name
+ * @setup: (nullable): the owner's hook on every new connection
+ * @setup_data: for @setup
  *
- * The owner's check of every new connection, on every node of a cluster.
- * It may make round trips of its own (sluice_redis_conn__append() and
- * sluice_redis_conn__roundtrip()).
- * Returns: TRUE, or FALSE and @error: the connection is refused with
- * @error (or, when @conn broke on the way, counted as not made).
- */
-typedef gboolean (*SluiceRedisSetupFunc)(SluiceRedisConn *conn,
-                                         gpointer user_data, GError **error);
-
-/**
- * SluiceRedisRouter:
- *
- * What a pool does instead of talking to one server, when it has a router
- * (Redis Cluster, redis-cluster.c): each function stands for the pool
- * function of the same name, and @data is what was given to
- * sluice_redis_pool__set_router(). Connections a router hands out carry
- * their node's pool in @home.
+ * What every node of one pool shares, owned by the pool (pool.c) and
+ * borrowed by its routers and nodes, which it outlives. Set before the
+ * first connection; read without a lock after.
  */
 typedef struct {
-  SluiceRedisConn *(*acquire)(gpointer data, guint slot, GError **error);
-  void (*release)(gpointer data, SluiceRedisConn *conn);
-  gboolean (*exchange)(gpointer data, SluiceRedisConn *conn, guint n_replies,
-                       redisReply **replies, gint64 block_ms, GError **error);
-  void (*wakeup)(gpointer data);
-  void (*set_setup)(gpointer data, SluiceRedisSetupFunc setup,
-                    gpointer user_data);
-  void (*close)(gpointer data);
-  void (*free)(gpointer data);
-} SluiceRedisRouter;
+  gint64 connect_timeout_ms;
+  gint64 command_timeout_ms;
+  gint64 max_backoff_ms;
+  gsize max_reply_bytes;
+  gchar *grant_ns;
+  SluiceRedisSetupFunc setup;
+  gpointer setup_data;
+} SluiceRedisNetSettings;
+
+typedef struct _SluiceRedisNode SluiceRedisNode;
 
 /**
- * sluice_redis_pool__new:
- * @url: (transfer none): copied
- * @connect_timeout_ms: > 0
- * @command_timeout_ms: > 0; the longest wait for a reply on top of any
- *   blocking time
- * @max_backoff_ms: > 0; the longest pause between reconnection attempts
+ * SluiceRedisNodeDialer:
+ * @open: makes a connection for @node within @timeout_ms instead of one to
+ *   the node's own address (with sluice_redis_node__dial() and
+ *   sluice_redis_node__setup()). Returns: (transfer full) (nullable): the
+ *   connection, or NULL and @error; then *@outage (transfer full) says why
+ *   when the server could not be reached (the node logs it and backs
+ *   off), and stays NULL when a server answered no.
+ * @lost: (nullable): the server was lost: a connection broke, or an
+ *   attempt to make one failed
+ * @ready: (nullable): whether a new connection can be made at once, with
+ *   no slow lookup first (a wakeup makes one only then); NULL: always
  *
- * Makes no connection. Returns: (transfer full): free with
- * sluice_redis_pool__free().
+ * How a router tells a node where its server is, when that changes (the
+ * Sentinel router's master). A node without one connects to its URL.
  */
-SluiceRedisPool *sluice_redis_pool__new(const SluiceRedisUrl *url,
-                                        gint64 connect_timeout_ms,
-                                        gint64 command_timeout_ms,
-                                        gint64 max_backoff_ms);
+typedef struct {
+  SluiceRedisConn *(*open)(gpointer data, SluiceRedisNode *node,
+                           gint64 timeout_ms, gchar **outage, GError **error);
+  void (*lost)(gpointer data);
+  gboolean (*ready)(gpointer data);
+} SluiceRedisNodeDialer;
 
 /**
- * sluice_redis_pool__set_setup:
- * @setup: (nullable): the hook
- * @user_data: (transfer none): for @setup; must outlive the pool
+ * sluice_redis_node__new:
+ * @url: (transfer none): copied: the server (redis:// or unix://), or for
+ *   a node with a dialer the credentials, database and shown name alone
+ * @settings: (transfer none): must outlive the node
  *
- * Installs the hook every new connection runs. Call before the first
- * connection.
+ * Makes no connection. Returns: (transfer full).
  */
-void sluice_redis_pool__set_setup(SluiceRedisPool *pool,
-                                  SluiceRedisSetupFunc setup,
-                                  gpointer user_data);
+SluiceRedisNode *sluice_redis_node__new(const SluiceRedisUrl *url,
+                                        const SluiceRedisNetSettings *settings);
 
-/**
- * sluice_redis_pool__set_router:
- * @router: (transfer none): static
- * @data: (transfer full): freed with @router->free by
- *   sluice_redis_pool__free()
- *
- * From now on the pool hands its work to @router. Call before the first
- * connection.
- */
-void sluice_redis_pool__set_router(SluiceRedisPool *pool,
-                                   const SluiceRedisRouter *router,
+/** sluice_redis_node__set_dialer: @dialer (static) and @data (borrowed,
+ * must outlive the node) replace the node's own way to connect. Call
+ * before the first connection. */
+void sluice_redis_node__set_dialer(SluiceRedisNode *node,
+                                   const SluiceRedisNodeDialer *dialer,
                                    gpointer data);
 
-/** sluice_redis_pool__get_router_data: Returns: (transfer none)
- * (nullable): the @data of sluice_redis_pool__set_router(). */
-gpointer sluice_redis_pool__get_router_data(SluiceRedisPool *pool);
+/** sluice_redis_node__get_url: Returns: (transfer none). */
+const SluiceRedisUrl *sluice_redis_node__get_url(SluiceRedisNode *node);
 
 /**
- * sluice_redis_pool__close:
- * Frees the idle connections and refuses new check-outs
- * (SLUICE_BROKER_ERROR_CLOSED). Connections checked out now are freed when
- * they come back.
+ * sluice_redis_node__acquire:
+ * Checks out an idle connection (one whose peer hung up, or of an older
+ * generation, is dropped on the way) or makes a new one. During an outage
+ * at most one thread tries per backoff period; the others fail at once.
+ * Returns: (transfer full): a connection for the calling thread alone, or
+ * NULL and SLUICE_BROKER_ERROR_UNAVAILABLE, _AUTH, _INVALID, _CLOSED or
+ * the setup hook's error.
  */
-void sluice_redis_pool__close(SluiceRedisPool *pool);
-
-/** sluice_redis_pool__free: closes and frees @pool. NULL-safe. */
-void sluice_redis_pool__free(SluiceRedisPool *pool);
-
-/** sluice_redis_pool__get_display_url: Returns: (transfer none): the URL
- * without its password, valid while @pool is. */
-const gchar *sluice_redis_pool__get_display_url(SluiceRedisPool *pool);
-
-/** sluice_redis_pool__get_namespace: Returns: (transfer none) (nullable):
- * what sluice_redis_pool__set_namespace() set. */
-const gchar *sluice_redis_pool__get_namespace(SluiceRedisPool *pool);
-
-/** sluice_redis_pool__get_command_timeout_ms: Returns: the reply timeout. */
-gint64 sluice_redis_pool__get_command_timeout_ms(SluiceRedisPool *pool);
-
-/**
- * sluice_redis_pool__acquire:
- *
- * Checks out an idle connection (one whose peer hung up is dropped on the
- * way) or makes a new one: connect, AUTH, SELECT and CLIENT ID in one
- * round trip. During an outage, at most one thread tries to reconnect per
- * backoff period and the others fail at once.
- *
- * Returns: (transfer full): a connection for the calling thread alone;
- * give it back with sluice_redis_pool__release(). Or NULL and
- * SLUICE_BROKER_ERROR_UNAVAILABLE (server unreachable: the message names
- * the URL and what to check), _AUTH (credentials refused), _INVALID (no
- * such database) or _CLOSED.
- */
-SluiceRedisConn *sluice_redis_pool__acquire(SluiceRedisPool *pool,
+SluiceRedisConn *sluice_redis_node__acquire(SluiceRedisNode *node,
                                             GError **error);
 
-/**
- * sluice_redis_pool__acquire_slot:
- * @slot: the Redis Cluster slot of the keys the connection will serve
- *   (redis-slot.h); only a pool with a router looks at it
- *
- * sluice_redis_pool__acquire() for the keys of one slot.
- */
-SluiceRedisConn *sluice_redis_pool__acquire_slot(SluiceRedisPool *pool,
-                                                 guint slot, GError **error);
+/** sluice_redis_node__release: @conn (transfer full, nullable) is kept if
+ * healthy, freed if broken or if the node is closed. */
+void sluice_redis_node__release(SluiceRedisNode *node, SluiceRedisConn *conn);
 
 /**
- * sluice_redis_pool__release:
- * @conn: (transfer full) (nullable): checked in if healthy, freed if
- *   broken or if the pool is closed
+ * sluice_redis_node__exchange:
+ * sluice_redis_conn__exchange() on a connection of @node: its outage
+ * bookkeeping and, while @block_ms > 0, its CLIENT UNBLOCK registration.
  */
-void sluice_redis_pool__release(SluiceRedisPool *pool, SluiceRedisConn *conn);
-
-/**
- * sluice_redis_conn__exchange:
- * @replies: (out) (array length=n_replies): set to the replies (transfer
- *   full, free each with freeReplyObject()); error replies are replies too
- *   (see sluice_redis_reply__check())
- * @block_ms: >= 0: how long the server may block before answering (a
- *   BLMPOP timeout); added to the command timeout, and while it runs the
- *   connection can be woken by sluice_redis_pool__wakeup()
- *
- * Sends what was appended and reads @n_replies replies, in one round trip.
- * Returns: TRUE, or FALSE with every reply NULL, @conn marked broken, and
- * SLUICE_BROKER_ERROR_UNAVAILABLE (connection lost or no reply in time;
- * the commands may or may not have run).
- */
-gboolean sluice_redis_conn__exchange(SluiceRedisPool *pool,
+gboolean sluice_redis_node__exchange(SluiceRedisNode *node,
                                      SluiceRedisConn *conn, guint n_replies,
                                      redisReply **replies, gint64 block_ms,
                                      GError **error);
 
-/**
- * sluice_redis_conn__read_within:
- * @out_reply: (out): a reply (transfer full), or NULL when none came
- *   within @timeout_ms
- *
- * Reads one unsolicited reply (a pub/sub message). A timeout is not an
- * error and leaves @conn usable.
- * Returns: FALSE (and @conn broken, UNAVAILABLE) only on I/O failure.
- */
-gboolean sluice_redis_conn__read_within(SluiceRedisPool *pool,
+/** sluice_redis_node__read_within: sluice_redis_conn__read_within() on a
+ * connection of @node. */
+gboolean sluice_redis_node__read_within(SluiceRedisNode *node,
                                         SluiceRedisConn *conn,
                                         gint64 timeout_ms,
                                         redisReply **out_reply, GError **error);
 
-/**
- * sluice_redis_pool__get_master:
- * Returns: (transfer full) (nullable): "host:port" of the master the pool
- * connects to now (for a sentinel URL, the last one the sentinels named
- * and ROLE confirmed; NULL before the first connection).
- */
-gchar *sluice_redis_pool__get_master(SluiceRedisPool *pool);
+/** sluice_redis_node__wakeup: CLIENT UNBLOCK for every connection of
+ * @node blocked now, from another one; never waits for a reconnection. */
+void sluice_redis_node__wakeup(SluiceRedisNode *node);
+
+/** sluice_redis_node__close: frees the idle connections and refuses new
+ * check-outs (SLUICE_BROKER_ERROR_CLOSED). */
+void sluice_redis_node__close(SluiceRedisNode *node);
+
+/** sluice_redis_node__free: closes and frees @node. NULL-safe. */
+void sluice_redis_node__free(SluiceRedisNode *node);
+
+/* ---- For dialers ---------------------------------------------------------- */
 
 /**
- * sluice_redis_reply__check:
- * @reply: (nullable): a reply
- * @what: what was being done, for the message ("enqueue")
+ * sluice_redis_node__dial:
+ * @host: (nullable): where to connect (with @port); NULL: the node's URL
+ * @probe: (nullable): see sluice_redis_handshake__run()
+ * @out_probe: (out) (optional): its reply
+ * @reason: (out) (transfer full): on failure, why the server could not be
+ *   talked to
  *
- * Returns: TRUE when @reply is not an error reply. Otherwise FALSE and an
- * error mapped from the Redis error: OOM -> _FULL; NOAUTH, WRONGPASS,
- * NOPERM (naming the missing command, or the key and channel patterns to
- * grant) -> _AUTH; MISCONF, LOADING, READONLY, BUSY, MASTERDOWN,
- * TRYAGAIN, CLUSTERDOWN -> _UNAVAILABLE; anything else -> _FAILED. Each
- * message names the URL (without password) and what to do.
+ * A connection of @node: made by the URL's connection type within
+ * @timeout_ms, and its handshake (AUTH, SELECT, CLIENT ID, @probe); of the
+ * node's current generation. The owner's hook is not run yet.
+ * Returns: (transfer full) (nullable): NULL with *@reason (no answer) or
+ * @error (the server answered no).
  */
-gboolean sluice_redis_reply__check(SluiceRedisPool *pool,
-                                   const redisReply *reply, const gchar *what,
-                                   GError **error);
+SluiceRedisConn *sluice_redis_node__dial(SluiceRedisNode *node,
+                                         const gchar *host, gint port,
+                                         gint64 timeout_ms, const gchar *probe,
+                                         redisReply **out_probe, gchar **reason,
+                                         GError **error);
 
 /**
- * sluice_redis_reply__check_script:
- * @script: (nullable): the script that gave @reply
- *
- * sluice_redis_reply__check() for the reply of a script. A user whose ACL
- * lacks a command the script calls gets an error that names the command:
- * Redis only says which line of the script was refused, so the line is
- * looked up in @script's text.
+ * sluice_redis_node__setup:
+ * Runs the owner's hook on @conn (nothing when there is none).
+ * Returns: TRUE, or FALSE with *@reason when @conn broke on the way (an
+ * outage), with @error when the hook refused it.
  */
-gboolean sluice_redis_reply__check_script(SluiceRedisPool *pool,
-                                          const redisReply *reply,
-                                          const gchar *what,
-                                          const SluiceRedisScriptInfo *script,
-                                          GError **error);
+gboolean sluice_redis_node__setup(SluiceRedisNode *node, SluiceRedisConn *conn,
+                                  gchar **reason, GError **error);
+
+/** sluice_redis_node__get_generation: Returns: the generation connections
+ * are made in now. */
+guint sluice_redis_node__get_generation(SluiceRedisNode *node);
 
 /**
- * sluice_redis_pool__set_namespace:
- * @ns: (nullable): copied
- *
- * The namespace the pool serves, so that a permission error can say which
- * key and channel patterns to grant.
+ * sluice_redis_node__retire:
+ * Starts a new generation: the idle connections are freed, and those
+ * checked out now are not reused once released (they are of the old one).
+ * Returns: the new generation.
  */
-void sluice_redis_pool__set_namespace(SluiceRedisPool *pool, const gchar *ns);
+guint sluice_redis_node__retire(SluiceRedisNode *node);
 
-/**
- * sluice_redis_pool__wakeup:
- * Sends CLIENT UNBLOCK for every connection blocked now in an exchange
- * with @block_ms > 0, from another connection of the pool. Never waits for
- * a reconnection: with no idle connection during an outage it does
- * nothing (a blocked fetch fails by itself then).
- */
-void sluice_redis_pool__wakeup(SluiceRedisPool *pool);
+/** sluice_redis_node__retire_if: sluice_redis_node__retire() when
+ * @generation is the current one; Returns: TRUE when it retired. */
+gboolean sluice_redis_node__retire_if(SluiceRedisNode *node, guint generation);
 
 G_END_DECLS

@@ -1,44 +1,25 @@
-/* redis-sentinel.h - finding the master of a redis+sentinel:// URL
- * (internal; the pool of redis-conn.c calls it before each connection it
- * makes while it does not know the master).
+/* sentinel-private.h - the Sentinel router: a redis+sentinel:// pool
+ * (sentinel.c; internal to brokers/redis/net/).
  */
 #pragma once
 
-#include <glib.h>
-
-#include "brokers/redis/net/redis-net.h"
+#include "brokers/redis/net/node-private.h"
+#include "brokers/redis/net/router-private.h"
 
 G_BEGIN_DECLS
 
+/* The router functions, for a pool (pool.c). */
+extern const SluiceRedisRouter sluice_redis_sentinel__router;
+
 /**
- * sluice_redis_sentinel__resolve:
- * @url: a sentinel URL (@url->is_sentinel)
- * @timeout_ms: > 0; the longest connection and reply wait per sentinel
- * @min_epoch: an answer of a lower configuration epoch is passed over
- *   (-1: none is)
- * @out_host: (out) (transfer full): the master's host, as the sentinels
- *   announce it
- * @out_port: (out): its port
- * @out_epoch: (out): the configuration epoch of that answer (the
- *   sentinels bump it at each failover), or -1 when the sentinel would not
- *   say (an ACL without SENTINEL MASTER)
+ * sluice_redis_sentinel__new:
+ * @url: a redis+sentinel:// URL (copied)
+ * @settings: (transfer none): the pool's; must outlive the router
  *
- * Asks the sentinels of @url in their order, each with its own short
- * connection, for `SENTINEL get-master-addr-by-name` and the master's
- * config-epoch (`SENTINEL MASTER`); the first answer of epoch @min_epoch
- * or later wins, so a sentinel that has not heard of a failover the
- * caller knows of is not believed. The address is not checked here: the
- * caller connects to it and asks ROLE.
- *
- * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_UNAVAILABLE (no sentinel
- * answered; the message lists why, per sentinel), _AUTH (the sentinels
- * refused or want the sentinel credentials: the message names the query
- * parameters) or _INVALID (every sentinel that answered monitors no
- * master of that name).
+ * Makes no connection. Returns: (transfer full): the router's data, freed
+ * by its free slot.
  */
-gboolean sluice_redis_sentinel__resolve(const SluiceRedisUrl *url,
-                                        gint64 timeout_ms, gint64 min_epoch,
-                                        gchar **out_host, gint *out_port,
-                                        gint64 *out_epoch, GError **error);
+gpointer sluice_redis_sentinel__new(const SluiceRedisUrl *url,
+                                    const SluiceRedisNetSettings *settings);
 
 G_END_DECLS

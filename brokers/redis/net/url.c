@@ -1,8 +1,8 @@
-/* redis-url.c - Redis URLs: parsing, the shown form, copies (see
- * redis-url.h).
+/* url.c - Redis URLs: parsing, the shown form, copies (see redis-net.h).
  *
- * `redis://[[user]:password@]host[:port][/db]`, `unix:///path?db=N`, or
- * `redis+sentinel://[[user]:password@]h1[:p1][,h2[:p2]...]/MASTER[/db]`.
+ * `redis://[[user]:password@]host[:port][/db]`, `unix:///path?db=N`,
+ * `redis+sentinel://[[user]:password@]h1[:p1][,h2[:p2]...]/MASTER[/db]` or
+ * `redis+cluster://[[user]:password@]h1[:p1][,h2[:p2]...][/0]`.
  * In a sentinel URL the userinfo is what the MASTER wants (the same
  * meaning as in redis://: the credentials of the server that holds the
  * data), and the sentinels' own credentials are the query parameters
@@ -15,12 +15,23 @@
  * percent-decoded, the rest is parsed with GLib's GUri. The password is
  * kept for AUTH and never shown: every message uses url->display, where it
  * reads "***".
+ *
+ * What a URL says about a connection is parsed here; every other query
+ * parameter is handed back to the owner (SluiceRedisUrl.params), which
+ * parses its own and refuses the rest with sluice_redis_url__refuse_unknown(),
+ * so this file knows nothing of what is built on the layer.
+ *
+ * To add a scheme (rediss:// for TLS): recognise it in parse_into(), set
+ * conn_type to the connection type it needs (conn-type-private.h) and what
+ * that type reads (SluiceRedisEndpoint.settings), parse the scheme's own
+ * query parameters in parse_params(), and name them in
+ * sluice_redis_url__refuse_unknown() and in url_invalid()'s list of forms.
  */
 #include "config.h"
 
 #include <string.h>
 
-#include "brokers/redis/net/redis-net.h"
+#include "brokers/redis/net/url-private.h"
 #include "serializers/text.h"
 
 /* ---- URLs ----------------------------------------------------------------
