@@ -6,22 +6,27 @@
  * (transport-reliable.c). The files of brokers/redis/:
  *
  *   redis.c              the modes: the public API (sluice-redis.h), the
- *                        mode -> transport table, the class and lifecycle
+ *                        URL's broker parameters, the mode -> transport
+ *                        table, the class and lifecycle
  *   redis-queue.c        slots that move messages: enqueue, fetch, settle,
  *                        heartbeat, leave, reclaim, wakeup
  *   redis-tasks.c        what is kept about tasks off the queue: the
  *                        schedule, records, revocations, periodic claims
  *   redis-admin.c        dead letters, stats, purge, announce, lookup, check
- *   redis-broker.c       this file: connections, retries, reply shapes
- *   redis-argv.c         argument vectors; redis-reply.c reply reading
- *   redis-scripts.c      the shared Lua scripts; redis-keys.c key names;
- *                        redis-conn.c connections and the pool;
- *                        redis-url.c URLs; redis-errors.c error replies;
- *                        redis-sentinel.c where the sentinels say the
- *                        master is;
- *                        redis-cluster.c (with redis-slot.c) the routing
- *                        of a redis+cluster:// pool
+ *   redis-broker.c       this file: the setup of every new connection (the
+ *                        namespace's mode, the eviction policy), retries,
+ *                        reply shapes
+ *   redis-argv.c         argument vectors
+ *   redis-scripts.c      the shared Lua scripts; redis-keys.c key names
+ *   redis-partitioned.c  a namespace split in partitions; redis-layout.c
+ *                        the record of how it is split
  *   transport-*.c        the transports
+ *   net/                 the Redis client underneath, under one header
+ *                        (net/redis-net.h): URLs, connection types,
+ *                        connections, the pool and its Sentinel and
+ *                        Cluster routers, replies, error replies, hash
+ *                        slots; it knows nothing of the broker, and the
+ *                        files here include only net/redis-net.h of it
  *
  * How each slot reaches Redis (round trips in brackets):
  *
@@ -63,8 +68,8 @@
  * mid-call; anything else reports UNAVAILABLE and leaves the decision to
  * the caller, as the contract says. An error reply is an answer, never
  * retried here, with one exception: on a sentinel URL a reply that says
- * the server is no longer a writable master (redis-conn.c) proves that
- * nothing was written, so any step is sent once more, on a connection to
+ * the server is no longer a writable master (net/sentinel.c marks the
+ * connection failed over) proves that nothing was written, so any step is sent once more, on a connection to
  * the master the sentinels name now (the pool's capped backoff applies
  * when they do not name one yet).
  *
