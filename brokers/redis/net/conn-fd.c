@@ -63,7 +63,7 @@ sluice_redis_fd__connect(int fd, const struct sockaddr *addr,
   if (rc == 0) {
     *reason = g_strdup_printf("Connection timed out (no answer within "
                               "%" G_GINT64_FORMAT " ms)",
-                              MAX(deadline_us - started, 0) / 1000);
+                              (MAX(deadline_us - started, 0) + 999) / 1000);
     return FALSE;
   }
   if (rc < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &err_len) < 0) {
