@@ -36,10 +36,11 @@
 /* ---- A server of the test's own ------------------------------------------ */
 
 typedef struct {
-  int fd;            /* listening */
-  gint port;         /* TCP */
-  gchar *path;       /* unix */
-  gsize flood_bytes; /* > 0: answer anything with one bulk string this long */
+  int fd;              /* listening */
+  gint port;           /* TCP */
+  gchar *path;         /* unix */
+  gsize flood_bytes;   /* > 0: answer anything with one bulk string this long */
+  const gchar *answer; /* (nullable): else answer anything with these bytes */
   GThread *thread;
 } Fake;
 
@@ -57,7 +58,9 @@ fake_serve(gpointer data)
   if (c < 0)
     return NULL;
   n = recv(c, buf, sizeof buf, 0);
-  if (n > 0 && fake->flood_bytes == 0) {
+  if (n > 0 && fake->answer != NULL) {
+    (void)send(c, fake->answer, strlen(fake->answer), MSG_NOSIGNAL);
+  } else if (n > 0 && fake->flood_bytes == 0) {
     (void)send(c, "+PONG\r\n", 7, MSG_NOSIGNAL);
   } else if (n > 0) {
     g_autofree gchar *head =
@@ -333,6 +336,37 @@ START_TEST(test_reply_larger_than_the_limit_is_refused)
 }
 END_TEST
 
+/* hiredis 0.14 allocates an array's element vector when it reads the
+ * header: a header of 100 million elements (800 MB) on a connection that
+ * takes 1 MiB is refused before that, saying why. */
+START_TEST(test_array_header_larger_than_the_limit_is_refused)
+{
+  g_autofree gchar *why = NULL;
+  g_autofree gchar *reason = NULL;
+  Fake *fake = fake_tcp(AF_INET, 0, &why);
+  const char *argv[1] = {"LRANGE"};
+  size_t lens[1] = {6};
+  redisReply *reply = NULL;
+  SluiceRedisConn *conn;
+
+  ck_assert_msg(fake != NULL, "%s", why);
+  /* Set before the first command reaches the fake (it answers that). */
+  fake->answer = "*100000000\r\n:1\r\n";
+  conn = open_tcp("127.0.0.1", fake->port, 2000, &reason);
+  ck_assert_msg(conn != NULL, "%s", reason);
+  conn->max_reply_bytes = 1024 * 1024;
+  sluice_redis_conn__append(conn, 1, argv, lens);
+  ck_assert(!sluice_redis_conn__transact(conn, 1, &reply, 10000, &reason));
+  ck_assert_ptr_null(reply);
+  ck_assert_msg(strstr(reason, "declared an array of 100000000 elements") !=
+                        NULL &&
+                    strstr(reason, "1048576 bytes") != NULL,
+                "%s", reason);
+  sluice_redis_conn__free(conn);
+  fake_free(fake);
+}
+END_TEST
+
 START_TEST(test_idle_check_sees_a_peer_that_hung_up)
 {
   g_autofree gchar *why = NULL;
@@ -575,6 +609,7 @@ net_suite(void)
   tcase_add_test(types, test_tcp_ipv6_loopback);
   tcase_add_test(types, test_unix_socket);
   tcase_add_test(types, test_reply_larger_than_the_limit_is_refused);
+  tcase_add_test(types, test_array_header_larger_than_the_limit_is_refused);
   tcase_add_test(types, test_idle_check_sees_a_peer_that_hung_up);
   suite_add_tcase(s, types);
 

@@ -25,7 +25,10 @@ struct _SluiceRedisNode;
  * @obuf: commands appended and not sent yet (hiredis's formatting)
  * @reply_bytes: bytes fed to @reader since its last complete reply
  * @max_reply_bytes: a reply that grows past this fails the read
- *   (SLUICE_REDIS_MAX_REPLY_BYTES unless the pool's options say less)
+ *   (SLUICE_REDIS_MAX_REPLY_BYTES unless the pool's options say less), and
+ *   so does an array that declares more elements than could fit in it
+ * @refused_elements: > 0: the element count of the array header that was
+ *   refused for that (set by @reader's constructor, for the message)
  * @send_timeout_ms: the longest a flush waits for a server that does not
  *   read (the command timeout)
  * @setup_timeout_ms: the round-trip time of the handshake and of the
@@ -53,6 +56,7 @@ struct _SluiceRedisConn {
   sds obuf;
   gsize reply_bytes;
   gsize max_reply_bytes;
+  gint64 refused_elements;
   gint64 send_timeout_ms;
   gint64 setup_timeout_ms;
   gint64 client_id;

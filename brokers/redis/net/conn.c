@@ -28,7 +28,11 @@
  * buffer of more than that (maxbuf), so an idle connection holds little
  * whatever it carried before. A reply may not grow past the connection's
  * max_reply_bytes: a stream that never ends a reply is refused rather than
- * buffered until the process runs out of memory.
+ * buffered until the process runs out of memory. hiredis 0.14 allocates an
+ * array's element vector as soon as it reads the array's header (eight
+ * bytes an element: a header "*1000000000" asks for 8 GB), so the reader
+ * builds arrays through bounded_create_array(), which refuses a header
+ * that declares more elements than could fit in max_reply_bytes.
  *
  * To add a connection type: see conn-type-private.h; here it is one line
  * in the conn_types[] table.
@@ -46,6 +50,64 @@
 #define KEEP_BUF_BYTES (256 * 1024)
 /* What one read() asks for: hiredis's own chunk. */
 #define READ_CHUNK (16 * 1024)
+
+/* ---- The reader --------------------------------------------------------- */
+
+/* hiredis's own reply constructors (static in hiredis.c, so read from a
+ * reader once), with createArray bounded. */
+static redisReplyObjectFunctions bounded_functions;
+static void *(*hiredis_create_array)(const redisReadTask *task, int elements);
+
+/* Every element takes at least 4 bytes on the wire (":0\r\n"): an array
+ * whose header declares more cannot fit in the connection's limit, and is
+ * refused before hiredis allocates its element vector. Returning NULL
+ * makes the reader fail ("Out of memory"); the connection says why. */
+static void *
+bounded_create_array(const redisReadTask *task, int elements)
+{
+  SluiceRedisConn *conn = task->privdata;
+
+  if (conn != NULL && elements > 0 &&
+      (gsize)elements > conn->max_reply_bytes / 4) {
+    conn->refused_elements = elements;
+    return NULL;
+  }
+  return hiredis_create_array(task, elements);
+}
+
+static redisReader *
+reader_new(SluiceRedisConn *conn)
+{
+  static gsize once = 0;
+  redisReader *reader = redisReaderCreate();
+
+  if (g_once_init_enter(&once)) {
+    bounded_functions = *reader->fn;
+    hiredis_create_array = reader->fn->createArray;
+    bounded_functions.createArray = bounded_create_array;
+    g_once_init_leave(&once, 1);
+  }
+  reader->fn = &bounded_functions;
+  reader->privdata = conn;
+  /* An empty buffer larger than this is freed rather than kept. */
+  reader->maxbuf = KEEP_BUF_BYTES;
+  return reader;
+}
+
+/* "protocol error: ..." for a reader that failed on @conn's bytes. */
+static gchar *
+reader_failure(SluiceRedisConn *conn)
+{
+  if (conn->refused_elements > 0)
+    return g_strdup_printf(
+        "a reply declared an array of %" G_GINT64_FORMAT " elements, more "
+        "than fit in %" G_GSIZE_FORMAT " bytes, the most this client takes "
+        "(is a key of the namespace far larger than Sluice writes?)",
+        conn->refused_elements, conn->max_reply_bytes);
+  return g_strdup_printf("protocol error: %s", conn->reader->errstr);
+}
+
+/* ---- Connections --------------------------------------------------------- */
 
 /* The connection types, by the name a URL gives (SluiceRedisUrl.conn_type).
  * A new type is one line here. */
@@ -78,8 +140,7 @@ sluice_redis_conn__open(const SluiceRedisConnType *type,
     return NULL;
   conn = g_new0(SluiceRedisConn, 1);
   conn->socket = socket;
-  conn->reader = redisReaderCreate();
-  conn->reader->maxbuf = KEEP_BUF_BYTES;
+  conn->reader = reader_new(conn);
   conn->obuf = sdsempty();
   conn->max_reply_bytes = SLUICE_REDIS_MAX_REPLY_BYTES;
   conn->send_timeout_ms = MAX(timeout_ms, 1);
@@ -188,7 +249,7 @@ sluice_redis_conn__read(SluiceRedisConn *conn, gint64 deadline_us,
     SluiceRedisIo io;
 
     if (redisReaderGetReply(conn->reader, &reply) != REDIS_OK) {
-      *reason = g_strdup_printf("protocol error: %s", conn->reader->errstr);
+      *reason = reader_failure(conn);
       return SLUICE_REDIS_READ_FAILED;
     }
     if (reply != NULL) {
@@ -220,7 +281,7 @@ sluice_redis_conn__read(SluiceRedisConn *conn, gint64 deadline_us,
     switch (io) {
     case SLUICE_REDIS_IO_DONE:
       if (redisReaderFeed(conn->reader, buf, n) != REDIS_OK) {
-        *reason = g_strdup_printf("protocol error: %s", conn->reader->errstr);
+        *reason = reader_failure(conn);
         return SLUICE_REDIS_READ_FAILED;
       }
       conn->reply_bytes += n;
@@ -306,6 +367,9 @@ sluice_redis_conn__swap_link(SluiceRedisConn *a, SluiceRedisConn *b)
   b->cmd_ends = a->cmd_ends;
   a->slot = t.slot;
   a->cmd_ends = t.cmd_ends;
+  /* Each reader reports to the handle that holds it now. */
+  a->reader->privdata = a;
+  b->reader->privdata = b;
 }
 
 /* ---- What users of the layer see (redis-net.h) --------------------------- */

@@ -202,6 +202,8 @@ sluice_redis_node__dial(SluiceRedisNode *node, const gchar *host, gint port,
   const SluiceRedisConnType *type;
   SluiceRedisConn *conn;
 
+  /* endpoint.settings stays NULL: "tcp" and "unix" need none; a type that
+   * does (TLS) takes them from the URL here. */
   if (host != NULL) {
     endpoint.host = host;
     endpoint.port = port;

@@ -25,6 +25,10 @@
  * The pool knows nothing of what its owner keeps in Redis: an owner that
  * must check something on every new connection (the broker: the
  * namespace's mode, the server's eviction policy) installs a setup hook.
+ *
+ * To add a router: see router-private.h; here it is one branch of
+ * pick_router(). A new connection type (TLS) needs nothing here: every
+ * node connects with the type its URL names (conn.c).
  */
 #include "config.h"
 

@@ -45,6 +45,10 @@
  * Threads: the master's address is under the router's lock, which may be
  * held while a node's lock is taken (never the other way round); no lock
  * is held across a round trip.
+ *
+ * To extend: the sentinels are reached with the URL's connection type, as
+ * the master is, so a TLS URL (rediss+sentinel://) talks TLS to both
+ * without a change here; what the router asks a sentinel is ask_one().
  */
 #include "config.h"
 
