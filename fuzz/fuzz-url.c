@@ -1,4 +1,6 @@
-/* fuzz-url.c - the Redis URL parser (sluice_redis_url__parse).
+/* fuzz-url.c - the Redis URL parser: the network layer's
+ * (sluice_redis_url__parse) and the broker's parameters on top of it
+ * (sluice_redis__parse_url).
  *
  * Oracles: no GLib critical or warning, whatever the text (fuzz_init);
  * the error message or the display URL is printable UTF-8; and no password
@@ -14,7 +16,7 @@
  */
 #include "fuzz/fuzz-common.h"
 
-#include "brokers/redis/redis-conn.h"
+#include "brokers/redis/redis-broker.h"
 
 int LLVMFuzzerTestOneInput(const guint8 *data, size_t size);
 
@@ -30,6 +32,7 @@ LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
   g_autofree gchar *shown = NULL;
   const guint8 *nul = memchr(data, 0, size);
   SluiceRedisUrl url;
+  SluiceRedisUrlParams params;
 
   fuzz_init();
   if (nul != NULL) {
@@ -39,7 +42,7 @@ LLVMFuzzerTestOneInput(const guint8 *data, size_t size)
   } else {
     text = fuzz_string(data, size);
   }
-  if (sluice_redis_url__parse(text, &url, &error)) {
+  if (sluice_redis__parse_url(text, &url, &params, &error)) {
     shown = g_strdup(url.display);
     FUZZ_ASSERT(url.is_sentinel
                     ? url.n_sentinels > 0 && url.master_name != NULL &&

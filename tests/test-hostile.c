@@ -19,7 +19,6 @@
 #include "config.h"
 
 #include "brokers/redis/redis-broker.h"
-#include "brokers/redis/redis-conn.h"
 #include "core/sluice-private.h"
 #include "serializers/codec-private.h"
 #include "tests/helpers/alloc-counter.h"
@@ -680,11 +679,13 @@ parse_url_safely(const gchar *text, const gchar *secret, gboolean *ok)
 {
   g_autoptr(GError) error = NULL;
   SluiceRedisUrl url;
+  SluiceRedisUrlParams params;
   gchar *shown;
   gsize n = strlen(secret);
 
   g_log_set_always_fatal(G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
-  *ok = sluice_redis_url__parse(text, &url, &error);
+  /* The whole parse: the network layer's, then the broker's parameters. */
+  *ok = sluice_redis__parse_url(text, &url, &params, &error);
   if (*ok) {
     shown = g_strdup(url.display);
     sluice_redis_url__clear(&url);

@@ -4,7 +4,7 @@
  * redis+cluster:// URL, in reliable mode and then in fast mode. Each
  * scenario has a namespace of its own, so the namespaces' slots fall on
  * all three masters: every script, command and blocking read of the suite
- * goes through the routing of brokers/redis/redis-cluster.c, and a key
+ * goes through the routing of brokers/redis/net/cluster.c, and a key
  * outside its namespace's hash tag would fail with CROSSSLOT or "Script
  * attempted to access a non local key".
  */

@@ -25,9 +25,7 @@
 #include <sluice/sluice.h>
 
 #include "brokers/redis/redis-broker.h"
-#include "brokers/redis/redis-cluster.h"
-#include "brokers/redis/redis-slot.h"
-#include "brokers/redis/redis-url.h"
+#include "brokers/redis/net/redis-net.h"
 #include "tests/helpers/broker-calls.h"
 #include "tests/helpers/redis-cluster-fixture.h"
 #include "tests/helpers/redis-fixture.h"
@@ -37,6 +35,7 @@
 START_TEST(test_cluster_url)
 {
   SluiceRedisUrl url = {0};
+  SluiceRedisUrlParams params;
   g_autoptr(GError) error = NULL;
 
   ck_assert(sluice_redis_url__parse(
@@ -73,7 +72,8 @@ START_TEST(test_cluster_url)
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
   ck_assert_ptr_nonnull(strstr(error->message, "database 0"));
   g_clear_error(&error);
-  ck_assert(!sluice_redis_url__parse("redis+cluster://h:1?db=1", &url, &error));
+  ck_assert(!sluice_redis__parse_url("redis+cluster://h:1?db=1", &url, &params,
+                                     &error));
   g_clear_error(&error);
   ck_assert(!sluice_redis_url__parse("redis+cluster://h:1,,h:2", &url, &error));
   g_clear_error(&error);
@@ -259,9 +259,8 @@ stats_met(gpointer data)
   StatsWait *w = data;
   SluiceRedisClusterStats st;
 
-  sluice_redis_cluster__get_stats(
-      sluice_redis_pool__get_router_data(SLUICE_REDIS_BROKER(w->broker)->pool),
-      &st);
+  ck_assert(sluice_redis_pool__get_cluster_stats(
+      SLUICE_REDIS_BROKER(w->broker)->pool, &st));
   return w->met(&st);
 }
 
@@ -604,8 +603,8 @@ load_free(Load *l)
 static void
 cluster_stats(SluiceBroker *b, SluiceRedisClusterStats *st)
 {
-  sluice_redis_cluster__get_stats(
-      sluice_redis_pool__get_router_data(SLUICE_REDIS_BROKER(b)->pool), st);
+  ck_assert(
+      sluice_redis_pool__get_cluster_stats(SLUICE_REDIS_BROKER(b)->pool, st));
 }
 
 static void

@@ -29,8 +29,7 @@
 
 #include "brokers/redis/redis-broker.h"
 #include "brokers/redis/redis-partitions.h"
-#include "brokers/redis/redis-slot.h"
-#include "brokers/redis/redis-url.h"
+#include "brokers/redis/net/redis-net.h"
 #include "tests/helpers/broker-calls.h"
 #include "tests/helpers/redis-cluster-fixture.h"
 #include "tests/helpers/redis-fixture.h"
@@ -272,6 +271,7 @@ START_TEST(test_the_number_comes_from_the_url_or_the_options)
       partitioned_new(SLUICE_REDIS_RELIABLE, url, "fromurl", 3, &error);
   SluiceBroker *b;
   SluiceRedisUrl parsed = {0};
+  SluiceRedisUrlParams params;
 
   ck_assert_msg(from_url != NULL, "%s", error != NULL ? error->message : "");
   ck_assert_uint_eq(sluice_redis__partition_count(from_url), 3);
@@ -285,38 +285,39 @@ START_TEST(test_the_number_comes_from_the_url_or_the_options)
   ck_assert_ptr_nonnull(strstr(error->message, "partitions=3"));
   g_clear_error(&error);
   /* Every form of URL takes it; 0 and too many are refused. */
-  ck_assert(sluice_redis_url__parse(
-      "redis+cluster://h:7000,h:7001?partitions=12", &parsed, &error));
-  ck_assert_uint_eq(parsed.partitions, 12);
+  ck_assert(sluice_redis__parse_url(
+      "redis+cluster://h:7000,h:7001?partitions=12", &parsed, &params, &error));
+  ck_assert_uint_eq(params.partitions, 12);
   ck_assert_uint_eq(parsed.n_seeds, 2);
   sluice_redis_url__clear(&parsed);
-  ck_assert(sluice_redis_url__parse("redis+cluster://h:7000/0?partitions=2",
-                                    &parsed, &error));
-  ck_assert_uint_eq(parsed.partitions, 2);
+  ck_assert(sluice_redis__parse_url("redis+cluster://h:7000/0?partitions=2",
+                                    &parsed, &params, &error));
+  ck_assert_uint_eq(params.partitions, 2);
   sluice_redis_url__clear(&parsed);
-  ck_assert(sluice_redis_url__parse("unix:///tmp/r.sock?db=2&partitions=5",
-                                    &parsed, &error));
-  ck_assert_uint_eq(parsed.partitions, 5);
+  ck_assert(sluice_redis__parse_url("unix:///tmp/r.sock?db=2&partitions=5",
+                                    &parsed, &params, &error));
+  ck_assert_uint_eq(params.partitions, 5);
   ck_assert_int_eq(parsed.db, 2);
   sluice_redis_url__clear(&parsed);
-  ck_assert(sluice_redis_url__parse("redis://h:6379/1?partitions=7", &parsed,
-                                    &error));
-  ck_assert_uint_eq(parsed.partitions, 7);
+  ck_assert(sluice_redis__parse_url("redis://h:6379/1?partitions=7", &parsed,
+                                    &params, &error));
+  ck_assert_uint_eq(params.partitions, 7);
   ck_assert_int_eq(parsed.db, 1);
   sluice_redis_url__clear(&parsed);
-  ck_assert(
-      !sluice_redis_url__parse("redis://h/0?partitions=0", &parsed, &error));
+  ck_assert(!sluice_redis__parse_url("redis://h/0?partitions=0", &parsed,
+                                     &params, &error));
   ck_assert_ptr_nonnull(strstr(error->message, "partitions=N takes a number"));
   g_clear_error(&error);
-  ck_assert(!sluice_redis_url__parse("redis://h/0?partitions=100000", &parsed,
-                                     &error));
+  ck_assert(!sluice_redis__parse_url("redis://h/0?partitions=100000", &parsed,
+                                     &params, &error));
   g_clear_error(&error);
-  ck_assert(!sluice_redis_url__parse("redis://h/0?db=1", &parsed, &error));
+  ck_assert(
+      !sluice_redis__parse_url("redis://h/0?db=1", &parsed, &params, &error));
   ck_assert_ptr_nonnull(
       strstr(error->message, "the parameters are partitions"));
   g_clear_error(&error);
-  ck_assert(
-      !sluice_redis_url__parse("redis+cluster://h:7000#frag", &parsed, &error));
+  ck_assert(!sluice_redis__parse_url("redis+cluster://h:7000#frag", &parsed,
+                                     &params, &error));
 }
 END_TEST
 

@@ -31,7 +31,7 @@
 
 #include <sluice/sluice.h>
 
-#include "brokers/redis/redis-url.h"
+#include "brokers/redis/redis-broker.h"
 #include "tests/helpers/broker-calls.h"
 #include "tests/helpers/log-capture.h"
 #include "tests/helpers/redis-fixture.h"
@@ -42,11 +42,12 @@
 START_TEST(test_url_sentinel_forms)
 {
   SluiceRedisUrl url;
+  SluiceRedisUrlParams params;
   g_autoptr(GError) error = NULL;
 
-  ck_assert(sluice_redis_url__parse(
+  ck_assert(sluice_redis__parse_url(
       "redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster", &url,
-      &error));
+      &params, &error));
   ck_assert(url.is_sentinel);
   ck_assert_uint_eq(url.n_sentinels, 2);
   ck_assert_str_eq(url.sentinels[1], "127.0.0.1");
@@ -55,7 +56,7 @@ START_TEST(test_url_sentinel_forms)
   ck_assert_int_eq(url.db, 0);
   ck_assert_ptr_null(url.password);
   ck_assert_ptr_null(url.sentinel_password);
-  ck_assert_int_eq(url.min_replicas_ack, -1);
+  ck_assert_int_eq(params.min_replicas_ack, -1);
   ck_assert_str_eq(url.display,
                    "redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/"
                    "mymaster/0");
@@ -63,11 +64,11 @@ START_TEST(test_url_sentinel_forms)
 
   /* Data credentials in the userinfo, the sentinels' in the query; a
    * sentinel without a port is on 26379. */
-  ck_assert(sluice_redis_url__parse(
+  ck_assert(sluice_redis__parse_url(
       "redis+sentinel://app:s3cr%2Ft@sent-1,[::1]:5000/my%20master/3"
       "?sentinel_user=watch&sentinel_password=p%40ss&min_replicas_ack=1"
       "&min_replicas_timeout_ms=250",
-      &url, &error));
+      &url, &params, &error));
   ck_assert_uint_eq(url.n_sentinels, 2);
   ck_assert_str_eq(url.sentinels[0], "sent-1");
   ck_assert_int_eq(url.sentinel_ports[0], 26379);
@@ -79,8 +80,8 @@ START_TEST(test_url_sentinel_forms)
   ck_assert_str_eq(url.password, "s3cr/t");
   ck_assert_str_eq(url.sentinel_user, "watch");
   ck_assert_str_eq(url.sentinel_password, "p@ss");
-  ck_assert_int_eq(url.min_replicas_ack, 1);
-  ck_assert_int_eq(url.min_replicas_timeout_ms, 250);
+  ck_assert_int_eq(params.min_replicas_ack, 1);
+  ck_assert_int_eq(params.min_replicas_timeout_ms, 250);
   ck_assert_ptr_null(strstr(url.display, "s3cr"));
   ck_assert_ptr_null(strstr(url.display, "p@ss"));
   ck_assert_ptr_null(strstr(url.display, "p%40ss"));
@@ -90,16 +91,16 @@ START_TEST(test_url_sentinel_forms)
   sluice_redis_url__clear(&url);
 
   /* The durability knob on the other schemes. */
-  ck_assert(sluice_redis_url__parse("redis://h:7000/2?min_replicas_ack=2", &url,
-                                    &error));
-  ck_assert_int_eq(url.min_replicas_ack, 2);
+  ck_assert(sluice_redis__parse_url("redis://h:7000/2?min_replicas_ack=2", &url,
+                                    &params, &error));
+  ck_assert_int_eq(params.min_replicas_ack, 2);
   ck_assert_int_eq(url.db, 2);
   ck_assert(!url.is_sentinel);
   sluice_redis_url__clear(&url);
-  ck_assert(sluice_redis_url__parse(
-      "unix:///tmp/r.sock?db=4&min_replicas_ack=1", &url, &error));
+  ck_assert(sluice_redis__parse_url(
+      "unix:///tmp/r.sock?db=4&min_replicas_ack=1", &url, &params, &error));
   ck_assert_int_eq(url.db, 4);
-  ck_assert_int_eq(url.min_replicas_ack, 1);
+  ck_assert_int_eq(params.min_replicas_ack, 1);
   sluice_redis_url__clear(&url);
 }
 END_TEST
@@ -135,10 +136,11 @@ START_TEST(test_url_refusals)
 {
   const BadUrl *bad = &bad_urls[_i];
   SluiceRedisUrl url;
+  SluiceRedisUrlParams params;
   g_autoptr(GError) error = NULL;
 
-  ck_assert_msg(!sluice_redis_url__parse(bad->text, &url, &error), "%s",
-                bad->text);
+  ck_assert_msg(!sluice_redis__parse_url(bad->text, &url, &params, &error),
+                "%s", bad->text);
   ck_assert(
       g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
   ck_assert_msg(strstr(error->message, bad->says) != NULL,
@@ -160,9 +162,10 @@ START_TEST(test_url_refusal_hides_passwords)
 
   for (gsize i = 0; i < G_N_ELEMENTS(texts); i++) {
     SluiceRedisUrl url;
+    SluiceRedisUrlParams params;
     g_autoptr(GError) error = NULL;
 
-    ck_assert(!sluice_redis_url__parse(texts[i], &url, &error));
+    ck_assert(!sluice_redis__parse_url(texts[i], &url, &params, &error));
     ck_assert_msg(strstr(error->message, "topsecret") == NULL, "%s",
                   error->message);
   }

@@ -6,22 +6,27 @@
  * (transport-reliable.c). The files of brokers/redis/:
  *
  *   redis.c              the modes: the public API (sluice-redis.h), the
- *                        mode -> transport table, the class and lifecycle
+ *                        URL's broker parameters, the mode -> transport
+ *                        table, the class and lifecycle
  *   redis-queue.c        slots that move messages: enqueue, fetch, settle,
  *                        heartbeat, leave, reclaim, wakeup
  *   redis-tasks.c        what is kept about tasks off the queue: the
  *                        schedule, records, revocations, periodic claims
  *   redis-admin.c        dead letters, stats, purge, announce, lookup, check
- *   redis-broker.c       this file: connections, retries, reply shapes
- *   redis-argv.c         argument vectors; redis-reply.c reply reading
- *   redis-scripts.c      the shared Lua scripts; redis-keys.c key names;
- *                        redis-conn.c connections and the pool;
- *                        redis-url.c URLs; redis-errors.c error replies;
- *                        redis-sentinel.c where the sentinels say the
- *                        master is;
- *                        redis-cluster.c (with redis-slot.c) the routing
- *                        of a redis+cluster:// pool
+ *   redis-broker.c       this file: the setup of every new connection (the
+ *                        namespace's mode, the eviction policy), retries,
+ *                        reply shapes
+ *   redis-argv.c         argument vectors
+ *   redis-scripts.c      the shared Lua scripts; redis-keys.c key names
+ *   redis-partitioned.c  a namespace split in partitions; redis-layout.c
+ *                        the record of how it is split
  *   transport-*.c        the transports
+ *   net/                 the Redis client underneath, under one header
+ *                        (net/redis-net.h): URLs, connection types,
+ *                        connections, the pool and its Sentinel and
+ *                        Cluster routers, replies, error replies, hash
+ *                        slots; it knows nothing of the broker, and the
+ *                        files here include only net/redis-net.h of it
  *
  * How each slot reaches Redis (round trips in brackets):
  *
@@ -63,8 +68,8 @@
  * mid-call; anything else reports UNAVAILABLE and leaves the decision to
  * the caller, as the contract says. An error reply is an answer, never
  * retried here, with one exception: on a sentinel URL a reply that says
- * the server is no longer a writable master (redis-conn.c) proves that
- * nothing was written, so any step is sent once more, on a connection to
+ * the server is no longer a writable master (net/sentinel.c marks the
+ * connection failed over) proves that nothing was written, so any step is sent once more, on a connection to
  * the master the sentinels name now (the pool's capped backoff applies
  * when they do not name one yet).
  *
@@ -84,7 +89,173 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "brokers/redis/redis-broker.h"
+
+/* ---- Setting up a connection -------------------------------------------
+ *
+ * The network layer makes a connection (connect, AUTH, SELECT, CLIENT ID,
+ * and ROLE for a sentinel's master) and then calls this hook, on every new
+ * connection, on every node of a cluster, before the connection serves
+ * anything; a failure refuses the connection with the hook's error. What
+ * it checks is the broker's: the namespace's mode, and the server's
+ * eviction policy.
+ */
+
+/* Warns once per server when Redis may evict Sluice's keys: with allkeys-*
+ * any key may go (queued messages lost silently); with volatile-* the keys
+ * with a TTL (records, idempotency claims) may vanish early. A user
+ * without permission for CONFIG GET is told, once, that the check could
+ * not be made: a least-privilege user must not silence the warning. */
+static void
+check_eviction_policy(SluiceRedisBroker *self, const gchar *server,
+                      const redisReply *reply)
+{
+  const gchar *policy;
+  gboolean first;
+
+  g_mutex_lock(&self->policy_lock);
+  first = g_hash_table_add(self->policy_checked, g_strdup(server));
+  g_mutex_unlock(&self->policy_lock);
+  if (!first)
+    return;
+  if (reply->type == REDIS_REPLY_ERROR) {
+    g_autofree gchar *said = sluice_broker_escape_text(reply->str, -1, 200);
+
+    sluice_broker_log(
+        NULL, G_LOG_LEVEL_MESSAGE,
+        "could not check maxmemory-policy of Redis at %s: CONFIG GET is not "
+        "permitted for this user (%s); make sure it is noeviction, or a full "
+        "Redis deletes queued messages without a trace (grant +config|get "
+        "to have it checked)",
+        server, said);
+    return;
+  }
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+      reply->element[1]->type != REDIS_REPLY_STRING)
+    return;
+  policy = reply->element[1]->str;
+  if (g_str_has_prefix(policy, "allkeys-"))
+    sluice_broker_log(NULL, G_LOG_LEVEL_WARNING,
+                      "Redis at %s has maxmemory-policy %s: when it is full "
+                      "it deletes any key, queued messages included, without "
+                      "a trace; set maxmemory-policy noeviction",
+                      server, policy);
+  else if (g_str_has_prefix(policy, "volatile-"))
+    sluice_broker_log(NULL, G_LOG_LEVEL_WARNING,
+                      "Redis at %s has maxmemory-policy %s: when it is full "
+                      "it deletes result records and idempotency claims "
+                      "before their time; set maxmemory-policy noeviction",
+                      server, policy);
+}
+
+/* Whether the eviction policy of @server is still to be looked at. */
+static gboolean
+policy_unchecked(SluiceRedisBroker *self, const gchar *server)
+{
+  gboolean unchecked;
+
+  if (g_atomic_int_get(&self->quiet))
+    return FALSE;
+  g_mutex_lock(&self->policy_lock);
+  unchecked = !g_hash_table_contains(self->policy_checked, server);
+  g_mutex_unlock(&self->policy_lock);
+  return unchecked;
+}
+
+/* The namespace's mode, HGET {ns}:meta mode (and, once per server, CONFIG
+ * GET maxmemory-policy) in one round trip; a second one, on a namespace's
+ * first use, records the mode.
+ *
+ * On Redis Cluster only the node that serves the meta key can answer; the
+ * others reply MOVED or ASK and skip the check. Every command of this
+ * broker goes to its keys' slot, which is the meta key's slot (one hash
+ * tag, redis-keys.c), so the first connection the broker asks for is made
+ * to the node that serves the meta key, and the mode is checked there
+ * before its first command runs. */
+gboolean
+sluice_redis_broker__setup(SluiceRedisConn *conn, gpointer data, GError **error)
+{
+  SluiceRedisBroker *self = data;
+  const gchar *server = sluice_redis_conn__get_server(conn);
+  redisReply *replies[2] = {NULL, NULL};
+  redisReply *recorded[2] = {NULL, NULL};
+  const redisReply *mode;
+  guint n = 0, policy_at = G_MAXUINT, mode_at;
+  gboolean ok = FALSE;
+
+  if (policy_unchecked(self, server)) {
+    const char *argv[3] = {"CONFIG", "GET", "maxmemory-policy"};
+    size_t lens[3] = {6, 3, 16};
+    sluice_redis_conn__append(conn, 3, argv, lens);
+    policy_at = n++;
+  }
+  {
+    /* Every client compares with the mode the namespace recorded; the
+     * first one records it (below), so a read-only user never tries a
+     * write on a namespace in use. */
+    const char *get[3] = {"HGET", self->meta_key, "mode"};
+    size_t get_lens[3] = {4, strlen(self->meta_key), 4};
+    sluice_redis_conn__append(conn, 3, get, get_lens);
+    mode_at = n++;
+  }
+  if (!sluice_redis_conn__roundtrip(conn, n, replies, error))
+    return FALSE;
+  if (policy_at != G_MAXUINT)
+    check_eviction_policy(self, server, replies[policy_at]);
+  mode = replies[mode_at];
+  if (sluice_redis_reply__is_error_code(mode, "MOVED") ||
+      sluice_redis_reply__is_error_code(mode, "ASK")) {
+    /* A cluster node that does not serve the meta key: the node that does
+     * checks the mode. */
+    ok = TRUE;
+    goto out;
+  }
+  if (!sluice_redis_conn__check_reply(conn, mode,
+                                      "reading the namespace's mode", error))
+    goto out;
+  if (mode->type == REDIS_REPLY_NIL) {
+    /* A new namespace: record this client's mode (HSETNX: a peer may be
+     * first), then compare with whatever won. */
+    const char *set[4] = {"HSETNX", self->meta_key, "mode", self->meta_mode};
+    size_t set_lens[4] = {6, strlen(self->meta_key), 4,
+                          strlen(self->meta_mode)};
+    const char *get[3] = {"HGET", self->meta_key, "mode"};
+    size_t get_lens[3] = {4, strlen(self->meta_key), 4};
+
+    sluice_redis_conn__append(conn, 4, set, set_lens);
+    sluice_redis_conn__append(conn, 3, get, get_lens);
+    if (!sluice_redis_conn__roundtrip(conn, 2, recorded, error))
+      goto out;
+    /* HSETNX may be refused to a read-only user: only the HGET decides. */
+    if (!sluice_redis_conn__check_reply(conn, recorded[1],
+                                        "reading the namespace's mode", error))
+      goto out;
+    mode = recorded[1];
+  }
+  if (mode->type == REDIS_REPLY_STRING &&
+      (mode->len != strlen(self->meta_mode) ||
+       memcmp(mode->str, self->meta_mode, mode->len) != 0)) {
+    g_autofree gchar *theirs = g_strndup(mode->str, mode->len);
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "the namespace “%s” on Redis at %s is used in %s mode (as %s "
+                "records), but this client is set up for %s mode: producers, "
+                "workers and commands of one namespace must use the same "
+                "mode; set this client's mode to %s (%s), or use another "
+                "namespace",
+                self->keys.ns, server, theirs, self->meta_key, self->meta_mode,
+                theirs,
+                self->mode_setting != NULL ? self->mode_setting
+                                           : "SluiceRedisOptions.mode");
+    goto out;
+  }
+  ok = TRUE;
+out:
+  sluice_redis_replies__free(replies, n);
+  sluice_redis_replies__free(recorded, 2);
+  return ok;
+}
 
 /* ---- Running steps ------------------------------------------------------- */
 
@@ -176,8 +347,8 @@ run_on_pool(SluiceRedisBroker *self, gboolean idempotent, const gchar *durable,
       sluice_redis_pool__release(self->pool, conn);
       return ok;
     }
-    broke = conn->broken;
-    failover = conn->failover;
+    broke = sluice_redis_conn__is_broken(conn);
+    failover = sluice_redis_conn__failed_over(conn);
     sluice_redis_pool__release(self->pool, conn);
     if (ok)
       return TRUE;

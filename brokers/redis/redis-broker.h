@@ -13,9 +13,8 @@
 #include <stdatomic.h>
 
 #include "brokers/redis/redis-argv.h"
-#include "brokers/redis/redis-conn.h"
 #include "brokers/redis/redis-keys.h"
-#include "brokers/redis/redis-reply.h"
+#include "brokers/redis/net/redis-net.h"
 #include "brokers/redis/redis-scripts.h"
 #include "brokers/redis/redis-transport.h"
 
@@ -47,6 +46,35 @@ typedef struct {
   gpointer data;
   GDestroyNotify free;
 } SluiceRedisGate;
+
+/**
+ * SluiceRedisUrlParams:
+ * @partitions: `partitions=N` (any form of URL), 0 when absent
+ * @min_replicas_ack: `min_replicas_ack=N`, -1 when absent
+ * @min_replicas_timeout_ms: `min_replicas_timeout_ms=T`, -1 when absent
+ *
+ * The query parameters of a Redis URL that are the broker's: the network
+ * layer hands back what it does not know (SluiceRedisUrl.params).
+ */
+typedef struct {
+  guint partitions;
+  gint min_replicas_ack;
+  gint64 min_replicas_timeout_ms;
+} SluiceRedisUrlParams;
+
+/**
+ * sluice_redis__parse_url:
+ * @url: (out caller-allocates): as sluice_redis_url__parse() fills it;
+ *   untouched on failure
+ * @params: (out caller-allocates): the broker's parameters
+ *
+ * Parses a Redis URL with the network layer, then the parameters it
+ * handed back. Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_INVALID
+ * saying what is wrong (a parameter neither knows is named), never
+ * showing a password.
+ */
+gboolean sluice_redis__parse_url(const gchar *text, SluiceRedisUrl *url,
+                                 SluiceRedisUrlParams *params, GError **error);
 
 /**
  * SluiceRedisBroker:
@@ -88,6 +116,16 @@ struct _SluiceRedisBroker {
   GHashTable *queues_added; /* queue (owned) -> GINT64 monotonic us */
   /* What must hold before the first command (see SluiceRedisGate). */
   SluiceRedisGate gate;
+  /* What every new connection checks (sluice_redis_broker__setup()): the
+   * namespace's meta key and the mode this client records there; the
+   * servers whose eviction policy was looked at (by URL as shown); and
+   * whether to look at none (atomic; sluice_redis__skip_policy_check()). */
+  gchar *meta_key;
+  const gchar *meta_mode;
+  gchar *mode_setting; /* where the user sets the mode, for the message */
+  GMutex policy_lock;
+  GHashTable *policy_checked;
+  gint quiet;
 };
 
 /* A queue's SADD is repeated this long after the last one, so a known-
@@ -104,13 +142,27 @@ struct _SluiceRedisBroker {
  *
  * One step with Redis on @conn (appends, exchanges, reads the replies).
  * Returns FALSE with @error on failure; a failure of the connection itself
- * marks @conn broken (the exchange functions of redis-conn.h do). It may
+ * marks @conn broken (the exchange functions of net/redis-net.h do). It may
  * run twice (see sluice_redis_broker__run()), so it starts afresh from
  * @data each time and leaves nothing of its own behind when it fails.
  */
 typedef gboolean (*SluiceRedisOp)(SluiceRedisBroker *self,
                                   SluiceRedisConn *conn, gpointer data,
                                   GError **error);
+
+/**
+ * sluice_redis_broker__setup:
+ * @data: the SluiceRedisBroker
+ *
+ * The broker's hook on every new connection of its pool
+ * (sluice_redis_pool__set_setup()): the namespace's mode, recorded on
+ * first use and compared after, and once per server its eviction policy.
+ * Returns: FALSE with SLUICE_BROKER_ERROR_INVALID (the namespace is used
+ * in the other mode), an error of the reply, or UNAVAILABLE when the
+ * connection failed.
+ */
+gboolean sluice_redis_broker__setup(SluiceRedisConn *conn, gpointer data,
+                                    GError **error);
 
 /**
  * sluice_redis_broker__run:

@@ -17,7 +17,7 @@
 #include "config.h"
 
 #include "brokers/redis/redis-keys.h"
-#include "brokers/redis/redis-slot.h"
+#include "brokers/redis/net/redis-net.h"
 
 gboolean
 sluice_redis_keys__valid_namespace(const gchar *ns, GError **error)

@@ -68,7 +68,7 @@
  * Per-task keys (r:, dedup:) always carry a TTL; the others are shared and
  * bounded by the code that writes them.
  *
- * CLUSTER. @slot is the partition's Redis Cluster slot (redis-slot.h):
+ * CLUSTER. @slot is the partition's Redis Cluster slot (net/redis-net.h):
  * every connection of an operation on the partition is checked out for it
  * (sluice_redis_pool__acquire_slot), which a cluster pool routes.
  *

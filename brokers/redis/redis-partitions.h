@@ -28,7 +28,7 @@
 #include <sluice/sluice-redis.h>
 #include <sluice/sys/broker.h>
 
-#include "brokers/redis/redis-url.h"
+#include "brokers/redis/net/redis-net.h"
 
 G_BEGIN_DECLS
 

@@ -26,7 +26,7 @@
  */
 #pragma once
 
-#include "brokers/redis/redis-conn.h"
+#include "brokers/redis/net/redis-net.h"
 #include "brokers/redis/redis-keys.h"
 
 G_BEGIN_DECLS

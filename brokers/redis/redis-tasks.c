@@ -307,7 +307,7 @@ pubsub_command(SluiceRedisBroker *self, SluiceRedisConn *conn,
 
     if (!sluice_redis_reply__check(self->pool, reply, command, error)) {
       freeReplyObject(reply);
-      conn->broken = TRUE;
+      sluice_redis_conn__set_broken(conn);
       return FALSE;
     }
     confirmation = reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
@@ -327,7 +327,7 @@ pubsub_command(SluiceRedisBroker *self, SluiceRedisConn *conn,
     if (reply == NULL)
       break;
   }
-  conn->broken = TRUE;
+  sluice_redis_conn__set_broken(conn);
   if (error != NULL && *error == NULL)
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
                 "%s: Redis at %s did not confirm in time", command,
@@ -383,8 +383,9 @@ wait_record_on(SluiceRedisBroker *self, SluiceRedisConn *sub, gpointer data,
   }
 
   /* Leave the connection as we found it, or drop it. */
-  if (!sub->broken && !pubsub_command(self, sub, "UNSUBSCRIBE", channel, NULL))
-    sub->broken = TRUE;
+  if (!sluice_redis_conn__is_broken(sub) &&
+      !pubsub_command(self, sub, "UNSUBSCRIBE", channel, NULL))
+    sluice_redis_conn__set_broken(sub);
   if (!ok) {
     g_clear_pointer(&record, g_bytes_unref);
     return FALSE;

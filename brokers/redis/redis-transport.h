@@ -95,7 +95,9 @@
  */
 #pragma once
 
-#include "brokers/redis/redis-conn.h"
+#include <sluice/sys/broker.h>
+
+#include "brokers/redis/net/redis-net.h"
 
 G_BEGIN_DECLS
 

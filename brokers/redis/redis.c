@@ -25,7 +25,6 @@
 #include <sluice/sluice-redis.h>
 
 #include "brokers/redis/redis-broker.h"
-#include "brokers/redis/redis-cluster.h"
 #include "brokers/redis/redis-partitions.h"
 
 /* ---- The class ----------------------------------------------------------- */
@@ -58,6 +57,12 @@ redis_finalize(SluiceBroker *broker)
   }
   if (self->scripts[0].text != NULL)
     sluice_redis_scripts__clear(self->scripts);
+  g_clear_pointer(&self->meta_key, g_free);
+  g_clear_pointer(&self->mode_setting, g_free);
+  if (self->policy_checked != NULL) {
+    g_hash_table_unref(self->policy_checked);
+    g_mutex_clear(&self->policy_lock);
+  }
 }
 
 /* The families every Redis broker has, whatever its transport. */
@@ -178,6 +183,65 @@ sluice_redis_options_init(SluiceRedisOptions *options)
   options->mode = SLUICE_REDIS_RELIABLE;
 }
 
+/* ---- URLs ----------------------------------------------------------------
+ *
+ * The network layer parses what a connection needs (net/url.c) and hands
+ * back every other query parameter: these are the broker's, refused by
+ * name when unknown, as a URL typo must not pass silently.
+ */
+
+static const gchar *const url_param_names[] = {"partitions", "min_replicas_ack",
+                                               "min_replicas_timeout_ms", NULL};
+
+gboolean
+sluice_redis__parse_url(const gchar *text, SluiceRedisUrl *url,
+                        SluiceRedisUrlParams *params, GError **error)
+{
+  SluiceRedisUrl parsed = {0};
+  SluiceRedisUrlParams got = {0, -1, -1};
+
+  if (!sluice_redis_url__parse(text, &parsed, error))
+    return FALSE;
+  for (guint i = 0; i < parsed.n_params; i++) {
+    const gchar *name = parsed.params[i].name;
+    const gchar *value = parsed.params[i].value;
+    const gchar *why = NULL;
+    guint64 n;
+
+    if (strcmp(name, "partitions") == 0) {
+      if (g_ascii_string_to_unsigned(value, 10, 1, SLUICE_REDIS_MAX_PARTITIONS,
+                                     &n, NULL))
+        got.partitions = (guint)n;
+      else
+        why = "partitions=N takes a number from 1 "
+              "to " G_STRINGIFY(SLUICE_REDIS_MAX_PARTITIONS);
+    } else if (strcmp(name, "min_replicas_ack") == 0) {
+      if (g_ascii_string_to_unsigned(value, 10, 0, 100, &n, NULL))
+        got.min_replicas_ack = (gint)n;
+      else
+        why = "min_replicas_ack must be a number of replicas from 0 to 100";
+    } else if (strcmp(name, "min_replicas_timeout_ms") == 0) {
+      if (g_ascii_string_to_unsigned(value, 10, 1, 3600 * 1000, &n, NULL))
+        got.min_replicas_timeout_ms = (gint64)n;
+      else
+        why = "min_replicas_timeout_ms must be a number of milliseconds "
+              "from 1 to 3600000";
+    } else {
+      sluice_redis_url__refuse_unknown(&parsed, name, url_param_names, error);
+      sluice_redis_url__clear(&parsed);
+      return FALSE;
+    }
+    if (why != NULL) {
+      sluice_redis_url__refuse(&parsed, why, error);
+      sluice_redis_url__clear(&parsed);
+      return FALSE;
+    }
+  }
+  *url = parsed;
+  *params = got;
+  return TRUE;
+}
+
 /* The transports by mode: the one place that names them. @meta_mode is
  * what a namespace records of its first client ({ns}:meta), so clients of
  * two modes never share one. */
@@ -257,46 +321,45 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
   if (layout != NULL)
     self->gate = (SluiceRedisGate){sluice_redis_layout__ensure, layout,
                                    sluice_redis_layout__free};
-  self->pool = sluice_redis_pool__new(
-      url,
-      options->connect_timeout_ms > 0 ? options->connect_timeout_ms
-                                      : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
-      options->command_timeout_ms > 0 ? options->command_timeout_ms
-                                      : SLUICE_REDIS_DEFAULT_COMMAND_TIMEOUT_MS,
-      options->reconnect_max_backoff_ms > 0 ? options->reconnect_max_backoff_ms
-                                            : SLUICE_REDIS_DEFAULT_BACKOFF_MS);
-  self->min_replicas_ack = options->min_replicas_ack > 0
-                               ? options->min_replicas_ack
-                               : (guint)MAX(url->min_replicas_ack, 0);
+  {
+    /* The pool picks the path to the servers from the URL (one server,
+     * Sentinel or Cluster). */
+    SluiceRedisPoolOptions pool_options = {
+        .connect_timeout_ms = options->connect_timeout_ms > 0
+                                  ? options->connect_timeout_ms
+                                  : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
+        .command_timeout_ms = options->command_timeout_ms > 0
+                                  ? options->command_timeout_ms
+                                  : SLUICE_REDIS_DEFAULT_COMMAND_TIMEOUT_MS,
+        .max_backoff_ms = options->reconnect_max_backoff_ms > 0
+                              ? options->reconnect_max_backoff_ms
+                              : SLUICE_REDIS_DEFAULT_BACKOFF_MS,
+    };
+
+    self->pool = sluice_redis_pool__new(url, &pool_options);
+  }
+  /* The URL's min_replicas_* are merged into @options already
+   * (sluice_redis_broker_new()). */
+  self->min_replicas_ack = options->min_replicas_ack;
   self->min_replicas_timeout_ms =
-      options->min_replicas_timeout_ms > 0 ? options->min_replicas_timeout_ms
-      : url->min_replicas_timeout_ms > 0
-          ? url->min_replicas_timeout_ms
+      options->min_replicas_timeout_ms > 0
+          ? options->min_replicas_timeout_ms
           : SLUICE_REDIS_DEFAULT_MIN_REPLICAS_TIMEOUT_MS;
   if (index < 0)
     sluice_redis_keys__init(&self->keys, ns);
   else
     sluice_redis_keys__init_partition(&self->keys, ns, (guint)index, n);
+  self->meta_key =
+      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_META, NULL);
+  self->meta_mode = meta_mode;
+  self->mode_setting = g_strdup(options->mode_setting);
+  g_mutex_init(&self->policy_lock);
+  self->policy_checked =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  /* Permission messages name the namespace's keys; every new connection
+   * checks the namespace's mode (redis-broker.c). */
   sluice_redis_pool__set_namespace(self->pool, ns);
-  {
-    g_autofree gchar *meta =
-        sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_META, NULL);
-    sluice_redis_pool__set_mode_check(self->pool, meta, meta_mode,
-                                      options->mode_setting);
-    if (url->is_cluster)
-      sluice_redis_pool__set_router(
-          self->pool, &sluice_redis_cluster__router,
-          sluice_redis_cluster__new(
-              url,
-              options->connect_timeout_ms > 0
-                  ? options->connect_timeout_ms
-                  : SLUICE_REDIS_DEFAULT_CONNECT_TIMEOUT_MS,
-              sluice_redis_pool__get_command_timeout_ms(self->pool),
-              options->reconnect_max_backoff_ms > 0
-                  ? options->reconnect_max_backoff_ms
-                  : SLUICE_REDIS_DEFAULT_BACKOFF_MS,
-              ns, meta, meta_mode, options->mode_setting));
-  }
+  sluice_redis_pool__set_setup(self->pool, sluice_redis_broker__setup, self);
   sluice_redis_scripts__init(self->scripts, transport->lua);
   self->token_prefix = g_uuid_string_random();
   g_mutex_init(&self->queues_lock);
@@ -318,12 +381,7 @@ sluice_redis__partition_new(const SluiceRedisOptions *options,
 static void
 sluice_redis__skip_policy_check(SluiceBroker *broker)
 {
-  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
-
-  sluice_redis_pool__skip_policy_check(self->pool);
-  if (sluice_redis_pool__get_router_data(self->pool) != NULL)
-    sluice_redis_cluster__skip_policy_check(
-        sluice_redis_pool__get_router_data(self->pool));
+  g_atomic_int_set(&SLUICE_REDIS_BROKER(broker)->quiet, 1);
 }
 
 /* The SluiceRedisPartBuilder of the layout check. */
@@ -387,7 +445,9 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                         GError **error)
 {
   SluiceRedisOptions defaults;
+  SluiceRedisOptions merged;
   SluiceRedisUrl url = {0};
+  SluiceRedisUrlParams params;
   SluiceBroker *broker;
   guint n;
 
@@ -400,13 +460,13 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
           options->ns != NULL ? options->ns : SLUICE_REDIS_DEFAULT_NAMESPACE,
           error))
     return NULL;
-  if (!sluice_redis_url__parse(options->url != NULL ? options->url
+  if (!sluice_redis__parse_url(options->url != NULL ? options->url
                                                     : SLUICE_REDIS_DEFAULT_URL,
-                               &url, error))
+                               &url, &params, error))
     return NULL;
   if (options->partitions > SLUICE_REDIS_MAX_PARTITIONS ||
-      (options->partitions > 0 && url.partitions > 0 &&
-       options->partitions != url.partitions)) {
+      (options->partitions > 0 && params.partitions > 0 &&
+       options->partitions != params.partitions)) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
                 options->partitions > SLUICE_REDIS_MAX_PARTITIONS
                     ? "SluiceRedisOptions.partitions is %u (URL: %u): a "
@@ -414,19 +474,26 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
                           SLUICE_REDIS_MAX_PARTITIONS) " partitions"
                     : "SluiceRedisOptions.partitions is %u but the URL says "
                       "partitions=%u: give the number in one place only",
-                options->partitions, url.partitions);
+                options->partitions, params.partitions);
     sluice_redis_url__clear(&url);
     return NULL;
   }
   n = options->partitions > 0 ? options->partitions
-      : url.partitions > 0    ? url.partitions
+      : params.partitions > 0 ? params.partitions
                               : 1;
+  /* What the options leave unset, the URL may say: every broker below
+   * reads the options alone. */
+  merged = *options;
+  if (merged.min_replicas_ack == 0 && params.min_replicas_ack > 0)
+    merged.min_replicas_ack = (guint)params.min_replicas_ack;
+  if (merged.min_replicas_timeout_ms <= 0 && params.min_replicas_timeout_ms > 0)
+    merged.min_replicas_timeout_ms = params.min_replicas_timeout_ms;
   if (n == 1)
     broker = sluice_redis__partition_new(
-        options, &url, clock, -1, 1,
-        sluice_redis_layout__new(options, &url, 1, build_part), error);
+        &merged, &url, clock, -1, 1,
+        sluice_redis_layout__new(&merged, &url, 1, build_part), error);
   else
-    broker = partitioned_new(options, &url, clock, n, error);
+    broker = partitioned_new(&merged, &url, clock, n, error);
   sluice_redis_url__clear(&url);
   return broker;
 }

@@ -316,7 +316,7 @@ check_persistence(SluiceRedisBroker *self)
   first = !d->persistence_checked;
   d->persistence_checked = TRUE;
   g_mutex_unlock(&d->lock);
-  if (!first || sluice_redis_pool__skips_policy_check(self->pool))
+  if (!first || g_atomic_int_get(&self->quiet))
     return;
 
   sluice_redis_argv__init(&a, 4, 0);

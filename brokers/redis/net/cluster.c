@@ -1,6 +1,17 @@
-/* redis-cluster.c - Redis Cluster routing (see redis-cluster.h).
+/* cluster.c - the Cluster router: a redis+cluster:// pool, each command
+ * routed to the node that serves its slot (see cluster-private.h).
  *
- * NODES. A node is a host:port with a SluiceRedisPool of its own (its
+ * The router keeps one node (node.c) per server, so one connection per
+ * node per thread, as with one server; reads the slot map with CLUSTER
+ * SHARDS (CLUSTER SLOTS before Redis 7.0); and follows the cluster's
+ * redirections: MOVED (the slot has a new owner: the map is read again
+ * and the command sent there), ASK (the slot is migrating and the key is
+ * already on the target: ASKING and the command, once, there), TRYAGAIN
+ * and CLUSTERDOWN (sent again after a capped backoff, within the command
+ * timeout). The owner's setup hook runs on every new connection of every
+ * node (node.c), so what it checks holds on the whole cluster.
+ *
+ * NODES. A node is a host:port with a SluiceRedisNode of its own (its
  * connections, its outage state and backoff, its blocked fetches for
  * CLIENT UNBLOCK). Nodes are created when a URL or a slot map names them
  * and live as long as the broker: a node that left the cluster just keeps
@@ -40,17 +51,16 @@
  *
  * Threads: the map and the node table are under one mutex, never held
  * across a round trip. A connection is used by one thread; moving it to
- * another node swaps its hiredis context for one of that node's pool.
+ * another node swaps what ties it to its server for a connection of that
+ * node (sluice_redis_conn__swap_link()).
  */
 #include "config.h"
 
 #include <string.h>
 
-#include <hiredis/sds.h>
-
-#include "brokers/redis/redis-cluster.h"
-#include "brokers/redis/redis-reply.h"
-#include "brokers/redis/redis-slot.h"
+#include "brokers/redis/net/cluster-private.h"
+#include "brokers/redis/net/errors-private.h"
+#include "brokers/redis/net/url-private.h"
 
 #define REFRESH_MIN_US (100 * 1000)
 #define WAIT_INITIAL_MS 10
@@ -62,19 +72,12 @@
 typedef struct {
   gchar *host;
   gint port;
-  SluiceRedisPool *pool;
+  SluiceRedisNode *conns;
 } Node;
 
-struct _SluiceRedisCluster {
+typedef struct {
   SluiceRedisUrl url;
-  gint64 connect_timeout_ms;
-  gint64 command_timeout_ms;
-  gint64 max_backoff_ms;
-  gchar *ns;
-  gchar *meta_key;
-  gchar *mode;
-  gchar *mode_setting;
-  guint meta_slot;
+  const SluiceRedisNetSettings *settings;
 
   GMutex lock;         /* guards everything below */
   GPtrArray *nodes;    /* Node*, owned; kept until the cluster is freed */
@@ -86,10 +89,8 @@ struct _SluiceRedisCluster {
   GCond refreshed;        /* signalled when a refresh ends */
   gint64 next_refresh_us; /* monotonic */
   gboolean closed;
-  gboolean mode_checked;
-  gboolean skip_policy; /* sluice_redis_cluster__skip_policy_check() */
   SluiceRedisClusterStats stats;
-};
+} SluiceRedisCluster;
 
 /* ---- Nodes and the map --------------------------------------------------- */
 
@@ -98,7 +99,7 @@ node_free(gpointer data)
 {
   Node *node = data;
 
-  sluice_redis_pool__free(node->pool);
+  sluice_redis_node__free(node->conns);
   g_free(node->host);
   g_free(node);
 }
@@ -118,17 +119,10 @@ node_get_locked(SluiceRedisCluster *c, const gchar *host, gint port)
   node->host = g_strdup(host);
   node->port = port;
   sluice_redis_url__for_node(&c->url, host, port, &url);
-  node->pool = sluice_redis_pool__new(&url, c->connect_timeout_ms,
-                                      c->command_timeout_ms, c->max_backoff_ms);
+  node->conns = sluice_redis_node__new(&url, c->settings);
   sluice_redis_url__clear(&url);
-  sluice_redis_pool__set_namespace(node->pool, c->ns);
-  if (c->meta_key != NULL)
-    sluice_redis_pool__set_mode_check(node->pool, c->meta_key, c->mode,
-                                      c->mode_setting);
-  if (c->skip_policy)
-    sluice_redis_pool__skip_policy_check(node->pool);
   if (c->closed)
-    sluice_redis_pool__close(node->pool);
+    sluice_redis_node__close(node->conns);
   g_ptr_array_add(c->nodes, node);
   g_hash_table_insert(c->by_addr, g_steal_pointer(&addr), node);
   return node;
@@ -284,19 +278,20 @@ read_map(SluiceRedisCluster *c, Node *asked, SluiceRedisConn *conn, Node **map,
   gboolean use_slots = FALSE;
 
   sluice_redis_conn__append(conn, 2, shards, shards_lens);
-  if (!sluice_redis_conn__exchange(asked->pool, conn, 1, &reply, 0, error))
+  if (!sluice_redis_node__exchange(asked->conns, conn, 1, &reply, 0, error))
     return FALSE;
   if (reply->type == REDIS_REPLY_ERROR) {
     /* Redis before 7.0 ("unknown subcommand 'SHARDS'"), or a user whose
      * ACL grants CLUSTER SLOTS alone: the older form says the same. */
     g_clear_pointer(&reply, freeReplyObject);
     sluice_redis_conn__append(conn, 2, slots, slots_lens);
-    if (!sluice_redis_conn__exchange(asked->pool, conn, 1, &reply, 0, error))
+    if (!sluice_redis_node__exchange(asked->conns, conn, 1, &reply, 0, error))
       return FALSE;
     use_slots = TRUE;
   }
-  if (!sluice_redis_reply__check(asked->pool, reply, "reading the slot map",
-                                 error)) {
+  if (!sluice_redis_error__check(
+          sluice_redis_node__get_url(asked->conns)->display,
+          c->settings->grant_ns, reply, "reading the slot map", NULL, error)) {
     freeReplyObject(reply);
     return FALSE;
   }
@@ -355,11 +350,11 @@ refresh(SluiceRedisCluster *c, GError **error)
     SluiceRedisConn *conn;
 
     g_clear_error(&last);
-    conn = sluice_redis_pool__acquire(node->pool, &last);
+    conn = sluice_redis_node__acquire(node->conns, &last);
     if (conn == NULL)
       continue;
     ok = read_map(c, node, conn, map, &last);
-    sluice_redis_pool__release(node->pool, conn);
+    sluice_redis_node__release(node->conns, conn);
   }
 
   g_mutex_lock(&c->lock);
@@ -422,12 +417,11 @@ acquire_routed(SluiceRedisCluster *c, guint slot, GError **error)
                 c->url.display, slot);
     return NULL;
   }
-  conn = sluice_redis_pool__acquire(node->pool, error);
+  conn = sluice_redis_node__acquire(node->conns, error);
   if (conn == NULL) {
     mark_stale(c); /* the node may have died and its replica taken over */
     return NULL;
   }
-  conn->home = node->pool;
   conn->slot = slot;
   if (conn->cmd_ends == NULL)
     conn->cmd_ends = g_array_new(FALSE, FALSE, sizeof(gsize));
@@ -438,25 +432,7 @@ acquire_routed(SluiceRedisCluster *c, guint slot, GError **error)
 static SluiceRedisConn *
 router_acquire(gpointer data, guint slot, GError **error)
 {
-  SluiceRedisCluster *c = data;
-  gboolean check_first;
-
-  g_mutex_lock(&c->lock);
-  check_first = !c->mode_checked && c->meta_key != NULL;
-  g_mutex_unlock(&c->lock);
-  if (check_first) {
-    /* A new connection to the meta key's node checks the mode (the other
-     * nodes skip the check): make sure that happens before any command. */
-    SluiceRedisConn *meta = acquire_routed(c, c->meta_slot, error);
-
-    if (meta == NULL)
-      return NULL;
-    sluice_redis_pool__release(meta->home, meta);
-    g_mutex_lock(&c->lock);
-    c->mode_checked = TRUE;
-    g_mutex_unlock(&c->lock);
-  }
-  return acquire_routed(c, slot, error);
+  return acquire_routed(data, slot, error);
 }
 
 static void
@@ -466,37 +442,27 @@ router_release(gpointer data, SluiceRedisConn *conn)
 
   if (conn->broken)
     mark_stale(c);
-  sluice_redis_pool__release(conn->home, conn);
+  sluice_redis_node__release(conn->node, conn);
 }
 
-/* Points @conn at @node: its context goes back to its node's pool and it
- * takes one of @node's. Keeps @conn's slot and command offsets. */
+/* Points @conn at @node: its link goes back to its node and it takes one
+ * of @node's. Keeps @conn's slot and command offsets. */
 static gboolean
 move_conn(SluiceRedisCluster *c, SluiceRedisConn *conn, Node *node,
           GError **error)
 {
   SluiceRedisConn *other;
-  SluiceRedisConn swap;
 
-  if (conn->home == node->pool)
+  if (conn->node == node->conns)
     return TRUE;
-  other = sluice_redis_pool__acquire(node->pool, error);
+  other = sluice_redis_node__acquire(node->conns, error);
   if (other == NULL) {
     mark_stale(c);
     return FALSE;
   }
-  other->home = node->pool;
-  swap = *conn;
-  conn->ctx = other->ctx;
-  conn->client_id = other->client_id;
-  conn->broken = other->broken;
-  conn->home = other->home;
-  other->ctx = swap.ctx;
-  other->client_id = swap.client_id;
-  other->broken = swap.broken;
-  other->home = swap.home;
-  sdsclear(other->ctx->obuf);
-  sluice_redis_pool__release(other->home, other);
+  sluice_redis_conn__swap_link(conn, other);
+  sdsclear(other->obuf);
+  sluice_redis_node__release(other->node, other);
   return TRUE;
 }
 
@@ -565,14 +531,14 @@ command_is_script(const gchar *bytes, gsize len)
 }
 
 static Node *
-node_of_pool(SluiceRedisCluster *c, SluiceRedisPool *pool)
+node_of(SluiceRedisCluster *c, SluiceRedisNode *conns)
 {
   Node *found = NULL;
 
   g_mutex_lock(&c->lock);
   for (guint i = 0; i < c->nodes->len && found == NULL; i++) {
     Node *node = g_ptr_array_index(c->nodes, i);
-    if (node->pool == pool)
+    if (node->conns == conns)
       found = node;
   }
   g_mutex_unlock(&c->lock);
@@ -646,28 +612,29 @@ router_exchange(gpointer data, SluiceRedisConn *conn, guint n_replies,
   g_autofree Redirect *what = NULL;
   g_autofree Node **target = NULL;
   gint64 deadline_us =
-      g_get_monotonic_time() + c->command_timeout_ms * G_TIME_SPAN_MILLISECOND;
+      g_get_monotonic_time() +
+      c->settings->command_timeout_ms * G_TIME_SPAN_MILLISECOND;
   gint64 wait_ms = WAIT_INITIAL_MS;
   Node *owner;
 
-  sent = g_string_new_len(conn->ctx->obuf, (gssize)sdslen(conn->ctx->obuf));
+  sent = g_string_new_len(conn->obuf, (gssize)sdslen(conn->obuf));
   ends = g_array_copy(conn->cmd_ends);
   g_array_set_size(conn->cmd_ends, 0);
 
   /* The slot may have moved since this connection was checked out (a MOVED
    * met by another thread, a new map): start on its owner. */
   owner = owner_of(c, conn->slot);
-  if (owner != NULL && owner->pool != conn->home) {
-    sdsclear(conn->ctx->obuf);
+  if (owner != NULL && owner->conns != conn->node) {
+    sdsclear(conn->obuf);
     if (!move_conn(c, conn, owner, error)) {
       conn->broken = TRUE;
       for (guint i = 0; i < n_replies; i++)
         replies[i] = NULL;
       return FALSE;
     }
-    conn->ctx->obuf = sdscatlen(conn->ctx->obuf, sent->str, sent->len);
+    conn->obuf = sdscatlen(conn->obuf, sent->str, sent->len);
   }
-  if (!sluice_redis_conn__exchange(conn->home, conn, n_replies, replies,
+  if (!sluice_redis_node__exchange(conn->node, conn, n_replies, replies,
                                    block_ms, error)) {
     mark_stale(c);
     return FALSE;
@@ -680,7 +647,7 @@ router_exchange(gpointer data, SluiceRedisConn *conn, guint n_replies,
   what = g_new0(Redirect, n_replies);
   target = g_new0(Node *, n_replies);
   for (guint round = 0; round < MAX_ROUNDS; round++) {
-    Node *current = node_of_pool(c, conn->home);
+    Node *current = node_of(c, conn->node);
     Node *batch_target = NULL;
     gboolean any = FALSE, any_wait = FALSE;
     guint n_send = 0, k = 0;
@@ -703,7 +670,7 @@ router_exchange(gpointer data, SluiceRedisConn *conn, guint n_replies,
       gint64 left_ms = (deadline_us - g_get_monotonic_time()) / 1000;
 
       g_usleep((gulong)MAX(MIN(wait_ms, left_ms), 1) * 1000);
-      wait_ms = MIN(wait_ms * 2, MIN(WAIT_MAX_MS, c->max_backoff_ms));
+      wait_ms = MIN(wait_ms * 2, MIN(WAIT_MAX_MS, c->settings->max_backoff_ms));
       g_mutex_lock(&c->lock);
       if (c->stale && g_get_monotonic_time() >= c->next_refresh_us) {
         g_mutex_unlock(&c->lock);
@@ -731,16 +698,15 @@ router_exchange(gpointer data, SluiceRedisConn *conn, guint n_replies,
       if (what[i] == REDIRECT_NONE || target[i] != batch_target)
         continue;
       if (what[i] == REDIRECT_ASK) {
-        conn->ctx->obuf = sdscatlen(conn->ctx->obuf, "*1\r\n$6\r\nASKING\r\n",
-                                    strlen("*1\r\n$6\r\nASKING\r\n"));
+        conn->obuf = sdscatlen(conn->obuf, "*1\r\n$6\r\nASKING\r\n",
+                               strlen("*1\r\n$6\r\nASKING\r\n"));
         n_send++;
       }
-      conn->ctx->obuf =
-          sdscatlen(conn->ctx->obuf, sent->str + start, end - start);
+      conn->obuf = sdscatlen(conn->obuf, sent->str + start, end - start);
       n_send++;
     }
     got = g_new0(redisReply *, n_send);
-    if (!sluice_redis_conn__exchange(conn->home, conn, n_send, got, block_ms,
+    if (!sluice_redis_node__exchange(conn->node, conn, n_send, got, block_ms,
                                      error)) {
       g_free(got);
       goto failed;
@@ -775,7 +741,17 @@ router_wakeup(gpointer data)
     g_ptr_array_add(nodes, g_ptr_array_index(c->nodes, i));
   g_mutex_unlock(&c->lock);
   for (guint i = 0; i < nodes->len; i++)
-    sluice_redis_pool__wakeup(((Node *)g_ptr_array_index(nodes, i))->pool);
+    sluice_redis_node__wakeup(((Node *)g_ptr_array_index(nodes, i))->conns);
+}
+
+/* As the direct path does: the first node of the URL (a WAIT's message
+ * names it; the node a command went to is the connection's). */
+static gchar *
+router_get_master(gpointer data)
+{
+  SluiceRedisCluster *c = data;
+
+  return g_strdup_printf("%s:%d", c->url.host, c->url.port);
 }
 
 static void
@@ -786,7 +762,7 @@ router_close(gpointer data)
   g_mutex_lock(&c->lock);
   c->closed = TRUE;
   for (guint i = 0; i < c->nodes->len; i++)
-    sluice_redis_pool__close(((Node *)g_ptr_array_index(c->nodes, i))->pool);
+    sluice_redis_node__close(((Node *)g_ptr_array_index(c->nodes, i))->conns);
   g_mutex_unlock(&c->lock);
 }
 
@@ -801,10 +777,6 @@ router_free(gpointer data)
   g_mutex_clear(&c->lock);
   g_cond_clear(&c->refreshed);
   sluice_redis_url__clear(&c->url);
-  g_free(c->ns);
-  g_free(c->meta_key);
-  g_free(c->mode);
-  g_free(c->mode_setting);
   g_free(c);
 }
 
@@ -813,28 +785,20 @@ const SluiceRedisRouter sluice_redis_cluster__router = {
     .release = router_release,
     .exchange = router_exchange,
     .wakeup = router_wakeup,
+    .get_master = router_get_master,
     .close = router_close,
     .free = router_free,
 };
 
-SluiceRedisCluster *
-sluice_redis_cluster__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
-                          gint64 command_timeout_ms, gint64 max_backoff_ms,
-                          const gchar *ns, const gchar *meta_key,
-                          const gchar *mode, const gchar *mode_setting)
+gpointer
+sluice_redis_cluster__new(const SluiceRedisUrl *url,
+                          const SluiceRedisNetSettings *settings)
 {
   SluiceRedisCluster *c = g_new0(SluiceRedisCluster, 1);
 
+  g_return_val_if_fail(url->is_cluster, NULL);
   sluice_redis_url__copy(url, &c->url);
-  c->connect_timeout_ms = connect_timeout_ms;
-  c->command_timeout_ms = command_timeout_ms;
-  c->max_backoff_ms = MAX(max_backoff_ms, 1);
-  c->ns = g_strdup(ns);
-  c->meta_key = g_strdup(meta_key);
-  c->mode = g_strdup(mode);
-  c->mode_setting = g_strdup(mode_setting);
-  if (meta_key != NULL)
-    c->meta_slot = sluice_redis_slot__of_key(meta_key, strlen(meta_key));
+  c->settings = settings;
   g_mutex_init(&c->lock);
   g_cond_init(&c->refreshed);
   c->nodes = g_ptr_array_new_with_free_func(node_free);
@@ -846,21 +810,11 @@ sluice_redis_cluster__new(const SluiceRedisUrl *url, gint64 connect_timeout_ms,
 }
 
 void
-sluice_redis_cluster__get_stats(SluiceRedisCluster *cluster,
-                                SluiceRedisClusterStats *out)
+sluice_redis_cluster__get_stats(gpointer data, SluiceRedisClusterStats *out)
 {
+  SluiceRedisCluster *cluster = data;
+
   g_mutex_lock(&cluster->lock);
   *out = cluster->stats;
   g_mutex_unlock(&cluster->lock);
-}
-
-void
-sluice_redis_cluster__skip_policy_check(SluiceRedisCluster *c)
-{
-  g_mutex_lock(&c->lock);
-  c->skip_policy = TRUE;
-  for (guint i = 0; i < c->nodes->len; i++)
-    sluice_redis_pool__skip_policy_check(
-        ((Node *)g_ptr_array_index(c->nodes, i))->pool);
-  g_mutex_unlock(&c->lock);
 }

@@ -1,4 +1,5 @@
-/* redis-slot.c - Redis Cluster hash slots (see redis-slot.h).
+/* slot.c - Redis Cluster hash slots (see redis-net.h): CRC16 (XMODEM) of
+ * a key's hash tag modulo 16384, as the Cluster specification defines it.
  *
  * Computed bit by bit rather than from a table: a slot is computed once
  * per partition when the broker is made, never per command.
@@ -7,7 +8,7 @@
 
 #include <string.h>
 
-#include "brokers/redis/redis-slot.h"
+#include "brokers/redis/net/redis-net.h"
 
 static guint16
 crc16_xmodem(const guint8 *data, gsize len)

@@ -1,16 +1,20 @@
-/* redis-errors.c - what a Redis error reply says went wrong, as a GError
- * that tells the user what to do (see redis-errors.h).
+/* errors.c - what a Redis error reply says went wrong, as a GError that
+ * tells the user what to do (see errors-private.h; users of the layer call
+ * it through sluice_redis_reply__check() and its siblings in redis-net.h).
  *
  * An error reply maps to a broker error code by its first word; a NOPERM
  * names the command to grant, and for a script, Redis only names the
  * refused line, so the command is found on that line of the script's text.
- * New error codes belong in sluice_redis_error__check().
+ * The namespace a permission message names is a plain string its owner
+ * gives the pool (sluice_redis_pool__set_namespace()). New error codes
+ * belong in sluice_redis_error__check().
  */
 #include "config.h"
 
 #include <string.h>
 
-#include "brokers/redis/redis-errors.h"
+#include "brokers/redis/net/errors-private.h"
+#include "serializers/text.h"
 
 static gboolean
 has_prefix(const redisReply *reply, const gchar *prefix)
@@ -50,7 +54,7 @@ commands_on_line(const gchar *line, gsize len)
       g_string_append(names, ", ");
     {
       g_autofree gchar *upper = g_ascii_strup(name, q - name);
-      g_autofree gchar *shown = sluice_broker_escape_text(upper, -1, 40);
+      g_autofree gchar *shown = sluice_text__escape(upper, -1, 40);
       g_string_append(names, shown);
     }
     /* A literal second word of a container command is its subcommand. */
@@ -62,8 +66,7 @@ commands_on_line(const gchar *line, gsize len)
       for (const gchar *c = sub; word && c < sub_end; c++)
         word = g_ascii_isupper(*c);
       if (word) {
-        g_autofree gchar *shown =
-            sluice_broker_escape_text(sub, sub_end - sub, 40);
+        g_autofree gchar *shown = sluice_text__escape(sub, sub_end - sub, 40);
         g_string_append_printf(names, " %s", shown);
       }
     }
@@ -95,8 +98,8 @@ missing_permission(const gchar *ns, const redisReply *reply,
     if (q != NULL) {
       g_autofree gchar *command = command_name(name, q - name);
       g_autofree gchar *acl = g_ascii_strdown(name, q - name);
-      g_autofree gchar *shown = sluice_broker_escape_text(command, -1, 60);
-      g_autofree gchar *rule = sluice_broker_escape_text(acl, -1, 60);
+      g_autofree gchar *shown = sluice_text__escape(command, -1, 60);
+      g_autofree gchar *rule = sluice_text__escape(acl, -1, 60);
 
       return g_strdup_printf("run %s (grant it with ACL SETUSER <user> +%s)",
                              shown, rule);
@@ -180,7 +183,7 @@ sluice_redis_error__check(const gchar *url, const gchar *ns,
   } else if (has_prefix(reply, "NOPERM") ||
              has_prefix(reply, "ERR The user executing the script can't")) {
     g_autofree gchar *missing = missing_permission(ns, reply, script);
-    g_autofree gchar *said = sluice_broker_escape_text(msg, -1, 300);
+    g_autofree gchar *said = sluice_text__escape(msg, -1, 300);
 
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH,
                 "%s refused: the Redis user of %s may not %s (Redis said: "

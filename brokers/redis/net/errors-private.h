@@ -1,23 +1,11 @@
-/* redis-errors.h - Redis error replies as errors that say what to do
- * (internal).
+/* errors-private.h - Redis error replies as errors that say what to do
+ * (errors.c; internal to brokers/redis/net/).
  */
 #pragma once
 
-#include <hiredis/hiredis.h>
-
-#include <sluice/sys/broker.h>
+#include "brokers/redis/net/redis-net.h"
 
 G_BEGIN_DECLS
-
-/**
- * SluiceRedisScriptInfo:
- * @name: the script's name, for messages
- * @text: (nullable): its Lua source
- */
-typedef struct {
-  const gchar *name;
-  const gchar *text;
-} SluiceRedisScriptInfo;
 
 /**
  * sluice_redis_error__check:
@@ -30,7 +18,7 @@ typedef struct {
  *   looked up on the line Redis names
  *
  * Returns: TRUE when @reply is not an error reply; otherwise FALSE and the
- * mapped error (see sluice_redis_reply__check() in redis-conn.h).
+ * mapped error (see sluice_redis_reply__check() in redis-net.h).
  */
 gboolean sluice_redis_error__check(const gchar *url, const gchar *ns,
                                    const redisReply *reply, const gchar *what,

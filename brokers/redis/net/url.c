@@ -1,8 +1,8 @@
-/* redis-url.c - Redis URLs: parsing, the shown form, copies (see
- * redis-url.h).
+/* url.c - Redis URLs: parsing, the shown form, copies (see redis-net.h).
  *
- * `redis://[[user]:password@]host[:port][/db]`, `unix:///path?db=N`, or
- * `redis+sentinel://[[user]:password@]h1[:p1][,h2[:p2]...]/MASTER[/db]`.
+ * `redis://[[user]:password@]host[:port][/db]`, `unix:///path?db=N`,
+ * `redis+sentinel://[[user]:password@]h1[:p1][,h2[:p2]...]/MASTER[/db]` or
+ * `redis+cluster://[[user]:password@]h1[:p1][,h2[:p2]...][/0]`.
  * In a sentinel URL the userinfo is what the MASTER wants (the same
  * meaning as in redis://: the credentials of the server that holds the
  * data), and the sentinels' own credentials are the query parameters
@@ -15,15 +15,24 @@
  * percent-decoded, the rest is parsed with GLib's GUri. The password is
  * kept for AUTH and never shown: every message uses url->display, where it
  * reads "***".
+ *
+ * What a URL says about a connection is parsed here; every other query
+ * parameter is handed back to the owner (SluiceRedisUrl.params), which
+ * parses its own and refuses the rest with sluice_redis_url__refuse_unknown(),
+ * so this file knows nothing of what is built on the layer.
+ *
+ * To add a scheme (rediss:// for TLS): recognise it in parse_into(), set
+ * conn_type to the connection type it needs (conn-type-private.h) and what
+ * that type reads (SluiceRedisEndpoint.settings), parse the scheme's own
+ * query parameters in parse_params(), and name them in
+ * sluice_redis_url__refuse_unknown() and in url_invalid()'s list of forms.
  */
 #include "config.h"
 
 #include <string.h>
 
-#include <sluice/sluice-redis.h>
-#include <sluice/sys/broker.h>
-
-#include "brokers/redis/redis-url.h"
+#include "brokers/redis/net/url-private.h"
+#include "serializers/text.h"
 
 /* ---- URLs ----------------------------------------------------------------
  *
@@ -73,7 +82,7 @@ append_userinfo(GString *s, const SluiceRedisUrl *url)
   if (url->user != NULL || url->password != NULL) {
     if (url->user != NULL) {
       g_autofree gchar *user = g_uri_escape_string(url->user, NULL, FALSE);
-      g_autofree gchar *shown = sluice_broker_escape_text(user, -1, 0);
+      g_autofree gchar *shown = sluice_text__escape(user, -1, 0);
       g_string_append(s, shown);
     }
     if (url->password != NULL)
@@ -96,7 +105,7 @@ make_display(const SluiceRedisUrl *url)
     g_string_assign(s, "redis+sentinel://");
     append_userinfo(s, url);
     for (guint i = 0; i < url->n_sentinels; i++) {
-      g_autofree gchar *h = sluice_broker_escape_text(url->sentinels[i], -1, 0);
+      g_autofree gchar *h = sluice_text__escape(url->sentinels[i], -1, 0);
       if (i > 0)
         g_string_append_c(s, ',');
       if (strchr(h, ':') != NULL)
@@ -104,12 +113,12 @@ make_display(const SluiceRedisUrl *url)
       else
         g_string_append_printf(s, "%s:%d", h, url->sentinel_ports[i]);
     }
-    name = sluice_broker_escape_text(url->master_name, -1, 0);
+    name = sluice_text__escape(url->master_name, -1, 0);
     g_string_append_printf(s, "/%s/%d", name, url->db);
     return g_string_free(s, FALSE);
   }
   if (url->is_unix) {
-    g_autofree gchar *path = sluice_broker_escape_text(url->path, -1, 0);
+    g_autofree gchar *path = sluice_text__escape(url->path, -1, 0);
 
     g_string_append(s, path);
     if (url->db != 0)
@@ -120,7 +129,7 @@ make_display(const SluiceRedisUrl *url)
   /* A cluster URL shows every seed node. */
   for (guint i = 0; i < MAX(url->n_seeds, 1); i++) {
     g_clear_pointer(&host, g_free);
-    host = sluice_broker_escape_text(
+    host = sluice_text__escape(
         url->n_seeds > 0 ? url->seed_hosts[i] : url->host, -1, 0);
     if (i > 0)
       g_string_append_c(s, ',');
@@ -209,16 +218,16 @@ shown_url(const UrlParts *parts)
 {
   GString *s = g_string_new(NULL);
   g_autofree gchar *masked = mask_query_passwords(parts->rest);
-  g_autofree gchar *rest = sluice_broker_escape_text(masked, -1, 200);
+  g_autofree gchar *rest = sluice_text__escape(masked, -1, 200);
 
   if (parts->scheme != NULL) {
     g_autofree gchar *scheme =
-        sluice_broker_escape_text(parts->scheme, (gssize)parts->scheme_len, 20);
+        sluice_text__escape(parts->scheme, (gssize)parts->scheme_len, 20);
     g_string_append_printf(s, "%s://", scheme);
   }
   if (parts->userinfo != NULL) {
     if (parts->colon != NULL) {
-      g_autofree gchar *user = sluice_broker_escape_text(
+      g_autofree gchar *user = sluice_text__escape(
           parts->userinfo, (gssize)(parts->colon - parts->userinfo), 64);
       g_string_append_printf(s, "%s:***@", user);
     } else {
@@ -238,72 +247,66 @@ unescape_part(const gchar *text, gsize len)
   return g_uri_unescape_string(raw, NULL);
 }
 
-/* The query parameters of every scheme: the partitions, the durability
- * knob, and for unix:// the database, for redis+sentinel:// the
- * sentinels' credentials.
- * @query is the raw text after '?'. */
+static void
+param_clear(gpointer data)
+{
+  SluiceRedisUrlParam *param = data;
+
+  g_free(param->name);
+  g_free(param->value);
+}
+
+/* The query parameters of the connection: for unix:// the database, for
+ * redis+sentinel:// the sentinels' credentials. Every other parameter is
+ * the owner's (the broker's partitions= and min_replicas_ack=): handed
+ * back in order in @parsed->params, to be parsed and refused by the owner
+ * (sluice_redis_url__refuse_unknown()), so this layer needs to know
+ * nothing of what is built on it. @query is the raw text after '?'. */
 static gboolean
 parse_params(const gchar *query, const gchar *scheme, const gchar *shown,
              SluiceRedisUrl *parsed, GError **error)
 {
-  g_autoptr(GHashTable) params = NULL;
   gboolean is_unix = strcmp(scheme, "unix") == 0;
   gboolean is_sentinel = strcmp(scheme, "redis+sentinel") == 0;
-  GHashTableIter iter;
-  gpointer key, value;
+  g_autoptr(GArray) rest =
+      g_array_new(FALSE, FALSE, sizeof(SluiceRedisUrlParam));
+  GUriParamsIter iter;
+  gchar *key, *value;
+  GError *local = NULL;
 
-  params = g_uri_parse_params(query, -1, "&", G_URI_PARAMS_NONE, NULL);
-  if (params == NULL)
+  g_array_set_clear_func(rest, param_clear);
+  g_uri_params_iter_init(&iter, query, -1, "&", G_URI_PARAMS_NONE);
+  while (g_uri_params_iter_next(&iter, &key, &value, &local)) {
+    if (is_unix && strcmp(key, "db") == 0) {
+      gboolean ok = parse_db(value, &parsed->db);
+
+      g_free(key);
+      g_free(value);
+      if (!ok)
+        return url_invalid(error, shown, "db=N needs a database number");
+    } else if (is_sentinel && strcmp(key, "sentinel_user") == 0 &&
+               value[0] != '\0') {
+      g_free(parsed->sentinel_user);
+      parsed->sentinel_user = value;
+      g_free(key);
+    } else if (is_sentinel && strcmp(key, "sentinel_password") == 0) {
+      g_free(parsed->sentinel_password);
+      parsed->sentinel_password = value;
+      g_free(key);
+    } else {
+      SluiceRedisUrlParam param = {key, value};
+      g_array_append_val(rest, param);
+    }
+  }
+  if (local != NULL) {
+    g_error_free(local);
     return url_invalid(error, shown,
                        "the query is malformed (a '%' that does not start "
                        "an escape %XX?)");
-  g_hash_table_iter_init(&iter, params);
-  while (g_hash_table_iter_next(&iter, &key, &value)) {
-    guint64 n;
-
-    if (strcmp(key, "partitions") == 0) {
-      if (!g_ascii_string_to_unsigned(value, 10, 1, SLUICE_REDIS_MAX_PARTITIONS,
-                                      &n, NULL))
-        return url_invalid(error, shown,
-                           "partitions=N takes a number from 1 to " G_STRINGIFY(
-                               SLUICE_REDIS_MAX_PARTITIONS));
-      parsed->partitions = (guint)n;
-    } else if (strcmp(key, "min_replicas_ack") == 0) {
-      if (!g_ascii_string_to_unsigned(value, 10, 0, 100, &n, NULL))
-        return url_invalid(error, shown,
-                           "min_replicas_ack must be a number of replicas "
-                           "from 0 to 100");
-      parsed->min_replicas_ack = (gint)n;
-    } else if (strcmp(key, "min_replicas_timeout_ms") == 0) {
-      if (!g_ascii_string_to_unsigned(value, 10, 1, 3600 * 1000, &n, NULL))
-        return url_invalid(error, shown,
-                           "min_replicas_timeout_ms must be a number of "
-                           "milliseconds from 1 to 3600000");
-      parsed->min_replicas_timeout_ms = (gint64)n;
-    } else if (is_unix && strcmp(key, "db") == 0) {
-      if (!parse_db(value, &parsed->db))
-        return url_invalid(error, shown, "db=N needs a database number");
-    } else if (is_sentinel && strcmp(key, "sentinel_user") == 0 &&
-               ((const gchar *)value)[0] != '\0') {
-      g_free(parsed->sentinel_user);
-      parsed->sentinel_user = g_strdup(value);
-    } else if (is_sentinel && strcmp(key, "sentinel_password") == 0) {
-      g_free(parsed->sentinel_password);
-      parsed->sentinel_password = g_strdup(value);
-    } else {
-      g_autofree gchar *name = sluice_broker_escape_text(key, -1, 40);
-      g_autofree gchar *why = g_strdup_printf(
-          "unknown query parameter “%s”: the parameters are %s", name,
-          is_sentinel ? "sentinel_user, sentinel_password, partitions, "
-                        "min_replicas_ack and min_replicas_timeout_ms"
-          : is_unix   ? "db, partitions, min_replicas_ack and "
-                        "min_replicas_timeout_ms"
-                      : "partitions, min_replicas_ack and "
-                        "min_replicas_timeout_ms (the database is the path, "
-                        "/N)");
-      return url_invalid(error, shown, why);
-    }
   }
+  parsed->n_params = rest->len;
+  parsed->params = (SluiceRedisUrlParam *)(void *)g_array_free(
+      g_steal_pointer(&rest), FALSE);
   if (parsed->sentinel_user != NULL && parsed->sentinel_password == NULL)
     return url_invalid(error, shown,
                        "sentinel_user needs sentinel_password (an ACL user "
@@ -380,7 +383,7 @@ parse_sentinel(const gchar *rest, const gchar *shown, SluiceRedisUrl *parsed,
     gint port = 0;
 
     if (!parse_sentinel_host(items[i], &host, &port)) {
-      g_autofree gchar *item = sluice_broker_escape_text(items[i], -1, 80);
+      g_autofree gchar *item = sluice_text__escape(items[i], -1, 80);
       g_autofree gchar *why = g_strdup_printf(
           "“%s” is not a sentinel address: write host:port (port 1 to "
           "65535, default 26379; an IPv6 address in brackets, [::1]:26379), "
@@ -623,7 +626,9 @@ userinfo:
     else
       g_free(user);
   }
+  parsed->conn_type = parsed->is_unix ? "unix" : "tcp";
   parsed->display = make_display(parsed);
+  parsed->shown = g_steal_pointer(&shown);
   return TRUE;
 }
 
@@ -633,8 +638,6 @@ sluice_redis_url__parse(const gchar *text, SluiceRedisUrl *url, GError **error)
   SluiceRedisUrl parsed = {0};
 
   g_return_val_if_fail(text != NULL && url != NULL, FALSE);
-  parsed.min_replicas_ack = -1;
-  parsed.min_replicas_timeout_ms = -1;
   if (!parse_into(text, &parsed, error)) {
     sluice_redis_url__clear(&parsed);
     return FALSE;
@@ -671,7 +674,11 @@ sluice_redis_url__clear(SluiceRedisUrl *url)
   g_clear_pointer(&url->seed_ports, g_free);
   url->n_seeds = 0;
   url->is_cluster = FALSE;
-  url->partitions = 0;
+  g_clear_pointer(&url->shown, g_free);
+  for (guint i = 0; i < url->n_params; i++)
+    param_clear(&url->params[i]);
+  g_clear_pointer(&url->params, g_free);
+  url->n_params = 0;
 }
 
 void
@@ -693,13 +700,18 @@ sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to)
   to->master_name = g_strdup(from->master_name);
   to->sentinel_user = g_strdup(from->sentinel_user);
   to->sentinel_password = g_strdup(from->sentinel_password);
-  to->min_replicas_ack = from->min_replicas_ack;
-  to->min_replicas_timeout_ms = from->min_replicas_timeout_ms;
   to->is_cluster = from->is_cluster;
   to->n_seeds = from->n_seeds;
   to->seed_hosts = g_strdupv(from->seed_hosts);
   to->seed_ports = g_memdup2(from->seed_ports, sizeof(gint) * from->n_seeds);
-  to->partitions = from->partitions;
+  to->conn_type = from->conn_type;
+  to->shown = g_strdup(from->shown);
+  to->n_params = from->n_params;
+  to->params = g_new0(SluiceRedisUrlParam, MAX(from->n_params, 1));
+  for (guint i = 0; i < from->n_params; i++) {
+    to->params[i].name = g_strdup(from->params[i].name);
+    to->params[i].value = g_strdup(from->params[i].value);
+  }
 }
 
 void
@@ -711,7 +723,49 @@ sluice_redis_url__for_node(const SluiceRedisUrl *cluster, const gchar *host,
   to->port = port;
   to->user = g_strdup(cluster->user);
   to->password = g_strdup(cluster->password);
-  to->min_replicas_ack = cluster->min_replicas_ack;
-  to->min_replicas_timeout_ms = cluster->min_replicas_timeout_ms;
+  to->conn_type = cluster->conn_type;
   to->display = make_display(to);
+  to->shown = g_strdup(to->display);
+}
+
+gboolean
+sluice_redis_url__refuse(const SluiceRedisUrl *url, const gchar *why,
+                         GError **error)
+{
+  return url_invalid(error, url->shown != NULL ? url->shown : url->display,
+                     why);
+}
+
+gboolean
+sluice_redis_url__refuse_unknown(const SluiceRedisUrl *url, const gchar *name,
+                                 const gchar *const *owner_names,
+                                 GError **error)
+{
+  g_autoptr(GPtrArray) names = g_ptr_array_new();
+  g_autoptr(GString) why = g_string_new(NULL);
+  g_autofree gchar *shown = sluice_text__escape(name, -1, 40);
+
+  /* This layer's own names for the scheme, then the owner's. */
+  if (url->is_sentinel) {
+    g_ptr_array_add(names, (gpointer) "sentinel_user");
+    g_ptr_array_add(names, (gpointer) "sentinel_password");
+  } else if (url->is_unix) {
+    g_ptr_array_add(names, (gpointer) "db");
+  }
+  for (guint i = 0; owner_names != NULL && owner_names[i] != NULL; i++)
+    g_ptr_array_add(names, (gpointer)owner_names[i]);
+  g_string_append_printf(why, "unknown query parameter “%s”: ", shown);
+  if (names->len == 0)
+    g_string_append(why, "the URL takes none");
+  else
+    g_string_append(why, "the parameters are ");
+  for (guint i = 0; i < names->len; i++) {
+    if (i > 0)
+      g_string_append(why, i + 1 == names->len ? " and " : ", ");
+    g_string_append(why, g_ptr_array_index(names, i));
+  }
+  if (!url->is_sentinel && !url->is_unix)
+    g_string_append(why, " (the database is the path, /N)");
+  return url_invalid(error, url->shown != NULL ? url->shown : url->display,
+                     why->str);
 }

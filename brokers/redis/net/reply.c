@@ -1,11 +1,15 @@
-/* redis-reply.c - reading the shape of Redis replies (see redis-reply.h).
+/* reply.c - reading the shape of Redis replies (see redis-net.h): what
+ * every user of the layer needs to take a reply apart, free it, or take
+ * over its buffer without a copy. Replies are hiredis's redisReply, made
+ * by the redisReader of each connection (conn.c); mapping an error reply
+ * to a GError is errors.c.
  */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "brokers/redis/redis-reply.h"
+#include "brokers/redis/net/redis-net.h"
 
 gboolean
 sluice_redis_reply__is_string(const redisReply *r)
