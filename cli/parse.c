@@ -123,21 +123,15 @@ cli_parse_size(const gchar *what, const gchar *text, guint64 *out_bytes,
 gboolean
 cli_check_reason(const gchar *reason, GError **error)
 {
-  static const gchar *const reasons[] = {SLUICE_DLQ_MAX_ATTEMPTS,
-                                         SLUICE_DLQ_MAX_DELIVERIES,
-                                         SLUICE_DLQ_UNKNOWN_TASK,
-                                         SLUICE_DLQ_MALFORMED,
-                                         SLUICE_DLQ_NON_RETRYABLE,
-                                         SLUICE_DLQ_EXPIRED,
-                                         NULL};
+  g_autofree gchar *all = NULL;
 
-  if (reason == NULL || g_strv_contains(reasons, reason))
+  if (reason == NULL || sluice_dead_letter_reason_describe(reason) != NULL)
     return TRUE;
+  all = g_strjoinv(", ", (gchar **)sluice_dead_letter_reasons());
   return cli_usage_error(error,
                          "--reason: unknown dead-letter reason “%s”; the "
-                         "reasons are max_attempts, max_deliveries, "
-                         "unknown_task, malformed, non_retryable and expired",
-                         reason);
+                         "reasons are %s",
+                         reason, all);
 }
 
 GBytes *

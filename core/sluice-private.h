@@ -339,4 +339,8 @@ void sluice_running_task__free(gpointer task);
 /* The class a broker instance was validated against (the core's copy). */
 const SluiceBrokerClass *sluice_broker__get_class(SluiceBroker *broker);
 
+/* How many sluice_dead_letter_reasons() there are (broker-values.c checks
+ * it at build time), for the tables counted by reason. */
+#define SLUICE_DLQ_N_REASONS 7
+
 G_END_DECLS

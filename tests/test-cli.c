@@ -3098,6 +3098,41 @@ START_TEST(test_worker_logs_what_the_ping_found)
 }
 END_TEST
 
+/* ---- Every dead-letter reason, everywhere (issue 26) ---------------------- */
+
+/* Each reason of the library's one list is taken by every --reason of the
+ * dlq commands and is in sluice(1); an unknown one is refused naming them
+ * all. */
+START_TEST(test_every_dead_letter_reason_is_taken)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *man = NULL;
+  g_autoptr(Run) unknown = cli(ctx, "dlq", "list", "--reason", "nope", NULL);
+
+  ck_assert(g_file_get_contents(TEST_SRCDIR "/cli/sluice.1", &man, NULL, NULL));
+  assert_status(unknown, 2);
+  assert_one_line_error(unknown, "“nope”");
+  for (const gchar *const *r = sluice_dead_letter_reasons(); *r != NULL; r++) {
+    g_autofree gchar *in_man = g_strdup_printf("\n.B %s\n", *r);
+    g_autoptr(Run) list = cli(ctx, "dlq", "list", "--reason", *r, NULL);
+    g_autoptr(Run) replay =
+        cli(ctx, "dlq", "replay", "--all", "--reason", *r, "--dry-run", NULL);
+    g_autoptr(Run) purge =
+        cli(ctx, "dlq", "purge", "--reason", *r, "--dry-run", NULL);
+
+    assert_status(list, 0);
+    assert_status(replay, 0);
+    assert_status(purge, 0);
+    ck_assert_msg(strstr(unknown->err, *r) != NULL, "%s not named: %s", *r,
+                  unknown->err);
+    ck_assert_msg(strstr(man, in_man) != NULL,
+                  "cli/sluice.1 does not list the dead-letter reason %s "
+                  "(under \"Dead-letter reasons\")",
+                  *r);
+  }
+}
+END_TEST
+
 /* ---- The suite ----------------------------------------------------------- */
 
 static gboolean
@@ -3188,6 +3223,7 @@ cli_suite(gboolean reliable)
   tcase_add_test(misc, test_run_args_depth);
   tcase_add_test(misc, test_password_file);
   tcase_add_test(misc, test_config_file_bad_values);
+  tcase_add_test(misc, test_every_dead_letter_reason_is_taken);
   if (reliable)
     tcase_add_test(misc, test_worker_logs_what_the_ping_found);
   suite_add_tcase(s, misc);

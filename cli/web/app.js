@@ -409,7 +409,7 @@ async function pageDead(params) {
     el('h2', {}, 'Dead letters' + (reason || task ? ' (' + what + ')' : '')),
     filters([
       {name: 'reason', label: 'reason', value: reason, options: [{value: '', label: 'any reason'}].concat(
-        ['max_attempts', 'max_deliveries', 'unknown_task', 'malformed', 'non_retryable', 'expired'].map((r) => ({value: r, label: r})))},
+        o.dead_letter_reasons.map((r) => ({value: r, label: r})))},
       {name: 'task', label: 'task name', value: task},
     ], (v) => { location.hash = link(v); }),
     el('div', {class: 'toolbar'}, bulk('Replay', 'dead/replay-all'), bulk('Delete', 'dead/delete-all')),
