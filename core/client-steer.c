@@ -496,7 +496,7 @@ sluice_client_delete(SluiceClient *client, const gchar *id, GError **error)
 {
   const SluiceClientOptions *o;
   SluiceBroker *broker;
-  g_autoptr(SluiceResult) record = NULL;
+  g_autoptr(GBytes) payload = NULL;
   g_autoptr(GBytes) bytes = NULL;
   SluiceTaskLocation loc;
   gboolean removed = FALSE;
@@ -511,10 +511,10 @@ sluice_client_delete(SluiceClient *client, const gchar *id, GError **error)
   now = sluice_clock_now_ms(sluice_broker_get_clock(broker));
 
   /* The schedule first: removing from it is atomic and certain. */
-  record = sluice_result_new(id, SLUICE_STATE_CANCELLED);
-  sluice_result_set_error(record, "deleted before it ran");
-  sluice_result_set_times(record, 0, 0, now);
-  bytes = sluice_result_encode(record);
+  if (!sluice_client__scheduled_payload(client, id, &payload, error))
+    return SLUICE_DELETE_FAILED;
+  bytes = sluice_client__cancelled_record(client, id, payload,
+                                          "deleted before it ran");
   if (!sluice_broker_cancel_scheduled(broker, id, bytes, o->result_ttl_ms,
                                       &removed, error))
     return SLUICE_DELETE_FAILED;
