@@ -190,10 +190,12 @@ cli_cmd_delete(int argc, char **argv)
 
   if (!cli_parse_options(
           &common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON, NULL, "ID",
-          "Delete one task wherever it is: off the schedule (certain), out of "
-          "the dead\nletters, or, queued or running, by a revocation (a "
-          "worker skips it or cancels it).",
-          NULL, &argc, &argv, &error)) {
+          "Delete one task wherever it is: off the schedule or out of its "
+          "queue (certain:\nits record says cancelled), out of the dead "
+          "letters, or, running, by a\nrevocation (its worker cancels it).",
+          "Exit status: 0 deleted or revoked; 1 no such task, already "
+          "finished, or an error.",
+          &argc, &argv, &error)) {
     status = cli_report(error);
     goto out;
   }
@@ -217,11 +219,16 @@ cli_cmd_delete(int argc, char **argv)
     name = "dead_letter";
     said = "was a dead letter; its entry is deleted";
     break;
+  case SLUICE_DELETE_REMOVED:
+    name = "removed";
+    said = "was queued and is taken out of its queue; it will certainly not "
+           "run";
+    break;
   default:
     name = "revoked";
-    said = "was neither scheduled nor buried (queued, running, finished or "
-           "unknown): a revocation is recorded, so a worker skips it queued "
-           "or cancels it running";
+    said = "is running or held by a worker: a revocation is recorded, so the "
+           "worker cancels it (or skips it before it starts); it may still "
+           "finish first";
     break;
   }
   if (common.json) {

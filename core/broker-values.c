@@ -141,12 +141,22 @@ sluice_listed_message_new(const gchar *id, const gchar *queue, GBytes *payload,
 }
 
 void
+sluice_listed_message_set_handle(SluiceListedMessage *message,
+                                 const gchar *handle)
+{
+  g_return_if_fail(message != NULL);
+  g_free(message->handle);
+  message->handle = g_strdup(handle);
+}
+
+void
 sluice_listed_message_free(SluiceListedMessage *message)
 {
   if (message == NULL)
     return;
   g_free(message->id);
   g_free(message->queue);
+  g_free(message->handle);
   g_bytes_unref(message->payload);
   g_free(message);
 }

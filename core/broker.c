@@ -133,6 +133,14 @@ validate_class(const SluiceBrokerClass *klass, GError **error)
                 name);
     return FALSE;
   }
+  if (klass->version >= 4 && klass->remove_queued != NULL &&
+      klass->list_queued == NULL) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
+                "broker “%s” provides remove_queued without list_queued: it "
+                "removes what list_queued lists",
+                name);
+    return FALSE;
+  }
   if (klass->version >= 4 &&
       (klass->put_progress == NULL) != (klass->get_progress == NULL)) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INCOMPLETE,
@@ -915,6 +923,32 @@ sluice_broker_reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
   if (out_found != NULL)
     *out_found = ok && found;
   return finish(broker, "reschedule", ok, local, error);
+}
+
+gboolean
+sluice_broker_remove_queued(SluiceBroker *broker, SluiceRemoval *items,
+                            guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(items[i].queue != NULL && items[i].payload != NULL,
+                         FALSE);
+    g_return_val_if_fail(items[i].record == NULL || items[i].id != NULL, FALSE);
+    items[i].removed = FALSE;
+  }
+  if (broker->klass->remove_queued == NULL)
+    return unsupported(broker, "take a queued task out of its queue", error);
+  if (n_items == 0)
+    return TRUE;
+  ok = broker->klass->remove_queued(broker, items, n_items, &local);
+  if (!ok)
+    for (guint i = 0; i < n_items; i++)
+      items[i].removed = FALSE;
+  return finish(broker, "remove_queued", ok, local, error);
 }
 
 /* ---- Joins (version 4) --------------------------------------------------- */

@@ -682,15 +682,22 @@ GBytes *
 sluice_client__cancelled_record(SluiceClient *client, const gchar *id,
                                 GBytes *payload, const gchar *why)
 {
+  g_autoptr(SluiceEnvelope) env =
+      payload != NULL ? sluice_envelope_decode(payload, NULL, NULL) : NULL;
+
+  return sluice_client__cancelled_record_of(client, id, env, why);
+}
+
+GBytes *
+sluice_client__cancelled_record_of(SluiceClient *client, const gchar *id,
+                                   const SluiceEnvelope *env, const gchar *why)
+{
   g_autoptr(SluiceResult) record =
       sluice_result_new(id, SLUICE_STATE_CANCELLED);
-  g_autoptr(SluiceEnvelope) env = NULL;
   g_autoptr(SluiceResult) stored = NULL;
   g_autoptr(GBytes) bytes = NULL;
   gint64 now = sluice_clock_now_ms(client->clock);
 
-  if (payload != NULL)
-    env = sluice_envelope_decode(payload, NULL, NULL);
   if (env != NULL) {
     sluice_result_set_task(record, env->task, env->queue);
     sluice_result_set_attempt(record, env->attempt);

@@ -157,6 +157,11 @@ const SluiceClientOptions *sluice_client__options(SluiceClient *client);
  * record). Returns: (transfer full): the encoded record. */
 GBytes *sluice_client__cancelled_record(SluiceClient *client, const gchar *id,
                                         GBytes *payload, const gchar *why);
+/* The same from the task's decoded message (nullable). */
+GBytes *sluice_client__cancelled_record_of(SluiceClient *client,
+                                           const gchar *id,
+                                           const SluiceEnvelope *env,
+                                           const gchar *why);
 
 /* The message of task @id if it is on the schedule, else NULL, in
  * @out_payload (transfer full); FALSE and @error if the broker failed. */

@@ -3098,6 +3098,93 @@ START_TEST(test_worker_logs_what_the_ping_found)
 }
 END_TEST
 
+/* ---- Delete and purge take queued tasks out (issue 26) -------------------- */
+
+/* Whether `sluice ls` of @queue lists task @id. */
+static gboolean
+listed_in(Ctx *ctx, const gchar *queue, const gchar *id)
+{
+  g_autoptr(JsonNode) page = ls_json(ctx, NULL, queue, NULL);
+
+  for (guint i = 0; i < n_listed(page); i++)
+    if (g_strcmp0(member_string(listed(page, i), "id"), id) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* `sluice delete` of a queued task takes it out of its queue: not listed,
+ * not counted, its record says cancelled at once; `sluice purge` marks the
+ * records of what it took; an id that is nowhere is an error for delete
+ * as for cancel, with the same exit status. */
+START_TEST(test_delete_and_purge_take_queued_tasks_out)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *doomed =
+      enqueue(ctx, "demo.noop", "--queue", "q-del", NULL);
+  g_autofree gchar *purged =
+      enqueue(ctx, "demo.noop", "--queue", "q-del", NULL);
+  g_autofree gchar *also = enqueue(ctx, "demo.noop", "--queue", "q-del", NULL);
+  g_autoptr(Run) del = cli(ctx, "delete", doomed, "--json", NULL);
+  g_autoptr(Run) again = NULL;
+  g_autoptr(Run) purge = NULL;
+  g_autoptr(JsonNode) j = NULL;
+  g_autoptr(JsonNode) record = NULL;
+  g_autoptr(JsonNode) stats = NULL;
+  g_autoptr(JsonNode) after_purge = NULL;
+  JsonArray *queues;
+  gint64 ready = -1;
+
+  assert_status(del, 0);
+  j = parse_json(del->out);
+  ck_assert_str_eq(member_string(object_of(j), "outcome"), "removed");
+  ck_assert(!listed_in(ctx, "q-del", doomed));
+  ck_assert(listed_in(ctx, "q-del", purged));
+  record = inspect(ctx, doomed);
+  ck_assert_str_eq(member_string(object_of(record), "state"), "cancelled");
+  ck_assert_str_eq(member_string(object_of(record), "task"), "demo.noop");
+  ck_assert_str_eq(member_string(object_of(record), "queue"), "q-del");
+  stats = stats_json(ctx);
+  queues = json_object_get_array_member(object_of(stats), "queues");
+  for (guint i = 0; i < json_array_get_length(queues); i++) {
+    JsonObject *q = json_array_get_object_element(queues, i);
+    if (g_strcmp0(member_string(q, "name"), "q-del") == 0)
+      ready = member_int(q, "ready");
+  }
+  ck_assert_int_eq(ready, 2);
+
+  /* Deleted already: nothing to delete. */
+  again = cli(ctx, "delete", doomed, NULL);
+  assert_status(again, 1);
+  assert_one_line_error(again, "already finished (cancelled)");
+
+  purge = cli(ctx, "purge", "q-del", "--yes", NULL);
+  assert_status(purge, 0);
+  ck_assert_str_eq(purge->out, "purged 2 ready tasks of queue q-del\n");
+  after_purge = inspect(ctx, purged);
+  ck_assert_str_eq(member_string(object_of(after_purge), "state"), "cancelled");
+  ck_assert_msg(
+      strstr(member_string(object_of(after_purge), "error"), "purged") != NULL,
+      "%s", member_string(object_of(after_purge), "error"));
+  g_free(wait_for_state(ctx, also, "cancelled", NULL));
+}
+END_TEST
+
+/* An id that is nowhere is an error for delete as for cancel: exit 1 and
+ * one line that says so. */
+START_TEST(test_delete_of_an_unknown_id_is_an_error)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autoptr(Run) del = cli(ctx, "delete", "not-an-id", NULL);
+  g_autoptr(Run) cancel = cli(ctx, "cancel", "not-an-id", NULL);
+
+  assert_status(del, 1);
+  assert_one_line_error(del, "nothing deleted: no task not-an-id");
+  ck_assert_str_eq(del->out, "");
+  assert_status(cancel, 1);
+  assert_one_line_error(cancel, "nothing cancelled");
+}
+END_TEST
+
 /* ---- Every dead-letter reason, everywhere (issue 26) ---------------------- */
 
 /* Each reason of the library's one list is taken by every --reason of the
@@ -3156,6 +3243,7 @@ cli_suite(gboolean reliable)
   TCase *e2e = tcase_create("end-to-end");
   TCase *errors = tcase_create("errors");
   TCase *misc = tcase_create("misc");
+  TCase *operator= tcase_create("operator");
   int n_modes = reliable ? 2 : 1;
 
   tcase_add_unchecked_fixture(e2e, sluice_test_redis_shared_setup,
@@ -3212,6 +3300,16 @@ cli_suite(gboolean reliable)
     tcase_add_test(errors, test_error_reliable_unavailable);
   suite_add_tcase(s, errors);
 
+  /* What operators do to queues and tasks (issue 26). */
+  tcase_add_unchecked_fixture(operator, sluice_test_redis_shared_setup,
+                              sluice_test_redis_shared_teardown);
+  tcase_set_timeout(operator, 300);
+  tcase_add_test(operator, test_every_dead_letter_reason_is_taken);
+  tcase_add_test(operator, test_delete_of_an_unknown_id_is_an_error);
+  tcase_add_loop_test(operator, test_delete_and_purge_take_queued_tasks_out, 0,
+                      n_modes);
+  suite_add_tcase(s, operator);
+
   tcase_add_unchecked_fixture(misc, sluice_test_redis_shared_setup,
                               sluice_test_redis_shared_teardown);
   tcase_set_timeout(misc, 300);
@@ -3223,7 +3321,6 @@ cli_suite(gboolean reliable)
   tcase_add_test(misc, test_run_args_depth);
   tcase_add_test(misc, test_password_file);
   tcase_add_test(misc, test_config_file_bad_values);
-  tcase_add_test(misc, test_every_dead_letter_reason_is_taken);
   if (reliable)
     tcase_add_test(misc, test_worker_logs_what_the_ping_found);
   suite_add_tcase(s, misc);

@@ -933,6 +933,34 @@ START_TEST(test_workflow_tree)
 }
 END_TEST
 
+/* The dashboard's Cancel of a queued task takes it out of its queue: the
+ * listing no longer has it and its record says cancelled; an id that is
+ * nowhere is 404. */
+START_TEST(test_cancel_takes_a_queued_task_out)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i, NULL);
+  g_autofree gchar *tokens = token_file(ctx, TOKEN);
+  g_autoptr(Proc) web = web_start(ctx, "--token-file", tokens, NULL);
+  g_autofree gchar *queued =
+      enqueue(ctx, "demo.noop", "{}", "--queue", "held", NULL);
+  g_autofree gchar *form = g_strdup_printf("id=%s", queued);
+  g_autoptr(Reply) del = post(web, "/api/tasks/delete", form);
+  g_autoptr(Reply) page = get(web, "/api/tasks?state=queued&queue=held");
+  g_autoptr(Reply) nowhere = post(web, "/api/tasks/delete", "id=not-an-id");
+  JsonArray *tasks;
+
+  assert_reply(del, 200);
+  ck_assert_str_eq(json_object_get_string_member(obj(del), "outcome"),
+                   "removed");
+  assert_reply(page, 200);
+  tasks = json_object_get_array_member(obj(page), "tasks");
+  ck_assert_uint_eq(json_array_get_length(tasks), 0);
+  wait_state(ctx, queued, "cancelled");
+  assert_reply(nowhere, 404);
+  proc_stop(web);
+}
+END_TEST
+
 START_TEST(test_task_and_dead_letter_actions)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i, NULL);
@@ -1294,6 +1322,7 @@ main(void)
   tcase_add_test(api, test_every_dead_letter_reason_is_served);
   tcase_add_loop_test(api, test_writes_need_the_token, 0, n_modes);
   tcase_add_loop_test(api, test_task_and_dead_letter_actions, 0, n_modes);
+  tcase_add_loop_test(api, test_cancel_takes_a_queued_task_out, 0, n_modes);
   tcase_add_loop_test(api, test_task_shows_its_progress, 0, n_modes);
   tcase_add_loop_test(api, test_events_page_by_cursor, 0, n_modes);
   tcase_add_loop_test(api, test_workflow_tree, 0, n_modes);

@@ -8,7 +8,8 @@
  *   redis.c              the modes: the public API (sluice-redis.h), the
  *                        mode -> transport table, the class and lifecycle
  *   redis-queue.c        slots that move messages: enqueue, fetch, settle,
- *                        heartbeat, leave, reclaim, wakeup
+ *                        heartbeat, leave, reclaim, wakeup, list_queued,
+ *                        remove_queued
  *   redis-tasks.c        what is kept about tasks off the queue: the
  *                        schedule, records, revocations, periodic claims
  *   redis-admin.c        dead letters, stats, purge, announce, lookup, check
@@ -45,6 +46,10 @@
  *   dlq_*             XRANGE [1] or one script [1]
  *   stats             one read-only script [1]
  *   purge             one script [1]
+ *   remove_queued     one script for the batch [1]: the transport's
+ *                     t_remove (LREM from the consuming end; XDEL of an
+ *                     entry after the group's last delivered id) and the
+ *                     record, per item atomic
  *   wakeup            CLIENT UNBLOCK from another connection [1]
  *
  * Times: due times and revocation expiries are compared with the now_ms the

@@ -282,6 +282,8 @@ gboolean sluice_redis__list_queued(SluiceBroker *broker, const gchar *queue,
                                    const gchar *cursor, guint limit,
                                    GPtrArray *out, gchar **out_cursor,
                                    GError **error);
+gboolean sluice_redis__remove_queued(SluiceBroker *broker, SluiceRemoval *items,
+                                     guint n_items, GError **error);
 
 /* redis-tasks.c */
 gboolean sluice_redis__promote_due(SluiceBroker *broker, gint64 now_ms,

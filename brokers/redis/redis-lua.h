@@ -39,6 +39,7 @@ extern const gchar sluice_redis_lua__revoke[];
 extern const gchar sluice_redis_lua__list_revocations_since[];
 extern const gchar sluice_redis_lua__lookup_task[];
 extern const gchar sluice_redis_lua__list_queued[];
+extern const gchar sluice_redis_lua__remove_queued[];
 extern const gchar sluice_redis_lua__list_scheduled[];
 extern const gchar sluice_redis_lua__reschedule[];
 extern const gchar sluice_redis_lua__join_open[];

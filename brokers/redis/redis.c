@@ -93,6 +93,7 @@ redis_class_init(SluiceBrokerClass *klass, const SluiceRedisTransport *t)
   klass->stats = sluice_redis__stats;
   klass->purge = sluice_redis__purge;
   klass->list_queued = sluice_redis__list_queued;
+  klass->remove_queued = sluice_redis__remove_queued;
   klass->list_scheduled = sluice_redis__list_scheduled;
   klass->set_paused = sluice_redis__set_paused;
   klass->list_paused = sluice_redis__list_paused;

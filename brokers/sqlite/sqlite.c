@@ -64,6 +64,7 @@ static const SluiceBrokerClass sqlite_broker_class = {
     .announce = sluice_sqlite__announce,
     .put_records = sluice_sqlite__put_records,
     .list_queued = sluice_sqlite__list_queued,
+    .remove_queued = sluice_sqlite__remove_queued,
     .list_scheduled = sluice_sqlite__list_scheduled,
     .set_paused = sluice_sqlite__set_paused,
     .list_paused = sluice_sqlite__list_paused,

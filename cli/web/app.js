@@ -284,8 +284,9 @@ function tasksRow(state, t) {
     cells.push(el('td', {}, t.queue), el('td', {class: 'wrap'}, t.worker || '-'), el('td', {}, time(t.started_at)));
   }
   acts.push(action(state === 'running' || state === 'queued' ? 'Cancel' : 'Delete', 'delete danger',
-    'Delete task ' + t.id + ' (' + (t.task || '?') + ')? ' + (state === 'running' || state === 'queued'
-      ? 'It is revoked: a worker skips it, or cancels it if it runs.' : 'It is taken off the schedule for good.'),
+    'Delete task ' + t.id + ' (' + (t.task || '?') + ')? ' + (state === 'running'
+      ? 'It is revoked: its worker cancels it.'
+      : state === 'queued' ? 'It is taken out of its queue for good.' : 'It is taken off the schedule for good.'),
     'tasks/delete', {id: t.id}, (r) => 'task ' + t.id + ': ' + r.outcome));
   cells.push(el('td', {}, el('div', {class: 'actions'}, acts)));
   return el('tr', {'data-id': t.id}, cells);

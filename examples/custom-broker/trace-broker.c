@@ -401,6 +401,17 @@ trace_reschedule(SluiceBroker *b, const gchar *id, gint64 due_at,
       error);
 }
 
+static gboolean
+trace_remove_queued(SluiceBroker *b, SluiceRemoval *items, guint n_items,
+                    GError **error)
+{
+  gint64 t = NOW();
+  return traced(
+      b, "remove_queued", t,
+      sluice_broker_remove_queued(trace(b)->inner, items, n_items, error),
+      error);
+}
+
 /* Version 4: joins (workflows, batches), progress and events. The inner
  * broker's dispatch functions answer UNSUPPORTED where it has no slot;
  * the caps below say which it has. */
@@ -546,6 +557,7 @@ static const SluiceBrokerClass trace_class_template = {
     .set_paused = trace_set_paused,
     .list_paused = trace_list_paused,
     .reschedule = trace_reschedule,
+    .remove_queued = trace_remove_queued,
     .join_open = trace_join_open,
     .join_arrive = trace_join_arrive,
     .join_read = trace_join_read,

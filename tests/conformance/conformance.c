@@ -2777,7 +2777,8 @@ START_TEST(run_now_moves_a_scheduled_task_to_its_queue)
 END_TEST
 
 /* Delete finds a task wherever it is: off the schedule, out of the dead
- * letters, or revoked while queued. */
+ * letters, or out of its queue (revoked, on a broker that cannot take a
+ * message out). */
 START_TEST(delete_removes_one_task_wherever_it_is)
 {
   Env *e = env_new();
@@ -2806,7 +2807,9 @@ START_TEST(delete_removes_one_task_wherever_it_is)
                        ? SLUICE_DELETE_DEAD_LETTER
                        : SLUICE_DELETE_REVOKED);
   ck_assert_int_eq(sluice_client_delete(e->client, queued, &error),
-                   SLUICE_DELETE_REVOKED);
+                   e->broker->klass->remove_queued != NULL
+                       ? SLUICE_DELETE_REMOVED
+                       : SLUICE_DELETE_REVOKED);
   sluice_test_harness_advance(e->h, 120000);
   run_idle(e);
   {
@@ -2827,6 +2830,143 @@ START_TEST(delete_removes_one_task_wherever_it_is)
   dead = dead_letters(e);
   if (e->broker->klass->lookup_task != NULL)
     ck_assert_uint_eq(dead->len, 0);
+  env_free(e);
+}
+END_TEST
+
+/* A queued task deleted is out of its queue at once, tracked or not:
+ * not listed, not counted, its record `cancelled` with its name, queue
+ * and enqueue time; a worker of the queue never meets it. An id that is
+ * nowhere, or a task that finished, is an error. */
+START_TEST(delete_takes_a_queued_task_out_of_its_queue)
+{
+  Env *e = env_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceClient) untracked = NULL;
+  g_autoptr(SluiceResult) r = NULL;
+  g_autoptr(GPtrArray) page = NULL;
+  g_autofree gchar *tracked = NULL;
+  g_autofree gchar *plain = NULL;
+  g_autofree gchar *kept = NULL;
+  g_autofree gchar *done = NULL;
+  const gchar *const held[] = {"held", NULL};
+  SluiceEnqueueOptions eo;
+  SluiceClientOptions co;
+  SluiceListOptions lo;
+  SluiceBrokerStats st;
+
+  if (e->broker->klass->remove_queued == NULL) {
+    env_free(e);
+    return;
+  }
+  sluice_client_options_init(&co);
+  co.track_state = FALSE;
+  untracked = sluice_client_new(e->broker, &co, &error);
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "held";
+  tracked = enqueue(e, "t.ok", NULL, &eo);
+  plain = sluice_client_enqueue(untracked, "t.ok", NULL, &eo, &error);
+  kept = enqueue(e, "t.ok", NULL, &eo);
+  done = enqueue(e, "t.ok", NULL, NULL);
+  run_idle(e);
+  ck_assert_state(e, done, SLUICE_STATE_SUCCEEDED);
+  sluice_test_harness_advance(e->h, 1000);
+
+  ck_assert_int_eq(sluice_client_delete(e->client, tracked, &error),
+                   SLUICE_DELETE_REMOVED);
+  /* Without a record, every queue is looked through. */
+  ck_assert_int_eq(sluice_client_delete(e->client, plain, &error),
+                   SLUICE_DELETE_REMOVED);
+  sluice_list_options_init(&lo);
+  lo.queue = "held";
+  page = sluice_client_list(e->client, &lo, NULL, &error);
+  ck_assert_uint_eq(page->len, 1);
+  ck_assert_str_eq(((SluiceListedTask *)page->pdata[0])->id, kept);
+  ck_assert(sluice_client_get_stats(e->client, held, &st, &error));
+  ck_assert_int_eq(sluice_test_queue_ready(&st, "held"), 1);
+  sluice_broker_stats_clear(&st);
+  r = sluice_client_inspect(e->client, tracked, &error);
+  ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_CANCELLED);
+  ck_assert_str_eq(sluice_result_get_task(r), "t.ok");
+  ck_assert_str_eq(sluice_result_get_queue(r), "held");
+  ck_assert_int_eq(sluice_result_get_enqueued_at(r), e->t0);
+  ck_assert_str_eq(sluice_result_get_error(r), "deleted before it ran");
+  g_clear_pointer(&r, sluice_result_unref);
+  r = sluice_client_inspect(e->client, plain, &error);
+  ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_CANCELLED);
+
+  /* Nowhere at all, or finished: nothing to delete. */
+  ck_assert_int_eq(sluice_client_delete(e->client, "no-such-task", &error),
+                   SLUICE_DELETE_FAILED);
+  ck_assert(g_error_matches(error, SLUICE_CLIENT_ERROR,
+                            SLUICE_CLIENT_ERROR_NOT_FOUND));
+  g_clear_error(&error);
+  ck_assert_int_eq(sluice_client_delete(e->client, done, &error),
+                   SLUICE_DELETE_FAILED);
+  ck_assert_msg(g_error_matches(error, SLUICE_CLIENT_ERROR,
+                                SLUICE_CLIENT_ERROR_NOT_FOUND) &&
+                    strstr(error->message, "succeeded") != NULL,
+                "%s", error->message);
+  g_clear_error(&error);
+
+  {
+    SluiceWorkerOptions o;
+    g_autoptr(SluiceWorker) w2 = NULL;
+
+    default_options(&o);
+    o.queues = held;
+    w2 = sluice_worker_new(e->broker, e->registry, &o, &error);
+    ck_assert(sluice_worker_run_until_idle(w2, 60000, NULL, &error));
+    sluice_worker_stop(w2);
+  }
+  ck_assert_uint_eq(runs_of(tracked), 0);
+  ck_assert_uint_eq(runs_of(plain), 0);
+  ck_assert_uint_eq(runs_of(kept), 1);
+  ck_assert_state(e, tracked, SLUICE_STATE_CANCELLED);
+  env_free(e);
+}
+END_TEST
+
+/* A purge takes every ready task out with a record that says so; a task
+ * a worker holds is left to it. */
+START_TEST(purge_records_the_tasks_it_takes_out)
+{
+  Env *e = env_new();
+  g_autoptr(GError) error = NULL;
+  gchar *ids[3];
+  SluiceEnqueueOptions eo;
+  SluiceBrokerStats st;
+  const gchar *const p[] = {"p", NULL};
+  guint64 removed = 0;
+
+  if (e->broker->klass->purge == NULL) {
+    env_free(e);
+    return;
+  }
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "p";
+  for (guint i = 0; i < 3; i++)
+    ids[i] = enqueue(e, "t.ok", NULL, &eo);
+  ck_assert_msg(sluice_client_purge(e->client, "p", &removed, &error), "%s",
+                error != NULL ? error->message : "");
+  ck_assert_uint_eq(removed, 3);
+  ck_assert(sluice_client_get_stats(e->client, p, &st, &error));
+  ck_assert_int_eq(sluice_test_queue_ready(&st, "p"), 0);
+  sluice_broker_stats_clear(&st);
+  for (guint i = 0; i < 3; i++) {
+    g_autoptr(SluiceResult) r =
+        sluice_client_inspect(e->client, ids[i], &error);
+
+    ck_assert_msg(r != NULL, "%s", error != NULL ? error->message : "");
+    /* Without remove_queued the broker's purge leaves records alone. */
+    if (e->broker->klass->remove_queued != NULL) {
+      ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_CANCELLED);
+      ck_assert_str_eq(sluice_result_get_error(r),
+                       "purged from queue p before it ran");
+      ck_assert_str_eq(sluice_result_get_task(r), "t.ok");
+    }
+    g_free(ids[i]);
+  }
   env_free(e);
 }
 END_TEST
@@ -2922,6 +3062,8 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_add_test(steer, pause_stops_fetching_until_resumed);
   tcase_add_test(steer, run_now_moves_a_scheduled_task_to_its_queue);
   tcase_add_test(steer, delete_removes_one_task_wherever_it_is);
+  tcase_add_test(steer, delete_takes_a_queued_task_out_of_its_queue);
+  tcase_add_test(steer, purge_records_the_tasks_it_takes_out);
   suite_add_tcase(s, steer);
 
   suite_add_tcase(s, sluice_conformance__contract_tcase(f));

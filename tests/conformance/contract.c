@@ -1711,6 +1711,90 @@ START_TEST(paused_queues_are_stored_and_listed)
 }
 END_TEST
 
+/* remove_queued takes out exactly the listed messages still ready, each
+ * with its final record; one fetched meanwhile stays the consumer's and
+ * gets no record; a repeat changes nothing. */
+START_TEST(remove_queued_takes_out_only_ready_messages)
+{
+  g_autoptr(Contract) c = contract_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) listed = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GPtrArray) left = NULL;
+  g_autoptr(GPtrArray) records =
+      g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+  g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+  const gchar *const jobs[] = {"jobs", NULL};
+  SluiceRemoval items[4];
+  SluiceBrokerStats stats;
+  guint fetched = 4;
+
+  if (c->broker->klass->remove_queued == NULL) {
+    SluiceRemoval none = {.queue = "jobs", .payload = NULL};
+    g_autoptr(GBytes) p = sluice_test_text("x");
+    none.payload = p;
+    ck_assert(!sluice_broker_remove_queued(c->broker, &none, 1, &error));
+    ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                              SLUICE_BROKER_ERROR_UNSUPPORTED));
+    return;
+  }
+  for (guint i = 0; i < 4; i++) {
+    g_autofree gchar *id = g_strdup_printf("r%u", i);
+    sluice_test_enqueue(c->broker, id, "jobs", id, 0);
+  }
+  listed = list_all(c, "jobs", 10, NULL);
+  ck_assert_uint_eq(listed->len, 4);
+  got = sluice_test_fetch(c->broker, "c1", jobs, 1, 0);
+  ck_assert_uint_eq(got->len, 1);
+
+  for (guint i = 0; i < 4; i++) {
+    const SluiceListedMessage *m = listed->pdata[i];
+    gchar *id = sluice_test_bytes_str(m->payload);
+    g_autofree gchar *rec = g_strdup_printf("gone-%s", id);
+
+    if (g_bytes_equal(m->payload, at(got, 0)->payload))
+      fetched = i;
+    g_ptr_array_add(ids, id);
+    g_ptr_array_add(records, sluice_test_text(rec));
+    items[i] = (SluiceRemoval){.queue = "jobs",
+                               .payload = m->payload,
+                               .handle = m->handle,
+                               .id = id,
+                               .record = records->pdata[i],
+                               .record_ttl_ms = 60000,
+                               .removed = TRUE};
+  }
+  ck_assert_uint_lt(fetched, 4);
+  ck_assert_msg(sluice_broker_remove_queued(c->broker, items, 4, &error), "%s",
+                error != NULL ? error->message : "");
+  for (guint i = 0; i < 4; i++) {
+    g_autoptr(GBytes) read = NULL;
+
+    ck_assert_msg(items[i].removed == (i != fetched), "item %u", i);
+    /* The record is final: a wait for it returns at once. */
+    ck_assert(sluice_broker_wait_record(
+        c->broker, ids->pdata[i], i != fetched ? 60000 : 0, &read, &error));
+    if (i != fetched)
+      ck_assert(g_bytes_equal(read, records->pdata[i]));
+    else
+      ck_assert_ptr_null(read);
+  }
+  left = list_all(c, "jobs", 10, NULL);
+  ck_assert_uint_eq(left->len, 0);
+  stats = sluice_test_stats(c->broker, jobs);
+  ck_assert_int_eq(sluice_test_queue_ready(&stats, "jobs"), 0);
+  sluice_broker_stats_clear(&stats);
+
+  /* Again: nothing is ready, nothing changes. */
+  ck_assert(sluice_broker_remove_queued(c->broker, items, 4, &error));
+  for (guint i = 0; i < 4; i++)
+    ck_assert(!items[i].removed);
+  g_clear_pointer(&got, g_ptr_array_unref);
+  got = sluice_test_fetch(c->broker, "c1", jobs, 10, 0);
+  ck_assert_uint_eq(got->len, 0);
+}
+END_TEST
+
 /* Rescheduling moves an entry's due time, or with 0 straight to its queue
  * (a blocked fetch would take it), bytes untouched; an id that is not on
  * the schedule changes nothing. */
@@ -2024,6 +2108,7 @@ sluice_conformance__contract_tcase(const SluiceConformanceFactory *f)
   tcase_add_test(tc, list_queued_pages_cover_every_ready_message_once);
   tcase_add_test(tc, list_scheduled_pages_in_due_order);
   tcase_add_test(tc, paused_queues_are_stored_and_listed);
+  tcase_add_test(tc, remove_queued_takes_out_only_ready_messages);
   tcase_add_test(tc, reschedule_moves_an_entry_or_runs_it_now);
   return tc;
 }

@@ -748,6 +748,32 @@ struct _SluiceBrokerClass {
   gboolean (*list_slots)(SluiceBroker *self, guint limit, GPtrArray *out,
                          GError **error);
 
+  /* ---- seeing and steering, continued ---- */
+
+  /**
+   * remove_queued: Optional (only with list_queued). If NULL, deleting a
+   * queued task records a revocation (a worker skips it when it meets
+   * it), and purging a queue uses `purge` and leaves the records as they
+   * were.
+   * For each item (SluiceRemoval), atomically per item: if the message
+   * that `list_queued` listed in @queue with @handle (or, for a broker
+   * whose listings have no handle, the first ready message of @queue
+   * with exactly @payload, counted from where `fetch` takes) is still
+   * ready there, removes it from the queue and, with @record, writes
+   * @record under @id as a final record (waking `wait_record`, as
+   * `put_record` does), and sets @removed. A message handed out by a
+   * fetch since it was listed (running, prefetched, released as a new
+   * copy) is not ready: nothing is changed for it and @removed is
+   * cleared; the core then revokes it instead. The core decides which
+   * messages go (it reads their ids from the payloads); the broker only
+   * carries the removal out. Items in the order `list_queued` listed
+   * them cost O(1) each (a purge removes page after page from the head);
+   * one item costs at most what finding its message costs the store.
+   * Safe to repeat: a removed message is not ready any more.
+   */
+  gboolean (*remove_queued)(SluiceBroker *self, SluiceRemoval *items,
+                            guint n_items, GError **error);
+
   /* Slots above are valid for version 4 */
 };
 
@@ -812,6 +838,15 @@ SLUICE_BROKER_API
 SluiceListedMessage *sluice_listed_message_new(const gchar *id,
                                                const gchar *queue,
                                                GBytes *payload, gint64 due_at);
+
+/**
+ * sluice_listed_message_set_handle:
+ * @handle: (nullable) (transfer none): copied; replaces the message's
+ *   handle (see SluiceListedMessage)
+ */
+SLUICE_BROKER_API
+void sluice_listed_message_set_handle(SluiceListedMessage *message,
+                                      const gchar *handle);
 
 /** sluice_listed_message_free: NULL-safe. */
 SLUICE_BROKER_API
@@ -1036,6 +1071,11 @@ SLUICE_BROKER_API
 gboolean sluice_broker_reschedule(SluiceBroker *broker, const gchar *id,
                                   gint64 due_at, gboolean *out_found,
                                   GError **error);
+/* UNSUPPORTED when the slot is NULL; each item's @removed is cleared
+ * first. */
+SLUICE_BROKER_API
+gboolean sluice_broker_remove_queued(SluiceBroker *broker, SluiceRemoval *items,
+                                     guint n_items, GError **error);
 
 /* UNSUPPORTED when the slot is NULL. */
 SLUICE_BROKER_API
