@@ -2,8 +2,9 @@
  * QUEUE`, `sluice delete ID`, `sluice run-now ID`.
  *
  * Each is one call of the client API (sluice_client_pause/resume/purge/
- * delete/run_now). A pause is stored in the broker, so it reaches every
- * worker within about a second and outlives them. Purging more than one
+ * delete/run_now). A pause is stored in the broker, which reads it in the
+ * step that takes a message, so it holds for every worker as soon as it is
+ * stored, and outlives them. Purging more than one
  * task takes --yes (cli_confirm_many()); the queue's ready count, read
  * first, says how many it would touch.
  */
@@ -24,10 +25,12 @@ pause_or_resume(int argc, char **argv, gboolean pause)
 
   if (!cli_parse_options(
           &common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON, NULL, "QUEUE...",
-          pause ? "Pause queues: every worker stops taking tasks from them "
-                  "within about a second,\nuntil `sluice resume`. Producers "
-                  "still enqueue; what workers fetched before\nstill runs. "
-                  "The pause is kept in Redis: it outlives worker restarts."
+          pause ? "Pause queues until `sluice resume`: once this returns, "
+                  "no worker takes a task of\nthem in a new fetch, and "
+                  "within about a second each gives back what it had\n"
+                  "fetched and not started; what runs runs on. Producers "
+                  "still enqueue. The pause\nis kept in the broker: it "
+                  "outlives worker restarts."
                 : "Resume paused queues: workers take from them again "
                   "within about a second.",
           NULL, &argc, &argv, &error)) {
@@ -61,8 +64,8 @@ pause_or_resume(int argc, char **argv, gboolean pause)
     if (json != NULL)
       cli_json_string(json, argv[i]);
     else if (pause)
-      printf("paused queue %s: workers stop taking from it within about a "
-             "second (producers still enqueue)\n",
+      printf("paused queue %s: no worker takes from it any more (producers "
+             "still enqueue)\n",
              argv[i]);
     else
       printf("resumed queue %s\n", argv[i]);

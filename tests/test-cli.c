@@ -3169,6 +3169,101 @@ START_TEST(test_delete_and_purge_take_queued_tasks_out)
 }
 END_TEST
 
+/* The operator tests run on both Redis modes and on SQLite: a loop index
+ * of 2 is a SQLite file in the test's directory. */
+static Ctx *
+ctx_any(int i)
+{
+  Ctx *ctx = ctx_new(i < 2 ? i : 0);
+
+  if (i >= 2) {
+    g_autofree gchar *url = g_strdup_printf("sqlite://%s/tasks.db", ctx->dir);
+    ctx->env = g_environ_setenv(ctx->env, "SLUICE_URL", url, TRUE);
+    ctx->env = g_environ_unsetenv(ctx->env, "SLUICE_MODE");
+    ctx->mode = "sqlite";
+  }
+  return ctx;
+}
+
+/* The ready count of @queue in `sluice stats --json` (0 when not listed). */
+static gint64
+ready_in(Ctx *ctx, const gchar *queue)
+{
+  g_autoptr(JsonNode) stats = stats_json(ctx);
+  JsonArray *queues = json_object_get_array_member(object_of(stats), "queues");
+
+  for (guint i = 0; i < json_array_get_length(queues); i++) {
+    JsonObject *q = json_array_get_object_element(queues, i);
+    if (g_strcmp0(member_string(q, "name"), queue) == 0)
+      return member_int(q, "ready");
+  }
+  return 0;
+}
+
+static void
+wait_ready(Ctx *ctx, const gchar *queue, gint64 n)
+{
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+
+  while (ready_in(ctx, queue) != n) {
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "queue %s never had %" G_GINT64_FORMAT " ready tasks (%s)",
+                  queue, n, ctx->mode);
+    g_usleep(20 * 1000);
+  }
+}
+
+/* Once `sluice pause` returned, no worker takes a task of the queue: what
+ * it had fetched and not started goes back to the queue, and what is
+ * enqueued after the pause waits too, while the worker's other queue runs
+ * on; `sluice resume` runs them all. One executor and the paused queue
+ * first in the worker's order: had the worker held them, they would run
+ * before the other queue's task. */
+START_TEST(test_pause_holds_what_was_fetched_and_what_comes_after)
+{
+  g_autoptr(Ctx) ctx = ctx_any(_i);
+  g_autoptr(Worker) w =
+      worker_start(ctx, "--queue", "default", "--queue", "other",
+                   "--concurrency", "1", "--prefetch", "4", NULL);
+  g_autofree gchar *sleeper =
+      enqueue(ctx, "demo.sleep", "{\"ms\": 600000}", NULL);
+  g_autofree gchar *fetched = NULL;
+  g_autofree gchar *later = NULL;
+  g_autofree gchar *marker = NULL;
+  g_autoptr(Run) paused = NULL;
+  g_autoptr(Run) cancel = NULL;
+  g_autoptr(Run) resumed = NULL;
+  g_autoptr(Run) done = NULL;
+
+  g_free(wait_for_state(ctx, sleeper, "running", NULL));
+  fetched = enqueue(ctx, "demo.noop", NULL);
+  wait_ready(ctx, "default", 0); /* the worker holds it, behind the sleeper */
+  paused = cli(ctx, "pause", "default", NULL);
+  assert_status(paused, 0);
+  later = enqueue(ctx, "demo.noop", NULL);
+  wait_for_log(w, "queue “default” is paused");
+  wait_ready(ctx, "default", 2);
+
+  /* The executor is free again: the other queue runs, the paused one
+   * does not. */
+  cancel = cli(ctx, "cancel", sleeper, NULL);
+  assert_status(cancel, 0);
+  g_free(wait_for_state(ctx, sleeper, "cancelled", NULL));
+  marker = enqueue(ctx, "demo.noop", "--queue", "other", NULL);
+  done = cli(ctx, "result", marker, "--wait", "60s", NULL);
+  assert_status(done, 0);
+  g_free(wait_for_state(ctx, fetched, "queued", NULL));
+  g_free(wait_for_state(ctx, later, "queued", NULL));
+  ck_assert_int_eq(ready_in(ctx, "default"), 2);
+
+  resumed = cli(ctx, "resume", "default", NULL);
+  assert_status(resumed, 0);
+  g_free(wait_for_state(ctx, fetched, "succeeded", NULL));
+  g_free(wait_for_state(ctx, later, "succeeded", NULL));
+  g_free(worker_stop(w));
+}
+END_TEST
+
 /* An id that is nowhere is an error for delete as for cancel: exit 1 and
  * one line that says so. */
 START_TEST(test_delete_of_an_unknown_id_is_an_error)
@@ -3308,6 +3403,9 @@ cli_suite(gboolean reliable)
   tcase_add_test(operator, test_delete_of_an_unknown_id_is_an_error);
   tcase_add_loop_test(operator, test_delete_and_purge_take_queued_tasks_out, 0,
                       n_modes);
+  tcase_add_loop_test(operator,
+                      test_pause_holds_what_was_fetched_and_what_comes_after,
+                      reliable ? 0 : 2, 3);
   suite_add_tcase(s, operator);
 
   tcase_add_unchecked_fixture(misc, sluice_test_redis_shared_setup,

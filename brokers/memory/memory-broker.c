@@ -65,7 +65,11 @@ memory_fetch(SluiceBroker *broker, const gchar *consumer,
   wakeups = self->wakeups;
   for (;;) {
     for (guint i = 0; queues[i] != NULL && taken < max; i++) {
-      GQueue *q = g_hash_table_lookup(self->queues, queues[i]);
+      /* A paused queue is looked at under the same lock as its messages:
+       * once set_paused returned, nothing of it is taken. */
+      GQueue *q = g_hash_table_contains(self->paused, queues[i])
+                      ? NULL
+                      : g_hash_table_lookup(self->queues, queues[i]);
       while (q != NULL && taken < max && !g_queue_is_empty(q)) {
         SluiceMemoryMessage *m = g_queue_pop_head(q);
         /* A handle per delivery, so that a settle repeated after a lost
@@ -713,8 +717,8 @@ memory_set_paused(SluiceBroker *broker, const gchar *queue, gboolean paused,
   g_mutex_lock(&self->lock);
   if (paused)
     g_hash_table_add(self->paused, g_strdup(queue));
-  else
-    g_hash_table_remove(self->paused, queue);
+  else if (g_hash_table_remove(self->paused, queue))
+    g_cond_broadcast(&self->ready); /* what it holds is ready again */
   g_mutex_unlock(&self->lock);
   return TRUE;
 }

@@ -99,6 +99,32 @@ sluice_redis_broker__now_ms(SluiceRedisBroker *self)
   return sluice_clock_now_ms(sluice_broker_get_clock(&self->parent));
 }
 
+gboolean
+sluice_redis_broker__idle(SluiceRedisBroker *self, gint64 block_ms,
+                          GError **error)
+{
+  gchar timeout[32];
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  if (block_ms <= 0)
+    return TRUE;
+  g_snprintf(timeout, sizeof timeout, "%" G_GINT64_FORMAT ".%03d",
+             block_ms / 1000, (int)(block_ms % 1000));
+  sluice_redis_argv__init(&a, 3, 64);
+  sluice_redis_argv__add_str(&a, "BLPOP");
+  sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_IDLE, NULL);
+  sluice_redis_argv__add_str(&a, timeout);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "fetch", FALSE, &a, block_ms, &reply,
+                                    error);
+  if (reply != NULL)
+    freeReplyObject(reply);
+  sluice_redis_argv__clear(&a);
+  return ok;
+}
+
 /* Whether a failed attempt may be made once more on a fresh connection:
  * only when the step is harmless to repeat, and only when the connection
  * broke mid-call (the outcome is unknown; an error reply is an answer). */

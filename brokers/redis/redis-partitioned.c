@@ -22,7 +22,9 @@
  *                                list_scheduled, dlq_list, check, wakeup
  *   partition 0                  revocations (one insertion order, so the
  *                                workers' sync cursor needs no merging),
- *                                pauses, announcements, the periodic gate
+ *                                the list of pauses, announcements, the
+ *                                periodic gate; a pause is stored in
+ *                                every partition, whose fetch reads it
  *
  * Fetch. A sweep takes from every partition without blocking, starting at
  * a partition that rotates from call to call, so no partition starves
@@ -1266,14 +1268,24 @@ part_list_scheduled(SluiceBroker *broker, const gchar *cursor, guint limit,
   return ok;
 }
 
+/* A pause is stored in every partition, since each partition's fetch
+ * reads its own in the step that takes; partition 0's is the one listed.
+ * Paused in 0 last and resumed there first, so a pause that failed half
+ * way is not listed, nor a resume that failed half way missed. */
 static gboolean
 part_set_paused(SluiceBroker *broker, const gchar *queue, gboolean paused,
                 GError **error)
 {
   Partitioned *self = SELF(broker);
 
-  return ready(self, error) &&
-         sluice_redis__set_paused(self->parts[0], queue, paused, error);
+  if (!ready(self, error))
+    return FALSE;
+  for (guint i = 0; i < self->n; i++) {
+    guint k = paused ? self->n - 1 - i : i;
+    if (!sluice_redis__set_paused(self->parts[k], queue, paused, error))
+      return FALSE;
+  }
+  return TRUE;
 }
 
 static gboolean

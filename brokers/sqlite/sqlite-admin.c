@@ -472,6 +472,8 @@ set_paused_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
   if (stmt == NULL)
     return FALSE;
   sluice_sqlite__bind_str(stmt, 1, job->name);
+  /* A resume gives waiting fetchers something: what the queue holds. */
+  *notify = !job->flag;
   return sluice_sqlite__done(c, stmt, "pausing a queue", error);
 }
 

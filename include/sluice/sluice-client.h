@@ -439,10 +439,12 @@ GPtrArray *sluice_client_list(SluiceClient *client,
  * @queue: a queue name
  *
  * Pauses @queue in the broker, for every worker, until
- * sluice_client_resume(): producers still enqueue, and each worker stops
- * taking from it within about a second (it re-reads the paused queues
- * with its revocations, every revocation_interval_ms); what a worker
- * fetched before still runs. Pausing a paused queue changes nothing.
+ * sluice_client_resume(): producers still enqueue, and once this returns
+ * no worker takes a task of the queue in a new fetch (every broker reads
+ * the pause in the step that takes). What a worker fetched before and has
+ * not started it gives back when it re-reads the paused queues with its
+ * revocations (every revocation_interval_ms, 1 s); what runs runs on.
+ * Pausing a paused queue changes nothing.
  * Returns: FALSE with SLUICE_BROKER_ERROR_UNSUPPORTED when the broker
  * cannot pause, or another error.
  */

@@ -2727,6 +2727,150 @@ START_TEST(pause_stops_fetching_until_resumed)
 }
 END_TEST
 
+/* The ready count of @queue. */
+static gint64
+ready_of(Env *e, const gchar *queue)
+{
+  const gchar *const queues[] = {queue, NULL};
+  g_autoptr(GError) error = NULL;
+  SluiceBrokerStats st;
+  gint64 n;
+
+  ck_assert_msg(sluice_client_get_stats(e->client, queues, &st, &error), "%s",
+                error != NULL ? error->message : "");
+  n = sluice_test_queue_ready(&st, queue);
+  sluice_broker_stats_clear(&st);
+  return n;
+}
+
+typedef struct {
+  Env *e;
+  const gchar *queue;
+  gint64 ready;
+} ReadyWait;
+
+static gboolean
+ready_is(gpointer data)
+{
+  ReadyWait *w = data;
+  return ready_of(w->e, w->queue) == w->ready;
+}
+
+static gboolean
+ready_at_most(gpointer data)
+{
+  ReadyWait *w = data;
+  return ready_of(w->e, w->queue) <= w->ready;
+}
+
+/* A pause is the broker's: once sluice_client_pause() returned, a running
+ * worker takes nothing more of the queue, though it syncs its pauses only
+ * once an hour here; after the resume it takes it again. */
+START_TEST(pause_holds_before_the_workers_know_of_it)
+{
+  const gchar *const queues[] = {"held", "open", NULL};
+  SluiceWorkerOptions o;
+  SluiceEnqueueOptions eo;
+  Env *e;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *warm = NULL;
+  g_autofree gchar *held = NULL;
+  g_autofree gchar *open = NULL;
+
+  default_options(&o);
+  o.queues = queues;
+  o.concurrency = 1;
+  o.prefetch = 0;
+  o.revocation_interval_ms = 3600 * 1000;
+  e = env_new_full(100, &o);
+  if (e->broker->klass->set_paused == NULL) {
+    env_free(e);
+    return;
+  }
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "open";
+  warm = enqueue(e, "t.ok", NULL, &eo);
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(runs_reached, GUINT_TO_POINTER(1), 60000));
+
+  ck_assert(sluice_client_pause(e->client, "held", &error));
+  eo.queue = "held";
+  held = enqueue(e, "t.ok", NULL, &eo);
+  eo.queue = "open";
+  open = enqueue(e, "t.ok", NULL, &eo);
+  /* "held" goes first in the worker's order: had its fetch taken it, it
+   * would have run before "open" did. */
+  ck_assert(wait_until(runs_reached, GUINT_TO_POINTER(2), 60000));
+  ck_assert_uint_eq(runs_of(open), 1);
+  ck_assert_uint_eq(runs_of(held), 0);
+  ck_assert_state(e, held, SLUICE_STATE_QUEUED);
+
+  ck_assert(sluice_client_resume(e->client, "held", &error));
+  ck_assert(wait_until(runs_reached, GUINT_TO_POINTER(3), 60000));
+  ck_assert_uint_eq(runs_of(held), 1);
+  env_free(e);
+}
+END_TEST
+
+/* What a worker fetched and has not started when its queue is paused is
+ * given back, and runs only once the queue is resumed. */
+START_TEST(pause_gives_back_what_was_fetched_and_not_started)
+{
+  const gchar *const queues[] = {"q", NULL};
+  SluiceWorkerOptions o;
+  SluiceEnqueueOptions eo;
+  Env *e;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *gate = NULL;
+  gchar *waiting[3];
+  ReadyWait w;
+
+  default_options(&o);
+  o.queues = queues;
+  o.concurrency = 1;
+  o.prefetch = 4;
+  e = env_new_full(100, &o);
+  if (e->broker->klass->set_paused == NULL) {
+    env_free(e);
+    return;
+  }
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "q";
+  gate = enqueue(e, "t.gate", NULL, &eo);
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(at_gate, GUINT_TO_POINTER(1), 60000));
+  /* Enqueued once the gate holds the one executor (without ORDERED one of
+   * them could run first otherwise). */
+  for (guint i = 0; i < 3; i++)
+    waiting[i] = enqueue(e, "t.ok", NULL, &eo);
+  /* Something besides the gate was fetched: it waits for the executor. */
+  w = (ReadyWait){e, "q", 2};
+  ck_assert(sluice_test_wait_for(ready_at_most, &w, 60000));
+
+  sluice_test_log_capture_reset();
+  ck_assert(sluice_client_pause(e->client, "q", &error));
+  ck_assert(wait_until(log_mentions, "queue “q” is paused", 60000));
+  w.ready = 3;
+  ck_assert_msg(sluice_test_wait_for(ready_is, &w, 60000),
+                "%" G_GINT64_FORMAT " ready in q, not 3", ready_of(e, "q"));
+  open_gate();
+  ck_assert_state_soon(e, gate, SLUICE_STATE_SUCCEEDED);
+  for (guint i = 0; i < 3; i++) {
+    ck_assert_uint_eq(runs_of(waiting[i]), 0);
+    ck_assert_state(e, waiting[i], SLUICE_STATE_QUEUED);
+  }
+  ck_assert_int_eq(ready_of(e, "q"), 3);
+
+  ck_assert(sluice_client_resume(e->client, "q", &error));
+  ck_assert(wait_until(runs_reached, GUINT_TO_POINTER(4), 60000));
+  for (guint i = 0; i < 3; i++) {
+    ck_assert_uint_eq(runs_of(waiting[i]), 1);
+    g_free(waiting[i]);
+  }
+  env_free(e);
+}
+END_TEST
+
 /* Run now: a delayed task, and a retry, go to their queue at once. */
 START_TEST(run_now_moves_a_scheduled_task_to_its_queue)
 {
@@ -3060,6 +3204,8 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   tcase_set_timeout(steer, 120);
   tcase_add_test(steer, listing_pages_cover_every_task_of_a_state_once);
   tcase_add_test(steer, pause_stops_fetching_until_resumed);
+  tcase_add_test(steer, pause_holds_before_the_workers_know_of_it);
+  tcase_add_test(steer, pause_gives_back_what_was_fetched_and_not_started);
   tcase_add_test(steer, run_now_moves_a_scheduled_task_to_its_queue);
   tcase_add_test(steer, delete_removes_one_task_wherever_it_is);
   tcase_add_test(steer, delete_takes_a_queued_task_out_of_its_queue);

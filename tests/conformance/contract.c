@@ -1698,16 +1698,66 @@ START_TEST(paused_queues_are_stored_and_listed)
   ck_assert(paused_contains(paused, "a") && paused_contains(paused, "b"));
   g_clear_pointer(&paused, g_ptr_array_unref);
 
+  /* A pause is read in the step that takes: nothing of "a" is fetched. */
   sluice_test_enqueue(c->broker, "1", "a", "1", 0);
   got = sluice_test_fetch(c->broker, "c1", (const gchar *const[]){"a", NULL},
                           10, 0);
-  ck_assert_uint_eq(got->len, 1);
+  ck_assert_uint_eq(got->len, 0);
 
   ck_assert(sluice_broker_set_paused(c->broker, "a", FALSE, &error));
+  g_clear_pointer(&got, g_ptr_array_unref);
+  got = sluice_test_fetch(c->broker, "c1", (const gchar *const[]){"a", NULL},
+                          10, 0);
+  ck_assert_uint_eq(got->len, 1);
   ck_assert(sluice_broker_set_paused(c->broker, "never", FALSE, &error));
   paused = paused_now(c);
   ck_assert_uint_eq(paused->len, 1);
   ck_assert(paused_contains(paused, "b"));
+}
+END_TEST
+
+/* Once set_paused returned, no fetch takes from the queue: not one that
+ * starts after it, nor one that was already blocked when the message came
+ * (it returns the other queue's message, or nothing); the paused queue's
+ * messages wait, in their order, for the resume. */
+START_TEST(a_paused_queue_is_not_fetched_even_by_a_blocked_fetch)
+{
+  g_autoptr(Contract) c = contract_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GPtrArray) rest = NULL;
+  const gchar *const both[] = {"held", "open", NULL};
+  const gchar *const held[] = {"held", NULL};
+  SluiceTestFetch *f;
+  guint from_open = 0;
+
+  if (c->broker->klass->set_paused == NULL)
+    return;
+  f = sluice_test_fetch_start(c->broker, both, 10, 60000);
+  ck_assert(sluice_broker_set_paused(c->broker, "held", TRUE, &error));
+  sluice_test_enqueue(c->broker, "h1", "held", "h1", 0);
+  sluice_test_enqueue(c->broker, "h2", "held", "h2", 0);
+  sluice_test_enqueue(c->broker, "o1", "open", "o1", 0);
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  for (guint i = 0; i < got->len; i++) {
+    ck_assert_str_eq(at(got, i)->queue, "open");
+    from_open++;
+  }
+  g_clear_pointer(&got, g_ptr_array_unref);
+  got = sluice_test_fetch(c->broker, "c1", both, 10, 0);
+  for (guint i = 0; i < got->len; i++) {
+    ck_assert_str_eq(at(got, i)->queue, "open");
+    from_open++;
+  }
+  ck_assert_uint_eq(from_open, 1);
+
+  ck_assert(sluice_broker_set_paused(c->broker, "held", FALSE, &error));
+  rest = sluice_test_fetch(c->broker, "c1", held, 10, 0);
+  order_unless_ordered(c, rest);
+  ck_assert_uint_eq(rest->len, 2);
+  ck_assert(sluice_test_bytes_is(at(rest, 0)->payload, "h1"));
+  ck_assert(sluice_test_bytes_is(at(rest, 1)->payload, "h2"));
 }
 END_TEST
 
@@ -2108,6 +2158,7 @@ sluice_conformance__contract_tcase(const SluiceConformanceFactory *f)
   tcase_add_test(tc, list_queued_pages_cover_every_ready_message_once);
   tcase_add_test(tc, list_scheduled_pages_in_due_order);
   tcase_add_test(tc, paused_queues_are_stored_and_listed);
+  tcase_add_test(tc, a_paused_queue_is_not_fetched_even_by_a_blocked_fetch);
   tcase_add_test(tc, remove_queued_takes_out_only_ready_messages);
   tcase_add_test(tc, reschedule_moves_an_entry_or_runs_it_now);
   return tc;

@@ -146,6 +146,13 @@ struct _SluiceBrokerClass {
    * is not handed out again unless it is released, or (LEASES) reclaimed
    * after its consumer died. @consumer names the calling worker; brokers
    * without LEASES may ignore it.
+   * A queue paused with `set_paused` is skipped, and the pause is read in
+   * the same atomic step that takes a message: once `set_paused` returned,
+   * no fetch hands out a message of that queue, including one that was
+   * blocked when the message arrived (it leaves the message where it was:
+   * a broker whose blocking read takes before it can look puts it back,
+   * uncounted). While every queue asked for is paused, the fetch waits as
+   * an idle one does (no busy loop).
    */
   gboolean (*fetch)(SluiceBroker *self, const gchar *consumer,
                     const gchar *const *queues, guint max, gint64 block_ms,
@@ -501,8 +508,12 @@ struct _SluiceBrokerClass {
    * Records that @queue is paused (@paused) or not, where every client and
    * worker of the store sees it, for good (it outlives the workers).
    * Pausing a paused queue, or resuming one that is not, changes nothing.
-   * Pausing stores a flag and nothing else: producers still enqueue; the
-   * workers read `list_paused` and stop fetching from the queue.
+   * Producers still enqueue. Once it returns, `fetch` takes nothing of a
+   * paused queue (see there), on every consumer of the store; the workers
+   * also read `list_paused`, to leave the queue out of their fetches and
+   * give back what they fetched before and have not started. A resume
+   * wakes a blocked `fetch` where the store can (the queue's messages are
+   * ready again); otherwise its next fetch takes them.
    */
   gboolean (*set_paused)(SluiceBroker *self, const gchar *queue,
                          gboolean paused, GError **error);
