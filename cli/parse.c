@@ -75,6 +75,26 @@ cli_parse_time(const gchar *what, const gchar *text, gint64 *out_ms,
 }
 
 gboolean
+cli_parse_since(const gchar *what, const gchar *text, gint64 *out_ms,
+                GError **error)
+{
+  gint64 ago;
+
+  if (g_ascii_isdigit(text[0]) && cli_parse_duration(what, text, &ago, NULL)) {
+    *out_ms = g_get_real_time() / 1000 - ago;
+    return TRUE;
+  }
+  if (cli_parse_time(what, text, out_ms, NULL))
+    return TRUE;
+  return cli_usage_error(error,
+                         "%s: “%s” is neither a time nor a duration: write an "
+                         "ISO 8601 time (2030-06-01T12:00:00Z, or "
+                         "2030-06-01T12:00:00 for local time) or how long "
+                         "ago (30s, 10m, 2h)",
+                         what, text);
+}
+
+gboolean
 cli_parse_count(const gchar *what, const gchar *text, guint64 min, guint64 max,
                 guint64 *out, GError **error)
 {

@@ -131,6 +131,8 @@ worker_to_json(CliJson *json, const SluiceWorkerInfo *w, gint64 now_ms)
   cli_json_int(json, (gint64)w->retried);
   cli_json_key(json, "dead_lettered");
   cli_json_int(json, (gint64)w->dead_lettered);
+  cli_json_key(json, "events");
+  cli_json_bool(json, w->events);
   cli_json_key(json, "running_tasks");
   cli_json_begin_array(json);
   for (guint i = 0; w->running_tasks != NULL && i < w->running_tasks->len;

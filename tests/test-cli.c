@@ -3264,6 +3264,212 @@ START_TEST(test_pause_holds_what_was_fetched_and_what_comes_after)
 }
 END_TEST
 
+/* How many lines of @text hold @needle. */
+static guint
+lines_with(const gchar *text, const gchar *needle)
+{
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  guint n = 0;
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    n += strstr(lines[i], needle) != NULL ? 1 : 0;
+  return n;
+}
+
+/* `sluice enqueue --events` (or SLUICE_EVENTS, or events in [enqueue] of
+ * the key file) writes the task's "enqueued" event; without, none. */
+START_TEST(test_enqueue_writes_its_enqueued_event)
+{
+  g_autoptr(Ctx) ctx = ctx_any(_i);
+  g_autofree gchar *conf = g_build_filename(ctx->dir, "sluice.conf", NULL);
+  g_autofree gchar *flag = enqueue(ctx, "demo.noop", "--events", NULL);
+  g_autofree gchar *quiet = enqueue(ctx, "demo.noop", NULL);
+  g_autofree gchar *by_env = NULL;
+  g_autofree gchar *by_file = NULL;
+  g_autoptr(Run) events = NULL;
+  g_autoptr(Run) bad = NULL;
+  gchar **env = g_strdupv(ctx->env);
+
+  ctx->env = g_environ_setenv(ctx->env, "SLUICE_EVENTS", "1", TRUE);
+  by_env = enqueue(ctx, "demo.noop", NULL);
+  g_strfreev(ctx->env);
+  ctx->env = env;
+  ck_assert(g_file_set_contents(conf, "[enqueue]\nevents=true\n", -1, NULL));
+  by_file = enqueue(ctx, "demo.noop", "--config", conf, NULL);
+  events = cli(ctx, "events", NULL);
+  assert_status(events, 0);
+  ck_assert_msg(lines_with(events->out, "  enqueued ") == 3, "%s", events->out);
+  ck_assert(strstr(events->out, flag) != NULL);
+  ck_assert(strstr(events->out, by_env) != NULL);
+  ck_assert(strstr(events->out, by_file) != NULL);
+  ck_assert(strstr(events->out, quiet) == NULL);
+
+  ctx->env = g_environ_setenv(ctx->env, "SLUICE_EVENTS", "maybe", TRUE);
+  bad = cli(ctx, "enqueue", "demo.noop", NULL);
+  assert_status(bad, 2);
+  assert_one_line_error(bad, "SLUICE_EVENTS");
+}
+END_TEST
+
+/* A command running in the background, its output in files. */
+typedef struct {
+  GSubprocess *proc;
+  gchar *out;
+  gchar *err;
+} Background;
+
+static void
+background_free(Background *b)
+{
+  if (b->proc != NULL) {
+    g_subprocess_force_exit(b->proc);
+    g_subprocess_wait(b->proc, NULL, NULL);
+    g_object_unref(b->proc);
+  }
+  g_free(b->out);
+  g_free(b->err);
+  g_free(b);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Background, background_free)
+
+static Background *background_start(Ctx *ctx, const gchar *first,
+                                    ...) G_GNUC_NULL_TERMINATED;
+static Background *
+background_start(Ctx *ctx, const gchar *first, ...)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(0);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_autoptr(GError) error = NULL;
+  Background *b = g_new0(Background, 1);
+  guint n = ctx->n_workers++;
+  va_list ap;
+
+  b->out = g_strdup_printf("%s/background-%u.out", ctx->dir, n);
+  b->err = g_strdup_printf("%s/background-%u.err", ctx->dir, n);
+  g_ptr_array_add(argv, (gpointer)SLUICE_BIN);
+  va_start(ap, first);
+  for (const gchar *a = first; a != NULL; a = va_arg(ap, const gchar *))
+    g_ptr_array_add(argv, (gpointer)a);
+  va_end(ap);
+  g_ptr_array_add(argv, NULL);
+  g_subprocess_launcher_set_environ(launcher, ctx->env);
+  g_subprocess_launcher_set_stdout_file_path(launcher, b->out);
+  g_subprocess_launcher_set_stderr_file_path(launcher, b->err);
+  g_subprocess_launcher_set_child_setup(launcher, child_setup, NULL, NULL);
+  b->proc = g_subprocess_launcher_spawnv(
+      launcher, (const gchar *const *)argv->pdata, &error);
+  ck_assert_msg(b->proc != NULL, "spawn: %s", error->message);
+  return b;
+}
+
+static gchar *
+file_text(const gchar *path)
+{
+  gchar *text = NULL;
+
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return g_strdup("");
+  return text;
+}
+
+/* `sluice events --follow` starts from now: what was written before it
+ * started is not printed (it once replayed up to a day), only what comes
+ * after; -n N prints the last N, --since what came from a time on; and
+ * with no live worker writing events it says so, once, on stderr. */
+START_TEST(test_events_follow_starts_now)
+{
+  g_autoptr(Ctx) ctx = ctx_any(_i);
+  g_autoptr(Background) lonely = background_start(ctx, "events", "-f", NULL);
+  g_autoptr(Background) follow = NULL;
+  g_autoptr(Worker) w = NULL;
+  g_autoptr(Run) done = NULL;
+  g_autoptr(Run) last = NULL;
+  g_autoptr(Run) all = NULL;
+  g_autoptr(Run) since_old = NULL;
+  g_autoptr(Run) since_later = NULL;
+  g_autoptr(Run) bad_since = NULL;
+  g_autoptr(GPtrArray) probes = g_ptr_array_new_with_free_func(g_free);
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+  g_autofree gchar *old = NULL;
+  g_autofree gchar *later = NULL;
+  gchar *out = NULL;
+  gchar *err = NULL;
+
+  /* Nobody writes events yet: said once. */
+  for (;;) {
+    g_free(err);
+    err = file_text(lonely->err);
+    if (strstr(err, "no worker of namespace") != NULL)
+      break;
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "a follow with no worker said nothing: [%s]", err);
+    g_usleep(20 * 1000);
+  }
+  ck_assert_uint_eq(lines_with(err, "no worker of namespace"), 1);
+  g_clear_pointer(&err, g_free);
+  g_clear_pointer(&lonely, background_free);
+
+  w = worker_start(ctx, "--events", NULL);
+  old = enqueue(ctx, "demo.noop", NULL);
+  done = cli(ctx, "result", old, "--wait", "60s", NULL);
+  assert_status(done, 0);
+
+  /* Probes until the follower prints one: those written before it had
+   * reached the end of the stream are skipped with the old events. */
+  follow = background_start(ctx, "events", "--follow", NULL);
+  deadline = g_get_monotonic_time() + PATIENCE_US;
+  for (;;) {
+    gboolean seen = FALSE;
+
+    g_ptr_array_add(probes, enqueue(ctx, "demo.noop", NULL));
+    g_free(out);
+    out = file_text(follow->out);
+    for (guint i = 0; i < probes->len && !seen; i++)
+      seen = strstr(out, probes->pdata[i]) != NULL;
+    if (seen)
+      break;
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "the follower printed none of %u probes: %s", probes->len,
+                  out);
+    g_usleep(50 * 1000);
+  }
+  ck_assert_msg(strstr(out, old) == NULL,
+                "events from before the follow began: %s", out);
+  g_clear_pointer(&out, g_free);
+  err = file_text(follow->err);
+  ck_assert_msg(strstr(err, "writes events") == NULL &&
+                    strstr(err, "no worker") == NULL,
+                "%s", err);
+  g_clear_pointer(&err, g_free);
+
+  /* -n 2: the last two of all; --since: from a time on. */
+  g_free(
+      wait_for_state(ctx, probes->pdata[probes->len - 1], "succeeded", NULL));
+  last = cli(ctx, "events", "-n", "2", NULL);
+  all = cli(ctx, "events", NULL);
+  assert_status(last, 0);
+  assert_status(all, 0);
+  ck_assert_msg(lines_with(last->out, " attempt ") == 2, "%s", last->out);
+  ck_assert_msg(g_str_has_suffix(all->out, last->out), "%s\nnot the end of\n%s",
+                last->out, all->out);
+  since_old = cli(ctx, "events", "--since", "1h", NULL);
+  assert_status(since_old, 0);
+  ck_assert(strstr(since_old->out, old) != NULL);
+  {
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+    g_autoptr(GDateTime) hour = g_date_time_add_hours(now, 1);
+    later = g_date_time_format_iso8601(hour);
+  }
+  since_later = cli(ctx, "events", "--since", later, NULL);
+  assert_status(since_later, 0);
+  ck_assert_str_eq(since_later->out, "");
+  bad_since = cli(ctx, "events", "--since", "yesterday", NULL);
+  assert_status(bad_since, 2);
+  assert_one_line_error(bad_since, "--since");
+  g_free(worker_stop(w));
+}
+END_TEST
+
 /* An id that is nowhere is an error for delete as for cancel: exit 1 and
  * one line that says so. */
 START_TEST(test_delete_of_an_unknown_id_is_an_error)
@@ -3406,6 +3612,10 @@ cli_suite(gboolean reliable)
   tcase_add_loop_test(operator,
                       test_pause_holds_what_was_fetched_and_what_comes_after,
                       reliable ? 0 : 2, 3);
+  tcase_add_loop_test(operator, test_enqueue_writes_its_enqueued_event,
+                      reliable ? 0 : 2, 3);
+  tcase_add_loop_test(operator, test_events_follow_starts_now, reliable ? 0 : 2,
+                      3);
   suite_add_tcase(s, operator);
 
   tcase_add_unchecked_fixture(misc, sluice_test_redis_shared_setup,

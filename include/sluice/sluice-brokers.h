@@ -174,6 +174,9 @@ typedef struct {
  *   limits it runs with, one line each, as an operator reads them ("rate
  *   task mail.send: 10 per 1000 ms, burst 1, per header tenant",
  *   "concurrency queue renders: 3 at once", "weight queue batch: 1")
+ * @events: whether it writes the lifecycle events of its tasks to the
+ *   namespace's event stream (SluiceWorkerOptions.events); FALSE for a
+ *   worker that does not say (one of an older Sluice)
  *
  * The fields after @info are decoded from @info by the client
  * (sluice_client_get_stats()); they are empty when a worker announced
@@ -197,6 +200,7 @@ typedef struct {
   guint64 dead_lettered;
   GPtrArray *running_tasks;
   gchar **limits;
+  gboolean events;
 } SluiceWorkerInfo;
 
 /**
