@@ -758,45 +758,48 @@ sluice_client_delete(SluiceClient *client, const gchar *id, GError **error)
   }
   sluice_task_location_clear(&loc);
 
-  /* Queued: out of its queue, with its record, in one step. */
+  /* Queued: out of its queue, with its record, in one step. A record
+   * that says queued, scheduled or retrying (a promoted task keeps the
+   * latter two until it starts), or none, may be of a queued task. */
   if (!sluice_broker_get_record(broker, id, &stored_bytes, error))
     return SLUICE_DELETE_FAILED;
   if (stored_bytes != NULL &&
       (stored = sluice_result_decode(stored_bytes, NULL)) != NULL)
     state = sluice_result_get_state(stored);
-  if ((queues = queues_to_search(client, stored, error)) == NULL)
+  if (stored != NULL && sluice_task_state_is_final(state)) {
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_NOT_FOUND,
+                "nothing deleted: task %s already finished (%s)", id,
+                sluice_task_state_to_string(state));
     return SLUICE_DELETE_FAILED;
-  for (guint i = 0; i < queues->len && !listed; i++) {
-    if (remove_from_queue(client, queues->pdata[i], id, "deleted before it ran",
-                          &listed, &removed, &local))
-      continue;
-    if (!g_error_matches(local, SLUICE_BROKER_ERROR,
-                         SLUICE_BROKER_ERROR_UNSUPPORTED)) {
-      g_propagate_error(error, g_steal_pointer(&local));
-      return SLUICE_DELETE_FAILED;
-    }
-    /* The broker cannot take a message out: a revocation must do. */
-    g_clear_error(&local);
-    searched = FALSE;
-    break;
   }
-  if (removed)
-    return SLUICE_DELETE_REMOVED;
+  if (stored == NULL || state != SLUICE_STATE_RUNNING) {
+    if ((queues = queues_to_search(client, stored, error)) == NULL)
+      return SLUICE_DELETE_FAILED;
+    for (guint i = 0; i < queues->len && !listed; i++) {
+      if (remove_from_queue(client, queues->pdata[i], id,
+                            "deleted before it ran", &listed, &removed, &local))
+        continue;
+      if (!g_error_matches(local, SLUICE_BROKER_ERROR,
+                           SLUICE_BROKER_ERROR_UNSUPPORTED)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return SLUICE_DELETE_FAILED;
+      }
+      /* The broker cannot take a message out: a revocation must do. */
+      g_clear_error(&local);
+      searched = FALSE;
+      break;
+    }
+    if (removed)
+      return SLUICE_DELETE_REMOVED;
+  }
 
   /* Running, or fetched meanwhile (a worker holds it): a revocation makes
-   * the worker skip it or cancel it. Nowhere at all: say so. */
-  if (searched && !listed &&
-      (stored == NULL || sluice_task_state_is_final(state))) {
+   * the worker cancel it or skip it. Nothing knows of it: say so. */
+  if (stored == NULL && searched && !listed) {
     gboolean running = announced_running(client, id, &local);
 
     if (local != NULL) {
       g_propagate_error(error, g_steal_pointer(&local));
-      return SLUICE_DELETE_FAILED;
-    }
-    if (!running && stored != NULL) {
-      g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_NOT_FOUND,
-                  "nothing deleted: task %s already finished (%s)", id,
-                  sluice_task_state_to_string(state));
       return SLUICE_DELETE_FAILED;
     }
     if (!running) {
