@@ -236,6 +236,21 @@ SluiceClient *cli_open_client(const CliCommon *common,
                               CliSettings *out_settings, GError **error);
 
 /**
+ * cli_events_setting:
+ * @flag: the command's --events was given
+ * @group: the key file group whose `events` key applies ("worker",
+ *   "enqueue")
+ * @out: (out): whether the command writes lifecycle events
+ *
+ * The one rule for `sluice worker` and `sluice enqueue`: --events, else
+ * $SLUICE_EVENTS (true/false, yes/no, on/off, 1/0), else `events` of
+ * [@group] in the key file, else off.
+ * Returns: FALSE with a usage error for a value that is not a boolean.
+ */
+gboolean cli_events_setting(gboolean flag, const CliSettings *settings,
+                            const gchar *group, gboolean *out, GError **error);
+
+/**
  * cli_keyfile_check_keys:
  * @settings: the settings, with the configuration file if any
  * @group: a group name
@@ -276,6 +291,16 @@ gboolean cli_parse_rate_period(const gchar *what, const gchar *text,
  */
 gboolean cli_parse_time(const gchar *what, const gchar *text, gint64 *out_ms,
                         GError **error);
+
+/**
+ * cli_parse_since:
+ * @text: an ISO 8601 date and time (as cli_parse_time()), or a duration
+ *   (as cli_parse_duration()) meaning that long before now
+ * @out_ms: (out): milliseconds since the epoch
+ * Returns: FALSE and a usage error with both forms.
+ */
+gboolean cli_parse_since(const gchar *what, const gchar *text, gint64 *out_ms,
+                         GError **error);
 
 /**
  * cli_parse_count:

@@ -104,6 +104,9 @@ dlq_list(int argc, char **argv)
   g_autoptr(GPtrArray) entries = NULL;
   guint64 limit = 100;
   int status = CLI_EXIT_OK;
+  g_autofree gchar *reasons =
+      g_strjoinv(", ", (gchar **)sluice_dead_letter_reasons());
+  g_autofree gchar *footer = g_strdup_printf("Reasons: %s.", reasons);
   const GOptionEntry options[] = {
       {"limit", 'n', 0, G_OPTION_ARG_STRING, &limit_text,
        "At most N entries (default 100)", "N"},
@@ -115,12 +118,9 @@ dlq_list(int argc, char **argv)
        "Start after this entry (paging: give the last entry listed)", "ENTRY"},
       {NULL}};
 
-  if (!cli_parse_options(
-          &common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON, options, "",
-          "List dead letters, oldest first.",
-          "Reasons: max_attempts, max_deliveries, unknown_task, malformed, "
-          "non_retryable, expired.",
-          &argc, &argv, &error) ||
+  if (!cli_parse_options(&common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON,
+                         options, "", "List dead letters, oldest first.",
+                         footer, &argc, &argv, &error) ||
       (limit_text != NULL &&
        !cli_parse_count("--limit", limit_text, 1, 100000, &limit, &error)) ||
       !cli_check_reason(reason, &error)) {

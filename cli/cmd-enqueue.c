@@ -8,7 +8,9 @@
  * deferred by the workers and buried `unknown_task` after 10 minutes.
  *
  * The client tracks state, so the task has a `queued` (or `scheduled`)
- * record from the start and `sluice inspect` finds it at once.
+ * record from the start and `sluice inspect` finds it at once. With
+ * --events ($SLUICE_EVENTS, `events` of [enqueue]) it also writes the
+ * task's "enqueued" event, the first of those `sluice events` shows.
  */
 #include "config.h"
 
@@ -30,6 +32,7 @@ typedef struct {
   gchar *unique_scope;
   gboolean replace;
   gchar *debounce;
+  gboolean events;
 } EnqueueArgs;
 
 static void
@@ -188,9 +191,33 @@ warn_if_unserved(SluiceClient *client, const gchar *ns, const gchar *task)
             g_get_prgname(), announced, ns, task);
 }
 
+/* The keys of [enqueue] in the key file. */
+#define GROUP_ENQUEUE "enqueue"
+static const gchar *const enqueue_keys[] = {"events", NULL};
+
+/* cli_open_client(), with the client's events as the settings say. */
+static SluiceClient *
+open_client(const CliCommon *common, gboolean events_flag,
+            CliSettings *settings, GError **error)
+{
+  g_autoptr(SluiceBroker) broker = NULL;
+  SluiceClientOptions options;
+
+  cli_log_init(CLI_LOG_TEXT, G_LOG_LEVEL_WARNING);
+  sluice_client_options_init(&options);
+  options.track_state = TRUE;
+  if (!cli_settings_load(common, settings, error) ||
+      !cli_keyfile_check_keys(settings, GROUP_ENQUEUE, enqueue_keys, error) ||
+      !cli_events_setting(events_flag, settings, GROUP_ENQUEUE, &options.events,
+                          error) ||
+      (broker = cli_connect(settings, 0, TRUE, error)) == NULL)
+    return NULL;
+  return sluice_client_new(broker, &options, error);
+}
+
 static int
-enqueue(const CliCommon *common, const gchar *task, GBytes *task_args,
-        const SluiceEnqueueOptions *options)
+enqueue(const CliCommon *common, const EnqueueArgs *args, const gchar *task,
+        GBytes *task_args, const SluiceEnqueueOptions *options)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceClient) client = NULL;
@@ -199,7 +226,7 @@ enqueue(const CliCommon *common, const gchar *task, GBytes *task_args,
   gboolean existed = FALSE;
   int status = CLI_EXIT_OK;
 
-  if ((client = cli_open_client(common, &settings, &error)) == NULL ||
+  if ((client = open_client(common, args->events, &settings, &error)) == NULL ||
       (id = sluice_client_enqueue_full(client, task, task_args, options,
                                        &existed, &error)) == NULL)
     return cli_report(error);
@@ -284,6 +311,10 @@ cli_cmd_enqueue(int argc, char **argv)
        "Run only the last of a burst: delay it this long, each new one "
        "replacing it and pushing it on",
        "DURATION"},
+      {"events", 0, 0, G_OPTION_ARG_NONE, &args.events,
+       "Write the task's \"enqueued\" event to the namespace's event stream "
+       "(sluice events), as workers with --events write the rest",
+       NULL},
       {NULL}};
 
   if (!cli_parse_options(
@@ -313,7 +344,7 @@ cli_cmd_enqueue(int argc, char **argv)
     status = cli_report(error);
     goto out;
   }
-  status = enqueue(&common, argv[1], task_args, &options);
+  status = enqueue(&common, &args, argv[1], task_args, &options);
 out:
   cli_common_clear(&common);
   enqueue_args_clear(&args);

@@ -2,8 +2,9 @@
  * QUEUE`, `sluice delete ID`, `sluice run-now ID`.
  *
  * Each is one call of the client API (sluice_client_pause/resume/purge/
- * delete/run_now). A pause is stored in the broker, so it reaches every
- * worker within about a second and outlives them. Purging more than one
+ * delete/run_now). A pause is stored in the broker, which reads it in the
+ * step that takes a message, so it holds for every worker as soon as it is
+ * stored, and outlives them. Purging more than one
  * task takes --yes (cli_confirm_many()); the queue's ready count, read
  * first, says how many it would touch.
  */
@@ -24,10 +25,12 @@ pause_or_resume(int argc, char **argv, gboolean pause)
 
   if (!cli_parse_options(
           &common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON, NULL, "QUEUE...",
-          pause ? "Pause queues: every worker stops taking tasks from them "
-                  "within about a second,\nuntil `sluice resume`. Producers "
-                  "still enqueue; what workers fetched before\nstill runs. "
-                  "The pause is kept in Redis: it outlives worker restarts."
+          pause ? "Pause queues until `sluice resume`: once this returns, "
+                  "no worker takes a task of\nthem in a new fetch, and "
+                  "within about a second each gives back what it had\n"
+                  "fetched and not started; what runs runs on. Producers "
+                  "still enqueue. The pause\nis kept in the broker: it "
+                  "outlives worker restarts."
                 : "Resume paused queues: workers take from them again "
                   "within about a second.",
           NULL, &argc, &argv, &error)) {
@@ -61,8 +64,8 @@ pause_or_resume(int argc, char **argv, gboolean pause)
     if (json != NULL)
       cli_json_string(json, argv[i]);
     else if (pause)
-      printf("paused queue %s: workers stop taking from it within about a "
-             "second (producers still enqueue)\n",
+      printf("paused queue %s: no worker takes from it any more (producers "
+             "still enqueue)\n",
              argv[i]);
     else
       printf("resumed queue %s\n", argv[i]);
@@ -190,10 +193,12 @@ cli_cmd_delete(int argc, char **argv)
 
   if (!cli_parse_options(
           &common, CLI_OPTIONS_CONNECTION | CLI_OPTIONS_JSON, NULL, "ID",
-          "Delete one task wherever it is: off the schedule (certain), out of "
-          "the dead\nletters, or, queued or running, by a revocation (a "
-          "worker skips it or cancels it).",
-          NULL, &argc, &argv, &error)) {
+          "Delete one task wherever it is: off the schedule or out of its "
+          "queue (certain:\nits record says cancelled), out of the dead "
+          "letters, or, running, by a\nrevocation (its worker cancels it).",
+          "Exit status: 0 deleted or revoked; 1 no such task, already "
+          "finished, or an error.",
+          &argc, &argv, &error)) {
     status = cli_report(error);
     goto out;
   }
@@ -217,11 +222,16 @@ cli_cmd_delete(int argc, char **argv)
     name = "dead_letter";
     said = "was a dead letter; its entry is deleted";
     break;
+  case SLUICE_DELETE_REMOVED:
+    name = "removed";
+    said = "was queued and is taken out of its queue; it will certainly not "
+           "run";
+    break;
   default:
     name = "revoked";
-    said = "was neither scheduled nor buried (queued, running, finished or "
-           "unknown): a revocation is recorded, so a worker skips it queued "
-           "or cancels it running";
+    said = "is running or held by a worker: a revocation is recorded, so the "
+           "worker cancels it (or skips it before it starts); it may still "
+           "finish first";
     break;
   }
   if (common.json) {

@@ -149,6 +149,8 @@ stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
     cli_json_int(json, (gint64)w->dead_lettered);
     cli_json_key(json, "limits");
     strv_json(json, w->limits);
+    cli_json_key(json, "events");
+    cli_json_bool(json, w->events);
     cli_json_key(json, "running_tasks");
     cli_json_begin_array(json);
     for (guint k = 0; w->running_tasks != NULL && k < w->running_tasks->len;

@@ -583,9 +583,9 @@ resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
   if (!setting_bool(settings, "track-state", TRUE, &track_state, error))
     return FALSE;
   plan->options.track_state = track_state && !args->no_track_state;
-  if (!setting_bool(settings, "events", FALSE, &plan->options.events, error))
+  if (!cli_events_setting(args->events, settings, GROUP_WORKER,
+                          &plan->options.events, error))
     return FALSE;
-  plan->options.events = plan->options.events || args->events;
   if (!setting_bool(settings, "fail-fast", FALSE, &plan->fail_fast, error))
     return FALSE;
   plan->fail_fast = plan->fail_fast || args->fail_fast;

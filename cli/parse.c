@@ -96,6 +96,26 @@ cli_parse_time(const gchar *what, const gchar *text, gint64 *out_ms,
 }
 
 gboolean
+cli_parse_since(const gchar *what, const gchar *text, gint64 *out_ms,
+                GError **error)
+{
+  gint64 ago;
+
+  if (g_ascii_isdigit(text[0]) && cli_parse_duration(what, text, &ago, NULL)) {
+    *out_ms = g_get_real_time() / 1000 - ago;
+    return TRUE;
+  }
+  if (cli_parse_time(what, text, out_ms, NULL))
+    return TRUE;
+  return cli_usage_error(error,
+                         "%s: “%s” is neither a time nor a duration: write an "
+                         "ISO 8601 time (2030-06-01T12:00:00Z, or "
+                         "2030-06-01T12:00:00 for local time) or how long "
+                         "ago (30s, 10m, 2h)",
+                         what, text);
+}
+
+gboolean
 cli_parse_count(const gchar *what, const gchar *text, guint64 min, guint64 max,
                 guint64 *out, GError **error)
 {
@@ -144,21 +164,15 @@ cli_parse_size(const gchar *what, const gchar *text, guint64 *out_bytes,
 gboolean
 cli_check_reason(const gchar *reason, GError **error)
 {
-  static const gchar *const reasons[] = {SLUICE_DLQ_MAX_ATTEMPTS,
-                                         SLUICE_DLQ_MAX_DELIVERIES,
-                                         SLUICE_DLQ_UNKNOWN_TASK,
-                                         SLUICE_DLQ_MALFORMED,
-                                         SLUICE_DLQ_NON_RETRYABLE,
-                                         SLUICE_DLQ_EXPIRED,
-                                         NULL};
+  g_autofree gchar *all = NULL;
 
-  if (reason == NULL || g_strv_contains(reasons, reason))
+  if (reason == NULL || sluice_dead_letter_reason_describe(reason) != NULL)
     return TRUE;
+  all = g_strjoinv(", ", (gchar **)sluice_dead_letter_reasons());
   return cli_usage_error(error,
                          "--reason: unknown dead-letter reason “%s”; the "
-                         "reasons are max_attempts, max_deliveries, "
-                         "unknown_task, malformed, non_retryable and expired",
-                         reason);
+                         "reasons are %s",
+                         reason, all);
 }
 
 GBytes *

@@ -60,6 +60,47 @@ cli_mode_name(CliMode mode)
 }
 
 gboolean
+cli_events_setting(gboolean flag, const CliSettings *settings,
+                   const gchar *group, gboolean *out, GError **error)
+{
+  static const gchar *const yes[] = {"1", "true", "yes", "on", NULL};
+  static const gchar *const no[] = {"0", "false", "no", "off", NULL};
+  const gchar *env = g_getenv("SLUICE_EVENTS");
+  g_autoptr(GError) local = NULL;
+
+  *out = FALSE;
+  if (flag) {
+    *out = TRUE;
+    return TRUE;
+  }
+  if (env != NULL && *env != '\0') {
+    g_autofree gchar *lower = g_ascii_strdown(env, -1);
+
+    if (g_strv_contains(yes, lower) || g_strv_contains(no, lower)) {
+      *out = g_strv_contains(yes, lower);
+      return TRUE;
+    }
+    {
+      g_autofree gchar *shown = cli_terminal_text(env, -1);
+      return cli_usage_error(error,
+                             "SLUICE_EVENTS: “%s” is not true or false (1 "
+                             "or 0, yes or no, on or off)",
+                             shown);
+    }
+  }
+  if (settings == NULL || settings->keyfile == NULL ||
+      !g_key_file_has_key(settings->keyfile, group, "events", NULL))
+    return TRUE;
+  *out = g_key_file_get_boolean(settings->keyfile, group, "events", &local);
+  if (local != NULL) {
+    g_autofree gchar *path = cli_terminal_text(settings->config_path, -1);
+    g_autofree gchar *why = cli_terminal_text(local->message, -1);
+    return cli_usage_error(error, "%s: [%s] events: %s", path, group, why);
+  }
+  return TRUE;
+}
+
+gboolean
 cli_keyfile_check_keys(const CliSettings *settings, const gchar *group,
                        const gchar *const *known, GError **error)
 {

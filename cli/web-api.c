@@ -2,7 +2,8 @@
  * from cli/web/) and the JSON API they read and act through.
  *
  *   GET  /api/overview       queues (depth, paused), the schedule, dead
- *                            letters by reason, workers and their health
+ *                            letters by reason (and every reason there is,
+ *                            dead_letter_reasons), workers and their health
  *   GET  /api/rates          processed/failed in the last hour (web-rates.c)
  *   GET  /api/tasks          ?state=queued|scheduled|retrying|running
  *                            &queue=&task=&cursor=&limit=  (one page)
@@ -130,6 +131,8 @@ worker_to_json(CliJson *json, const SluiceWorkerInfo *w, gint64 now_ms)
   cli_json_int(json, (gint64)w->retried);
   cli_json_key(json, "dead_lettered");
   cli_json_int(json, (gint64)w->dead_lettered);
+  cli_json_key(json, "events");
+  cli_json_bool(json, w->events);
   cli_json_key(json, "running_tasks");
   cli_json_begin_array(json);
   for (guint i = 0; w->running_tasks != NULL && i < w->running_tasks->len;
@@ -210,6 +213,13 @@ get_overview(Web *web, SoupServerMessage *msg)
   cli_json_int(json, stats.dead_letters);
   cli_json_key(json, "dead_letters_by_reason");
   reasons_to_json(json, stats.dead_letters_by_reason);
+  /* Every reason there is (the library's list), for the dead letters'
+   * filter: the page lists no reason of its own. */
+  cli_json_key(json, "dead_letter_reasons");
+  cli_json_begin_array(json);
+  for (const gchar *const *r = sluice_dead_letter_reasons(); *r != NULL; r++)
+    cli_json_string(json, *r);
+  cli_json_end_array(json);
   cli_json_key(json, "dead_letters_dropped");
   if (stats.dead_letters_dropped >= 0)
     cli_json_int(json, stats.dead_letters_dropped);

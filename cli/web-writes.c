@@ -176,6 +176,7 @@ web_post_task(Web *web, SoupServerMessage *msg, const gchar *action,
         [SLUICE_DELETE_UNSCHEDULED] = "unscheduled",
         [SLUICE_DELETE_DEAD_LETTER] = "dead_letter",
         [SLUICE_DELETE_REVOKED] = "revoked",
+        [SLUICE_DELETE_REMOVED] = "removed",
     };
     SluiceDeleteOutcome outcome = sluice_client_delete(web->client, id, &error);
     if (outcome == SLUICE_DELETE_FAILED) {

@@ -189,14 +189,62 @@ sluice_listed_message_new(const gchar *id, const gchar *queue, GBytes *payload,
 }
 
 void
+sluice_listed_message_set_handle(SluiceListedMessage *message,
+                                 const gchar *handle)
+{
+  g_return_if_fail(message != NULL);
+  g_free(message->handle);
+  message->handle = g_strdup(handle);
+}
+
+void
 sluice_listed_message_free(SluiceListedMessage *message)
 {
   if (message == NULL)
     return;
   g_free(message->id);
   g_free(message->queue);
+  g_free(message->handle);
   g_bytes_unref(message->payload);
   g_free(message);
+}
+
+/* ---- Dead-letter reasons ------------------------------------------------- */
+
+/* The one list of reasons (sluice-brokers.h), in README's order, and what
+ * each means, index by index. */
+static const gchar *const dead_letter_reasons[] = {
+    SLUICE_DLQ_MAX_ATTEMPTS,      SLUICE_DLQ_NON_RETRYABLE,
+    SLUICE_DLQ_MALFORMED,         SLUICE_DLQ_UNKNOWN_TASK,
+    SLUICE_DLQ_EXPIRED,           SLUICE_DLQ_MAX_DELIVERIES,
+    SLUICE_DLQ_SNOOZED_TOO_OFTEN, NULL};
+static const gchar *const dead_letter_reasons_when[] = {
+    "it failed on its last attempt",
+    "the task failed with sluice_task_context_fail (retrying cannot help)",
+    "its message cannot be decoded (raw bytes kept; never retried)",
+    "no worker had its task name registered for unknown_task_timeout_ms of "
+    "time",
+    "it was still waiting at its expires_at",
+    "it was taken from dead workers max_deliveries times (reliable mode)",
+    "it snoozed more than its max_snoozes times",
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(dead_letter_reasons) ==
+                G_N_ELEMENTS(dead_letter_reasons_when) + 1);
+G_STATIC_ASSERT(G_N_ELEMENTS(dead_letter_reasons) == SLUICE_DLQ_N_REASONS + 1);
+
+const gchar *const *
+sluice_dead_letter_reasons(void)
+{
+  return dead_letter_reasons;
+}
+
+const gchar *
+sluice_dead_letter_reason_describe(const gchar *reason)
+{
+  for (guint i = 0; reason != NULL && dead_letter_reasons[i] != NULL; i++)
+    if (strcmp(reason, dead_letter_reasons[i]) == 0)
+      return dead_letter_reasons_when[i];
+  return NULL;
 }
 
 SluiceDeadLetter *

@@ -141,6 +141,7 @@ static const SlotDesc class_slots[] = {
 
 static const SlotDesc steering_slots[] = {
     IN(SluiceBrokerSteering, list_queued),
+    IN(SluiceBrokerSteering, remove_queued),
     IN(SluiceBrokerSteering, list_scheduled),
     IN(SluiceBrokerSteering, set_paused),
     IN(SluiceBrokerSteering, list_paused),
@@ -1132,6 +1133,32 @@ sluice_broker_reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
   if (out_found != NULL)
     *out_found = ok && found;
   return finish(broker, "reschedule", ok, local, error);
+}
+
+gboolean
+sluice_broker_remove_queued(SluiceBroker *broker, SluiceRemoval *items,
+                            guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(items[i].queue != NULL && items[i].payload != NULL,
+                         FALSE);
+    g_return_val_if_fail(items[i].record == NULL || items[i].id != NULL, FALSE);
+    items[i].removed = FALSE;
+  }
+  if (K(broker)->steering == NULL)
+    return unsupported(broker, "take a queued task out of its queue", error);
+  if (n_items == 0)
+    return TRUE;
+  ok = K(broker)->steering->remove_queued(broker, items, n_items, &local);
+  if (!ok)
+    for (guint i = 0; i < n_items; i++)
+      items[i].removed = FALSE;
+  return finish(broker, "remove_queued", ok, local, error);
 }
 
 /* ---- Joins (version 4) --------------------------------------------------- */

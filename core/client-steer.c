@@ -470,20 +470,182 @@ sluice_client_list_paused(SluiceClient *client, GError **error)
   return (gchar **)g_ptr_array_free(g_steal_pointer(&paused), FALSE);
 }
 
+/* ---- Taking queued tasks out ---------------------------------------------
+ *
+ * The broker cannot read a message's task id (the payload is the core's),
+ * so the core finds queued tasks with list_queued, reads their ids, and
+ * has the broker take out exactly the messages it listed (remove_queued),
+ * each with its `cancelled` record in the same step. A message fetched
+ * between the listing and the removal is not taken out: it is a
+ * worker's now, and is revoked instead. */
+
+/* Messages listed and removed per round trip. */
+#define REMOVE_PAGE 500
+
+/* Whether @payload may hold task @id: a cheap look for the id's bytes
+ * before a decode, where the id is written as it is in both encodings
+ * (printable ASCII that JSON does not escape). */
+static gboolean
+may_hold_id(GBytes *payload, const gchar *id)
+{
+  gsize size, len = strlen(id);
+  const gchar *data = g_bytes_get_data(payload, &size);
+  const gchar *end = data != NULL ? data + size : NULL;
+
+  for (const gchar *p = id; *p != '\0'; p++)
+    if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\' || *p == '/')
+      return TRUE;
+  for (const gchar *p = data; p != NULL && (gsize)(end - p) >= len; p++) {
+    p = memchr(p, id[0], (gsize)(end - p) - len + 1);
+    if (p == NULL || memcmp(p, id, len) == 0)
+      return p != NULL;
+  }
+  return FALSE;
+}
+
+/* Looks for task @id among the ready messages of @queue and takes it out
+ * with a `cancelled` record saying @why. Sets @out_listed when it was
+ * there, @out_removed when it is out now. */
+static gboolean
+remove_from_queue(SluiceClient *client, const gchar *queue, const gchar *id,
+                  const gchar *why, gboolean *out_listed, gboolean *out_removed,
+                  GError **error)
+{
+  SluiceBroker *broker = sluice_client_get_broker(client);
+  g_autofree gchar *cursor = NULL;
+
+  do {
+    g_autoptr(GPtrArray) page = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)sluice_listed_message_free);
+    gchar *next = NULL;
+
+    if (!sluice_broker_list_queued(broker, queue, cursor, REMOVE_PAGE, page,
+                                   &next, error))
+      return FALSE;
+    g_free(cursor);
+    cursor = next;
+    for (guint i = 0; i < page->len; i++) {
+      SluiceListedMessage *m = page->pdata[i];
+      g_autoptr(SluiceEnvelope) env = NULL;
+      g_autoptr(GBytes) record = NULL;
+      SluiceRemoval r = {0};
+
+      if (!may_hold_id(m->payload, id) ||
+          (env = sluice_envelope_decode(m->payload, NULL, NULL)) == NULL ||
+          g_strcmp0(env->id, id) != 0)
+        continue;
+      record = sluice_client__cancelled_record_of(client, id, env, why);
+      r.queue = queue;
+      r.payload = m->payload;
+      r.handle = m->handle;
+      r.id = id;
+      r.record = record;
+      r.record_ttl_ms = sluice_client__options(client)->result_ttl_ms;
+      if (!sluice_broker_remove_queued(broker, &r, 1, error))
+        return FALSE;
+      *out_listed = TRUE;
+      *out_removed = r.removed;
+      return TRUE;
+    }
+  } while (cursor != NULL);
+  return TRUE;
+}
+
+/* Takes the ready messages of @queue out page by page from the head, each
+ * with its `cancelled` record, up to as many as were ready at the start
+ * (so that producers enqueueing meanwhile cannot keep it going). */
+static gboolean
+purge_by_removal(SluiceClient *client, const gchar *queue, guint64 *out_removed,
+                 GError **error)
+{
+  SluiceBroker *broker = sluice_client_get_broker(client);
+  const gchar *const queues[] = {queue, NULL};
+  g_autofree gchar *why =
+      g_strdup_printf("purged from queue %s before it ran", queue);
+  gint64 ttl = sluice_client__options(client)->result_ttl_ms;
+  SluiceBrokerStats stats;
+  guint64 budget = 0, examined = 0;
+
+  sluice_broker_stats_init(&stats);
+  if (!sluice_broker_stats(broker, queues, &stats, error)) {
+    sluice_broker_stats_clear(&stats);
+    return FALSE;
+  }
+  for (guint i = 0; i < stats.queues->len; i++) {
+    const SluiceQueueStats *q = stats.queues->pdata[i];
+    if (g_strcmp0(q->name, queue) == 0)
+      budget = (guint64)MAX(q->ready, 0);
+  }
+  sluice_broker_stats_clear(&stats);
+  while (examined < budget) {
+    g_autoptr(GPtrArray) page = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)sluice_listed_message_free);
+    g_autoptr(GPtrArray) keep =
+        g_ptr_array_new_with_free_func((GDestroyNotify)sluice_envelope_free);
+    g_autoptr(GPtrArray) records =
+        g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    g_autofree SluiceRemoval *items = NULL;
+    g_autofree gchar *next = NULL;
+
+    if (!sluice_broker_list_queued(broker, queue, NULL,
+                                   (guint)MIN(budget - examined, REMOVE_PAGE),
+                                   page, &next, error))
+      return FALSE;
+    if (page->len == 0)
+      break;
+    items = g_new0(SluiceRemoval, page->len);
+    for (guint i = 0; i < page->len; i++) {
+      SluiceListedMessage *m = page->pdata[i];
+      SluiceEnvelope *env = sluice_envelope_decode(m->payload, NULL, NULL);
+
+      items[i].queue = queue;
+      items[i].payload = m->payload;
+      items[i].handle = m->handle;
+      items[i].record_ttl_ms = ttl;
+      if (env == NULL)
+        continue; /* no id to record it under: only taken out */
+      g_ptr_array_add(keep, env);
+      g_ptr_array_add(records, sluice_client__cancelled_record_of(
+                                   client, env->id, env, why));
+      items[i].id = env->id;
+      items[i].record = records->pdata[records->len - 1];
+    }
+    if (!sluice_broker_remove_queued(broker, items, page->len, error))
+      return FALSE;
+    for (guint i = 0; i < page->len; i++)
+      *out_removed += items[i].removed ? 1 : 0;
+    examined += page->len;
+  }
+  return TRUE;
+}
+
 gboolean
 sluice_client_purge(SluiceClient *client, const gchar *queue,
                     guint64 *out_removed, GError **error)
 {
+  g_autoptr(GError) local = NULL;
   guint64 removed = 0;
 
   g_return_val_if_fail(client != NULL, FALSE);
   g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
   if (out_removed != NULL)
     *out_removed = 0;
-  if (!sluice_client__check_name(SLUICE_NAME_QUEUE, queue, error) ||
-      !sluice_broker_purge(sluice_client_get_broker(client), queue, &removed,
-                           error))
+  if (!sluice_client__check_name(SLUICE_NAME_QUEUE, queue, error))
     return FALSE;
+  /* Each task with its record where the broker can; else in one step,
+   * records untouched. */
+  if (!purge_by_removal(client, queue, &removed, &local)) {
+    if (!g_error_matches(local, SLUICE_BROKER_ERROR,
+                         SLUICE_BROKER_ERROR_UNSUPPORTED)) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return FALSE;
+    }
+    g_clear_error(&local);
+    removed = 0;
+    if (!sluice_broker_purge(sluice_client_get_broker(client), queue, &removed,
+                             error))
+      return FALSE;
+  }
   if (out_removed != NULL)
     *out_removed = removed;
   return TRUE;
@@ -491,15 +653,72 @@ sluice_client_purge(SluiceClient *client, const gchar *queue,
 
 /* ---- One task ------------------------------------------------------------ */
 
+/* The queues a queued task may be in: its record's, or every queue the
+ * broker knows of that holds something. Returns: (transfer full). */
+static GPtrArray *
+queues_to_search(SluiceClient *client, SluiceResult *stored, GError **error)
+{
+  GPtrArray *queues = g_ptr_array_new_with_free_func(g_free);
+  SluiceBrokerStats stats;
+
+  if (stored != NULL && sluice_result_get_queue(stored) != NULL) {
+    g_ptr_array_add(queues, g_strdup(sluice_result_get_queue(stored)));
+    return queues;
+  }
+  sluice_broker_stats_init(&stats);
+  if (!sluice_broker_stats(sluice_client_get_broker(client), NULL, &stats,
+                           error)) {
+    sluice_broker_stats_clear(&stats);
+    g_ptr_array_unref(queues);
+    return NULL;
+  }
+  for (guint i = 0; i < stats.queues->len; i++) {
+    const SluiceQueueStats *q = stats.queues->pdata[i];
+    if (q->ready != 0)
+      g_ptr_array_add(queues, g_strdup(q->name));
+  }
+  sluice_broker_stats_clear(&stats);
+  return queues;
+}
+
+/* Whether a live worker announced that it runs task @id. */
+static gboolean
+announced_running(SluiceClient *client, const gchar *id, GError **error)
+{
+  static const gchar *const no_queues[] = {NULL};
+  SluiceBrokerStats stats;
+  gboolean running = FALSE;
+
+  if (!sluice_client_get_stats(client, no_queues, &stats, error))
+    return FALSE;
+  for (guint w = 0; w < stats.workers->len && !running; w++) {
+    const SluiceWorkerInfo *info = stats.workers->pdata[w];
+
+    for (guint k = 0; info->alive && info->running_tasks != NULL &&
+                      k < info->running_tasks->len && !running;
+         k++)
+      running =
+          g_strcmp0(
+              ((const SluiceRunningTask *)info->running_tasks->pdata[k])->id,
+              id) == 0;
+  }
+  sluice_broker_stats_clear(&stats);
+  return running;
+}
+
 SluiceDeleteOutcome
 sluice_client_delete(SluiceClient *client, const gchar *id, GError **error)
 {
   const SluiceClientOptions *o;
   SluiceBroker *broker;
-  g_autoptr(SluiceResult) record = NULL;
   g_autoptr(GBytes) bytes = NULL;
-  SluiceTaskLocation loc;
-  gboolean removed = FALSE;
+  g_autoptr(GBytes) stored_bytes = NULL;
+  g_autoptr(SluiceResult) stored = NULL;
+  g_autoptr(GPtrArray) queues = NULL;
+  g_autoptr(GError) local = NULL;
+  SluiceTaskLocation loc = {0};
+  gboolean removed = FALSE, listed = FALSE, searched = TRUE;
+  SluiceTaskState state = SLUICE_STATE_UNKNOWN;
   gint64 now;
 
   g_return_val_if_fail(client != NULL, SLUICE_DELETE_FAILED);
@@ -510,19 +729,22 @@ sluice_client_delete(SluiceClient *client, const gchar *id, GError **error)
   broker = sluice_client_get_broker(client);
   now = sluice_clock_now_ms(sluice_broker_get_clock(broker));
 
-  /* The schedule first: removing from it is atomic and certain. */
-  record = sluice_result_new(id, SLUICE_STATE_CANCELLED);
-  sluice_result_set_error(record, "deleted before it ran");
-  sluice_result_set_times(record, 0, 0, now);
-  bytes = sluice_result_encode(record);
-  if (!sluice_broker_cancel_scheduled(broker, id, bytes, o->result_ttl_ms,
-                                      &removed, error))
-    return SLUICE_DELETE_FAILED;
-  if (removed)
-    return SLUICE_DELETE_UNSCHEDULED;
-
+  /* The schedule first: removing from it is atomic and certain. The
+   * record keeps what the scheduled message says of the task. */
   if (!sluice_broker_lookup_task(broker, id, &loc, error))
     return SLUICE_DELETE_FAILED;
+  bytes = sluice_client__cancelled_record(
+      client, id, loc.place == SLUICE_TASK_PLACE_SCHEDULED ? loc.payload : NULL,
+      "deleted before it ran");
+  if (!sluice_broker_cancel_scheduled(broker, id, bytes, o->result_ttl_ms,
+                                      &removed, error)) {
+    sluice_task_location_clear(&loc);
+    return SLUICE_DELETE_FAILED;
+  }
+  if (removed) {
+    sluice_task_location_clear(&loc);
+    return SLUICE_DELETE_UNSCHEDULED;
+  }
   if (loc.place == SLUICE_TASK_PLACE_DEAD) {
     gboolean found = FALSE;
     gboolean ok = sluice_broker_dlq_delete(broker, loc.dead_letter->entry_id,
@@ -535,6 +757,60 @@ sluice_client_delete(SluiceClient *client, const gchar *id, GError **error)
     /* Replayed or deleted meanwhile: it may be queued now. */
   }
   sluice_task_location_clear(&loc);
+
+  /* Queued: out of its queue, with its record, in one step. A record
+   * that says queued, scheduled or retrying (a promoted task keeps the
+   * latter two until it starts), or none, may be of a queued task. */
+  if (!sluice_broker_get_record(broker, id, &stored_bytes, error))
+    return SLUICE_DELETE_FAILED;
+  if (stored_bytes != NULL &&
+      (stored = sluice_result_decode(stored_bytes, NULL)) != NULL)
+    state = sluice_result_get_state(stored);
+  if (stored != NULL && sluice_task_state_is_final(state)) {
+    g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_NOT_FOUND,
+                "nothing deleted: task %s already finished (%s)", id,
+                sluice_task_state_to_string(state));
+    return SLUICE_DELETE_FAILED;
+  }
+  if (stored == NULL || state != SLUICE_STATE_RUNNING) {
+    if ((queues = queues_to_search(client, stored, error)) == NULL)
+      return SLUICE_DELETE_FAILED;
+    for (guint i = 0; i < queues->len && !listed; i++) {
+      if (remove_from_queue(client, queues->pdata[i], id,
+                            "deleted before it ran", &listed, &removed, &local))
+        continue;
+      if (!g_error_matches(local, SLUICE_BROKER_ERROR,
+                           SLUICE_BROKER_ERROR_UNSUPPORTED)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return SLUICE_DELETE_FAILED;
+      }
+      /* The broker cannot take a message out: a revocation must do. */
+      g_clear_error(&local);
+      searched = FALSE;
+      break;
+    }
+    if (removed)
+      return SLUICE_DELETE_REMOVED;
+  }
+
+  /* Running, or fetched meanwhile (a worker holds it): a revocation makes
+   * the worker cancel it or skip it. Nothing knows of it: say so. */
+  if (stored == NULL && searched && !listed) {
+    gboolean running = announced_running(client, id, &local);
+
+    if (local != NULL) {
+      g_propagate_error(error, g_steal_pointer(&local));
+      return SLUICE_DELETE_FAILED;
+    }
+    if (!running) {
+      g_set_error(error, SLUICE_CLIENT_ERROR, SLUICE_CLIENT_ERROR_NOT_FOUND,
+                  "nothing deleted: no task %s is scheduled, queued, running "
+                  "or dead-lettered (it never existed, or it finished and "
+                  "its record expired)",
+                  id);
+      return SLUICE_DELETE_FAILED;
+    }
+  }
   if (!sluice_broker_revoke(broker, id, now + o->revoke_ttl_ms, error))
     return SLUICE_DELETE_FAILED;
   return SLUICE_DELETE_REVOKED;

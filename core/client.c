@@ -689,10 +689,67 @@ sluice_client_inspect(SluiceClient *client, const gchar *id, GError **error)
   return found;
 }
 
+GBytes *
+sluice_client__cancelled_record(SluiceClient *client, const gchar *id,
+                                GBytes *payload, const gchar *why)
+{
+  g_autoptr(SluiceEnvelope) env =
+      payload != NULL ? sluice_envelope_decode(payload, NULL, NULL) : NULL;
+
+  return sluice_client__cancelled_record_of(client, id, env, why);
+}
+
+GBytes *
+sluice_client__cancelled_record_of(SluiceClient *client, const gchar *id,
+                                   const SluiceEnvelope *env, const gchar *why)
+{
+  g_autoptr(SluiceResult) record =
+      sluice_result_new(id, SLUICE_STATE_CANCELLED);
+  g_autoptr(SluiceResult) stored = NULL;
+  g_autoptr(GBytes) bytes = NULL;
+  gint64 now = sluice_clock_now_ms(client->clock);
+
+  if (env != NULL) {
+    sluice_result_set_task(record, env->task, env->queue);
+    sluice_result_set_attempt(record, env->attempt);
+    sluice_result_set_times(record, env->enqueued_at, 0, now);
+  } else {
+    /* Best effort: without it the record is only less informative. */
+    if (sluice_broker_get_record(client->broker, id, &bytes, NULL) &&
+        bytes != NULL)
+      stored = sluice_result_decode(bytes, NULL);
+    if (stored != NULL) {
+      sluice_result_set_task(record, sluice_result_get_task(stored),
+                             sluice_result_get_queue(stored));
+      sluice_result_set_attempt(record, sluice_result_get_attempt(stored));
+    }
+    sluice_result_set_times(
+        record, stored != NULL ? sluice_result_get_enqueued_at(stored) : 0, 0,
+        now);
+  }
+  sluice_result_set_error(record, why);
+  return sluice_result_encode(record);
+}
+
+gboolean
+sluice_client__scheduled_payload(SluiceClient *client, const gchar *id,
+                                 GBytes **out_payload, GError **error)
+{
+  SluiceTaskLocation loc = {0};
+
+  *out_payload = NULL;
+  if (!sluice_broker_lookup_task(client->broker, id, &loc, error))
+    return FALSE;
+  if (loc.place == SLUICE_TASK_PLACE_SCHEDULED && loc.payload != NULL)
+    *out_payload = g_bytes_ref(loc.payload);
+  sluice_task_location_clear(&loc);
+  return TRUE;
+}
+
 SluiceCancelOutcome
 sluice_client_cancel(SluiceClient *client, const gchar *id, GError **error)
 {
-  g_autoptr(SluiceResult) record = NULL;
+  g_autoptr(GBytes) payload = NULL;
   g_autoptr(GBytes) bytes = NULL;
   gboolean removed = FALSE;
   gint64 now;
@@ -702,10 +759,12 @@ sluice_client_cancel(SluiceClient *client, const gchar *id, GError **error)
   g_return_val_if_fail(error == NULL || *error == NULL, SLUICE_CANCEL_FAILED);
 
   now = sluice_clock_now_ms(client->clock);
-  record = sluice_result_new(id, SLUICE_STATE_CANCELLED);
-  sluice_result_set_error(record, "cancelled before it ran");
-  sluice_result_set_times(record, 0, 0, now);
-  bytes = sluice_result_encode(record);
+  /* The record keeps the task's name, queue and enqueue time: they are in
+   * its scheduled message (or its record), not in the cancellation. */
+  if (!sluice_client__scheduled_payload(client, id, &payload, error))
+    return SLUICE_CANCEL_FAILED;
+  bytes = sluice_client__cancelled_record(client, id, payload,
+                                          "cancelled before it ran");
   if (!sluice_broker_cancel_scheduled(client->broker, id, bytes,
                                       client->options.result_ttl_ms, &removed,
                                       error))

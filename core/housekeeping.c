@@ -272,6 +272,7 @@ announce(SluiceWorker *worker)
   info.queues = worker->queues;
   info.tasks = tasks;
   info.concurrency = worker->options.concurrency;
+  info.events = worker->options.events;
   info.started_at_ms = worker->started_at;
   g_mutex_lock(&worker->lock);
   info.running = worker->running;

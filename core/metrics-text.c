@@ -302,16 +302,14 @@ sluice_worker_metrics_to_prometheus(const SluiceWorkerMetrics *m)
 static void
 by_reason(GString *out, const gchar *name, GHashTable *table, gint64 total)
 {
-  static const gchar *const known[] = {SLUICE_DLQ_EXPIRED,
-                                       SLUICE_DLQ_MALFORMED,
-                                       SLUICE_DLQ_MAX_ATTEMPTS,
-                                       SLUICE_DLQ_MAX_DELIVERIES,
-                                       SLUICE_DLQ_NON_RETRYABLE,
-                                       SLUICE_DLQ_UNKNOWN_TASK,
-                                       NULL};
+  /* Every reason of the library's list, in the order of their names. */
+  g_autofree const gchar **known =
+      g_memdup2(sluice_dead_letter_reasons(),
+                (SLUICE_DLQ_N_REASONS + 1) * sizeof(gchar *));
   g_autofree const gchar **reasons = sorted_keys(table);
   gint64 told = 0;
 
+  qsort(known, SLUICE_DLQ_N_REASONS, sizeof *known, compare_names);
   for (guint i = 0; known[i] != NULL; i++) {
     const gint64 *n = g_hash_table_lookup(table, known[i]);
     g_autofree gchar *l = open_labels("reason", known[i], NULL);
@@ -321,7 +319,7 @@ by_reason(GString *out, const gchar *name, GHashTable *table, gint64 total)
   for (guint i = 0; reasons[i] != NULL; i++) {
     gint64 n = *(const gint64 *)g_hash_table_lookup(table, reasons[i]);
     g_autofree gchar *l = NULL;
-    if (g_strv_contains(known, reasons[i]))
+    if (g_strv_contains((const gchar *const *)known, reasons[i]))
       continue;
     l = open_labels("reason", reasons[i], NULL);
     told += n;

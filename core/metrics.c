@@ -35,10 +35,6 @@ static const guint64 latency_bounds_ms[METRICS_LATENCY_BOUNDS] = {
     1,    2,    5,    10,    25,    50,    100,    250,    500,
     1000, 2500, 5000, 10000, 30000, 60000, 300000, 900000, 3600000};
 
-static const gchar *const reasons[METRICS_REASONS] = {
-    SLUICE_DLQ_MAX_ATTEMPTS, SLUICE_DLQ_MAX_DELIVERIES, SLUICE_DLQ_UNKNOWN_TASK,
-    SLUICE_DLQ_MALFORMED,    SLUICE_DLQ_NON_RETRYABLE,  SLUICE_DLQ_EXPIRED};
-
 /* The keys of the series of messages without a registered task. */
 static const gchar unregistered_key[] = SLUICE_METRICS_TASK_UNREGISTERED;
 static const gchar undecodable_key[] = SLUICE_METRICS_TASK_UNDECODABLE;
@@ -114,7 +110,7 @@ count_dead_letter(MetricsSeries *s, const SluiceDeadLetter *dl)
 {
   s->dead_lettered++;
   for (guint i = 0; dl != NULL && i < METRICS_REASONS; i++)
-    if (g_strcmp0(dl->reason, reasons[i]) == 0) {
+    if (g_strcmp0(dl->reason, sluice_dead_letter_reasons()[i]) == 0) {
       s->dead_by_reason[i]++;
       return;
     }
@@ -316,8 +312,8 @@ sluice_worker_get_metrics(SluiceWorker *worker, SluiceWorkerMetrics *out)
       if (s->dead_by_reason[r] > 0) {
         guint64 *count = g_new(guint64, 1);
         *count = s->dead_by_reason[r];
-        g_hash_table_insert(t->dead_lettered_by_reason, g_strdup(reasons[r]),
-                            count);
+        g_hash_table_insert(t->dead_lettered_by_reason,
+                            g_strdup(sluice_dead_letter_reasons()[r]), count);
       }
     t->cancelled = s->cancelled;
     t->released = s->released;

@@ -5,9 +5,13 @@
  * paused queues with every revocation sync (about once a second) and
  * keeps `active_queues`, the worker's queues in priority order minus the
  * paused ones, which the fetcher reads before each fetch. A change wakes a
- * fetch blocked on the old list, so a pause takes effect within one sync
- * interval and one round trip; what was fetched before it still runs (at
- * most concurrency + prefetch tasks).
+ * fetch blocked on the old list.
+ *
+ * The pause itself is the broker's to enforce: every broker reads it in
+ * the step that takes (`fetch`), so once sluice_client_pause() returned no
+ * fetch of any worker takes from the queue. What a worker fetched before
+ * and has not started (its prefetch) is given back when it learns of the
+ * pause here, within one sync interval; what runs, runs on.
  */
 #include "config.h"
 
@@ -36,6 +40,32 @@ unpaused(SluiceWorker *worker, GHashTable *paused)
       g_ptr_array_add(active, worker->queues[i]);
   g_ptr_array_add(active, NULL);
   return active;
+}
+
+/* Gives back every job of queue @queue fetched and not started yet: the
+ * queue was paused after the fetch. An executor that takes one of them
+ * meanwhile finds it released (the phase CAS decides). */
+static guint
+release_unstarted(SluiceWorker *worker, const gchar *queue)
+{
+  GHashTableIter iter;
+  gpointer key;
+  guint n = 0;
+
+  g_mutex_lock(&worker->lock);
+  g_hash_table_iter_init(&iter, worker->jobs);
+  while (g_hash_table_iter_next(&iter, &key, NULL)) {
+    Job *job = key;
+    if (g_strcmp0(job->delivery->queue, queue) == 0 &&
+        g_atomic_int_compare_and_exchange(&job->phase, JOB_QUEUED,
+                                          JOB_RELEASED) &&
+        job_claim(job)) {
+      sluice_outcome__release(job);
+      n++;
+    }
+  }
+  g_mutex_unlock(&worker->lock);
+  return n;
 }
 
 void
@@ -80,13 +110,14 @@ sluice_worker__sync_paused(SluiceWorker *worker, GError **error)
     gboolean was = !g_strv_contains((const gchar *const *)old->pdata, q);
     gboolean is = g_hash_table_contains(paused, q);
 
-    if (is && !was)
+    if (is && !was) {
+      guint back = release_unstarted(worker, q);
       sluice_log__message(G_LOG_LEVEL_MESSAGE,
                           "queue “%s” is paused: worker %s takes nothing more "
-                          "from it until it is resumed (what it fetched "
-                          "before still runs)",
-                          q, worker->id);
-    else if (was && !is)
+                          "from it until it is resumed (it gave back %u "
+                          "fetched and not started; what runs still runs)",
+                          q, worker->id, back);
+    } else if (was && !is)
       sluice_log__message(G_LOG_LEVEL_MESSAGE,
                           "queue “%s” is resumed: worker %s takes from it "
                           "again",

@@ -154,6 +154,24 @@ gboolean sluice_client__check_name(SluiceNameKind kind, const gchar *value,
 /* Returns: (transfer none): @client's options, defaults filled in. */
 const SluiceClientOptions *sluice_client__options(SluiceClient *client);
 
+/* The final `cancelled` record of task @id, saying @why, with what is
+ * known of the task: its name, queue, attempt and enqueue time, from
+ * @payload (its message, when the caller holds it) or else from the
+ * record stored for it (a tracked task's queued, scheduled or retrying
+ * record). Returns: (transfer full): the encoded record. */
+GBytes *sluice_client__cancelled_record(SluiceClient *client, const gchar *id,
+                                        GBytes *payload, const gchar *why);
+/* The same from the task's decoded message (nullable). */
+GBytes *sluice_client__cancelled_record_of(SluiceClient *client,
+                                           const gchar *id,
+                                           const SluiceEnvelope *env,
+                                           const gchar *why);
+
+/* The message of task @id if it is on the schedule, else NULL, in
+ * @out_payload (transfer full); FALSE and @error if the broker failed. */
+gboolean sluice_client__scheduled_payload(SluiceClient *client, const gchar *id,
+                                          GBytes **out_payload, GError **error);
+
 /* One request, prepared: the envelope's bytes plus what the broker needs. */
 typedef struct {
   SluiceEnvelope *env;
@@ -337,5 +355,9 @@ SluiceRunningTask *sluice_running_task__new(const gchar *id, const gchar *task,
                                             const gchar *queue,
                                             gint64 started_at_ms);
 void sluice_running_task__free(gpointer task);
+
+/* How many sluice_dead_letter_reasons() there are (broker-values.c checks
+ * it at build time), for the tables counted by reason. */
+#define SLUICE_DLQ_N_REASONS 7
 
 G_END_DECLS

@@ -60,7 +60,7 @@ sluice_worker_info__encode(const SluiceWorkerInfo *w)
 
   msgpack_sbuffer_init(&buf);
   msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, 14);
+  msgpack_pack_map(&pk, 15);
   pack_key(&pk, "v");
   msgpack_pack_uint32(&pk, INFO_VERSION);
   pack_key(&pk, "host");
@@ -87,6 +87,11 @@ sluice_worker_info__encode(const SluiceWorkerInfo *w)
   msgpack_pack_uint64(&pk, w->dead_lettered);
   pack_key(&pk, "limits");
   pack_strv(&pk, (const gchar *const *)w->limits);
+  pack_key(&pk, "events");
+  if (w->events)
+    msgpack_pack_true(&pk);
+  else
+    msgpack_pack_false(&pk);
   /* [[id, task, queue, started_at], ...], bounded: an announcement is
    * rewritten every few seconds. */
   pack_key(&pk, "running_tasks");
@@ -295,6 +300,8 @@ sluice_worker_info__decode(SluiceWorkerInfo *w)
       take_uint(&v, &w->retried);
     } else if (key_is(&k, "dead_lettered")) {
       take_uint(&v, &w->dead_lettered);
+    } else if (key_is(&k, "events")) {
+      w->events = v.type == SLUICE_MP_BOOL && v.b;
     }
   }
 }

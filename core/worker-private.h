@@ -93,7 +93,7 @@ typedef struct _Job Job;
  * cheaper than floating point. */
 #define METRICS_DURATION_BOUNDS 21
 #define METRICS_LATENCY_BOUNDS 18
-#define METRICS_REASONS 6 /* the SLUICE_DLQ_* reasons */
+#define METRICS_REASONS SLUICE_DLQ_N_REASONS /* sluice_dead_letter_reasons() */
 
 typedef struct {
   guint64 buckets[METRICS_DURATION_BOUNDS + 1]; /* the larger of the two */

@@ -3458,6 +3458,429 @@ START_TEST(test_worker_logs_what_the_ping_found)
 }
 END_TEST
 
+/* ---- Delete and purge take queued tasks out (issue 26) -------------------- */
+
+/* Whether `sluice ls` of @queue lists task @id. */
+static gboolean
+listed_in(Ctx *ctx, const gchar *queue, const gchar *id)
+{
+  g_autoptr(JsonNode) page = ls_json(ctx, NULL, queue, NULL);
+
+  for (guint i = 0; i < n_listed(page); i++)
+    if (g_strcmp0(member_string(listed(page, i), "id"), id) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+/* `sluice delete` of a queued task takes it out of its queue: not listed,
+ * not counted, its record says cancelled at once; `sluice purge` marks the
+ * records of what it took; an id that is nowhere is an error for delete
+ * as for cancel, with the same exit status. */
+START_TEST(test_delete_and_purge_take_queued_tasks_out)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *doomed =
+      enqueue(ctx, "demo.noop", "--queue", "q-del", NULL);
+  g_autofree gchar *purged =
+      enqueue(ctx, "demo.noop", "--queue", "q-del", NULL);
+  g_autofree gchar *also = enqueue(ctx, "demo.noop", "--queue", "q-del", NULL);
+  g_autoptr(Run) del = cli(ctx, "delete", doomed, "--json", NULL);
+  g_autoptr(Run) again = NULL;
+  g_autoptr(Run) purge = NULL;
+  g_autoptr(JsonNode) j = NULL;
+  g_autoptr(JsonNode) record = NULL;
+  g_autoptr(JsonNode) stats = NULL;
+  g_autoptr(JsonNode) after_purge = NULL;
+  JsonArray *queues;
+  gint64 ready = -1;
+
+  assert_status(del, 0);
+  j = parse_json(del->out);
+  ck_assert_str_eq(member_string(object_of(j), "outcome"), "removed");
+  ck_assert(!listed_in(ctx, "q-del", doomed));
+  ck_assert(listed_in(ctx, "q-del", purged));
+  record = inspect(ctx, doomed);
+  ck_assert_str_eq(member_string(object_of(record), "state"), "cancelled");
+  ck_assert_str_eq(member_string(object_of(record), "task"), "demo.noop");
+  ck_assert_str_eq(member_string(object_of(record), "queue"), "q-del");
+  stats = stats_json(ctx);
+  queues = json_object_get_array_member(object_of(stats), "queues");
+  for (guint i = 0; i < json_array_get_length(queues); i++) {
+    JsonObject *q = json_array_get_object_element(queues, i);
+    if (g_strcmp0(member_string(q, "name"), "q-del") == 0)
+      ready = member_int(q, "ready");
+  }
+  ck_assert_int_eq(ready, 2);
+
+  /* Deleted already: nothing to delete. */
+  again = cli(ctx, "delete", doomed, NULL);
+  assert_status(again, 1);
+  assert_one_line_error(again, "already finished (cancelled)");
+
+  purge = cli(ctx, "purge", "q-del", "--yes", NULL);
+  assert_status(purge, 0);
+  ck_assert_str_eq(purge->out, "purged 2 ready tasks of queue q-del\n");
+  after_purge = inspect(ctx, purged);
+  ck_assert_str_eq(member_string(object_of(after_purge), "state"), "cancelled");
+  ck_assert_msg(
+      strstr(member_string(object_of(after_purge), "error"), "purged") != NULL,
+      "%s", member_string(object_of(after_purge), "error"));
+  g_free(wait_for_state(ctx, also, "cancelled", NULL));
+}
+END_TEST
+
+/* The operator tests run on both Redis modes and on SQLite: a loop index
+ * of 2 is a SQLite file in the test's directory. */
+static Ctx *
+ctx_any(int i)
+{
+  Ctx *ctx = ctx_new(i < 2 ? i : 0);
+
+  if (i >= 2) {
+    g_autofree gchar *url = g_strdup_printf("sqlite://%s/tasks.db", ctx->dir);
+    ctx->env = g_environ_setenv(ctx->env, "SLUICE_URL", url, TRUE);
+    ctx->env = g_environ_unsetenv(ctx->env, "SLUICE_MODE");
+    ctx->mode = "sqlite";
+  }
+  return ctx;
+}
+
+/* The ready count of @queue in `sluice stats --json` (0 when not listed). */
+static gint64
+ready_in(Ctx *ctx, const gchar *queue)
+{
+  g_autoptr(JsonNode) stats = stats_json(ctx);
+  JsonArray *queues = json_object_get_array_member(object_of(stats), "queues");
+
+  for (guint i = 0; i < json_array_get_length(queues); i++) {
+    JsonObject *q = json_array_get_object_element(queues, i);
+    if (g_strcmp0(member_string(q, "name"), queue) == 0)
+      return member_int(q, "ready");
+  }
+  return 0;
+}
+
+static void
+wait_ready(Ctx *ctx, const gchar *queue, gint64 n)
+{
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+
+  while (ready_in(ctx, queue) != n) {
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "queue %s never had %" G_GINT64_FORMAT " ready tasks (%s)",
+                  queue, n, ctx->mode);
+    g_usleep(20 * 1000);
+  }
+}
+
+/* Once `sluice pause` returned, no worker takes a task of the queue: what
+ * it had fetched and not started goes back to the queue, and what is
+ * enqueued after the pause waits too, while the worker's other queue runs
+ * on; `sluice resume` runs them all. One executor and the paused queue
+ * first in the worker's order: had the worker held them, they would run
+ * before the other queue's task. */
+START_TEST(test_pause_holds_what_was_fetched_and_what_comes_after)
+{
+  g_autoptr(Ctx) ctx = ctx_any(_i);
+  g_autoptr(Worker) w =
+      worker_start(ctx, "--queue", "default", "--queue", "other",
+                   "--concurrency", "1", "--prefetch", "4", NULL);
+  g_autofree gchar *sleeper =
+      enqueue(ctx, "demo.sleep", "{\"ms\": 600000}", NULL);
+  g_autofree gchar *fetched = NULL;
+  g_autofree gchar *later = NULL;
+  g_autofree gchar *marker = NULL;
+  g_autoptr(Run) paused = NULL;
+  g_autoptr(Run) cancel = NULL;
+  g_autoptr(Run) resumed = NULL;
+  g_autoptr(Run) done = NULL;
+
+  g_free(wait_for_state(ctx, sleeper, "running", NULL));
+  fetched = enqueue(ctx, "demo.noop", NULL);
+  wait_ready(ctx, "default", 0); /* the worker holds it, behind the sleeper */
+  paused = cli(ctx, "pause", "default", NULL);
+  assert_status(paused, 0);
+  later = enqueue(ctx, "demo.noop", NULL);
+  wait_for_log(w, "queue “default” is paused");
+  wait_ready(ctx, "default", 2);
+
+  /* The executor is free again: the other queue runs, the paused one
+   * does not. */
+  cancel = cli(ctx, "cancel", sleeper, NULL);
+  assert_status(cancel, 0);
+  g_free(wait_for_state(ctx, sleeper, "cancelled", NULL));
+  marker = enqueue(ctx, "demo.noop", "--queue", "other", NULL);
+  done = cli(ctx, "result", marker, "--wait", "60s", NULL);
+  assert_status(done, 0);
+  g_free(wait_for_state(ctx, fetched, "queued", NULL));
+  g_free(wait_for_state(ctx, later, "queued", NULL));
+  ck_assert_int_eq(ready_in(ctx, "default"), 2);
+
+  resumed = cli(ctx, "resume", "default", NULL);
+  assert_status(resumed, 0);
+  g_free(wait_for_state(ctx, fetched, "succeeded", NULL));
+  g_free(wait_for_state(ctx, later, "succeeded", NULL));
+  g_free(worker_stop(w));
+}
+END_TEST
+
+/* How many lines of @text hold @needle. */
+static guint
+lines_with(const gchar *text, const gchar *needle)
+{
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  guint n = 0;
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    n += strstr(lines[i], needle) != NULL ? 1 : 0;
+  return n;
+}
+
+/* `sluice enqueue --events` (or SLUICE_EVENTS, or events in [enqueue] of
+ * the key file) writes the task's "enqueued" event; without, none. */
+START_TEST(test_enqueue_writes_its_enqueued_event)
+{
+  g_autoptr(Ctx) ctx = ctx_any(_i);
+  g_autofree gchar *conf = g_build_filename(ctx->dir, "sluice.conf", NULL);
+  g_autofree gchar *flag = enqueue(ctx, "demo.noop", "--events", NULL);
+  g_autofree gchar *quiet = enqueue(ctx, "demo.noop", NULL);
+  g_autofree gchar *by_env = NULL;
+  g_autofree gchar *by_file = NULL;
+  g_autoptr(Run) events = NULL;
+  g_autoptr(Run) bad = NULL;
+  gchar **env = g_strdupv(ctx->env);
+
+  ctx->env = g_environ_setenv(ctx->env, "SLUICE_EVENTS", "1", TRUE);
+  by_env = enqueue(ctx, "demo.noop", NULL);
+  g_strfreev(ctx->env);
+  ctx->env = env;
+  ck_assert(g_file_set_contents(conf, "[enqueue]\nevents=true\n", -1, NULL));
+  by_file = enqueue(ctx, "demo.noop", "--config", conf, NULL);
+  events = cli(ctx, "events", NULL);
+  assert_status(events, 0);
+  ck_assert_msg(lines_with(events->out, "  enqueued ") == 3, "%s", events->out);
+  ck_assert(strstr(events->out, flag) != NULL);
+  ck_assert(strstr(events->out, by_env) != NULL);
+  ck_assert(strstr(events->out, by_file) != NULL);
+  ck_assert(strstr(events->out, quiet) == NULL);
+
+  ctx->env = g_environ_setenv(ctx->env, "SLUICE_EVENTS", "maybe", TRUE);
+  bad = cli(ctx, "enqueue", "demo.noop", NULL);
+  assert_status(bad, 2);
+  assert_one_line_error(bad, "SLUICE_EVENTS");
+}
+END_TEST
+
+/* A command running in the background, its output in files. */
+typedef struct {
+  GSubprocess *proc;
+  gchar *out;
+  gchar *err;
+} Background;
+
+static void
+background_free(Background *b)
+{
+  if (b->proc != NULL) {
+    g_subprocess_force_exit(b->proc);
+    g_subprocess_wait(b->proc, NULL, NULL);
+    g_object_unref(b->proc);
+  }
+  g_free(b->out);
+  g_free(b->err);
+  g_free(b);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(Background, background_free)
+
+static Background *background_start(Ctx *ctx, const gchar *first,
+                                    ...) G_GNUC_NULL_TERMINATED;
+static Background *
+background_start(Ctx *ctx, const gchar *first, ...)
+{
+  g_autoptr(GSubprocessLauncher) launcher = g_subprocess_launcher_new(0);
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  g_autoptr(GError) error = NULL;
+  Background *b = g_new0(Background, 1);
+  guint n = ctx->n_workers++;
+  va_list ap;
+
+  b->out = g_strdup_printf("%s/background-%u.out", ctx->dir, n);
+  b->err = g_strdup_printf("%s/background-%u.err", ctx->dir, n);
+  g_ptr_array_add(argv, (gpointer)SLUICE_BIN);
+  va_start(ap, first);
+  for (const gchar *a = first; a != NULL; a = va_arg(ap, const gchar *))
+    g_ptr_array_add(argv, (gpointer)a);
+  va_end(ap);
+  g_ptr_array_add(argv, NULL);
+  g_subprocess_launcher_set_environ(launcher, ctx->env);
+  g_subprocess_launcher_set_stdout_file_path(launcher, b->out);
+  g_subprocess_launcher_set_stderr_file_path(launcher, b->err);
+  g_subprocess_launcher_set_child_setup(launcher, child_setup, NULL, NULL);
+  b->proc = g_subprocess_launcher_spawnv(
+      launcher, (const gchar *const *)argv->pdata, &error);
+  ck_assert_msg(b->proc != NULL, "spawn: %s", error->message);
+  return b;
+}
+
+static gchar *
+file_text(const gchar *path)
+{
+  gchar *text = NULL;
+
+  if (!g_file_get_contents(path, &text, NULL, NULL))
+    return g_strdup("");
+  return text;
+}
+
+/* `sluice events --follow` starts from now: what was written before it
+ * started is not printed (it once replayed up to a day), only what comes
+ * after; -n N prints the last N, --since what came from a time on; and
+ * with no live worker writing events it says so, once, on stderr. */
+START_TEST(test_events_follow_starts_now)
+{
+  g_autoptr(Ctx) ctx = ctx_any(_i);
+  g_autoptr(Background) lonely = background_start(ctx, "events", "-f", NULL);
+  g_autoptr(Background) follow = NULL;
+  g_autoptr(Worker) w = NULL;
+  g_autoptr(Run) done = NULL;
+  g_autoptr(Run) last = NULL;
+  g_autoptr(Run) all = NULL;
+  g_autoptr(Run) since_old = NULL;
+  g_autoptr(Run) since_later = NULL;
+  g_autoptr(Run) bad_since = NULL;
+  g_autoptr(GPtrArray) probes = g_ptr_array_new_with_free_func(g_free);
+  gint64 deadline = g_get_monotonic_time() + PATIENCE_US;
+  g_autofree gchar *old = NULL;
+  g_autofree gchar *later = NULL;
+  gchar *out = NULL;
+  gchar *err = NULL;
+
+  /* Nobody writes events yet: said once. */
+  for (;;) {
+    g_free(err);
+    err = file_text(lonely->err);
+    if (strstr(err, "no worker of namespace") != NULL)
+      break;
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "a follow with no worker said nothing: [%s]", err);
+    g_usleep(20 * 1000);
+  }
+  ck_assert_uint_eq(lines_with(err, "no worker of namespace"), 1);
+  g_clear_pointer(&err, g_free);
+  g_clear_pointer(&lonely, background_free);
+
+  w = worker_start(ctx, "--events", NULL);
+  old = enqueue(ctx, "demo.noop", NULL);
+  done = cli(ctx, "result", old, "--wait", "60s", NULL);
+  assert_status(done, 0);
+
+  /* Probes until the follower prints one: those written before it had
+   * reached the end of the stream are skipped with the old events. */
+  follow = background_start(ctx, "events", "--follow", NULL);
+  deadline = g_get_monotonic_time() + PATIENCE_US;
+  for (;;) {
+    gboolean seen = FALSE;
+
+    g_ptr_array_add(probes, enqueue(ctx, "demo.noop", NULL));
+    g_free(out);
+    out = file_text(follow->out);
+    for (guint i = 0; i < probes->len && !seen; i++)
+      seen = strstr(out, probes->pdata[i]) != NULL;
+    if (seen)
+      break;
+    ck_assert_msg(g_get_monotonic_time() < deadline,
+                  "the follower printed none of %u probes: %s", probes->len,
+                  out);
+    g_usleep(50 * 1000);
+  }
+  ck_assert_msg(strstr(out, old) == NULL,
+                "events from before the follow began: %s", out);
+  g_clear_pointer(&out, g_free);
+  err = file_text(follow->err);
+  ck_assert_msg(strstr(err, "writes events") == NULL &&
+                    strstr(err, "no worker") == NULL,
+                "%s", err);
+  g_clear_pointer(&err, g_free);
+
+  /* -n 2: the last two of all; --since: from a time on. */
+  g_free(
+      wait_for_state(ctx, probes->pdata[probes->len - 1], "succeeded", NULL));
+  last = cli(ctx, "events", "-n", "2", NULL);
+  all = cli(ctx, "events", NULL);
+  assert_status(last, 0);
+  assert_status(all, 0);
+  ck_assert_msg(lines_with(last->out, " attempt ") == 2, "%s", last->out);
+  ck_assert_msg(g_str_has_suffix(all->out, last->out), "%s\nnot the end of\n%s",
+                last->out, all->out);
+  since_old = cli(ctx, "events", "--since", "1h", NULL);
+  assert_status(since_old, 0);
+  ck_assert(strstr(since_old->out, old) != NULL);
+  {
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+    g_autoptr(GDateTime) hour = g_date_time_add_hours(now, 1);
+    later = g_date_time_format_iso8601(hour);
+  }
+  since_later = cli(ctx, "events", "--since", later, NULL);
+  assert_status(since_later, 0);
+  ck_assert_str_eq(since_later->out, "");
+  bad_since = cli(ctx, "events", "--since", "yesterday", NULL);
+  assert_status(bad_since, 2);
+  assert_one_line_error(bad_since, "--since");
+  g_free(worker_stop(w));
+}
+END_TEST
+
+/* An id that is nowhere is an error for delete as for cancel: exit 1 and
+ * one line that says so. */
+START_TEST(test_delete_of_an_unknown_id_is_an_error)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autoptr(Run) del = cli(ctx, "delete", "not-an-id", NULL);
+  g_autoptr(Run) cancel = cli(ctx, "cancel", "not-an-id", NULL);
+
+  assert_status(del, 1);
+  assert_one_line_error(del, "nothing deleted: no task not-an-id");
+  ck_assert_str_eq(del->out, "");
+  assert_status(cancel, 1);
+  assert_one_line_error(cancel, "nothing cancelled");
+}
+END_TEST
+
+/* ---- Every dead-letter reason, everywhere (issue 26) ---------------------- */
+
+/* Each reason of the library's one list is taken by every --reason of the
+ * dlq commands and is in sluice(1); an unknown one is refused naming them
+ * all. */
+START_TEST(test_every_dead_letter_reason_is_taken)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *man = NULL;
+  g_autoptr(Run) unknown = cli(ctx, "dlq", "list", "--reason", "nope", NULL);
+
+  ck_assert(g_file_get_contents(TEST_SRCDIR "/cli/sluice.1", &man, NULL, NULL));
+  assert_status(unknown, 2);
+  assert_one_line_error(unknown, "“nope”");
+  for (const gchar *const *r = sluice_dead_letter_reasons(); *r != NULL; r++) {
+    g_autofree gchar *in_man = g_strdup_printf("\n.B %s\n", *r);
+    g_autoptr(Run) list = cli(ctx, "dlq", "list", "--reason", *r, NULL);
+    g_autoptr(Run) replay =
+        cli(ctx, "dlq", "replay", "--all", "--reason", *r, "--dry-run", NULL);
+    g_autoptr(Run) purge =
+        cli(ctx, "dlq", "purge", "--reason", *r, "--dry-run", NULL);
+
+    assert_status(list, 0);
+    assert_status(replay, 0);
+    assert_status(purge, 0);
+    ck_assert_msg(strstr(unknown->err, *r) != NULL, "%s not named: %s", *r,
+                  unknown->err);
+    ck_assert_msg(strstr(man, in_man) != NULL,
+                  "cli/sluice.1 does not list the dead-letter reason %s "
+                  "(under \"Dead-letter reasons\")",
+                  *r);
+  }
+}
+END_TEST
+
 /* ---- The suite ----------------------------------------------------------- */
 
 static gboolean
@@ -3481,6 +3904,7 @@ cli_suite(gboolean reliable)
   TCase *e2e = tcase_create("end-to-end");
   TCase *errors = tcase_create("errors");
   TCase *misc = tcase_create("misc");
+  TCase *operator= tcase_create("operator");
   int n_modes = reliable ? 2 : 1;
 
   tcase_add_unchecked_fixture(e2e, sluice_test_redis_shared_setup,
@@ -3538,6 +3962,23 @@ cli_suite(gboolean reliable)
   if (!reliable)
     tcase_add_test(errors, test_error_reliable_unavailable);
   suite_add_tcase(s, errors);
+
+  /* What operators do to queues and tasks (issue 26). */
+  tcase_add_unchecked_fixture(operator, sluice_test_redis_shared_setup,
+                              sluice_test_redis_shared_teardown);
+  tcase_set_timeout(operator, 300);
+  tcase_add_test(operator, test_every_dead_letter_reason_is_taken);
+  tcase_add_test(operator, test_delete_of_an_unknown_id_is_an_error);
+  tcase_add_loop_test(operator, test_delete_and_purge_take_queued_tasks_out, 0,
+                      n_modes);
+  tcase_add_loop_test(operator,
+                      test_pause_holds_what_was_fetched_and_what_comes_after,
+                      reliable ? 0 : 2, 3);
+  tcase_add_loop_test(operator, test_enqueue_writes_its_enqueued_event,
+                      reliable ? 0 : 2, 3);
+  tcase_add_loop_test(operator, test_events_follow_starts_now, reliable ? 0 : 2,
+                      3);
+  suite_add_tcase(s, operator);
 
   tcase_add_unchecked_fixture(misc, sluice_test_redis_shared_setup,
                               sluice_test_redis_shared_teardown);

@@ -482,6 +482,7 @@ START_TEST(test_operator_steers_under_worker_user)
   g_autoptr(GError) error = NULL;
   g_autofree gchar *soon = NULL;
   g_autofree gchar *later = NULL;
+  g_autofree gchar *queued = NULL;
   SluiceEnqueueOptions options;
   guint64 removed = 0;
 
@@ -489,6 +490,7 @@ START_TEST(test_operator_steers_under_worker_user)
   options.delay_ms = 600000;
   soon = sluice_client_enqueue(producer, "t.log", NULL, &options, &error);
   later = sluice_client_enqueue(producer, "t.log", NULL, &options, &error);
+  queued = sluice_client_enqueue(producer, "t.log", NULL, NULL, &error);
   ck_assert_msg(error == NULL, "%s", error != NULL ? error->message : "");
 
   ck_assert_msg(sluice_client_pause(operator_, "default", &error), "%s",
@@ -502,6 +504,9 @@ START_TEST(test_operator_steers_under_worker_user)
                 error != NULL ? error->message : "");
   ck_assert_int_eq(sluice_client_delete(operator_, later, &error),
                    SLUICE_DELETE_UNSCHEDULED);
+  ck_assert_msg(sluice_client_delete(operator_, queued, &error) ==
+                    SLUICE_DELETE_REMOVED,
+                "%s", error != NULL ? error->message : "");
   ck_assert_msg(sluice_client_purge(operator_, "default", &removed, &error),
                 "%s", error != NULL ? error->message : "");
   ck_assert_uint_eq(removed, 1);

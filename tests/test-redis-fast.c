@@ -196,8 +196,9 @@ START_TEST(test_enqueue_batch_one_round_trip)
     ck_assert_uint_eq(got->len, 1); /* drop the claimed copies */
   }
 
-  /* Many per fetch, first in first out. */
-  fetches = sluice_test_redis_calls(shared, "lmpop");
+  /* Many per fetch, first in first out: one script call each (the pause
+   * is read in the step that pops). */
+  fetches = sluice_test_redis_calls(shared, "evalsha");
   while (seen < 50) {
     g_autoptr(GPtrArray) got = sluice_test_fetch(b, "c1", q_default, 20, 0);
     ck_assert_uint_gt(got->len, 0);
@@ -205,7 +206,7 @@ START_TEST(test_enqueue_batch_one_round_trip)
       ck_assert(sluice_test_bytes_is(sluice_test_delivery_at(got, k)->payload,
                                      ids[seen]));
   }
-  ck_assert_int_eq(sluice_test_redis_calls(shared, "lmpop") - fetches, 3);
+  ck_assert_int_eq(sluice_test_redis_calls(shared, "evalsha") - fetches, 3);
   for (guint i = 0; i < 50; i++) {
     g_free(ids[i]);
     g_bytes_unref(payloads[i]);
@@ -291,6 +292,50 @@ START_TEST(test_fetch_blocks_in_blmpop_only_when_asked)
   ck_assert_uint_eq(got->len, 1);
   ck_assert(sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload,
                                  "arrived"));
+}
+END_TEST
+
+/* A pause stored while a BLMPOP waits: what it pops of the paused queue
+ * goes back to the consuming end, in order, and nothing is handed out;
+ * with every queue paused the fetch waits without popping (or spinning),
+ * and `wakeup` ends the wait. */
+START_TEST(test_pause_reaches_a_blocked_fetch)
+{
+  SluiceTestRedis *shared = sluice_test_redis_shared();
+  g_autoptr(SluiceBroker) b = test_broker();
+  g_autoptr(SluiceBroker) other = test_broker();
+  g_autofree gchar *ns = sluice_test_namespace();
+  const gchar *const both[] = {"a", "b", NULL};
+  const gchar *const only_a[] = {"a", NULL};
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GError) error = NULL;
+  SluiceTestFetch *f;
+
+  f = sluice_test_fetch_start(b, both, 10, 60000);
+  sluice_test_redis_wait_blocked(shared, 1);
+  ck_assert(sluice_broker_set_paused(other, "a", TRUE, &error));
+  sluice_test_enqueue(other, "a1", "a", "a1", 0);
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(got->len, 0);
+  ck_assert_int_eq(sluice_test_redis_llen(shared, ns, "a"), 1);
+  g_clear_pointer(&got, g_ptr_array_unref);
+
+  /* Every queue paused: blocked on nothing, taking nothing. */
+  f = sluice_test_fetch_start(b, only_a, 10, 60000);
+  sluice_test_redis_wait_blocked(shared, 1);
+  sluice_broker_wakeup(b);
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(got->len, 0);
+  ck_assert_int_eq(sluice_test_redis_llen(shared, ns, "a"), 1);
+  g_clear_pointer(&got, g_ptr_array_unref);
+
+  ck_assert(sluice_broker_set_paused(other, "a", FALSE, &error));
+  got = sluice_test_fetch(b, "c1", both, 10, 0);
+  ck_assert_uint_eq(got->len, 1);
+  ck_assert(
+      sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload, "a1"));
 }
 END_TEST
 
@@ -1479,6 +1524,7 @@ redis_suite(void)
   tcase_add_test(slots, test_enqueue_claim_is_a_key_that_expires);
   tcase_add_test(slots, test_fetch_pops_from_one_list_per_call);
   tcase_add_test(slots, test_fetch_blocks_in_blmpop_only_when_asked);
+  tcase_add_test(slots, test_pause_reaches_a_blocked_fetch);
   tcase_add_test(slots, test_settle_record_has_its_ttl);
   tcase_add_test(slots, test_settle_noop_costs_nothing);
   tcase_add_test(slots, test_settle_batch_one_round_trip);

@@ -342,6 +342,51 @@ START_TEST(test_blocking_fetch_wakes_on_data_and_on_wakeup)
 }
 END_TEST
 
+/* A pause stored while a XREADGROUP waits: what it reads of the paused
+ * queue is handed back (ready again, not pending, its delivery count
+ * untouched) and nothing is handed out; with every queue paused the fetch
+ * waits without reading, and `wakeup` ends the wait. */
+START_TEST(test_pause_reaches_a_blocked_fetch)
+{
+  SluiceTestRedis *shared = sluice_test_redis_shared();
+  g_autoptr(SluiceBroker) b = test_broker();
+  g_autoptr(SluiceBroker) other = test_broker();
+  g_autofree gchar *ns = sluice_test_namespace();
+  const gchar *const both[] = {"a", "b", NULL};
+  const gchar *const only_a[] = {"a", NULL};
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GError) error = NULL;
+  SluiceTestFetch *f;
+
+  f = sluice_test_fetch_start(b, both, 10, 60000);
+  sluice_test_redis_wait_blocked(shared, 1);
+  ck_assert(sluice_broker_set_paused(other, "a", TRUE, &error));
+  sluice_test_enqueue(other, "a1", "a", "a1", 0);
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(got->len, 0);
+  ck_assert_int_eq(sluice_test_redis_pending(shared, ns, "a"), 0);
+  ck_assert_int_eq(sluice_test_redis_xlen(shared, ns, "a"), 1);
+  g_clear_pointer(&got, g_ptr_array_unref);
+
+  f = sluice_test_fetch_start(b, only_a, 10, 60000);
+  sluice_test_redis_wait_blocked(shared, 1);
+  sluice_broker_wakeup(b);
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(got->len, 0);
+  ck_assert_int_eq(sluice_test_redis_pending(shared, ns, "a"), 0);
+  g_clear_pointer(&got, g_ptr_array_unref);
+
+  ck_assert(sluice_broker_set_paused(other, "a", FALSE, &error));
+  got = sluice_test_fetch(b, "c1", both, 10, 0);
+  ck_assert_uint_eq(got->len, 1);
+  ck_assert(
+      sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload, "a1"));
+  ck_assert_uint_eq(sluice_test_delivery_at(got, 0)->delivery_count, 1);
+}
+END_TEST
+
 /* ---- fencing, leases, releases ------------------------------------------- */
 
 /* A consumer that never heartbeated holds no lease: a peer takes its
@@ -954,6 +999,7 @@ reliable_suite(void)
   tcase_add_test(broker, test_fetch_keeps_strict_priority);
   tcase_add_test(broker, test_blocking_fetch_never_returns_more_than_asked);
   tcase_add_test(broker, test_blocking_fetch_wakes_on_data_and_on_wakeup);
+  tcase_add_test(broker, test_pause_reaches_a_blocked_fetch);
   tcase_add_test(broker, test_refused_settles_leave_the_entries_pending);
   tcase_add_test(broker, test_reclaimer_without_a_lease_takes_nothing);
   tcase_add_test(broker, test_late_heartbeat_fails_and_takes_nothing_back);

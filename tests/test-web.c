@@ -576,6 +576,43 @@ START_TEST(test_pages_are_embedded)
 }
 END_TEST
 
+/* Every dead-letter reason of the library's list is in the overview (the
+ * page's filter reads it there, and lists none of its own), and the dead
+ * letters of each can be listed and counted: the by-reason link of
+ * snoozed_too_often once led to an error page. */
+START_TEST(test_every_dead_letter_reason_is_served)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0, NULL);
+  g_autoptr(Proc) web = web_start(ctx, NULL);
+  g_autoptr(Reply) overview = get(web, "/api/overview");
+  g_autoptr(Reply) script = get(web, "/app.js");
+  g_autoptr(Reply) unknown = get(web, "/api/dead?reason=nope");
+  const gchar *const *reasons = sluice_dead_letter_reasons();
+  JsonArray *listed;
+
+  assert_reply(overview, 200);
+  listed = json_object_get_array_member(obj(overview), "dead_letter_reasons");
+  ck_assert_uint_eq(json_array_get_length(listed),
+                    g_strv_length((gchar **)reasons));
+  for (guint i = 0; reasons[i] != NULL; i++) {
+    g_autofree gchar *dead = g_strdup_printf("/api/dead?reason=%s", reasons[i]);
+    g_autofree gchar *count =
+        g_strdup_printf("/api/dead/count?reason=%s", reasons[i]);
+    g_autofree gchar *quoted = g_strdup_printf("'%s'", reasons[i]);
+    g_autoptr(Reply) page = get(web, dead);
+    g_autoptr(Reply) n = get(web, count);
+
+    ck_assert_str_eq(json_array_get_string_element(listed, i), reasons[i]);
+    assert_reply(page, 200);
+    assert_reply(n, 200);
+    ck_assert_msg(strstr(script->body, quoted) == NULL,
+                  "app.js lists the reason %s itself", reasons[i]);
+  }
+  assert_reply(unknown, 400);
+  proc_stop(web);
+}
+END_TEST
+
 /* ---- Writes -------------------------------------------------------------- */
 
 START_TEST(test_writes_need_the_token)
@@ -893,6 +930,34 @@ START_TEST(test_workflow_tree)
                    "succeeded");
   none = get(web, "/api/workflows/no-such-workflow");
   assert_reply(none, 404);
+}
+END_TEST
+
+/* The dashboard's Cancel of a queued task takes it out of its queue: the
+ * listing no longer has it and its record says cancelled; an id that is
+ * nowhere is 404. */
+START_TEST(test_cancel_takes_a_queued_task_out)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i, NULL);
+  g_autofree gchar *tokens = token_file(ctx, TOKEN);
+  g_autoptr(Proc) web = web_start(ctx, "--token-file", tokens, NULL);
+  g_autofree gchar *queued =
+      enqueue(ctx, "demo.noop", "{}", "--queue", "held", NULL);
+  g_autofree gchar *form = g_strdup_printf("id=%s", queued);
+  g_autoptr(Reply) del = post(web, "/api/tasks/delete", form);
+  g_autoptr(Reply) page = get(web, "/api/tasks?state=queued&queue=held");
+  g_autoptr(Reply) nowhere = post(web, "/api/tasks/delete", "id=not-an-id");
+  JsonArray *tasks;
+
+  assert_reply(del, 200);
+  ck_assert_str_eq(json_object_get_string_member(obj(del), "outcome"),
+                   "removed");
+  assert_reply(page, 200);
+  tasks = json_object_get_array_member(obj(page), "tasks");
+  ck_assert_uint_eq(json_array_get_length(tasks), 0);
+  wait_state(ctx, queued, "cancelled");
+  assert_reply(nowhere, 404);
+  proc_stop(web);
 }
 END_TEST
 
@@ -1254,8 +1319,10 @@ main(void)
   tcase_set_timeout(api, 300);
   tcase_add_loop_test(api, test_reads_match_the_broker, 0, n_modes);
   tcase_add_test(api, test_pages_are_embedded);
+  tcase_add_test(api, test_every_dead_letter_reason_is_served);
   tcase_add_loop_test(api, test_writes_need_the_token, 0, n_modes);
   tcase_add_loop_test(api, test_task_and_dead_letter_actions, 0, n_modes);
+  tcase_add_loop_test(api, test_cancel_takes_a_queued_task_out, 0, n_modes);
   tcase_add_loop_test(api, test_task_shows_its_progress, 0, n_modes);
   tcase_add_loop_test(api, test_events_page_by_cursor, 0, n_modes);
   tcase_add_loop_test(api, test_workflow_tree, 0, n_modes);

@@ -65,7 +65,11 @@ memory_fetch(SluiceBroker *broker, const gchar *consumer,
   wakeups = self->wakeups;
   for (;;) {
     for (guint i = 0; queues[i] != NULL && taken < max; i++) {
-      GQueue *q = g_hash_table_lookup(self->queues, queues[i]);
+      /* A paused queue is looked at under the same lock as its messages:
+       * once set_paused returned, nothing of it is taken. */
+      GQueue *q = g_hash_table_contains(self->paused, queues[i])
+                      ? NULL
+                      : g_hash_table_lookup(self->queues, queues[i]);
       while (q != NULL && taken < max && !g_queue_is_empty(q)) {
         SluiceMemoryMessage *m = g_queue_pop_head(q);
         /* A handle per delivery, so that a settle repeated after a lost
@@ -122,6 +126,7 @@ memory_settle(SluiceBroker *broker, const gchar *consumer,
       m->payload = g_bytes_ref(s->delivery->payload);
       /* Not a failed delivery: the next fetch reports the same count. */
       m->delivery_count = s->delivery->delivery_count - 1;
+      m->seq = ++self->message_seq;
       g_queue_push_head(sluice_memory__queue(self, s->delivery->queue), m);
       g_cond_signal(&self->ready);
       break;
@@ -583,12 +588,52 @@ memory_list_queued(SluiceBroker *broker, const gchar *queue,
   g_mutex_lock(&self->lock);
   q = g_hash_table_lookup(self->queues, queue);
   l = q != NULL ? g_queue_peek_nth_link(q, (guint)offset) : NULL;
-  for (; l != NULL && listed < limit; l = l->next, listed++)
-    g_ptr_array_add(
-        out, sluice_listed_message_new(
-                 NULL, queue, ((SluiceMemoryMessage *)l->data)->payload, 0));
+  for (; l != NULL && listed < limit; l = l->next, listed++) {
+    SluiceMemoryMessage *m = l->data;
+    SluiceListedMessage *listed_message =
+        sluice_listed_message_new(NULL, queue, m->payload, 0);
+    g_autofree gchar *handle = g_strdup_printf("%" G_GUINT64_FORMAT, m->seq);
+
+    sluice_listed_message_set_handle(listed_message, handle);
+    g_ptr_array_add(out, listed_message);
+  }
   *out_cursor =
       l != NULL ? g_strdup_printf("%" G_GUINT64_FORMAT, offset + listed) : NULL;
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+/* A removal looks for its message from the head: items in listing order
+ * find theirs at once, since those before them were just removed. */
+static gboolean
+memory_remove_queued(SluiceBroker *broker, SluiceRemoval *items, guint n_items,
+                     GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+  gint64 now = now_ms(self);
+
+  g_mutex_lock(&self->lock);
+  for (guint i = 0; i < n_items; i++) {
+    SluiceRemoval *r = &items[i];
+    GQueue *q = g_hash_table_lookup(self->queues, r->queue);
+    guint64 seq = 0;
+
+    if (q == NULL || r->handle == NULL ||
+        !g_ascii_string_to_unsigned(r->handle, 10, 1, G_MAXUINT64, &seq, NULL))
+      continue;
+    for (GList *l = q->head; l != NULL; l = l->next) {
+      SluiceMemoryMessage *m = l->data;
+      if (m->seq != seq)
+        continue;
+      sluice_memory__message_free(m);
+      g_queue_delete_link(q, l);
+      if (r->record != NULL)
+        sluice_memory__put_record(self, r->id, r->record, TRUE,
+                                  r->record_ttl_ms, now);
+      r->removed = TRUE;
+      break;
+    }
+  }
   g_mutex_unlock(&self->lock);
   return TRUE;
 }
@@ -654,8 +699,8 @@ memory_set_paused(SluiceBroker *broker, const gchar *queue, gboolean paused,
   g_mutex_lock(&self->lock);
   if (paused)
     g_hash_table_add(self->paused, g_strdup(queue));
-  else
-    g_hash_table_remove(self->paused, queue);
+  else if (g_hash_table_remove(self->paused, queue))
+    g_cond_broadcast(&self->ready); /* what it holds is ready again */
   g_mutex_unlock(&self->lock);
   return TRUE;
 }
@@ -800,6 +845,7 @@ memory_finalize(SluiceBroker *broker)
 static const SluiceBrokerSteering memory_steering = {
     .version = SLUICE_BROKER_STEERING_VERSION,
     .list_queued = memory_list_queued,
+    .remove_queued = memory_remove_queued,
     .list_scheduled = memory_list_scheduled,
     .set_paused = memory_set_paused,
     .list_paused = memory_list_paused,

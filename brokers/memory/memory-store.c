@@ -167,6 +167,7 @@ sluice_memory__push_ready(SluiceMemoryBroker *self, const gchar *queue,
 
   m->payload = g_bytes_ref(payload);
   m->delivery_count = 0;
+  m->seq = ++self->message_seq;
   g_queue_push_tail(sluice_memory__queue(self, queue), m);
   g_cond_signal(&self->ready);
 }

@@ -45,6 +45,7 @@ G_BEGIN_DECLS
 typedef struct {
   GBytes *payload;
   guint delivery_count;
+  guint64 seq; /* which ready message this is: its listing handle */
 } SluiceMemoryMessage;
 
 typedef struct {
@@ -102,6 +103,7 @@ typedef struct {
   GHashTable *unique;  /* gchar* key -> its claim (memory-unique.c) */
   GHashTable *out;     /* handles of the deliveries not settled yet */
   guint64 delivery_seq;
+  guint64 message_seq; /* the last ready message's seq */
   gint64 in_flight;
   guint writes_since_sweep;
   GHashTable *joins;    /* gchar* -> a join (memory-joins.c) */
@@ -141,7 +143,8 @@ void sluice_memory__message_free(gpointer message);
 
 /** Returns: (transfer none): queue @name, made empty if it is new. */
 GQueue *sluice_memory__queue(SluiceMemoryBroker *self, const gchar *name);
-/** Appends a ready message (delivery count 0) and wakes a fetcher. */
+/** Appends a ready message (delivery count 0, a new seq) and wakes a
+ * fetcher. */
 void sluice_memory__push_ready(SluiceMemoryBroker *self, const gchar *queue,
                                GBytes *payload);
 /** Puts task @id on the schedule, replacing an entry it had (as ZADD

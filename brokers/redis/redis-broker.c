@@ -9,7 +9,8 @@
  *                        URL's broker parameters, the mode -> transport
  *                        table, the class and lifecycle
  *   redis-queue.c        slots that move messages: enqueue, fetch, settle,
- *                        heartbeat, leave, reclaim, wakeup
+ *                        heartbeat, leave, reclaim, wakeup, list_queued,
+ *                        remove_queued
  *   redis-tasks.c        what is kept about tasks off the queue: the
  *                        schedule, records, revocations, periodic claims
  *   redis-admin.c        dead letters, stats, purge, announce, lookup, check
@@ -50,6 +51,10 @@
  *   dlq_*             XRANGE [1] or one script [1]
  *   stats             one read-only script [1]
  *   purge             one script [1]
+ *   remove_queued     one script for the batch [1]: the transport's
+ *                     t_remove (LREM from the consuming end; XDEL of an
+ *                     entry after the group's last delivered id) and the
+ *                     record, per item atomic
  *   wakeup            CLIENT UNBLOCK from another connection [1]
  *
  * Times: due times and revocation expiries are compared with the now_ms the
@@ -263,6 +268,32 @@ gint64
 sluice_redis_broker__now_ms(SluiceRedisBroker *self)
 {
   return sluice_clock_now_ms(sluice_broker_get_clock(&self->parent));
+}
+
+gboolean
+sluice_redis_broker__idle(SluiceRedisBroker *self, gint64 block_ms,
+                          GError **error)
+{
+  gchar timeout[32];
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  if (block_ms <= 0)
+    return TRUE;
+  g_snprintf(timeout, sizeof timeout, "%" G_GINT64_FORMAT ".%03d",
+             block_ms / 1000, (int)(block_ms % 1000));
+  sluice_redis_argv__init(&a, 3, 64);
+  sluice_redis_argv__add_str(&a, "BLPOP");
+  sluice_redis_argv__add_key(&a, &self->keys, SLUICE_REDIS_K_IDLE, NULL);
+  sluice_redis_argv__add_str(&a, timeout);
+  sluice_redis_argv__finish(&a);
+  ok = sluice_redis_broker__command(self, "fetch", FALSE, &a, block_ms, &reply,
+                                    error);
+  if (reply != NULL)
+    freeReplyObject(reply);
+  sluice_redis_argv__clear(&a);
+  return ok;
 }
 
 /* Whether a failed attempt may be made once more on a fresh connection:

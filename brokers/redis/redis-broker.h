@@ -258,6 +258,15 @@ gboolean sluice_redis_broker__exchange(SluiceRedisBroker *self,
                                        SluiceRedisArgv *args, gint64 block_ms,
                                        redisReply **out_reply, GError **error);
 
+/**
+ * sluice_redis_broker__idle:
+ * Waits up to @block_ms for nothing (a BLPOP of the idle key), or until
+ * `wakeup`: what a fetch does whose queues are all paused, so that it
+ * neither spins nor takes anything.
+ */
+gboolean sluice_redis_broker__idle(SluiceRedisBroker *self, gint64 block_ms,
+                                   GError **error);
+
 /** sluice_redis_broker__now_ms: Returns: the broker clock's time. */
 gint64 sluice_redis_broker__now_ms(SluiceRedisBroker *self);
 
@@ -352,6 +361,8 @@ gboolean sluice_redis__list_queued(SluiceBroker *broker, const gchar *queue,
                                    const gchar *cursor, guint limit,
                                    GPtrArray *out, gchar **out_cursor,
                                    GError **error);
+gboolean sluice_redis__remove_queued(SluiceBroker *broker, SluiceRemoval *items,
+                                     guint n_items, GError **error);
 
 /* redis-tasks.c */
 gboolean sluice_redis__promote_due(SluiceBroker *broker, gint64 now_ms,

@@ -37,7 +37,15 @@
  *   P dlq:dropped         hash: reason -> dead letters dropped by the cap
  *   P winfo:<worker>      string: what a worker announced (opaque bytes of
  *                         the core), PX its lease: gone = not alive
- *   P paused              set of the paused queues' names
+ *   P paused              set of the paused queues' names; the fetch
+ *                         scripts read it in the step that takes
+ *                         (lua/fast/fetch.lua, lua/reliable/fetch.lua),
+ *                         so once a pause is stored nothing of the queue
+ *                         is taken
+ *   P idle                a list nobody writes: a fetch whose queues are
+ *                         all paused blocks on it (BLPOP), so that it
+ *                         waits as an idle fetch does and `wakeup` ends
+ *                         it
  *   P join:<id>           hash: a workflow join (redis-joins.c): t total,
  *                         n arrived, s status, m meta, rn and q<k>/p<k> the
  *                         messages it releases; always PX
@@ -111,6 +119,7 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_K_PROGRESS "progress:"
 #define SLUICE_REDIS_K_EVENTS "events"
 #define SLUICE_REDIS_K_PAUSED "paused"
+#define SLUICE_REDIS_K_IDLE "idle"
 #define SLUICE_REDIS_K_RATE "rl:"
 #define SLUICE_REDIS_K_SLOTS "cs:"
 #define SLUICE_REDIS_K_SLOT_WAITERS "cw:"

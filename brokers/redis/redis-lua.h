@@ -39,6 +39,7 @@ extern const gchar sluice_redis_lua__revoke[];
 extern const gchar sluice_redis_lua__list_revocations_since[];
 extern const gchar sluice_redis_lua__lookup_task[];
 extern const gchar sluice_redis_lua__list_queued[];
+extern const gchar sluice_redis_lua__remove_queued[];
 extern const gchar sluice_redis_lua__list_scheduled[];
 extern const gchar sluice_redis_lua__reschedule[];
 extern const gchar sluice_redis_lua__join_open[];
@@ -56,6 +57,8 @@ extern const gchar sluice_redis_lua__list_slots[];
 /* The scripts only the reliable transport runs. */
 extern const gchar sluice_redis_lua__reliable_ensure_groups[];
 extern const gchar sluice_redis_lua__reliable_fetch[];
+extern const gchar sluice_redis_lua__fast_fetch[];
+extern const gchar sluice_redis_lua__fast_give_back[];
 extern const gchar sluice_redis_lua__reliable_reclaim[];
 extern const gchar sluice_redis_lua__reliable_requeue[];
 extern const gchar sluice_redis_lua__reliable_count_reclaimable[];

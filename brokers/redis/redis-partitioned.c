@@ -17,6 +17,8 @@
  *                                get_result, cancel, inspect and the
  *                                idempotency claim of a caller's id find
  *                                a task without a lookup
+ *   by the listing's partition   remove_queued (list_queued's handle is
+ *                                "<k>/<the partition's handle>")
  *   by the delivery's partition  settle, heartbeat (each held delivery);
  *                                fetch and reclaim mark each delivery with
  *                                its partition (broker_data, which the
@@ -28,7 +30,9 @@
  *                                list_scheduled, dlq_list, check, wakeup
  *   partition 0                  revocations (one insertion order, so the
  *                                workers' sync cursor needs no merging),
- *                                pauses, announcements, the periodic gate
+ *                                the list of pauses, announcements, the
+ *                                periodic gate; a pause is stored in
+ *                                every partition, whose fetch reads it
  *
  * Fetch. A sweep takes from every partition without blocking, starting at
  * a partition that rotates from call to call, so no partition starves
@@ -991,6 +995,13 @@ part_list_queued(SluiceBroker *broker, const gchar *queue, const gchar *cursor,
     if (!sluice_broker_list_queued(self->parts[k], queue, inner, limit - listed,
                                    out, &next, error))
       return FALSE;
+    /* The handle says the partition: "<k>/<the partition's handle>". */
+    for (guint i = before; i < out->len; i++) {
+      SluiceListedMessage *m = out->pdata[i];
+      g_autofree gchar *handle = g_strdup_printf(
+          "%u/%s", (guint)k, m->handle != NULL ? m->handle : "");
+      sluice_listed_message_set_handle(m, handle);
+    }
     listed += out->len - before;
     g_clear_pointer(&inner, g_free);
     if (next != NULL) {
@@ -1001,6 +1012,55 @@ part_list_queued(SluiceBroker *broker, const gchar *queue, const gchar *cursor,
   }
   if (k < self->n)
     *out_cursor = g_strdup_printf("%u|", (guint)k);
+  return TRUE;
+}
+
+/* Each item goes to the partition its handle names (list_queued's
+ * "<k>/<handle>"), else to its task id's; one script per partition. */
+static gboolean
+part_remove_queued(SluiceBroker *broker, SluiceRemoval *items, guint n_items,
+                   GError **error)
+{
+  Partitioned *self = SELF(broker);
+  g_autofree guint *part = g_new(guint, n_items);
+  g_autofree SluiceRemoval *inner = g_new(SluiceRemoval, n_items);
+  g_autofree guint *index = g_new(guint, n_items);
+  g_autoptr(GPtrArray) handles = g_ptr_array_new_with_free_func(g_free);
+
+  if (!ready(self, error))
+    return FALSE;
+  for (guint i = 0; i < n_items; i++) {
+    const gchar *h = items[i].handle;
+    const gchar *slash = h != NULL ? strchr(h, '/') : NULL;
+    g_autofree gchar *digits =
+        slash != NULL ? g_strndup(h, (gsize)(slash - h)) : NULL;
+    guint64 k = self->n;
+
+    if (digits == NULL ||
+        !g_ascii_string_to_unsigned(digits, 10, 0, self->n - 1, &k, NULL))
+      k = items[i].id != NULL ? sluice_redis__partition_of(items[i].id, self->n)
+                              : self->n;
+    part[i] = (guint)k;
+    g_ptr_array_add(handles, slash != NULL && slash[1] != '\0'
+                                 ? g_strdup(slash + 1)
+                                 : NULL);
+  }
+  for (guint k = 0; k < self->n; k++) {
+    guint n = 0;
+
+    for (guint i = 0; i < n_items; i++)
+      if (part[i] == k) {
+        inner[n] = items[i];
+        inner[n].handle = handles->pdata[i];
+        index[n++] = i;
+      }
+    if (n == 0)
+      continue;
+    if (!sluice_broker_remove_queued(self->parts[k], inner, n, error))
+      return FALSE;
+    for (guint j = 0; j < n; j++)
+      items[index[j]].removed = inner[j].removed;
+  }
   return TRUE;
 }
 
@@ -1098,14 +1158,24 @@ part_list_scheduled(SluiceBroker *broker, const gchar *cursor, guint limit,
   return ok;
 }
 
+/* A pause is stored in every partition, since each partition's fetch
+ * reads its own in the step that takes; partition 0's is the one listed.
+ * Paused in 0 last and resumed there first, so a pause that failed half
+ * way is not listed, nor a resume that failed half way missed. */
 static gboolean
 part_set_paused(SluiceBroker *broker, const gchar *queue, gboolean paused,
                 GError **error)
 {
   Partitioned *self = SELF(broker);
 
-  return ready(self, error) &&
-         sluice_broker_set_paused(self->parts[0], queue, paused, error);
+  if (!ready(self, error))
+    return FALSE;
+  for (guint i = 0; i < self->n; i++) {
+    guint k = paused ? self->n - 1 - i : i;
+    if (!sluice_broker_set_paused(self->parts[k], queue, paused, error))
+      return FALSE;
+  }
+  return TRUE;
 }
 
 static gboolean
@@ -1225,6 +1295,7 @@ part_finalize(SluiceBroker *broker)
 static const SluiceBrokerSteering part_steering = {
     .version = SLUICE_BROKER_STEERING_VERSION,
     .list_queued = part_list_queued,
+    .remove_queued = part_remove_queued,
     .list_scheduled = part_list_scheduled,
     .set_paused = part_set_paused,
     .list_paused = part_list_paused,

@@ -565,17 +565,73 @@ sluice_redis__list_queued(SluiceBroker *broker, const gchar *queue,
     freeReplyObject(reply);
     return sluice_redis_broker__unexpected(self, "list_queued", error);
   }
-  for (size_t i = 1; i < reply->elements; i++) {
+  /* Payload and handle pairs; '' is no handle (a list's element). */
+  if (reply->elements % 2 != 1) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "list_queued", error);
+  }
+  for (size_t i = 1; i + 1 < reply->elements; i += 2) {
     g_autoptr(GBytes) payload = NULL;
+    g_autofree gchar *handle = NULL;
+    SluiceListedMessage *m;
 
-    if (reply->element[i]->type != REDIS_REPLY_STRING)
+    if (reply->element[i]->type != REDIS_REPLY_STRING ||
+        !sluice_redis_reply__is_string(reply->element[i + 1]))
       continue;
     payload = sluice_redis_reply__steal_bytes(reply->element[i], 0);
-    g_ptr_array_add(out, sluice_listed_message_new(NULL, queue, payload, 0));
+    if (reply->element[i + 1]->len > 0)
+      handle = sluice_redis_reply__dup(reply->element[i + 1]);
+    m = sluice_listed_message_new(NULL, queue, payload, 0);
+    sluice_listed_message_set_handle(m, handle);
+    g_ptr_array_add(out, m);
   }
   *out_cursor = reply->element[0]->len > 0
                     ? sluice_redis_reply__dup(reply->element[0])
                     : NULL;
+  freeReplyObject(reply);
+  return TRUE;
+}
+
+/* One script for the batch: each item is the transport's t_remove and,
+ * if it took the message, the record, in the script's one atomic step. */
+gboolean
+sluice_redis__remove_queued(SluiceBroker *broker, SluiceRemoval *items,
+                            guint n_items, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 6 * n_items,
+                          64 * n_items);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  for (guint i = 0; i < n_items; i++) {
+    const SluiceRemoval *r = &items[i];
+
+    sluice_redis_argv__add_str(&a, r->queue);
+    sluice_redis_argv__add_str(&a, r->handle != NULL ? r->handle : "");
+    sluice_redis_argv__add_bytes(&a, r->payload);
+    sluice_redis_argv__add_str(&a, r->id != NULL ? r->id : "");
+    sluice_redis_argv__add_record(&a, r->id != NULL ? r->record : NULL, TRUE);
+    sluice_redis_argv__add_record_ttl(&a, r->record_ttl_ms);
+  }
+  sluice_redis_argv__finish(&a);
+  /* Safe to repeat: a message taken out is not ready any more. */
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_REMOVE_QUEUED, TRUE,
+                                 &a, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != n_items) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "remove_queued", error);
+  }
+  for (guint i = 0; i < n_items; i++) {
+    gint64 v = 0;
+    items[i].removed =
+        sluice_redis_reply__to_int(reply->element[i], &v) && v == 1;
+  }
   freeReplyObject(reply);
   return TRUE;
 }

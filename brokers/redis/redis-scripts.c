@@ -23,8 +23,8 @@
  * library.lua, a transport-<mode>.lua per mode, and one file per script,
  * whose first line is its shebang and whose comment documents its ARGV and
  * reply. A transport's fragment defines t_push, t_push_many, t_check,
- * t_ack, t_release, t_depth, t_in_flight, t_purge, t_peek, t_heartbeat and
- * t_leave, and optionally t_flush and t_gone; the library and bodies call
+ * t_ack, t_release, t_depth, t_in_flight, t_purge, t_peek, t_remove,
+ * t_heartbeat and t_leave, and optionally t_flush and t_gone; the library and bodies call
  * only those to touch a queue.
  *
  * Stored formats:
@@ -132,6 +132,8 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
        sluice_redis_lua__lookup_task},
       {SLUICE_REDIS_SCRIPT_LIST_QUEUED, "list_queued",
        sluice_redis_lua__list_queued},
+      {SLUICE_REDIS_SCRIPT_REMOVE_QUEUED, "remove_queued",
+       sluice_redis_lua__remove_queued},
       {SLUICE_REDIS_SCRIPT_LIST_SCHEDULED, "list_scheduled",
        sluice_redis_lua__list_scheduled},
       {SLUICE_REDIS_SCRIPT_RESCHEDULE, "reschedule",

@@ -32,14 +32,22 @@
  *   t_in_flight(queues) -> integer
  *                                delivered and unsettled, or -1 if unknown
  *   t_purge(queue) -> integer    delete the ready messages, say how many
- *   t_peek(queue, after, limit) -> {cursor, payload, ...}
+ *   t_peek(queue, after, limit) -> {cursor, payload, handle, ...}
  *                                up to limit ready messages after cursor
  *                                `after` ('' = from the next to be
  *                                fetched), in fetch order, without taking
- *                                them; cursor '' at the end, {false}
- *                                for a cursor that is not one of its
- *                                own. Must not write, and costs
- *                                O(limit): one range read, never a scan
+ *                                them, each with its handle for t_remove
+ *                                ('' where the bytes name it); cursor ''
+ *                                at the end, {false} for a cursor that is
+ *                                not one of its own. Must not write, and
+ *                                costs O(limit): one range read, never a
+ *                                scan
+ *   t_remove(queue, handle, payload) -> boolean
+ *                                take the ready message t_peek listed
+ *                                with handle (or bytes payload) out of
+ *                                the queue, if it is still ready (not
+ *                                delivered since); TRUE if it did. O(1)
+ *                                for messages removed in listing order
  *   t_heartbeat(consumer, lease_ms, argv, first)
  *                                renew leases; argv[first..] are queue,
  *                                handle pairs of the deliveries held.

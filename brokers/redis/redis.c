@@ -69,6 +69,7 @@ redis_finalize(SluiceBroker *broker)
 static const SluiceBrokerSteering redis_steering = {
     .version = SLUICE_BROKER_STEERING_VERSION,
     .list_queued = sluice_redis__list_queued,
+    .remove_queued = sluice_redis__remove_queued,
     .list_scheduled = sluice_redis__list_scheduled,
     .set_paused = sluice_redis__set_paused,
     .list_paused = sluice_redis__list_paused,
@@ -413,9 +414,8 @@ partitioned_new(const SluiceRedisOptions *options, const SluiceRedisUrl *url,
                 SluiceClock *clock, guint n, GError **error)
 {
   SluiceBroker **parts = g_new0(SluiceBroker *, n);
-  const gchar *ns = options->ns != NULL
-                        ? options->ns
-                        : SLUICE_REDIS_DEFAULT_NAMESPACE;
+  const gchar *ns =
+      options->ns != NULL ? options->ns : SLUICE_REDIS_DEFAULT_NAMESPACE;
   guint dead_letter_max;
 
   for (guint k = 0; k < n; k++) {

@@ -49,18 +49,23 @@
  *            UNAVAILABLE, so the worker backs off instead of spinning.
  *            Because acknowledged entries are deleted, a re-created group
  *            at 0 redelivers exactly what was never acknowledged.
- *   fetch    one queue: XREADGROUP COUNT max [BLOCK ms], one round trip.
- *            Several queues: a script reads them in priority order
- *            without blocking, asking each for what is still missing
- *            (strict priority, never more than asked, one round trip);
- *            only when all were empty does one XREADGROUP BLOCK wait on
- *            all of them. A blocked XREADGROUP is served from one stream
- *            (at most COUNT entries), but one that finds data at once
- *            answers up to COUNT per stream: what exceeds max is handed
- *            back at once by a script that re-adds a copy and acknowledges
- *            and deletes the original (it was never given to the worker;
- *            it moves to the end of its stream). `wakeup` interrupts the
- *            blocking read (CLIENT UNBLOCK).
+ *   fetch    a script reads the queues in priority order without
+ *            blocking, skipping those in {ns}:paused (read in the same
+ *            step, so once a pause is stored no fetch takes from the
+ *            queue), asking each for what is still missing (strict
+ *            priority, never more than asked, one round trip); only when
+ *            all were empty does one XREADGROUP BLOCK wait on those not
+ *            paused (none: a BLPOP of a key nobody writes, so it neither
+ *            spins nor takes). A blocked XREADGROUP is served from one
+ *            stream (at most COUNT entries), but one that finds data at
+ *            once answers up to COUNT per stream: what exceeds max is
+ *            handed back at once by a script that re-adds a copy and
+ *            acknowledges and deletes the original (it was never given to
+ *            the worker; it moves to the end of its stream), and so is
+ *            what it read of a queue paused while it waited (checked by
+ *            the same script, one round trip more after every wait that
+ *            ended with data). `wakeup` interrupts the blocking read
+ *            (CLIENT UNBLOCK).
  *   settle   the shared settle script; t_check fences: the entry must be
  *            pending for this consumer (XPENDING key group <range>
  *            consumer, read in batches; XACK alone does not fence: a late
@@ -379,38 +384,70 @@ check_persistence(SluiceRedisBroker *self)
 
 /* ---- fetch --------------------------------------------------------------- */
 
-/* Hands back deliveries read beyond what fetch was asked for. On failure
- * they stay pending for @consumer, and are reclaimed once idle past the
- * lease: delayed, never lost. */
+/* Hands back deliveries a read took that fetch does not hand out: read
+ * beyond what it was asked for, or, with @only_paused, those of a queue
+ * that was paused while the read waited (they are then taken out of @from,
+ * and the others kept there). On failure they stay with the fetch
+ * (surplus: pending for @consumer, reclaimed once idle past the lease,
+ * delayed, never lost; paused: kept, as if read before the pause). */
 static void
-hand_back(SluiceRedisBroker *self, const gchar *consumer, GPtrArray *surplus)
+hand_back(SluiceRedisBroker *self, const gchar *consumer, GPtrArray *from,
+          guint first, gboolean only_paused)
 {
   ReliableData *d = data_of(self);
   g_autoptr(GError) error = NULL;
+  guint n = from->len - first;
   SluiceRedisArgv a;
   redisReply *reply = NULL;
 
-  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 1 + 4 * surplus->len,
-                          0);
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2 + 4 * n, 0);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_str(&a, consumer);
-  for (guint i = 0; i < surplus->len; i++) {
-    SluiceDelivery *del = surplus->pdata[i];
+  sluice_redis_argv__add_str(&a, only_paused ? "1" : "0");
+  for (guint i = first; i < from->len; i++) {
+    SluiceDelivery *del = from->pdata[i];
     sluice_redis_argv__add_str(&a, del->queue);
     sluice_redis_argv__add_str(&a, del->handle);
     sluice_redis_argv__add_bytes(&a, del->payload);
     sluice_redis_argv__add_int(&a, del->delivery_count);
   }
   sluice_redis_argv__finish(&a);
-  if (sluice_redis_broker__eval_script(self, &d->scripts.requeue, TRUE, &a,
-                                       &reply, &error))
+  if (!sluice_redis_broker__eval_script(self, &d->scripts.requeue, TRUE, &a,
+                                        &reply, &error)) {
+    if (only_paused)
+      sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
+                        "fetch: could not check whether the queues were "
+                        "paused while the fetch waited: %s; what it took "
+                        "runs",
+                        error->message);
+    else
+      sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
+                        "fetch: could not hand back %u messages read beyond "
+                        "what was asked for: %s; they are redelivered once "
+                        "idle for the lease",
+                        n, error->message);
+  } else if (only_paused && reply->type == REDIS_REPLY_ARRAY &&
+             reply->elements == n) {
+    guint kept = first;
+
+    for (guint i = 0; i < n; i++) {
+      gint64 back = 0;
+      SluiceDelivery *del = from->pdata[first + i];
+
+      sluice_redis_reply__to_int(reply->element[i], &back);
+      if (back == 1)
+        sluice_delivery_free(del);
+      else
+        from->pdata[kept++] = del;
+    }
+    /* The caller's free function (if any) must not see the freed ones
+     * (it may be given NULL: delivery frees are NULL-safe). */
+    for (guint i = kept; i < from->len; i++)
+      from->pdata[i] = NULL;
+    g_ptr_array_set_size(from, kept);
+  }
+  if (reply != NULL)
     freeReplyObject(reply);
-  else
-    sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
-                      "fetch: could not hand back %u messages read beyond "
-                      "what was asked for: %s; they are redelivered once "
-                      "idle for the lease",
-                      surplus->len, error->message);
   sluice_redis_argv__clear(&a);
 }
 
@@ -515,7 +552,7 @@ read_group(SluiceRedisBroker *self, const gchar *consumer,
       g_free(items);
     }
     if (surplus->len > 0)
-      hand_back(self, consumer, surplus);
+      hand_back(self, consumer, surplus, 0, FALSE);
   }
   goto out;
 
@@ -532,12 +569,12 @@ out:
 static gboolean
 read_in_order(SluiceRedisBroker *self, const gchar *consumer,
               const gchar *const *queues, guint n, guint max, GPtrArray *out,
-              gboolean *nogroup, GError **error)
+              gboolean *nogroup, gboolean *out_paused, GError **error)
 {
   ReliableData *d = data_of(self);
   SluiceRedisArgv a;
   redisReply *reply = NULL;
-  redisReply *entries, *missing;
+  redisReply *entries, *missing, *paused;
   gboolean ok;
 
   sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2 + n, 0);
@@ -553,13 +590,22 @@ read_in_order(SluiceRedisBroker *self, const gchar *consumer,
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
       reply->element[0]->type != REDIS_REPLY_ARRAY ||
       reply->element[1]->type != REDIS_REPLY_ARRAY ||
+      reply->element[2]->type != REDIS_REPLY_ARRAY ||
       reply->element[0]->elements % 4 != 0)
     goto unexpected;
   entries = reply->element[0];
   missing = reply->element[1];
+  paused = reply->element[2];
+  for (size_t i = 0; i < paused->elements; i++) {
+    gint64 qi;
+    if (!sluice_redis_reply__to_int(paused->element[i], &qi) || qi < 1 ||
+        qi > n)
+      goto unexpected;
+    out_paused[qi - 1] = TRUE;
+  }
   for (size_t i = 0; i < entries->elements; i += 4) {
     gint64 qi, prior;
     if (!sluice_redis_reply__to_int(entries->element[i], &qi) || qi < 1 ||
@@ -588,6 +634,7 @@ reliable_fetch(SluiceRedisBroker *self, const gchar *consumer,
 {
   ReliableData *d = data_of(self);
   guint n = g_strv_length((gchar **)queues);
+  g_autofree gboolean *paused = g_new0(gboolean, MAX(n, 1));
   guint before = out->len;
   gboolean skip;
 
@@ -601,20 +648,26 @@ reliable_fetch(SluiceRedisBroker *self, const gchar *consumer,
   check_persistence(self);
 
   for (guint round = 0; round < 2; round++) {
+    g_autoptr(GPtrArray) open = g_ptr_array_new();
     gboolean nogroup = FALSE;
     gboolean ok;
 
-    if (n == 1) {
-      /* One stream: priority is moot and COUNT caps the answer, so the
-       * blocking read is the whole fetch, in one round trip. */
-      ok = read_group(self, consumer, queues, 1, max, block_ms, out, &nogroup,
-                      error);
-    } else {
-      ok = skip ||
-           read_in_order(self, consumer, queues, n, max, out, &nogroup, error);
-      if (ok && out->len == before && !nogroup && block_ms > 0)
-        ok = read_group(self, consumer, queues, n, max, block_ms, out, &nogroup,
-                        error);
+    memset(paused, 0, MAX(n, 1) * sizeof *paused);
+    ok = skip || read_in_order(self, consumer, queues, n, max, out, &nogroup,
+                               paused, error);
+    if (ok && out->len == before && !nogroup && block_ms > 0) {
+      /* Nothing ready: wait on the queues that are not paused (a paused
+       * one's new entries would be read, handed back, read again...). */
+      for (guint i = 0; i < n; i++)
+        if (!paused[i])
+          g_ptr_array_add(open, (gpointer)queues[i]);
+      if (open->len == 0)
+        return sluice_redis_broker__idle(self, block_ms, error);
+      ok = read_group(self, consumer, (const gchar *const *)open->pdata,
+                      open->len, max, block_ms, out, &nogroup, error);
+      /* A pause stored while it waited: what it read goes back. */
+      if (ok && out->len > before)
+        hand_back(self, consumer, out, before, TRUE);
     }
     if (!ok)
       return FALSE;

@@ -283,9 +283,14 @@ list_queued_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     if (n++ < job->limit) {
       g_autoptr(GBytes) payload = sluice_sqlite__col_bytes(stmt, 1);
+      SluiceListedMessage *m;
+      g_autofree gchar *handle = NULL;
+
       last = sqlite3_column_int64(stmt, 0);
-      g_ptr_array_add(job->out,
-                      sluice_listed_message_new(NULL, job->queue, payload, 0));
+      handle = g_strdup_printf("%" G_GINT64_FORMAT, last);
+      m = sluice_listed_message_new(NULL, job->queue, payload, 0);
+      sluice_listed_message_set_handle(m, handle);
+      g_ptr_array_add(job->out, m);
     }
   }
   sqlite3_reset(stmt);
@@ -318,6 +323,63 @@ sluice_sqlite__list_queued(SluiceBroker *broker, const gchar *queue,
     return FALSE;
   *out_cursor = job.next;
   return TRUE;
+}
+
+typedef struct {
+  SluiceRemoval *items;
+  guint n;
+  gint64 now;
+} RemoveJob;
+
+/* A message is ready while nobody owns it; its mid is its handle. */
+static gboolean
+remove_queued_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
+                   GError **error)
+{
+  static const gchar sql[] =
+      "DELETE FROM messages WHERE mid = ?1 AND queue = ?2 AND owner IS NULL";
+  RemoveJob *job = data;
+
+  for (guint i = 0; i < job->n; i++) {
+    SluiceRemoval *r = &job->items[i];
+    sqlite3_stmt *stmt;
+    guint64 mid;
+
+    r->removed = FALSE;
+    if (r->handle == NULL ||
+        !g_ascii_string_to_unsigned(r->handle, 10, 1, G_MAXINT64, &mid, NULL))
+      continue;
+    if ((stmt = sluice_sqlite__stmt(c, sql, error)) == NULL)
+      return FALSE;
+    sqlite3_bind_int64(stmt, 1, (gint64)mid);
+    sluice_sqlite__bind_str(stmt, 2, r->queue);
+    if (!sluice_sqlite__done(c, stmt, "taking a task out of its queue", error))
+      return FALSE;
+    if (sqlite3_changes(c->db) == 0)
+      continue;
+    if (r->record != NULL &&
+        !sluice_sqlite__put_record(c, r->id, r->record, TRUE, r->record_ttl_ms,
+                                   job->now, error))
+      return FALSE;
+    r->removed = TRUE;
+    *notify = *notify || r->record != NULL;
+  }
+  return TRUE;
+}
+
+gboolean
+sluice_sqlite__remove_queued(SluiceBroker *broker, SluiceRemoval *items,
+                             guint n_items, GError **error)
+{
+  SluiceSqliteBroker *self = SLUICE_SQLITE_BROKER(broker);
+  RemoveJob job = {items, n_items, sluice_sqlite__now(self)};
+
+  /* One transaction for the batch; on failure nothing of it happened. */
+  if (sluice_sqlite__run(self, TRUE, remove_queued_step, &job, error))
+    return TRUE;
+  for (guint i = 0; i < n_items; i++)
+    items[i].removed = FALSE;
+  return FALSE;
 }
 
 static gboolean
@@ -410,6 +472,8 @@ set_paused_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
   if (stmt == NULL)
     return FALSE;
   sluice_sqlite__bind_str(stmt, 1, job->name);
+  /* A resume gives waiting fetchers something: what the queue holds. */
+  *notify = !job->flag;
   return sluice_sqlite__done(c, stmt, "pausing a queue", error);
 }
 

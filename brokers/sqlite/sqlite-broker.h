@@ -310,6 +310,9 @@ gboolean sluice_sqlite__list_queued(SluiceBroker *broker, const gchar *queue,
                                     const gchar *cursor, guint limit,
                                     GPtrArray *out, gchar **out_cursor,
                                     GError **error);
+gboolean sluice_sqlite__remove_queued(SluiceBroker *broker,
+                                      SluiceRemoval *items, guint n_items,
+                                      GError **error);
 gboolean sluice_sqlite__list_scheduled(SluiceBroker *broker,
                                        const gchar *cursor, guint limit,
                                        GPtrArray *out, gchar **out_cursor,

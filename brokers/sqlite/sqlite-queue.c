@@ -57,9 +57,12 @@ typedef struct {
 static gboolean
 take_step(SluiceSqliteConn *c, gpointer data, gboolean *notify, GError **error)
 {
+  /* The pause is read in the transaction that takes: once set_paused
+   * committed, no fetch takes from the queue. */
   static const gchar pick_sql[] =
       "SELECT mid, payload, deliveries FROM messages WHERE queue = ?1 AND "
-      "owner IS NULL ORDER BY mid LIMIT ?2";
+      "owner IS NULL AND NOT EXISTS (SELECT 1 FROM paused WHERE queue = ?1) "
+      "ORDER BY mid LIMIT ?2";
   static const gchar take_sql[] =
       "UPDATE messages SET owner = ?2, touched_at = ?3, deliveries = "
       "deliveries + 1 WHERE mid = ?1";
@@ -117,8 +120,9 @@ take_step(SluiceSqliteConn *c, gpointer data, gboolean *notify, GError **error)
 static gboolean
 probe_step(SluiceSqliteConn *c, gpointer data, gboolean *notify, GError **error)
 {
-  static const gchar sql[] = "SELECT 1 FROM messages WHERE queue = ?1 AND "
-                             "owner IS NULL LIMIT 1";
+  static const gchar sql[] =
+      "SELECT 1 FROM messages WHERE queue = ?1 AND owner IS NULL AND NOT "
+      "EXISTS (SELECT 1 FROM paused WHERE queue = ?1) LIMIT 1";
   FetchJob *job = data;
 
   job->ready = FALSE;

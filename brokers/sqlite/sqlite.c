@@ -29,6 +29,7 @@ sqlite_finalize(SluiceBroker *broker)
 static const SluiceBrokerSteering sqlite_steering = {
     .version = SLUICE_BROKER_STEERING_VERSION,
     .list_queued = sluice_sqlite__list_queued,
+    .remove_queued = sluice_sqlite__remove_queued,
     .list_scheduled = sluice_sqlite__list_scheduled,
     .set_paused = sluice_sqlite__set_paused,
     .list_paused = sluice_sqlite__list_paused,

@@ -284,8 +284,9 @@ function tasksRow(state, t) {
     cells.push(el('td', {}, t.queue), el('td', {class: 'wrap'}, t.worker || '-'), el('td', {}, time(t.started_at)));
   }
   acts.push(action(state === 'running' || state === 'queued' ? 'Cancel' : 'Delete', 'delete danger',
-    'Delete task ' + t.id + ' (' + (t.task || '?') + ')? ' + (state === 'running' || state === 'queued'
-      ? 'It is revoked: a worker skips it, or cancels it if it runs.' : 'It is taken off the schedule for good.'),
+    'Delete task ' + t.id + ' (' + (t.task || '?') + ')? ' + (state === 'running'
+      ? 'It is revoked: its worker cancels it.'
+      : state === 'queued' ? 'It is taken out of its queue for good.' : 'It is taken off the schedule for good.'),
     'tasks/delete', {id: t.id}, (r) => 'task ' + t.id + ': ' + r.outcome));
   cells.push(el('td', {}, el('div', {class: 'actions'}, acts)));
   return el('tr', {'data-id': t.id}, cells);
@@ -409,7 +410,7 @@ async function pageDead(params) {
     el('h2', {}, 'Dead letters' + (reason || task ? ' (' + what + ')' : '')),
     filters([
       {name: 'reason', label: 'reason', value: reason, options: [{value: '', label: 'any reason'}].concat(
-        ['max_attempts', 'max_deliveries', 'unknown_task', 'malformed', 'non_retryable', 'expired'].map((r) => ({value: r, label: r})))},
+        o.dead_letter_reasons.map((r) => ({value: r, label: r})))},
       {name: 'task', label: 'task name', value: task},
     ], (v) => { location.hash = link(v); }),
     el('div', {class: 'toolbar'}, bulk('Replay', 'dead/replay-all'), bulk('Delete', 'dead/delete-all')),

@@ -394,6 +394,17 @@ trace_reschedule(SluiceBroker *b, const gchar *id, gint64 due_at,
       error);
 }
 
+static gboolean
+trace_remove_queued(SluiceBroker *b, SluiceRemoval *items, guint n_items,
+                    GError **error)
+{
+  gint64 t = NOW();
+  return traced(
+      b, "remove_queued", t,
+      sluice_broker_remove_queued(trace(b)->inner, items, n_items, error),
+      error);
+}
+
 /* Version 4: joins (workflows, batches), progress and events. The inner
  * broker's dispatch functions answer UNSUPPORTED where it has no slot;
  * the caps below say which it has. */
@@ -565,6 +576,7 @@ trace_finalize(SluiceBroker *b)
 static const SluiceBrokerSteering trace_steering = {
     .version = SLUICE_BROKER_STEERING_VERSION,
     .list_queued = trace_list_queued,
+    .remove_queued = trace_remove_queued,
     .list_scheduled = trace_list_scheduled,
     .set_paused = trace_set_paused,
     .list_paused = trace_list_paused,

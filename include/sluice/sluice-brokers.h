@@ -256,6 +256,9 @@ typedef struct {
  *   limits it runs with, one line each, as an operator reads them ("rate
  *   task mail.send: 10 per 1000 ms, burst 1, per header tenant",
  *   "concurrency queue renders: 3 at once", "weight queue batch: 1")
+ * @events: whether it writes the lifecycle events of its tasks to the
+ *   namespace's event stream (SluiceWorkerOptions.events); FALSE for a
+ *   worker that does not say (one of an older Sluice)
  *
  * The fields after @info are decoded from @info by the client
  * (sluice_client_get_stats()); they are empty when a worker announced
@@ -279,6 +282,7 @@ typedef struct {
   guint64 dead_lettered;
   GPtrArray *running_tasks;
   gchar **limits;
+  gboolean events;
 } SluiceWorkerInfo;
 
 /**
@@ -389,13 +393,38 @@ void sluice_broker_stats_add_dropped(SluiceBrokerStats *stats,
 
 /* ---- Dead letters ------------------------------------------------------- */
 
-/* The reasons a message is buried (README.md, "Dead letters"). */
+/* The reasons a message is buried (README.md, "Dead letters"). The list
+ * of them is sluice_dead_letter_reasons(): add a reason there too. */
 #define SLUICE_DLQ_MAX_ATTEMPTS "max_attempts"
 #define SLUICE_DLQ_MAX_DELIVERIES "max_deliveries"
 #define SLUICE_DLQ_UNKNOWN_TASK "unknown_task"
 #define SLUICE_DLQ_MALFORMED "malformed"
 #define SLUICE_DLQ_NON_RETRYABLE "non_retryable"
 #define SLUICE_DLQ_EXPIRED "expired"
+/** The reason of a task that snoozed more than its max_snoozes. */
+#define SLUICE_DLQ_SNOOZED_TOO_OFTEN "snoozed_too_often"
+
+/**
+ * sluice_dead_letter_reasons:
+ *
+ * Every reason the core buries a message for: each SLUICE_DLQ_* string,
+ * once, in a fixed order. This is the one list: the command's --reason,
+ * the dashboard's filter and its API, the metrics and the tests of
+ * sluice(1) all take it from here, so a new reason reaches every tool.
+ * Returns: (transfer none) (array zero-terminated=1): static strings
+ */
+SLUICE_AVAILABLE_IN_0_1
+const gchar *const *sluice_dead_letter_reasons(void);
+
+/**
+ * sluice_dead_letter_reason_describe:
+ * @reason: (nullable): a dead-letter reason
+ * Returns: (transfer none) (nullable): when a message is buried for
+ * @reason, in a few words ("it failed on its last attempt"), or NULL when
+ * @reason is none of sluice_dead_letter_reasons().
+ */
+SLUICE_AVAILABLE_IN_0_1
+const gchar *sluice_dead_letter_reason_describe(const gchar *reason);
 
 /**
  * SluiceDeadLetter:

@@ -441,10 +441,12 @@ GPtrArray *sluice_client_list(SluiceClient *client,
  * @queue: a queue name
  *
  * Pauses @queue in the broker, for every worker, until
- * sluice_client_resume(): producers still enqueue, and each worker stops
- * taking from it within about a second (it re-reads the paused queues
- * with its revocations, every revocation_interval_ms); what a worker
- * fetched before still runs. Pausing a paused queue changes nothing.
+ * sluice_client_resume(): producers still enqueue, and once this returns
+ * no worker takes a task of the queue in a new fetch (every broker reads
+ * the pause in the step that takes). What a worker fetched before and has
+ * not started it gives back when it re-reads the paused queues with its
+ * revocations (every revocation_interval_ms, 1 s); what runs runs on.
+ * Pausing a paused queue changes nothing.
  * Returns: FALSE with SLUICE_BROKER_ERROR_UNSUPPORTED when the broker
  * cannot pause, or another error.
  */
@@ -470,9 +472,14 @@ gchar **sluice_client_list_paused(SluiceClient *client, GError **error);
  * sluice_client_purge:
  * @out_removed: (out) (optional): how many messages were deleted
  *
- * Deletes every ready message of @queue in one atomic step: tasks running
- * or on the schedule are not touched. Nothing is recorded for the deleted
- * tasks (their records, if any, stay as they were).
+ * Deletes the ready messages of @queue, as many as were ready when it
+ * started: tasks running or on the schedule are not touched. Where the
+ * broker can take a queued message out (`remove_queued`: every built-in
+ * broker), it goes page by page from the head of the queue, and each task
+ * is taken out together with its record, which says `cancelled` ("purged
+ * from queue Q before it ran"); a task a worker fetched meanwhile is the
+ * worker's, and is left alone. Otherwise the broker's `purge` deletes
+ * them in one step and their records stay as they were.
  * Returns: FALSE with SLUICE_BROKER_ERROR_UNSUPPORTED when the broker
  * cannot purge, or another error.
  */
@@ -488,15 +495,22 @@ gboolean sluice_client_purge(SluiceClient *client, const gchar *queue,
  *   says `cancelled`
  * @SLUICE_DELETE_DEAD_LETTER: it was a dead letter, and its newest dead
  *   letter is deleted for good
- * @SLUICE_DELETE_REVOKED: it was neither (queued, running, finished or
- *   unknown): a revocation was recorded, as sluice_client_cancel() does,
- *   so a worker skips it queued or cancels it running
+ * @SLUICE_DELETE_REVOKED: it was running, or a worker had just fetched it:
+ *   a revocation was recorded, as sluice_client_cancel() does, so the
+ *   worker cancels it running or skips it before it starts (and then
+ *   records it `cancelled`); a task that finishes first is unaffected.
+ *   Also what a queued task gets on a broker that cannot take a message
+ *   out of its queue (no `remove_queued`)
+ * @SLUICE_DELETE_REMOVED: it was queued and is taken out of its queue,
+ *   together with its record, which says `cancelled`: it will certainly
+ *   not run
  */
 typedef enum {
   SLUICE_DELETE_FAILED = 0,
   SLUICE_DELETE_UNSCHEDULED,
   SLUICE_DELETE_DEAD_LETTER,
   SLUICE_DELETE_REVOKED,
+  SLUICE_DELETE_REMOVED,
 } SluiceDeleteOutcome;
 
 /**
@@ -504,8 +518,12 @@ typedef enum {
  * @id: a task id
  *
  * Deletes one task wherever it is: off the schedule (atomically), out of
- * the dead letters, or, queued or running, by a revocation.
- * Returns: what happened (see SluiceDeleteOutcome).
+ * the dead letters, out of its queue (atomically with its record, where
+ * the broker can: the record names the queue; without one every queue is
+ * read, page by page), or, running, by a revocation.
+ * Returns: what happened (see SluiceDeleteOutcome); FAILED with
+ * SLUICE_CLIENT_ERROR_NOT_FOUND when the task is in none of those places:
+ * it already finished (its record says so), or nothing knows of it.
  */
 SLUICE_AVAILABLE_IN_0_1
 SluiceDeleteOutcome sluice_client_delete(SluiceClient *client, const gchar *id,

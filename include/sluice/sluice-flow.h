@@ -113,8 +113,8 @@ typedef struct {
 /** The most times a task may snooze when its options do not say. */
 #define SLUICE_DEFAULT_MAX_SNOOZES 25
 
-/** The dead-letter reason of a task that snoozed more than max_snoozes. */
-#define SLUICE_DLQ_SNOOZED_TOO_OFTEN "snoozed_too_often"
+/* The dead-letter reason of a task that snoozed more than max_snoozes is
+ * SLUICE_DLQ_SNOOZED_TOO_OFTEN (sluice-brokers.h, with the others). */
 
 /**
  * sluice_rate_limit_init:

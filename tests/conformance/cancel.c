@@ -33,6 +33,69 @@ START_TEST(cancel_scheduled_task_is_certain)
 }
 END_TEST
 
+/* The record of a task cancelled or deleted off the schedule still says
+ * which task it was, of which queue, enqueued when, whether a record was
+ * kept for it before (track_state) or not. */
+static void
+assert_cancelled_record(SluiceClient *client, const gchar *id, gint64 t0,
+                        gboolean knowable)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceResult) r = sluice_client_inspect(client, id, &error);
+
+  ck_assert_msg(r != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_CANCELLED);
+  if (!knowable)
+    return;
+  ck_assert_str_eq(sluice_result_get_task(r), "t.ok");
+  ck_assert_str_eq(sluice_result_get_queue(r), "later");
+  ck_assert_int_eq(sluice_result_get_enqueued_at(r), t0);
+  ck_assert_uint_eq(sluice_result_get_attempt(r), 1);
+}
+
+START_TEST(cancelled_scheduled_task_keeps_its_name_queue_and_time)
+{
+  Env *e = env_new();
+  SluiceEnqueueOptions eo;
+  SluiceClientOptions co;
+  g_autoptr(SluiceClient) untracked = NULL;
+  g_autoptr(GError) error = NULL;
+  gchar *ids[4];
+
+  sluice_client_options_init(&co);
+  co.track_state = FALSE;
+  untracked = sluice_client_new(e->broker, &co, &error);
+  ck_assert_msg(untracked != NULL, "%s", error != NULL ? error->message : "");
+  sluice_enqueue_options_init(&eo);
+  eo.delay_ms = 60000;
+  eo.queue = "later";
+  for (guint i = 0; i < 4; i++) {
+    ids[i] = sluice_client_enqueue(i % 2 == 0 ? e->client : untracked, "t.ok",
+                                   NULL, &eo, &error);
+    ck_assert_msg(ids[i] != NULL, "%s", error != NULL ? error->message : "");
+  }
+  sluice_test_harness_advance(e->h, 1000);
+  ck_assert_int_eq(sluice_client_cancel(e->client, ids[0], &error),
+                   SLUICE_CANCEL_REMOVED);
+  ck_assert_int_eq(sluice_client_cancel(e->client, ids[1], &error),
+                   SLUICE_CANCEL_REMOVED);
+  ck_assert_int_eq(sluice_client_delete(e->client, ids[2], &error),
+                   SLUICE_DELETE_UNSCHEDULED);
+  ck_assert_int_eq(sluice_client_delete(e->client, ids[3], &error),
+                   SLUICE_DELETE_UNSCHEDULED);
+  for (guint i = 0; i < 4; i++) {
+    /* Untracked, only its message says: a broker without lookup_task
+     * cannot show it. */
+    assert_cancelled_record(
+        e->client, ids[i], e->t0,
+        i % 2 == 0 || sluice_broker_supports(
+                          e->broker, SLUICE_BROKER_FEATURE_LOOKUP_TASK));
+    g_free(ids[i]);
+  }
+  env_free(e);
+}
+END_TEST
+
 START_TEST(cancel_queued_task_revokes_and_skips_it)
 {
   Env *e = env_new();
@@ -210,6 +273,8 @@ void
 sluice_conformance__add_cancel(TCase *semantics)
 {
   sluice_conformance__add(semantics, cancel_scheduled_task_is_certain, 0);
+  sluice_conformance__add(
+      semantics, cancelled_scheduled_task_keeps_its_name_queue_and_time, 0);
   sluice_conformance__add(semantics, cancel_queued_task_revokes_and_skips_it,
                           0);
   sluice_conformance__add(

@@ -1723,16 +1723,150 @@ START_TEST(paused_queues_are_stored_and_listed)
   ck_assert(paused_contains(paused, "a") && paused_contains(paused, "b"));
   g_clear_pointer(&paused, g_ptr_array_unref);
 
+  /* A pause is read in the step that takes: nothing of "a" is fetched. */
   sluice_test_enqueue(c->broker, "1", "a", "1", 0);
   got = sluice_test_fetch(c->broker, "c1", (const gchar *const[]){"a", NULL},
                           10, 0);
-  ck_assert_uint_eq(got->len, 1);
+  ck_assert_uint_eq(got->len, 0);
 
   ck_assert(sluice_broker_set_paused(c->broker, "a", FALSE, &error));
+  g_clear_pointer(&got, g_ptr_array_unref);
+  got = sluice_test_fetch(c->broker, "c1", (const gchar *const[]){"a", NULL},
+                          10, 0);
+  ck_assert_uint_eq(got->len, 1);
   ck_assert(sluice_broker_set_paused(c->broker, "never", FALSE, &error));
   paused = paused_now(c);
   ck_assert_uint_eq(paused->len, 1);
   ck_assert(paused_contains(paused, "b"));
+}
+END_TEST
+
+/* Once set_paused returned, no fetch takes from the queue: not one that
+ * starts after it, nor one that was already blocked when the message came
+ * (it returns the other queue's message, or nothing); the paused queue's
+ * messages wait, in their order, for the resume. */
+START_TEST(a_paused_queue_is_not_fetched_even_by_a_blocked_fetch)
+{
+  g_autoptr(Contract) c = contract_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GPtrArray) rest = NULL;
+  const gchar *const both[] = {"held", "open", NULL};
+  const gchar *const held[] = {"held", NULL};
+  SluiceTestFetch *f;
+  guint from_open = 0;
+
+  if (!sluice_broker_supports(c->broker, SLUICE_BROKER_FEATURE_STEERING))
+    return;
+  f = sluice_test_fetch_start(c->broker, both, 10, 60000);
+  ck_assert(sluice_broker_set_paused(c->broker, "held", TRUE, &error));
+  sluice_test_enqueue(c->broker, "h1", "held", "h1", 0);
+  sluice_test_enqueue(c->broker, "h2", "held", "h2", 0);
+  sluice_test_enqueue(c->broker, "o1", "open", "o1", 0);
+  got = sluice_test_fetch_join(f, &error);
+  ck_assert_msg(got != NULL, "%s", error != NULL ? error->message : "");
+  for (guint i = 0; i < got->len; i++) {
+    ck_assert_str_eq(at(got, i)->queue, "open");
+    from_open++;
+  }
+  g_clear_pointer(&got, g_ptr_array_unref);
+  got = sluice_test_fetch(c->broker, "c1", both, 10, 0);
+  for (guint i = 0; i < got->len; i++) {
+    ck_assert_str_eq(at(got, i)->queue, "open");
+    from_open++;
+  }
+  ck_assert_uint_eq(from_open, 1);
+
+  ck_assert(sluice_broker_set_paused(c->broker, "held", FALSE, &error));
+  rest = sluice_test_fetch(c->broker, "c1", held, 10, 0);
+  order_unless_ordered(c, rest);
+  ck_assert_uint_eq(rest->len, 2);
+  ck_assert(sluice_test_bytes_is(at(rest, 0)->payload, "h1"));
+  ck_assert(sluice_test_bytes_is(at(rest, 1)->payload, "h2"));
+}
+END_TEST
+
+/* remove_queued takes out exactly the listed messages still ready, each
+ * with its final record; one fetched meanwhile stays the consumer's and
+ * gets no record; a repeat changes nothing. */
+START_TEST(remove_queued_takes_out_only_ready_messages)
+{
+  g_autoptr(Contract) c = contract_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) listed = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GPtrArray) left = NULL;
+  g_autoptr(GPtrArray) records =
+      g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+  g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func(g_free);
+  const gchar *const jobs[] = {"jobs", NULL};
+  SluiceRemoval items[4];
+  SluiceBrokerStats stats;
+  guint fetched = 4;
+
+  if (!sluice_broker_supports(c->broker, SLUICE_BROKER_FEATURE_STEERING)) {
+    SluiceRemoval none = {.queue = "jobs", .payload = NULL};
+    g_autoptr(GBytes) p = sluice_test_text("x");
+    none.payload = p;
+    ck_assert(!sluice_broker_remove_queued(c->broker, &none, 1, &error));
+    ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                              SLUICE_BROKER_ERROR_UNSUPPORTED));
+    return;
+  }
+  for (guint i = 0; i < 4; i++) {
+    g_autofree gchar *id = g_strdup_printf("r%u", i);
+    sluice_test_enqueue(c->broker, id, "jobs", id, 0);
+  }
+  listed = list_all(c, "jobs", 10, NULL);
+  ck_assert_uint_eq(listed->len, 4);
+  got = sluice_test_fetch(c->broker, "c1", jobs, 1, 0);
+  ck_assert_uint_eq(got->len, 1);
+
+  for (guint i = 0; i < 4; i++) {
+    const SluiceListedMessage *m = listed->pdata[i];
+    gchar *id = sluice_test_bytes_str(m->payload);
+    g_autofree gchar *rec = g_strdup_printf("gone-%s", id);
+
+    if (g_bytes_equal(m->payload, at(got, 0)->payload))
+      fetched = i;
+    g_ptr_array_add(ids, id);
+    g_ptr_array_add(records, sluice_test_text(rec));
+    items[i] = (SluiceRemoval){.queue = "jobs",
+                               .payload = m->payload,
+                               .handle = m->handle,
+                               .id = id,
+                               .record = records->pdata[i],
+                               .record_ttl_ms = 60000,
+                               .removed = TRUE};
+  }
+  ck_assert_uint_lt(fetched, 4);
+  ck_assert_msg(sluice_broker_remove_queued(c->broker, items, 4, &error), "%s",
+                error != NULL ? error->message : "");
+  for (guint i = 0; i < 4; i++) {
+    g_autoptr(GBytes) read = NULL;
+
+    ck_assert_msg(items[i].removed == (i != fetched), "item %u", i);
+    /* The record is final: a wait for it returns at once. */
+    ck_assert(sluice_broker_wait_record(
+        c->broker, ids->pdata[i], i != fetched ? 60000 : 0, &read, &error));
+    if (i != fetched)
+      ck_assert(g_bytes_equal(read, records->pdata[i]));
+    else
+      ck_assert_ptr_null(read);
+  }
+  left = list_all(c, "jobs", 10, NULL);
+  ck_assert_uint_eq(left->len, 0);
+  stats = sluice_test_stats(c->broker, jobs);
+  ck_assert_int_eq(sluice_test_queue_ready(&stats, "jobs"), 0);
+  sluice_broker_stats_clear(&stats);
+
+  /* Again: nothing is ready, nothing changes. */
+  ck_assert(sluice_broker_remove_queued(c->broker, items, 4, &error));
+  for (guint i = 0; i < 4; i++)
+    ck_assert(!items[i].removed);
+  g_clear_pointer(&got, g_ptr_array_unref);
+  got = sluice_test_fetch(c->broker, "c1", jobs, 10, 0);
+  ck_assert_uint_eq(got->len, 0);
 }
 END_TEST
 
@@ -2076,6 +2210,9 @@ sluice_conformance__contract_tcase(const SluiceConformanceFactory *f)
                           0);
   sluice_conformance__add(tc, list_scheduled_pages_in_due_order, 0);
   sluice_conformance__add(tc, paused_queues_are_stored_and_listed, 0);
+  sluice_conformance__add(
+      tc, a_paused_queue_is_not_fetched_even_by_a_blocked_fetch, 0);
+  sluice_conformance__add(tc, remove_queued_takes_out_only_ready_messages, 0);
   sluice_conformance__add(tc, reschedule_moves_an_entry_or_runs_it_now, 0);
   return tc;
 }

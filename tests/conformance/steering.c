@@ -300,6 +300,150 @@ START_TEST(pause_stops_fetching_until_resumed)
 }
 END_TEST
 
+/* The ready count of @queue. */
+static gint64
+ready_of(Env *e, const gchar *queue)
+{
+  const gchar *const queues[] = {queue, NULL};
+  g_autoptr(GError) error = NULL;
+  SluiceBrokerStats st;
+  gint64 n;
+
+  ck_assert_msg(sluice_client_get_stats(e->client, queues, &st, &error), "%s",
+                error != NULL ? error->message : "");
+  n = sluice_test_queue_ready(&st, queue);
+  sluice_broker_stats_clear(&st);
+  return n;
+}
+
+typedef struct {
+  Env *e;
+  const gchar *queue;
+  gint64 ready;
+} ReadyWait;
+
+static gboolean
+ready_is(gpointer data)
+{
+  ReadyWait *w = data;
+  return ready_of(w->e, w->queue) == w->ready;
+}
+
+static gboolean
+ready_at_most(gpointer data)
+{
+  ReadyWait *w = data;
+  return ready_of(w->e, w->queue) <= w->ready;
+}
+
+/* A pause is the broker's: once sluice_client_pause() returned, a running
+ * worker takes nothing more of the queue, though it syncs its pauses only
+ * once an hour here; after the resume it takes it again. */
+START_TEST(pause_holds_before_the_workers_know_of_it)
+{
+  const gchar *const queues[] = {"held", "open", NULL};
+  SluiceWorkerOptions o;
+  SluiceEnqueueOptions eo;
+  Env *e;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *warm = NULL;
+  g_autofree gchar *held = NULL;
+  g_autofree gchar *open = NULL;
+
+  default_options(&o);
+  o.queues = queues;
+  o.concurrency = 1;
+  o.prefetch = 0;
+  o.revocation_interval_ms = 3600 * 1000;
+  e = env_new_full(100, &o);
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_STEERING)) {
+    env_free(e);
+    return;
+  }
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "open";
+  warm = enqueue(e, "t.ok", NULL, &eo);
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(runs_reached, GUINT_TO_POINTER(1), 60000));
+
+  ck_assert(sluice_client_pause(e->client, "held", &error));
+  eo.queue = "held";
+  held = enqueue(e, "t.ok", NULL, &eo);
+  eo.queue = "open";
+  open = enqueue(e, "t.ok", NULL, &eo);
+  /* "held" goes first in the worker's order: had its fetch taken it, it
+   * would have run before "open" did. */
+  ck_assert(wait_until(runs_reached, GUINT_TO_POINTER(2), 60000));
+  ck_assert_uint_eq(runs_of(open), 1);
+  ck_assert_uint_eq(runs_of(held), 0);
+  ck_assert_state(e, held, SLUICE_STATE_QUEUED);
+
+  ck_assert(sluice_client_resume(e->client, "held", &error));
+  ck_assert(wait_until(runs_reached, GUINT_TO_POINTER(3), 60000));
+  ck_assert_uint_eq(runs_of(held), 1);
+  env_free(e);
+}
+END_TEST
+
+/* What a worker fetched and has not started when its queue is paused is
+ * given back, and runs only once the queue is resumed. */
+START_TEST(pause_gives_back_what_was_fetched_and_not_started)
+{
+  const gchar *const queues[] = {"q", NULL};
+  SluiceWorkerOptions o;
+  SluiceEnqueueOptions eo;
+  Env *e;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *gate = NULL;
+  gchar *waiting[3];
+  ReadyWait w;
+
+  default_options(&o);
+  o.queues = queues;
+  o.concurrency = 1;
+  o.prefetch = 4;
+  e = env_new_full(100, &o);
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_STEERING)) {
+    env_free(e);
+    return;
+  }
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "q";
+  gate = enqueue(e, "t.gate", NULL, &eo);
+  ck_assert(sluice_worker_start(e->worker, &error));
+  ck_assert(wait_until(at_gate, GUINT_TO_POINTER(1), 60000));
+  /* Enqueued once the gate holds the one executor (without ORDERED one of
+   * them could run first otherwise). */
+  for (guint i = 0; i < 3; i++)
+    waiting[i] = enqueue(e, "t.ok", NULL, &eo);
+  /* Something besides the gate was fetched: it waits for the executor. */
+  w = (ReadyWait){e, "q", 2};
+  ck_assert(sluice_test_wait_for(ready_at_most, &w, 60000));
+
+  sluice_test_log_capture_reset();
+  ck_assert(sluice_client_pause(e->client, "q", &error));
+  ck_assert(wait_until(log_mentions, "queue “q” is paused", 60000));
+  w.ready = 3;
+  ck_assert_msg(sluice_test_wait_for(ready_is, &w, 60000),
+                "%" G_GINT64_FORMAT " ready in q, not 3", ready_of(e, "q"));
+  open_gate();
+  ck_assert_state_soon(e, gate, SLUICE_STATE_SUCCEEDED);
+  for (guint i = 0; i < 3; i++) {
+    ck_assert_uint_eq(runs_of(waiting[i]), 0);
+    ck_assert_state(e, waiting[i], SLUICE_STATE_QUEUED);
+  }
+  ck_assert_int_eq(ready_of(e, "q"), 3);
+
+  ck_assert(sluice_client_resume(e->client, "q", &error));
+  ck_assert(wait_until(runs_reached, GUINT_TO_POINTER(4), 60000));
+  for (guint i = 0; i < 3; i++) {
+    ck_assert_uint_eq(runs_of(waiting[i]), 1);
+    g_free(waiting[i]);
+  }
+  env_free(e);
+}
+END_TEST
+
 /* Run now: a delayed task, and a retry, go to their queue at once. */
 START_TEST(run_now_moves_a_scheduled_task_to_its_queue)
 {
@@ -350,7 +494,8 @@ START_TEST(run_now_moves_a_scheduled_task_to_its_queue)
 END_TEST
 
 /* Delete finds a task wherever it is: off the schedule, out of the dead
- * letters, or revoked while queued. */
+ * letters, or out of its queue (revoked, on a broker that cannot take a
+ * message out). */
 START_TEST(delete_removes_one_task_wherever_it_is)
 {
   Env *e = env_new();
@@ -374,13 +519,15 @@ START_TEST(delete_removes_one_task_wherever_it_is)
 
   ck_assert_int_eq(sluice_client_delete(e->client, later, &error),
                    SLUICE_DELETE_UNSCHEDULED);
+  /* Without lookup_task only its record says where it is: it finished. */
   ck_assert_int_eq(
       sluice_client_delete(e->client, buried, &error),
       sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_LOOKUP_TASK)
           ? SLUICE_DELETE_DEAD_LETTER
-          : SLUICE_DELETE_REVOKED);
+          : SLUICE_DELETE_FAILED);
+  g_clear_error(&error);
   ck_assert_int_eq(sluice_client_delete(e->client, queued, &error),
-                   SLUICE_DELETE_REVOKED);
+                   SLUICE_DELETE_REMOVED);
   sluice_test_harness_advance(e->h, 120000);
   run_idle(e);
   {
@@ -405,6 +552,143 @@ START_TEST(delete_removes_one_task_wherever_it_is)
 }
 END_TEST
 
+/* A queued task deleted is out of its queue at once, tracked or not:
+ * not listed, not counted, its record `cancelled` with its name, queue
+ * and enqueue time; a worker of the queue never meets it. An id that is
+ * nowhere, or a task that finished, is an error. */
+START_TEST(delete_takes_a_queued_task_out_of_its_queue)
+{
+  Env *e = env_new();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceClient) untracked = NULL;
+  g_autoptr(SluiceResult) r = NULL;
+  g_autoptr(GPtrArray) page = NULL;
+  g_autofree gchar *tracked = NULL;
+  g_autofree gchar *plain = NULL;
+  g_autofree gchar *kept = NULL;
+  g_autofree gchar *done = NULL;
+  const gchar *const held[] = {"held", NULL};
+  SluiceEnqueueOptions eo;
+  SluiceClientOptions co;
+  SluiceListOptions lo;
+  SluiceBrokerStats st;
+
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_STEERING)) {
+    env_free(e);
+    return;
+  }
+  sluice_client_options_init(&co);
+  co.track_state = FALSE;
+  untracked = sluice_client_new(e->broker, &co, &error);
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "held";
+  tracked = enqueue(e, "t.ok", NULL, &eo);
+  plain = sluice_client_enqueue(untracked, "t.ok", NULL, &eo, &error);
+  kept = enqueue(e, "t.ok", NULL, &eo);
+  done = enqueue(e, "t.ok", NULL, NULL);
+  run_idle(e);
+  ck_assert_state(e, done, SLUICE_STATE_SUCCEEDED);
+  sluice_test_harness_advance(e->h, 1000);
+
+  ck_assert_int_eq(sluice_client_delete(e->client, tracked, &error),
+                   SLUICE_DELETE_REMOVED);
+  /* Without a record, every queue is looked through. */
+  ck_assert_int_eq(sluice_client_delete(e->client, plain, &error),
+                   SLUICE_DELETE_REMOVED);
+  sluice_list_options_init(&lo);
+  lo.queue = "held";
+  page = sluice_client_list(e->client, &lo, NULL, &error);
+  ck_assert_uint_eq(page->len, 1);
+  ck_assert_str_eq(((SluiceListedTask *)page->pdata[0])->id, kept);
+  ck_assert(sluice_client_get_stats(e->client, held, &st, &error));
+  ck_assert_int_eq(sluice_test_queue_ready(&st, "held"), 1);
+  sluice_broker_stats_clear(&st);
+  r = sluice_client_inspect(e->client, tracked, &error);
+  ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_CANCELLED);
+  ck_assert_str_eq(sluice_result_get_task(r), "t.ok");
+  ck_assert_str_eq(sluice_result_get_queue(r), "held");
+  ck_assert_int_eq(sluice_result_get_enqueued_at(r), e->t0);
+  ck_assert_str_eq(sluice_result_get_error(r), "deleted before it ran");
+  g_clear_pointer(&r, sluice_result_unref);
+  r = sluice_client_inspect(e->client, plain, &error);
+  ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_CANCELLED);
+
+  /* Nowhere at all, or finished: nothing to delete. */
+  ck_assert_int_eq(sluice_client_delete(e->client, "no-such-task", &error),
+                   SLUICE_DELETE_FAILED);
+  ck_assert(g_error_matches(error, SLUICE_CLIENT_ERROR,
+                            SLUICE_CLIENT_ERROR_NOT_FOUND));
+  g_clear_error(&error);
+  ck_assert_int_eq(sluice_client_delete(e->client, done, &error),
+                   SLUICE_DELETE_FAILED);
+  ck_assert_msg(g_error_matches(error, SLUICE_CLIENT_ERROR,
+                                SLUICE_CLIENT_ERROR_NOT_FOUND) &&
+                    strstr(error->message, "succeeded") != NULL,
+                "%s", error->message);
+  g_clear_error(&error);
+
+  {
+    SluiceWorkerOptions o;
+    g_autoptr(SluiceWorker) w2 = NULL;
+
+    default_options(&o);
+    o.queues = held;
+    w2 = sluice_worker_new(e->broker, e->registry, &o, &error);
+    ck_assert(sluice_worker_run_until_idle(w2, 60000, NULL, &error));
+    sluice_worker_stop(w2);
+  }
+  ck_assert_uint_eq(runs_of(tracked), 0);
+  ck_assert_uint_eq(runs_of(plain), 0);
+  ck_assert_uint_eq(runs_of(kept), 1);
+  ck_assert_state(e, tracked, SLUICE_STATE_CANCELLED);
+  env_free(e);
+}
+END_TEST
+
+/* A purge takes every ready task out with a record that says so; a task
+ * a worker holds is left to it. */
+START_TEST(purge_records_the_tasks_it_takes_out)
+{
+  Env *e = env_new();
+  g_autoptr(GError) error = NULL;
+  gchar *ids[3];
+  SluiceEnqueueOptions eo;
+  SluiceBrokerStats st;
+  const gchar *const p[] = {"p", NULL};
+  guint64 removed = 0;
+
+  if (!sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_STEERING)) {
+    env_free(e);
+    return;
+  }
+  sluice_enqueue_options_init(&eo);
+  eo.queue = "p";
+  for (guint i = 0; i < 3; i++)
+    ids[i] = enqueue(e, "t.ok", NULL, &eo);
+  ck_assert_msg(sluice_client_purge(e->client, "p", &removed, &error), "%s",
+                error != NULL ? error->message : "");
+  ck_assert_uint_eq(removed, 3);
+  ck_assert(sluice_client_get_stats(e->client, p, &st, &error));
+  ck_assert_int_eq(sluice_test_queue_ready(&st, "p"), 0);
+  sluice_broker_stats_clear(&st);
+  for (guint i = 0; i < 3; i++) {
+    g_autoptr(SluiceResult) r =
+        sluice_client_inspect(e->client, ids[i], &error);
+
+    ck_assert_msg(r != NULL, "%s", error != NULL ? error->message : "");
+    /* Without remove_queued the broker's purge leaves records alone. */
+    if (sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_STEERING)) {
+      ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_CANCELLED);
+      ck_assert_str_eq(sluice_result_get_error(r),
+                       "purged from queue p before it ran");
+      ck_assert_str_eq(sluice_result_get_task(r), "t.ok");
+    }
+    g_free(ids[i]);
+  }
+  env_free(e);
+}
+END_TEST
+
 /* ---- Into the suite ------------------------------------------------------ */
 
 void
@@ -413,7 +697,13 @@ sluice_conformance__add_steering(TCase *steer)
   sluice_conformance__add(steer, listing_pages_cover_every_task_of_a_state_once,
                           0);
   sluice_conformance__add(steer, pause_stops_fetching_until_resumed, 0);
+  sluice_conformance__add(steer, pause_holds_before_the_workers_know_of_it, 0);
+  sluice_conformance__add(steer,
+                          pause_gives_back_what_was_fetched_and_not_started, 0);
   sluice_conformance__add(steer, run_now_moves_a_scheduled_task_to_its_queue,
                           0);
   sluice_conformance__add(steer, delete_removes_one_task_wherever_it_is, 0);
+  sluice_conformance__add(steer, delete_takes_a_queued_task_out_of_its_queue,
+                          0);
+  sluice_conformance__add(steer, purge_records_the_tasks_it_takes_out, 0);
 }

@@ -44,9 +44,17 @@ local function t_peek(queue, after, limit)
   local e = redis.call('LRANGE', K_QUEUE .. queue, -(off + limit),
                        -(off + 1))
   local out = {''}
-  for i = #e, 1, -1 do out[#out + 1] = e[i] end
+  for i = #e, 1, -1 do
+    out[#out + 1] = e[i]; out[#out + 1] = ''
+  end
   if #e == limit then out[1] = string.format('%d', off + limit) end
   return out
+end
+-- A list element has no name but its bytes: the first copy from the
+-- consuming end goes (two copies are the same task). LREM walks from
+-- there, so a page removed in listing order costs O(1) a message.
+local function t_remove(queue, handle, payload)
+  return redis.call('LREM', K_QUEUE .. queue, -1, payload) > 0
 end
 local function t_heartbeat(consumer, lease_ms, argv, first) end
 local function t_leave(consumer) end

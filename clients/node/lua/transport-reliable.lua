@@ -206,9 +206,35 @@ local function t_peek(queue, after, limit)
   end
   local e = redis.call('XRANGE', key, start, '+', 'COUNT', limit)
   local out = {''}
-  for _, x in ipairs(e) do out[#out + 1] = t_fields(x[2]) end
+  for _, x in ipairs(e) do
+    out[#out + 1] = t_fields(x[2]); out[#out + 1] = x[1]
+  end
   if #e == limit then out[1] = e[#e][1] end
   return out
+end
+-- Per stream key: the group's last delivered id as (ms, seq), or false
+-- when every entry is ready (no group yet), read once per script.
+local delivered = {}
+-- An entry is ready while the group has not delivered it: its id is
+-- after the last delivered one (acknowledged entries are deleted, a
+-- released one is a new entry). Only then is it deleted.
+local function t_remove(queue, handle, payload)
+  local key = K_STREAM .. queue
+  local ms, seq = id_num(handle)
+  if not ms then return false end
+  local last = delivered[key]
+  if last == nil then
+    local start, id = t_ready_start(key)
+    if not start then return false end
+    last = false
+    if id then
+      local lms, lseq = id_num(id)
+      if lms then last = {lms, lseq} end
+    end
+    delivered[key] = last
+  end
+  if last and id_cmp(ms, seq, last[1], last[2]) <= 0 then return false end
+  return redis.call('XDEL', key, handle) == 1
 end
 local function t_purge(queue)
   local key = K_STREAM .. queue

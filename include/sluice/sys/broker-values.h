@@ -243,6 +243,10 @@ typedef struct {
  * @payload: the envelope bytes as stored
  * @due_at: `list_scheduled`: when it is due (ms since epoch); 0 for a
  *   ready message
+ * @handle: (nullable): `list_queued`: the broker's own name for this
+ *   ready message (a row, an entry id), which `remove_queued` is given
+ *   back; NULL where the bytes themselves name it (set with
+ *   sluice_listed_message_set_handle())
  *
  * One message a listing slot found, left where it was. Made by a broker
  * with sluice_listed_message_new(), owned by the caller of the slot, freed
@@ -253,7 +257,34 @@ typedef struct {
   gchar *queue;
   GBytes *payload;
   gint64 due_at;
+  gchar *handle;
 } SluiceListedMessage;
+
+/**
+ * SluiceRemoval:
+ * @queue: the queue the message was listed in
+ * @payload: its bytes, as `list_queued` listed them
+ * @handle: (nullable): its handle, as `list_queued` listed it
+ * @id: (nullable): the task's id (NULL: the core could not read one)
+ * @record: (nullable): a final record to write under @id in the step
+ *   that removes the message (the core's `cancelled` record)
+ * @record_ttl_ms: how long the record lives
+ * @removed: (out): set by the broker: whether the message was still ready
+ *   and is removed now (and @record written)
+ *
+ * One item of `remove_queued`: a ready message the core found with
+ * `list_queued` and decided to take out of its queue before it runs (an
+ * operator deleted the task, or purged its queue).
+ */
+typedef struct {
+  const gchar *queue;
+  GBytes *payload;
+  const gchar *handle;
+  const gchar *id;
+  GBytes *record;
+  gint64 record_ttl_ms;
+  gboolean removed;
+} SluiceRemoval;
 
 /**
  * SluiceJoinSpec:

@@ -184,6 +184,13 @@ struct _SluiceBrokerClass {
    * is not handed out again unless it is released, or (LEASES) reclaimed
    * after its consumer died. @consumer names the calling worker; brokers
    * without LEASES may ignore it.
+   * A queue paused with `set_paused` is skipped, and the pause is read in
+   * the same atomic step that takes a message: once `set_paused` returned,
+   * no fetch hands out a message of that queue, including one that was
+   * blocked when the message arrived (it leaves the message where it was:
+   * a broker whose blocking read takes before it can look puts it back,
+   * uncounted). While every queue asked for is paused, the fetch waits as
+   * an idle one does (no busy loop).
    */
   gboolean (*fetch)(SluiceBroker *self, const gchar *consumer,
                     const gchar *const *queues, guint max, gint64 block_ms,
@@ -500,6 +507,26 @@ struct _SluiceBrokerSteering {
                           const gchar *cursor, guint limit, GPtrArray *out,
                           gchar **out_cursor, GError **error);
   /**
+   * remove_queued:
+   * For each item (SluiceRemoval), atomically per item: if the message
+   * that `list_queued` listed in @queue with @handle (or, for a broker
+   * whose listings have no handle, the first ready message of @queue
+   * with exactly @payload, counted from where `fetch` takes) is still
+   * ready there, removes it from the queue and, with @record, writes
+   * @record under @id as a final record (waking `wait_record`, as
+   * `put_record` does), and sets @removed. A message handed out by a
+   * fetch since it was listed (running, prefetched, released as a new
+   * copy) is not ready: nothing is changed for it and @removed is
+   * cleared; the core then revokes it instead. The core decides which
+   * messages go (it reads their ids from the payloads); the broker only
+   * carries the removal out. Items in the order `list_queued` listed
+   * them cost O(1) each (a purge removes page after page from the head);
+   * one item costs at most what finding its message costs the store.
+   * Safe to repeat: a removed message is not ready any more.
+   */
+  gboolean (*remove_queued)(SluiceBroker *self, SluiceRemoval *items,
+                            guint n_items, GError **error);
+  /**
    * list_scheduled:
    * Appends to @out (SluiceListedMessage, transfer full, @id and @due_at
    * set) up to @limit entries of the schedule, earliest due first (entries
@@ -517,8 +544,12 @@ struct _SluiceBrokerSteering {
    * Records that @queue is paused (@paused) or not, where every client and
    * worker of the store sees it, for good (it outlives the workers).
    * Pausing a paused queue, or resuming one that is not, changes nothing.
-   * Pausing stores a flag and nothing else: producers still enqueue; the
-   * workers read `list_paused` and stop fetching from the queue.
+   * Producers still enqueue. Once it returns, `fetch` takes nothing of a
+   * paused queue (see there), on every consumer of the store; the workers
+   * also read `list_paused`, to leave the queue out of their fetches and
+   * give back what they fetched before and have not started. A resume
+   * wakes a blocked `fetch` where the store can (the queue's messages are
+   * ready again); otherwise its next fetch takes them.
    */
   gboolean (*set_paused)(SluiceBroker *self, const gchar *queue,
                          gboolean paused, GError **error);
@@ -944,6 +975,15 @@ SluiceListedMessage *sluice_listed_message_new(const gchar *id,
                                                const gchar *queue,
                                                GBytes *payload, gint64 due_at);
 
+/**
+ * sluice_listed_message_set_handle:
+ * @handle: (nullable) (transfer none): copied; replaces the message's
+ *   handle (see SluiceListedMessage)
+ */
+SLUICE_BROKER_API
+void sluice_listed_message_set_handle(SluiceListedMessage *message,
+                                      const gchar *handle);
+
 /** sluice_listed_message_free: NULL-safe. */
 SLUICE_BROKER_API
 void sluice_listed_message_free(SluiceListedMessage *message);
@@ -1164,6 +1204,11 @@ SLUICE_BROKER_API
 gboolean sluice_broker_reschedule(SluiceBroker *broker, const gchar *id,
                                   gint64 due_at, gboolean *out_found,
                                   GError **error);
+/* UNSUPPORTED when the slot is NULL; each item's @removed is cleared
+ * first. */
+SLUICE_BROKER_API
+gboolean sluice_broker_remove_queued(SluiceBroker *broker, SluiceRemoval *items,
+                                     guint n_items, GError **error);
 
 /* UNSUPPORTED when its table is NULL. */
 SLUICE_BROKER_API
