@@ -211,8 +211,8 @@ sluice_listed_message_free(SluiceListedMessage *message)
 
 /* ---- Dead-letter reasons ------------------------------------------------- */
 
-/* The one list of reasons (sluice-brokers.h), in README's order, and what
- * each means, index by index. */
+/* The one list of reasons (sluice-brokers.h), in docs/semantics.md's
+ * order, and what each means, index by index. */
 static const gchar *const dead_letter_reasons[] = {
     SLUICE_DLQ_MAX_ATTEMPTS,      SLUICE_DLQ_NON_RETRYABLE,
     SLUICE_DLQ_MALFORMED,         SLUICE_DLQ_UNKNOWN_TASK,

@@ -79,9 +79,10 @@ check_entry(SluiceDeadLetter *dl)
 
 /* hiredis 0.14 allocates an array reply's element pointers as soon as it
  * reads its header, however many the server declares ("*1943116755"), so
- * a hostile server can make it allocate gigabytes (README.md, Limits).
- * That is hiredis's, not what this target is after: inputs that declare
- * more elements than they have bytes are skipped. */
+ * a hostile server could make it allocate gigabytes (the network layer's
+ * reader refuses such a header first: docs/limits.md, "Security"). That
+ * is hiredis's, not what this target is after: inputs that declare more
+ * elements than they have bytes are skipped. */
 static gboolean
 declares_too_much(const guint8 *data, size_t size)
 {

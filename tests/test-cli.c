@@ -1802,7 +1802,7 @@ START_TEST(test_second_signal_stops_at_once)
 }
 END_TEST
 
-/* README promises a warning about an eviction policy that loses
+/* docs/redis.md promises a warning about an eviction policy that loses
  * messages; it must reach the worker's log. */
 START_TEST(test_eviction_policy_warning_reaches_the_worker_log)
 {

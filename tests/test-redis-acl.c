@@ -1,9 +1,9 @@
 /* test-redis-acl.c - every role under its least-privilege Redis user.
  *
- * The users are not written here: they are read from README.md ("Least
- * privilege", the block after <!-- acl-users -->), with the namespace and
- * the password replaced, so the documentation cannot drift from what was
- * tested. Then, in both modes:
+ * The users are not written here: they are read from docs/security.md
+ * ("Least privilege on Redis", the block after <!-- acl-users -->), with
+ * the namespace and the password replaced, so the documentation cannot
+ * drift from what was tested. Then, in both modes:
  *   - a worker process (tests/helpers/worker-proc) serves under the worker
  *     user, and the producer user enqueues (now, later, idempotently),
  *     cancels and awaits the results;
@@ -72,14 +72,14 @@ wait_for(gboolean (*done)(gpointer), gpointer data, gint64 timeout_ms)
   return TRUE;
 }
 
-/* ---- The users of README.md ---------------------------------------------- */
+/* ---- The users of docs/security.md --------------------------------------- */
 
-/* The rules README.md gives @role ("worker-fast", "reader", ...), for
+/* The rules docs/security.md gives @role ("worker-fast", "reader", ...), for
  * namespace @ns and password @password. */
 static gchar *
 documented_rules(const gchar *role, const gchar *ns, const gchar *password)
 {
-  g_autofree gchar *readme = NULL;
+  g_autofree gchar *page = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree gchar *prefix = g_strdup_printf("ACL SETUSER sluice-%s ", role);
   g_autofree gchar *tag = g_strdup_printf("{%s}", ns);
@@ -88,10 +88,11 @@ documented_rules(const gchar *role, const gchar *ns, const gchar *password)
   const gchar *block;
 
   ck_assert_msg(
-      g_file_get_contents(TEST_SRCDIR "/README.md", &readme, NULL, &error),
+      g_file_get_contents(TEST_SRCDIR "/docs/security.md", &page, NULL, &error),
       "%s", error != NULL ? error->message : "");
-  block = strstr(readme, "<!-- acl-users -->");
-  ck_assert_msg(block != NULL, "README.md has no <!-- acl-users --> block");
+  block = strstr(page, "<!-- acl-users -->");
+  ck_assert_msg(block != NULL,
+                "docs/security.md has no <!-- acl-users --> block");
   lines = g_strsplit(block, "\n", -1);
   /* The marker, the opening fence, the users, the closing fence. */
   for (guint i = 2; lines[i] != NULL && !g_str_has_prefix(lines[i], "```");
@@ -104,7 +105,7 @@ documented_rules(const gchar *role, const gchar *ns, const gchar *password)
       return g_string_free(rules, FALSE);
     }
   }
-  ck_abort_msg("README.md documents no user for the role %s", role);
+  ck_abort_msg("docs/security.md documents no user for the role %s", role);
   return NULL;
 }
 
@@ -466,7 +467,8 @@ START_TEST(test_reclaim_after_kill_under_worker_user)
 END_TEST
 
 /* The operator's steering (`sluice pause`, `resume`, `run-now`, `delete`,
- * `purge`) needs a worker's rights, as README says, and no more. */
+ * `purge`) needs a worker's rights, as docs/security.md says, and no
+ * more. */
 START_TEST(test_operator_steers_under_worker_user)
 {
   const gchar *mode = modes[_i];
@@ -718,19 +720,20 @@ START_TEST(test_config_get_denied_is_said_once)
 }
 END_TEST
 
-/* The man page shows the same users as README.md (troff escapes its
- * hyphens). */
+/* The man page shows the same users as docs/security.md (troff escapes
+ * its hyphens). */
 START_TEST(test_man_page_has_the_same_users)
 {
-  g_autofree gchar *readme = NULL;
+  g_autofree gchar *page = NULL;
   g_autofree gchar *man = NULL;
   g_auto(GStrv) lines = NULL;
   const gchar *block;
   guint n = 0;
 
-  ck_assert(g_file_get_contents(TEST_SRCDIR "/README.md", &readme, NULL, NULL));
+  ck_assert(
+      g_file_get_contents(TEST_SRCDIR "/docs/security.md", &page, NULL, NULL));
   ck_assert(g_file_get_contents(TEST_SRCDIR "/cli/sluice.1", &man, NULL, NULL));
-  block = strstr(readme, "<!-- acl-users -->");
+  block = strstr(page, "<!-- acl-users -->");
   ck_assert_ptr_nonnull(block);
   lines = g_strsplit(block, "\n", -1);
   for (guint i = 2; lines[i] != NULL && !g_str_has_prefix(lines[i], "```");
@@ -741,7 +744,7 @@ START_TEST(test_man_page_has_the_same_users)
     g_string_prepend_c(troff, '\n');
     g_string_append_c(troff, '\n');
     ck_assert_msg(strstr(man, troff->str) != NULL,
-                  "cli/sluice.1 lacks the user line of README.md: %s",
+                  "cli/sluice.1 lacks the user line of docs/security.md: %s",
                   lines[i]);
     n++;
   }

@@ -7,7 +7,7 @@
  *   failover  kill -9 of the master that serves the namespace's slot; its
  *             replica takes over. Prints enqueued, completed, lost and
  *             duplicated as key=value lines: what an asynchronous replica
- *             had not received is lost (README "Limits"), so only the
+ *             had not received is lost (docs/limits.md), so only the
  *             recovery is asserted (everything enqueued after the failover
  *             completes).
  *   reshard   the namespace's slot moved to another master by hand

@@ -393,8 +393,9 @@ void sluice_broker_stats_add_dropped(SluiceBrokerStats *stats,
 
 /* ---- Dead letters ------------------------------------------------------- */
 
-/* The reasons a message is buried (README.md, "Dead letters"). The list
- * of them is sluice_dead_letter_reasons(): add a reason there too. */
+/* The reasons a message is buried (docs/semantics.md, "Dead letters").
+ * The list of them is sluice_dead_letter_reasons(): add a reason there
+ * too. */
 #define SLUICE_DLQ_MAX_ATTEMPTS "max_attempts"
 #define SLUICE_DLQ_MAX_DELIVERIES "max_deliveries"
 #define SLUICE_DLQ_UNKNOWN_TASK "unknown_task"

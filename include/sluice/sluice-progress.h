@@ -32,7 +32,7 @@ G_BEGIN_DECLS
  * Reports progress from inside a task function. Never fails the task: a
  * broker that cannot store it now is logged (once a minute) and the report
  * dropped. Under process isolation the child cannot reach the broker, and
- * reports are dropped (README, Limits).
+ * reports are dropped (docs/limits.md, "Process isolation").
  */
 SLUICE_AVAILABLE_IN_0_1
 void sluice_task_context_progress(SluiceTaskContext *ctx, gdouble fraction,

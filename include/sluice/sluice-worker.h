@@ -73,7 +73,7 @@ typedef enum {
  *   killed at its hard timeout, and memory is bounded per child; for
  *   untrusted or crash-prone code and native libraries. The children are
  *   forked, at sluice_worker_start(), from a process that holds the
- *   registry's functions (see README, "Process isolation")
+ *   registry's functions (see docs/isolation.md)
  */
 typedef enum {
   SLUICE_ISOLATION_THREAD,
@@ -152,8 +152,7 @@ typedef enum {
  *   event stream (sluice-events.h); default FALSE
  *
  * Initialise with sluice_worker_options_init(), which sets the defaults
- * listed in README.md ("Configuration defaults"); the worker copies the
- * struct.
+ * listed in docs/configuration.md; the worker copies the struct.
  */
 typedef struct {
   const gchar *const *queues;

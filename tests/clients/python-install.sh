@@ -1,6 +1,6 @@
 #!/bin/sh
-# python-install.sh - README.md's install of the Python client works with
-# what Debian ships and no network: the command it documents (a virtual
+# python-install.sh - docs/clients.md's install of the Python client works
+# with what Debian ships and no network: the command it documents (a virtual
 # environment that sees Debian's packages, pip with --no-index and
 # --no-build-isolation) builds and installs clients/python, and the
 # installed package imports, with its Lua scripts, from outside the tree.
@@ -23,8 +23,8 @@ fail() {
   exit 1
 }
 
-if ! grep -qF "$command" "$src/README.md"; then
-  fail "README.md no longer documents \`$command\`: update this test with it"
+if ! grep -qF "$command" "$src/docs/clients.md"; then
+  fail "docs/clients.md no longer documents \`$command\`: update this test with it"
 fi
 py=
 for p in /usr/bin/python3 python3; do

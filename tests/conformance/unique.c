@@ -400,7 +400,7 @@ START_TEST(unique_replace_the_new_one_wins)
   ck_assert_uint_eq(n_runs(), 1);
   sluice_worker_options_init(&o);
   o.queues = held_queues;
-  /* One executor: c starts while d still holds the key (README Limits:
+  /* One executor: c starts while d still holds the key (docs/limits.md:
    * a replaced task that starts only after its replacement finished and
    * gave the key back runs after all). */
   o.concurrency = 1;

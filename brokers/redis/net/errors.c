@@ -187,8 +187,8 @@ sluice_redis_error__check(const gchar *url, const gchar *ns,
 
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_AUTH,
                 "%s refused: the Redis user of %s may not %s (Redis said: "
-                "%s); README.md and sluice(1) (\"Least privilege\") list the "
-                "ACL each role needs",
+                "%s); docs/security.md and sluice(1) (\"Least privilege\") "
+                "list the ACL each role needs",
                 what, url, missing, said);
   } else if (has_prefix(reply, "MISCONF")) {
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
