@@ -172,7 +172,7 @@ test_a_full_dead_letter_queue_keeps_the_newest(void)
   g_autoptr(SluiceRegistry) registry = registry_with(&transport);
   g_autoptr(SluiceClock) clock = sluice_clock_new_fake(SLUICE_TEST_EPOCH_MS);
   SluiceMemoryBrokerOptions options = {.dead_letter_max = 1};
-  g_autoptr(SluiceBroker) broker = sluice_memory_broker_new(clock, &options);
+  g_autoptr(SluiceBroker) broker = sluice_memory_broker_new(&options, clock);
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceTestHarness) h =
       sluice_test_harness_new_with_broker(broker, registry, NULL, &error);
