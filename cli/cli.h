@@ -22,7 +22,9 @@
  *   settings.c     connection settings (flags, environment, key file) and
  *                  the broker they describe
  *   parse.c        durations, ISO 8601 times, numbers
- *   output.c       tables, JSON, times, task records
+ *   output.c       tables, the JSON writer, times, terminal-safe text
+ *   records.c      each record as JSON, written once for the command and
+ *                  the dashboard alike (stats, workers, dead letters, ...)
  *   log.c          the log writer (journald, text or JSON lines)
  *   modules.c      task modules (GModule)
  *   progress.c     progress bars of bulk commands, the --yes rule
@@ -320,11 +322,26 @@ gboolean cli_parse_size(const gchar *what, const gchar *text,
 
 /**
  * cli_check_reason:
- * @reason: (nullable): a dead-letter reason given with --reason
- * Returns: TRUE if NULL or a known reason; else FALSE and a usage error
- * listing the reasons.
+ * @what: the option or parameter, for the message ("--reason")
+ * @reason: (nullable): a dead-letter reason given with it
+ * Returns: TRUE if NULL or one of sluice_dead_letter_reasons(); else FALSE
+ * and a usage error listing them.
  */
-gboolean cli_check_reason(const gchar *reason, GError **error);
+gboolean cli_check_reason(const gchar *what, const gchar *reason,
+                          GError **error);
+
+/**
+ * cli_parse_list_state:
+ * @what: the option or parameter, for the message ("--state")
+ * @text: (nullable): queued, scheduled, retrying, running, or (with
+ *   @dead_too) dead or dead_lettered
+ * @out: (out): the state, for SluiceListOptions.state
+ * The one list of the states `sluice ls` and /api/tasks page through.
+ * Returns: FALSE and a usage error naming the states taken.
+ */
+gboolean cli_parse_list_state(const gchar *what, const gchar *text,
+                              gboolean dead_too, SluiceTaskState *out,
+                              GError **error);
 
 /**
  * cli_read_args:
@@ -457,19 +474,36 @@ gchar *cli_format_duration(gint64 ms);
 gchar *cli_msgpack_to_json(GBytes *value);
 
 /**
+ * cli_shorten:
+ * @text: (nullable): a string from outside
+ * @width: the most characters to keep (at least 2)
+ * Returns: (transfer full) (nullable): @text made valid UTF-8 and cut to
+ * @width characters, its last one an ellipsis when cut; NULL for NULL.
+ * For a table's cell: --json shows the whole text.
+ */
+gchar *cli_shorten(const gchar *text, glong width);
+
+/* ---- Records (records.c) ------------------------------------------------- */
+
+/* Each record the command and its dashboard show, written once: the CLI's
+ * --json and the web API's answers call the same function for the same
+ * record (sluice(1), JSON OUTPUT; docs/observability.md). */
+
+/**
  * cli_result_print:
  * @result: a task's record
  * @json: print JSON (see sluice(1), JSON OUTPUT) instead of a table
  */
 void cli_result_print(const SluiceResult *result, gboolean json);
 
-/** cli_result_to_json: writes the record's JSON object into @json. */
+/** cli_result_to_json: writes the record's JSON object into @json: what
+ * `sluice inspect --json` prints and /api/task holds as `record`. */
 void cli_result_to_json(CliJson *json, const SluiceResult *result);
 
 /**
  * cli_listed_task_to_json:
  * Writes one task of a listing (sluice_client_list()) as a JSON object:
- * what `sluice ls --json` prints for it.
+ * what `sluice ls --json` prints for it and /api/tasks lists.
  */
 void cli_listed_task_to_json(CliJson *json, const SluiceListedTask *task);
 
@@ -497,10 +531,102 @@ void cli_workflow_to_json(CliJson *json, const gchar *id,
  * cli_dead_letter_fields_to_json:
  * Writes the fields of a dead-letter entry (entry_id, task_id, task,
  * reason, detail, source, deliveries, at) as keys and values into the
- * object @json is in: what `sluice dlq list --json` prints for it.
+ * object @json is in.
  */
 void cli_dead_letter_fields_to_json(CliJson *json,
                                     const SluiceDeadLetter *entry);
+
+/**
+ * cli_dead_letter_page_to_json:
+ * @entries: (element-type SluiceDeadLetter): one page, as listed
+ * @limit: the page size asked for: a full page has a next one
+ * Writes {entries, next_after}: what `sluice dlq list --json` prints and
+ * /api/dead answers.
+ */
+void cli_dead_letter_page_to_json(CliJson *json, GPtrArray *entries,
+                                  guint limit);
+
+/**
+ * cli_dead_letter_snapshot:
+ * Returns: (transfer full) (element-type SluiceDeadLetter): every dead
+ * letter matching the filters (each nullable), oldest first, read a page
+ * at a time; or NULL and @error. What a bulk action (`sluice dlq replay
+ * --all`, `purge`, the dashboard's replay-all) counts and acts on: acting
+ * on a live listing would meet its own replays again.
+ */
+GPtrArray *cli_dead_letter_snapshot(SluiceClient *client, const gchar *reason,
+                                    const gchar *task, GError **error);
+
+/** cli_envelope_to_json: writes a message as a JSON object: what /api/task
+ * holds as `envelope` (a dead letter's whole message). */
+void cli_envelope_to_json(CliJson *json, const SluiceEnvelope *env);
+
+/**
+ * cli_dead_letter_show_to_json:
+ * @env: (nullable): the entry's message, decoded; NULL when malformed
+ * Writes what `sluice dlq show --json` prints: the entry's fields, its
+ * message's (queue, attempt, enqueued_at, args, history, headers) and the
+ * raw payload in base64.
+ */
+void cli_dead_letter_show_to_json(CliJson *json, const SluiceDeadLetter *entry,
+                                  const SluiceEnvelope *env);
+
+/**
+ * CliStats:
+ * @stats: the broker's stats (sluice_client_get_stats())
+ * @slots: (nullable) (element-type SluiceSlotState): the concurrency keys
+ *   with a holder or a waiter, by key; NULL when the broker cannot list
+ *   them
+ *
+ * What `sluice stats` and the dashboard's overview show. Clear with
+ * cli_stats_clear().
+ */
+typedef struct {
+  SluiceBrokerStats stats;
+  GPtrArray *slots;
+  /*< private >*/
+  gboolean have_stats;
+} CliStats;
+
+/**
+ * cli_stats_read:
+ * @queues: (nullable) (array zero-terminated=1): only these queues
+ * @out: (out caller-allocates): filled on success; clear it either way
+ * @slots_error: (optional): why the slots could not be listed, when the
+ *   broker can list them and failed to (the stats are still read)
+ * Returns: FALSE and @error when the stats cannot be read.
+ */
+gboolean cli_stats_read(SluiceClient *client, const gchar *const *queues,
+                        CliStats *out, GError **slots_error, GError **error);
+void cli_stats_clear(CliStats *stats);
+
+/**
+ * cli_stats_fields_to_json:
+ * @now_ms: the time the workers' health is judged at
+ * Writes the stats as keys and values into the object @json is in (mode,
+ * namespace, queues, scheduled, in_flight, dead letters by reason and
+ * dropped, workers, slots): what `sluice stats --json` prints and
+ * /api/overview holds besides the dashboard's own fields.
+ */
+void cli_stats_fields_to_json(CliJson *json, const CliSettings *settings,
+                              const CliStats *stats, gint64 now_ms);
+
+/** cli_worker_to_json: writes one worker as a JSON object (its `health`
+ * judged at @now_ms). */
+void cli_worker_to_json(CliJson *json, const SluiceWorkerInfo *w,
+                        gint64 now_ms);
+
+/**
+ * cli_worker_health:
+ * Returns: (transfer none): "healthy"; "late" when it is alive but its last
+ * heartbeat is older than three announcements at @now_ms; "dead" once its
+ * liveness lapsed.
+ */
+const gchar *cli_worker_health(const SluiceWorkerInfo *w, gint64 now_ms);
+
+/** cli_sorted_keys: Returns: (transfer container): @table's string keys in
+ * name order, NULL-terminated. */
+const gchar **cli_sorted_keys(GHashTable *table);
 
 /* ---- Logging (log.c) ----------------------------------------------------- */
 
