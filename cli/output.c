@@ -18,6 +18,8 @@
 
 #include <string.h>
 
+#include <sluice/sys/broker.h>
+
 #include "cli/cli.h"
 
 #define JSON_MAX_DEPTH 31
@@ -265,6 +267,12 @@ cli_terminal_text(const gchar *text, gssize length)
   return g_string_free(out, FALSE);
 }
 
+/* The escaping rules (C0, DEL and C1 controls, bytes that are not UTF-8)
+ * are the library's, sluice_broker_escape_text(): what a log line, a table
+ * and a broker's error message show of the same bytes is the same. This
+ * adds only what a line of output needs: tabs and line breaks become
+ * spaces, so a value never splits a line, and plain ASCII is copied a run
+ * at a time without a call (a worker writes a line per task). */
 void
 cli_append_terminal_text(GString *out, const gchar *text, gssize length)
 {
@@ -272,10 +280,8 @@ cli_append_terminal_text(GString *out, const gchar *text, gssize length)
   gsize len = length < 0 ? strlen(text) : (gsize)length;
 
   for (gsize i = 0; i < len;) {
-    gunichar c;
     gsize n;
 
-    /* Most of what is logged is plain ASCII: copy it a run at a time. */
     for (n = 0; i + n < len && p[i + n] >= 0x20 && p[i + n] < 0x7f; n++)
       ;
     if (n > 0) {
@@ -288,27 +294,17 @@ cli_append_terminal_text(GString *out, const gchar *text, gssize length)
       i++;
       continue;
     }
-    if (p[i] < 0x20 || p[i] == 0x7f) {
-      g_string_append_printf(out, "\\x%02x", p[i]);
-      i++;
-      continue;
+    /* The rest up to the next plain character or line break: a run of
+     * bytes >= 0x80 holds whole UTF-8 characters, so none is cut. */
+    for (n = 1; i + n < len && (p[i + n] < 0x20 || p[i + n] >= 0x7f) &&
+                p[i + n] != '\t' && p[i + n] != '\r' && p[i + n] != '\n';
+         n++)
+      ;
+    {
+      g_autofree gchar *escaped =
+          sluice_broker_escape_text((const gchar *)p + i, (gssize)n, 0);
+      g_string_append(out, escaped);
     }
-    if (p[i] < 0x80) {
-      g_string_append_c(out, (gchar)p[i]);
-      i++;
-      continue;
-    }
-    c = g_utf8_get_char_validated((const gchar *)p + i, (gssize)(len - i));
-    if (c == (gunichar)-1 || c == (gunichar)-2) {
-      g_string_append_printf(out, "\\x%02x", p[i]);
-      i++;
-      continue;
-    }
-    n = (gsize)g_unichar_to_utf8(c, NULL);
-    if (c <= 0x9f) /* C1: CSI (U+009B) starts a sequence on some terminals */
-      g_string_append_printf(out, "\\u%04x", c);
-    else
-      g_string_append_len(out, (const gchar *)p + i, (gssize)n);
     i += n;
   }
 }
