@@ -246,11 +246,13 @@ url_with_password(const gchar *url, const gchar *password, GError **error)
   } else if (g_ascii_strncasecmp(url, "redis+sentinel://", 17) == 0) {
     /* The master's password: the sentinels' goes in the URL's query. */
     scheme = "redis+sentinel://";
+  } else if (g_ascii_strncasecmp(url, "redis+cluster://", 16) == 0) {
+    scheme = "redis+cluster://";
   } else {
-    cli_usage_error(error, "a password file goes with a redis:// or "
-                           "redis+sentinel:// URL (a unix:// socket carries "
-                           "no credentials: protect it by its file "
-                           "permissions)");
+    cli_usage_error(error, "a password file goes with a redis://, "
+                           "redis+sentinel:// or redis+cluster:// URL (a "
+                           "unix:// socket carries no credentials: protect "
+                           "it by its file permissions)");
     return NULL;
   }
   rest = url + strlen(scheme);
@@ -416,28 +418,26 @@ cli_default_sqlite_path(void)
                           "sluice.db", NULL);
 }
 
-/* The SQLite broker of @settings: the default database's directory is
- * made on first use, and the first log line names the file, so that a
- * user who gave no URL knows where their tasks are. */
-static SluiceBroker *
-connect_sqlite(const CliSettings *settings, guint dead_letter_max,
+/* What the command does before it opens a SQLite database: the default
+ * database's directory is made on first use, a database this user may
+ * read but not write is opened read-only by a command that only reads
+ * (@read_only) and refused otherwise, and the first log line names the
+ * file, so that a user who gave no URL knows where their tasks are. */
+static gboolean
+prepare_sqlite(const CliSettings *settings, gboolean *read_only,
                GError **error)
 {
   SluiceSqliteOptions options;
   g_autofree gchar *path = NULL;
+  g_autofree gchar *shown = NULL;
 
   sluice_sqlite_options_init(&options);
   if (!sluice_sqlite_url_parse(settings->url, &options, &path, error))
-    return NULL;
-  options.dead_letter_max = dead_letter_max;
-  /* A database this user may read but not write (an operator looking at a
-   * service's queues): a command that only reads opens it read-only, and
-   * one that writes is refused before SQLite says less. Root writes any
-   * file, so it never gets here. */
+    return FALSE;
+  shown = cli_terminal_text(path, -1);
+  /* Root writes any file, so it never gets here. */
   if (g_file_test(path, G_FILE_TEST_EXISTS) && g_access(path, W_OK) != 0 &&
       (errno == EACCES || errno == EROFS || errno == EPERM)) {
-    g_autofree gchar *shown = cli_terminal_text(path, -1);
-
     if (!settings->read_only) {
       g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
                   "the SQLite database %s is read-only for this user: give "
@@ -447,32 +447,29 @@ connect_sqlite(const CliSettings *settings, guint dead_letter_max,
                   "show, workflow show, periodic ls, exporter) work without "
                   "it",
                   shown);
-      return NULL;
+      return FALSE;
     }
-    options.read_only = TRUE;
+    *read_only = TRUE;
   }
   if (settings->url_is_default) {
     g_autofree gchar *dir = g_path_get_dirname(path);
 
     if (g_mkdir_with_parents(dir, 0700) != 0) {
       int saved = errno;
-      g_autofree gchar *shown = cli_terminal_text(dir, -1);
+      g_autofree gchar *shown_dir = cli_terminal_text(dir, -1);
       g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
                   "cannot make the directory of the default database %s: %s; "
                   "give one with --url sqlite:///PATH or a Redis URL",
-                  shown, g_strerror(saved));
-      return NULL;
+                  shown_dir, g_strerror(saved));
+      return FALSE;
     }
   }
-  {
-    g_autofree gchar *shown = cli_terminal_text(path, -1);
-    g_info("using the SQLite database %s%s", shown,
-           settings->url_is_default
-               ? " (the default: no --url, SLUICE_URL or url in a "
-                 "configuration file)"
-               : "");
-  }
-  return sluice_sqlite_broker_new(&options, NULL, error);
+  g_info("using the SQLite database %s%s", shown,
+         settings->url_is_default
+             ? " (the default: no --url, SLUICE_URL or url in a "
+               "configuration file)"
+             : "");
+  return TRUE;
 }
 
 SluiceBroker *
@@ -481,24 +478,24 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
 {
   g_autoptr(SluiceBroker) broker = NULL;
   g_autoptr(GError) local = NULL;
-  SluiceRedisOptions options;
+  SluiceBrokerUrlOptions options;
 
-  if (settings->mode == CLI_MODE_MEMORY) {
+  if (settings->mode == CLI_MODE_MEMORY ||
+      g_ascii_strncasecmp(settings->url, "memory:", 7) == 0) {
     cli_usage_error(error,
-                    "the memory mode is refused: the memory broker keeps its "
+                    "the memory %s is refused: the memory broker keeps its "
                     "messages inside one process, so `%s` could not share "
-                    "them with workers or other commands. Use --mode fast or "
-                    "reliable with a Redis server, or `sluice run` to run a "
-                    "task in this process",
+                    "them with workers or other commands. Use a SQLite "
+                    "database or a Redis server (--url), or `sluice run` to "
+                    "run a task in this process",
+                    settings->mode == CLI_MODE_MEMORY ? "mode" : "broker",
                     g_get_prgname());
     return NULL;
   }
 
-  if (settings->mode == CLI_MODE_SQLITE)
-    return connect_sqlite(settings, dead_letter_max, error);
-
-  sluice_redis_options_init(&options);
-  options.url = settings->url;
+  /* The library opens what the URL names (sluice_broker_new_for_url()),
+   * as it would for any program; the command adds its settings. */
+  sluice_broker_url_options_init(&options);
   options.ns = settings->namespace_;
   options.mode = settings->mode == CLI_MODE_FAST ? SLUICE_REDIS_FAST
                                                  : SLUICE_REDIS_RELIABLE;
@@ -508,7 +505,10 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
    * command-line user, not a C programmer. */
   options.mode_setting = "--mode, SLUICE_MODE or mode= in the [connection] "
                          "group of the configuration file";
-  broker = sluice_redis_broker_new(&options, NULL, &local);
+  if (settings->mode == CLI_MODE_SQLITE &&
+      !prepare_sqlite(settings, &options.read_only, error))
+    return NULL;
+  broker = sluice_broker_new_for_url(settings->url, &options, NULL, &local);
   if (broker == NULL) {
     if (settings->mode == CLI_MODE_RELIABLE &&
         g_error_matches(local, SLUICE_BROKER_ERROR,
@@ -524,8 +524,10 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
   }
   /* Fail now, with the URL (password hidden) in the message, rather than
    * on the first real operation. The warnings the first connection logs
-   * (an eviction policy that loses messages) are for the user too. */
-  if (check_now && !sluice_redis_broker_ping(broker, error))
+   * (an eviction policy that loses messages) are for the user too. A
+   * SQLite database was opened and checked above. */
+  if (check_now && settings->mode != CLI_MODE_SQLITE &&
+      !sluice_redis_broker_ping(broker, error))
     return NULL;
   return g_steal_pointer(&broker);
 }
