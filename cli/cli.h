@@ -91,6 +91,194 @@ gboolean cli_usage_error(GError **error, const gchar *format, ...)
 /* The process's log writer settings (see log.c). */
 typedef struct _CliLog CliLog;
 
+/* ---- Settings tables (settings.c) ---------------------------------------- */
+
+/* A command's settings are rows of a table, one per setting: its option,
+ * its environment variable, its key in the command's group of the key
+ * file, how its value is parsed and where it goes, its default and its
+ * help. --help, the known keys of the group and the reading of each value
+ * all come from the rows, so that no setting is offered one way and
+ * missed another (cli_connection_settings[] here, `sluice worker`'s in
+ * cmd-worker.c). First match wins: the option, else the environment, else
+ * the key file, else the default. */
+
+typedef enum {
+  CLI_SETTING_TEXT,          /* --opt VALUE; a string key */
+  CLI_SETTING_FILENAME,      /* the same, a path (--opt takes the locale's
+                                encoding) */
+  CLI_SETTING_LIST,          /* --opt VALUE, repeatable; a list key (a;b;) */
+  CLI_SETTING_FILENAME_LIST, /* the same, of paths */
+  CLI_SETTING_FLAG,          /* --opt turns it on; a boolean key */
+  CLI_SETTING_OFF_FLAG,      /* --opt turns it off; a boolean key */
+} CliSettingKind;
+
+typedef struct _CliSetting CliSetting;
+typedef struct _CliSettings CliSettings;
+
+/**
+ * CliSettingValue:
+ * @given: the option, the environment or the key file had it (else the
+ *   default applies and the rest is empty)
+ * @text: (nullable): TEXT and FILENAME kinds: the value
+ * @list: (nullable): the LIST kinds: the values
+ * @on: the FLAG kinds: on or off
+ * @what: (nullable): where it came from, for messages: "--concurrency",
+ *   "SLUICE_EVENTS", "FILE: [worker] concurrency"
+ *
+ * One setting, as found. Owns what it points to: clear with
+ * cli_setting_value_clear().
+ */
+typedef struct {
+  gboolean given;
+  const gchar *text;
+  gchar *const *list;
+  gboolean on;
+  gchar *what;
+  /*< private >*/
+  gchar *owned;
+  gchar **owned_list;
+} CliSettingValue;
+
+void cli_setting_value_clear(CliSettingValue *value);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CliSettingValue, cli_setting_value_clear)
+
+/**
+ * CliSettingType:
+ * @parse: checks @value (given) and stores it in @base at @row->offset;
+ *   FALSE and a usage error naming @value->what
+ * @show: (nullable): the value stored in @base at @row->offset, as --help
+ *   shows a default ("4", "30s")
+ *
+ * How the values of a row are read. cli_setting_count and the others
+ * below are the common ones; a command adds its own.
+ */
+typedef struct {
+  gboolean (*parse)(const CliSetting *row, const CliSettingValue *value,
+                    gpointer base, GError **error);
+  gchar *(*show)(const CliSetting *row, gconstpointer base);
+} CliSettingType;
+
+/* A whole number in [min, max], into a guint. */
+extern const CliSettingType cli_setting_count;
+/* The same, into a gint. */
+extern const CliSettingType cli_setting_int;
+/* A duration (cli_parse_duration()), in ms into a gint64; at least @min. */
+extern const CliSettingType cli_setting_duration;
+/* A size in bytes (cli_parse_size()), into a guint64. */
+extern const CliSettingType cli_setting_size;
+/* A string, into a gchar* the struct owns. */
+extern const CliSettingType cli_setting_string;
+/* A list, into a gchar** the struct owns. */
+extern const CliSettingType cli_setting_strv;
+/* On or off (the FLAG kinds), into a gboolean. */
+extern const CliSettingType cli_setting_boolean;
+
+/**
+ * CliSetting:
+ * @option: (nullable): the long option, without "--"; NULL: none
+ * @short_name: its one-letter form, or 0
+ * @env: (nullable): the environment variable; NULL: none
+ * @key: (nullable): the key in the command's group; NULL: none
+ * @kind: what the option takes (and the key holds)
+ * @type: (nullable): how the value is read; NULL: the command reads it by
+ *   code (cli_setting_get())
+ * @offset: where @type stores it, in the command's struct
+ * @min, @max: the range of cli_setting_count and cli_setting_int; the
+ *   least of cli_setting_duration
+ * @arg: (nullable): --help's name of the value ("N", "DURATION")
+ * @help: one line for --help, without the default
+ * @default_text: (nullable): the default as --help shows it, where
+ *   @type->show cannot say it from the defaults ("none", "HOST-PID-RANDOM")
+ * @commands: which commands take it, as the table's owner numbers them
+ *   (bits); 0 = every one
+ */
+struct _CliSetting {
+  const gchar *option;
+  gchar short_name;
+  const gchar *env;
+  const gchar *key;
+  CliSettingKind kind;
+  const CliSettingType *type;
+  gsize offset;
+  guint64 min, max;
+  const gchar *arg;
+  const gchar *help;
+  const gchar *default_text;
+  guint commands;
+};
+
+/**
+ * CliSettingArgs:
+ * What a command line gave for the rows of a table: a value slot per row,
+ * which GOption fills (cli_setting_entries()). A zero-filled one is an
+ * empty command line. Clear with cli_setting_args_clear().
+ */
+typedef struct _CliSettingArgs {
+  const CliSetting *rows;
+  gsize n_rows;
+  /*< private >*/
+  gchar **text;     /* TEXT and FILENAME rows */
+  gchar ***lists;   /* LIST rows */
+  gboolean *flags;  /* FLAG rows */
+  GPtrArray *help;  /* the composed help lines GOption points to */
+} CliSettingArgs;
+
+void cli_setting_args_clear(CliSettingArgs *args);
+
+/**
+ * cli_setting_entries:
+ * @args: (out caller-allocates): zero-filled, or filled by an earlier call
+ *   with the same rows
+ * @commands: the command's bit: only its rows (and those of every command)
+ * @defaults: (nullable): a struct holding the defaults, for the rows'
+ *   @type->show; NULL: show only @default_text
+ * Returns: (transfer full): GOption entries (NULL-terminated) that store
+ * into @args, each help line ending with its default, "(default 4)";
+ * g_free() them once parsed.
+ */
+GOptionEntry *cli_setting_entries(CliSettingArgs *args, const CliSetting *rows,
+                                  gsize n_rows, guint commands,
+                                  gconstpointer defaults);
+
+/**
+ * cli_setting_get:
+ * @i: the row
+ * @settings: (nullable): the loaded settings, for the key file (NULL: none)
+ * @group: the command's group of the key file
+ * @out: (out caller-allocates): where it was found, if anywhere
+ * Returns: FALSE and a usage error for a boolean of the environment or the
+ * key file that is not one.
+ */
+gboolean cli_setting_get(const CliSettingArgs *args, gsize i,
+                         const CliSettings *settings, const gchar *group,
+                         CliSettingValue *out, GError **error);
+
+/**
+ * cli_settings_apply:
+ * Reads every row of @args's table that @commands takes and that has a
+ * @type, in the table's order, and stores what was given into @base (a
+ * row not given keeps what @base holds: the default).
+ * Returns: FALSE and the first row's usage error.
+ */
+gboolean cli_settings_apply(const CliSettingArgs *args, guint commands,
+                            const CliSettings *settings, const gchar *group,
+                            gpointer base, GError **error);
+
+/**
+ * cli_setting_keys:
+ * Returns: (transfer container): the keys of @rows (those with one),
+ * NULL-terminated, for cli_keyfile_check_keys().
+ */
+const gchar **cli_setting_keys(const CliSetting *rows, gsize n_rows);
+
+/**
+ * cli_parse_boolean:
+ * @text: 1 or 0, true or false, yes or no, on or off (any case)
+ * Returns: FALSE and a usage error naming @what for anything else.
+ */
+gboolean cli_parse_boolean(const gchar *what, const gchar *text,
+                           gboolean *out, GError **error);
+
 /* ---- Option parsing ------------------------------------------------------ */
 
 /* What a subcommand's options may include besides its own. */
@@ -102,16 +290,13 @@ typedef enum {
 /**
  * CliCommon:
  * The options every subcommand shares, as given on its command line (NULL
- * or FALSE when not given). Owns its strings: clear with cli_common_clear().
+ * or FALSE when not given): the connection's, whose table is
+ * cli_connection_settings[] (settings.c), and --json. Owns its strings:
+ * clear with cli_common_clear().
  */
 typedef struct {
-  gchar *url;
-  gchar *mode;
-  gchar *namespace_;
-  gchar *config;
-  gchar *password_file;
+  CliSettingArgs connection; /* the rows of cli_connection_settings[] */
   gboolean json;
-  gchar *min_replicas_ack;
   /* Not an option: set by a command that only reads (stats, ls, inspect,
    * ...) before it connects, so that a user who may not write a SQLite
    * database can still read it (cli_connect()). */
@@ -119,6 +304,14 @@ typedef struct {
 } CliCommon;
 
 void cli_common_clear(CliCommon *common);
+
+/**
+ * cli_connection_entries:
+ * Returns: (transfer full): the GOption entries of the connection's
+ * settings (--url, --mode, ...: cli_connection_settings[] of settings.c),
+ * storing into @common; g_free() them once parsed.
+ */
+GOptionEntry *cli_connection_entries(CliCommon *common);
 
 /**
  * cli_parse_options:
@@ -171,7 +364,7 @@ typedef enum {
  * holds it: show url only through the broker's messages, which hide it.
  * Owns everything; clear with cli_settings_clear().
  */
-typedef struct {
+struct _CliSettings {
   gchar *url;
   gboolean url_is_default;
   CliMode mode;
@@ -180,7 +373,7 @@ typedef struct {
   gchar *config_path;
   guint min_replicas_ack;
   gboolean read_only; /* CliCommon.read_only */
-} CliSettings;
+};
 
 gboolean cli_settings_load(const CliCommon *common, CliSettings *out,
                            GError **error);

@@ -64,12 +64,7 @@ cli_usage_error(GError **error, const gchar *format, ...)
 void
 cli_common_clear(CliCommon *common)
 {
-  g_clear_pointer(&common->url, g_free);
-  g_clear_pointer(&common->mode, g_free);
-  g_clear_pointer(&common->namespace_, g_free);
-  g_clear_pointer(&common->config, g_free);
-  g_clear_pointer(&common->password_file, g_free);
-  g_clear_pointer(&common->min_replicas_ack, g_free);
+  cli_setting_args_clear(&common->connection);
 }
 
 /* Removes argv[i] by shifting the rest down. */
@@ -86,35 +81,8 @@ cli_parse_options(CliCommon *common, CliOptionSets sets,
                   const gchar *summary, const gchar *description, int *argc,
                   char ***argv, GError **error)
 {
-  /* The shared entries point into @common, so they are built here rather
-   * than kept in a static table. */
-  const GOptionEntry connection[] = {
-      {"url", 0, 0, G_OPTION_ARG_STRING, &common->url,
-       "sqlite:///PATH/TO/FILE.db, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
-       "redis+sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]/MASTER"
-       "[/DB], redis+cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...] "
-       "or unix:///PATH[?db=N]; a Redis URL may end with ?partitions=N "
-       "(default: sqlite:// in "
-       "$XDG_STATE_HOME/sluice/sluice.db)",
-       "URL"},
-      {"mode", 0, 0, G_OPTION_ARG_STRING, &common->mode,
-       "Queue transport: reliable (default) or fast; it must match the "
-       "workers'",
-       "fast|reliable"},
-      {"namespace", 0, 0, G_OPTION_ARG_STRING, &common->namespace_,
-       "Key namespace (default sluice)", "NS"},
-      {"config", 0, 0, G_OPTION_ARG_FILENAME, &common->config,
-       "Read settings from this key file (default $SLUICE_CONFIG)", "FILE"},
-      {"password-file", 0, 0, G_OPTION_ARG_FILENAME, &common->password_file,
-       "Read the Redis password from the first line of this file (default "
-       "$SLUICE_PASSWORD_FILE)",
-       "FILE"},
-      {"min-replicas-ack", 0, 0, G_OPTION_ARG_STRING, &common->min_replicas_ack,
-       "Redis: each enqueue and settle waits until N replicas have it, and "
-       "fails if they do not confirm it within 1 s (default "
-       "$SLUICE_MIN_REPLICAS_ACK, else 0: no waiting)",
-       "N"},
-      {NULL}};
+  /* From the connection's table (settings.c), storing into @common. */
+  g_autofree GOptionEntry *connection = cli_connection_entries(common);
   const GOptionEntry json[] = {
       {"json", 0, 0, G_OPTION_ARG_NONE, &common->json,
        "Print JSON (stable fields, see sluice(1)) instead of a table", NULL},
