@@ -4129,19 +4129,25 @@ END_TEST
 /* ---- Every dead-letter reason, everywhere (issue 26) ---------------------- */
 
 /* Each reason of the library's one list is taken by every --reason of the
- * dlq commands and is in sluice(1); an unknown one is refused naming them
- * all. */
+ * dlq commands and is in sluice(1) and docs/semantics.md; an unknown one is
+ * refused naming them all. (The dashboard's is test-web's; the clients'
+ * copies are compared with it through tests/c-oracle.) */
 START_TEST(test_every_dead_letter_reason_is_taken)
 {
   g_autoptr(Ctx) ctx = ctx_new(0);
   g_autofree gchar *man = NULL;
   g_autoptr(Run) unknown = cli(ctx, "dlq", "list", "--reason", "nope", NULL);
 
+  g_autofree gchar *semantics = NULL;
+
   ck_assert(g_file_get_contents(TEST_SRCDIR "/cli/sluice.1", &man, NULL, NULL));
+  ck_assert(g_file_get_contents(TEST_SRCDIR "/docs/semantics.md", &semantics,
+                                NULL, NULL));
   assert_status(unknown, 2);
   assert_one_line_error(unknown, "“nope”");
   for (const gchar *const *r = sluice_dead_letter_reasons(); *r != NULL; r++) {
     g_autofree gchar *in_man = g_strdup_printf("\n.B %s\n", *r);
+    g_autofree gchar *in_docs = g_strdup_printf("\n| `%s` |", *r);
     g_autoptr(Run) list = cli(ctx, "dlq", "list", "--reason", *r, NULL);
     g_autoptr(Run) replay =
         cli(ctx, "dlq", "replay", "--all", "--reason", *r, "--dry-run", NULL);
@@ -4156,6 +4162,10 @@ START_TEST(test_every_dead_letter_reason_is_taken)
     ck_assert_msg(strstr(man, in_man) != NULL,
                   "cli/sluice.1 does not list the dead-letter reason %s "
                   "(under \"Dead-letter reasons\")",
+                  *r);
+    ck_assert_msg(strstr(semantics, in_docs) != NULL,
+                  "docs/semantics.md does not list the dead-letter reason %s "
+                  "in its table of reasons",
                   *r);
   }
 }
