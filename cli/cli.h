@@ -172,6 +172,9 @@ extern const CliSettingType cli_setting_string;
 extern const CliSettingType cli_setting_strv;
 /* On or off (the FLAG kinds), into a gboolean. */
 extern const CliSettingType cli_setting_boolean;
+/* An address to listen on (cli_parse_listen()), into a GSocketAddress*
+ * the struct owns. */
+extern const CliSettingType cli_setting_listen;
 
 /**
  * CliSetting:

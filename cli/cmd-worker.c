@@ -176,18 +176,6 @@ show_isolation(const CliSetting *row, gconstpointer base)
 
 static const CliSettingType isolation = {parse_isolation, show_isolation};
 
-static gboolean
-parse_listen(const CliSetting *row, const CliSettingValue *v, gpointer base,
-             GError **error)
-{
-  GSocketAddress **out = &G_STRUCT_MEMBER(GSocketAddress *, base, row->offset);
-
-  g_clear_object(out);
-  return cli_parse_listen(v->what, v->text, out, error);
-}
-
-static const CliSettingType listen_address = {parse_listen, NULL};
-
 /* "QUEUE=COUNT/PERIOD[:BURST]" (--rate-limit) or "QUEUE=N"
  * (--concurrency-limit) into @plan's arrays, checked as the library checks
  * them. */
@@ -534,7 +522,7 @@ static const CliSetting worker_settings[] = {
     {.option = "metrics-listen",
      .key = "metrics-listen",
      .kind = CLI_SETTING_TEXT,
-     .type = &listen_address,
+     .type = &cli_setting_listen,
      .offset = PLAN(metrics_listen),
      .arg = "ADDR:PORT",
      .help = "Serve /metrics (Prometheus) and /healthz on ADDR:PORT (a bare "

@@ -356,6 +356,18 @@ show_boolean(const CliSetting *row, gconstpointer base)
 
 const CliSettingType cli_setting_boolean = {parse_boolean, show_boolean};
 
+static gboolean
+parse_listen(const CliSetting *row, const CliSettingValue *v, gpointer base,
+             GError **error)
+{
+  GSocketAddress **out = &G_STRUCT_MEMBER(GSocketAddress *, base, row->offset);
+
+  g_clear_object(out);
+  return cli_parse_listen(v->what, v->text, out, error);
+}
+
+const CliSettingType cli_setting_listen = {parse_listen, NULL};
+
 /* ---- The connection ------------------------------------------------------- */
 
 enum {
