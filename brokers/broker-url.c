@@ -172,9 +172,9 @@ sluice_broker_new_for_url(const gchar *url,
                             strlen(schemes[i].scheme)) == 0)
       return schemes[i].open(url, options, clock, error);
     g_string_append_printf(forms, "%s%s",
-                           i == 0                            ? ""
+                           i == 0                           ? ""
                            : i + 1 == G_N_ELEMENTS(schemes) ? " or "
-                                                             : ", ",
+                                                            : ", ",
                            schemes[i].form);
   }
   /* Only the scheme is quoted: the rest may hold a password. */
@@ -191,8 +191,8 @@ sluice_broker_new_for_url(const gchar *url,
                 "one of %s",
                 forms->str);
   } else {
-    g_autofree gchar *shown = sluice_broker_escape_text(url, (gssize)scheme_len,
-                                                         40);
+    g_autofree gchar *shown =
+        sluice_broker_escape_text(url, (gssize)scheme_len, 40);
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
                 "unknown broker URL scheme “%s:”: the broker URLs are %s",
                 shown, forms->str);

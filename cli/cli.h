@@ -172,9 +172,6 @@ extern const CliSettingType cli_setting_string;
 extern const CliSettingType cli_setting_strv;
 /* On or off (the FLAG kinds), into a gboolean. */
 extern const CliSettingType cli_setting_boolean;
-/* An address to listen on (cli_parse_listen()), into a GSocketAddress*
- * the struct owns. */
-extern const CliSettingType cli_setting_listen;
 
 /**
  * CliSetting:
@@ -220,10 +217,10 @@ typedef struct _CliSettingArgs {
   const CliSetting *rows;
   gsize n_rows;
   /*< private >*/
-  gchar **text;     /* TEXT and FILENAME rows */
-  gchar ***lists;   /* LIST rows */
-  gboolean *flags;  /* FLAG rows */
-  GPtrArray *help;  /* the composed help lines GOption points to */
+  gchar **text;    /* TEXT and FILENAME rows */
+  gchar ***lists;  /* LIST rows */
+  gboolean *flags; /* FLAG rows */
+  GPtrArray *help; /* the composed help lines GOption points to */
 } CliSettingArgs;
 
 void cli_setting_args_clear(CliSettingArgs *args);
@@ -279,8 +276,8 @@ const gchar **cli_setting_keys(const CliSetting *rows, gsize n_rows);
  * @text: 1 or 0, true or false, yes or no, on or off (any case)
  * Returns: FALSE and a usage error naming @what for anything else.
  */
-gboolean cli_parse_boolean(const gchar *what, const gchar *text,
-                           gboolean *out, GError **error);
+gboolean cli_parse_boolean(const gchar *what, const gchar *text, gboolean *out,
+                           GError **error);
 
 /* ---- Option parsing ------------------------------------------------------ */
 
@@ -989,6 +986,10 @@ int cli_cmd_web(int argc, char **argv);
  */
 gboolean cli_parse_listen(const gchar *what, const gchar *text,
                           GSocketAddress **out, GError **error);
+
+/* A settings table's type (settings.c) for cli_parse_listen(): into a
+ * GSocketAddress* the struct owns. */
+extern const CliSettingType cli_setting_listen;
 
 typedef struct _CliMetricsServer CliMetricsServer;
 

@@ -418,7 +418,8 @@ dlq_purge(int argc, char **argv)
     goto out;
   }
   if ((client = cli_open_client(&common, NULL, &error)) == NULL ||
-      (entries = cli_dead_letter_snapshot(client, reason, task, &error)) == NULL ||
+      (entries = cli_dead_letter_snapshot(client, reason, task, &error)) ==
+          NULL ||
       !cli_confirm_many(entries->len, yes, dry_run,
                         "purging the dead-letter queue", "dead letters",
                         &error)) {

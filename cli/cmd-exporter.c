@@ -221,9 +221,8 @@ cli_cmd_exporter(int argc, char **argv)
   ExporterSettings set = {.interval_ms = DEFAULT_INTERVAL_MS};
   g_autofree const gchar **keys =
       cli_setting_keys(exporter_settings, G_N_ELEMENTS(exporter_settings));
-  g_autofree GOptionEntry *entries =
-      cli_setting_entries(&args, exporter_settings,
-                          G_N_ELEMENTS(exporter_settings), 0, &set);
+  g_autofree GOptionEntry *entries = cli_setting_entries(
+      &args, exporter_settings, G_N_ELEMENTS(exporter_settings), 0, &set);
   g_autoptr(GError) error = NULL;
   int status;
 
@@ -250,8 +249,7 @@ cli_cmd_exporter(int argc, char **argv)
     status = cli_report(error);
     goto out;
   }
-  if (!cli_settings_apply(&args, 0, &settings, GROUP_EXPORTER, &set,
-                          &error)) {
+  if (!cli_settings_apply(&args, 0, &settings, GROUP_EXPORTER, &set, &error)) {
     status = cli_report(error);
     goto out;
   }

@@ -109,8 +109,7 @@ cli_cmd_ls(int argc, char **argv)
           "Running tasks are what the workers announced, at\nmost 2 s ago.",
           &argc, &argv, &error) ||
       (state_text != NULL &&
-       !cli_parse_list_state("--state", state_text, TRUE, &lo.state,
-                             &error)) ||
+       !cli_parse_list_state("--state", state_text, TRUE, &lo.state, &error)) ||
       (limit_text != NULL &&
        !cli_parse_count("--limit", limit_text, 1, SLUICE_LIST_MAX_LIMIT, &limit,
                         &error))) {

@@ -230,8 +230,8 @@ cli_cmd_web(int argc, char **argv)
       (set.listen == NULL &&
        !cli_parse_listen("the default listen address", DEFAULT_LISTEN,
                          &set.listen, &error)) ||
-      !cli_setting_get(&args, WEB_TOKEN_FILE, &settings, GROUP_WEB,
-                       &token_file, &error)) {
+      !cli_setting_get(&args, WEB_TOKEN_FILE, &settings, GROUP_WEB, &token_file,
+                       &error)) {
     status = cli_report(error);
     goto out;
   }

@@ -101,8 +101,8 @@ worker_plan_clear(WorkerPlan *plan)
 /* ---- The command's own types of values ------------------------------------ */
 
 static gboolean
-parse_multiplier(const CliSetting *row, const CliSettingValue *v,
-                 gpointer base, GError **error)
+parse_multiplier(const CliSetting *row, const CliSettingValue *v, gpointer base,
+                 GError **error)
 {
   gchar *end = NULL;
   gdouble x = g_ascii_strtod(v->text, &end);
@@ -128,8 +128,8 @@ show_multiplier(const CliSetting *row, gconstpointer base)
 static const CliSettingType multiplier = {parse_multiplier, show_multiplier};
 
 static gboolean
-parse_log_format(const CliSetting *row, const CliSettingValue *v,
-                 gpointer base, GError **error)
+parse_log_format(const CliSetting *row, const CliSettingValue *v, gpointer base,
+                 GError **error)
 {
   return cli_parse_log_format(
       v->text, &G_STRUCT_MEMBER(CliLogFormat, base, row->offset), error);
@@ -650,9 +650,8 @@ worker_entries(CliSettingArgs *args, guint command)
   GOptionEntry *entries;
 
   worker_plan_init(&defaults, TRUE);
-  entries = cli_setting_entries(args, worker_settings,
-                                G_N_ELEMENTS(worker_settings), command,
-                                &defaults);
+  entries = cli_setting_entries(
+      args, worker_settings, G_N_ELEMENTS(worker_settings), command, &defaults);
   worker_plan_clear(&defaults);
   return entries;
 }
@@ -827,8 +826,7 @@ status_of(const SluiceResult *result)
 }
 
 static int
-run_task(WorkerPlan *plan, const gchar *task, GBytes *task_args,
-         gboolean json)
+run_task(WorkerPlan *plan, const gchar *task, GBytes *task_args, gboolean json)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceRegistry) registry = sluice_registry_new();

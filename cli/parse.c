@@ -184,10 +184,8 @@ static const struct {
   const gchar *name;
   SluiceTaskState state;
 } list_states[] = {
-    {"queued", SLUICE_STATE_QUEUED},
-    {"scheduled", SLUICE_STATE_SCHEDULED},
-    {"retrying", SLUICE_STATE_RETRYING},
-    {"running", SLUICE_STATE_RUNNING},
+    {"queued", SLUICE_STATE_QUEUED},      {"scheduled", SLUICE_STATE_SCHEDULED},
+    {"retrying", SLUICE_STATE_RETRYING},  {"running", SLUICE_STATE_RUNNING},
     {"dead", SLUICE_STATE_DEAD_LETTERED},
 };
 

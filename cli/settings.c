@@ -79,8 +79,8 @@ cli_setting_entries(CliSettingArgs *args, const CliSetting *rows, gsize n_rows,
   for (gsize i = 0; i < n_rows; i++) {
     const CliSetting *row = &rows[i];
     g_autofree gchar *shown = NULL;
-    GOptionEntry e = {row->option, row->short_name, 0, G_OPTION_ARG_NONE,
-                      NULL, NULL, row->arg};
+    GOptionEntry e = {row->option, row->short_name, 0, G_OPTION_ARG_NONE, NULL,
+                      NULL,        row->arg};
     gchar *help;
 
     if (row->option == NULL || !takes(row, commands))
@@ -112,9 +112,8 @@ cli_setting_entries(CliSettingArgs *args, const CliSetting *rows, gsize n_rows,
      * say: it is what the option is not. */
     if (row->default_text != NULL)
       shown = g_strdup(row->default_text);
-    else if (defaults != NULL && row->type != NULL &&
-             row->type->show != NULL && row->kind != CLI_SETTING_FLAG &&
-             row->kind != CLI_SETTING_OFF_FLAG)
+    else if (defaults != NULL && row->type != NULL && row->type->show != NULL &&
+             row->kind != CLI_SETTING_FLAG && row->kind != CLI_SETTING_OFF_FLAG)
       shown = row->type->show(row, defaults);
     help = shown != NULL ? g_strdup_printf("%s (default %s)", row->help, shown)
                          : g_strdup(row->help);
@@ -182,8 +181,8 @@ cli_setting_get(const CliSettingArgs *args, gsize i,
       !g_key_file_has_key(keyfile, group, row->key, NULL))
     return TRUE;
   out->given = TRUE;
-  out->what = g_strdup_printf("%s: [%s] %s", settings->config_path, group,
-                              row->key);
+  out->what =
+      g_strdup_printf("%s: [%s] %s", settings->config_path, group, row->key);
   if (flag_kind) {
     g_autoptr(GError) local = NULL;
 
@@ -350,23 +349,10 @@ parse_boolean(const CliSetting *row, const CliSettingValue *v, gpointer base,
 static gchar *
 show_boolean(const CliSetting *row, gconstpointer base)
 {
-  return g_strdup(G_STRUCT_MEMBER(gboolean, base, row->offset) ? "on"
-                                                               : "off");
+  return g_strdup(G_STRUCT_MEMBER(gboolean, base, row->offset) ? "on" : "off");
 }
 
 const CliSettingType cli_setting_boolean = {parse_boolean, show_boolean};
-
-static gboolean
-parse_listen(const CliSetting *row, const CliSettingValue *v, gpointer base,
-             GError **error)
-{
-  GSocketAddress **out = &G_STRUCT_MEMBER(GSocketAddress *, base, row->offset);
-
-  g_clear_object(out);
-  return cli_parse_listen(v->what, v->text, out, error);
-}
-
-const CliSettingType cli_setting_listen = {parse_listen, NULL};
 
 /* ---- The connection ------------------------------------------------------- */
 
@@ -441,8 +427,7 @@ static const CliSetting connection[N_CONN] = {
 GOptionEntry *
 cli_connection_entries(CliCommon *common)
 {
-  return cli_setting_entries(&common->connection, connection, N_CONN, 0,
-                             NULL);
+  return cli_setting_entries(&common->connection, connection, N_CONN, 0, NULL);
 }
 
 void
@@ -644,8 +629,8 @@ static gboolean
 conn(const CliCommon *common, const CliSettings *settings, gsize i,
      const gchar *fallback, CliSettingValue *out, GError **error)
 {
-  if (!cli_setting_get(&common->connection, i, settings, GROUP_CONNECTION,
-                       out, error))
+  if (!cli_setting_get(&common->connection, i, settings, GROUP_CONNECTION, out,
+                       error))
     return FALSE;
   if (!out->given) {
     out->text = fallback;
@@ -714,9 +699,8 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
   if (password_file.text != NULL) {
     g_autofree gchar *password =
         read_password(password_file.text, password_file.what, error);
-    gchar *with = password != NULL
-                      ? url_with_password(out->url, password, error)
-                      : NULL;
+    gchar *with =
+        password != NULL ? url_with_password(out->url, password, error) : NULL;
 
     if (password != NULL)
       memset(password, 0, strlen(password));
@@ -798,8 +782,7 @@ cli_default_sqlite_path(void)
  * (@read_only) and refused otherwise, and the first log line names the
  * file, so that a user who gave no URL knows where their tasks are. */
 static gboolean
-prepare_sqlite(const CliSettings *settings, gboolean *read_only,
-               GError **error)
+prepare_sqlite(const CliSettings *settings, gboolean *read_only, GError **error)
 {
   SluiceSqliteOptions options;
   g_autofree gchar *path = NULL;

@@ -217,8 +217,8 @@ START_TEST(test_settings_table_precedence)
     g_autofree GOptionEntry *entries =
         cli_setting_entries(&args, rows, G_N_ELEMENTS(rows), 0, &defaults);
     g_autoptr(GOptionContext) context = g_option_context_new(NULL);
-    const gchar *argv0[] = {"t", "--count", "3", "--no-on", "--item", "z",
-                            NULL};
+    const gchar *argv0[] = {"t",      "--count", "3", "--no-on",
+                            "--item", "z",       NULL};
     gchar **argv = g_strdupv((gchar **)argv0);
     gint argc = round == 0 ? 6 : 1;
     Target t = defaults;
@@ -236,13 +236,12 @@ START_TEST(test_settings_table_precedence)
       g_setenv("CLI_TEXT_TEST_COUNT", "10", TRUE);
     if (round == 3) {
       ck_assert(!cli_settings_apply(&args, 0, &settings, "t", &t, &error));
-      ck_assert_msg(strstr(error->message, "CLI_TEXT_TEST_COUNT") != NULL,
-                    "%s", error->message);
+      ck_assert_msg(strstr(error->message, "CLI_TEXT_TEST_COUNT") != NULL, "%s",
+                    error->message);
     } else {
-      ck_assert_msg(
-          cli_settings_apply(&args, 0, round == 2 ? NULL : &settings, "t", &t,
-                             &error),
-          "%s", error != NULL ? error->message : "");
+      ck_assert_msg(cli_settings_apply(&args, 0, round == 2 ? NULL : &settings,
+                                       "t", &t, &error),
+                    "%s", error != NULL ? error->message : "");
       ck_assert_uint_eq(t.n, round == 0 ? 3 : round == 1 ? 5 : 4);
       ck_assert(t.on == (round == 2));
       if (round == 2)

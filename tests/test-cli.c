@@ -3904,9 +3904,10 @@ man_plain(const gchar *text)
 static GHashTable *
 worker_help_options(gchar **env)
 {
-  static const gchar *const connection[] = {
-      "url", "mode", "namespace", "config", "password-file",
-      "min-replicas-ack", "help", NULL};
+  static const gchar *const connection[] = {"url",           "mode",
+                                            "namespace",     "config",
+                                            "password-file", "min-replicas-ack",
+                                            "help",          NULL};
   g_autoptr(Run) help = cli_env(env, NULL, "worker", "--help", NULL);
   g_autoptr(GRegex) line = g_regex_new(
       "^\\s+(?:-\\w, )?--([a-z-]+)(?:=\\S+)?\\s+(.*?)(?: \\(default "
@@ -3942,8 +3943,8 @@ man_worker_entries(const gchar *man)
   const gchar *end = start != NULL ? strstr(start + 1, "\n.SS ") : NULL;
   g_autofree gchar *section = NULL;
   g_auto(GStrv) entries = NULL;
-  g_autoptr(GRegex) option = g_regex_new("\\\\-\\\\-((?:[a-z]|\\\\-)+)",
-                                         0, 0, NULL);
+  g_autoptr(GRegex) option =
+      g_regex_new("\\\\-\\\\-((?:[a-z]|\\\\-)+)", 0, 0, NULL);
   GHashTable *found =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 
@@ -3983,9 +3984,8 @@ man_worker_keys(const gchar *man)
 
   ck_assert_ptr_nonnull(end);
   /* The keys come before the sentence that maps the off flags. */
-  paragraph = g_strndup(start, (gsize)((last != NULL && last < end ? last
-                                                                   : end) -
-                                       start));
+  paragraph = g_strndup(
+      start, (gsize)((last != NULL && last < end ? last : end) - start));
   g_regex_match(key, paragraph, 0, &match);
   for (; g_match_info_matches(match); g_match_info_next(match, NULL)) {
     g_autofree gchar *raw = g_match_info_fetch(match, 1);
@@ -4055,9 +4055,9 @@ START_TEST(test_worker_settings_are_one_table)
     g_auto(GStrv) parts = NULL;
 
     ck_assert_msg(list != NULL, "%s", unknown->err);
-    parts = g_strsplit(g_strstrip(
-                           g_strdup(list + strlen("the keys of [worker] are: "))),
-                       ", ", -1);
+    parts = g_strsplit(
+        g_strstrip(g_strdup(list + strlen("the keys of [worker] are: "))), ", ",
+        -1);
     for (guint i = 0; parts[i] != NULL; i++)
       g_ptr_array_add(keys, g_strdup(parts[i]));
     g_strfreev(g_steal_pointer(&parts));
@@ -4067,14 +4067,14 @@ START_TEST(test_worker_settings_are_one_table)
     g_autofree gchar *off = g_strconcat("no-", key, NULL);
     g_autofree gchar *one = g_strndup(key, strlen(key) - 1);
 
-    ck_assert_msg(g_ptr_array_find_with_equal_func(man_keys, key, g_str_equal,
-                                                   NULL),
-                  "sluice(1) does not list the key %s of [worker]", key);
-    ck_assert_msg(g_hash_table_contains(options, key) ||
-                      g_hash_table_contains(options, off) ||
-                      (g_str_has_suffix(key, "s") &&
-                       g_hash_table_contains(options, one)),
-                  "the key %s of [worker] is no option's", key);
+    ck_assert_msg(
+        g_ptr_array_find_with_equal_func(man_keys, key, g_str_equal, NULL),
+        "sluice(1) does not list the key %s of [worker]", key);
+    ck_assert_msg(
+        g_hash_table_contains(options, key) ||
+            g_hash_table_contains(options, off) ||
+            (g_str_has_suffix(key, "s") && g_hash_table_contains(options, one)),
+        "the key %s of [worker] is no option's", key);
   }
   for (guint i = 0; i < man_keys->len; i++)
     ck_assert_msg(g_ptr_array_find_with_equal_func(keys, man_keys->pdata[i],
@@ -4089,14 +4089,13 @@ START_TEST(test_worker_settings_are_one_table)
 
     if (strcmp(n, "verbose") == 0)
       continue;
-    ck_assert_msg(g_ptr_array_find_with_equal_func(keys, n, g_str_equal,
-                                                   NULL) ||
-                      (g_str_has_prefix(n, "no-") &&
-                       g_ptr_array_find_with_equal_func(keys, n + 3,
-                                                        g_str_equal, NULL)) ||
-                      g_ptr_array_find_with_equal_func(keys, plural,
-                                                       g_str_equal, NULL),
-                  "--%s has no key in [worker]", n);
+    ck_assert_msg(
+        g_ptr_array_find_with_equal_func(keys, n, g_str_equal, NULL) ||
+            (g_str_has_prefix(n, "no-") &&
+             g_ptr_array_find_with_equal_func(keys, n + 3, g_str_equal,
+                                              NULL)) ||
+            g_ptr_array_find_with_equal_func(keys, plural, g_str_equal, NULL),
+        "--%s has no key in [worker]", n);
   }
 
   /* Each off flag's key is read (task-log once was not). */

@@ -906,9 +906,13 @@ START_TEST(url_opens_every_broker_and_names_the_schemes)
       {"", "no scheme"},
       {"memory:s3cret", "memory: alone"},
   };
-  static const gchar *const schemes[] = {
-      "sqlite://", "redis://", "redis+sentinel://", "redis+cluster://",
-      "unix://", "memory:", NULL};
+  static const gchar *const schemes[] = {"sqlite://",
+                                         "redis://",
+                                         "redis+sentinel://",
+                                         "redis+cluster://",
+                                         "unix://",
+                                         "memory:",
+                                         NULL};
 
   ck_assert_ptr_nonnull(dir);
   for (gsize i = 0; i < G_N_ELEMENTS(good); i++) {

@@ -406,8 +406,8 @@ without_members(JsonObject *o, const gchar *const *volatile_)
 
   for (GList *n = names; n != NULL; n = n->next)
     if (!g_strv_contains(volatile_, n->data))
-      json_object_set_member(copy, n->data,
-                             json_node_copy(json_object_get_member(o, n->data)));
+      json_object_set_member(
+          copy, n->data, json_node_copy(json_object_get_member(o, n->data)));
   json_node_take_object(node, copy);
   return node;
 }
@@ -492,7 +492,6 @@ assert_overview_is_stats(JsonObject *overview, JsonObject *stats)
                   a_text, b_text);
   }
 }
-
 
 START_TEST(test_reads_match_the_broker)
 {
