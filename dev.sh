@@ -55,9 +55,8 @@ build() {
   mkdir -p "$build"
   local flags="${CFLAGS:--O2 -g} | ${CONFIGURE_FLAGS:-}"
   if [ ! -f "$build/Makefile" ] || [ "$(cat "$build/.dev-flags" 2>/dev/null)" != "$flags" ]; then
-    # configure's `rm -f core` meets our core/ directory; that line is noise.
     (cd "$build" && CFLAGS="${CFLAGS:--O2 -g}" "$src/configure" -q \
-      ${CONFIGURE_FLAGS:-} 2> >(grep -v "cannot remove 'core'" >&2))
+      ${CONFIGURE_FLAGS:-})
     echo "$flags" >"$build/.dev-flags"
   fi
   make -C "$build" -j"$jobs" -s >/dev/null
