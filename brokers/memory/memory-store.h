@@ -1,5 +1,5 @@
 /* memory-store.h - the memory broker's state and the operations on it
- * (internal; memory-broker.c's slots are built from these).
+ * (internal; memory.c's slots are built from these).
  *
  *   queues       name -> GQueue of SluiceMemoryMessage, FIFO; a released
  *                delivery goes back to the head so it is fetched next

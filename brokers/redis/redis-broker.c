@@ -11,9 +11,10 @@
  *   redis-queue.c        slots that move messages: enqueue, fetch, settle,
  *                        heartbeat, leave, reclaim, wakeup, list_queued,
  *                        remove_queued
- *   redis-tasks.c        what is kept about tasks off the queue: the
+ *   redis-records.c      what is kept about tasks off the queue: the
  *                        schedule, records, revocations, periodic claims
- *   redis-admin.c        dead letters, stats, purge, announce, lookup, check
+ *   redis-dead-letters.c dead letters, stats, purge, announce, lookup,
+ *                        check
  *   redis-broker.c       this file: the setup of every new connection (the
  *                        namespace's mode, the eviction policy), retries,
  *                        reply shapes

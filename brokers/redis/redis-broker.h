@@ -364,7 +364,7 @@ gboolean sluice_redis__list_queued(SluiceBroker *broker, const gchar *queue,
 gboolean sluice_redis__remove_queued(SluiceBroker *broker, SluiceRemoval *items,
                                      guint n_items, GError **error);
 
-/* redis-tasks.c */
+/* redis-records.c */
 gboolean sluice_redis__promote_due(SluiceBroker *broker, gint64 now_ms,
                                    guint max, guint *out_promoted,
                                    gint64 *out_next_due, GError **error);
@@ -437,7 +437,7 @@ gboolean sluice_redis__join_read(SluiceBroker *broker, const gchar *join_id,
                                  gboolean with_outcomes, SluiceJoinState *out,
                                  gboolean *out_found, GError **error);
 
-/* redis-admin.c */
+/* redis-dead-letters.c */
 gboolean sluice_redis__dlq_list(SluiceBroker *broker, const gchar *after,
                                 guint limit, GPtrArray *out, GError **error);
 gboolean sluice_redis__dlq_get(SluiceBroker *broker, const gchar *entry_id,

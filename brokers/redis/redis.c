@@ -3,8 +3,8 @@
  * lifecycle.
  *
  * sluice_redis_broker_new() picks the transport from the mode, builds the
- * broker class from it (the shared slots of redis-queue.c, redis-tasks.c
- * and redis-admin.c, by topic, and a table per family; `reclaim` and
+ * broker class from it (the shared slots of redis-queue.c, redis-records.c
+ * and redis-dead-letters.c, by topic, and a table per family; `reclaim` and
  * `count_reclaimable` only when the transport has them: one class per
  * transport, kept for the process) and splices the transport's Lua
  * fragment into the shared scripts. For a namespace of N > 1 partitions it

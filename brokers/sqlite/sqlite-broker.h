@@ -1,6 +1,6 @@
 /* sqlite-broker.h - the SQLite broker's private state and shared layer
- * (internal; the slots are sqlite-queue.c, sqlite-tasks.c and
- * sqlite-admin.c, the row-level steps they share sqlite-rows.c, the class
+ * (internal; the slots are sqlite-queue.c, sqlite-records.c and
+ * sqlite-steering.c, the row-level steps they share sqlite-rows.c, the class
  * sqlite.c).
  *
  * Connections (sqlite-conn.c). A sqlite3 connection must not be used by

@@ -3,7 +3,7 @@
  * scheduling and submitting a message, writing a record, counters, the
  * sweep of lapsed rows, and burying a dead letter.
  *
- * The slot files (sqlite-queue.c, sqlite-tasks.c, sqlite-admin.c) call
+ * The slot files (sqlite-queue.c, sqlite-records.c, sqlite-steering.c) call
  * these and never each other, so replaying a dead letter (tasks) can
  * submit a message (queue) and a settle (queue) can bury one (tasks).
  */

@@ -1,7 +1,7 @@
 /* sqlite.c - the SQLite broker's public API (sluice-sqlite.h), its class
  * and its lifecycle. The slots are sqlite-queue.c (queues, leases, the
- * schedule), sqlite-tasks.c (records, revocations, periodic claims, dead
- * letters) and sqlite-admin.c (stats, listings, pauses); the database and
+ * schedule), sqlite-records.c (records, revocations, periodic claims, dead
+ * letters) and sqlite-steering.c (stats, listings, pauses); the database and
  * waking are sqlite-conn.c.
  */
 #include "config.h"

@@ -1,4 +1,4 @@
-/* sqlite-tasks.c - the SQLite broker's per-task slots: records (and
+/* sqlite-records.c - the SQLite broker's per-task slots: records (and
  * waiting for one), revocations, periodic claims, dead letters and
  * lookups.
  *

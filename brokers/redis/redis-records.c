@@ -1,4 +1,4 @@
-/* redis-tasks.c - the Redis broker's slots for what is kept about tasks
+/* redis-records.c - the Redis broker's slots for what is kept about tasks
  * off the queue: the schedule (and listing and moving what is on it),
  * result records (and waiting for one), revocations and periodic claims.
  *

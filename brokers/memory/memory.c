@@ -1,4 +1,4 @@
-/* memory-broker.c - every slot of the broker contract, in one process.
+/* memory.c - every slot of the broker contract, in one process.
  *
  * OVERVIEW
  *

@@ -1,4 +1,4 @@
-/* sqlite-admin.c - the SQLite broker's slots for operators: stats, purge,
+/* sqlite-steering.c - the SQLite broker's slots for operators: stats, purge,
  * check, announcements, listings and pauses.
  *
  * Listing cursors. A queue's cursor is the `mid` of the last message

@@ -1,4 +1,4 @@
-/* redis-admin.c - the Redis broker's slots for what operators read and
+/* redis-dead-letters.c - the Redis broker's slots for what operators read and
  * do: dead letters, stats, purge, pausing, worker announcements, task
  * lookup and the connection check.
  *
