@@ -1,171 +1,15 @@
-/* redis-records.c - the Redis broker's slots for what is kept about tasks
- * off the queue: the schedule (and listing and moving what is on it),
- * result records (and waiting for one), revocations and periodic claims.
+/* redis-records.c - the Redis broker's record slots: result records (and
+ * waiting for one) and task lookups.
  *
  * Records are written with a PX expiry and, when final, announced on the
  * task's done channel in the same step; wait_record subscribes before it
- * reads, so it never misses the final record. Revocations are listed by
- * the order they were made in (a sequence number), never by expiry.
+ * reads, so it never misses the final record.
  */
 #include "config.h"
 
 #include <string.h>
 
 #include "brokers/redis/redis-broker.h"
-
-/* ---- schedule ------------------------------------------------------------ */
-
-gboolean
-sluice_redis__promote_due(SluiceBroker *broker, gint64 now_ms, guint max,
-                          guint *out_promoted, gint64 *out_next_due,
-                          GError **error)
-{
-  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
-  SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gint64 promoted, next;
-  gboolean ok;
-
-  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2, 0);
-  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
-  sluice_redis_argv__add_int(&a, now_ms);
-  sluice_redis_argv__add_int(&a, MAX(max, 1));
-  sluice_redis_argv__finish(&a);
-  /* Repeating a promotion is harmless: what moved is off the schedule. */
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_PROMOTE, TRUE, &a,
-                                 &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
-    return FALSE;
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-      !sluice_redis_reply__to_int(reply->element[0], &promoted) ||
-      !sluice_redis_reply__to_int(reply->element[1], &next)) {
-    freeReplyObject(reply);
-    return sluice_redis_broker__unexpected(self, "promote_due", error);
-  }
-  freeReplyObject(reply);
-  *out_promoted = (guint)promoted;
-  *out_next_due = next;
-  return TRUE;
-}
-
-gboolean
-sluice_redis__cancel_scheduled(SluiceBroker *broker, const gchar *id,
-                               GBytes *record, gint64 record_ttl_ms,
-                               gboolean *out_removed, GError **error)
-{
-  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
-  SluiceRedisArgv a;
-  gint64 n;
-
-  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 3, 32);
-  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
-  sluice_redis_argv__add_str(&a, id);
-  sluice_redis_argv__add_record(&a, record, TRUE);
-  sluice_redis_argv__add_record_ttl(&a, record_ttl_ms);
-  sluice_redis_argv__finish(&a);
-  if (!sluice_redis_broker__eval_integer(self, SLUICE_REDIS_SCRIPT_CANCEL,
-                                         "cancel_scheduled", &a, &n, error))
-    return FALSE;
-  *out_removed = n == 1;
-  return TRUE;
-}
-
-/* A schedule cursor is "<due>:<id>" of the last entry listed: ids may hold
- * colons, due times never do. */
-gboolean
-sluice_redis__list_scheduled(SluiceBroker *broker, const gchar *cursor,
-                             guint limit, GPtrArray *out, gchar **out_cursor,
-                             GError **error)
-{
-  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
-  g_autofree gchar *due = NULL;
-  const gchar *id = "";
-  SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
-
-  if (cursor != NULL) {
-    const gchar *colon = strchr(cursor, ':');
-    gint64 n;
-
-    due = colon != NULL ? g_strndup(cursor, colon - cursor) : NULL;
-    if (due == NULL || colon[1] == '\0' ||
-        !g_ascii_string_to_signed(due, 10, 0, G_MAXINT64, &n, NULL)) {
-      g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-                  "“%s” is not a cursor of a schedule listing: pass the "
-                  "cursor a previous page returned, or none to start at the "
-                  "earliest",
-                  cursor);
-      return FALSE;
-    }
-    id = colon + 1;
-  }
-  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 3, 16);
-  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
-  sluice_redis_argv__add_str(&a, id);
-  sluice_redis_argv__add_str(&a, due != NULL ? due : "0");
-  sluice_redis_argv__add_int(&a, limit);
-  sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_LIST_SCHEDULED, TRUE,
-                                 &a, &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
-    return FALSE;
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 ||
-      (reply->elements - 2) % 4 != 0 ||
-      !sluice_redis_reply__is_string(reply->element[0]) ||
-      !sluice_redis_reply__is_string(reply->element[1])) {
-    freeReplyObject(reply);
-    return sluice_redis_broker__unexpected(self, "list_scheduled", error);
-  }
-  for (size_t i = 2; i + 3 < reply->elements; i += 4) {
-    g_autofree gchar *entry = NULL;
-    g_autofree gchar *queue = NULL;
-    g_autoptr(GBytes) payload = NULL;
-    gint64 at = 0;
-
-    if (!sluice_redis_reply__is_string(reply->element[i]) ||
-        !sluice_redis_reply__to_int(reply->element[i + 1], &at) ||
-        reply->element[i + 3]->type != REDIS_REPLY_STRING)
-      continue;
-    entry = sluice_redis_reply__dup(reply->element[i]);
-    queue = sluice_redis_reply__dup(reply->element[i + 2]);
-    payload = sluice_redis_reply__steal_bytes(reply->element[i + 3], 0);
-    g_ptr_array_add(out, sluice_listed_message_new(entry, queue, payload, at));
-  }
-  if (reply->element[0]->len > 0) {
-    g_autofree gchar *last = sluice_redis_reply__dup(reply->element[0]);
-    gint64 at = 0;
-
-    sluice_redis_reply__to_int(reply->element[1], &at);
-    *out_cursor = g_strdup_printf("%" G_GINT64_FORMAT ":%s", at, last);
-  }
-  freeReplyObject(reply);
-  return TRUE;
-}
-
-gboolean
-sluice_redis__reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
-                         gboolean *out_found, GError **error)
-{
-  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
-  SluiceRedisArgv a;
-  gint64 n;
-
-  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2, 32);
-  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
-  sluice_redis_argv__add_str(&a, id);
-  sluice_redis_argv__add_int(&a, due_at);
-  sluice_redis_argv__finish(&a);
-  /* Not repeated: a lost reply may have moved it already, and the second
-   * call would then report it missing. */
-  if (!sluice_redis_broker__eval_integer(self, SLUICE_REDIS_SCRIPT_RESCHEDULE,
-                                         "reschedule", &a, &n, error))
-    return FALSE;
-  *out_found = n == 1;
-  return TRUE;
-}
 
 /* ---- results ------------------------------------------------------------- */
 
@@ -412,167 +256,48 @@ sluice_redis__wait_record(SluiceBroker *broker, const gchar *id,
   return sluice_redis_broker__run(self, FALSE, wait_record_on, &wait, error);
 }
 
-/* ---- revocation ---------------------------------------------------------- */
-
 gboolean
-sluice_redis__revoke(SluiceBroker *broker, const gchar *id, gint64 expires_at,
-                     GError **error)
+sluice_redis__lookup_task(SluiceBroker *broker, const gchar *id,
+                          SluiceTaskLocation *out, GError **error)
 {
   SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
   SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gint64 place = 0;
+  gboolean ok;
 
-  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2, 32);
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 1, 0);
   sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
   sluice_redis_argv__add_str(&a, id);
-  sluice_redis_argv__add_int(&a, expires_at);
   sluice_redis_argv__finish(&a);
-  /* Repeating it records the revocation once more: harmless. */
-  return sluice_redis_broker__eval_void(self, SLUICE_REDIS_SCRIPT_REVOKE, TRUE,
-                                        &a, error);
-}
-
-gboolean
-sluice_redis__list_revocations(SluiceBroker *broker, gint64 cursor,
-                               gint64 now_ms, GPtrArray *out,
-                               gint64 *out_cursor, GError **error)
-{
-  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
-  SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gint64 next;
-  gboolean ok;
-
-  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 2, 0);
-  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
-  sluice_redis_argv__add_int(&a, MAX(cursor, 0));
-  sluice_redis_argv__add_int(&a, now_ms);
-  sluice_redis_argv__finish(&a);
-  /* Repeating it is harmless: the pruning is of what lapsed. */
-  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_REVOCATIONS_SINCE,
-                                 TRUE, &a, &reply, error);
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_LOOKUP, TRUE, &a,
+                                 &reply, error);
   sluice_redis_argv__clear(&a);
   if (!ok)
     return FALSE;
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 1 ||
-      !sluice_redis_reply__to_int(reply->element[0], &next)) {
-    freeReplyObject(reply);
-    return sluice_redis_broker__unexpected(self, "list_revocations", error);
-  }
-  for (size_t i = 1; i + 1 < reply->elements; i += 2) {
-    gint64 expires;
-    g_autofree gchar *rid = NULL;
-
-    if (!sluice_redis_reply__is_string(reply->element[i]) ||
-        !sluice_redis_reply__to_int(reply->element[i + 1], &expires))
-      continue;
-    rid = sluice_redis_reply__dup(reply->element[i]);
-    g_ptr_array_add(out, sluice_revocation_new(rid, expires));
-  }
-  freeReplyObject(reply);
-  *out_cursor = MAX(next, cursor);
-  return TRUE;
-}
-
-/* ---- periodic tasks ------------------------------------------------------ */
-
-/* The periodic gate of a namespace of partitions (redis-partitioned.c),
- * kept in the partition that @broker is: ZADD GT, so that the newest
- * occurrence claimed stays recorded, then ZSCORE. */
-gboolean
-sluice_redis__periodic_gate(SluiceBroker *broker, const gchar *name,
-                            gint64 occurrence_at, gint64 *out_newest,
-                            GError **error)
-{
-  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
-  g_autofree gchar *key =
-      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_PERIODIC_GATE, NULL);
-  const gchar *what = occurrence_at > 0 ? "claim_periodic" : "last_periodic";
-  SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
-
-  *out_newest = 0;
-  if (occurrence_at > 0) {
-    sluice_redis_argv__init(&a, 5, 32);
-    sluice_redis_argv__add_str(&a, "ZADD");
-    sluice_redis_argv__add_str(&a, key);
-    sluice_redis_argv__add_str(&a, "GT");
-    sluice_redis_argv__add_int(&a, occurrence_at);
-    sluice_redis_argv__add_str(&a, name);
-    sluice_redis_argv__finish(&a);
-    ok = sluice_redis_broker__command(self, what, TRUE, &a, 0, &reply, error);
-    sluice_redis_argv__clear(&a);
-    if (!ok)
-      return FALSE;
-    freeReplyObject(reply);
-  }
-  sluice_redis_argv__init(&a, 3, 0);
-  sluice_redis_argv__add_str(&a, "ZSCORE");
-  sluice_redis_argv__add_str(&a, key);
-  sluice_redis_argv__add_str(&a, name);
-  sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__command(self, what, TRUE, &a, 0, &reply, error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
-    return FALSE;
-  ok = reply->type == REDIS_REPLY_NIL ||
-       sluice_redis_reply__to_int(reply, out_newest);
-  freeReplyObject(reply);
-  if (!ok)
-    return sluice_redis_broker__unexpected(self, what, error);
-  return TRUE;
-}
-
-gboolean
-sluice_redis__claim_periodic(SluiceBroker *broker, const gchar *name,
-                             gint64 occurrence_at, SluiceSubmit *item,
-                             gboolean *out_claimed, GError **error)
-{
-  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
-  SluiceRedisArgv a;
-  gint64 claimed, existed;
-
-  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 9, 64);
-  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
-  sluice_redis_argv__add_str(&a, name);
-  sluice_redis_argv__add_int(&a, occurrence_at);
-  sluice_redis_argv__add_submit(&a, item);
-  sluice_redis_argv__finish(&a);
-  if (!sluice_redis_broker__eval_pair(self, SLUICE_REDIS_SCRIPT_CLAIM_PERIODIC,
-                                      "claim_periodic", &a, &claimed, &existed,
-                                      error))
-    return FALSE;
-  *out_claimed = claimed == 1;
-  item->existed = existed == 1;
-  return TRUE;
-}
-
-gboolean
-sluice_redis__last_periodic(SluiceBroker *broker, const gchar *name,
-                            gint64 *out_last, GError **error)
-{
-  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
-  g_autofree gchar *key =
-      sluice_redis_keys__make(&self->keys, SLUICE_REDIS_K_PERIODIC, name);
-  SluiceRedisArgv a;
-  redisReply *reply = NULL;
-  gboolean ok;
-
-  sluice_redis_argv__init(&a, 2, 0);
-  sluice_redis_argv__add_str(&a, "GET");
-  sluice_redis_argv__add_str(&a, key);
-  sluice_redis_argv__finish(&a);
-  ok = sluice_redis_broker__command(self, "last_periodic", TRUE, &a, 0, &reply,
-                                    error);
-  sluice_redis_argv__clear(&a);
-  if (!ok)
-    return FALSE;
-  *out_last = 0;
-  if (reply->type != REDIS_REPLY_NIL &&
-      !sluice_redis_reply__to_int(reply, out_last)) {
-    freeReplyObject(reply);
-    return sluice_redis_broker__unexpected(self, "last_periodic", error);
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
+      !sluice_redis_reply__to_int(reply->element[0], &place))
+    goto unexpected;
+  if (place == 1) {
+    if (reply->elements != 4 ||
+        !sluice_redis_reply__to_int(reply->element[1], &out->due_at) ||
+        !sluice_redis_reply__is_string(reply->element[2]) ||
+        reply->element[3]->type != REDIS_REPLY_STRING)
+      goto unexpected;
+    out->place = SLUICE_TASK_PLACE_SCHEDULED;
+    out->queue = sluice_redis_reply__dup(reply->element[2]);
+    out->payload = sluice_redis_reply__steal_bytes(reply->element[3], 0);
+  } else if (place == 2) {
+    if (reply->elements != 2 ||
+        (out->dead_letter = sluice_redis_broker__dead_letter_from_reply(
+             reply->element[1])) == NULL)
+      goto unexpected;
+    out->place = SLUICE_TASK_PLACE_DEAD;
   }
   freeReplyObject(reply);
   return TRUE;
+
+unexpected:
+  freeReplyObject(reply);
+  return sluice_redis_broker__unexpected(self, "lookup_task", error);
 }
