@@ -18,9 +18,10 @@
  *
  * and helpers:
  *
- *   common.c       option parsing, one-line errors, exit statuses
- *   settings.c     connection settings (flags, environment, key file) and
- *                  the broker they describe
+ *   errors.c       one-line errors, exit statuses
+ *   common.c       option parsing
+ *   settings.c     settings tables (option, environment, key file), the
+ *                  connection's, and the broker they describe
  *   parse.c        durations, ISO 8601 times, numbers
  *   output.c       tables, the JSON writer, times, terminal-safe text
  *   records.c      each record as JSON, written once for the command and
