@@ -4014,9 +4014,10 @@ START_TEST(test_worker_settings_are_one_table)
   g_autoptr(GHashTable) entries = NULL;
   g_autoptr(GPtrArray) man_keys = NULL;
   g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
-  g_autofree gchar *dir = g_dir_make_tmp("sluice-keys-XXXXXX", NULL);
-  g_autofree gchar *conf = g_build_filename(dir, "w.conf", NULL);
-  g_autofree gchar *url = g_strdup_printf("sqlite://%s/q.db", dir);
+  /* Its directory, removed with it. */
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *conf = g_build_filename(ctx->dir, "w.conf", NULL);
+  g_autofree gchar *url = g_strdup_printf("sqlite://%s/q.db", ctx->dir);
   g_autoptr(Run) unknown = NULL;
   GHashTableIter it;
   gpointer name, value;
@@ -4111,16 +4112,6 @@ START_TEST(test_worker_settings_are_one_table)
     assert_status(run, 2);
     ck_assert_msg(strstr(run->err, "[worker] concurrency") != NULL, "%s",
                   run->err);
-  }
-  {
-    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-    const gchar *f;
-
-    while (d != NULL && (f = g_dir_read_name(d)) != NULL) {
-      g_autofree gchar *path = g_build_filename(dir, f, NULL);
-      g_unlink(path);
-    }
-    g_rmdir(dir);
   }
 }
 END_TEST
