@@ -376,6 +376,20 @@ struct _CliSettings {
   gboolean read_only; /* CliCommon.read_only */
 };
 
+/**
+ * cli_check_private_file:
+ * @path: (transfer none): a file that holds a secret (a password, a token)
+ * @what: (transfer none): what it is, for the message ("the password file")
+ * @source: (transfer none): where the path came from ("--password-file")
+ *
+ * Refuses a secret that other users of the machine can read (any group or
+ * other permission bit), naming the path and the fix, unless it lies under
+ * $CREDENTIALS_DIRECTORY, where systemd keeps the service's private copies.
+ * Returns: TRUE if the file may be used; FALSE with @error set (usage).
+ */
+gboolean cli_check_private_file(const gchar *path, const gchar *what,
+                                const gchar *source, GError **error);
+
 gboolean cli_settings_load(const CliCommon *common, CliSettings *out,
                            GError **error);
 void cli_settings_clear(CliSettings *settings);

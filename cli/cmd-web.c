@@ -82,8 +82,9 @@ read_token(const gchar *path, const gchar *what, GError **error)
   g_autofree gchar *text = NULL;
   gsize len = 0;
   gchar *end;
-  GStatBuf st;
 
+  if (!cli_check_private_file(path, "the token file", what, error))
+    return NULL;
   if (!g_file_get_contents(path, &text, &len, &local)) {
     g_autofree gchar *why = cli_terminal_text(local->message, -1);
     cli_usage_error(error, "%s: cannot read the token file: %s", what, why);
@@ -103,10 +104,6 @@ read_token(const gchar *path, const gchar *what, GError **error)
                     what, TOKEN_MIN_BYTES);
     return NULL;
   }
-  if (g_stat(path, &st) == 0 && (st.st_mode & 0077) != 0)
-    g_warning("%s: the token file can be read by other users (mode %04o): "
-              "chmod 600 it",
-              what, (unsigned)(st.st_mode & 07777));
   {
     gchar *token = g_strndup(text, len);
     memset(text, 0, strlen(text));

@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <glib/gstdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -544,6 +545,68 @@ check_escapes(GKeyFile *keyfile, const gchar *path, GError **error)
 }
 
 /* The password: the first line of @path, without its line break. */
+/* Is @path inside @dir? Both made absolute and canonical first, so that
+ * "../" cannot climb out of the credentials directory. */
+static gboolean
+path_is_under(const gchar *path, const gchar *dir)
+{
+  g_autofree gchar *real_path = realpath(path, NULL);
+  g_autofree gchar *real_dir = realpath(dir, NULL);
+  gsize n;
+
+  if (real_path == NULL || real_dir == NULL)
+    return FALSE;
+  n = strlen(real_dir);
+  return strncmp(real_path, real_dir, n) == 0 &&
+         (real_path[n] == '/' || real_path[n] == '\0');
+}
+
+/* Does @url carry a secret: a password in its user information
+ * (scheme://user:password@host) or a password parameter (the sentinels')? */
+static gboolean
+url_holds_password(const gchar *url)
+{
+  const gchar *rest = strstr(url, "://");
+  const gchar *query = strchr(url, '?');
+  gsize authority;
+
+  if (rest == NULL)
+    return FALSE;
+  rest += 3;
+  authority = strcspn(rest, "/?#");
+  for (gsize i = 0; i < authority; i++)
+    if (rest[i] == '@')
+      return memchr(rest, ':', i) != NULL;
+  return query != NULL && strstr(query, "password=") != NULL;
+}
+
+gboolean
+cli_check_private_file(const gchar *path, const gchar *what,
+                       const gchar *source, GError **error)
+{
+  const gchar *credentials = g_getenv("CREDENTIALS_DIRECTORY");
+  GStatBuf st;
+
+  if (g_stat(path, &st) != 0)
+    return TRUE; /* the read that follows says why it cannot be opened */
+  if ((st.st_mode & 0077) == 0)
+    return TRUE;
+  if (credentials != NULL && credentials[0] != '\0' &&
+      path_is_under(path, credentials))
+    return TRUE;
+  {
+    g_autofree gchar *shown = cli_terminal_text(path, -1);
+    g_autofree gchar *from = cli_terminal_text(source, -1);
+
+    return cli_usage_error(
+        error,
+        "%s %s (from %s) can be read by other users (mode %04o): a secret "
+        "must be readable by its owner only; run: chmod 600 %s (under "
+        "systemd, hand it over with LoadCredential=: see docs/operations.md)",
+        what, shown, from, (unsigned)(st.st_mode & 07777), shown);
+  }
+}
+
 static gchar *
 read_password(const gchar *path, const gchar *source, GError **error)
 {
@@ -552,6 +615,8 @@ read_password(const gchar *path, const gchar *source, GError **error)
   gsize len = 0;
   gchar *end;
 
+  if (!cli_check_private_file(path, "the password file", source, error))
+    return NULL;
   if (!g_file_get_contents(path, &text, &len, &local)) {
     g_autofree gchar *why = cli_terminal_text(local->message, -1);
     g_autofree gchar *from = cli_terminal_text(source, -1);
@@ -683,6 +748,18 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
             error) ||
       !conn(common, out, CONN_MODE, "reliable", &mode, error) ||
       !conn(common, out, CONN_MIN_REPLICAS_ACK, NULL, &replicas, error)) {
+    cli_settings_clear(out);
+    return FALSE;
+  }
+  /* A key file may be world-readable, as /etc files are, until it holds
+   * the password itself. */
+  if (url.text != NULL && out->config_path != NULL && url.what != NULL &&
+      g_str_has_prefix(url.what, out->config_path) &&
+      url_holds_password(url.text) &&
+      !cli_check_private_file(out->config_path,
+                              "the configuration file, whose url holds a "
+                              "password,",
+                              "--config", error)) {
     cli_settings_clear(out);
     return FALSE;
   }

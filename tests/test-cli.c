@@ -3364,6 +3364,10 @@ START_TEST(test_password_file)
       g_file_set_contents(file, NASTY_PASSWORD "\r\nnot this\n", -1, NULL));
   ck_assert(g_file_set_contents(wrong, "wrong-" NASTY_PASSWORD "\n", -1, NULL));
   ck_assert(g_file_set_contents(empty, "\n" NASTY_PASSWORD "\n", -1, NULL));
+  /* Secrets are the owner's alone (test_secret_file_permissions). */
+  g_chmod(file, 0600);
+  g_chmod(wrong, 0600);
+  g_chmod(empty, 0600);
   config_text =
       g_strdup_printf("[connection]\nurl=%s\npassword_file=%s\n", bare, file);
   ck_assert(g_file_set_contents(config, config_text, -1, NULL));
@@ -3424,6 +3428,83 @@ START_TEST(test_password_file)
       ck_assert_msg(strstr(all[i]->err, "ss/w?rd") == NULL, "%s", all[i]->err);
       ck_assert_msg(strstr(all[i]->out, "ss/w?rd") == NULL, "%s", all[i]->out);
     }
+  }
+}
+END_TEST
+
+/* A secret other users can read is refused with its path and the fix,
+ * before anything is sent: a password file, a configuration file whose URL
+ * holds the password, a web token file; unless systemd handed it over under
+ * $CREDENTIALS_DIRECTORY. A configuration file without a secret may be
+ * world-readable, as /etc files are. */
+START_TEST(test_secret_file_permissions)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *creds = g_build_filename(ctx->dir, "credentials", NULL);
+  g_autofree gchar *open_pw = g_build_filename(ctx->dir, "pw", NULL);
+  g_autofree gchar *given = g_build_filename(creds, "redis-password", NULL);
+  g_autofree gchar *secret_conf = g_build_filename(ctx->dir, "s.conf", NULL);
+  g_autofree gchar *plain_conf = g_build_filename(ctx->dir, "p.conf", NULL);
+  g_autofree gchar *token = g_build_filename(ctx->dir, "token", NULL);
+  g_autofree gchar *closed = g_strdup_printf(
+      "redis://127.0.0.1:%u/0", sluice_test_closed_port());
+  g_autofree gchar *with_pw = g_strdup_printf(
+      "[connection]\nurl=redis://:hunter2@127.0.0.1:%u/0\n",
+      sluice_test_closed_port());
+  g_autofree gchar *without_pw =
+      g_strdup_printf("[connection]\nurl=%s\n", closed);
+  g_auto(GStrv) env = cli_environ(closed, "fast", "pw");
+  /* No SLUICE_URL: the URL is the configuration file's. */
+  g_auto(GStrv) env_config = cli_environ(NULL, "fast", "pw");
+  g_auto(GStrv) env_creds = NULL;
+
+  ck_assert(g_mkdir_with_parents(creds, 0700) == 0);
+  ck_assert(g_file_set_contents(open_pw, "hunter2\n", -1, NULL));
+  ck_assert(g_file_set_contents(given, "hunter2\n", -1, NULL));
+  ck_assert(g_file_set_contents(secret_conf, with_pw, -1, NULL));
+  ck_assert(g_file_set_contents(plain_conf, without_pw, -1, NULL));
+  ck_assert(g_file_set_contents(token, "0123456789abcdef0123456789abcdef\n",
+                                -1, NULL));
+  g_chmod(open_pw, 0644);
+  g_chmod(given, 0644);
+  g_chmod(secret_conf, 0640);
+  g_chmod(plain_conf, 0644);
+  g_chmod(token, 0604);
+  env_creds =
+      g_environ_setenv(g_strdupv(env), "CREDENTIALS_DIRECTORY", creds, TRUE);
+  {
+    g_autoptr(Run) pw =
+        cli_env(env, NULL, "stats", "--password-file", open_pw, NULL);
+    g_autoptr(Run) conf =
+        cli_env(env_config, NULL, "stats", "--config", secret_conf, NULL);
+    g_autoptr(Run) web = cli_env(env, NULL, "web", "--listen", "127.0.0.1:0",
+                                 "--token-file", token, NULL);
+
+    assert_status(pw, 2);
+    assert_one_line_error(pw, "can be read by other users (mode 0644)");
+    ck_assert_msg(strstr(pw->err, "chmod 600") != NULL &&
+                      strstr(pw->err, open_pw) != NULL,
+                  "%s", pw->err);
+    assert_status(conf, 2);
+    assert_one_line_error(conf, "whose url holds a password");
+    ck_assert_msg(strstr(conf->err, "hunter2") == NULL, "%s", conf->err);
+    assert_status(web, 2);
+    assert_one_line_error(web, "the token file");
+  }
+  {
+    /* Past the permission check, these reach the (closed) Redis port: the
+     * failure is the connection's, exit 1, not the file's. */
+    g_autoptr(Run) handed_over =
+        cli_env(env_creds, NULL, "stats", "--password-file", given, NULL);
+    g_autoptr(Run) plain =
+        cli_env(env_config, NULL, "stats", "--config", plain_conf, NULL);
+
+    assert_status(handed_over, 1);
+    ck_assert_msg(strstr(handed_over->err, "other users") == NULL, "%s",
+                  handed_over->err);
+    assert_status(plain, 1);
+    ck_assert_msg(strstr(plain->err, "other users") == NULL, "%s",
+                  plain->err);
   }
 }
 END_TEST
@@ -4272,6 +4353,7 @@ cli_suite(gboolean reliable)
   tcase_add_test(misc, test_module_found_by_name);
   tcase_add_test(misc, test_run_args_depth);
   tcase_add_test(misc, test_password_file);
+  tcase_add_test(misc, test_secret_file_permissions);
   tcase_add_test(misc, test_config_file_bad_values);
   tcase_add_test(misc, test_sqlite_read_only_for_this_user);
   if (reliable)
