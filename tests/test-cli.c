@@ -3446,11 +3446,11 @@ START_TEST(test_secret_file_permissions)
   g_autofree gchar *secret_conf = g_build_filename(ctx->dir, "s.conf", NULL);
   g_autofree gchar *plain_conf = g_build_filename(ctx->dir, "p.conf", NULL);
   g_autofree gchar *token = g_build_filename(ctx->dir, "token", NULL);
-  g_autofree gchar *closed = g_strdup_printf(
-      "redis://127.0.0.1:%u/0", sluice_test_closed_port());
-  g_autofree gchar *with_pw = g_strdup_printf(
-      "[connection]\nurl=redis://:hunter2@127.0.0.1:%u/0\n",
-      sluice_test_closed_port());
+  g_autofree gchar *closed =
+      g_strdup_printf("redis://127.0.0.1:%u/0", sluice_test_closed_port());
+  g_autofree gchar *with_pw =
+      g_strdup_printf("[connection]\nurl=redis://:hunter2@127.0.0.1:%u/0\n",
+                      sluice_test_closed_port());
   g_autofree gchar *without_pw =
       g_strdup_printf("[connection]\nurl=%s\n", closed);
   g_auto(GStrv) env = cli_environ(closed, "fast", "pw");
@@ -3463,8 +3463,8 @@ START_TEST(test_secret_file_permissions)
   ck_assert(g_file_set_contents(given, "hunter2\n", -1, NULL));
   ck_assert(g_file_set_contents(secret_conf, with_pw, -1, NULL));
   ck_assert(g_file_set_contents(plain_conf, without_pw, -1, NULL));
-  ck_assert(g_file_set_contents(token, "0123456789abcdef0123456789abcdef\n",
-                                -1, NULL));
+  ck_assert(g_file_set_contents(token, "0123456789abcdef0123456789abcdef\n", -1,
+                                NULL));
   g_chmod(open_pw, 0644);
   g_chmod(given, 0644);
   g_chmod(secret_conf, 0640);
@@ -3503,8 +3503,7 @@ START_TEST(test_secret_file_permissions)
     ck_assert_msg(strstr(handed_over->err, "other users") == NULL, "%s",
                   handed_over->err);
     assert_status(plain, 1);
-    ck_assert_msg(strstr(plain->err, "other users") == NULL, "%s",
-                  plain->err);
+    ck_assert_msg(strstr(plain->err, "other users") == NULL, "%s", plain->err);
   }
 }
 END_TEST
