@@ -84,7 +84,11 @@ sluice_broker_new_for_url(const gchar *url, SluiceClock *clock, GError **error)
   }
   if (g_ascii_strncasecmp(url, "redis://", 8) == 0 ||
       g_ascii_strncasecmp(url, "redis+sentinel://", 17) == 0 ||
-      g_ascii_strncasecmp(url, "unix://", 7) == 0) {
+      g_ascii_strncasecmp(url, "unix://", 7) == 0 ||
+      /* TLS: the same forms over rediss (brokers/redis/net/url.c). */
+      g_ascii_strncasecmp(url, "rediss://", 9) == 0 ||
+      g_ascii_strncasecmp(url, "rediss+sentinel://", 18) == 0 ||
+      g_ascii_strncasecmp(url, "rediss+cluster://", 17) == 0) {
     SluiceRedisOptions options;
 
     sluice_redis_options_init(&options);
@@ -94,8 +98,9 @@ sluice_broker_new_for_url(const gchar *url, SluiceClock *clock, GError **error)
   g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
               "“%s” is not a broker URL: use sqlite:///path/to/file.db, "
               "redis://HOST[:PORT][/DB], "
-              "redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB] or "
-              "unix:///path/to/socket",
+              "redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB], "
+              "unix:///path/to/socket, or rediss:// (and rediss+sentinel://, "
+              "rediss+cluster://) for TLS",
               url);
   return NULL;
 }

@@ -246,11 +246,15 @@ url_with_password(const gchar *url, const gchar *password, GError **error)
   } else if (g_ascii_strncasecmp(url, "redis+sentinel://", 17) == 0) {
     /* The master's password: the sentinels' goes in the URL's query. */
     scheme = "redis+sentinel://";
+  } else if (g_ascii_strncasecmp(url, "rediss://", 9) == 0) {
+    scheme = "rediss://"; /* TLS, where managed services want a password */
+  } else if (g_ascii_strncasecmp(url, "rediss+sentinel://", 18) == 0) {
+    scheme = "rediss+sentinel://";
   } else {
-    cli_usage_error(error, "a password file goes with a redis:// or "
-                           "redis+sentinel:// URL (a unix:// socket carries "
-                           "no credentials: protect it by its file "
-                           "permissions)");
+    cli_usage_error(error, "a password file goes with a redis://, "
+                           "redis+sentinel:// or rediss:// URL (a unix:// "
+                           "socket carries no credentials: protect it by its "
+                           "file permissions)");
     return NULL;
   }
   rest = url + strlen(scheme);
