@@ -258,8 +258,14 @@ build_context(const SluiceRedisTlsConfig *c, gchar **reason)
           why != NULL ? why : "it holds no PEM certificate OpenSSL can read");
       goto fail;
     }
-    if ((why = unreadable(c->key, FALSE)) != NULL ||
-        SSL_CTX_use_PrivateKey_file(ctx, c->key, SSL_FILETYPE_PEM) != 1) {
+    gboolean mismatch = FALSE;
+
+    if ((why = unreadable(c->key, FALSE)) == NULL &&
+        SSL_CTX_use_PrivateKey_file(ctx, c->key, SSL_FILETYPE_PEM) != 1)
+      /* OpenSSL checks the key against the certificate as it loads it. */
+      mismatch = ERR_GET_REASON(ERR_peek_last_error()) ==
+                 X509_R_KEY_VALUES_MISMATCH;
+    if (!mismatch && (why != NULL || SSL_CTX_get0_privatekey(ctx) == NULL)) {
       *reason = file_failure(
           "tls_key", c->key,
           why != NULL ? why
@@ -270,9 +276,10 @@ build_context(const SluiceRedisTlsConfig *c, gchar **reason)
                       : "it holds no PEM private key OpenSSL can read");
       goto fail;
     }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
+    if (mismatch || SSL_CTX_check_private_key(ctx) != 1) {
       g_autofree gchar *cert = sluice_text__escape(c->cert, -1, 200);
       g_autofree gchar *key = sluice_text__escape(c->key, -1, 200);
+
       *reason = g_strdup_printf("tls_key “%s” is not the key of the "
                                 "certificate tls_cert “%s”: give the pair "
                                 "that was issued together",
@@ -929,6 +936,26 @@ tls_read(SluiceRedisSocket *socket, void *buf, gsize len, gsize *out_n,
   return SLUICE_REDIS_IO_ERROR;
 }
 
+/* A server that refuses a client after the handshake (TLS 1.3: the
+ * client's certificate is checked once the client has finished) sends an
+ * alert and closes; the client's next write then meets a reset. The alert
+ * may still wait in the receive queue: read it, so the message can say
+ * what the server said rather than "Connection reset by peer". */
+static void
+read_parting_alert(TlsSocket *s)
+{
+  gchar buf[512];
+
+  for (int i = 0; i < 8 && s->alert < 0; i++) {
+    size_t n = 0;
+
+    ERR_clear_error();
+    if (SSL_read_ex(s->ssl, buf, sizeof buf, &n) != 1)
+      break;
+  }
+  ERR_clear_error();
+}
+
 static SluiceRedisIo
 tls_write(SluiceRedisSocket *socket, const void *buf, gsize len, gsize *out_n,
           gchar **reason)
@@ -949,7 +976,13 @@ tls_write(SluiceRedisSocket *socket, const void *buf, gsize len, gsize *out_n,
   if (err == SSL_ERROR_WANT_READ)
     return SLUICE_REDIS_IO_WANT_READ;
   s->failed = TRUE;
-  *reason = err == SSL_ERROR_ZERO_RETURN
+  if (s->io_errno == ECONNRESET || s->io_errno == EPIPE) {
+    int saved = s->io_errno;
+
+    read_parting_alert(s);
+    s->io_errno = saved;
+  }
+  *reason = err == SSL_ERROR_ZERO_RETURN && s->alert < 0
                 ? g_strdup("the server closed the connection")
                 : describe_failure(s, err);
   ERR_clear_error();
