@@ -28,6 +28,10 @@
  *            every task of a reliable worker ends succeeded
  *   url      the rediss schemes and their tls_* parameters
  *
+ * Then the broker conformance suite runs once more, in reliable mode, on a
+ * TLS-only server (redis-reliable-tls): TLS is a transport, and nothing
+ * the contract promises may change over it.
+ *
  * Skips (exit 77) only when redis-server or openssl is missing, or the
  * server was built without TLS, unless $CI is set.
  */
@@ -48,6 +52,7 @@
 
 #include "brokers/redis/net/conn-private.h"
 #include "brokers/redis/redis-broker.h"
+#include "tests/conformance/conformance.h"
 #include "tests/helpers/log-capture.h"
 #include "tests/helpers/redis-fixture.h"
 #include "tests/helpers/redis-server.h"
@@ -191,8 +196,8 @@ tls_server(const gchar *name, const gchar *auth_clients)
 }
 
 /* "rediss://127.0.0.1:<port>/0?" plus @query (printf format). */
-static gchar *
-tls_url(SluiceTestRedis *server, const gchar *query, ...) G_GNUC_PRINTF(2, 3);
+static gchar *tls_url(SluiceTestRedis *server, const gchar *query, ...)
+    G_GNUC_PRINTF(2, 3);
 
 static gchar *
 tls_url(SluiceTestRedis *server, const gchar *query, ...)
@@ -237,15 +242,14 @@ refusal(const gchar *url, gint64 connect_timeout_ms)
   ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
                             SLUICE_BROKER_ERROR_UNAVAILABLE));
   ck_assert_msg(strchr(error->message, '\n') == NULL, "%s", error->message);
-  ck_assert_msg(strstr(error->message, PASSWORD) == NULL, "%s",
-                error->message);
+  ck_assert_msg(strstr(error->message, PASSWORD) == NULL, "%s", error->message);
   ck_assert_msg(strstr(error->message, "PRIVATE KEY") == NULL, "%s",
                 error->message);
   return g_strdup(error->message);
 }
 
 #define assert_says(text, needle)                                              \
-  ck_assert_msg(strstr((text), (needle)) != NULL, "“%s” does not say “%s”",   \
+  ck_assert_msg(strstr((text), (needle)) != NULL, "“%s” does not say “%s”",    \
                 (text), (needle))
 
 static void
@@ -274,7 +278,8 @@ echo_task(SluiceTaskContext *ctx, gpointer user_data, GError **error)
 
   if (kill_on != NULL && (n == kill_after || n == kill_after * 2)) {
     /* Every connection of this process but the helper's own (SKIPME). */
-    gint64 killed = sluice_test_redis_integer(kill_on, "CLIENT KILL TYPE normal");
+    gint64 killed =
+        sluice_test_redis_integer(kill_on, "CLIENT KILL TYPE normal");
     ck_assert_int_gt(killed, 0);
   }
   g_usleep(2000);
@@ -295,8 +300,8 @@ run_tasks(SluiceBroker *broker, guint n)
   SluiceWorkerOptions options;
 
   ck_assert_msg(client != NULL, "%s", error != NULL ? error->message : "");
-  ck_assert(sluice_registry_add(registry, "t.echo", echo_task, NULL, NULL,
-                                NULL, &error));
+  ck_assert(sluice_registry_add(registry, "t.echo", echo_task, NULL, NULL, NULL,
+                                &error));
   for (guint i = 0; i < n; i++) {
     g_autofree gchar *json = g_strdup_printf("[\"over TLS\", %u]", i);
     g_autoptr(GBytes) args = sluice_args_from_json(json, -1, &error);
@@ -343,9 +348,9 @@ end_to_end(SluiceRedisMode mode)
   ck_assert_msg(broker != NULL, "%s", error != NULL ? error->message : "");
   run_tasks(broker, 20);
   /* What crossed was TLS: the server counts its TLS clients apart. */
-  ck_assert_int_gt(sluice_test_redis_info_int(server, "stats",
-                                              "total_connections_received"),
-                   0);
+  ck_assert_int_gt(
+      sluice_test_redis_info_int(server, "stats", "total_connections_received"),
+      0);
 }
 
 START_TEST(test_fast_end_to_end)
@@ -445,8 +450,8 @@ START_TEST(test_host_name_mismatch)
 {
   g_autoptr(SluiceTestRedis) server = tls_server("other", "no");
   g_autofree gchar *said = refusal(sluice_test_redis_url(server), 0);
-  g_autofree gchar *named = g_strdup_printf(
-      "%s&tls_server_name=other.example", sluice_test_redis_url(server));
+  g_autofree gchar *named = g_strdup_printf("%s&tls_server_name=other.example",
+                                            sluice_test_redis_url(server));
 
   assert_says(said, "host-name mismatch");
   assert_says(said, "not valid for “127.0.0.1” (it names DNS:other.example)");
@@ -506,9 +511,9 @@ START_TEST(test_tls_url_against_a_plain_port)
 {
   g_autoptr(SluiceTestRedis) server = sluice_test_redis_own(NULL);
   g_autofree gchar *ca = cert("ca.crt");
-  g_autofree gchar *url = g_strdup_printf(
-      "rediss://127.0.0.1:%u/0?tls_ca_file=%s", sluice_test_redis_port(server),
-      ca);
+  g_autofree gchar *url =
+      g_strdup_printf("rediss://127.0.0.1:%u/0?tls_ca_file=%s",
+                      sluice_test_redis_port(server), ca);
   g_autofree gchar *said = refusal(url, 800);
 
   assert_says(said, "this port speaks plain Redis, not TLS: use redis://");
@@ -563,8 +568,8 @@ START_TEST(test_no_protocol_version_in_common)
 {
   static const gchar *const tls12[] = {"--tls-protocols", "TLSv1.2", NULL};
   g_autoptr(SluiceTestRedis) server = tls_server_full("server", "no", tls12);
-  g_autofree gchar *url = g_strdup_printf("%s&tls_min_version=1.3",
-                                          sluice_test_redis_url(server));
+  g_autofree gchar *url =
+      g_strdup_printf("%s&tls_min_version=1.3", sluice_test_redis_url(server));
   g_autofree gchar *said = refusal(url, 0);
 
   assert_says(said, "protocol version");
@@ -590,7 +595,8 @@ START_TEST(test_unusable_settings_are_refused_when_the_broker_is_made)
       {g_strdup_printf("rediss://h/0?tls_ca_file=%s", key),
        "holds no PEM certificate"},
       {g_strdup_printf("rediss://h/0?tls_ca_dir=%s", ca), "not a directory"},
-      {g_strdup_printf("rediss://h/0?tls_cert=%s", crt), "tls_cert needs tls_key"},
+      {g_strdup_printf("rediss://h/0?tls_cert=%s", crt),
+       "tls_cert needs tls_key"},
       {g_strdup_printf("rediss://h/0?tls_cert=%s&tls_key=%s", crt, other_key),
        "is not the key of the certificate"},
       {g_strdup_printf("rediss://h/0?tls_cert=%s&tls_key=%s", crt, crt),
@@ -640,8 +646,8 @@ START_TEST(test_options_and_url_must_agree)
   /* TLS settings for a plain URL would be ignored: refused. */
   options.url = "redis://h/0";
   ck_assert(sluice_redis_broker_new(&options, NULL, &error) == NULL);
-  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
-                            SLUICE_BROKER_ERROR_INVALID));
+  ck_assert(
+      g_error_matches(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID));
   assert_says(error->message, "write rediss://");
 }
 END_TEST
@@ -651,9 +657,8 @@ END_TEST
 START_TEST(test_insecure_connects_and_warns_once_per_broker)
 {
   g_autoptr(SluiceTestRedis) server = tls_server("other", "no");
-  g_autofree gchar *url =
-      g_strdup_printf("rediss://127.0.0.1:%u/0?tls_insecure=1",
-                      sluice_test_redis_port(server));
+  g_autofree gchar *url = g_strdup_printf(
+      "rediss://127.0.0.1:%u/0?tls_insecure=1", sluice_test_redis_port(server));
   g_autoptr(GError) error = NULL;
 
   sluice_test_log_capture_reset();
@@ -820,6 +825,66 @@ tls_suite(void)
   return s;
 }
 
+/* ---- The conformance suite over TLS -------------------------------------- */
+
+static SluiceTestRedis *conformance_server;
+
+static SluiceBroker *
+create_tls_broker(SluiceClock *clock, guint dead_letter_max, gpointer data,
+                  GError **error)
+{
+  gint *serial = data;
+  /* As tests/helpers/redis-conformance.c: pids come round again in a long
+   * run, so the time too. */
+  g_autofree gchar *ns =
+      g_strdup_printf("c%d-%" G_GINT64_FORMAT "-%d", (int)getpid(),
+                      g_get_real_time(), g_atomic_int_add(serial, 1));
+  SluiceBroker *broker = sluice_test_redis_broker_new(
+      SLUICE_REDIS_RELIABLE, sluice_test_redis_url(conformance_server), ns,
+      dead_letter_max, clock, error);
+
+  /* No safety-net poll: "get_result wakes on completion" must be woken by
+   * the notification, over TLS too. */
+  if (broker != NULL)
+    ((SluiceRedisBroker *)broker)->wait_poll_ms = G_MAXINT;
+  return broker;
+}
+
+static int
+run_conformance(void)
+{
+  g_autofree gchar *crt = cert("server.crt");
+  g_autofree gchar *key = cert("server.key");
+  g_autofree gchar *ca = cert("ca.crt");
+  g_autoptr(GError) error = NULL;
+  SluiceTestRedisOptions options = {0};
+  gint serial = 0;
+  SluiceConformanceFactory factory = {
+      .name = "redis-reliable-tls",
+      .create = create_tls_broker,
+      .data = &serial,
+      .scale = 0.2,
+  };
+  SRunner *runner;
+  int failed;
+
+  options.tls_cert_file = crt;
+  options.tls_key_file = key;
+  options.tls_ca_cert_file = ca;
+  conformance_server = sluice_test_redis_start(&options, &error);
+  if (conformance_server == NULL) {
+    fprintf(stderr, "cannot start the TLS redis-server: %s\n", error->message);
+    return 1;
+  }
+  runner = srunner_create(sluice_conformance_suite(&factory));
+  srunner_set_fork_status(runner, CK_FORK);
+  srunner_run_all(runner, CK_ENV);
+  failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  g_clear_pointer(&conformance_server, sluice_test_redis_stop);
+  return failed;
+}
+
 /* Exits 77 (or 1 under $CI) when this redis-server or openssl cannot do
  * what the tests need. */
 static void
@@ -876,6 +941,9 @@ main(void)
   srunner_run_all(runner, CK_ENV);
   failed = srunner_ntests_failed(runner);
   srunner_free(runner);
+  /* SLUICE_TLS_CONFORMANCE=0 leaves it out of a quick local run. */
+  if (g_strcmp0(g_getenv("SLUICE_TLS_CONFORMANCE"), "0") != 0)
+    failed += run_conformance();
   remove_certificates();
   return failed == 0 ? 0 : 1;
 }

@@ -497,8 +497,7 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
         .insecure = options->tls_insecure,
     };
 
-    if (!sluice_redis_url__merge_tls(&url, &tls, "SluiceRedisOptions",
-                                     error) ||
+    if (!sluice_redis_url__merge_tls(&url, &tls, "SluiceRedisOptions", error) ||
         !sluice_redis_url__prepare_tls(&url, error)) {
       sluice_redis_url__clear(&url);
       return NULL;

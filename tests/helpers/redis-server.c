@@ -473,10 +473,9 @@ make_urls(SluiceTestRedis *r)
     g_autofree gchar *ca = g_uri_escape_string(r->tls_ca_cert_file, "/", FALSE);
     query = g_strdup_printf("?tls_ca_file=%s", ca);
   }
-  r->url = g_strdup_printf("%s://%s127.0.0.1:%u/0%s",
-                           r->tls_cert_file != NULL ? "rediss" : "redis",
-                           auth != NULL ? auth : "", r->port,
-                           query != NULL ? query : "");
+  r->url = g_strdup_printf(
+      "%s://%s127.0.0.1:%u/0%s", r->tls_cert_file != NULL ? "rediss" : "redis",
+      auth != NULL ? auth : "", r->port, query != NULL ? query : "");
   g_free(r->socket_url);
   r->socket_url =
       r->unix_socket ? g_strdup_printf("unix://%s/redis.sock", r->dir) : NULL;

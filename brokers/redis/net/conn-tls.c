@@ -204,8 +204,8 @@ build_context(const SluiceRedisTlsConfig *c, gchar **reason)
                               openssl_reason("out of memory?"));
     return NULL;
   }
-  SSL_CTX_set_min_proto_version(
-      ctx, c->min_version == 13 ? TLS1_3_VERSION : TLS1_2_VERSION);
+  SSL_CTX_set_min_proto_version(ctx, c->min_version == 13 ? TLS1_3_VERSION
+                                                          : TLS1_2_VERSION);
   /* Partial writes: a pipeline larger than a record moves as it can, and
    * a retried write may start at a moved buffer (the caller's obuf is an
    * sds that may be reallocated between calls). Buffers released while
@@ -215,7 +215,8 @@ build_context(const SluiceRedisTlsConfig *c, gchar **reason)
                             SSL_MODE_RELEASE_BUFFERS);
   /* A server that closes without close_notify (Redis on CLIENT KILL, on a
    * crash) is an end of stream like any other, not a protocol error. */
-  SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION);
+  SSL_CTX_set_options(ctx,
+                      SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION);
   SSL_CTX_set_default_passwd_cb(ctx, refuse_passphrase);
   SSL_CTX_set_default_passwd_cb_userdata(ctx, &asked);
 
@@ -228,8 +229,7 @@ build_context(const SluiceRedisTlsConfig *c, gchar **reason)
           !SSL_CTX_load_verify_file(ctx, c->ca_file)) {
         *reason = file_failure(
             "tls_ca_file", c->ca_file,
-            why != NULL ? why
-                        : "it holds no PEM certificate OpenSSL can read");
+            why != NULL ? why : "it holds no PEM certificate OpenSSL can read");
         goto fail;
       }
     }
@@ -263,8 +263,8 @@ build_context(const SluiceRedisTlsConfig *c, gchar **reason)
     if ((why = unreadable(c->key, FALSE)) == NULL &&
         SSL_CTX_use_PrivateKey_file(ctx, c->key, SSL_FILETYPE_PEM) != 1)
       /* OpenSSL checks the key against the certificate as it loads it. */
-      mismatch = ERR_GET_REASON(ERR_peek_last_error()) ==
-                 X509_R_KEY_VALUES_MISMATCH;
+      mismatch =
+          ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH;
     if (!mismatch && (why != NULL || SSL_CTX_get0_privatekey(ctx) == NULL)) {
       *reason = file_failure(
           "tls_key", c->key,
@@ -331,7 +331,7 @@ typedef struct {
   SSL *ssl;
   const SluiceRedisTlsConfig *config; /* borrowed from the URL's settings:
                                          valid during connect() only */
-  gchar *name;     /* what the certificate is checked against */
+  gchar *name; /* what the certificate is checked against */
   guint64 bytes_in;
   gboolean eof;
   int io_errno;    /* of the last failed send() or recv() */
@@ -462,8 +462,8 @@ static gchar *
 names_of(X509 *cert)
 {
   GString *s = g_string_new(NULL);
-  GENERAL_NAMES *names = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL,
-                                          NULL);
+  GENERAL_NAMES *names =
+      X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
   int shown = 0;
 
   for (int i = 0; names != NULL && i < sk_GENERAL_NAME_num(names); i++) {
@@ -501,9 +501,9 @@ names_of(X509 *cert)
     if (at >= 0) {
       const ASN1_STRING *cn =
           X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, at));
-      g_autofree gchar *text = sluice_text__escape(
-          (const gchar *)ASN1_STRING_get0_data(cn), ASN1_STRING_length(cn),
-          100);
+      g_autofree gchar *text =
+          sluice_text__escape((const gchar *)ASN1_STRING_get0_data(cn),
+                              ASN1_STRING_length(cn), 100);
       g_string_append_printf(s, "CN=%s only", text);
     } else {
       g_string_append(s, "no name");
@@ -578,9 +578,8 @@ describe_verify(TlsSocket *s)
     if (c != NULL && (c->ca_file != NULL || c->ca_dir != NULL)) {
       path = sluice_text__escape(c->ca_file != NULL ? c->ca_file : c->ca_dir,
                                  -1, 200);
-      store = g_strdup_printf("%s “%s”",
-                              c->ca_file != NULL ? "tls_ca_file" : "tls_ca_dir",
-                              path);
+      store = g_strdup_printf(
+          "%s “%s”", c->ca_file != NULL ? "tls_ca_file" : "tls_ca_dir", path);
     } else {
       store = g_strdup("the system's trust store");
     }
@@ -879,8 +878,8 @@ tls_connect(const SluiceRedisEndpoint *endpoint, gint64 deadline_us,
       *reason = describe_failure(s, err);
       goto fail;
     }
-    w = sluice_redis_fd__wait(
-        fd, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline_us);
+    w = sluice_redis_fd__wait(fd, err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
+                              deadline_us);
     if (w == 0) {
       *reason = handshake_timeout(s, endpoint, started, deadline_us);
       goto fail;

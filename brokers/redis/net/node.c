@@ -277,8 +277,7 @@ open_direct(SluiceRedisNode *node, gint64 timeout_ms, gchar **outage,
    * does a port of the other kind. */
   if (g_str_has_prefix(reason, "TLS") || strstr(reason, "use redis") != NULL)
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
-                "cannot connect to Redis at %s: %s", node->url.display,
-                reason);
+                "cannot connect to Redis at %s: %s", node->url.display, reason);
   else
     g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
                 "cannot connect to Redis at %s: %s; check that redis-server "

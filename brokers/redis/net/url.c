@@ -106,11 +106,11 @@ static gchar *
 make_display(const SluiceRedisUrl *url)
 {
   gboolean tls = url->tls != NULL;
-  GString *s = g_string_new(url->is_unix      ? "unix://"
-                            : url->is_cluster ? (tls ? "rediss+cluster://"
-                                                     : "redis+cluster://")
-                            : tls             ? "rediss://"
-                                              : "redis://");
+  GString *s = g_string_new(
+      url->is_unix      ? "unix://"
+      : url->is_cluster ? (tls ? "rediss+cluster://" : "redis+cluster://")
+      : tls             ? "rediss://"
+                        : "redis://");
   g_autofree gchar *host = NULL;
 
   if (url->is_sentinel) {
@@ -299,7 +299,7 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TlsParams, tls_params_clear)
 /* The parameter names of TLS, for the message that refuses an unknown
  * one. */
 static const gchar *const tls_param_names[] = {
-    "tls_ca_file", "tls_ca_dir",      "tls_cert",     "tls_key",
+    "tls_ca_file",     "tls_ca_dir",      "tls_cert",     "tls_key",
     "tls_server_name", "tls_min_version", "tls_insecure", NULL};
 
 /* A server name: a host name or an address, nothing a certificate check
@@ -1014,8 +1014,8 @@ sluice_redis_url__merge_tls(SluiceRedisUrl *url,
                     &merged.ca_dir, error) ||
       !merge_string(url, "tls_cert", ours->cert, config->cert, origin,
                     &merged.cert, error) ||
-      !merge_string(url, "tls_key", ours->key, config->key, origin,
-                    &merged.key, error) ||
+      !merge_string(url, "tls_key", ours->key, config->key, origin, &merged.key,
+                    error) ||
       !merge_string(url, "tls_server_name", ours->server_name,
                     config->server_name, origin, &merged.server_name, error))
     return FALSE;
