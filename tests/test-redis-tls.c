@@ -26,6 +26,9 @@
  *            warns once per broker
  *   faults   TLS connections killed mid-run (CLIENT KILL) cost nothing:
  *            every task of a reliable worker ends succeeded
+ *   sentinel a master, its replica and three sentinels, all TLS only
+ *            (tls-replication yes): the broker finds the master through the
+ *            sentinels in TLS, and the new one after a failover
  *   url      the rediss schemes and their tls_* parameters
  *
  * Then the broker conformance suite runs once more, in reliable mode, on a
@@ -703,6 +706,147 @@ START_TEST(test_connections_killed_mid_run_lose_nothing)
 }
 END_TEST
 
+/* ---- Sentinel ------------------------------------------------------------ */
+
+#define MASTER_NAME "tlsmaster"
+
+/* INFO replication of @replica says its link is up, to @master_port. On a
+ * connection of its own: a failover kills the clients of the servers it
+ * reconfigures, and a write on the helper's killed unix socket would raise
+ * SIGPIPE in the test. */
+static gboolean
+replica_synced(SluiceTestRedis *replica, guint16 master_port)
+{
+  redisContext *c = sluice_test_redis_connect(replica);
+  redisReply *reply = c != NULL ? redisCommand(c, "INFO replication") : NULL;
+  g_autofree gchar *port = g_strdup_printf("master_port:%u\r", master_port);
+  gboolean ok = reply != NULL && reply->type == REDIS_REPLY_STRING &&
+                strstr(reply->str, "master_link_status:up") != NULL &&
+                strstr(reply->str, port) != NULL;
+
+  if (reply != NULL)
+    freeReplyObject(reply);
+  if (c != NULL)
+    redisFree(c);
+  return ok;
+}
+
+static gsize
+sentinel_knows(SluiceTestRedis *sentinel, const gchar *what)
+{
+  redisReply *reply =
+      sluice_test_redis_command(sentinel, "SENTINEL %s %s", what, MASTER_NAME);
+  gsize n =
+      reply != NULL && reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0;
+
+  if (reply != NULL)
+    freeReplyObject(reply);
+  return n;
+}
+
+static guint16
+sentinel_master_port(SluiceTestRedis *sentinel)
+{
+  redisReply *reply = sluice_test_redis_command(
+      sentinel, "SENTINEL get-master-addr-by-name %s", MASTER_NAME);
+  guint64 port = 0;
+
+  if (reply != NULL && reply->type == REDIS_REPLY_ARRAY &&
+      reply->elements == 2 && reply->element[1]->type == REDIS_REPLY_STRING)
+    g_ascii_string_to_unsigned(reply->element[1]->str, 10, 1, 65535, &port,
+                               NULL);
+  if (reply != NULL)
+    freeReplyObject(reply);
+  return (guint16)port;
+}
+
+#define WAIT_FOR(cond, what)                                                   \
+  do {                                                                         \
+    gint64 end_ = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;                \
+    while (!(cond)) {                                                          \
+      ck_assert_msg(g_get_monotonic_time() < end_, "timed out: %s", what);     \
+      g_usleep(50 * 1000);                                                     \
+    }                                                                          \
+  } while (0)
+
+START_TEST(test_sentinel_over_tls_follows_a_failover)
+{
+  static const gchar *const tls_replication[] = {"--tls-replication", "yes",
+                                                 NULL};
+  g_autoptr(SluiceTestRedis) master =
+      tls_server_full("server", "no", tls_replication);
+  g_autofree gchar *master_port =
+      g_strdup_printf("%u", sluice_test_redis_port(master));
+  const gchar *const replica_args[] = {"--tls-replication", "yes",
+                                       "--replicaof",       "127.0.0.1",
+                                       master_port,         NULL};
+  g_autoptr(SluiceTestRedis) replica =
+      tls_server_full("server", "no", replica_args);
+  g_autofree gchar *crt = cert("server.crt");
+  g_autofree gchar *key = cert("server.key");
+  g_autofree gchar *ca = cert("ca.crt");
+  /* The sentinels reach the master, the replica and each other in TLS. */
+  g_autofree gchar *config =
+      g_strdup_printf("sentinel monitor " MASTER_NAME " 127.0.0.1 %s 2\n"
+                      "sentinel down-after-milliseconds " MASTER_NAME " 1000\n"
+                      "sentinel failover-timeout " MASTER_NAME " 5000\n"
+                      "tls-replication yes\n",
+                      master_port);
+  SluiceTestRedis *sentinels[3] = {NULL, NULL, NULL};
+  g_autoptr(GString) url = g_string_new("rediss+sentinel://");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) broker = NULL;
+  guint16 new_port = sluice_test_redis_port(replica);
+
+  WAIT_FOR(replica_synced(replica, sluice_test_redis_port(master)),
+           "the replica's TLS link to the master");
+  for (guint i = 0; i < G_N_ELEMENTS(sentinels); i++) {
+    SluiceTestRedisOptions options = {0};
+
+    options.sentinel_config = config;
+    options.tls_cert_file = crt;
+    options.tls_key_file = key;
+    options.tls_ca_cert_file = ca;
+    sentinels[i] = sluice_test_redis_own(&options);
+    g_string_append_printf(url, "%s127.0.0.1:%u", i > 0 ? "," : "",
+                           sluice_test_redis_port(sentinels[i]));
+  }
+  g_string_append_printf(url, "/" MASTER_NAME "/0?tls_ca_file=%s", ca);
+  for (guint i = 0; i < G_N_ELEMENTS(sentinels); i++)
+    WAIT_FOR(sentinel_knows(sentinels[i], "replicas") >= 1 &&
+                 sentinel_knows(sentinels[i], "sentinels") >= 2,
+             "a sentinel to learn of the replica and its peers");
+
+  broker = broker_for(SLUICE_REDIS_RELIABLE, url->str, 0, &error);
+  ck_assert_msg(broker != NULL, "%s", error != NULL ? error->message : "");
+  run_tasks(broker, 5);
+
+  /* A failover: the replica, over TLS, becomes the master. */
+  freeReplyObject(sluice_test_redis_command(
+      sentinels[0], "SENTINEL FAILOVER %s", MASTER_NAME));
+  for (guint i = 0; i < G_N_ELEMENTS(sentinels); i++)
+    WAIT_FOR(sentinel_master_port(sentinels[i]) == new_port,
+             "every sentinel to name the new master");
+  /* The old master demoted: its connections refuse writes (-READONLY),
+   * which sends the broker to the sentinels again. */
+  WAIT_FOR(replica_synced(master, new_port),
+           "the old master to replicate from the new one, in TLS");
+  run_tasks(broker, 5);
+  /* The helper's own connection to the new master was killed by the
+   * failover (hiredis would raise SIGPIPE on it): the broker says where
+   * it went. */
+  {
+    g_autofree gchar *now =
+        sluice_redis_pool__get_master(SLUICE_REDIS_BROKER(broker)->pool);
+    g_autofree gchar *want = g_strdup_printf("127.0.0.1:%u", new_port);
+
+    ck_assert_str_eq(now, want);
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(sentinels); i++)
+    sluice_test_redis_stop(sentinels[i]);
+}
+END_TEST
+
 /* ---- URLs ---------------------------------------------------------------- */
 
 START_TEST(test_rediss_urls)
@@ -787,6 +931,7 @@ tls_suite(void)
   TCase *refuse = tcase_create("refuse");
   TCase *files = tcase_create("files");
   TCase *faults = tcase_create("faults");
+  TCase *sentinel = tcase_create("sentinel");
   TCase *url = tcase_create("url");
 
   tcase_set_timeout(e2e, 120);
@@ -818,6 +963,10 @@ tls_suite(void)
   tcase_set_timeout(faults, 180);
   tcase_add_test(faults, test_connections_killed_mid_run_lose_nothing);
   suite_add_tcase(s, faults);
+
+  tcase_set_timeout(sentinel, 240);
+  tcase_add_test(sentinel, test_sentinel_over_tls_follows_a_failover);
+  suite_add_tcase(s, sentinel);
 
   tcase_add_test(url, test_rediss_urls);
   tcase_add_test(url, test_broker_new_for_url_takes_rediss);
