@@ -325,7 +325,9 @@ run_tasks(SluiceBroker *broker, guint n)
 
     /* A wait whose connection was killed says so (UNAVAILABLE), as it
      * must; the caller asks again. */
-    for (guint tries = 0; r == NULL && tries < 5; tries++) {
+    for (guint tries = 0; r == NULL && tries < 50; tries++) {
+      if (tries > 0)
+        g_usleep(100 * 1000); /* the pool's backoff */
       g_clear_error(&error);
       r = sluice_client_get_result(client, ids->pdata[i], 30000, NULL, &error);
       if (r == NULL && !g_error_matches(error, SLUICE_BROKER_ERROR,

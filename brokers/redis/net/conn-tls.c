@@ -14,8 +14,9 @@
  *              WANT_WRITE as they need (a read may have to send, a write
  *              may have to receive); partial writes are on, so a large
  *              pipeline moves a record at a time
- *   pending    SSL_pending(): plaintext decrypted and not read yet, which
- *              poll() cannot see
+ *   pending    SSL_pending() and, with read-ahead on (one recv() per
+ *              batch of records, not two per record), records received
+ *              and not decrypted yet: what poll() cannot see
  *   close      one close_notify (never waited for), then the socket
  *
  * Verification is on unless the URL says tls_insecure=1: the chain up to
@@ -217,6 +218,9 @@ build_context(const SluiceRedisTlsConfig *c, gchar **reason)
    * crash) is an end of stream like any other, not a protocol error. */
   SSL_CTX_set_options(ctx,
                       SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION);
+  /* One recv() for what is there, not one for each record's header and
+   * one for its body: what it buffers ahead is reported by pending(). */
+  SSL_CTX_set_read_ahead(ctx, 1);
   SSL_CTX_set_default_passwd_cb(ctx, refuse_passphrase);
   SSL_CTX_set_default_passwd_cb_userdata(ctx, &asked);
 
@@ -333,9 +337,11 @@ typedef struct {
                                          valid during connect() only */
   gchar *name; /* what the certificate is checked against */
   guint64 bytes_in;
+  guchar head[2]; /* the first bytes received: what the port speaks */
   gboolean eof;
-  int io_errno;    /* of the last failed send() or recv() */
-  gboolean failed; /* a fatal TLS error: no close_notify */
+  int io_errno;     /* of the last failed send() or recv() */
+  gboolean failed;  /* a fatal TLS error: no close_notify */
+  gboolean starved; /* the last read wanted bytes the socket did not have */
   /* What the handshake saw, for the messages. */
   gboolean cert_requested;
   gboolean sent_cert;
@@ -380,6 +386,8 @@ bio_read_ex(BIO *bio, char *buf, size_t len, size_t *readbytes)
     n = recv(s->base.fd, buf, len, 0);
   while (n < 0 && errno == EINTR);
   if (n > 0) {
+    for (gsize i = 0; s->bytes_in + i < sizeof s->head && i < (gsize)n; i++)
+      s->head[s->bytes_in + i] = (guchar)buf[i];
     s->bytes_in += (guint64)n;
     *readbytes = (size_t)n;
     return 1;
@@ -750,7 +758,6 @@ sluice_redis_tls__port_speaks_tls(const SluiceRedisEndpoint *endpoint,
   SSL_CTX *ctx = probe_context();
   TlsSocket s = {0};
   BIO *bio;
-  guchar head[3];
   gboolean tls = FALSE;
 
   if (ctx == NULL)
@@ -763,12 +770,22 @@ sluice_redis_tls__port_speaks_tls(const SluiceRedisEndpoint *endpoint,
   if (bio != NULL) {
     BIO_set_data(bio, &s);
     SSL_set_bio(s.ssl, bio, bio);
-    /* Sends the hello and waits for nothing: the answer is peeked at. */
-    (void)SSL_connect(s.ssl);
-    if (sluice_redis_fd__wait(s.base.fd, POLLIN, deadline_us) > 0 &&
-        recv(s.base.fd, head, sizeof head, MSG_PEEK) >= 2)
-      /* A handshake (22) or an alert (21) record of TLS 1.x. */
-      tls = (head[0] == 22 || head[0] == 21) && head[1] == 3;
+    /* The hello, then whatever comes back until the first two bytes: the
+     * BIO keeps them, however OpenSSL reads. */
+    while (s.bytes_in < 2) {
+      int rc = SSL_connect(s.ssl);
+      int err = rc == 1 ? SSL_ERROR_NONE : SSL_get_error(s.ssl, rc);
+
+      if (s.bytes_in >= 2 ||
+          (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) ||
+          sluice_redis_fd__wait(s.base.fd,
+                                err == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN,
+                                deadline_us) <= 0)
+        break;
+    }
+    /* A handshake (22) or an alert (21) record of TLS 1.x. */
+    tls = s.bytes_in >= 2 && (s.head[0] == 22 || s.head[0] == 21) &&
+          s.head[1] == 3;
   }
   ERR_clear_error();
   if (s.ssl != NULL)
@@ -912,12 +929,16 @@ tls_read(SluiceRedisSocket *socket, void *buf, gsize len, gsize *out_n,
   ERR_clear_error();
   rc = SSL_read_ex(s->ssl, buf, len, &n);
   if (rc == 1) {
+    s->starved = FALSE;
     *out_n = n;
     return SLUICE_REDIS_IO_DONE;
   }
   err = SSL_get_error(s->ssl, rc);
   switch (err) {
   case SSL_ERROR_WANT_READ:
+    /* What read-ahead holds now is part of a record: the rest is on the
+     * socket, so poll() must see it (pending() says 0 until then). */
+    s->starved = TRUE;
     return SLUICE_REDIS_IO_WANT_READ;
   case SSL_ERROR_WANT_WRITE:
     return SLUICE_REDIS_IO_WANT_WRITE;
@@ -988,13 +1009,19 @@ tls_write(SluiceRedisSocket *socket, const void *buf, gsize len, gsize *out_n,
   return SLUICE_REDIS_IO_ERROR;
 }
 
+/* Decrypted bytes not read yet, or (read-ahead) records received and not
+ * decrypted yet: either way poll() would not see them. After a read that
+ * starved, what is buffered is an incomplete record, and only the socket
+ * can finish it. */
 static gsize
 tls_pending(SluiceRedisSocket *socket)
 {
   TlsSocket *s = (TlsSocket *)socket;
   int n = SSL_pending(s->ssl);
 
-  return n > 0 ? (gsize)n : 0;
+  if (n > 0)
+    return (gsize)n;
+  return !s->starved && SSL_has_pending(s->ssl) ? 1 : 0;
 }
 
 static void
