@@ -32,8 +32,10 @@
  *   url      the rediss schemes and their tls_* parameters
  *
  * Then the broker conformance suite runs once more, in reliable mode, on a
- * TLS-only server (redis-reliable-tls): TLS is a transport, and nothing
- * the contract promises may change over it.
+ * Redis Cluster of three TLS-only masters (tls-cluster yes), through a
+ * rediss+cluster:// URL (redis-cluster-reliable-tls): TLS is a transport,
+ * and nothing the contract promises may change over it, on any node the
+ * slot map or a MOVED leads to.
  *
  * Skips (exit 77) only when redis-server or openssl is missing, or the
  * server was built without TLS, unless $CI is set.
@@ -57,6 +59,7 @@
 #include "brokers/redis/redis-broker.h"
 #include "tests/conformance/conformance.h"
 #include "tests/helpers/log-capture.h"
+#include "tests/helpers/redis-cluster-fixture.h"
 #include "tests/helpers/redis-fixture.h"
 #include "tests/helpers/redis-server.h"
 
@@ -978,7 +981,7 @@ tls_suite(void)
 
 /* ---- The conformance suite over TLS -------------------------------------- */
 
-static SluiceTestRedis *conformance_server;
+static const gchar *conformance_url;
 
 static SluiceBroker *
 create_tls_broker(SluiceClock *clock, guint dead_letter_max, gpointer data,
@@ -990,9 +993,9 @@ create_tls_broker(SluiceClock *clock, guint dead_letter_max, gpointer data,
   g_autofree gchar *ns =
       g_strdup_printf("c%d-%" G_GINT64_FORMAT "-%d", (int)getpid(),
                       g_get_real_time(), g_atomic_int_add(serial, 1));
-  SluiceBroker *broker = sluice_test_redis_broker_new(
-      SLUICE_REDIS_RELIABLE, sluice_test_redis_url(conformance_server), ns,
-      dead_letter_max, clock, error);
+  SluiceBroker *broker =
+      sluice_test_redis_broker_new(SLUICE_REDIS_RELIABLE, conformance_url, ns,
+                                   dead_letter_max, clock, error);
 
   /* No safety-net poll: "get_result wakes on completion" must be woken by
    * the notification, over TLS too. */
@@ -1009,9 +1012,10 @@ run_conformance(void)
   g_autofree gchar *ca = cert("ca.crt");
   g_autoptr(GError) error = NULL;
   SluiceTestRedisOptions options = {0};
+  g_autoptr(SluiceTestCluster) cluster = NULL;
   gint serial = 0;
   SluiceConformanceFactory factory = {
-      .name = "redis-reliable-tls",
+      .name = "redis-cluster-reliable-tls",
       .create = create_tls_broker,
       .data = &serial,
       .scale = 0.2,
@@ -1022,17 +1026,18 @@ run_conformance(void)
   options.tls_cert_file = crt;
   options.tls_key_file = key;
   options.tls_ca_cert_file = ca;
-  conformance_server = sluice_test_redis_start(&options, &error);
-  if (conformance_server == NULL) {
-    fprintf(stderr, "cannot start the TLS redis-server: %s\n", error->message);
+  cluster = sluice_test_cluster_start_tls(3, 0, &options, &error);
+  if (cluster == NULL) {
+    fprintf(stderr, "cannot start a TLS Redis Cluster: %s\n", error->message);
     return 1;
   }
+  conformance_url = sluice_test_cluster_url(cluster);
+  g_assert_true(g_str_has_prefix(conformance_url, "rediss+cluster://"));
   runner = srunner_create(sluice_conformance_suite(&factory));
   srunner_set_fork_status(runner, CK_FORK);
   srunner_run_all(runner, CK_ENV);
   failed = srunner_ntests_failed(runner);
   srunner_free(runner);
-  g_clear_pointer(&conformance_server, sluice_test_redis_stop);
   return failed;
 }
 
