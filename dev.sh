@@ -26,7 +26,8 @@ packages=(build-essential autoconf automake libtool pkg-config
   libssl-dev openssl
   libsystemd-dev libsoup-3.0-dev redis-server clang-format clang libclang-rt-14-dev
   python3 chromium chromium-driver python3-redis python3-msgpack python3-pytest
-  python3-venv python3-setuptools python3-wheel
+  python3-venv python3-setuptools python3-wheel systemd man-db
+  abigail-tools
   nodejs)
 # npm comes with some builds of nodejs (NodeSource's); Debian packages it
 # apart, and its npm package would conflict with the former.
@@ -56,9 +57,8 @@ build() {
   mkdir -p "$build"
   local flags="${CFLAGS:--O2 -g} | ${CONFIGURE_FLAGS:-}"
   if [ ! -f "$build/Makefile" ] || [ "$(cat "$build/.dev-flags" 2>/dev/null)" != "$flags" ]; then
-    # configure's `rm -f core` meets our core/ directory; that line is noise.
     (cd "$build" && CFLAGS="${CFLAGS:--O2 -g}" "$src/configure" -q \
-      ${CONFIGURE_FLAGS:-} 2> >(grep -v "cannot remove 'core'" >&2))
+      ${CONFIGURE_FLAGS:-})
     echo "$flags" >"$build/.dev-flags"
   fi
   make -C "$build" -j"$jobs" -s >/dev/null

@@ -19,7 +19,7 @@
 
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -33,7 +33,7 @@ FUZZ_SRC_FILES = $(filter %.c,$(libsluice_internal_la_SOURCES)) \
 	cli/settings.c cli/common.c cli/output.c cli/log.c
 FUZZ_OBJ_FILES = $(FUZZ_SRC_FILES:%.c=fuzz/obj/%.o)
 FUZZ_HEADER_DEPS = $(wildcard $(top_srcdir)/include/sluice/*.h \
-	$(top_srcdir)/core/*.h $(top_srcdir)/serializers/*.h \
+	$(top_srcdir)/lib/*.h $(top_srcdir)/lib/*/*.h $(top_srcdir)/serializers/*.h \
 	$(top_srcdir)/brokers/*/*.h $(top_srcdir)/brokers/*/*/*.h \
 	$(top_srcdir)/cli/*.h \
 	$(top_srcdir)/fuzz/*.h) config.h

@@ -282,7 +282,7 @@ get_string(const gchar *field, const SluiceMpValue *v, SluiceNameKind kind,
   return TRUE;
 }
 
-/* The workflow reference is the core's (core/workflow-run.c reads it): here
+/* The workflow reference is the core's (lib/workflow-run.c reads it): here
  * only its size and its text are checked. */
 static gboolean
 check_wf(const gchar *s, gsize len, GError **error)
@@ -297,7 +297,7 @@ check_wf(const gchar *s, gsize len, GError **error)
 }
 
 /* The uniqueness claim is the core's ("<scope letter>:<key>", read by
- * core/unique.c): here only its size and its text are checked. */
+ * lib/unique.c): here only its size and its text are checked. */
 static gboolean
 check_unique(const gchar *s, gsize len, GError **error)
 {

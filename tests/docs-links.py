@@ -35,7 +35,8 @@ SECTION = re.compile(r"(?<![\w./-])((?:docs/)?[A-Za-z][\w-]*\.md),?\s+"
                      r"\(?\"([^\"]+)\"")
 MAN_SECTION = re.compile(r"sluice\(1\),\s+([A-Z][A-Z]+(?: [A-Z]+)*)\b")
 CODE_DOCS = re.compile(r"(?<![\w./-])docs/[\w-]+\.md")
-CODE_GLOBS = ("include/sluice/*.h", "include/sluice/sys/*.h", "core/*.[ch]",
+CODE_GLOBS = ("include/sluice/*.h", "include/sluice/sys/*.h", "lib/*.[ch]",
+              "lib/*/*.[ch]",
               "brokers/*.c", "brokers/*/*.[ch]", "brokers/*/*/*.[ch]",
               "serializers/*.[ch]", "testing/*.[ch]", "cli/*.[ch]",
               "tests/*.[ch]", "tests/*.sh", "tests/*/*.[ch]", "tests/*/*.sh",

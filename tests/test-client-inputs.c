@@ -9,7 +9,7 @@
 #include <json-glib/json-glib.h>
 #include <string.h>
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 
 static JsonArray *cases;
 

@@ -14,7 +14,7 @@
 #include <locale.h>
 #include <string.h>
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 
 /* ---- Retry policy -------------------------------------------------------- */
 

@@ -19,7 +19,7 @@
 #include "config.h"
 
 #include "brokers/redis/redis-broker.h"
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 #include "serializers/codec-private.h"
 #include "tests/helpers/alloc-counter.h"
 

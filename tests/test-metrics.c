@@ -31,7 +31,7 @@
 #include <sys/prctl.h>
 #endif
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 #include "tests/helpers/command.h"
 #include "tests/helpers/redis-fixture.h"
 

@@ -22,7 +22,7 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 
 #include <check.h>
 #include <signal.h>
@@ -1107,7 +1107,7 @@ START_TEST(test_options_checked)
   ck_assert(strstr(error->message, "SLUICE_REDIS_FAST") != NULL);
   g_clear_error(&error);
 
-  /* The reliable mode is built too (tests/test-redis-reliable.c). */
+  /* The reliable mode is built too (tests/test-redis-reliable-broker.c). */
   options.mode = SLUICE_REDIS_RELIABLE;
   {
     g_autoptr(SluiceBroker) b = sluice_redis_broker_new(&options, NULL, &error);

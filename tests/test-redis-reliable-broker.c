@@ -26,7 +26,7 @@
  */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 
 #include <check.h>
 

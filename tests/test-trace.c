@@ -15,7 +15,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 
 #define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 #define TRACE_ID "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -9,6 +9,12 @@
 /* Expired entries are swept every this many writes. */
 #define SWEEP_EVERY 4096
 
+gint64
+sluice_memory__now(SluiceMemoryBroker *self)
+{
+  return sluice_clock_now_ms(sluice_broker_get_clock(&self->parent));
+}
+
 gint64 *
 sluice_memory__new_time(gint64 value)
 {
@@ -350,8 +356,8 @@ sluice_memory__find_dead_letter(SluiceMemoryBroker *self, const gchar *entry_id)
 }
 
 void
-sluice_memory__rate_acquire(SluiceMemoryBroker *self, SluiceRateAcquire *item,
-                            gint64 now)
+sluice_memory__rate_acquire_one(SluiceMemoryBroker *self,
+                                SluiceRateAcquire *item, gint64 now)
 {
   gint64 *stored = g_hash_table_lookup(self->rates, item->key);
   gint64 next;
@@ -380,8 +386,8 @@ find_waiter(GQueue *q, const gchar *id)
 }
 
 void
-sluice_memory__slot_acquire(SluiceMemoryBroker *self, SluiceSlotAcquire *item,
-                            gint64 now)
+sluice_memory__slot_acquire_one(SluiceMemoryBroker *self,
+                                SluiceSlotAcquire *item, gint64 now)
 {
   GHashTable *holders = g_hash_table_lookup(self->slots, item->key);
   GQueue *waiting = g_hash_table_lookup(self->waiters, item->key);
@@ -429,8 +435,8 @@ sluice_memory__slot_acquire(SluiceMemoryBroker *self, SluiceSlotAcquire *item,
 }
 
 void
-sluice_memory__slot_release(SluiceMemoryBroker *self, SluiceSlotRelease *item,
-                            gint64 now)
+sluice_memory__slot_release_one(SluiceMemoryBroker *self,
+                                SluiceSlotRelease *item, gint64 now)
 {
   GHashTable *holders = g_hash_table_lookup(self->slots, item->key);
   GQueue *waiting = g_hash_table_lookup(self->waiters, item->key);

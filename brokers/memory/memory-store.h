@@ -1,5 +1,6 @@
 /* memory-store.h - the memory broker's state and the operations on it
- * (internal; memory-broker.c's slots are built from these).
+ * (internal; the slots, one file per topic of the contract, are built
+ * from these).
  *
  *   queues       name -> GQueue of SluiceMemoryMessage, FIFO; a released
  *                delivery goes back to the head so it is fetched next
@@ -107,9 +108,9 @@ typedef struct {
   gint64 in_flight;
   guint writes_since_sweep;
   GHashTable *joins;    /* gchar* -> a join (memory-joins.c) */
-  GHashTable *progress; /* gchar* -> SluiceMemoryRecord* (memory-joins.c) */
+  GHashTable *progress; /* gchar* -> SluiceMemoryRecord* (memory-events.c) */
   guint progress_sweep_at;
-  GQueue *events;    /* (seq, at, bytes), oldest first (memory-joins.c) */
+  GQueue *events;    /* (seq, at, bytes), oldest first (memory-events.c) */
   guint64 event_seq; /* the last event's */
   GCond events_appended;
 } SluiceMemoryBroker;
@@ -120,20 +121,23 @@ typedef struct {
 /** sluice_memory__init: sets up @self's lock, conditions and containers
  * (on the zero-filled instance sluice_broker_new() made). */
 void sluice_memory__init(SluiceMemoryBroker *self, guint dead_letter_max);
-/** sluice_memory__slot_acquire, sluice_memory__slot_release: one item of
- * `slot_acquire` or `slot_release` at @now (ms of the broker's clock). */
-void sluice_memory__slot_acquire(SluiceMemoryBroker *self,
-                                 SluiceSlotAcquire *item, gint64 now);
-void sluice_memory__slot_release(SluiceMemoryBroker *self,
-                                 SluiceSlotRelease *item, gint64 now);
-/** sluice_memory__rate_acquire: one item of `rate_acquire` at @now (ms
- * of the broker's clock). */
-void sluice_memory__rate_acquire(SluiceMemoryBroker *self,
-                                 SluiceRateAcquire *item, gint64 now);
+/** sluice_memory__slot_acquire_one, sluice_memory__slot_release_one: one
+ * item of `slot_acquire` or `slot_release` at @now (ms of the broker's
+ * clock). */
+void sluice_memory__slot_acquire_one(SluiceMemoryBroker *self,
+                                     SluiceSlotAcquire *item, gint64 now);
+void sluice_memory__slot_release_one(SluiceMemoryBroker *self,
+                                     SluiceSlotRelease *item, gint64 now);
+/** sluice_memory__rate_acquire_one: one item of `rate_acquire` at @now
+ * (ms of the broker's clock). */
+void sluice_memory__rate_acquire_one(SluiceMemoryBroker *self,
+                                     SluiceRateAcquire *item, gint64 now);
 /** sluice_memory__clear: frees what _init() made; copes with a
  * zero-filled instance. Not under the lock: nothing else runs. */
 void sluice_memory__clear(SluiceMemoryBroker *self);
 
+/** The broker clock's now (ms): every TTL and due time is on it. */
+gint64 sluice_memory__now(SluiceMemoryBroker *self);
 /** The schedule's order: (due time, insertion number). */
 gint sluice_memory__scheduled_compare(gconstpointer a, gconstpointer b,
                                       gpointer user_data);
@@ -174,6 +178,106 @@ void sluice_memory__unbury(SluiceMemoryBroker *self, GList *l);
 GList *sluice_memory__find_dead_letter(SluiceMemoryBroker *self,
                                        const gchar *entry_id);
 
+/* The slots, one file per topic of the contract; each takes the lock
+ * itself. */
+
+/* memory-queue.c */
+gboolean sluice_memory__enqueue(SluiceBroker *broker, SluiceSubmit *items,
+                                guint n_items, GError **error);
+gboolean sluice_memory__fetch(SluiceBroker *broker, const gchar *consumer,
+                              const gchar *const *queues, guint max,
+                              gint64 block_ms, GPtrArray *out, GError **error);
+gboolean sluice_memory__settle(SluiceBroker *broker, const gchar *consumer,
+                               SluiceSettlement *items, guint n_items,
+                               GError **error);
+void sluice_memory__wakeup(SluiceBroker *broker);
+
+/* memory-schedule.c */
+gboolean sluice_memory__promote_due(SluiceBroker *broker, gint64 now, guint max,
+                                    guint *out_promoted, gint64 *out_next_due,
+                                    GError **error);
+gboolean sluice_memory__cancel_scheduled(SluiceBroker *broker, const gchar *id,
+                                         GBytes *record, gint64 record_ttl_ms,
+                                         gboolean *out_removed, GError **error);
+
+/* memory-records.c */
+gboolean sluice_memory__get_record(SluiceBroker *broker, const gchar *id,
+                                   GBytes **out_record, GError **error);
+gboolean sluice_memory__put_record_slot(SluiceBroker *broker, const gchar *id,
+                                        GBytes *record, gboolean final,
+                                        gint64 ttl_ms, GError **error);
+gboolean sluice_memory__wait_record(SluiceBroker *broker, const gchar *id,
+                                    gint64 timeout_ms, GBytes **out_record,
+                                    GError **error);
+gboolean sluice_memory__lookup_task(SluiceBroker *broker, const gchar *id,
+                                    SluiceTaskLocation *out, GError **error);
+
+/* memory-revocations.c */
+gboolean sluice_memory__revoke(SluiceBroker *broker, const gchar *id,
+                               gint64 expires_at, GError **error);
+gboolean sluice_memory__list_revocations(SluiceBroker *broker, gint64 cursor,
+                                         gint64 now, GPtrArray *out,
+                                         gint64 *out_cursor, GError **error);
+
+/* memory-dead-letters.c */
+gboolean sluice_memory__dlq_list(SluiceBroker *broker, const gchar *after,
+                                 guint limit, GPtrArray *out, GError **error);
+gboolean sluice_memory__dlq_get(SluiceBroker *broker, const gchar *entry_id,
+                                SluiceDeadLetter **out_entry, GError **error);
+gboolean sluice_memory__dlq_replay(SluiceBroker *broker, const gchar *entry_id,
+                                   SluiceSubmit *item, gboolean *out_found,
+                                   GError **error);
+gboolean sluice_memory__dlq_delete(SluiceBroker *broker, const gchar *entry_id,
+                                   gboolean *out_found, GError **error);
+
+/* memory-stats.c */
+gboolean sluice_memory__stats(SluiceBroker *broker, const gchar *const *queues,
+                              SluiceBrokerStats *out, GError **error);
+gboolean sluice_memory__announce(SluiceBroker *broker, const gchar *consumer,
+                                 GBytes *info, gint64 ttl_ms, GError **error);
+
+/* memory-steering.c */
+gboolean sluice_memory__purge(SluiceBroker *broker, const gchar *queue,
+                              guint64 *out_removed, GError **error);
+gboolean sluice_memory__list_queued(SluiceBroker *broker, const gchar *queue,
+                                    const gchar *cursor, guint limit,
+                                    GPtrArray *out, gchar **out_cursor,
+                                    GError **error);
+gboolean sluice_memory__remove_queued(SluiceBroker *broker,
+                                      SluiceRemoval *items, guint n_items,
+                                      GError **error);
+gboolean sluice_memory__list_scheduled(SluiceBroker *broker,
+                                       const gchar *cursor, guint limit,
+                                       GPtrArray *out, gchar **out_cursor,
+                                       GError **error);
+gboolean sluice_memory__set_paused(SluiceBroker *broker, const gchar *queue,
+                                   gboolean paused, GError **error);
+gboolean sluice_memory__list_paused(SluiceBroker *broker, GPtrArray *out,
+                                    GError **error);
+gboolean sluice_memory__reschedule(SluiceBroker *broker, const gchar *id,
+                                   gint64 due_at, gboolean *out_found,
+                                   GError **error);
+
+/* memory-periodic.c */
+gboolean sluice_memory__claim_periodic(SluiceBroker *broker, const gchar *name,
+                                       gint64 occurrence_at, SluiceSubmit *item,
+                                       gboolean *out_claimed, GError **error);
+gboolean sluice_memory__last_periodic(SluiceBroker *broker, const gchar *name,
+                                      gint64 *out_last, GError **error);
+
+/* memory-flow.c */
+gboolean sluice_memory__rate_acquire(SluiceBroker *broker,
+                                     SluiceRateAcquire *items, guint n_items,
+                                     GError **error);
+gboolean sluice_memory__slot_acquire(SluiceBroker *broker,
+                                     SluiceSlotAcquire *items, guint n_items,
+                                     GError **error);
+gboolean sluice_memory__list_slots(SluiceBroker *broker, guint limit,
+                                   GPtrArray *out, GError **error);
+gboolean sluice_memory__slot_release(SluiceBroker *broker,
+                                     SluiceSlotRelease *items, guint n_items,
+                                     GError **error);
+
 /* The uniqueness slots (memory-unique.c); each takes the lock itself. */
 void sluice_memory__unique_init(SluiceMemoryBroker *self);
 void sluice_memory__unique_clear(SluiceMemoryBroker *self);
@@ -194,6 +298,18 @@ gboolean sluice_memory__join_open(SluiceBroker *broker,
 gboolean sluice_memory__join_arrive(SluiceBroker *broker,
                                     SluiceJoinArrival *items, guint n_items,
                                     GError **error);
+gboolean sluice_memory__join_grow(SluiceBroker *broker, const gchar *join_id,
+                                  guint expected_total, guint by,
+                                  SluiceSubmit *items, guint n_items,
+                                  guint *out_total, GError **error);
+gboolean sluice_memory__join_read(SluiceBroker *broker, const gchar *join_id,
+                                  gboolean with_outcomes, SluiceJoinState *out,
+                                  gboolean *out_found, GError **error);
+
+/* The events and progress slots (memory-events.c); each takes the lock
+ * itself. */
+void sluice_memory__events_init(SluiceMemoryBroker *self);
+void sluice_memory__events_clear(SluiceMemoryBroker *self);
 gboolean sluice_memory__put_progress(SluiceBroker *broker, const gchar *id,
                                      GBytes *progress, gint64 ttl_ms,
                                      GError **error);
@@ -207,12 +323,5 @@ gboolean sluice_memory__read_events(SluiceBroker *broker, const gchar *cursor,
                                     guint limit, gint64 block_ms,
                                     GPtrArray *out, gchar **out_cursor,
                                     GError **error);
-gboolean sluice_memory__join_grow(SluiceBroker *broker, const gchar *join_id,
-                                  guint expected_total, guint by,
-                                  SluiceSubmit *items, guint n_items,
-                                  guint *out_total, GError **error);
-gboolean sluice_memory__join_read(SluiceBroker *broker, const gchar *join_id,
-                                  gboolean with_outcomes, SluiceJoinState *out,
-                                  gboolean *out_found, GError **error);
 
 G_END_DECLS

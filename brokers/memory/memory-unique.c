@@ -35,12 +35,6 @@ sluice_memory__unique_clear(SluiceMemoryBroker *self)
   g_clear_pointer(&self->unique, g_hash_table_unref);
 }
 
-static gint64
-now_ms(SluiceMemoryBroker *self)
-{
-  return sluice_clock_now_ms(sluice_broker_get_clock(&self->parent));
-}
-
 /* Returns: (transfer none) (nullable): @key's claim unless it lapsed. */
 static Claim *
 live_claim(SluiceMemoryBroker *self, const gchar *key, gint64 now)
@@ -100,7 +94,7 @@ sluice_memory__unique_enqueue(SluiceBroker *broker, SluiceUniqueSubmit *items,
                               guint n_items, GError **error)
 {
   SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
-  gint64 now = now_ms(self);
+  gint64 now = sluice_memory__now(self);
 
   g_mutex_lock(&self->lock);
   for (guint i = 0; i < n_items; i++)
@@ -145,7 +139,7 @@ sluice_memory__unique_update(SluiceBroker *broker, SluiceUniqueUpdate *items,
                              guint n_items, GError **error)
 {
   SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
-  gint64 now = now_ms(self);
+  gint64 now = sluice_memory__now(self);
 
   g_mutex_lock(&self->lock);
   for (guint i = 0; i < n_items; i++)

@@ -8,12 +8,12 @@
  *   redis.c              the modes: the public API (sluice-redis.h), the
  *                        URL's broker parameters, the mode -> transport
  *                        table, the class and lifecycle
- *   redis-queue.c        slots that move messages: enqueue, fetch, settle,
- *                        heartbeat, leave, reclaim, wakeup, list_queued,
- *                        remove_queued
- *   redis-tasks.c        what is kept about tasks off the queue: the
- *                        schedule, records, revocations, periodic claims
- *   redis-admin.c        dead letters, stats, purge, announce, lookup, check
+ *   redis-<topic>.c      the slots, one file per topic of the contract
+ *                        as in every in-tree broker: queue (enqueue,
+ *                        fetch, settle, leases, wakeup), schedule,
+ *                        records (and lookup), revocations, dead-letters,
+ *                        stats (and announce), steering, periodic, joins,
+ *                        events (and progress), flow, unique
  *   redis-broker.c       this file: the setup of every new connection (the
  *                        namespace's mode, the eviction policy), retries,
  *                        reply shapes

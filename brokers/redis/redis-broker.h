@@ -338,15 +338,6 @@ gboolean sluice_redis__enqueue(SluiceBroker *broker, SluiceSubmit *items,
 gboolean sluice_redis__fetch(SluiceBroker *broker, const gchar *consumer,
                              const gchar *const *queues, guint max,
                              gint64 block_ms, GPtrArray *out, GError **error);
-gboolean sluice_redis__settle(SluiceBroker *broker, const gchar *consumer,
-                              SluiceSettlement *items, guint n_items,
-                              GError **error);
-gboolean sluice_redis__heartbeat(SluiceBroker *broker, const gchar *consumer,
-                                 gint64 lease_ms, SluiceDelivery *const *held,
-                                 guint n_held, GError **error);
-gboolean sluice_redis__leave(SluiceBroker *broker, const gchar *consumer,
-                             GError **error);
-void sluice_redis__wakeup(SluiceBroker *broker);
 /* Forwarded to the transport; set only when it has them. */
 gboolean sluice_redis__reclaim(SluiceBroker *broker, const gchar *consumer,
                                const gchar *const *queues, guint max,
@@ -356,59 +347,104 @@ gboolean sluice_redis__count_reclaimable(SluiceBroker *broker,
                                          const gchar *const *queues, guint max,
                                          gint64 idle_ms, guint *out_n,
                                          GError **error);
+gboolean sluice_redis__settle(SluiceBroker *broker, const gchar *consumer,
+                              SluiceSettlement *items, guint n_items,
+                              GError **error);
+gboolean sluice_redis__heartbeat(SluiceBroker *broker, const gchar *consumer,
+                                 gint64 lease_ms, SluiceDelivery *const *held,
+                                 guint n_held, GError **error);
+gboolean sluice_redis__leave(SluiceBroker *broker, const gchar *consumer,
+                             GError **error);
+void sluice_redis__wakeup(SluiceBroker *broker);
 
-gboolean sluice_redis__list_queued(SluiceBroker *broker, const gchar *queue,
-                                   const gchar *cursor, guint limit,
-                                   GPtrArray *out, gchar **out_cursor,
-                                   GError **error);
-gboolean sluice_redis__remove_queued(SluiceBroker *broker, SluiceRemoval *items,
-                                     guint n_items, GError **error);
-
-/* redis-tasks.c */
+/* redis-schedule.c */
 gboolean sluice_redis__promote_due(SluiceBroker *broker, gint64 now_ms,
                                    guint max, guint *out_promoted,
                                    gint64 *out_next_due, GError **error);
 gboolean sluice_redis__cancel_scheduled(SluiceBroker *broker, const gchar *id,
                                         GBytes *record, gint64 record_ttl_ms,
                                         gboolean *out_removed, GError **error);
+
+/* redis-records.c */
 gboolean sluice_redis__get_record(SluiceBroker *broker, const gchar *id,
                                   GBytes **out_record, GError **error);
-gboolean sluice_redis__put_records(SluiceBroker *broker,
-                                   const SluiceRecordWrite *items, guint n,
-                                   GError **error);
 gboolean sluice_redis__put_record(SluiceBroker *broker, const gchar *id,
                                   GBytes *record, gboolean final, gint64 ttl_ms,
                                   GError **error);
+gboolean sluice_redis__put_records(SluiceBroker *broker,
+                                   const SluiceRecordWrite *items, guint n,
+                                   GError **error);
 gboolean sluice_redis__wait_record(SluiceBroker *broker, const gchar *id,
                                    gint64 timeout_ms, GBytes **out_record,
                                    GError **error);
+gboolean sluice_redis__lookup_task(SluiceBroker *broker, const gchar *id,
+                                   SluiceTaskLocation *out, GError **error);
+
+/* redis-revocations.c */
 gboolean sluice_redis__revoke(SluiceBroker *broker, const gchar *id,
                               gint64 expires_at, GError **error);
-/* What a namespace of partitions (redis-partitioned.c) needs of its parts
- * beyond the contract; redis.c hands them to it as SluiceRedisPartitionOps
- * (redis-partitions.h says what each does). */
-gboolean sluice_redis__periodic_gate(SluiceBroker *broker, const gchar *name,
-                                     gint64 occurrence_at, gint64 *out_newest,
-                                     GError **error);
+gboolean sluice_redis__list_revocations(SluiceBroker *broker, gint64 cursor,
+                                        gint64 now_ms, GPtrArray *out,
+                                        gint64 *out_cursor, GError **error);
+
+/* redis-dead-letters.c */
+gboolean sluice_redis__dlq_list(SluiceBroker *broker, const gchar *after,
+                                guint limit, GPtrArray *out, GError **error);
+gboolean sluice_redis__dlq_get(SluiceBroker *broker, const gchar *entry_id,
+                               SluiceDeadLetter **out_entry, GError **error);
+gboolean sluice_redis__dlq_replay(SluiceBroker *broker, const gchar *entry_id,
+                                  SluiceSubmit *item, gboolean *out_found,
+                                  GError **error);
+gboolean sluice_redis__dlq_delete(SluiceBroker *broker, const gchar *entry_id,
+                                  gboolean *out_found, GError **error);
+/* For a namespace of partitions (redis-partitioned.c), beyond the
+ * contract: redis.c hands it over in SluiceRedisPartitionOps
+ * (redis-partitions.h says what it does). */
 gboolean sluice_redis__dlq_oldest(SluiceBroker *broker, gint64 *out_count,
                                   gchar **out_entry_id, GError **error);
 gboolean sluice_redis__dlq_drop(SluiceBroker *broker, const gchar *entry_id,
                                 gboolean *out_dropped, GError **error);
-gboolean sluice_redis__list_revocations(SluiceBroker *broker, gint64 cursor,
-                                        gint64 now_ms, GPtrArray *out,
-                                        gint64 *out_cursor, GError **error);
-gboolean sluice_redis__claim_periodic(SluiceBroker *broker, const gchar *name,
-                                      gint64 occurrence_at, SluiceSubmit *item,
-                                      gboolean *out_claimed, GError **error);
-gboolean sluice_redis__last_periodic(SluiceBroker *broker, const gchar *name,
-                                     gint64 *out_last, GError **error);
 
+/* redis-stats.c */
+gboolean sluice_redis__stats(SluiceBroker *broker, const gchar *const *queues,
+                             SluiceBrokerStats *out, GError **error);
+gboolean sluice_redis__announce(SluiceBroker *broker, const gchar *consumer,
+                                GBytes *info, gint64 ttl_ms, GError **error);
+
+/* redis.c */
+gboolean sluice_redis__check(SluiceBroker *broker, GError **error);
+
+/* redis-steering.c */
+gboolean sluice_redis__list_queued(SluiceBroker *broker, const gchar *queue,
+                                   const gchar *cursor, guint limit,
+                                   GPtrArray *out, gchar **out_cursor,
+                                   GError **error);
+gboolean sluice_redis__remove_queued(SluiceBroker *broker, SluiceRemoval *items,
+                                     guint n_items, GError **error);
 gboolean sluice_redis__list_scheduled(SluiceBroker *broker, const gchar *cursor,
                                       guint limit, GPtrArray *out,
                                       gchar **out_cursor, GError **error);
 gboolean sluice_redis__reschedule(SluiceBroker *broker, const gchar *id,
                                   gint64 due_at, gboolean *out_found,
                                   GError **error);
+gboolean sluice_redis__purge(SluiceBroker *broker, const gchar *queue,
+                             guint64 *out_removed, GError **error);
+gboolean sluice_redis__set_paused(SluiceBroker *broker, const gchar *queue,
+                                  gboolean paused, GError **error);
+gboolean sluice_redis__list_paused(SluiceBroker *broker, GPtrArray *out,
+                                   GError **error);
+
+/* redis-periodic.c */
+/* For a namespace of partitions, as dlq_oldest is (redis-dead-letters.c). */
+gboolean sluice_redis__periodic_gate(SluiceBroker *broker, const gchar *name,
+                                     gint64 occurrence_at, gint64 *out_newest,
+                                     GError **error);
+gboolean sluice_redis__claim_periodic(SluiceBroker *broker, const gchar *name,
+                                      gint64 occurrence_at, SluiceSubmit *item,
+                                      gboolean *out_claimed, GError **error);
+gboolean sluice_redis__last_periodic(SluiceBroker *broker, const gchar *name,
+                                     gint64 *out_last, GError **error);
+
 /* redis-joins.c */
 gboolean sluice_redis__join_open(SluiceBroker *broker,
                                  const SluiceJoinSpec *joins, guint n_joins,
@@ -417,6 +453,15 @@ gboolean sluice_redis__join_open(SluiceBroker *broker,
 gboolean sluice_redis__join_arrive(SluiceBroker *broker,
                                    SluiceJoinArrival *items, guint n_items,
                                    GError **error);
+gboolean sluice_redis__join_read(SluiceBroker *broker, const gchar *join_id,
+                                 gboolean with_outcomes, SluiceJoinState *out,
+                                 gboolean *out_found, GError **error);
+gboolean sluice_redis__join_grow(SluiceBroker *broker, const gchar *join_id,
+                                 guint expected_total, guint by,
+                                 SluiceSubmit *items, guint n_items,
+                                 guint *out_total, GError **error);
+
+/* redis-events.c */
 gboolean sluice_redis__put_progress(SluiceBroker *broker, const gchar *id,
                                     GBytes *progress, gint64 ttl_ms,
                                     GError **error);
@@ -429,37 +474,7 @@ gboolean sluice_redis__append_events(SluiceBroker *broker,
 gboolean sluice_redis__read_events(SluiceBroker *broker, const gchar *cursor,
                                    guint limit, gint64 block_ms, GPtrArray *out,
                                    gchar **out_cursor, GError **error);
-gboolean sluice_redis__join_grow(SluiceBroker *broker, const gchar *join_id,
-                                 guint expected_total, guint by,
-                                 SluiceSubmit *items, guint n_items,
-                                 guint *out_total, GError **error);
-gboolean sluice_redis__join_read(SluiceBroker *broker, const gchar *join_id,
-                                 gboolean with_outcomes, SluiceJoinState *out,
-                                 gboolean *out_found, GError **error);
 
-/* redis-admin.c */
-gboolean sluice_redis__dlq_list(SluiceBroker *broker, const gchar *after,
-                                guint limit, GPtrArray *out, GError **error);
-gboolean sluice_redis__dlq_get(SluiceBroker *broker, const gchar *entry_id,
-                               SluiceDeadLetter **out_entry, GError **error);
-gboolean sluice_redis__dlq_replay(SluiceBroker *broker, const gchar *entry_id,
-                                  SluiceSubmit *item, gboolean *out_found,
-                                  GError **error);
-gboolean sluice_redis__dlq_delete(SluiceBroker *broker, const gchar *entry_id,
-                                  gboolean *out_found, GError **error);
-gboolean sluice_redis__stats(SluiceBroker *broker, const gchar *const *queues,
-                             SluiceBrokerStats *out, GError **error);
-gboolean sluice_redis__purge(SluiceBroker *broker, const gchar *queue,
-                             guint64 *out_removed, GError **error);
-gboolean sluice_redis__set_paused(SluiceBroker *broker, const gchar *queue,
-                                  gboolean paused, GError **error);
-gboolean sluice_redis__list_paused(SluiceBroker *broker, GPtrArray *out,
-                                   GError **error);
-gboolean sluice_redis__announce(SluiceBroker *broker, const gchar *consumer,
-                                GBytes *info, gint64 ttl_ms, GError **error);
-gboolean sluice_redis__lookup_task(SluiceBroker *broker, const gchar *id,
-                                   SluiceTaskLocation *out, GError **error);
-gboolean sluice_redis__check(SluiceBroker *broker, GError **error);
 /* redis-flow.c */
 gboolean sluice_redis__rate_acquire(SluiceBroker *broker,
                                     SluiceRateAcquire *items, guint n_items,
@@ -467,17 +482,19 @@ gboolean sluice_redis__rate_acquire(SluiceBroker *broker,
 gboolean sluice_redis__slot_acquire(SluiceBroker *broker,
                                     SluiceSlotAcquire *items, guint n_items,
                                     GError **error);
+gboolean sluice_redis__slot_release(SluiceBroker *broker,
+                                    SluiceSlotRelease *items, guint n_items,
+                                    GError **error);
 gboolean sluice_redis__list_slots(SluiceBroker *broker, guint limit,
                                   GPtrArray *out, GError **error);
+
+/* redis-unique.c */
 gboolean sluice_redis__unique_enqueue(SluiceBroker *broker,
                                       SluiceUniqueSubmit *items, guint n_items,
                                       GError **error);
 gboolean sluice_redis__unique_update(SluiceBroker *broker,
                                      SluiceUniqueUpdate *items, guint n_items,
                                      GError **error);
-gboolean sluice_redis__slot_release(SluiceBroker *broker,
-                                    SluiceSlotRelease *items, guint n_items,
-                                    GError **error);
 
 /**
  * sluice_redis_broker__dead_letter_from_reply:

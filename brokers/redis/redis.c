@@ -3,16 +3,15 @@
  * lifecycle.
  *
  * sluice_redis_broker_new() picks the transport from the mode, builds the
- * broker class from it (the shared slots of redis-queue.c, redis-tasks.c
- * and redis-admin.c, by topic, and a table per family; `reclaim` and
- * `count_reclaimable` only when the transport has them: one class per
- * transport, kept for the process) and splices the transport's Lua
- * fragment into the shared scripts. For a namespace of N > 1 partitions it
- * builds the N brokers, the composite over them (redis-partitioned.c) and
- * the ops the composite needs of them; it installs the layout check
- * (redis-layout.c) as the gate of whichever broker it hands out. This is the one file that knows the transports by name:
- * they call the shared layer, never each other, and nothing of the shared
- * layer calls them.
+ * broker class from it (the shared slots, one file per topic, and a table per
+ * family; `reclaim` and `count_reclaimable` only when the transport has them:
+ * one class per transport, kept for the process) and splices the transport's
+ * Lua fragment into the shared scripts. For a namespace of N > 1 partitions it
+ * builds the N brokers, the composite over them (redis-partitioned.c) and the
+ * ops the composite needs of them; it installs the layout check
+ * (redis-layout.c) as the gate of whichever broker it hands out. This is the
+ * one file that knows the transports by name: they call the shared layer, never
+ * each other, and nothing of the shared layer calls them.
  *
  * To add a transport: see redis-transport.h; here it is one line in the
  * transports[] table (its mode, the name the namespace records, its
@@ -63,6 +62,14 @@ redis_finalize(SluiceBroker *broker)
     g_hash_table_unref(self->policy_checked);
     g_mutex_clear(&self->policy_lock);
   }
+}
+
+/* A PING on a connection of the pool: making the connection checks the
+ * credentials and the namespace's mode (see the pool's handshake). */
+gboolean
+sluice_redis__check(SluiceBroker *broker, GError **error)
+{
+  return sluice_redis_broker__ping(SLUICE_REDIS_BROKER(broker), "PING", error);
 }
 
 /* The families every Redis broker has, whatever its transport. */

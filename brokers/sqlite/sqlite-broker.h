@@ -1,7 +1,7 @@
 /* sqlite-broker.h - the SQLite broker's private state and shared layer
- * (internal; the slots are sqlite-queue.c, sqlite-tasks.c and
- * sqlite-admin.c, the row-level steps they share sqlite-rows.c, the class
- * sqlite.c).
+ * (internal; the slots are one file per topic of the contract, listed at
+ * the end of this header, the row-level steps they share sqlite-rows.c,
+ * the class sqlite.c).
  *
  * Connections (sqlite-conn.c). A sqlite3 connection must not be used by
  * two threads at once, so each slot checks one out of the broker's pool
@@ -176,38 +176,20 @@ gboolean sluice_sqlite__schedule(SluiceSqliteConn *c, const gchar *id,
 gboolean sluice_sqlite__put_record(SluiceSqliteConn *c, const gchar *id,
                                    GBytes *record, gboolean final,
                                    gint64 ttl_ms, gint64 now, GError **error);
-/* The join slots (sqlite-joins.c). */
-gboolean sluice_sqlite__join_open(SluiceBroker *broker,
-                                  const SluiceJoinSpec *joins, guint n_joins,
-                                  SluiceSubmit *items, guint n_items,
-                                  gboolean *out_existed, GError **error);
-gboolean sluice_sqlite__join_arrive(SluiceBroker *broker,
-                                    SluiceJoinArrival *items, guint n_items,
-                                    GError **error);
-gboolean sluice_sqlite__put_progress(SluiceBroker *broker, const gchar *id,
-                                     GBytes *progress, gint64 ttl_ms,
-                                     GError **error);
-gboolean sluice_sqlite__get_progress(SluiceBroker *broker, const gchar *id,
-                                     GBytes **out_progress, GError **error);
-gboolean sluice_sqlite__append_events(SluiceBroker *broker,
-                                      GBytes *const *events, guint n,
-                                      guint max_len, gint64 max_age_ms,
-                                      gint64 now_ms, GError **error);
-gboolean sluice_sqlite__read_events(SluiceBroker *broker, const gchar *cursor,
-                                    guint limit, gint64 block_ms,
-                                    GPtrArray *out, gchar **out_cursor,
-                                    GError **error);
-gboolean sluice_sqlite__join_grow(SluiceBroker *broker, const gchar *join_id,
-                                  guint expected_total, guint by,
-                                  SluiceSubmit *items, guint n_items,
-                                  guint *out_total, GError **error);
-gboolean sluice_sqlite__join_read(SluiceBroker *broker, const gchar *join_id,
-                                  gboolean with_outcomes, SluiceJoinState *out,
-                                  gboolean *out_found, GError **error);
-
 /* Appends @entry, drops the oldest beyond the cap; adds to *@dropped. */
 gboolean sluice_sqlite__bury(SluiceSqliteConn *c, const SluiceDeadLetter *entry,
                              guint *dropped, GError **error);
+/* The columns of a dead letter, in the order dead_letter_of() reads them. */
+#define DEAD_LETTER_COLUMNS                                                    \
+  "entry, task_id, task, reason, detail, source, deliveries, at, payload"
+/* Returns: (transfer full): the dead letter in the row @stmt stands on. */
+SluiceDeadLetter *sluice_sqlite__dead_letter_of(sqlite3_stmt *stmt);
+/* Sets *@out (transfer full) to task @task_id's newest dead letter; leaves
+ * it alone when the task has none. */
+gboolean sluice_sqlite__newest_dead_letter(SluiceSqliteConn *c,
+                                           const gchar *task_id,
+                                           SluiceDeadLetter **out,
+                                           GError **error);
 gboolean sluice_sqlite__add_counter(SluiceSqliteConn *c, const gchar *name,
                                     gint64 n, GError **error);
 gboolean sluice_sqlite__get_counter(SluiceSqliteConn *c, const gchar *name,
@@ -215,8 +197,9 @@ gboolean sluice_sqlite__get_counter(SluiceSqliteConn *c, const gchar *name,
 /* Deletes lapsed records, claims, revocations and liveness rows. */
 gboolean sluice_sqlite__sweep(SluiceSqliteConn *c, gint64 now, GError **error);
 
-/* ---- The slots ------------------------------------------------------------ */
+/* ---- The slots, by the file that holds them ------------------------------ */
 
+/* sqlite-queue.c */
 gboolean sluice_sqlite__enqueue(SluiceBroker *broker, SluiceSubmit *items,
                                 guint n_items, GError **error);
 gboolean sluice_sqlite__fetch(SluiceBroker *broker, const gchar *consumer,
@@ -238,16 +221,16 @@ gboolean sluice_sqlite__count_reclaimable(SluiceBroker *broker,
                                           GError **error);
 gboolean sluice_sqlite__leave(SluiceBroker *broker, const gchar *consumer,
                               GError **error);
+
+/* sqlite-schedule.c */
 gboolean sluice_sqlite__promote_due(SluiceBroker *broker, gint64 now_ms,
                                     guint max, guint *out_promoted,
                                     gint64 *out_next_due, GError **error);
 gboolean sluice_sqlite__cancel_scheduled(SluiceBroker *broker, const gchar *id,
                                          GBytes *record, gint64 record_ttl_ms,
                                          gboolean *out_removed, GError **error);
-gboolean sluice_sqlite__reschedule(SluiceBroker *broker, const gchar *id,
-                                   gint64 due_at, gboolean *out_found,
-                                   GError **error);
 
+/* sqlite-records.c */
 gboolean sluice_sqlite__get_record(SluiceBroker *broker, const gchar *id,
                                    GBytes **out_record, GError **error);
 gboolean sluice_sqlite__put_record_slot(SluiceBroker *broker, const gchar *id,
@@ -259,16 +242,17 @@ gboolean sluice_sqlite__put_records(SluiceBroker *broker,
 gboolean sluice_sqlite__wait_record(SluiceBroker *broker, const gchar *id,
                                     gint64 timeout_ms, GBytes **out_record,
                                     GError **error);
+gboolean sluice_sqlite__lookup_task(SluiceBroker *broker, const gchar *id,
+                                    SluiceTaskLocation *out, GError **error);
+
+/* sqlite-revocations.c */
 gboolean sluice_sqlite__revoke(SluiceBroker *broker, const gchar *id,
                                gint64 expires_at, GError **error);
 gboolean sluice_sqlite__list_revocations(SluiceBroker *broker, gint64 cursor,
                                          gint64 now_ms, GPtrArray *out,
                                          gint64 *out_cursor, GError **error);
-gboolean sluice_sqlite__claim_periodic(SluiceBroker *broker, const gchar *name,
-                                       gint64 occurrence_at, SluiceSubmit *item,
-                                       gboolean *out_claimed, GError **error);
-gboolean sluice_sqlite__last_periodic(SluiceBroker *broker, const gchar *name,
-                                      gint64 *out_last, GError **error);
+
+/* sqlite-dead-letters.c */
 gboolean sluice_sqlite__dlq_list(SluiceBroker *broker, const gchar *after,
                                  guint limit, GPtrArray *out, GError **error);
 gboolean sluice_sqlite__dlq_get(SluiceBroker *broker, const gchar *entry_id,
@@ -278,34 +262,22 @@ gboolean sluice_sqlite__dlq_replay(SluiceBroker *broker, const gchar *entry_id,
                                    GError **error);
 gboolean sluice_sqlite__dlq_delete(SluiceBroker *broker, const gchar *entry_id,
                                    gboolean *out_found, GError **error);
-gboolean sluice_sqlite__lookup_task(SluiceBroker *broker, const gchar *id,
-                                    SluiceTaskLocation *out, GError **error);
 
+/* sqlite-stats.c */
 gboolean sluice_sqlite__stats(SluiceBroker *broker, const gchar *const *queues,
                               SluiceBrokerStats *out, GError **error);
-gboolean sluice_sqlite__purge(SluiceBroker *broker, const gchar *queue,
-                              guint64 *out_removed, GError **error);
-gboolean sluice_sqlite__check(SluiceBroker *broker, GError **error);
-/* sqlite-flow.c */
-gboolean sluice_sqlite__rate_acquire(SluiceBroker *broker,
-                                     SluiceRateAcquire *items, guint n_items,
-                                     GError **error);
-gboolean sluice_sqlite__slot_acquire(SluiceBroker *broker,
-                                     SluiceSlotAcquire *items, guint n_items,
-                                     GError **error);
-gboolean sluice_sqlite__slot_release(SluiceBroker *broker,
-                                     SluiceSlotRelease *items, guint n_items,
-                                     GError **error);
-gboolean sluice_sqlite__list_slots(SluiceBroker *broker, guint limit,
-                                   GPtrArray *out, GError **error);
-gboolean sluice_sqlite__unique_enqueue(SluiceBroker *broker,
-                                       SluiceUniqueSubmit *items, guint n_items,
-                                       GError **error);
-gboolean sluice_sqlite__unique_update(SluiceBroker *broker,
-                                      SluiceUniqueUpdate *items, guint n_items,
-                                      GError **error);
 gboolean sluice_sqlite__announce(SluiceBroker *broker, const gchar *consumer,
                                  GBytes *info, gint64 ttl_ms, GError **error);
+
+/* sqlite.c */
+gboolean sluice_sqlite__check(SluiceBroker *broker, GError **error);
+
+/* sqlite-steering.c */
+gboolean sluice_sqlite__reschedule(SluiceBroker *broker, const gchar *id,
+                                   gint64 due_at, gboolean *out_found,
+                                   GError **error);
+gboolean sluice_sqlite__purge(SluiceBroker *broker, const gchar *queue,
+                              guint64 *out_removed, GError **error);
 gboolean sluice_sqlite__list_queued(SluiceBroker *broker, const gchar *queue,
                                     const gchar *cursor, guint limit,
                                     GPtrArray *out, gchar **out_cursor,
@@ -321,5 +293,64 @@ gboolean sluice_sqlite__set_paused(SluiceBroker *broker, const gchar *queue,
                                    gboolean paused, GError **error);
 gboolean sluice_sqlite__list_paused(SluiceBroker *broker, GPtrArray *out,
                                     GError **error);
+
+/* sqlite-periodic.c */
+gboolean sluice_sqlite__claim_periodic(SluiceBroker *broker, const gchar *name,
+                                       gint64 occurrence_at, SluiceSubmit *item,
+                                       gboolean *out_claimed, GError **error);
+gboolean sluice_sqlite__last_periodic(SluiceBroker *broker, const gchar *name,
+                                      gint64 *out_last, GError **error);
+
+/* sqlite-joins.c */
+gboolean sluice_sqlite__join_open(SluiceBroker *broker,
+                                  const SluiceJoinSpec *joins, guint n_joins,
+                                  SluiceSubmit *items, guint n_items,
+                                  gboolean *out_existed, GError **error);
+gboolean sluice_sqlite__join_arrive(SluiceBroker *broker,
+                                    SluiceJoinArrival *items, guint n_items,
+                                    GError **error);
+gboolean sluice_sqlite__join_grow(SluiceBroker *broker, const gchar *join_id,
+                                  guint expected_total, guint by,
+                                  SluiceSubmit *items, guint n_items,
+                                  guint *out_total, GError **error);
+gboolean sluice_sqlite__join_read(SluiceBroker *broker, const gchar *join_id,
+                                  gboolean with_outcomes, SluiceJoinState *out,
+                                  gboolean *out_found, GError **error);
+
+/* sqlite-events.c */
+gboolean sluice_sqlite__put_progress(SluiceBroker *broker, const gchar *id,
+                                     GBytes *progress, gint64 ttl_ms,
+                                     GError **error);
+gboolean sluice_sqlite__get_progress(SluiceBroker *broker, const gchar *id,
+                                     GBytes **out_progress, GError **error);
+gboolean sluice_sqlite__append_events(SluiceBroker *broker,
+                                      GBytes *const *events, guint n,
+                                      guint max_len, gint64 max_age_ms,
+                                      gint64 now_ms, GError **error);
+gboolean sluice_sqlite__read_events(SluiceBroker *broker, const gchar *cursor,
+                                    guint limit, gint64 block_ms,
+                                    GPtrArray *out, gchar **out_cursor,
+                                    GError **error);
+
+/* sqlite-flow.c */
+gboolean sluice_sqlite__rate_acquire(SluiceBroker *broker,
+                                     SluiceRateAcquire *items, guint n_items,
+                                     GError **error);
+gboolean sluice_sqlite__slot_acquire(SluiceBroker *broker,
+                                     SluiceSlotAcquire *items, guint n_items,
+                                     GError **error);
+gboolean sluice_sqlite__slot_release(SluiceBroker *broker,
+                                     SluiceSlotRelease *items, guint n_items,
+                                     GError **error);
+gboolean sluice_sqlite__list_slots(SluiceBroker *broker, guint limit,
+                                   GPtrArray *out, GError **error);
+
+/* sqlite-unique.c */
+gboolean sluice_sqlite__unique_enqueue(SluiceBroker *broker,
+                                       SluiceUniqueSubmit *items, guint n_items,
+                                       GError **error);
+gboolean sluice_sqlite__unique_update(SluiceBroker *broker,
+                                      SluiceUniqueUpdate *items, guint n_items,
+                                      GError **error);
 
 G_END_DECLS

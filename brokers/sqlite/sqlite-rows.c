@@ -1,11 +1,12 @@
 /* sqlite-rows.c - the row-level steps that several of the SQLite broker's
  * slots share, each run inside the caller's transaction: queueing,
  * scheduling and submitting a message, writing a record, counters, the
- * sweep of lapsed rows, and burying a dead letter.
+ * sweep of lapsed rows, and burying a dead letter and reading one back.
  *
- * The slot files (sqlite-queue.c, sqlite-tasks.c, sqlite-admin.c) call
- * these and never each other, so replaying a dead letter (tasks) can
- * submit a message (queue) and a settle (queue) can bury one (tasks).
+ * The slot files (one per topic: sqlite-queue.c, sqlite-schedule.c,
+ * sqlite-dead-letters.c, ...) call these and never each other, so
+ * replaying a dead letter (dead-letters) can submit a message (queue) and
+ * a settle (queue) can bury one (dead-letters).
  */
 #include "config.h"
 
@@ -309,5 +310,51 @@ sluice_sqlite__bury(SluiceSqliteConn *c, const SluiceDeadLetter *dl,
       return FALSE;
   }
   *dropped += entries->len;
+  return TRUE;
+}
+
+static gchar *
+entry_id_of(gint64 entry)
+{
+  /* Zero-padded, so entry ids sort as they were buried. */
+  return g_strdup_printf("%020" G_GINT64_FORMAT, entry);
+}
+
+SluiceDeadLetter *
+sluice_sqlite__dead_letter_of(sqlite3_stmt *stmt)
+{
+  SluiceDeadLetter *dl = sluice_dead_letter_new();
+
+  dl->entry_id = entry_id_of(sqlite3_column_int64(stmt, 0));
+  dl->task_id = sluice_sqlite__col_str(stmt, 1);
+  dl->task = sluice_sqlite__col_str(stmt, 2);
+  dl->reason = sluice_sqlite__col_str(stmt, 3);
+  dl->detail = sluice_sqlite__col_str(stmt, 4);
+  dl->source = sluice_sqlite__col_str(stmt, 5);
+  dl->deliveries = (guint)sqlite3_column_int64(stmt, 6);
+  dl->at = sqlite3_column_int64(stmt, 7);
+  dl->payload = sluice_sqlite__col_bytes(stmt, 8);
+  return dl;
+}
+
+gboolean
+sluice_sqlite__newest_dead_letter(SluiceSqliteConn *c, const gchar *task_id,
+                                  SluiceDeadLetter **out, GError **error)
+{
+  static const gchar sql[] =
+      "SELECT " DEAD_LETTER_COLUMNS " FROM dead_letters WHERE task_id = ?1 "
+      "ORDER BY entry DESC LIMIT 1";
+  sqlite3_stmt *stmt = sluice_sqlite__stmt(c, sql, error);
+  gboolean row = FALSE;
+
+  if (stmt == NULL)
+    return FALSE;
+  sluice_sqlite__bind_str(stmt, 1, task_id);
+  if (!sluice_sqlite__row(c, stmt, &row, "reading a dead letter", error))
+    return FALSE;
+  if (row) {
+    *out = sluice_sqlite__dead_letter_of(stmt);
+    sqlite3_reset(stmt);
+  }
   return TRUE;
 }

@@ -1,8 +1,10 @@
 /* sqlite.c - the SQLite broker's public API (sluice-sqlite.h), its class
- * and its lifecycle. The slots are sqlite-queue.c (queues, leases, the
- * schedule), sqlite-tasks.c (records, revocations, periodic claims, dead
- * letters) and sqlite-admin.c (stats, listings, pauses); the database and
- * waking are sqlite-conn.c.
+ * and its lifecycle. The slots are in one file per topic of
+ * sluice/sys/broker.h, named after it (sqlite-queue.c, sqlite-schedule.c,
+ * sqlite-records.c, sqlite-revocations.c, sqlite-dead-letters.c,
+ * sqlite-stats.c, sqlite-steering.c, sqlite-periodic.c, sqlite-joins.c,
+ * sqlite-events.c, sqlite-flow.c, sqlite-unique.c), the row-level steps
+ * they share in sqlite-rows.c, the database and waking in sqlite-conn.c.
  */
 #include "config.h"
 
@@ -23,6 +25,20 @@ static void
 sqlite_finalize(SluiceBroker *broker)
 {
   sluice_sqlite__clear(SLUICE_SQLITE_BROKER(broker));
+}
+
+static gboolean
+check_step(SluiceSqliteConn *c, gpointer data, gboolean *notify, GError **error)
+{
+  return TRUE;
+}
+
+gboolean
+sluice_sqlite__check(SluiceBroker *broker, GError **error)
+{
+  /* A write transaction: proves the file is there, ours and writable. */
+  return sluice_sqlite__run(SLUICE_SQLITE_BROKER(broker), TRUE, check_step,
+                            NULL, error);
 }
 
 /* Every optional family, each a table: the SQLite broker has them all. */

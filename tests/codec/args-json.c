@@ -1,7 +1,7 @@
 /* args-json.c - task arguments, JSON <-> msgpack. */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 #include "serializers/codec-private.h"
 
 #include <check.h>

@@ -2,7 +2,7 @@
  * codecs, the codecs agreeing, and PROTOCOL.md's worked example. */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 #include "serializers/codec-private.h"
 
 #include <check.h>

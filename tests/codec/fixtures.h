@@ -4,7 +4,7 @@
  */
 #pragma once
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 #include "serializers/codec-private.h"
 
 #include <check.h>

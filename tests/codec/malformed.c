@@ -1,7 +1,7 @@
 /* malformed.c - malformed envelopes, one class per test. */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 #include "serializers/codec-private.h"
 
 #include <check.h>

@@ -1,7 +1,7 @@
 /* result.c - result records. */
 #include "config.h"
 
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 #include "serializers/codec-private.h"
 
 #include <check.h>

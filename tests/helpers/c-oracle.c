@@ -16,7 +16,7 @@
 
 #include "brokers/redis/redis-lua.h"
 #include "brokers/redis/transport-reliable-lua.h"
-#include "core/sluice-private.h"
+#include "lib/sluice-private.h"
 
 static gint64
 int_member(JsonObject *o, const gchar *name, gint64 unset)

@@ -95,7 +95,7 @@ function checkNamespace(ns) {
   }
 }
 
-// ---- Trace context (core/trace-context.c) ----------------------------------
+// ---- Trace context (lib/trace-context.c) -----------------------------------
 
 const FORM = 'expected 00-<32 hex digits>-<16 hex digits>-<2 hex digits>, lower case, e.g. 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 

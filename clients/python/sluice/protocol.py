@@ -111,7 +111,7 @@ def check_namespace(ns: Any) -> None:
                 % (ns, c))
 
 
-# ---- Trace context (core/trace-context.c) -----------------------------------
+# ---- Trace context (lib/trace-context.c) ------------------------------------
 
 _HEX = "0123456789abcdef"
 _FORM = ("expected 00-<32 hex digits>-<16 hex digits>-<2 hex digits>, lower "

@@ -907,7 +907,7 @@ struct _SluiceBrokerUnique {
  * @clock: (nullable) (transfer none): the clock; NULL means a real clock
  *
  * Validates @klass and its tables, in one loop over a description of the
- * contract (core/broker.c): the class's and each table's version, the
+ * contract (lib/broker.c): the class's and each table's version, the
  * instance size, every required slot, every slot of each table present,
  * and the slots a capability needs (`heartbeat` and `reclaim` with
  * LEASES; `count_reclaimable` only with LEASES). Then allocates an
