@@ -663,11 +663,17 @@ url_with_password(const gchar *url, const gchar *password, GError **error)
     scheme = "redis+sentinel://";
   } else if (g_ascii_strncasecmp(url, "redis+cluster://", 16) == 0) {
     scheme = "redis+cluster://";
+  } else if (g_ascii_strncasecmp(url, "rediss://", 9) == 0) {
+    scheme = "rediss://"; /* TLS, where managed services want a password */
+  } else if (g_ascii_strncasecmp(url, "rediss+sentinel://", 18) == 0) {
+    scheme = "rediss+sentinel://";
+  } else if (g_ascii_strncasecmp(url, "rediss+cluster://", 17) == 0) {
+    scheme = "rediss+cluster://";
   } else {
     cli_usage_error(error, "a password file goes with a redis://, "
-                           "redis+sentinel:// or redis+cluster:// URL (a "
-                           "unix:// socket carries no credentials: protect "
-                           "it by its file permissions)");
+                           "redis+sentinel:// or redis+cluster:// URL or "
+                           "their rediss forms (a unix:// socket carries no "
+                           "credentials: protect it by its file permissions)");
     return NULL;
   }
   rest = url + strlen(scheme);

@@ -1073,10 +1073,14 @@ START_TEST(test_options_checked)
   g_autoptr(GError) error = NULL;
   SluiceRedisOptions options;
   const gchar *bad_urls[] = {
-      "http://localhost",    "redis://",
-      "redis://host/notadb", "redis://user@host",
-      "rediss://host",       "unix://relative/path",
-      "unix:///tmp/s?db=x",  "redis://host:6379/1?x=y",
+      "http://localhost",
+      "redis://",
+      "redis://host/notadb",
+      "redis://user@host",
+      "rediss://host?tls_min_version=1.1",
+      "unix://relative/path",
+      "unix:///tmp/s?db=x",
+      "redis://host:6379/1?x=y",
   };
 
   sluice_redis_options_init(&options);

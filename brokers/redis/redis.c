@@ -488,6 +488,28 @@ sluice_redis_broker_new(const SluiceRedisOptions *options, SluiceClock *clock,
   n = options->partitions > 0 ? options->partitions
       : params.partitions > 0 ? params.partitions
                               : 1;
+  {
+    /* TLS: the options' fields join the URL's parameters, and the files
+     * are read now, once for every partition and node: a CA file that
+     * cannot be read is a mistake in the options, not an outage. */
+    SluiceRedisTlsConfig tls = {
+        .ca_file = options->tls_ca_file,
+        .ca_dir = options->tls_ca_dir,
+        .cert = options->tls_cert,
+        .key = options->tls_key,
+        .server_name = options->tls_server_name,
+        .min_version = options->tls_min_version == SLUICE_REDIS_TLS_1_3   ? 13
+                       : options->tls_min_version == SLUICE_REDIS_TLS_1_2 ? 12
+                                                                          : 0,
+        .insecure = options->tls_insecure,
+    };
+
+    if (!sluice_redis_url__merge_tls(&url, &tls, "SluiceRedisOptions", error) ||
+        !sluice_redis_url__prepare_tls(&url, error)) {
+      sluice_redis_url__clear(&url);
+      return NULL;
+    }
+  }
   /* What the options leave unset, the URL may say: every broker below
    * reads the options alone. */
   merged = *options;

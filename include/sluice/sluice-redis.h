@@ -41,6 +41,22 @@ G_BEGIN_DECLS
 #define SLUICE_REDIS_MAX_PARTITIONS 1024
 
 /**
+ * SluiceRedisTlsVersion:
+ * @SLUICE_REDIS_TLS_DEFAULT: what the URL says (tls_min_version=), else
+ *   TLS 1.2
+ * @SLUICE_REDIS_TLS_1_2: TLS 1.2 or newer (1.3 is preferred when the
+ *   server has it)
+ * @SLUICE_REDIS_TLS_1_3: TLS 1.3 only
+ *
+ * The oldest TLS version a rediss:// connection accepts.
+ */
+typedef enum {
+  SLUICE_REDIS_TLS_DEFAULT = 0,
+  SLUICE_REDIS_TLS_1_2,
+  SLUICE_REDIS_TLS_1_3,
+} SluiceRedisTlsVersion;
+
+/**
  * SluiceRedisOptions:
  * @url: (nullable): `redis://[[user]:password@]host[:port][/db]`,
  *   `unix:///path/to/socket[?db=N]` (a socket URL carries no credentials:
@@ -49,9 +65,15 @@ G_BEGIN_DECLS
  *   (Redis Sentinel: the sentinels are asked where the master MASTER is,
  *   and again after a failover; the user:password@ is the master's, the
  *   sentinels' own go in the query as sentinel_password=P and
- *   sentinel_user=U). Every form takes the query parameters
- *   min_replicas_ack=N and min_replicas_timeout_ms=T (see below). NULL =
- *   SLUICE_REDIS_DEFAULT_URL
+ *   sentinel_user=U), or `redis+cluster://[[user]:password@]host:port
+ *   [,host:port...]` (Redis Cluster). `rediss://`, `rediss+sentinel://`
+ *   and `rediss+cluster://` are the same over TLS, to every server the
+ *   URL leads to (the master, the sentinels, every node of a cluster),
+ *   and take the query parameters tls_ca_file, tls_ca_dir, tls_cert,
+ *   tls_key, tls_server_name, tls_min_version=1.2|1.3 and tls_insecure=1
+ *   (the fields below; docs/redis.md, "TLS"). Every form takes the query
+ *   parameters min_replicas_ack=N and min_replicas_timeout_ms=T (see
+ *   below). NULL = SLUICE_REDIS_DEFAULT_URL
  * @mode: fast or reliable (the default, as for the sluice command). A
  *   namespace records the mode of its first client; a client of the other
  *   mode is refused (SLUICE_BROKER_ERROR_INVALID, naming both), so that a
@@ -85,6 +107,32 @@ G_BEGIN_DECLS
  *   their own words, for the message that refuses a namespace of the other
  *   mode ("set this client's mode to fast (<mode_setting>)"): the sluice
  *   command names its --mode option; NULL = "SluiceRedisOptions.mode"
+ * @tls_ca_file: (nullable): a rediss:// URL's CAs: a PEM file of the
+ *   certificates that may sign the servers' (the URL's tls_ca_file=).
+ *   With @tls_ca_dir, NULL = the system's trust store
+ * @tls_ca_dir: (nullable): a directory of CA certificates named by
+ *   subject hash (`openssl rehash DIR`; the URL's tls_ca_dir=)
+ * @tls_cert: (nullable): this client's certificate (PEM, with its
+ *   intermediates) for a server that verifies clients (tls-auth-clients
+ *   yes: mutual TLS); needs @tls_key (the URL's tls_cert=)
+ * @tls_key: (nullable): its private key (PEM, unencrypted: protect the
+ *   file by its permissions; the URL's tls_key=)
+ * @tls_server_name: (nullable): the name sent by SNI and checked against
+ *   each server's certificate (the URL's tls_server_name=); NULL = the
+ *   host the connection is made to
+ * @tls_min_version: the oldest TLS version accepted (the URL's
+ *   tls_min_version=)
+ * @tls_insecure: TRUE: no verification of the servers' certificates at
+ *   all (the URL's tls_insecure=1): anyone on the network path can pose as
+ *   the server. For tests only; logged as a warning once per broker.
+ *   FALSE = what the URL says
+ *
+ * The tls_* fields are for a rediss URL: set with any other,
+ * sluice_redis_broker_new() refuses them (SLUICE_BROKER_ERROR_INVALID), as
+ * it refuses a field that the URL gives differently. The strings are
+ * borrowed for the call to sluice_redis_broker_new(), which copies them
+ * and reads the files they name (a file it cannot use is
+ * SLUICE_BROKER_ERROR_INVALID, naming it).
  *
  * Initialise with sluice_redis_options_init(); the broker copies it.
  */
@@ -100,6 +148,13 @@ typedef struct {
   gint64 min_replicas_timeout_ms;
   guint partitions;
   const gchar *mode_setting;
+  const gchar *tls_ca_file;
+  const gchar *tls_ca_dir;
+  const gchar *tls_cert;
+  const gchar *tls_key;
+  const gchar *tls_server_name;
+  SluiceRedisTlsVersion tls_min_version;
+  gboolean tls_insecure;
 } SluiceRedisOptions;
 
 SLUICE_AVAILABLE_IN_0_1

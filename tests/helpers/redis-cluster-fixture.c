@@ -21,6 +21,7 @@ struct _SluiceTestCluster {
   GPtrArray *nodes; /* SluiceTestRedis*, owned */
   guint masters;
   gchar *url;
+  const SluiceTestRedisOptions *tls; /* borrowed during the start only */
 };
 
 static void
@@ -196,6 +197,16 @@ create_with_cli(SluiceTestCluster *c, guint replicas, GError **error)
     return FALSE;
   }
   g_ptr_array_add(argv, g_strdup(cli));
+  if (c->tls != NULL) {
+    /* The nodes speak TLS only: redis-cli with the nodes' own pair. */
+    g_ptr_array_add(argv, g_strdup("--tls"));
+    g_ptr_array_add(argv, g_strdup("--cacert"));
+    g_ptr_array_add(argv, g_strdup(c->tls->tls_ca_cert_file));
+    g_ptr_array_add(argv, g_strdup("--cert"));
+    g_ptr_array_add(argv, g_strdup(c->tls->tls_cert_file));
+    g_ptr_array_add(argv, g_strdup("--key"));
+    g_ptr_array_add(argv, g_strdup(c->tls->tls_key_file));
+  }
   g_ptr_array_add(argv, g_strdup("--cluster"));
   g_ptr_array_add(argv, g_strdup("create"));
   for (guint i = 0; i < c->nodes->len; i++)
@@ -220,13 +231,31 @@ create_with_cli(SluiceTestCluster *c, guint replicas, GError **error)
 SluiceTestCluster *
 sluice_test_cluster_start(guint masters, guint replicas, GError **error)
 {
+  return sluice_test_cluster_start_tls(masters, replicas, NULL, error);
+}
+
+SluiceTestCluster *
+sluice_test_cluster_start_tls(guint masters, guint replicas,
+                              const SluiceTestRedisOptions *tls, GError **error)
+{
+  static const gchar *const tls_args[] = {"--tls-cluster", "yes",
+                                          "--tls-replication", "yes", NULL};
   g_autoptr(SluiceTestCluster) c = g_new0(SluiceTestCluster, 1);
   SluiceTestRedisOptions options = {0};
-  GString *url = g_string_new("redis+cluster://");
+  GString *url =
+      g_string_new(tls != NULL ? "rediss+cluster://" : "redis+cluster://");
 
   g_return_val_if_fail(masters >= 1, NULL);
   c->nodes = g_ptr_array_new_with_free_func(node_stop);
   c->masters = masters;
+  c->tls = tls;
+  if (tls != NULL) {
+    options.tls_cert_file = tls->tls_cert_file;
+    options.tls_key_file = tls->tls_key_file;
+    options.tls_ca_cert_file = tls->tls_ca_cert_file;
+    options.tls_auth_clients = tls->tls_auth_clients;
+    options.extra_args = tls_args;
+  }
   options.cluster_node_timeout_ms = SLUICE_TEST_CLUSTER_NODE_TIMEOUT_MS;
   for (guint i = 0; i < masters * (1 + replicas); i++) {
     SluiceTestRedis *node = sluice_test_redis_start(&options, error);
@@ -239,12 +268,18 @@ sluice_test_cluster_start(guint masters, guint replicas, GError **error)
     g_string_append_printf(url, "%s127.0.0.1:%u", i == 0 ? "" : ",",
                            sluice_test_redis_port(node));
   }
+  if (tls != NULL) {
+    g_autofree gchar *ca =
+        g_uri_escape_string(tls->tls_ca_cert_file, "/", FALSE);
+    g_string_append_printf(url, "?tls_ca_file=%s", ca);
+  }
   c->url = g_string_free(url, FALSE);
   if (masters >= 3 ? !create_with_cli(c, replicas, error)
                    : !join_by_hand(c, replicas, error))
     return NULL;
   if (!sluice_test_cluster_wait_ok(c, READY_TIMEOUT_MS, error))
     return NULL;
+  c->tls = NULL;
   return g_steal_pointer(&c);
 }
 

@@ -31,6 +31,20 @@ typedef struct _SluiceTestCluster SluiceTestCluster;
 SluiceTestCluster *sluice_test_cluster_start(guint masters, guint replicas,
                                              GError **error);
 
+/**
+ * sluice_test_cluster_start_tls:
+ * @tls: (nullable): NULL: as sluice_test_cluster_start(); else the
+ *   tls_cert_file, tls_key_file, tls_ca_cert_file and tls_auth_clients of
+ *   every node (borrowed for the call), which then speak TLS only, to
+ *   clients and to each other (tls-cluster yes, tls-replication yes; the
+ *   certificate must allow clientAuth too); the URL is rediss+cluster://
+ *   with tls_ca_file
+ */
+SluiceTestCluster *
+sluice_test_cluster_start_tls(guint masters, guint replicas,
+                              const SluiceTestRedisOptions *tls,
+                              GError **error);
+
 /** sluice_test_cluster_stop: stops every node by its pid, frees @c.
  * NULL-safe. */
 void sluice_test_cluster_stop(SluiceTestCluster *c);

@@ -58,6 +58,10 @@ struct _SluiceTestRedis {
   gchar **extra_args;
   gchar *sentinel_config;
   gint cluster_node_timeout_ms;
+  gchar *tls_cert_file; /* non-NULL: TLS only, admin over the unix socket */
+  gchar *tls_key_file;
+  gchar *tls_ca_cert_file;
+  gchar *tls_auth_clients;
   guint16 cluster_port; /* the cluster bus, when a cluster node */
   gchar *url;
   gchar *socket_url;
@@ -171,8 +175,28 @@ build_argv(SluiceTestRedis *r)
     g_ptr_array_add(argv, g_build_filename(r->dir, "sentinel.conf", NULL));
     ARG("--sentinel");
   }
-  ARG("--port");
-  g_ptr_array_add(argv, g_strdup_printf("%u", r->port));
+  if (r->tls_cert_file != NULL) {
+    ARG("--port");
+    ARG("0");
+    ARG("--tls-port");
+    g_ptr_array_add(argv, g_strdup_printf("%u", r->port));
+    ARG("--tls-cert-file");
+    ARG(r->tls_cert_file);
+    ARG("--tls-key-file");
+    ARG(r->tls_key_file);
+    ARG("--tls-ca-cert-file");
+    ARG(r->tls_ca_cert_file);
+    ARG("--tls-auth-clients");
+    ARG(r->tls_auth_clients != NULL ? r->tls_auth_clients : "no");
+    /* hiredis 0.14 has no TLS: the helper's own way in. */
+    ARG("--unixsocket");
+    g_ptr_array_add(argv, g_build_filename(r->dir, "redis.sock", NULL));
+    ARG("--unixsocketperm");
+    ARG("700");
+  } else {
+    ARG("--port");
+    g_ptr_array_add(argv, g_strdup_printf("%u", r->port));
+  }
   ARG("--bind");
   ARG("127.0.0.1");
   ARG("--dir");
@@ -206,7 +230,7 @@ build_argv(SluiceTestRedis *r)
     ARG("&*");
     ARG("+@all");
   }
-  if (r->unix_socket) {
+  if (r->unix_socket && r->tls_cert_file == NULL) {
     ARG("--unixsocket");
     g_ptr_array_add(argv, g_build_filename(r->dir, "redis.sock", NULL));
     ARG("--unixsocketperm");
@@ -251,8 +275,15 @@ static redisContext *
 connect_admin(SluiceTestRedis *r)
 {
   struct timeval tv = {2, 0};
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
+  redisContext *c;
   redisReply *reply;
+
+  if (r->tls_cert_file != NULL) {
+    g_autofree gchar *path = g_build_filename(r->dir, "redis.sock", NULL);
+    c = redisConnectUnixWithTimeout(path, tv);
+  } else {
+    c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
+  }
 
   if (c == NULL || c->err) {
     if (c != NULL)
@@ -430,13 +461,21 @@ sluice_test_redis_acl_log(SluiceTestRedis *r)
 static void
 make_urls(SluiceTestRedis *r)
 {
+  g_autofree gchar *auth = NULL;
+  g_autofree gchar *query = NULL;
+
   g_free(r->url);
   if (r->requirepass != NULL) {
     g_autofree gchar *pw = g_uri_escape_string(r->requirepass, NULL, FALSE);
-    r->url = g_strdup_printf("redis://:%s@127.0.0.1:%u/0", pw, r->port);
-  } else {
-    r->url = g_strdup_printf("redis://127.0.0.1:%u/0", r->port);
+    auth = g_strdup_printf(":%s@", pw);
   }
+  if (r->tls_cert_file != NULL) {
+    g_autofree gchar *ca = g_uri_escape_string(r->tls_ca_cert_file, "/", FALSE);
+    query = g_strdup_printf("?tls_ca_file=%s", ca);
+  }
+  r->url = g_strdup_printf(
+      "%s://%s127.0.0.1:%u/0%s", r->tls_cert_file != NULL ? "rediss" : "redis",
+      auth != NULL ? auth : "", r->port, query != NULL ? query : "");
   g_free(r->socket_url);
   r->socket_url =
       r->unix_socket ? g_strdup_printf("unix://%s/redis.sock", r->dir) : NULL;
@@ -458,6 +497,10 @@ sluice_test_redis_start(const SluiceTestRedisOptions *options, GError **error)
     r->extra_args = g_strdupv((gchar **)options->extra_args);
     r->sentinel_config = g_strdup(options->sentinel_config);
     r->cluster_node_timeout_ms = options->cluster_node_timeout_ms;
+    r->tls_cert_file = g_strdup(options->tls_cert_file);
+    r->tls_key_file = g_strdup(options->tls_key_file);
+    r->tls_ca_cert_file = g_strdup(options->tls_ca_cert_file);
+    r->tls_auth_clients = g_strdup(options->tls_auth_clients);
   }
   r->dir = g_dir_make_tmp("sluice-redis-XXXXXX", error);
   if (r->dir == NULL) {
@@ -600,6 +643,10 @@ sluice_test_redis_stop(SluiceTestRedis *r)
   g_free(r->acl_password);
   g_strfreev(r->extra_args);
   g_free(r->sentinel_config);
+  g_free(r->tls_cert_file);
+  g_free(r->tls_key_file);
+  g_free(r->tls_ca_cert_file);
+  g_free(r->tls_auth_clients);
   g_free(r->url);
   g_free(r->socket_url);
   if (r->acl_users != NULL)

@@ -34,6 +34,15 @@ G_BEGIN_DECLS
  * @cluster_node_timeout_ms: > 0 for a Redis Cluster node (cluster-enabled,
  *   its nodes.conf in its directory, its bus on a free port of its own,
  *   this cluster-node-timeout); see redis-cluster-fixture.h
+ * @tls_cert_file: (nullable): TLS only: `--port 0` and `--tls-port` on the
+ *   free port, with this certificate, @tls_key_file and @tls_ca_cert_file
+ *   (all three needed); the helper's own connections go through a unix
+ *   socket (<dir>/redis.sock), as hiredis 0.14 has no TLS, and the URL is
+ *   rediss://127.0.0.1:<port>/0?tls_ca_file=<@tls_ca_cert_file>
+ * @tls_key_file: (nullable): its key
+ * @tls_ca_cert_file: (nullable): the CA the server verifies clients (and
+ *   replication peers) with
+ * @tls_auth_clients: (nullable): "yes", "no" or "optional"; NULL = "no"
  */
 typedef struct {
   gboolean appendonly;
@@ -44,6 +53,10 @@ typedef struct {
   const gchar *const *extra_args;
   const gchar *sentinel_config;
   gint cluster_node_timeout_ms;
+  const gchar *tls_cert_file;
+  const gchar *tls_key_file;
+  const gchar *tls_ca_cert_file;
+  const gchar *tls_auth_clients;
 } SluiceTestRedisOptions;
 
 typedef struct _SluiceTestRedis SluiceTestRedis;
@@ -87,7 +100,8 @@ gboolean sluice_test_redis_restart(SluiceTestRedis *server, GError **error);
 void sluice_test_redis_stop(SluiceTestRedis *server);
 
 /** sluice_test_redis_url: Returns: (transfer none): redis://[:password@]
- * 127.0.0.1:<port>/0 (with the requirepass password if any). */
+ * 127.0.0.1:<port>/0 (with the requirepass password if any); for a TLS
+ * server rediss://[:password@]127.0.0.1:<port>/0?tls_ca_file=<CA>. */
 const gchar *sluice_test_redis_url(SluiceTestRedis *server);
 
 /** sluice_test_redis_socket_url: Returns: (transfer none): unix://<dir>/

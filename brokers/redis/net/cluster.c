@@ -228,7 +228,12 @@ parse_shards(SluiceRedisCluster *c, const Node *asked, const redisReply *reply,
     if (master == NULL)
       continue; /* failed and not replaced yet: its slots are not served */
     {
-      const redisReply *port = map_get(master, "port");
+      /* A node lists its plain port as "port" and its TLS port as
+       * "tls-port" (a TLS-only node has no "port"): a rediss+cluster://
+       * pool takes the TLS one. CLUSTER SLOTS, below, gives the port of
+       * the kind the asking connection is. */
+      const redisReply *port =
+          map_get(master, c->url.tls != NULL ? "tls-port" : "port");
       const gchar *host = address_or(map_get(master, "ip"), asked);
 
       if (port == NULL || port->type != REDIS_REPLY_INTEGER)

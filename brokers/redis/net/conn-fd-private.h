@@ -5,7 +5,7 @@
  * connected, both move bytes with recv() and send(MSG_NOSIGNAL) on a
  * non-blocking descriptor, and their read, write, pending and close slots
  * are these. A type with framing of its own (TLS) reuses
- * sluice_redis_fd__connect() and sluice_redis_fd__wait() for its
+ * sluice_redis_tcp__connect_fd() and sluice_redis_fd__wait() for its
  * transport and brings its own slots.
  */
 #pragma once
@@ -39,6 +39,17 @@ int sluice_redis_fd__wait(int fd, short events, gint64 deadline_us);
 gboolean sluice_redis_fd__connect(int fd, const struct sockaddr *addr,
                                   socklen_t addr_len, gint64 deadline_us,
                                   gchar **reason);
+
+/**
+ * sluice_redis_tcp__connect_fd:
+ * The "tcp" type's connect (conn-tcp.c), for the types over TCP: resolves
+ * @endpoint's host, connects to its addresses in turn (IPv4 first) until
+ * @deadline_us, and tunes the socket (TCP_NODELAY, keepalive).
+ * Returns: a connected non-blocking descriptor, or -1 with *@reason
+ * (transfer full).
+ */
+int sluice_redis_tcp__connect_fd(const SluiceRedisEndpoint *endpoint,
+                                 gint64 deadline_us, gchar **reason);
 
 /** sluice_redis_fd__socket_new: Returns: (transfer full): a socket of
  * @type on @fd (which it then owns). */

@@ -49,6 +49,8 @@ struct _SluiceRedisNode;
  * @cmd_ends: (nullable): with the Cluster router, where each command
  *   appended since the last exchange ends in @obuf, so that the router can
  *   send one of them again elsewhere
+ * @heard: the server sent at least one byte
+ * @hung_up: a read met the server's close (an EOF or a reset)
  */
 struct _SluiceRedisConn {
   SluiceRedisSocket *socket;
@@ -68,6 +70,8 @@ struct _SluiceRedisConn {
   const gchar *grant_ns;
   guint slot;
   GArray *cmd_ends;
+  gboolean heard;
+  gboolean hung_up;
 };
 
 typedef enum {
@@ -136,6 +140,21 @@ gboolean sluice_redis_conn__transact(SluiceRedisConn *conn, guint n,
  * type's own records, such as a TLS session ticket).
  */
 gboolean sluice_redis_conn__alive(SluiceRedisConn *conn);
+
+/**
+ * sluice_redis_conn__diagnose:
+ * @conn: a connection whose first exchange (the handshake) failed
+ * @endpoint: where @conn was made to
+ * @reason: (inout) (transfer full): why it failed
+ *
+ * A plain connection that the server closed before it sent a byte may
+ * have met a TLS port: the port is asked (a TLS hello, within
+ * MIN(@timeout_ms, 1 s)), and if it answers in TLS *@reason becomes "this
+ * port speaks TLS: use rediss://". Nothing for any other failure.
+ */
+void sluice_redis_conn__diagnose(const SluiceRedisConn *conn,
+                                 const SluiceRedisEndpoint *endpoint,
+                                 gint64 timeout_ms, gchar **reason);
 
 /**
  * sluice_redis_conn__swap_link:

@@ -13,7 +13,8 @@
  * 5 s, 3 times (hiredis's REDIS_KEEPALIVE_INTERVAL), so a half-open
  * connection left idle in the pool is found dead within a minute even
  * when nothing is sent on it. Reads, writes and close are those of every
- * plain socket (conn-fd.c).
+ * plain socket (conn-fd.c). The "tls" type connects its socket the same
+ * way (sluice_redis_tcp__connect_fd()) before its handshake.
  */
 #include "config.h"
 
@@ -80,16 +81,16 @@ try_family(const struct addrinfo *list, int family, gint64 deadline_us,
   return -1;
 }
 
-static SluiceRedisSocket *
-tcp_connect(const SluiceRedisEndpoint *endpoint, gint64 deadline_us,
-            gchar **reason)
+int
+sluice_redis_tcp__connect_fd(const SluiceRedisEndpoint *endpoint,
+                             gint64 deadline_us, gchar **reason)
 {
   struct addrinfo hints = {0};
   struct addrinfo *list = NULL;
   gchar port[16];
   int fd, rc;
 
-  g_return_val_if_fail(endpoint->host != NULL, NULL);
+  g_return_val_if_fail(endpoint->host != NULL, -1);
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   /* No AI_ADDRCONFIG: it hides the loopback addresses of a host with no
@@ -99,7 +100,7 @@ tcp_connect(const SluiceRedisEndpoint *endpoint, gint64 deadline_us,
   rc = getaddrinfo(endpoint->host, port, &hints, &list);
   if (rc != 0) {
     *reason = g_strdup(rc == EAI_SYSTEM ? g_strerror(errno) : gai_strerror(rc));
-    return NULL;
+    return -1;
   }
   *reason = NULL;
   fd = try_family(list, AF_INET, deadline_us, reason);
@@ -109,9 +110,20 @@ tcp_connect(const SluiceRedisEndpoint *endpoint, gint64 deadline_us,
   if (fd < 0) {
     if (*reason == NULL)
       *reason = g_strdup("the host has no IPv4 or IPv6 address");
-    return NULL;
+    return -1;
   }
   tune(fd);
+  return fd;
+}
+
+static SluiceRedisSocket *
+tcp_connect(const SluiceRedisEndpoint *endpoint, gint64 deadline_us,
+            gchar **reason)
+{
+  int fd = sluice_redis_tcp__connect_fd(endpoint, deadline_us, reason);
+
+  if (fd < 0)
+    return NULL;
   return sluice_redis_fd__socket_new(&sluice_redis_conn_type__tcp, fd);
 }
 

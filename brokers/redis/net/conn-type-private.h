@@ -11,7 +11,7 @@
  *   type           file          endpoint
  *   "tcp"          conn-tcp.c    host + port (getaddrinfo: IPv4 and IPv6)
  *   "unix"         conn-unix.c   path of a socket file
- *   "tls" (next)   conn-tls.c    host + port + the TLS settings
+ *   "tls"          conn-tls.c    host + port + the TLS settings (rediss://)
  *
  * Every socket is non-blocking. read() and write() never wait: they move
  * what they can and say what they are waiting for, so a type that has its
@@ -76,8 +76,9 @@ typedef struct {
  * @host: (nullable): TCP-based types: a host name or an address
  * @port: TCP-based types: the port
  * @path: (nullable): unix: the socket's path
- * @settings: (nullable): what a type needs beyond the address (TLS: CA,
- *   client certificate, server name), owned by the URL; NULL for "tcp" and
+ * @settings: (nullable): what a type needs beyond the address, owned by
+ *   the URL: for "tls" its SluiceRedisTls (tls-private.h: CA, client
+ *   certificate, server name, and the shared SSL_CTX); NULL for "tcp" and
  *   "unix"
  *
  * Where a connection goes.
@@ -97,7 +98,8 @@ typedef struct {
  *   (monotonic); gives up then. Returns: (transfer full) (nullable): the
  *   socket, or NULL with *@reason (transfer full) saying why in a few
  *   words ("Connection refused", "no answer within 250 ms"); never a
- *   secret in it.
+ *   secret in it. A reason that starts with "TLS" is a refusal of the TLS
+ *   layer (a certificate, an alert) that says what to do itself.
  * @read: reads up to @len bytes into @buf, without waiting. DONE with
  *   *@out_n > 0, WANT_READ / WANT_WRITE, EOF, or ERROR with *@reason.
  * @write: writes up to @len bytes of @buf, without waiting, and never
@@ -125,8 +127,9 @@ struct _SluiceRedisConnType {
   void (*close)(SluiceRedisSocket *socket);
 };
 
-/* The types (conn-tcp.c, conn-unix.c). */
+/* The types (conn-tcp.c, conn-unix.c, conn-tls.c). */
 extern const SluiceRedisConnType sluice_redis_conn_type__tcp;
 extern const SluiceRedisConnType sluice_redis_conn_type__unix;
+extern const SluiceRedisConnType sluice_redis_conn_type__tls;
 
 G_END_DECLS

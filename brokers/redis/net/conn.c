@@ -2,7 +2,8 @@
  * type, hiredis's reply parser and command formatting, and the deadlines
  * (see conn-private.h; the accessors users see are in redis-net.h).
  *
- * hiredis 0.14 has no TLS, so Sluice owns its sockets and keeps of hiredis
+ * hiredis 0.14 has no TLS, so Sluice owns its sockets (conn-tls.c brings
+ * TLS as one more type) and keeps of hiredis
  * what it does well: redisFormatSdsCommandArgv() formats each command into
  * the connection's output buffer, and a redisReader parses what the socket
  * gives. The bytes move through the connection type (conn-type-private.h):
@@ -45,6 +46,7 @@
 #include "brokers/redis/net/conn-fd-private.h"
 #include "brokers/redis/net/conn-private.h"
 #include "brokers/redis/net/errors-private.h"
+#include "brokers/redis/net/tls-private.h"
 
 /* A buffer larger than this is given back once idle. */
 #define KEEP_BUF_BYTES (256 * 1024)
@@ -114,6 +116,7 @@ reader_failure(SluiceRedisConn *conn)
 static const SluiceRedisConnType *const conn_types[] = {
     &sluice_redis_conn_type__tcp,
     &sluice_redis_conn_type__unix,
+    &sluice_redis_conn_type__tls,
 };
 
 const SluiceRedisConnType *
@@ -285,6 +288,7 @@ sluice_redis_conn__read(SluiceRedisConn *conn, gint64 deadline_us,
         return SLUICE_REDIS_READ_FAILED;
       }
       conn->reply_bytes += n;
+      conn->heard = TRUE;
       events = POLLIN;
       break;
     case SLUICE_REDIS_IO_WANT_READ:
@@ -295,9 +299,12 @@ sluice_redis_conn__read(SluiceRedisConn *conn, gint64 deadline_us,
       break;
     case SLUICE_REDIS_IO_EOF:
       *reason = g_strdup("the server closed the connection");
+      conn->hung_up = TRUE;
       return SLUICE_REDIS_READ_FAILED;
     case SLUICE_REDIS_IO_ERROR:
     default:
+      if (errno == ECONNRESET)
+        conn->hung_up = TRUE;
       if (*reason == NULL)
         *reason = g_strdup("the connection failed");
       return SLUICE_REDIS_READ_FAILED;
@@ -353,6 +360,24 @@ sluice_redis_conn__alive(SluiceRedisConn *conn)
     return TRUE;
   return socket->type->read(socket, buf, sizeof buf, &n, &reason) ==
          SLUICE_REDIS_IO_WANT_READ;
+}
+
+void
+sluice_redis_conn__diagnose(const SluiceRedisConn *conn,
+                            const SluiceRedisEndpoint *endpoint,
+                            gint64 timeout_ms, gchar **reason)
+{
+  /* A TLS server closes at once on plain bytes (it reads "*2\r\n$4" as a
+   * record header); a plain server that died mid-handshake would too, so
+   * the port is asked, once, in TLS. */
+  if (conn->socket->type != &sluice_redis_conn_type__tcp || conn->heard ||
+      !conn->hung_up || endpoint->host == NULL)
+    return;
+  if (sluice_redis_tls__port_speaks_tls(
+          endpoint, g_get_monotonic_time() + MIN(timeout_ms, 1000) * 1000)) {
+    g_free(*reason);
+    *reason = g_strdup("this port speaks TLS: use rediss://");
+  }
 }
 
 void

@@ -202,8 +202,10 @@ sluice_redis_node__dial(SluiceRedisNode *node, const gchar *host, gint port,
   const SluiceRedisConnType *type;
   SluiceRedisConn *conn;
 
-  /* endpoint.settings stays NULL: "tcp" and "unix" need none; a type that
-   * does (TLS) takes them from the URL here. */
+  /* What a type needs beyond the address is the URL's: for "tls" its
+   * settings and their one context, the same for every server of the URL
+   * (a sentinel's master, every node of a cluster). */
+  endpoint.settings = url->tls;
   if (host != NULL) {
     endpoint.host = host;
     endpoint.port = port;
@@ -228,6 +230,8 @@ sluice_redis_node__dial(SluiceRedisNode *node, const gchar *host, gint port,
   conn->generation = sluice_redis_node__get_generation(node);
   if (!sluice_redis_handshake__run(conn, url, node->settings->grant_ns, probe,
                                    out_probe, reason, error)) {
+    if (*reason != NULL)
+      sluice_redis_conn__diagnose(conn, &endpoint, timeout_ms, reason);
     sluice_redis_conn__free(conn);
     return NULL;
   }
@@ -269,10 +273,16 @@ open_direct(SluiceRedisNode *node, gint64 timeout_ms, gchar **outage,
     g_clear_pointer(&conn, sluice_redis_conn__free);
   if (conn != NULL || reason == NULL)
     return conn; /* made, or the server answered no: not an outage */
-  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
-              "cannot connect to Redis at %s: %s; check that redis-server "
-              "is running there and that the URL is right",
-              node->url.display, reason);
+  /* A TLS refusal says what to do itself (conn-type-private.h), and so
+   * does a port of the other kind. */
+  if (g_str_has_prefix(reason, "TLS") || strstr(reason, "use redis") != NULL)
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+                "cannot connect to Redis at %s: %s", node->url.display, reason);
+  else
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_UNAVAILABLE,
+                "cannot connect to Redis at %s: %s; check that redis-server "
+                "is running there and that the URL is right",
+                node->url.display, reason);
   *outage = g_steal_pointer(&reason);
   return NULL;
 }

@@ -65,6 +65,39 @@ typedef struct {
 } SluiceRedisUrlParam;
 
 /**
+ * SluiceRedisTlsConfig:
+ * @ca_file: (nullable): PEM file of the CAs that may sign the servers'
+ *   certificates (tls_ca_file=); with @ca_dir NULL too: the system's trust
+ *   store
+ * @ca_dir: (nullable): a directory of such CAs, by subject hash
+ *   (c_rehash/openssl rehash; tls_ca_dir=)
+ * @cert: (nullable): PEM file of this client's certificate (and its chain)
+ *   for servers that verify clients (tls_cert=); needs @key
+ * @key: (nullable): PEM file of its private key, unencrypted (tls_key=)
+ * @server_name: (nullable): the name sent by SNI and checked against the
+ *   certificate (tls_server_name=); NULL: each server's own host
+ * @min_version: 0 (not given: TLS 1.2), 12 (TLS 1.2) or 13 (TLS 1.3)
+ *   (tls_min_version=1.2|1.3)
+ * @insecure: no verification of the certificate at all (tls_insecure=1):
+ *   logged as a warning once per broker
+ *
+ * What a rediss:// URL says of TLS, or what an owner adds to it
+ * (sluice_redis_url__merge_tls()). Strings are borrowed where a struct is
+ * passed in and owned where the layer keeps one.
+ */
+typedef struct {
+  const gchar *ca_file;
+  const gchar *ca_dir;
+  const gchar *cert;
+  const gchar *key;
+  const gchar *server_name;
+  gint min_version;
+  gboolean insecure;
+} SluiceRedisTlsConfig;
+
+struct _SluiceRedisTls;
+
+/**
  * SluiceRedisUrl:
  * @is_unix: TRUE for unix:///path, FALSE for redis://host:port
  * @host: (nullable): TCP host
@@ -93,10 +126,15 @@ typedef struct {
  *   does not know, in the order of the URL, percent-decoded: the owner's
  *   to parse, and to refuse with sluice_redis_url__refuse_unknown() when
  *   it does not know them either
- * @conn_type: the connection type its connections use ("tcp", "unix"; see
- *   net/conn-type-private.h): a static string
+ * @conn_type: the connection type its connections use ("tcp", "unix",
+ *   "tls"; see net/conn-type-private.h): a static string
  * @shown: the URL text as a message may quote it (every password masked),
  *   for sluice_redis_url__refuse()
+ * @tls: (nullable): for rediss://, rediss+sentinel:// and
+ *   rediss+cluster://: the TLS settings and their one context (net/
+ *   tls-private.h), a reference shared by every copy of the URL, so every
+ *   connection of its owner, to every server, uses the same; NULL for a
+ *   plain URL
  */
 typedef struct {
   gboolean is_unix;
@@ -122,6 +160,7 @@ typedef struct {
   guint n_params;
   const gchar *conn_type;
   gchar *shown;
+  struct _SluiceRedisTls *tls;
 } SluiceRedisUrl;
 
 /**
@@ -174,6 +213,35 @@ gboolean sluice_redis_url__refuse_unknown(const SluiceRedisUrl *url,
                                           const gchar *name,
                                           const gchar *const *owner_names,
                                           GError **error);
+
+/**
+ * sluice_redis_url__merge_tls:
+ * @config: (transfer none): what the owner's own settings say (a
+ *   SluiceRedisOptions' tls_* fields); NULL or empty strings and 0 say
+ *   nothing
+ * @origin: how the owner's user names those settings, for messages
+ *   ("SluiceRedisOptions")
+ *
+ * Adds @config to what @url's query said, before the URL is first used or
+ * copied. A setting given in both places must be the same; a setting for a
+ * URL that is not rediss:// is refused, not ignored.
+ * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_INVALID naming the
+ * setting.
+ */
+gboolean sluice_redis_url__merge_tls(SluiceRedisUrl *url,
+                                     const SluiceRedisTlsConfig *config,
+                                     const gchar *origin, GError **error);
+
+/**
+ * sluice_redis_url__prepare_tls:
+ * Reads the files @url's TLS settings name now (CA, client certificate
+ * and key), once for the URL and all its copies, rather than at the first
+ * connection; nothing for a plain URL. With tls_insecure it logs its
+ * warning here, once.
+ * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_INVALID naming the file
+ * and what is wrong with it.
+ */
+gboolean sluice_redis_url__prepare_tls(SluiceRedisUrl *url, GError **error);
 
 /* ---- Connections (conn.c) ----------------------------------------------- */
 

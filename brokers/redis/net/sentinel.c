@@ -123,6 +123,8 @@ ask_one(const SluiceRedisUrl *url, guint i, gint64 timeout_ms, gint64 min_epoch,
 {
   g_autofree gchar *addr = sentinel_addr(url, i);
   g_autofree gchar *reason = NULL;
+  SluiceRedisEndpoint endpoint = {url->sentinels[i], url->sentinel_ports[i],
+                                  NULL, url->tls};
   redisReply *replies[3] = {NULL, NULL, NULL};
   SluiceRedisConn *conn;
   guint n = 0, auth_at = G_MAXUINT, ask_at, epoch_at;
@@ -132,13 +134,10 @@ ask_one(const SluiceRedisUrl *url, guint i, gint64 timeout_ms, gint64 min_epoch,
   guint64 port;
 
   *miss = MISS_UNREACHABLE;
-  {
-    SluiceRedisEndpoint endpoint = {url->sentinels[i], url->sentinel_ports[i],
-                                    NULL, NULL};
-
-    conn = sluice_redis_conn__open(sluice_redis_conn_type__find(url->conn_type),
-                                   &endpoint, timeout_ms, &reason);
-  }
+  /* The sentinels are reached as the master is: TLS for a rediss+sentinel://
+   * URL, with the same settings. */
+  conn = sluice_redis_conn__open(sluice_redis_conn_type__find(url->conn_type),
+                                 &endpoint, timeout_ms, &reason);
   if (conn == NULL) {
     g_string_append_printf(why, "; %s: %s", addr, reason);
     return FALSE;
@@ -173,6 +172,7 @@ ask_one(const SluiceRedisUrl *url, guint i, gint64 timeout_ms, gint64 min_epoch,
     epoch_at = n++;
   }
   if (!sluice_redis_conn__transact(conn, n, replies, timeout_ms, &reason)) {
+    sluice_redis_conn__diagnose(conn, &endpoint, timeout_ms, &reason);
     g_string_append_printf(why, "; %s: %s", addr, reason);
     goto out;
   }

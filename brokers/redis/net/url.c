@@ -21,16 +21,26 @@
  * parses its own and refuses the rest with sluice_redis_url__refuse_unknown(),
  * so this file knows nothing of what is built on the layer.
  *
- * To add a scheme (rediss:// for TLS): recognise it in parse_into(), set
- * conn_type to the connection type it needs (conn-type-private.h) and what
- * that type reads (SluiceRedisEndpoint.settings), parse the scheme's own
- * query parameters in parse_params(), and name them in
- * sluice_redis_url__refuse_unknown() and in url_invalid()'s list of forms.
+ * TLS: rediss://, rediss+sentinel:// and rediss+cluster:// are the three
+ * TCP forms with conn_type "tls" and a SluiceRedisTls (tls-private.h) made
+ * of their tls_* parameters (tls_ca_file, tls_ca_dir, tls_cert, tls_key,
+ * tls_server_name, tls_min_version=1.2|1.3, tls_insecure=1), which every
+ * copy of the URL shares; the files they name are read when the owner
+ * prepares the URL (sluice_redis_url__prepare_tls()) or at the first
+ * connection, never while parsing. A tls_* parameter on a plain URL is
+ * refused: it would otherwise be silently ignored.
+ *
+ * To add a scheme: recognise it in parse_into(), set conn_type to the
+ * connection type it needs (conn-type-private.h) and what that type reads
+ * (SluiceRedisEndpoint.settings), parse the scheme's own query parameters
+ * in parse_params(), and name them in sluice_redis_url__refuse_unknown()
+ * and in url_invalid()'s list of forms.
  */
 #include "config.h"
 
 #include <string.h>
 
+#include "brokers/redis/net/tls-private.h"
 #include "brokers/redis/net/url-private.h"
 #include "serializers/text.h"
 
@@ -57,8 +67,9 @@ url_invalid(GError **error, const gchar *shown, const gchar *why)
               "redis://[[user]:password@]host[:port][/db], "
               "redis+sentinel://[[user]:password@]host:port[,host:port...]/"
               "MASTERNAME[/db], "
-              "redis+cluster://[[user]:password@]host:port[,host:port...] or "
-              "unix:///path/to/socket[?db=N])",
+              "redis+cluster://[[user]:password@]host:port[,host:port...], "
+              "unix:///path/to/socket[?db=N], or rediss://, "
+              "rediss+sentinel://, rediss+cluster:// for TLS)",
               shown, why);
   return FALSE;
 }
@@ -94,15 +105,18 @@ append_userinfo(GString *s, const SluiceRedisUrl *url)
 static gchar *
 make_display(const SluiceRedisUrl *url)
 {
-  GString *s = g_string_new(url->is_unix      ? "unix://"
-                            : url->is_cluster ? "redis+cluster://"
-                                              : "redis://");
+  gboolean tls = url->tls != NULL;
+  GString *s = g_string_new(
+      url->is_unix      ? "unix://"
+      : url->is_cluster ? (tls ? "rediss+cluster://" : "redis+cluster://")
+      : tls             ? "rediss://"
+                        : "redis://");
   g_autofree gchar *host = NULL;
 
   if (url->is_sentinel) {
     g_autofree gchar *name = NULL;
 
-    g_string_assign(s, "redis+sentinel://");
+    g_string_assign(s, tls ? "rediss+sentinel://" : "redis+sentinel://");
     append_userinfo(s, url);
     for (guint i = 0; i < url->n_sentinels; i++) {
       g_autofree gchar *h = sluice_text__escape(url->sentinels[i], -1, 0);
@@ -256,15 +270,153 @@ param_clear(gpointer data)
   g_free(param->value);
 }
 
+/* The tls_* parameters of a URL, as parsed (owned); @on for the rediss
+ * schemes. */
+typedef struct {
+  gboolean on;
+  gchar *ca_file;
+  gchar *ca_dir;
+  gchar *cert;
+  gchar *key;
+  gchar *server_name;
+  gint min_version;
+  gboolean insecure;
+  gboolean insecure_given;
+} TlsParams;
+
+static void
+tls_params_clear(TlsParams *tls)
+{
+  g_free(tls->ca_file);
+  g_free(tls->ca_dir);
+  g_free(tls->cert);
+  g_free(tls->key);
+  g_free(tls->server_name);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TlsParams, tls_params_clear)
+
+/* The parameter names of TLS, for the message that refuses an unknown
+ * one. */
+static const gchar *const tls_param_names[] = {
+    "tls_ca_file",     "tls_ca_dir",      "tls_cert",     "tls_key",
+    "tls_server_name", "tls_min_version", "tls_insecure", NULL};
+
+/* A server name: a host name or an address, nothing a certificate check
+ * could misread. */
+static gboolean
+valid_server_name(const gchar *name)
+{
+  if (name[0] == '\0' || strlen(name) > 253)
+    return FALSE;
+  if (g_hostname_is_ip_address(name))
+    return TRUE;
+  for (const gchar *c = name; *c != '\0'; c++)
+    if (!g_ascii_isalnum(*c) && *c != '.' && *c != '-' && *c != '_')
+      return FALSE;
+  return TRUE;
+}
+
+/* Parses @key=@value into @tls when it is one of TLS's parameters.
+ * Returns: 1 (taken: @key and @value are freed here), 0 (not TLS's: the
+ * caller keeps both) or -1 (refused, @error set; both freed here). */
+static gint
+take_tls_param(TlsParams *tls, gchar *key, gchar *value, const gchar *shown,
+               GError **error)
+{
+  gchar **slot = NULL;
+  const gchar *why = NULL;
+
+  if (!g_str_has_prefix(key, "tls_"))
+    return 0;
+  if (!tls->on) {
+    why = "the tls_* parameters are for TLS: write rediss:// (or "
+          "rediss+sentinel://, rediss+cluster://)";
+    goto refuse;
+  }
+  if (strcmp(key, "tls_ca_file") == 0)
+    slot = &tls->ca_file;
+  else if (strcmp(key, "tls_ca_dir") == 0)
+    slot = &tls->ca_dir;
+  else if (strcmp(key, "tls_cert") == 0)
+    slot = &tls->cert;
+  else if (strcmp(key, "tls_key") == 0)
+    slot = &tls->key;
+  else if (strcmp(key, "tls_server_name") == 0)
+    slot = &tls->server_name;
+
+  if (slot != NULL) {
+    if (*slot != NULL) {
+      why = "a tls_* parameter is given twice: give each once";
+      goto refuse;
+    }
+    if (value[0] == '\0') {
+      why = "a tls_* parameter has no value: tls_ca_file, tls_ca_dir, "
+            "tls_cert and tls_key take a path, tls_server_name a host name";
+      goto refuse;
+    }
+    if (slot == &tls->server_name && !valid_server_name(value)) {
+      why = "tls_server_name must be a host name or an address";
+      goto refuse;
+    }
+    *slot = value;
+    g_free(key);
+    return 1;
+  }
+  if (strcmp(key, "tls_min_version") == 0) {
+    if (tls->min_version != 0) {
+      why = "tls_min_version is given twice: give it once";
+      goto refuse;
+    }
+    if (strcmp(value, "1.2") == 0)
+      tls->min_version = 12;
+    else if (strcmp(value, "1.3") == 0)
+      tls->min_version = 13;
+    else {
+      why = "tls_min_version is 1.2 (the default) or 1.3";
+      goto refuse;
+    }
+  } else if (strcmp(key, "tls_insecure") == 0) {
+    if (tls->insecure_given) {
+      why = "tls_insecure is given twice: give it once";
+      goto refuse;
+    }
+    tls->insecure_given = TRUE;
+    if (strcmp(value, "1") == 0 || strcmp(value, "true") == 0 ||
+        strcmp(value, "yes") == 0)
+      tls->insecure = TRUE;
+    else if (strcmp(value, "0") == 0 || strcmp(value, "false") == 0 ||
+             strcmp(value, "no") == 0)
+      tls->insecure = FALSE;
+    else {
+      why = "tls_insecure is 1 (no verification of the server: for tests "
+            "only) or 0";
+      goto refuse;
+    }
+  } else {
+    return 0; /* unknown: refused by the owner, with every name */
+  }
+  g_free(key);
+  g_free(value);
+  return 1;
+
+refuse:
+  g_free(key);
+  g_free(value);
+  url_invalid(error, shown, why);
+  return -1;
+}
+
 /* The query parameters of the connection: for unix:// the database, for
- * redis+sentinel:// the sentinels' credentials. Every other parameter is
+ * redis+sentinel:// the sentinels' credentials, for the rediss schemes
+ * TLS's (into @tls). Every other parameter is
  * the owner's (the broker's partitions= and min_replicas_ack=): handed
  * back in order in @parsed->params, to be parsed and refused by the owner
  * (sluice_redis_url__refuse_unknown()), so this layer needs to know
  * nothing of what is built on it. @query is the raw text after '?'. */
 static gboolean
-parse_params(const gchar *query, const gchar *scheme, const gchar *shown,
-             SluiceRedisUrl *parsed, GError **error)
+parse_params(const gchar *query, const gchar *scheme, TlsParams *tls,
+             const gchar *shown, SluiceRedisUrl *parsed, GError **error)
 {
   gboolean is_unix = strcmp(scheme, "unix") == 0;
   gboolean is_sentinel = strcmp(scheme, "redis+sentinel") == 0;
@@ -277,6 +429,12 @@ parse_params(const gchar *query, const gchar *scheme, const gchar *shown,
   g_array_set_clear_func(rest, param_clear);
   g_uri_params_iter_init(&iter, query, -1, "&", G_URI_PARAMS_NONE);
   while (g_uri_params_iter_next(&iter, &key, &value, &local)) {
+    gint taken = take_tls_param(tls, key, value, shown, error);
+
+    if (taken < 0)
+      return FALSE;
+    if (taken > 0)
+      continue;
     if (is_unix && strcmp(key, "db") == 0) {
       gboolean ok = parse_db(value, &parsed->db);
 
@@ -356,8 +514,8 @@ parse_sentinel_host(const gchar *item, gchar **out_host, gint *out_port)
 /* What follows the userinfo of a redis+sentinel:// URL:
  * h1[:p1][,h2[:p2]...]/MASTER[/db][?query]. */
 static gboolean
-parse_sentinel(const gchar *rest, const gchar *shown, SluiceRedisUrl *parsed,
-               GError **error)
+parse_sentinel(const gchar *rest, TlsParams *tls, const gchar *shown,
+               SluiceRedisUrl *parsed, GError **error)
 {
   gsize hosts_len = strcspn(rest, "/?#");
   g_autofree gchar *hosts = g_strndup(rest, hosts_len);
@@ -421,7 +579,7 @@ parse_sentinel(const gchar *rest, const gchar *shown, SluiceRedisUrl *parsed,
                        "after the master's name comes only a database "
                        "number: /MASTERNAME/N");
   if (query != NULL &&
-      !parse_params(query + 1, "redis+sentinel", shown, parsed, error))
+      !parse_params(query + 1, "redis+sentinel", tls, shown, parsed, error))
     return FALSE;
   parsed->is_sentinel = TRUE;
   return TRUE;
@@ -471,7 +629,7 @@ parse_cluster_node(const gchar *text, gsize len, gchar **out_host,
 }
 
 static gboolean
-parse_cluster_nodes(const gchar *rest, const gchar *shown,
+parse_cluster_nodes(const gchar *rest, TlsParams *tls, const gchar *shown,
                     SluiceRedisUrl *parsed, GError **error)
 {
   gsize nodes_len = strcspn(rest, "/?#");
@@ -486,7 +644,7 @@ parse_cluster_nodes(const gchar *rest, const gchar *shown,
     return url_invalid(error, shown,
                        "redis+cluster:// URLs take no fragment (#...)");
   if (query != NULL &&
-      !parse_params(query + 1, "redis+cluster", shown, parsed, error))
+      !parse_params(query + 1, "redis+cluster", tls, shown, parsed, error))
     return FALSE;
   if (path[0] == '/' && path[1] != '\0' && strcmp(path, "/0") != 0)
     return url_invalid(error, shown,
@@ -521,6 +679,7 @@ parse_into(const gchar *text, SluiceRedisUrl *parsed, GError **error)
   g_autofree gchar *shown = NULL;
   g_autofree gchar *scheme = NULL;
   g_autofree gchar *hostpart = NULL;
+  g_auto(TlsParams) tls = {0};
   UrlParts parts;
   const gchar *host;
   const gchar *query;
@@ -530,18 +689,24 @@ parse_into(const gchar *text, SluiceRedisUrl *parsed, GError **error)
   if (parts.scheme == NULL)
     return url_invalid(error, shown,
                        "it does not start with redis://, redis+sentinel://, "
-                       "redis+cluster:// or unix://");
+                       "redis+cluster://, unix:// or rediss://");
   scheme = g_ascii_strdown(parts.scheme, (gssize)parts.scheme_len);
-  if (strcmp(scheme, "rediss") == 0 || strcmp(scheme, "rediss+sentinel") == 0)
-    return url_invalid(error, shown,
-                       "TLS (rediss://) is not supported by hiredis 0.14; "
-                       "reach a TLS Redis through a local TLS tunnel");
+  /* A rediss scheme is its plain one over TLS: parsed as that. */
+  if (strcmp(scheme, "rediss") == 0 || strcmp(scheme, "rediss+sentinel") == 0 ||
+      strcmp(scheme, "rediss+cluster") == 0) {
+    gchar *plain = g_strconcat("redis", scheme + strlen("rediss"), NULL);
+
+    g_free(scheme);
+    scheme = plain;
+    tls.on = TRUE;
+  }
   if (strcmp(scheme, "unix") != 0 && strcmp(scheme, "redis") != 0 &&
       strcmp(scheme, "redis+sentinel") != 0 &&
       strcmp(scheme, "redis+cluster") != 0)
     return url_invalid(error, shown,
                        "the scheme must be redis://, redis+sentinel://, "
-                       "redis+cluster:// or unix://");
+                       "redis+cluster://, unix://, or rediss://, "
+                       "rediss+sentinel://, rediss+cluster:// for TLS");
   if (strcmp(scheme, "unix") == 0 && parts.userinfo != NULL)
     /* A socket is protected by its file permissions; '@' in a socket
      * path is written %40. */
@@ -556,12 +721,12 @@ parse_into(const gchar *text, SluiceRedisUrl *parsed, GError **error)
                        "password)");
 
   if (strcmp(scheme, "redis+sentinel") == 0) {
-    if (!parse_sentinel(parts.rest, shown, parsed, error))
+    if (!parse_sentinel(parts.rest, &tls, shown, parsed, error))
       return FALSE;
     goto userinfo;
   }
   if (strcmp(scheme, "redis+cluster") == 0) {
-    if (!parse_cluster_nodes(parts.rest, shown, parsed, error))
+    if (!parse_cluster_nodes(parts.rest, &tls, shown, parsed, error))
       return FALSE;
     goto userinfo;
   }
@@ -587,7 +752,8 @@ parse_into(const gchar *text, SluiceRedisUrl *parsed, GError **error)
     if (g_uri_get_path(uri)[0] != '/')
       return url_invalid(error, shown,
                          "the socket path is missing or not absolute");
-    if (query != NULL && !parse_params(query, scheme, shown, parsed, error))
+    if (query != NULL &&
+        !parse_params(query, scheme, &tls, shown, parsed, error))
       return FALSE;
     parsed->path = g_strdup(g_uri_get_path(uri));
   } else {
@@ -596,7 +762,8 @@ parse_into(const gchar *text, SluiceRedisUrl *parsed, GError **error)
     if (host == NULL || host[0] == '\0')
       return url_invalid(error, shown,
                          "the host is missing (redis://host[:port][/db])");
-    if (query != NULL && !parse_params(query, scheme, shown, parsed, error))
+    if (query != NULL &&
+        !parse_params(query, scheme, &tls, shown, parsed, error))
       return FALSE;
     if (path[0] != '\0' && strcmp(path, "/") != 0 &&
         !parse_db(path + 1, &parsed->db))
@@ -626,7 +793,19 @@ userinfo:
     else
       g_free(user);
   }
-  parsed->conn_type = parsed->is_unix ? "unix" : "tcp";
+  parsed->conn_type = parsed->is_unix ? "unix" : tls.on ? "tls" : "tcp";
+  if (tls.on) {
+    SluiceRedisTlsConfig config = {
+        .ca_file = tls.ca_file,
+        .ca_dir = tls.ca_dir,
+        .cert = tls.cert,
+        .key = tls.key,
+        .server_name = tls.server_name,
+        .min_version = tls.min_version,
+        .insecure = tls.insecure,
+    };
+    parsed->tls = sluice_redis_tls__new(&config);
+  }
   parsed->display = make_display(parsed);
   parsed->shown = g_steal_pointer(&shown);
   return TRUE;
@@ -675,6 +854,7 @@ sluice_redis_url__clear(SluiceRedisUrl *url)
   url->n_seeds = 0;
   url->is_cluster = FALSE;
   g_clear_pointer(&url->shown, g_free);
+  g_clear_pointer(&url->tls, sluice_redis_tls__unref);
   for (guint i = 0; i < url->n_params; i++)
     param_clear(&url->params[i]);
   g_clear_pointer(&url->params, g_free);
@@ -706,6 +886,7 @@ sluice_redis_url__copy(const SluiceRedisUrl *from, SluiceRedisUrl *to)
   to->seed_ports = g_memdup2(from->seed_ports, sizeof(gint) * from->n_seeds);
   to->conn_type = from->conn_type;
   to->shown = g_strdup(from->shown);
+  to->tls = sluice_redis_tls__ref(from->tls);
   to->n_params = from->n_params;
   to->params = g_new0(SluiceRedisUrlParam, MAX(from->n_params, 1));
   for (guint i = 0; i < from->n_params; i++) {
@@ -724,6 +905,7 @@ sluice_redis_url__for_node(const SluiceRedisUrl *cluster, const gchar *host,
   to->user = g_strdup(cluster->user);
   to->password = g_strdup(cluster->password);
   to->conn_type = cluster->conn_type;
+  to->tls = sluice_redis_tls__ref(cluster->tls);
   to->display = make_display(to);
   to->shown = g_strdup(to->display);
 }
@@ -752,6 +934,9 @@ sluice_redis_url__refuse_unknown(const SluiceRedisUrl *url, const gchar *name,
   } else if (url->is_unix) {
     g_ptr_array_add(names, (gpointer) "db");
   }
+  if (url->tls != NULL)
+    for (guint i = 0; tls_param_names[i] != NULL; i++)
+      g_ptr_array_add(names, (gpointer)tls_param_names[i]);
   for (guint i = 0; owner_names != NULL && owner_names[i] != NULL; i++)
     g_ptr_array_add(names, (gpointer)owner_names[i]);
   g_string_append_printf(why, "unknown query parameter “%s”: ", shown);
@@ -768,4 +953,103 @@ sluice_redis_url__refuse_unknown(const SluiceRedisUrl *url, const gchar *name,
     g_string_append(why, " (the database is the path, /N)");
   return url_invalid(error, url->shown != NULL ? url->shown : url->display,
                      why->str);
+}
+
+/* ---- TLS settings from the owner ---------------------------------------- */
+
+/* Merges one string setting: either side may give it, both only alike. */
+static gboolean
+merge_string(const SluiceRedisUrl *url, const gchar *name, const gchar *ours,
+             const gchar *theirs, const gchar *origin, const gchar **out,
+             GError **error)
+{
+  if (theirs != NULL && theirs[0] == '\0')
+    theirs = NULL;
+  if (ours != NULL && theirs != NULL && strcmp(ours, theirs) != 0) {
+    g_autofree gchar *why = g_strdup_printf(
+        "%s.%s differs from the URL's %s=: give it in one place only", origin,
+        name, name);
+    return sluice_redis_url__refuse(url, why, error);
+  }
+  *out = ours != NULL ? ours : theirs;
+  return TRUE;
+}
+
+gboolean
+sluice_redis_url__merge_tls(SluiceRedisUrl *url,
+                            const SluiceRedisTlsConfig *config,
+                            const gchar *origin, GError **error)
+{
+  const SluiceRedisTlsConfig *ours;
+  SluiceRedisTlsConfig merged = {0};
+  gboolean any;
+
+  g_return_val_if_fail(url != NULL, FALSE);
+  any = config != NULL &&
+        ((config->ca_file != NULL && config->ca_file[0] != '\0') ||
+         (config->ca_dir != NULL && config->ca_dir[0] != '\0') ||
+         (config->cert != NULL && config->cert[0] != '\0') ||
+         (config->key != NULL && config->key[0] != '\0') ||
+         (config->server_name != NULL && config->server_name[0] != '\0') ||
+         config->min_version != 0 || config->insecure);
+  if (!any)
+    return TRUE;
+  if (url->tls == NULL) {
+    g_autofree gchar *why = g_strdup_printf(
+        "%s has tls_* settings but the URL is not a TLS one: write rediss:// "
+        "(or rediss+sentinel://, rediss+cluster://)",
+        origin);
+    return sluice_redis_url__refuse(url, why, error);
+  }
+  if (config->server_name != NULL && config->server_name[0] != '\0' &&
+      !valid_server_name(config->server_name)) {
+    g_autofree gchar *why = g_strdup_printf(
+        "%s.tls_server_name must be a host name or an address", origin);
+    return sluice_redis_url__refuse(url, why, error);
+  }
+  ours = sluice_redis_tls__get_config(url->tls);
+  if (!merge_string(url, "tls_ca_file", ours->ca_file, config->ca_file, origin,
+                    &merged.ca_file, error) ||
+      !merge_string(url, "tls_ca_dir", ours->ca_dir, config->ca_dir, origin,
+                    &merged.ca_dir, error) ||
+      !merge_string(url, "tls_cert", ours->cert, config->cert, origin,
+                    &merged.cert, error) ||
+      !merge_string(url, "tls_key", ours->key, config->key, origin, &merged.key,
+                    error) ||
+      !merge_string(url, "tls_server_name", ours->server_name,
+                    config->server_name, origin, &merged.server_name, error))
+    return FALSE;
+  if (ours->min_version != 0 && config->min_version != 0 &&
+      ours->min_version != config->min_version) {
+    g_autofree gchar *why = g_strdup_printf(
+        "%s.tls_min_version differs from the URL's tls_min_version=: give it "
+        "in one place only",
+        origin);
+    return sluice_redis_url__refuse(url, why, error);
+  }
+  merged.min_version =
+      ours->min_version != 0 ? ours->min_version : config->min_version;
+  merged.insecure = ours->insecure || config->insecure;
+  {
+    SluiceRedisTls *tls = sluice_redis_tls__new(&merged);
+
+    sluice_redis_tls__unref(url->tls);
+    url->tls = tls;
+  }
+  return TRUE;
+}
+
+gboolean
+sluice_redis_url__prepare_tls(SluiceRedisUrl *url, GError **error)
+{
+  g_autofree gchar *reason = NULL;
+
+  g_return_val_if_fail(url != NULL, FALSE);
+  if (url->tls == NULL ||
+      sluice_redis_tls__prepare(url->tls, url->display, &reason))
+    return TRUE;
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+              "the TLS settings of %s cannot be used: %s", url->display,
+              reason);
+  return FALSE;
 }

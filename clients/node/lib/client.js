@@ -3,6 +3,7 @@
 
 const Redis = require('ioredis');
 const p = require('./protocol');
+const tlsUrl = require('./tls');
 const {
   SluiceError, InvalidInputError, WrongModeError, FullError, UnavailableError,
   MalformedReplyError, NotFoundError, SluiceTimeoutError,
@@ -37,7 +38,9 @@ const REDIS_OPTIONS = {
 
 class Client {
   /**
-   * @param {string} url redis:// URL (ioredis), default redis://127.0.0.1:6379/0
+   * @param {string} url redis:// or rediss:// (TLS, with the C library's
+   *   tls_* parameters: lib/tls.js) URL for ioredis, default
+   *   redis://127.0.0.1:6379/0
    * @param {object} options namespace, mode ("reliable", the default as in
    *   C and the sluice command, or "fast"),
    *   trackState, resultTtlMs, revokeTtlMs, dedupTtlMs, maxMessageBytes,
@@ -48,7 +51,13 @@ class Client {
     const { redis, ...settings } = options;
     this.settings = p.checkSettings(settings);
     this.ownsRedis = redis === undefined;
-    this.redis = redis !== undefined ? redis : new Redis(url, REDIS_OPTIONS);
+    if (redis !== undefined) {
+      this.redis = redis;
+    } else {
+      // rediss://: the tls_* parameters are Sluice's (lib/tls.js).
+      const { url: plain, tls } = tlsUrl.splitUrl(url);
+      this.redis = new Redis(plain, tls !== undefined ? { ...REDIS_OPTIONS, tls } : REDIS_OPTIONS);
+    }
     this.scripts = p.scriptsFor(this.settings.mode);
     this.modeChecked = null;
     if (this.ownsRedis) {

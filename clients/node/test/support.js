@@ -141,10 +141,72 @@ function oracle(...args) {
   return execFileSync(path.join(BUILDDIR, 'tests', 'c-oracle'), args, { timeout: 120000 }).toString();
 }
 
+/** A CA, a server certificate for 127.0.0.1 and localhost and a client
+ * certificate, made with the openssl command in @dir. */
+function makeCerts(dir) {
+  const script = `set -e
+key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
+key ca.key
+openssl req -x509 -new -key ca.key -out ca.crt -days 30 -subj /CN=node-ca -addext basicConstraints=critical,CA:TRUE 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > server.ext
+printf 'extendedKeyUsage=clientAuth\n' > client.ext
+for who in server client; do
+  key $who.key
+  openssl req -new -key $who.key -out $who.csr -subj /CN=$who 2>/dev/null
+  openssl x509 -req -in $who.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile $who.ext -out $who.crt 2>/dev/null
+done
+`;
+  execFileSync('sh', ['-c', script], { cwd: dir, timeout: 60000 });
+  const certs = {};
+  for (const n of ['ca.crt', 'server.crt', 'server.key', 'client.crt', 'client.key']) certs[n] = path.join(dir, n);
+  return certs;
+}
+
+/** A redis-server that speaks TLS only (--port 0 --tls-port P), with the
+ * certificates of makeCerts(); the test's own connection goes by its unix
+ * socket. @authClients: its --tls-auth-clients. */
+async function startTlsRedis(authClients = 'no') {
+  const exe = process.env.REDIS_SERVER || which('redis-server');
+  if (!exe) throw new Error('redis-server is not installed (apt-get install redis-server)');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-node-tls-'));
+  const certs = makeCerts(dir);
+  const sock = path.join(dir, 'redis.sock');
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const port = await freePort();
+    const proc = spawn(exe, ['--port', '0', '--tls-port', String(port), '--bind', '127.0.0.1',
+      '--unixsocket', sock, '--tls-cert-file', certs['server.crt'], '--tls-key-file', certs['server.key'],
+      '--tls-ca-cert-file', certs['ca.crt'], '--tls-auth-clients', authClients,
+      '--dir', dir, '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'],
+    { cwd: dir, stdio: 'ignore' });
+    let exited = false;
+    proc.on('exit', () => { exited = true; });
+    const end = Date.now() + 30000;
+    while (!exited && Date.now() < end) {
+      const r = new Redis({ path: sock, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      r.on('error', () => {});
+      let up = false;
+      try { await r.connect(); up = (await r.ping()) === 'PONG'; } catch (e) { up = false; } finally { r.disconnect(); }
+      if (up) {
+        let url = `rediss://127.0.0.1:${port}/0?tls_ca_file=${encodeURIComponent(certs['ca.crt'])}`;
+        if (authClients === 'yes') {
+          url += `&tls_cert=${encodeURIComponent(certs['client.crt'])}&tls_key=${encodeURIComponent(certs['client.key'])}`;
+        }
+        return {
+          port, url, proc, dir, certs,
+          async stop() { await stopProc(proc); fs.rmSync(dir, { recursive: true, force: true }); },
+        };
+      }
+      await sleep(20);
+    }
+    await stopProc(proc);
+  }
+  throw new Error('redis-server did not start');
+}
+
 let nsCounter = 0;
 const newNamespace = () => `node${process.pid}-${nsCounter++}`;
 
 module.exports = {
-  SRCDIR, BUILDDIR, DATA, sleep, waitUntil, freePort, startRedis, skipWithoutBuild,
+  SRCDIR, BUILDDIR, DATA, sleep, waitUntil, freePort, startRedis, startTlsRedis, skipWithoutBuild,
   startWorker, sluiceCli, oracle, newNamespace,
 };

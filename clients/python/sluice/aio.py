@@ -10,6 +10,7 @@ The same methods, checks and bytes as sluice.Client, as coroutines.
 
 import asyncio
 import contextlib
+import ssl
 import time
 from typing import Any, Iterable, List, Mapping, Optional, Tuple
 
@@ -17,6 +18,7 @@ import redis
 import redis.asyncio
 
 from . import protocol as p
+from . import tls
 from .client import check_mode, now_ms, translate
 from .errors import InvalidInput, MalformedReply, NotFound, Timeout, \
     Unavailable, WrongMode
@@ -49,13 +51,22 @@ class Client:
         # connection, as the C client does.
         self._mode_checked = redis is None
         if redis is None:
+            # rediss://: the tls_* parameters are Sluice's (sluice/tls.py).
+            plain, settings = tls.split_url(url)
+            if settings is not None:
+                # redis.asyncio lets a rediss:// URL's own connection class
+                # win over ours: the scheme has said what it had to.
+                plain = "redis" + plain[len("rediss"):]
             try:
+                extra = tls.aio_redis_kwargs(settings) if settings else {}
                 redis = _aioredis.Redis.from_url(
-                    url, decode_responses=False,
-                    redis_connect_func=self._on_connect)
-            except ValueError as e:
+                    plain, decode_responses=False,
+                    redis_connect_func=self._on_connect, **extra)
+            except (ValueError, OSError, ssl.SSLError) as e:
                 raise InvalidInput("the Redis URL %r cannot be used: %s"
-                                   % (url, e))
+                                   % (tls.shown_url(url), e)) from None
+            if settings is not None and settings.insecure:
+                tls.warn_insecure(tls.shown_url(url))
         self.redis = redis
 
     async def close(self) -> None:

@@ -10,12 +10,14 @@ threads; get_result subscribes on a connection of its own while it waits.
 """
 
 import contextlib
+import ssl
 import time
 from typing import Any, Iterable, List, Mapping, Optional, Tuple
 
 import redis
 
 from . import protocol as p
+from . import tls
 from .errors import (Full, InvalidInput, MalformedReply, NotFound,
                      SluiceError, Timeout, Unavailable, WrongMode)
 
@@ -72,8 +74,9 @@ def check_mode(mode: str, recorded: Optional[bytes], namespace: str) -> None:
 class Client:
     """A producer for one namespace of one Redis.
 
-    url: a redis:// (or unix://) URL for redis-py; or pass redis= an
-    existing redis.Redis (made with decode_responses=False).
+    url: a redis://, rediss:// (TLS, with the C library's tls_*
+    parameters: sluice/tls.py) or unix:// URL for redis-py; or pass redis=
+    an existing redis.Redis (made with decode_responses=False).
     mode: "reliable" (the default, as for the C library and the sluice
     command) or "fast", as the workers; the namespace's recorded mode is
     checked (and recorded if new) before the first command.
@@ -354,8 +357,15 @@ class Client:
 
 
 def _redis_from_url(url: str, on_connect: Any) -> "redis.Redis":
+    # rediss://: the tls_* parameters are Sluice's (sluice/tls.py).
+    plain, tls_settings = tls.split_url(url)
     try:
-        return redis.Redis.from_url(url, decode_responses=False,
-                                    redis_connect_func=on_connect)
-    except ValueError as e:
-        raise InvalidInput("the Redis URL %r cannot be used: %s" % (url, e))
+        extra = tls.redis_kwargs(tls_settings) if tls_settings else {}
+        r = redis.Redis.from_url(plain, decode_responses=False,
+                                 redis_connect_func=on_connect, **extra)
+    except (ValueError, OSError, ssl.SSLError) as e:
+        raise InvalidInput("the Redis URL %r cannot be used: %s"
+                           % (tls.shown_url(url), e)) from None
+    if tls_settings is not None and tls_settings.insecure:
+        tls.warn_insecure(tls.shown_url(url))
+    return r

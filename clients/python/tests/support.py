@@ -156,3 +156,87 @@ def oracle(*args):
     exe = os.path.join(BUILDDIR, "tests", "c-oracle")
     return subprocess.run([exe] + list(args), capture_output=True,
                           check=True, timeout=120).stdout.decode()
+
+
+# ---- TLS ------------------------------------------------------------------
+
+def make_certs(directory):
+    """A CA, a server certificate for 127.0.0.1 and localhost, and a client
+    certificate, made with the openssl command in @directory."""
+    script = r"""
+set -e
+key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$1" 2>/dev/null; }
+key ca.key
+openssl req -x509 -new -key ca.key -out ca.crt -days 30 -subj /CN=py-ca \
+  -addext basicConstraints=critical,CA:TRUE 2>/dev/null
+for who in server client; do
+  key $who.key
+  openssl req -new -key $who.key -out $who.csr -subj /CN=$who 2>/dev/null
+done
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > server.ext
+printf 'extendedKeyUsage=clientAuth\n' > client.ext
+for who in server client; do
+  openssl x509 -req -in $who.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+    -days 30 -extfile $who.ext -out $who.crt 2>/dev/null
+done
+"""
+    subprocess.run(["sh", "-c", script], cwd=directory, check=True,
+                   timeout=60)
+    return {name: os.path.join(directory, name) for name in
+            ("ca.crt", "server.crt", "server.key", "client.crt",
+             "client.key")}
+
+
+class TlsRedisServer(RedisServer):
+    """A redis-server that speaks TLS only (--port 0 --tls-port P), with
+    certificates of make_certs(); the test's own admin connection goes by
+    its unix socket. auth_clients: its --tls-auth-clients."""
+
+    def __init__(self, auth_clients="no"):
+        exe = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
+        if not exe:
+            raise RuntimeError("redis-server is not installed "
+                               "(apt-get install redis-server)")
+        self.dir = tempfile.mkdtemp(prefix="sluice-py-tls-")
+        self.certs = make_certs(self.dir)
+        self.sock = os.path.join(self.dir, "redis.sock")
+        for _ in range(20):
+            self.port = free_port()
+            self.proc = subprocess.Popen(
+                [exe, "--port", "0", "--tls-port", str(self.port),
+                 "--bind", "127.0.0.1", "--unixsocket", self.sock,
+                 "--tls-cert-file", self.certs["server.crt"],
+                 "--tls-key-file", self.certs["server.key"],
+                 "--tls-ca-cert-file", self.certs["ca.crt"],
+                 "--tls-auth-clients", auth_clients,
+                 "--dir", self.dir, "--save", "", "--appendonly", "no",
+                 "--maxmemory-policy", "noeviction"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                cwd=self.dir)
+            if self._ready():
+                break
+            self.proc.kill()
+            self.proc.wait()
+        else:
+            raise RuntimeError("redis-server did not start")
+        self.url = "rediss://127.0.0.1:%d/0?tls_ca_file=%s" % (
+            self.port, self.certs["ca.crt"])
+        if auth_clients == "yes":
+            self.url += "&tls_cert=%s&tls_key=%s" % (
+                self.certs["client.crt"], self.certs["client.key"])
+
+    def _ready(self):
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                if redis.Redis(unix_socket_path=self.sock,
+                               socket_timeout=1).ping():
+                    return True
+            except (redis.exceptions.ConnectionError, FileNotFoundError):
+                time.sleep(0.02)
+        return False
+
+    def client(self):
+        return redis.Redis(unix_socket_path=self.sock)
