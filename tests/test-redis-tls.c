@@ -922,7 +922,8 @@ START_TEST(test_broker_new_for_url_takes_rediss)
   g_autoptr(GError) error = NULL;
   g_autofree gchar *ca = cert("ca.crt");
   g_autofree gchar *url = g_strdup_printf("rediss://h/0?tls_ca_file=%s", ca);
-  g_autoptr(SluiceBroker) broker = sluice_broker_new_for_url(url, NULL, &error);
+  g_autoptr(SluiceBroker) broker =
+      sluice_broker_new_for_url(url, NULL, NULL, &error);
 
   ck_assert_msg(broker != NULL, "%s", error != NULL ? error->message : "");
 }
