@@ -937,12 +937,6 @@ sluice_client_count_servers(SluiceClient *client, const gchar *task,
   return TRUE;
 }
 
-gboolean
-sluice_client_check(SluiceClient *client, GError **error)
-{
-  g_return_val_if_fail(client != NULL, FALSE);
-  return sluice_broker_check(client->broker, error);
-}
 
 /* ---- Dead letters -------------------------------------------------------- */
 
