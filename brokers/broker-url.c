@@ -1,6 +1,15 @@
-/* broker-url.c - opening the broker a URL names: `sqlite://` for the
- * SQLite broker, `redis://`, `redis+sentinel://` and `unix://` for Redis. The one place that
- * maps a URL's scheme to a broker, for the library and the command alike.
+/* broker-url.c - the broker a URL names: the one table of URL schemes,
+ * for the library and the `sluice` command alike (which has no copy of
+ * its own), and the SQLite URL's parser.
+ *
+ *   sqlite://        the SQLite broker (sluice_sqlite_url_parse())
+ *   redis://, redis+sentinel://, redis+cluster://, unix://
+ *                    the Redis broker, which parses the rest itself
+ *                    (brokers/redis/net/url.c), partitions included
+ *   memory:          a memory broker of this process
+ *
+ * A new scheme is a row of `schemes` and a constructor: the message for
+ * an unknown scheme lists the table, so it cannot leave one out.
  */
 #include "config.h"
 
@@ -8,6 +17,7 @@
 
 #include <sluice/sluice-redis.h>
 #include <sluice/sluice-sqlite.h>
+#include <sluice/sys/broker.h>
 
 #define SQLITE_SCHEME "sqlite://"
 
@@ -69,33 +79,123 @@ sluice_sqlite_url_parse(const gchar *url, SluiceSqliteOptions *options,
   return TRUE;
 }
 
-SluiceBroker *
-sluice_broker_new_for_url(const gchar *url, SluiceClock *clock, GError **error)
+void
+sluice_broker_url_options_init(SluiceBrokerUrlOptions *options)
 {
+  g_return_if_fail(options != NULL);
+  memset(options, 0, sizeof *options);
+  options->mode = SLUICE_REDIS_RELIABLE;
+}
+
+static SluiceBroker *
+open_sqlite(const gchar *url, const SluiceBrokerUrlOptions *o,
+            SluiceClock *clock, GError **error)
+{
+  SluiceSqliteOptions options;
+  g_autofree gchar *path = NULL;
+
+  sluice_sqlite_options_init(&options);
+  if (!sluice_sqlite_url_parse(url, &options, &path, error))
+    return NULL;
+  options.dead_letter_max = o->dead_letter_max;
+  options.read_only = o->read_only;
+  return sluice_sqlite_broker_new(&options, clock, error);
+}
+
+static SluiceBroker *
+open_redis(const gchar *url, const SluiceBrokerUrlOptions *o,
+           SluiceClock *clock, GError **error)
+{
+  SluiceRedisOptions options;
+
+  sluice_redis_options_init(&options);
+  options.url = url;
+  options.ns = o->ns;
+  options.mode = o->mode;
+  options.dead_letter_max = o->dead_letter_max;
+  options.min_replicas_ack = o->min_replicas_ack;
+  options.mode_setting = o->mode_setting;
+  return sluice_redis_broker_new(&options, clock, error);
+}
+
+static SluiceBroker *
+open_memory(const gchar *url, const SluiceBrokerUrlOptions *o,
+            SluiceClock *clock, GError **error)
+{
+  SluiceMemoryBrokerOptions options = {.dead_letter_max = o->dead_letter_max};
+  const gchar *rest = strchr(url, ':') + 1;
+
+  /* Nothing may follow: a memory broker has nothing to name, and a
+   * "memory:foo" that quietly ignored its foo would look like a choice. */
+  if (strcmp(rest, "") != 0 && strcmp(rest, "//") != 0) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "a memory broker URL is memory: alone (it names no file or "
+                "server: its messages live in this process)");
+    return NULL;
+  }
+  return sluice_memory_broker_new(&options, clock);
+}
+
+/* Every scheme, in the order the message for an unknown one names them. */
+static const struct {
+  const gchar *scheme; /* with its "://" or ":" */
+  const gchar *form;   /* for the message */
+  SluiceBroker *(*open)(const gchar *url, const SluiceBrokerUrlOptions *o,
+                        SluiceClock *clock, GError **error);
+} schemes[] = {
+    {"sqlite://", "sqlite:///path/to/file.db", open_sqlite},
+    {"redis://", "redis://HOST[:PORT][/DB]", open_redis},
+    {"redis+sentinel://", "redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER",
+     open_redis},
+    {"redis+cluster://", "redis+cluster://HOST:PORT[,HOST:PORT...]",
+     open_redis},
+    {"unix://", "unix:///path/to/redis.sock", open_redis},
+    {"memory:", "memory:", open_memory},
+};
+
+SluiceBroker *
+sluice_broker_new_for_url(const gchar *url,
+                          const SluiceBrokerUrlOptions *options,
+                          SluiceClock *clock, GError **error)
+{
+  SluiceBrokerUrlOptions defaults;
+  g_autoptr(GString) forms = g_string_new(NULL);
+  gsize scheme_len;
+
   g_return_val_if_fail(url != NULL, NULL);
-  if (sluice_url_is_sqlite(url)) {
-    SluiceSqliteOptions options;
-    g_autofree gchar *path = NULL;
-
-    sluice_sqlite_options_init(&options);
-    if (!sluice_sqlite_url_parse(url, &options, &path, error))
-      return NULL;
-    return sluice_sqlite_broker_new(&options, clock, error);
+  if (options == NULL) {
+    sluice_broker_url_options_init(&defaults);
+    options = &defaults;
   }
-  if (g_ascii_strncasecmp(url, "redis://", 8) == 0 ||
-      g_ascii_strncasecmp(url, "redis+sentinel://", 17) == 0 ||
-      g_ascii_strncasecmp(url, "unix://", 7) == 0) {
-    SluiceRedisOptions options;
-
-    sluice_redis_options_init(&options);
-    options.url = url;
-    return sluice_redis_broker_new(&options, clock, error);
+  for (gsize i = 0; i < G_N_ELEMENTS(schemes); i++) {
+    if (g_ascii_strncasecmp(url, schemes[i].scheme,
+                            strlen(schemes[i].scheme)) == 0)
+      return schemes[i].open(url, options, clock, error);
+    g_string_append_printf(forms, "%s%s",
+                           i == 0                           ? ""
+                           : i + 1 == G_N_ELEMENTS(schemes) ? " or "
+                                                            : ", ",
+                           schemes[i].form);
   }
-  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-              "“%s” is not a broker URL: use sqlite:///path/to/file.db, "
-              "redis://HOST[:PORT][/DB], "
-              "redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER[/DB] or "
-              "unix:///path/to/socket",
-              url);
+  /* Only the scheme is quoted: the rest may hold a password. */
+  scheme_len = strcspn(url, ":/@?#");
+  if (url[0] == '/') {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "a broker URL is expected, not a path: for a SQLite "
+                "database write sqlite:// and the absolute path "
+                "(sqlite:///path/to/file.db); the broker URLs are %s",
+                forms->str);
+  } else if (url[scheme_len] != ':' || scheme_len == 0) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "the broker URL has no scheme (nothing before “:”): write "
+                "one of %s",
+                forms->str);
+  } else {
+    g_autofree gchar *shown =
+        sluice_broker_escape_text(url, (gssize)scheme_len, 40);
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "unknown broker URL scheme “%s:”: the broker URLs are %s",
+                shown, forms->str);
+  }
   return NULL;
 }

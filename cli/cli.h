@@ -18,11 +18,14 @@
  *
  * and helpers:
  *
- *   common.c       option parsing, one-line errors, exit statuses
- *   settings.c     connection settings (flags, environment, key file) and
- *                  the broker they describe
+ *   errors.c       one-line errors, exit statuses
+ *   common.c       option parsing
+ *   settings.c     settings tables (option, environment, key file), the
+ *                  connection's, and the broker they describe
  *   parse.c        durations, ISO 8601 times, numbers
- *   output.c       tables, JSON, times, task records
+ *   output.c       tables, the JSON writer, times, terminal-safe text
+ *   records.c      each record as JSON, written once for the command and
+ *                  the dashboard alike (stats, workers, dead letters, ...)
  *   log.c          the log writer (journald, text or JSON lines)
  *   modules.c      task modules (GModule)
  *   progress.c     progress bars of bulk commands, the --yes rule
@@ -89,6 +92,194 @@ gboolean cli_usage_error(GError **error, const gchar *format, ...)
 /* The process's log writer settings (see log.c). */
 typedef struct _CliLog CliLog;
 
+/* ---- Settings tables (settings.c) ---------------------------------------- */
+
+/* A command's settings are rows of a table, one per setting: its option,
+ * its environment variable, its key in the command's group of the key
+ * file, how its value is parsed and where it goes, its default and its
+ * help. --help, the known keys of the group and the reading of each value
+ * all come from the rows, so that no setting is offered one way and
+ * missed another (cli_connection_settings[] here, `sluice worker`'s in
+ * cmd-worker.c). First match wins: the option, else the environment, else
+ * the key file, else the default. */
+
+typedef enum {
+  CLI_SETTING_TEXT,          /* --opt VALUE; a string key */
+  CLI_SETTING_FILENAME,      /* the same, a path (--opt takes the locale's
+                                encoding) */
+  CLI_SETTING_LIST,          /* --opt VALUE, repeatable; a list key (a;b;) */
+  CLI_SETTING_FILENAME_LIST, /* the same, of paths */
+  CLI_SETTING_FLAG,          /* --opt turns it on; a boolean key */
+  CLI_SETTING_OFF_FLAG,      /* --opt turns it off; a boolean key */
+} CliSettingKind;
+
+typedef struct _CliSetting CliSetting;
+typedef struct _CliSettings CliSettings;
+
+/**
+ * CliSettingValue:
+ * @given: the option, the environment or the key file had it (else the
+ *   default applies and the rest is empty)
+ * @text: (nullable): TEXT and FILENAME kinds: the value
+ * @list: (nullable): the LIST kinds: the values
+ * @on: the FLAG kinds: on or off
+ * @what: (nullable): where it came from, for messages: "--concurrency",
+ *   "SLUICE_EVENTS", "FILE: [worker] concurrency"
+ *
+ * One setting, as found. Owns what it points to: clear with
+ * cli_setting_value_clear().
+ */
+typedef struct {
+  gboolean given;
+  const gchar *text;
+  gchar *const *list;
+  gboolean on;
+  gchar *what;
+  /*< private >*/
+  gchar *owned;
+  gchar **owned_list;
+} CliSettingValue;
+
+void cli_setting_value_clear(CliSettingValue *value);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(CliSettingValue, cli_setting_value_clear)
+
+/**
+ * CliSettingType:
+ * @parse: checks @value (given) and stores it in @base at @row->offset;
+ *   FALSE and a usage error naming @value->what
+ * @show: (nullable): the value stored in @base at @row->offset, as --help
+ *   shows a default ("4", "30s")
+ *
+ * How the values of a row are read. cli_setting_count and the others
+ * below are the common ones; a command adds its own.
+ */
+typedef struct {
+  gboolean (*parse)(const CliSetting *row, const CliSettingValue *value,
+                    gpointer base, GError **error);
+  gchar *(*show)(const CliSetting *row, gconstpointer base);
+} CliSettingType;
+
+/* A whole number in [min, max], into a guint. */
+extern const CliSettingType cli_setting_count;
+/* The same, into a gint. */
+extern const CliSettingType cli_setting_int;
+/* A duration (cli_parse_duration()), in ms into a gint64; at least @min. */
+extern const CliSettingType cli_setting_duration;
+/* A size in bytes (cli_parse_size()), into a guint64. */
+extern const CliSettingType cli_setting_size;
+/* A string, into a gchar* the struct owns. */
+extern const CliSettingType cli_setting_string;
+/* A list, into a gchar** the struct owns. */
+extern const CliSettingType cli_setting_strv;
+/* On or off (the FLAG kinds), into a gboolean. */
+extern const CliSettingType cli_setting_boolean;
+
+/**
+ * CliSetting:
+ * @option: (nullable): the long option, without "--"; NULL: none
+ * @short_name: its one-letter form, or 0
+ * @env: (nullable): the environment variable; NULL: none
+ * @key: (nullable): the key in the command's group; NULL: none
+ * @kind: what the option takes (and the key holds)
+ * @type: (nullable): how the value is read; NULL: the command reads it by
+ *   code (cli_setting_get())
+ * @offset: where @type stores it, in the command's struct
+ * @min, @max: the range of cli_setting_count and cli_setting_int; the
+ *   least of cli_setting_duration
+ * @arg: (nullable): --help's name of the value ("N", "DURATION")
+ * @help: one line for --help, without the default
+ * @default_text: (nullable): the default as --help shows it, where
+ *   @type->show cannot say it from the defaults ("none", "HOST-PID-RANDOM")
+ * @commands: which commands take it, as the table's owner numbers them
+ *   (bits); 0 = every one
+ */
+struct _CliSetting {
+  const gchar *option;
+  gchar short_name;
+  const gchar *env;
+  const gchar *key;
+  CliSettingKind kind;
+  const CliSettingType *type;
+  gsize offset;
+  guint64 min, max;
+  const gchar *arg;
+  const gchar *help;
+  const gchar *default_text;
+  guint commands;
+};
+
+/**
+ * CliSettingArgs:
+ * What a command line gave for the rows of a table: a value slot per row,
+ * which GOption fills (cli_setting_entries()). A zero-filled one is an
+ * empty command line. Clear with cli_setting_args_clear().
+ */
+typedef struct _CliSettingArgs {
+  const CliSetting *rows;
+  gsize n_rows;
+  /*< private >*/
+  gchar **text;    /* TEXT and FILENAME rows */
+  gchar ***lists;  /* LIST rows */
+  gboolean *flags; /* FLAG rows */
+  GPtrArray *help; /* the composed help lines GOption points to */
+} CliSettingArgs;
+
+void cli_setting_args_clear(CliSettingArgs *args);
+
+/**
+ * cli_setting_entries:
+ * @args: (out caller-allocates): zero-filled, or filled by an earlier call
+ *   with the same rows
+ * @commands: the command's bit: only its rows (and those of every command)
+ * @defaults: (nullable): a struct holding the defaults, for the rows'
+ *   @type->show; NULL: show only @default_text
+ * Returns: (transfer full): GOption entries (NULL-terminated) that store
+ * into @args, each help line ending with its default, "(default 4)";
+ * g_free() them once parsed.
+ */
+GOptionEntry *cli_setting_entries(CliSettingArgs *args, const CliSetting *rows,
+                                  gsize n_rows, guint commands,
+                                  gconstpointer defaults);
+
+/**
+ * cli_setting_get:
+ * @i: the row
+ * @settings: (nullable): the loaded settings, for the key file (NULL: none)
+ * @group: the command's group of the key file
+ * @out: (out caller-allocates): where it was found, if anywhere
+ * Returns: FALSE and a usage error for a boolean of the environment or the
+ * key file that is not one.
+ */
+gboolean cli_setting_get(const CliSettingArgs *args, gsize i,
+                         const CliSettings *settings, const gchar *group,
+                         CliSettingValue *out, GError **error);
+
+/**
+ * cli_settings_apply:
+ * Reads every row of @args's table that @commands takes and that has a
+ * @type, in the table's order, and stores what was given into @base (a
+ * row not given keeps what @base holds: the default).
+ * Returns: FALSE and the first row's usage error.
+ */
+gboolean cli_settings_apply(const CliSettingArgs *args, guint commands,
+                            const CliSettings *settings, const gchar *group,
+                            gpointer base, GError **error);
+
+/**
+ * cli_setting_keys:
+ * Returns: (transfer container): the keys of @rows (those with one),
+ * NULL-terminated, for cli_keyfile_check_keys().
+ */
+const gchar **cli_setting_keys(const CliSetting *rows, gsize n_rows);
+
+/**
+ * cli_parse_boolean:
+ * @text: 1 or 0, true or false, yes or no, on or off (any case)
+ * Returns: FALSE and a usage error naming @what for anything else.
+ */
+gboolean cli_parse_boolean(const gchar *what, const gchar *text, gboolean *out,
+                           GError **error);
+
 /* ---- Option parsing ------------------------------------------------------ */
 
 /* What a subcommand's options may include besides its own. */
@@ -100,16 +291,13 @@ typedef enum {
 /**
  * CliCommon:
  * The options every subcommand shares, as given on its command line (NULL
- * or FALSE when not given). Owns its strings: clear with cli_common_clear().
+ * or FALSE when not given): the connection's, whose table is
+ * cli_connection_settings[] (settings.c), and --json. Owns its strings:
+ * clear with cli_common_clear().
  */
 typedef struct {
-  gchar *url;
-  gchar *mode;
-  gchar *namespace_;
-  gchar *config;
-  gchar *password_file;
+  CliSettingArgs connection; /* the rows of cli_connection_settings[] */
   gboolean json;
-  gchar *min_replicas_ack;
   /* Not an option: set by a command that only reads (stats, ls, inspect,
    * ...) before it connects, so that a user who may not write a SQLite
    * database can still read it (cli_connect()). */
@@ -117,6 +305,14 @@ typedef struct {
 } CliCommon;
 
 void cli_common_clear(CliCommon *common);
+
+/**
+ * cli_connection_entries:
+ * Returns: (transfer full): the GOption entries of the connection's
+ * settings (--url, --mode, ...: cli_connection_settings[] of settings.c),
+ * storing into @common; g_free() them once parsed.
+ */
+GOptionEntry *cli_connection_entries(CliCommon *common);
 
 /**
  * cli_parse_options:
@@ -169,7 +365,7 @@ typedef enum {
  * holds it: show url only through the broker's messages, which hide it.
  * Owns everything; clear with cli_settings_clear().
  */
-typedef struct {
+struct _CliSettings {
   gchar *url;
   gboolean url_is_default;
   CliMode mode;
@@ -178,7 +374,7 @@ typedef struct {
   gchar *config_path;
   guint min_replicas_ack;
   gboolean read_only; /* CliCommon.read_only */
-} CliSettings;
+};
 
 gboolean cli_settings_load(const CliCommon *common, CliSettings *out,
                            GError **error);
@@ -320,11 +516,26 @@ gboolean cli_parse_size(const gchar *what, const gchar *text,
 
 /**
  * cli_check_reason:
- * @reason: (nullable): a dead-letter reason given with --reason
- * Returns: TRUE if NULL or a known reason; else FALSE and a usage error
- * listing the reasons.
+ * @what: the option or parameter, for the message ("--reason")
+ * @reason: (nullable): a dead-letter reason given with it
+ * Returns: TRUE if NULL or one of sluice_dead_letter_reasons(); else FALSE
+ * and a usage error listing them.
  */
-gboolean cli_check_reason(const gchar *reason, GError **error);
+gboolean cli_check_reason(const gchar *what, const gchar *reason,
+                          GError **error);
+
+/**
+ * cli_parse_list_state:
+ * @what: the option or parameter, for the message ("--state")
+ * @text: (nullable): queued, scheduled, retrying, running, or (with
+ *   @dead_too) dead or dead_lettered
+ * @out: (out): the state, for SluiceListOptions.state
+ * The one list of the states `sluice ls` and /api/tasks page through.
+ * Returns: FALSE and a usage error naming the states taken.
+ */
+gboolean cli_parse_list_state(const gchar *what, const gchar *text,
+                              gboolean dead_too, SluiceTaskState *out,
+                              GError **error);
 
 /**
  * cli_read_args:
@@ -457,19 +668,36 @@ gchar *cli_format_duration(gint64 ms);
 gchar *cli_msgpack_to_json(GBytes *value);
 
 /**
+ * cli_shorten:
+ * @text: (nullable): a string from outside
+ * @width: the most characters to keep (at least 2)
+ * Returns: (transfer full) (nullable): @text made valid UTF-8 and cut to
+ * @width characters, its last one an ellipsis when cut; NULL for NULL.
+ * For a table's cell: --json shows the whole text.
+ */
+gchar *cli_shorten(const gchar *text, glong width);
+
+/* ---- Records (records.c) ------------------------------------------------- */
+
+/* Each record the command and its dashboard show, written once: the CLI's
+ * --json and the web API's answers call the same function for the same
+ * record (sluice(1), JSON OUTPUT; docs/observability.md). */
+
+/**
  * cli_result_print:
  * @result: a task's record
  * @json: print JSON (see sluice(1), JSON OUTPUT) instead of a table
  */
 void cli_result_print(const SluiceResult *result, gboolean json);
 
-/** cli_result_to_json: writes the record's JSON object into @json. */
+/** cli_result_to_json: writes the record's JSON object into @json: what
+ * `sluice inspect --json` prints and /api/task holds as `record`. */
 void cli_result_to_json(CliJson *json, const SluiceResult *result);
 
 /**
  * cli_listed_task_to_json:
  * Writes one task of a listing (sluice_client_list()) as a JSON object:
- * what `sluice ls --json` prints for it.
+ * what `sluice ls --json` prints for it and /api/tasks lists.
  */
 void cli_listed_task_to_json(CliJson *json, const SluiceListedTask *task);
 
@@ -497,10 +725,102 @@ void cli_workflow_to_json(CliJson *json, const gchar *id,
  * cli_dead_letter_fields_to_json:
  * Writes the fields of a dead-letter entry (entry_id, task_id, task,
  * reason, detail, source, deliveries, at) as keys and values into the
- * object @json is in: what `sluice dlq list --json` prints for it.
+ * object @json is in.
  */
 void cli_dead_letter_fields_to_json(CliJson *json,
                                     const SluiceDeadLetter *entry);
+
+/**
+ * cli_dead_letter_page_to_json:
+ * @entries: (element-type SluiceDeadLetter): one page, as listed
+ * @limit: the page size asked for: a full page has a next one
+ * Writes {entries, next_after}: what `sluice dlq list --json` prints and
+ * /api/dead answers.
+ */
+void cli_dead_letter_page_to_json(CliJson *json, GPtrArray *entries,
+                                  guint limit);
+
+/**
+ * cli_dead_letter_snapshot:
+ * Returns: (transfer full) (element-type SluiceDeadLetter): every dead
+ * letter matching the filters (each nullable), oldest first, read a page
+ * at a time; or NULL and @error. What a bulk action (`sluice dlq replay
+ * --all`, `purge`, the dashboard's replay-all) counts and acts on: acting
+ * on a live listing would meet its own replays again.
+ */
+GPtrArray *cli_dead_letter_snapshot(SluiceClient *client, const gchar *reason,
+                                    const gchar *task, GError **error);
+
+/** cli_envelope_to_json: writes a message as a JSON object: what /api/task
+ * holds as `envelope` (a dead letter's whole message). */
+void cli_envelope_to_json(CliJson *json, const SluiceEnvelope *env);
+
+/**
+ * cli_dead_letter_show_to_json:
+ * @env: (nullable): the entry's message, decoded; NULL when malformed
+ * Writes what `sluice dlq show --json` prints: the entry's fields, its
+ * message's (queue, attempt, enqueued_at, args, history, headers) and the
+ * raw payload in base64.
+ */
+void cli_dead_letter_show_to_json(CliJson *json, const SluiceDeadLetter *entry,
+                                  const SluiceEnvelope *env);
+
+/**
+ * CliStats:
+ * @stats: the broker's stats (sluice_client_get_stats())
+ * @slots: (nullable) (element-type SluiceSlotState): the concurrency keys
+ *   with a holder or a waiter, by key; NULL when the broker cannot list
+ *   them
+ *
+ * What `sluice stats` and the dashboard's overview show. Clear with
+ * cli_stats_clear().
+ */
+typedef struct {
+  SluiceBrokerStats stats;
+  GPtrArray *slots;
+  /*< private >*/
+  gboolean have_stats;
+} CliStats;
+
+/**
+ * cli_stats_read:
+ * @queues: (nullable) (array zero-terminated=1): only these queues
+ * @out: (out caller-allocates): filled on success; clear it either way
+ * @slots_error: (optional): why the slots could not be listed, when the
+ *   broker can list them and failed to (the stats are still read)
+ * Returns: FALSE and @error when the stats cannot be read.
+ */
+gboolean cli_stats_read(SluiceClient *client, const gchar *const *queues,
+                        CliStats *out, GError **slots_error, GError **error);
+void cli_stats_clear(CliStats *stats);
+
+/**
+ * cli_stats_fields_to_json:
+ * @now_ms: the time the workers' health is judged at
+ * Writes the stats as keys and values into the object @json is in (mode,
+ * namespace, queues, scheduled, in_flight, dead letters by reason and
+ * dropped, workers, slots): what `sluice stats --json` prints and
+ * /api/overview holds besides the dashboard's own fields.
+ */
+void cli_stats_fields_to_json(CliJson *json, const CliSettings *settings,
+                              const CliStats *stats, gint64 now_ms);
+
+/** cli_worker_to_json: writes one worker as a JSON object (its `health`
+ * judged at @now_ms). */
+void cli_worker_to_json(CliJson *json, const SluiceWorkerInfo *w,
+                        gint64 now_ms);
+
+/**
+ * cli_worker_health:
+ * Returns: (transfer none): "healthy"; "late" when it is alive but its last
+ * heartbeat is older than three announcements at @now_ms; "dead" once its
+ * liveness lapsed.
+ */
+const gchar *cli_worker_health(const SluiceWorkerInfo *w, gint64 now_ms);
+
+/** cli_sorted_keys: Returns: (transfer container): @table's string keys in
+ * name order, NULL-terminated. */
+const gchar **cli_sorted_keys(GHashTable *table);
 
 /* ---- Logging (log.c) ----------------------------------------------------- */
 
@@ -667,6 +987,10 @@ int cli_cmd_web(int argc, char **argv);
  */
 gboolean cli_parse_listen(const gchar *what, const gchar *text,
                           GSocketAddress **out, GError **error);
+
+/* A settings table's type (settings.c) for cli_parse_listen(): into a
+ * GSocketAddress* the struct owns. */
+extern const CliSettingType cli_setting_listen;
 
 typedef struct _CliMetricsServer CliMetricsServer;
 

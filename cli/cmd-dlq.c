@@ -21,9 +21,6 @@
 
 #include "cli/cli.h"
 
-/* Entries per broker listing while taking a snapshot. */
-#define SNAPSHOT_PAGE 500
-
 /* The longest detail a table shows; `dlq show` and --json show it all. */
 #define DETAIL_WIDTH 60
 
@@ -45,48 +42,6 @@ get_entry(SluiceClient *client, const gchar *entry_id, GError **error)
   else
     g_propagate_error(error, g_steal_pointer(&local));
   return NULL;
-}
-
-/* Every entry matching the filters, oldest first. */
-static GPtrArray *
-snapshot(SluiceClient *client, const gchar *reason, const gchar *task,
-         GError **error)
-{
-  g_autoptr(GPtrArray) all =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
-  g_autofree gchar *cursor = NULL;
-
-  for (;;) {
-    g_autoptr(GPtrArray) page = sluice_client_dlq_list(
-        client, cursor, SNAPSHOT_PAGE, reason, task, error);
-    if (page == NULL)
-      return NULL;
-    for (guint i = 0; i < page->len; i++)
-      g_ptr_array_add(all, g_steal_pointer(&page->pdata[i]));
-    if (page->len < SNAPSHOT_PAGE)
-      break;
-    g_free(cursor);
-    cursor = g_strdup(((SluiceDeadLetter *)all->pdata[all->len - 1])->entry_id);
-  }
-  return g_steal_pointer(&all);
-}
-
-/* @text cut to @width characters, with an ellipsis when cut. */
-static gchar *
-shorten(const gchar *text, glong width)
-{
-  g_autofree gchar *valid = NULL;
-  g_autofree gchar *head = NULL;
-  glong length;
-
-  if (text == NULL)
-    return NULL;
-  valid = g_utf8_make_valid(text, -1);
-  length = g_utf8_strlen(valid, -1);
-  if (length <= width)
-    return g_steal_pointer(&valid);
-  head = g_utf8_substring(valid, 0, width - 1);
-  return g_strconcat(head, "…", NULL);
 }
 
 /* ---- sluice dlq list ----------------------------------------------------- */
@@ -123,7 +78,7 @@ dlq_list(int argc, char **argv)
                          footer, &argc, &argv, &error) ||
       (limit_text != NULL &&
        !cli_parse_count("--limit", limit_text, 1, 100000, &limit, &error)) ||
-      !cli_check_reason(reason, &error)) {
+      !cli_check_reason("--reason", reason, &error)) {
     status = cli_report(error);
     goto out;
   }
@@ -141,23 +96,7 @@ dlq_list(int argc, char **argv)
 
   if (common.json) {
     g_autoptr(CliJson) json = cli_json_new();
-    cli_json_begin_object(json);
-    cli_json_key(json, "entries");
-    cli_json_begin_array(json);
-    for (guint i = 0; i < entries->len; i++) {
-      cli_json_begin_object(json);
-      cli_dead_letter_fields_to_json(json, entries->pdata[i]);
-      cli_json_end_object(json);
-    }
-    cli_json_end_array(json);
-    /* Where the next page starts, when there may be one. */
-    cli_json_key(json, "next_after");
-    cli_json_string(
-        json,
-        entries->len == limit
-            ? ((SluiceDeadLetter *)entries->pdata[entries->len - 1])->entry_id
-            : NULL);
-    cli_json_end_object(json);
+    cli_dead_letter_page_to_json(json, entries, (guint)limit);
     cli_json_print(json);
   } else if (entries->len == 0) {
     printf("no dead letters%s\n",
@@ -169,7 +108,7 @@ dlq_list(int argc, char **argv)
     for (guint i = 0; i < entries->len; i++) {
       const SluiceDeadLetter *e = entries->pdata[i];
       g_autofree gchar *at = cli_format_time(e->at);
-      g_autofree gchar *detail = shorten(e->detail, DETAIL_WIDTH);
+      g_autofree gchar *detail = cli_shorten(e->detail, DETAIL_WIDTH);
       cli_table_add(table, e->entry_id, at, e->reason, e->task, e->task_id,
                     detail);
     }
@@ -189,58 +128,8 @@ static void
 show_json(const SluiceDeadLetter *entry, const SluiceEnvelope *env)
 {
   g_autoptr(CliJson) json = cli_json_new();
-  gsize size = 0;
-  const guchar *data =
-      entry->payload != NULL ? g_bytes_get_data(entry->payload, &size) : NULL;
-  g_autofree gchar *base64 = g_base64_encode(data, size);
 
-  cli_json_begin_object(json);
-  cli_dead_letter_fields_to_json(json, entry);
-  cli_json_key(json, "malformed");
-  cli_json_bool(json, env == NULL);
-  cli_json_key(json, "queue");
-  cli_json_string(json, env != NULL ? env->queue : NULL);
-  cli_json_key(json, "attempt");
-  if (env != NULL)
-    cli_json_int(json, env->attempt);
-  else
-    cli_json_null(json);
-  cli_json_key(json, "enqueued_at");
-  cli_json_time(json, env != NULL ? env->enqueued_at : 0);
-  cli_json_key(json, "args");
-  if (env != NULL) {
-    g_autofree gchar *args = cli_msgpack_to_json(env->args);
-    cli_json_raw(json, args);
-  } else {
-    cli_json_null(json);
-  }
-  cli_json_key(json, "history");
-  if (env != NULL) {
-    /* History and headers are NULL while empty (sluice-envelope.h). */
-    cli_json_begin_array(json);
-    for (guint i = 0; env->history != NULL && i < env->history->len; i++)
-      cli_json_string(json, env->history->pdata[i]);
-    cli_json_end_array(json);
-  } else {
-    cli_json_null(json);
-  }
-  cli_json_key(json, "headers");
-  if (env != NULL) {
-    g_autoptr(GList) keys =
-        env->headers != NULL ? g_hash_table_get_keys(env->headers) : NULL;
-    keys = g_list_sort(keys, (GCompareFunc)strcmp);
-    cli_json_begin_object(json);
-    for (GList *k = keys; k != NULL; k = k->next) {
-      cli_json_key(json, k->data);
-      cli_json_string(json, g_hash_table_lookup(env->headers, k->data));
-    }
-    cli_json_end_object(json);
-  } else {
-    cli_json_null(json);
-  }
-  cli_json_key(json, "payload_base64");
-  cli_json_string(json, base64);
-  cli_json_end_object(json);
+  cli_dead_letter_show_to_json(json, entry, env);
   cli_json_print(json);
 }
 
@@ -373,7 +262,7 @@ dlq_replay(int argc, char **argv)
           "id and arguments.",
           "Exit status: 0 all replayed; 1 any entry missing or an error.",
           &argc, &argv, &error) ||
-      !cli_check_reason(reason, &error)) {
+      !cli_check_reason("--reason", reason, &error)) {
     status = cli_report(error);
     goto out;
   }
@@ -392,7 +281,7 @@ dlq_replay(int argc, char **argv)
   }
 
   if (all) {
-    entries = snapshot(client, reason, task, &error);
+    entries = cli_dead_letter_snapshot(client, reason, task, &error);
     if (entries == NULL ||
         !cli_confirm_many(entries->len, yes, dry_run,
                           "replaying every matching dead letter",
@@ -516,7 +405,7 @@ dlq_purge(int argc, char **argv)
                          "matching --reason and --task).\nMore than one takes "
                          "--yes.",
                          NULL, &argc, &argv, &error) ||
-      !cli_check_reason(reason, &error)) {
+      !cli_check_reason("--reason", reason, &error)) {
     status = cli_report(error);
     goto out;
   }
@@ -529,7 +418,8 @@ dlq_purge(int argc, char **argv)
     goto out;
   }
   if ((client = cli_open_client(&common, NULL, &error)) == NULL ||
-      (entries = snapshot(client, reason, task, &error)) == NULL ||
+      (entries = cli_dead_letter_snapshot(client, reason, task, &error)) ==
+          NULL ||
       !cli_confirm_many(entries->len, yes, dry_run,
                         "purging the dead-letter queue", "dead letters",
                         &error)) {

@@ -25,8 +25,43 @@
 #define GROUP_EXPORTER "exporter"
 #define DEFAULT_INTERVAL_MS 15000
 
-static const gchar *const exporter_keys[] = {"listen", "interval", "queues",
-                                             NULL};
+/* What the options and [exporter] resolve to. */
+typedef struct {
+  GSocketAddress *listen;
+  gint64 interval_ms;
+  gchar **queues;
+} ExporterSettings;
+
+/* `sluice exporter`'s settings: each an option and a key of [exporter]
+ * (settings.c reads them). */
+static const CliSetting exporter_settings[] = {
+    {.option = "listen",
+     .key = "listen",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_listen,
+     .offset = G_STRUCT_OFFSET(ExporterSettings, listen),
+     .arg = "ADDR:PORT",
+     .help = "Serve /metrics and /healthz on ADDR:PORT (a bare port is "
+             "127.0.0.1)"},
+    {.option = "interval",
+     .key = "interval",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_duration,
+     .offset = G_STRUCT_OFFSET(ExporterSettings, interval_ms),
+     .min = 1,
+     .arg = "DURATION",
+     .help = "Read the broker at most this often; scrapes in between get the "
+             "last figures"},
+    {.option = "queue",
+     .short_name = 'q',
+     .key = "queues",
+     .kind = CLI_SETTING_LIST,
+     .type = &cli_setting_strv,
+     .offset = G_STRUCT_OFFSET(ExporterSettings, queues),
+     .arg = "Q",
+     .help = "Only this queue (repeat it)",
+     .default_text = "every queue"},
+};
 
 typedef struct {
   SluiceClient *client;
@@ -142,27 +177,6 @@ quit_on_signal(gpointer data)
   return G_SOURCE_CONTINUE;
 }
 
-/* The value of @option, else of @key in [exporter], else NULL; @what
- * names where it came from. */
-static gchar *
-exporter_setting(const gchar *option, const CliSettings *settings,
-                 const gchar *key, gchar **what)
-{
-  g_free(*what);
-  if (option != NULL) {
-    *what = g_strconcat("--", key, NULL);
-    return g_strdup(option);
-  }
-  *what = settings->keyfile != NULL
-              ? g_strdup_printf("%s: [%s] %s", settings->config_path,
-                                GROUP_EXPORTER, key)
-              : NULL;
-  return settings->keyfile != NULL
-             ? g_key_file_get_string(settings->keyfile, GROUP_EXPORTER, key,
-                                     NULL)
-             : NULL;
-}
-
 static int export(const CliSettings *settings, GSocketAddress *address,
                   Exporter *e)
 {
@@ -203,26 +217,14 @@ cli_cmd_exporter(int argc, char **argv)
   CliCommon common = {.read_only = TRUE}; /* it only reads */
   CliSettings settings = {0};
   Exporter e = {0};
-  g_autofree gchar *listen = NULL;
-  g_autofree gchar *interval = NULL;
-  g_auto(GStrv) queues = NULL;
-  g_autofree gchar *value = NULL;
-  g_autofree gchar *what = NULL;
-  g_autoptr(GSocketAddress) address = NULL;
+  CliSettingArgs args = {0};
+  ExporterSettings set = {.interval_ms = DEFAULT_INTERVAL_MS};
+  g_autofree const gchar **keys =
+      cli_setting_keys(exporter_settings, G_N_ELEMENTS(exporter_settings));
+  g_autofree GOptionEntry *entries = cli_setting_entries(
+      &args, exporter_settings, G_N_ELEMENTS(exporter_settings), 0, &set);
   g_autoptr(GError) error = NULL;
-  gint64 interval_ms = DEFAULT_INTERVAL_MS;
   int status;
-  const GOptionEntry entries[] = {
-      {"listen", 0, 0, G_OPTION_ARG_STRING, &listen,
-       "Serve /metrics and /healthz on ADDR:PORT (a bare port is 127.0.0.1)",
-       "ADDR:PORT"},
-      {"interval", 0, 0, G_OPTION_ARG_STRING, &interval,
-       "Read the broker at most this often; scrapes in between get the last "
-       "figures (default 15s)",
-       "DURATION"},
-      {"queue", 'q', 0, G_OPTION_ARG_STRING_ARRAY, &queues,
-       "Only this queue (repeat it; default: every queue)", "Q"},
-      {NULL}};
 
   if (!cli_parse_options(
           &common, CLI_OPTIONS_CONNECTION, entries, "",
@@ -234,8 +236,7 @@ cli_cmd_exporter(int argc, char **argv)
           "Example:\n  sluice exporter --listen 127.0.0.1:9465 --interval 15s",
           &argc, &argv, &error) ||
       !cli_settings_load(&common, &settings, &error) ||
-      !cli_keyfile_check_keys(&settings, GROUP_EXPORTER, exporter_keys,
-                              &error)) {
+      !cli_keyfile_check_keys(&settings, GROUP_EXPORTER, keys, &error)) {
     status = cli_report(error);
     goto out;
   }
@@ -248,40 +249,28 @@ cli_cmd_exporter(int argc, char **argv)
     status = cli_report(error);
     goto out;
   }
-  value = exporter_setting(listen, &settings, "listen", &what);
-  if (value == NULL) {
+  if (!cli_settings_apply(&args, 0, &settings, GROUP_EXPORTER, &set, &error)) {
+    status = cli_report(error);
+    goto out;
+  }
+  if (set.listen == NULL) {
     cli_usage_error(&error, "where should it listen? give --listen "
                             "ADDR:PORT, e.g. --listen 127.0.0.1:9465, or "
                             "listen= in the [exporter] group of --config");
     status = cli_report(error);
     goto out;
   }
-  if (!cli_parse_listen(what, value, &address, &error)) {
-    status = cli_report(error);
-    goto out;
-  }
-  g_clear_pointer(&value, g_free);
-  value = exporter_setting(interval, &settings, "interval", &what);
-  if (value != NULL &&
-      (!cli_parse_duration(what, value, &interval_ms, &error) ||
-       (interval_ms < 1 &&
-        !cli_usage_error(&error, "%s: the interval must be at least 1ms",
-                         what)))) {
-    status = cli_report(error);
-    goto out;
-  }
-  e.interval_us = interval_ms * 1000;
-  e.queues = queues != NULL ? g_steal_pointer(&queues)
-             : settings.keyfile != NULL
-                 ? g_key_file_get_string_list(settings.keyfile, GROUP_EXPORTER,
-                                              "queues", NULL, NULL)
-                 : NULL;
-  status = export(&settings, address, &e);
+  e.interval_us = set.interval_ms * 1000;
+  e.queues = g_steal_pointer(&set.queues);
+  status = export(&settings, set.listen, &e);
 out:
   g_clear_pointer(&e.client, sluice_client_unref);
   g_strfreev(e.queues);
   g_free(e.stats_text);
   g_free(e.error);
+  g_clear_object(&set.listen);
+  g_strfreev(set.queues);
+  cli_setting_args_clear(&args);
   cli_settings_clear(&settings);
   cli_common_clear(&common);
   return status;

@@ -14,48 +14,6 @@
 /* The longest error a table shows; --json shows it all. */
 #define ERROR_WIDTH 60
 
-static const struct {
-  const gchar *name;
-  SluiceTaskState state;
-} states[] = {
-    {"queued", SLUICE_STATE_QUEUED},
-    {"scheduled", SLUICE_STATE_SCHEDULED},
-    {"retrying", SLUICE_STATE_RETRYING},
-    {"running", SLUICE_STATE_RUNNING},
-    {"dead", SLUICE_STATE_DEAD_LETTERED},
-    {"dead_lettered", SLUICE_STATE_DEAD_LETTERED},
-};
-
-static gboolean
-parse_state(const gchar *text, SluiceTaskState *out, GError **error)
-{
-  for (gsize i = 0; i < G_N_ELEMENTS(states); i++)
-    if (g_strcmp0(text, states[i].name) == 0) {
-      *out = states[i].state;
-      return TRUE;
-    }
-  return cli_usage_error(error,
-                         "--state: “%s” is not a state that can be listed: "
-                         "queued, scheduled, retrying, running or dead",
-                         text);
-}
-
-/* @text cut to @width characters, with an ellipsis when cut. */
-static gchar *
-shorten(const gchar *text, glong width)
-{
-  g_autofree gchar *valid = NULL;
-  g_autofree gchar *head = NULL;
-
-  if (text == NULL)
-    return NULL;
-  valid = g_utf8_make_valid(text, -1);
-  if (g_utf8_strlen(valid, -1) <= width)
-    return g_steal_pointer(&valid);
-  head = g_utf8_substring(valid, 0, width - 1);
-  return g_strconcat(head, "…", NULL);
-}
-
 static void
 print_table(SluiceTaskState state, GPtrArray *tasks)
 {
@@ -84,9 +42,9 @@ print_table(SluiceTaskState state, GPtrArray *tasks)
     g_autofree gchar *enqueued = cli_format_time(t->enqueued_at_ms);
     g_autofree gchar *due = cli_format_time(t->due_at_ms);
     g_autofree gchar *started = cli_format_time(t->started_at_ms);
-    g_autofree gchar *error = shorten(t->error, ERROR_WIDTH);
+    g_autofree gchar *error = cli_shorten(t->error, ERROR_WIDTH);
     g_autofree gchar *json = cli_msgpack_to_json(t->args);
-    g_autofree gchar *args = shorten(json, ERROR_WIDTH);
+    g_autofree gchar *args = cli_shorten(json, ERROR_WIDTH);
 
     switch (state) {
     case SLUICE_STATE_QUEUED:
@@ -150,7 +108,8 @@ cli_cmd_ls(int argc, char **argv)
           "may hold fewer than --limit tasks:\ngo on with its cursor. "
           "Running tasks are what the workers announced, at\nmost 2 s ago.",
           &argc, &argv, &error) ||
-      (state_text != NULL && !parse_state(state_text, &lo.state, &error)) ||
+      (state_text != NULL &&
+       !cli_parse_list_state("--state", state_text, TRUE, &lo.state, &error)) ||
       (limit_text != NULL &&
        !cli_parse_count("--limit", limit_text, 1, SLUICE_LIST_MAX_LIMIT, &limit,
                         &error))) {

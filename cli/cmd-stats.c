@@ -9,6 +9,9 @@
  * reports the scheduled and in-flight counts for the whole namespace, not
  * per queue; redis-fast cannot count in-flight tasks at all (a popped
  * message is no longer in Redis) and says so.
+ *
+ * The stats are read and written as JSON by records.c, which writes the
+ * dashboard's overview too: `--json` and /api/overview cannot drift.
  */
 #include "config.h"
 
@@ -17,191 +20,24 @@
 
 #include "cli/cli.h"
 
-static int
-compare_names(const void *a, const void *b)
-{
-  return strcmp(*(const gchar *const *)a, *(const gchar *const *)b);
-}
-
-/* Returns: (transfer container): the keys of @table in name order. */
-static const gchar **
-sorted_reasons(GHashTable *table)
-{
-  const gchar **keys =
-      (const gchar **)g_hash_table_get_keys_as_array(table, NULL);
-
-  qsort(keys, g_strv_length((gchar **)keys), sizeof *keys, compare_names);
-  return keys;
-}
-
 static void
-strv_json(CliJson *json, gchar **v)
-{
-  cli_json_begin_array(json);
-  for (guint i = 0; v != NULL && v[i] != NULL; i++)
-    cli_json_string(json, v[i]);
-  cli_json_end_array(json);
-}
-
-/* How many concurrency keys `stats` lists at most. */
-#define STATS_SLOT_KEYS 1000
-
-static gint
-compare_slot_keys(gconstpointer a, gconstpointer b)
-{
-  const SluiceSlotState *x = *(SluiceSlotState *const *)a;
-  const SluiceSlotState *y = *(SluiceSlotState *const *)b;
-  return strcmp(x->key, y->key);
-}
-
-static void
-stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
-           const gchar *const *reasons, GPtrArray *slots)
+stats_json(const CliSettings *settings, const CliStats *stats)
 {
   g_autoptr(CliJson) json = cli_json_new();
 
   cli_json_begin_object(json);
-  cli_json_key(json, "mode");
-  cli_json_string(json, cli_mode_name(settings->mode));
-  cli_json_key(json, "namespace");
-  cli_json_string(json, settings->namespace_);
-  cli_json_key(json, "queues");
-  cli_json_begin_array(json);
-  for (guint i = 0; i < stats->queues->len; i++) {
-    const SluiceQueueStats *q = stats->queues->pdata[i];
-    cli_json_begin_object(json);
-    cli_json_key(json, "name");
-    cli_json_string(json, q->name);
-    cli_json_key(json, "ready");
-    cli_json_int(json, q->ready);
-    cli_json_key(json, "paused");
-    cli_json_bool(json, q->paused);
-    cli_json_end_object(json);
-  }
-  cli_json_end_array(json);
-  cli_json_key(json, "scheduled");
-  cli_json_int(json, stats->scheduled);
-  cli_json_key(json, "in_flight");
-  if (stats->in_flight >= 0)
-    cli_json_int(json, stats->in_flight);
-  else
-    cli_json_null(json);
-  cli_json_key(json, "dead_letters");
-  cli_json_int(json, stats->dead_letters);
-  cli_json_key(json, "dead_letters_by_reason");
-  cli_json_begin_object(json);
-  for (guint i = 0; reasons[i] != NULL; i++) {
-    cli_json_key(json, reasons[i]);
-    cli_json_int(json, *(const gint64 *)g_hash_table_lookup(
-                           stats->dead_letters_by_reason, reasons[i]));
-  }
-  cli_json_end_object(json);
-  cli_json_key(json, "dead_letters_dropped");
-  cli_json_int(json, MAX(stats->dead_letters_dropped, 0));
-  cli_json_key(json, "dead_letters_dropped_by_reason");
-  cli_json_begin_object(json);
-  {
-    g_autofree const gchar **dropped =
-        sorted_reasons(stats->dead_letters_dropped_by_reason);
-    for (guint i = 0; dropped[i] != NULL; i++) {
-      cli_json_key(json, dropped[i]);
-      cli_json_int(json,
-                   *(const gint64 *)g_hash_table_lookup(
-                       stats->dead_letters_dropped_by_reason, dropped[i]));
-    }
-  }
-  cli_json_end_object(json);
-  cli_json_key(json, "workers");
-  cli_json_begin_array(json);
-  for (guint i = 0; i < stats->workers->len; i++) {
-    const SluiceWorkerInfo *w = stats->workers->pdata[i];
-    cli_json_begin_object(json);
-    cli_json_key(json, "id");
-    cli_json_string(json, w->id);
-    cli_json_key(json, "last_seen");
-    cli_json_time(json, w->last_seen_ms);
-    cli_json_key(json, "alive");
-    cli_json_bool(json, w->alive);
-    cli_json_key(json, "host");
-    cli_json_string(json, w->host);
-    cli_json_key(json, "pid");
-    if (w->pid > 0)
-      cli_json_int(json, w->pid);
-    else
-      cli_json_null(json);
-    cli_json_key(json, "queues");
-    strv_json(json, w->queues);
-    cli_json_key(json, "tasks");
-    strv_json(json, w->tasks);
-    cli_json_key(json, "concurrency");
-    cli_json_int(json, w->concurrency);
-    cli_json_key(json, "running");
-    cli_json_int(json, w->running);
-    cli_json_key(json, "started_at");
-    cli_json_time(json, w->started_at_ms);
-    cli_json_key(json, "succeeded");
-    cli_json_int(json, (gint64)w->succeeded);
-    cli_json_key(json, "failed");
-    cli_json_int(json, (gint64)w->failed);
-    cli_json_key(json, "retried");
-    cli_json_int(json, (gint64)w->retried);
-    cli_json_key(json, "dead_lettered");
-    cli_json_int(json, (gint64)w->dead_lettered);
-    cli_json_key(json, "limits");
-    strv_json(json, w->limits);
-    cli_json_key(json, "events");
-    cli_json_bool(json, w->events);
-    cli_json_key(json, "running_tasks");
-    cli_json_begin_array(json);
-    for (guint k = 0; w->running_tasks != NULL && k < w->running_tasks->len;
-         k++) {
-      const SluiceRunningTask *t = w->running_tasks->pdata[k];
-      cli_json_begin_object(json);
-      cli_json_key(json, "id");
-      cli_json_string(json, t->id);
-      cli_json_key(json, "task");
-      cli_json_string(json, t->task);
-      cli_json_key(json, "queue");
-      cli_json_string(json, t->queue);
-      cli_json_key(json, "started_at");
-      cli_json_time(json, t->started_at_ms);
-      cli_json_end_object(json);
-    }
-    cli_json_end_array(json);
-    cli_json_end_object(json);
-  }
-  cli_json_end_array(json);
-  /* Concurrency keys with a holder or a waiter; null where the broker
-   * cannot list them. */
-  cli_json_key(json, "slots");
-  if (slots == NULL) {
-    cli_json_null(json);
-  } else {
-    cli_json_begin_array(json);
-    for (guint i = 0; i < slots->len; i++) {
-      const SluiceSlotState *s = slots->pdata[i];
-      cli_json_begin_object(json);
-      cli_json_key(json, "key");
-      cli_json_string(json, s->key);
-      cli_json_key(json, "holders");
-      cli_json_begin_array(json);
-      for (guint k = 0; k < s->holders->len; k++)
-        cli_json_string(json, s->holders->pdata[k]);
-      cli_json_end_array(json);
-      cli_json_key(json, "waiting");
-      cli_json_int(json, s->waiting);
-      cli_json_end_object(json);
-    }
-    cli_json_end_array(json);
-  }
+  cli_stats_fields_to_json(json, settings, stats, g_get_real_time() / 1000);
   cli_json_end_object(json);
   cli_json_print(json);
 }
 
 static void
-stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
-            const gchar *const *reasons, GPtrArray *slots)
+stats_table(const CliSettings *settings, const CliStats *cs)
 {
+  const SluiceBrokerStats *stats = &cs->stats;
+  GPtrArray *slots = cs->slots;
+  g_autofree const gchar **reasons =
+      cli_sorted_keys(stats->dead_letters_by_reason);
   gint64 now = g_get_real_time() / 1000;
   g_autofree gchar *scheduled =
       g_strdup_printf("%" G_GINT64_FORMAT, stats->scheduled);
@@ -241,7 +77,7 @@ stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
     }
     if (stats->dead_letters_dropped > 0) {
       g_autofree const gchar **dropped =
-          sorted_reasons(stats->dead_letters_dropped_by_reason);
+          cli_sorted_keys(stats->dead_letters_dropped_by_reason);
       g_autofree gchar *n =
           g_strdup_printf("%" G_GINT64_FORMAT, stats->dead_letters_dropped);
       cli_table_add(table, "dropped by the cap", n);
@@ -330,12 +166,9 @@ cli_cmd_stats(int argc, char **argv)
   CliSettings settings = {0};
   g_auto(GStrv) queues = NULL;
   g_autoptr(GError) error = NULL;
-  g_autoptr(SluiceClient) client = NULL;
-  g_autofree const gchar **reasons = NULL;
-  g_autoptr(GPtrArray) slots = NULL;
   g_autoptr(GError) slots_error = NULL;
-  SluiceBrokerStats stats;
-  gboolean have_stats = FALSE;
+  g_autoptr(SluiceClient) client = NULL;
+  CliStats stats = {0};
   int status = CLI_EXIT_OK;
   const GOptionEntry entries[] = {
       {"queue", 'q', 0, G_OPTION_ARG_STRING_ARRAY, &queues,
@@ -361,32 +194,20 @@ cli_cmd_stats(int argc, char **argv)
     goto out;
   }
   if ((client = cli_open_client(&common, &settings, &error)) == NULL ||
-      !(have_stats = sluice_client_get_stats(
-            client, (const gchar *const *)queues, &stats, &error))) {
+      !cli_stats_read(client, (const gchar *const *)queues, &stats,
+                      &slots_error, &error)) {
     status = cli_report(error);
     goto out;
   }
-
-  /* Reasons in a stable order, for tables and JSON alike. */
-  reasons = (const gchar **)g_hash_table_get_keys_as_array(
-      stats.dead_letters_by_reason, NULL);
-  qsort(reasons, g_strv_length((gchar **)reasons), sizeof *reasons,
-        compare_names);
-  /* A broker that cannot list slots still has stats. */
-  slots = sluice_client_list_slots(client, STATS_SLOT_KEYS, &slots_error);
-  if (slots != NULL)
-    g_ptr_array_sort(slots, compare_slot_keys);
-  else if (!g_error_matches(slots_error, SLUICE_BROKER_ERROR,
-                            SLUICE_BROKER_ERROR_UNSUPPORTED))
+  if (slots_error != NULL)
     fprintf(stderr, "%s: warning: cannot list concurrency slots: %s\n",
             g_get_prgname(), slots_error->message);
   if (common.json)
-    stats_json(&settings, &stats, reasons, slots);
+    stats_json(&settings, &stats);
   else
-    stats_table(&settings, &stats, reasons, slots);
+    stats_table(&settings, &stats);
 out:
-  if (have_stats)
-    sluice_broker_stats_clear(&stats);
+  cli_stats_clear(&stats);
   cli_settings_clear(&settings);
   cli_common_clear(&common);
   return status;

@@ -25,8 +25,54 @@
 /* A token short enough to guess is no token. */
 #define TOKEN_MIN_BYTES 16
 
-static const gchar *const web_keys[] = {"listen", "token-file", "read-only",
-                                        "sample-interval", NULL};
+/* What the options and [web] resolve to. */
+typedef struct {
+  GSocketAddress *listen;
+  gboolean read_only;
+  gint64 sample_interval_ms;
+} WebSettings;
+
+enum { WEB_LISTEN, WEB_TOKEN_FILE, WEB_READ_ONLY, WEB_SAMPLE_INTERVAL };
+
+/* `sluice web`'s settings: each an option and a key of [web] (settings.c
+ * reads them; the token file by code, as it is read only without
+ * --read-only). */
+static const CliSetting web_settings[] = {
+    [WEB_LISTEN] = {.option = "listen",
+                    .key = "listen",
+                    .kind = CLI_SETTING_TEXT,
+                    .type = &cli_setting_listen,
+                    .offset = G_STRUCT_OFFSET(WebSettings, listen),
+                    .arg = "ADDR:PORT",
+                    .help = "Serve the dashboard on ADDR:PORT (a bare port is "
+                            "127.0.0.1)",
+                    .default_text = DEFAULT_LISTEN},
+    [WEB_TOKEN_FILE] = {.option = "token-file",
+                        .key = "token-file",
+                        .kind = CLI_SETTING_FILENAME,
+                        .arg = "FILE",
+                        .help = "Enable write actions (pause, replay, delete, "
+                                "...) for requests that send the token on "
+                                "this file's first line (X-Sluice-Token "
+                                "header)"},
+    [WEB_READ_ONLY] = {.option = "read-only",
+                       .key = "read-only",
+                       .kind = CLI_SETTING_FLAG,
+                       .type = &cli_setting_boolean,
+                       .offset = G_STRUCT_OFFSET(WebSettings, read_only),
+                       .help = "Disable every write action, even with a token "
+                               "file"},
+    [WEB_SAMPLE_INTERVAL] = {.option = "sample-interval",
+                             .key = "sample-interval",
+                             .kind = CLI_SETTING_TEXT,
+                             .type = &cli_setting_duration,
+                             .offset = G_STRUCT_OFFSET(WebSettings,
+                                                       sample_interval_ms),
+                             .min = 1,
+                             .arg = "DURATION",
+                             .help = "Read the workers' counts this often for "
+                                     "the processed/failed chart"},
+};
 
 /* The token: the first line of @path, without its line break. */
 static gchar *
@@ -66,26 +112,6 @@ read_token(const gchar *path, const gchar *what, GError **error)
     memset(text, 0, strlen(text));
     return token;
   }
-}
-
-/* The value of @option, else of @key in [web], else NULL; @what names
- * where it came from. */
-static gchar *
-web_setting(const gchar *option, const CliSettings *settings, const gchar *key,
-            gchar **what)
-{
-  g_free(*what);
-  if (option != NULL) {
-    *what = g_strconcat("--", key, NULL);
-    return g_strdup(option);
-  }
-  *what = settings->keyfile != NULL
-              ? g_strdup_printf("%s: [%s] %s", settings->config_path, GROUP_WEB,
-                                key)
-              : NULL;
-  return settings->keyfile != NULL
-             ? g_key_file_get_string(settings->keyfile, GROUP_WEB, key, NULL)
-             : NULL;
 }
 
 static gboolean
@@ -168,32 +194,15 @@ cli_cmd_web(int argc, char **argv)
   CliCommon common = {0};
   CliSettings settings = {0};
   Web web = {0};
-  g_autofree gchar *listen = NULL;
-  g_autofree gchar *token_file = NULL;
-  g_autofree gchar *sample_interval = NULL;
-  gboolean read_only = FALSE;
-  g_autofree gchar *value = NULL;
-  g_autofree gchar *what = NULL;
-  g_autoptr(GSocketAddress) address = NULL;
+  CliSettingArgs args = {0};
+  WebSettings set = {.sample_interval_ms = DEFAULT_SAMPLE_MS};
+  g_auto(CliSettingValue) token_file = {0};
+  g_autofree const gchar **keys =
+      cli_setting_keys(web_settings, G_N_ELEMENTS(web_settings));
+  g_autofree GOptionEntry *entries = cli_setting_entries(
+      &args, web_settings, G_N_ELEMENTS(web_settings), 0, &set);
   g_autoptr(GError) error = NULL;
-  gint64 interval_ms = DEFAULT_SAMPLE_MS;
   int status;
-  const GOptionEntry entries[] = {
-      {"listen", 0, 0, G_OPTION_ARG_STRING, &listen,
-       "Serve the dashboard on ADDR:PORT (default " DEFAULT_LISTEN
-       "; a bare port is 127.0.0.1)",
-       "ADDR:PORT"},
-      {"token-file", 0, 0, G_OPTION_ARG_FILENAME, &token_file,
-       "Enable write actions (pause, replay, delete, ...) for requests that "
-       "send the token on this file's first line (X-Sluice-Token header)",
-       "FILE"},
-      {"read-only", 0, 0, G_OPTION_ARG_NONE, &read_only,
-       "Disable every write action, even with a token file", NULL},
-      {"sample-interval", 0, 0, G_OPTION_ARG_STRING, &sample_interval,
-       "Read the workers' counts this often for the processed/failed chart "
-       "(default 10s)",
-       "DURATION"},
-      {NULL}};
 
   if (!cli_parse_options(
           &common, CLI_OPTIONS_CONNECTION, entries, "",
@@ -207,7 +216,7 @@ cli_cmd_web(int argc, char **argv)
           "~/.config/sluice/web-token",
           &argc, &argv, &error) ||
       !cli_settings_load(&common, &settings, &error) ||
-      !cli_keyfile_check_keys(&settings, GROUP_WEB, web_keys, &error)) {
+      !cli_keyfile_check_keys(&settings, GROUP_WEB, keys, &error)) {
     status = cli_report(error);
     goto out;
   }
@@ -217,55 +226,31 @@ cli_cmd_web(int argc, char **argv)
     status = cli_report(error);
     goto out;
   }
-  value = web_setting(listen, &settings, "listen", &what);
-  if (value == NULL) {
-    value = g_strdup(DEFAULT_LISTEN);
-    g_free(what);
-    what = g_strdup("the default listen address");
-  }
-  if (!cli_parse_listen(what, value, &address, &error)) {
+  if (!cli_settings_apply(&args, 0, &settings, GROUP_WEB, &set, &error) ||
+      (set.listen == NULL &&
+       !cli_parse_listen("the default listen address", DEFAULT_LISTEN,
+                         &set.listen, &error)) ||
+      !cli_setting_get(&args, WEB_TOKEN_FILE, &settings, GROUP_WEB, &token_file,
+                       &error)) {
     status = cli_report(error);
     goto out;
   }
-  g_clear_pointer(&value, g_free);
-  value = web_setting(sample_interval, &settings, "sample-interval", &what);
-  if (value != NULL &&
-      (!cli_parse_duration(what, value, &interval_ms, &error) ||
-       (interval_ms < 1 &&
-        !cli_usage_error(&error, "%s: the interval must be at least 1ms",
-                         what)))) {
-    status = cli_report(error);
-    goto out;
-  }
-  g_clear_pointer(&value, g_free);
-  if (!read_only && settings.keyfile != NULL &&
-      g_key_file_has_key(settings.keyfile, GROUP_WEB, "read-only", NULL)) {
-    g_autoptr(GError) local = NULL;
-    read_only = g_key_file_get_boolean(settings.keyfile, GROUP_WEB, "read-only",
-                                       &local);
-    if (local != NULL) {
-      cli_usage_error(&error, "%s: [%s] read-only: give true or false",
-                      settings.config_path, GROUP_WEB);
-      status = cli_report(error);
-      goto out;
-    }
-  }
-  value = web_setting(token_file, &settings, "token-file", &what);
-  if (value != NULL && !read_only &&
-      (web.token = read_token(value, what, &error)) == NULL) {
+  if (token_file.text != NULL && !set.read_only &&
+      (web.token = read_token(token_file.text, token_file.what, &error)) ==
+          NULL) {
     status = cli_report(error);
     goto out;
   }
   web.settings = &settings;
   web.shown_url = web_shown_url(settings.url);
-  web.read_only = read_only;
+  web.read_only = set.read_only;
   /* A dashboard that only shows may run as a user who may only read. */
-  settings.read_only = read_only || web.token == NULL;
-  web.sample_interval_ms = interval_ms;
+  settings.read_only = set.read_only || web.token == NULL;
+  web.sample_interval_ms = set.sample_interval_ms;
   web.loopback = g_inet_address_get_is_loopback(
-      g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(address)));
-  web.rates = web_rates_new(interval_ms);
-  status = serve(&settings, address, &web);
+      g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(set.listen)));
+  web.rates = web_rates_new(set.sample_interval_ms);
+  status = serve(&settings, set.listen, &web);
 out:
   g_clear_pointer(&web.client, sluice_client_unref);
   g_clear_pointer(&web.rates, web_rates_free);
@@ -273,6 +258,8 @@ out:
     memset(web.token, 0, strlen(web.token));
   g_free(web.token);
   g_free(web.shown_url);
+  g_clear_object(&set.listen);
+  cli_setting_args_clear(&args);
   cli_settings_clear(&settings);
   cli_common_clear(&common);
   return status;

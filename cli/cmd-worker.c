@@ -29,318 +29,25 @@
 
 #define GROUP_WORKER "worker"
 
-static const gchar *const worker_keys[] = {"queues",
-                                           "concurrency",
-                                           "prefetch",
-                                           "modules",
-                                           "log-format",
-                                           "max-attempts",
-                                           "backoff",
-                                           "backoff-max",
-                                           "backoff-multiplier",
-                                           "jitter",
-                                           "shutdown-timeout",
-                                           "visibility-timeout",
-                                           "max-deliveries",
-                                           "worker-id",
-                                           "track-state",
-                                           "events",
-                                           "dead-letter-max",
-                                           "fail-fast",
-                                           "isolation",
-                                           "hard-timeout",
-                                           "cancel-grace",
-                                           "max-tasks-per-child",
-                                           "max-rss-per-child",
-                                           "memory-limit-per-child",
-                                           "metrics-listen",
-                                           "rate-limit",
-                                           "concurrency-limit",
-                                           "weight",
-                                           NULL};
+/* Which command takes a row of the table. */
+#define WORKER (1u << 0)
+#define RUN (1u << 1)
 
-/* The retry options `worker` and `run` share, as typed. */
-typedef struct {
-  gchar *max_attempts;
-  gchar *backoff;
-  gchar *backoff_max;
-  gchar *backoff_multiplier;
-  gboolean no_jitter;
-} RetryArgs;
+/* ---- What the settings resolve to ----------------------------------------- */
 
-static void
-retry_args_clear(RetryArgs *args)
-{
-  g_free(args->max_attempts);
-  g_free(args->backoff);
-  g_free(args->backoff_max);
-  g_free(args->backoff_multiplier);
-}
-
-/* One setting being resolved: its value and how to name it in a message
- * (the option, or the file and key it came from). */
-typedef struct {
-  gchar *owned;
-  gchar *what;
-} Setting;
-
-static void
-setting_clear(Setting *s)
-{
-  g_clear_pointer(&s->owned, g_free);
-  g_clear_pointer(&s->what, g_free);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Setting, setting_clear)
-
-/* The value of a setting: @option if given, else the key @key of [worker]
- * in the configuration file, else NULL. Valid until the next call with
- * @s, or setting_clear(). */
-static const gchar *
-setting(Setting *s, const gchar *option, const CliSettings *settings,
-        const gchar *key)
-{
-  setting_clear(s);
-  if (option != NULL) {
-    s->what = g_strconcat("--", key, NULL);
-    return option;
-  }
-  if (settings == NULL || settings->keyfile == NULL)
-    return NULL;
-  s->owned = g_key_file_get_string(settings->keyfile, GROUP_WORKER, key, NULL);
-  s->what =
-      g_strdup_printf("%s: [%s] %s", settings->config_path, GROUP_WORKER, key);
-  return s->owned;
-}
-
-/* A boolean of [worker] (absent = @fallback). */
-static gboolean
-setting_bool(const CliSettings *settings, const gchar *key, gboolean fallback,
-             gboolean *out, GError **error)
-{
-  g_autoptr(GError) local = NULL;
-
-  *out = fallback;
-  if (settings == NULL || settings->keyfile == NULL ||
-      !g_key_file_has_key(settings->keyfile, GROUP_WORKER, key, NULL))
-    return TRUE;
-  *out = g_key_file_get_boolean(settings->keyfile, GROUP_WORKER, key, &local);
-  if (local != NULL)
-    return cli_usage_error(error, "%s: [worker] %s: %s", settings->config_path,
-                           key, local->message);
-  return TRUE;
-}
-
-/* A list of [worker] (for queues and modules), or NULL. */
-static gchar **
-setting_list(const CliSettings *settings, const gchar *key)
-{
-  if (settings == NULL || settings->keyfile == NULL)
-    return NULL;
-  return g_key_file_get_string_list(settings->keyfile, GROUP_WORKER, key, NULL,
-                                    NULL);
-}
-
-/* Fills @policy from the retry options (or the file). */
-static gboolean
-resolve_retry(const RetryArgs *args, const CliSettings *settings,
-              SluiceRetryPolicy *policy, GError **error)
-{
-  g_auto(Setting) s = {0};
-  const gchar *value;
-  gboolean jitter;
-  guint64 n;
-
-  if ((value = setting(&s, args->max_attempts, settings, "max-attempts")) !=
-      NULL) {
-    if (!cli_parse_count(s.what, value, 1, 1000, &n, error))
-      return FALSE;
-    policy->max_attempts = (gint)n;
-  }
-  if ((value = setting(&s, args->backoff, settings, "backoff")) != NULL &&
-      !cli_parse_duration(s.what, value, &policy->initial_backoff_ms, error))
-    return FALSE;
-  if ((value = setting(&s, args->backoff_max, settings, "backoff-max")) !=
-          NULL &&
-      !cli_parse_duration(s.what, value, &policy->max_backoff_ms, error))
-    return FALSE;
-  if ((value = setting(&s, args->backoff_multiplier, settings,
-                       "backoff-multiplier")) != NULL) {
-    gchar *end = NULL;
-    gdouble x = g_ascii_strtod(value, &end);
-    if (end == value || *end != '\0' || !isfinite(x) || x < 1.0 || x > 100.0)
-      return cli_usage_error(error,
-                             "%s: “%s” is not a number from 1 to 100 (e.g. 2 "
-                             "or 1.5)",
-                             s.what, value);
-    policy->multiplier = x;
-  }
-  if (!setting_bool(settings, "jitter", TRUE, &jitter, error))
-    return FALSE;
-  if (args->no_jitter)
-    jitter = FALSE;
-  policy->jitter = jitter ? SLUICE_ON : SLUICE_OFF;
-  return TRUE;
-}
-
-/* The retry options' entries, pointing into @args. */
-static void
-retry_entries(RetryArgs *args, GOptionEntry out[6])
-{
-  const GOptionEntry entries[] = {
-      {"max-attempts", 0, 0, G_OPTION_ARG_STRING, &args->max_attempts,
-       "Attempts per task unless the task or message says otherwise "
-       "(default 3)",
-       "N"},
-      {"backoff", 0, 0, G_OPTION_ARG_STRING, &args->backoff,
-       "Delay after the first failure (default 1500ms)", "DURATION"},
-      {"backoff-max", 0, 0, G_OPTION_ARG_STRING, &args->backoff_max,
-       "Longest delay between attempts (default 30s)", "DURATION"},
-      {"backoff-multiplier", 0, 0, G_OPTION_ARG_STRING,
-       &args->backoff_multiplier, "Growth of the delay per attempt (default 2)",
-       "X"},
-      {"no-jitter", 0, 0, G_OPTION_ARG_NONE, &args->no_jitter,
-       "Exact delays instead of a random draw in [d/2, d]", NULL},
-      {NULL}};
-
-  G_STATIC_ASSERT(G_N_ELEMENTS(entries) == 6);
-  memcpy(out, entries, sizeof entries);
-}
-
-/* Returns: (transfer full): @a's entries, then @b's, NULL-terminated. */
-static GOptionEntry *
-join_entries(const GOptionEntry *a, const GOptionEntry *b)
-{
-  GArray *all = g_array_new(TRUE, TRUE, sizeof(GOptionEntry));
-
-  for (; a->long_name != NULL; a++)
-    g_array_append_val(all, *a);
-  for (; b->long_name != NULL; b++)
-    g_array_append_val(all, *b);
-  return (GOptionEntry *)(void *)g_array_free(all, FALSE);
-}
-
-/* Logs what the registry holds, so an operator sees which tasks a worker
- * serves. */
-static gchar *
-task_list(SluiceRegistry *registry)
-{
-  g_auto(GStrv) names = sluice_registry_list(registry);
-
-  return g_strjoinv(", ", names);
-}
-
-/* ---- sluice worker ------------------------------------------------------- */
-
-typedef struct {
-  gchar **queues;
-  gchar **modules;
-  gchar *concurrency;
-  gchar *prefetch;
-  gchar *log_format;
-  gboolean verbose;
-  RetryArgs retry;
-  gchar *shutdown_timeout;
-  gchar *visibility_timeout;
-  gchar *max_deliveries;
-  gchar *worker_id;
-  gboolean no_track_state;
-  gboolean events;
-  gchar *dead_letter_max;
-  gboolean fail_fast;
-  gboolean no_task_log;
-  gchar *isolation;
-  gchar *hard_timeout;
-  gchar *cancel_grace;
-  gchar *max_tasks_per_child;
-  gchar *max_rss_per_child;
-  gchar *memory_limit_per_child;
-  gchar *metrics_listen;
-  gchar **rate_limits;
-  gchar **concurrency_limits;
-  gchar **weights;
-} WorkerArgs;
-
-static void
-worker_args_clear(WorkerArgs *args)
-{
-  g_strfreev(args->queues);
-  g_strfreev(args->modules);
-  g_free(args->concurrency);
-  g_free(args->prefetch);
-  g_free(args->log_format);
-  retry_args_clear(&args->retry);
-  g_free(args->shutdown_timeout);
-  g_free(args->visibility_timeout);
-  g_free(args->max_deliveries);
-  g_free(args->worker_id);
-  g_free(args->dead_letter_max);
-  g_free(args->isolation);
-  g_free(args->hard_timeout);
-  g_free(args->cancel_grace);
-  g_free(args->max_tasks_per_child);
-  g_free(args->max_rss_per_child);
-  g_free(args->memory_limit_per_child);
-  g_free(args->metrics_listen);
-  g_strfreev(args->rate_limits);
-  g_strfreev(args->concurrency_limits);
-  g_strfreev(args->weights);
-}
-
-/* The process-isolation settings: --isolation and the child limits. */
-static gboolean
-resolve_isolation(const WorkerArgs *args, const CliSettings *settings,
-                  SluiceWorkerOptions *o, GError **error)
-{
-  g_auto(Setting) s = {0};
-  const gchar *value;
-  guint64 n;
-
-  if ((value = setting(&s, args->isolation, settings, "isolation")) != NULL) {
-    if (g_strcmp0(value, "thread") == 0)
-      o->isolation = SLUICE_ISOLATION_THREAD;
-    else if (g_strcmp0(value, "process") == 0)
-      o->isolation = SLUICE_ISOLATION_PROCESS;
-    else
-      return cli_usage_error(error,
-                             "%s: “%s” is not an isolation: thread (tasks "
-                             "run on the worker's threads) or process "
-                             "(each in a child process)",
-                             s.what, value);
-  }
-  if ((value = setting(&s, args->hard_timeout, settings, "hard-timeout")) !=
-          NULL &&
-      !cli_parse_duration(s.what, value, &o->hard_timeout_ms, error))
-    return FALSE;
-  if ((value = setting(&s, args->cancel_grace, settings, "cancel-grace")) !=
-          NULL &&
-      !cli_parse_duration(s.what, value, &o->cancel_grace_ms, error))
-    return FALSE;
-  if ((value = setting(&s, args->max_tasks_per_child, settings,
-                       "max-tasks-per-child")) != NULL) {
-    if (!cli_parse_count(s.what, value, 0, G_MAXUINT32, &n, error))
-      return FALSE;
-    o->max_tasks_per_child = (guint)n;
-  }
-  if ((value = setting(&s, args->max_rss_per_child, settings,
-                       "max-rss-per-child")) != NULL &&
-      !cli_parse_size(s.what, value, &o->max_rss_per_child, error))
-    return FALSE;
-  if ((value = setting(&s, args->memory_limit_per_child, settings,
-                       "memory-limit-per-child")) != NULL &&
-      !cli_parse_size(s.what, value, &o->memory_limit_per_child, error))
-    return FALSE;
-  return TRUE;
-}
-
-/* Everything `sluice worker` resolved from its options and the file. */
+/* Everything `sluice worker` (or `sluice run`) resolved from its options,
+ * the environment and the file: what the rows of the table store into. */
 typedef struct {
   SluiceWorkerOptions options;
   gchar **queues;   /* owned; options.queues points here */
   gchar **modules;  /* owned */
   gchar *worker_id; /* owned; options.worker_id points here */
   CliLogFormat log_format;
+  gboolean verbose;
   guint dead_letter_max;
   gboolean fail_fast;
+  gboolean jitter;      /* into options.retry.jitter */
+  gboolean track_state; /* into options.track_state */
   GPtrArray *periodics; /* CliPeriodic*: the [periodic "NAME"] groups */
   GSocketAddress *metrics_listen; /* owned; NULL = no metrics endpoint */
   /* --rate-limit and --concurrency-limit: the arrays the options point
@@ -349,7 +56,33 @@ typedef struct {
   GArray *concurrency_limits; /* SluiceQueueConcurrencyLimit */
   GPtrArray *limit_queues;    /* gchar*, owned */
   guint *weights;             /* --weight: one per queue, or NULL */
+  /* `sluice run` */
+  gint64 timeout_ms; /* 0 = none */
+  gint64 wait_ms;    /* -1 = as long as it takes */
 } WorkerPlan;
+
+/* The defaults: the library's (sluice_worker_options_init()), and the
+ * command's own where it has one. @retry_defaults fills the retry policy
+ * with the library's defaults, to show them; a plan that runs leaves it
+ * unset, so that a task's or a message's own policy wins. */
+static void
+worker_plan_init(WorkerPlan *plan, gboolean retry_defaults)
+{
+  memset(plan, 0, sizeof *plan);
+  sluice_worker_options_init(&plan->options);
+  if (retry_defaults)
+    sluice_retry_policy_init_default(&plan->options.retry);
+  plan->log_format = CLI_LOG_TEXT;
+  plan->dead_letter_max = SLUICE_DEFAULT_DEAD_LETTER_MAX;
+  plan->jitter = TRUE;
+  plan->track_state = TRUE;
+  plan->options.log_each_task = TRUE;
+  plan->wait_ms = -1;
+  plan->rate_limits = g_array_new(FALSE, TRUE, sizeof(SluiceQueueRateLimit));
+  plan->concurrency_limits =
+      g_array_new(FALSE, TRUE, sizeof(SluiceQueueConcurrencyLimit));
+  plan->limit_queues = g_ptr_array_new_with_free_func(g_free);
+}
 
 static void
 worker_plan_clear(WorkerPlan *plan)
@@ -365,53 +98,83 @@ worker_plan_clear(WorkerPlan *plan)
   g_clear_pointer(&plan->weights, g_free);
 }
 
-/* --weight QUEUE=W (repeatable): weighted fair queues over the worker's
- * queues; a queue named by none has weight 1. */
+/* ---- The command's own types of values ------------------------------------ */
+
 static gboolean
-resolve_weights(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
-                GError **error)
+parse_multiplier(const CliSetting *row, const CliSettingValue *v, gpointer base,
+                 GError **error)
 {
-  g_auto(GStrv) from_file = setting_list(settings, "weight");
-  gchar **given = args->weights != NULL ? args->weights : from_file;
-  const gchar *what =
-      args->weights != NULL ? "--weight" : "weight (from --config)";
-  const gchar *const default_queues[] = {SLUICE_DEFAULT_QUEUE, NULL};
-  const gchar *const *queues = plan->queues != NULL
-                                   ? (const gchar *const *)plan->queues
-                                   : default_queues;
-  guint n = g_strv_length((gchar **)queues);
+  gchar *end = NULL;
+  gdouble x = g_ascii_strtod(v->text, &end);
 
-  if (given == NULL || given[0] == NULL)
-    return TRUE;
-  plan->weights = g_new(guint, n);
-  for (guint q = 0; q < n; q++)
-    plan->weights[q] = 1;
-  for (guint i = 0; given[i] != NULL; i++) {
-    const gchar *eq = strrchr(given[i], '=');
-    g_autofree gchar *queue =
-        eq != NULL ? g_strndup(given[i], eq - given[i]) : NULL;
-    guint64 w;
-    guint q;
-
-    if (queue == NULL)
-      return cli_usage_error(error,
-                             "%s: “%s” is not QUEUE=WEIGHT (e.g. "
-                             "interactive=3)",
-                             what, given[i]);
-    for (q = 0; q < n && g_strcmp0(queues[q], queue) != 0; q++)
-      ;
-    if (q == n)
-      return cli_usage_error(error,
-                             "%s: “%s” is not one of the worker's queues "
-                             "(give it with --queue)",
-                             what, queue);
-    if (!cli_parse_count(what, eq + 1, 1, 1000000, &w, error))
-      return FALSE;
-    plan->weights[q] = (guint)w;
-  }
-  plan->options.queue_weights = plan->weights;
+  if (end == v->text || *end != '\0' || !isfinite(x) || x < 1.0 || x > 100.0)
+    return cli_usage_error(error,
+                           "%s: “%s” is not a number from 1 to 100 (e.g. 2 "
+                           "or 1.5)",
+                           v->what, v->text);
+  G_STRUCT_MEMBER(gdouble, base, row->offset) = x;
   return TRUE;
 }
+
+static gchar *
+show_multiplier(const CliSetting *row, gconstpointer base)
+{
+  gchar buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+  return g_strdup(
+      cli_format_number(buf, G_STRUCT_MEMBER(gdouble, base, row->offset)));
+}
+
+static const CliSettingType multiplier = {parse_multiplier, show_multiplier};
+
+static gboolean
+parse_log_format(const CliSetting *row, const CliSettingValue *v, gpointer base,
+                 GError **error)
+{
+  return cli_parse_log_format(
+      v->text, &G_STRUCT_MEMBER(CliLogFormat, base, row->offset), error);
+}
+
+static gchar *
+show_log_format(const CliSetting *row, gconstpointer base)
+{
+  return g_strdup(G_STRUCT_MEMBER(CliLogFormat, base, row->offset) ==
+                          CLI_LOG_JSON
+                      ? "json"
+                      : "text");
+}
+
+static const CliSettingType log_format = {parse_log_format, show_log_format};
+
+static gboolean
+parse_isolation(const CliSetting *row, const CliSettingValue *v, gpointer base,
+                GError **error)
+{
+  SluiceIsolation *out = &G_STRUCT_MEMBER(SluiceIsolation, base, row->offset);
+
+  if (g_strcmp0(v->text, "thread") == 0)
+    *out = SLUICE_ISOLATION_THREAD;
+  else if (g_strcmp0(v->text, "process") == 0)
+    *out = SLUICE_ISOLATION_PROCESS;
+  else
+    return cli_usage_error(error,
+                           "%s: “%s” is not an isolation: thread (tasks run "
+                           "on the worker's threads) or process (each in a "
+                           "child process)",
+                           v->what, v->text);
+  return TRUE;
+}
+
+static gchar *
+show_isolation(const CliSetting *row, gconstpointer base)
+{
+  return g_strdup(G_STRUCT_MEMBER(SluiceIsolation, base, row->offset) ==
+                          SLUICE_ISOLATION_PROCESS
+                      ? "process"
+                      : "thread");
+}
+
+static const CliSettingType isolation = {parse_isolation, show_isolation};
 
 /* "QUEUE=COUNT/PERIOD[:BURST]" (--rate-limit) or "QUEUE=N"
  * (--concurrency-limit) into @plan's arrays, checked as the library checks
@@ -473,137 +236,451 @@ parse_queue_limit(WorkerPlan *plan, const gchar *what, const gchar *text,
 /* --rate-limit and --concurrency-limit, each repeatable (the options
  * replace the file's lists of the same name). */
 static gboolean
-resolve_limits(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
-               GError **error)
+parse_rate_limits(const CliSetting *row, const CliSettingValue *v,
+                  gpointer base, GError **error)
 {
-  g_auto(GStrv) rate_file = setting_list(settings, "rate-limit");
-  g_auto(GStrv) conc_file = setting_list(settings, "concurrency-limit");
-  gchar **rate = args->rate_limits != NULL ? args->rate_limits : rate_file;
-  gchar **conc =
-      args->concurrency_limits != NULL ? args->concurrency_limits : conc_file;
-  const gchar *rate_what =
-      args->rate_limits != NULL ? "--rate-limit" : "rate-limit (from --config)";
-  const gchar *conc_what = args->concurrency_limits != NULL
-                               ? "--concurrency-limit"
-                               : "concurrency-limit (from --config)";
+  for (guint i = 0; v->list != NULL && v->list[i] != NULL; i++)
+    if (!parse_queue_limit(base, v->what, v->list[i], TRUE, error))
+      return FALSE;
+  return TRUE;
+}
 
-  plan->rate_limits = g_array_new(FALSE, TRUE, sizeof(SluiceQueueRateLimit));
-  plan->concurrency_limits =
-      g_array_new(FALSE, TRUE, sizeof(SluiceQueueConcurrencyLimit));
-  plan->limit_queues = g_ptr_array_new_with_free_func(g_free);
-  for (guint i = 0; rate != NULL && rate[i] != NULL; i++)
-    if (!parse_queue_limit(plan, rate_what, rate[i], TRUE, error))
+static const CliSettingType rate_limits = {parse_rate_limits, NULL};
+
+static gboolean
+parse_concurrency_limits(const CliSetting *row, const CliSettingValue *v,
+                         gpointer base, GError **error)
+{
+  for (guint i = 0; v->list != NULL && v->list[i] != NULL; i++)
+    if (!parse_queue_limit(base, v->what, v->list[i], FALSE, error))
       return FALSE;
-  for (guint i = 0; conc != NULL && conc[i] != NULL; i++)
-    if (!parse_queue_limit(plan, conc_what, conc[i], FALSE, error))
+  return TRUE;
+}
+
+static const CliSettingType concurrency_limits = {parse_concurrency_limits,
+                                                  NULL};
+
+/* --weight QUEUE=W (repeatable): weighted fair queues over the worker's
+ * queues (read before it: the table's order); a queue named by none has
+ * weight 1. */
+static gboolean
+parse_weights(const CliSetting *row, const CliSettingValue *v, gpointer base,
+              GError **error)
+{
+  WorkerPlan *plan = base;
+  const gchar *const default_queues[] = {SLUICE_DEFAULT_QUEUE, NULL};
+  const gchar *const *queues = plan->queues != NULL
+                                   ? (const gchar *const *)plan->queues
+                                   : default_queues;
+  guint n = g_strv_length((gchar **)queues);
+
+  if (v->list == NULL || v->list[0] == NULL)
+    return TRUE;
+  g_free(plan->weights);
+  plan->weights = g_new(guint, n);
+  for (guint q = 0; q < n; q++)
+    plan->weights[q] = 1;
+  for (guint i = 0; v->list[i] != NULL; i++) {
+    const gchar *eq = strrchr(v->list[i], '=');
+    g_autofree gchar *queue =
+        eq != NULL ? g_strndup(v->list[i], eq - v->list[i]) : NULL;
+    guint64 w;
+    guint q;
+
+    if (queue == NULL)
+      return cli_usage_error(error,
+                             "%s: “%s” is not QUEUE=WEIGHT (e.g. "
+                             "interactive=3)",
+                             v->what, v->list[i]);
+    for (q = 0; q < n && g_strcmp0(queues[q], queue) != 0; q++)
+      ;
+    if (q == n)
+      return cli_usage_error(error,
+                             "%s: “%s” is not one of the worker's queues "
+                             "(give it with --queue)",
+                             v->what, queue);
+    if (!cli_parse_count(v->what, eq + 1, 1, 1000000, &w, error))
       return FALSE;
+    plan->weights[q] = (guint)w;
+  }
+  return TRUE;
+}
+
+static const CliSettingType weights = {parse_weights, NULL};
+
+/* ---- The table ------------------------------------------------------------ */
+
+#define PLAN(field) G_STRUCT_OFFSET(WorkerPlan, field)
+
+/* Every setting of `sluice worker` (and of `sluice run`, which shares the
+ * retry options): its option, key of [worker], type, default and help, in
+ * the order --help lists them. A key is the option's name (a list's is
+ * plural for queue and module; an off flag's is what it turns off), so
+ * that the file reads like the command line. The defaults --help shows are
+ * those of worker_plan_init(): the library's. sluice(1) says the same
+ * (tests/test-cli.c checks it). */
+static const CliSetting worker_settings[] = {
+    {.option = "queue",
+     .short_name = 'q',
+     .key = "queues",
+     .kind = CLI_SETTING_LIST,
+     .type = &cli_setting_strv,
+     .offset = PLAN(queues),
+     .arg = "Q",
+     .help = "A queue to take tasks from, highest priority first (repeat it)",
+     .default_text = SLUICE_DEFAULT_QUEUE,
+     .commands = WORKER},
+    {.option = "concurrency",
+     .short_name = 'c',
+     .key = "concurrency",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_count,
+     .offset = PLAN(options.concurrency),
+     .min = 1,
+     .max = 1024,
+     .arg = "N",
+     .help = "Tasks run at once",
+     .commands = WORKER},
+    {.option = "module",
+     .short_name = 'm',
+     .key = "modules",
+     .kind = CLI_SETTING_FILENAME_LIST,
+     .type = &cli_setting_strv,
+     .offset = PLAN(modules),
+     .arg = "PATH.so",
+     .help = "A task module to load (repeat it)",
+     .commands = WORKER | RUN},
+    {.option = "prefetch",
+     .key = "prefetch",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_count,
+     .offset = PLAN(options.prefetch),
+     .min = 0,
+     .max = 1024,
+     .arg = "N",
+     .help = "The most tasks held ready beyond --concurrency; about 100 ms "
+             "of work is held",
+     .commands = WORKER},
+    {.option = "log-format",
+     .key = "log-format",
+     .kind = CLI_SETTING_TEXT,
+     .type = &log_format,
+     .offset = PLAN(log_format),
+     .arg = "text|json",
+     .help = "Log lines on stderr as text or json; the journal when stderr "
+             "is connected to it",
+     .commands = WORKER | RUN},
+    {.option = "verbose",
+     .short_name = 'v',
+     .kind = CLI_SETTING_FLAG,
+     .type = &cli_setting_boolean,
+     .offset = PLAN(verbose),
+     .help = "Log debug lines too",
+     .commands = WORKER},
+    {.option = "verbose",
+     .short_name = 'v',
+     .kind = CLI_SETTING_FLAG,
+     .type = &cli_setting_boolean,
+     .offset = PLAN(verbose),
+     .help = "Log every attempt, not only warnings",
+     .commands = RUN},
+    {.option = "shutdown-timeout",
+     .key = "shutdown-timeout",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_duration,
+     .offset = PLAN(options.shutdown_timeout_ms),
+     .arg = "DURATION",
+     .help = "On SIGTERM, how long running tasks may take",
+     .commands = WORKER},
+    {.option = "visibility-timeout",
+     .key = "visibility-timeout",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_duration,
+     .offset = PLAN(options.visibility_timeout_ms),
+     .min = 300,
+     .arg = "DURATION",
+     .help = "Reliable mode: the lease, renewed every third of it",
+     .commands = WORKER},
+    {.option = "max-deliveries",
+     .key = "max-deliveries",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_count,
+     .offset = PLAN(options.max_deliveries),
+     .min = 1,
+     .max = 1000,
+     .arg = "N",
+     .help = "Reliable mode: bury a task taken from dead workers this often",
+     .commands = WORKER},
+    {.option = "dead-letter-max",
+     .key = "dead-letter-max",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_count,
+     .offset = PLAN(dead_letter_max),
+     .min = 1,
+     .max = G_MAXUINT32,
+     .arg = "N",
+     .help = "Keep at most N dead letters, dropping the oldest",
+     .commands = WORKER},
+    {.option = "worker-id",
+     .key = "worker-id",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_string,
+     .offset = PLAN(worker_id),
+     .arg = "ID",
+     .help = "This worker's unique name",
+     .default_text = "HOST-PID-RANDOM",
+     .commands = WORKER},
+    {.option = "no-track-state",
+     .key = "track-state",
+     .kind = CLI_SETTING_OFF_FLAG,
+     .type = &cli_setting_boolean,
+     .offset = PLAN(track_state),
+     .help = "Do not write running/retrying records",
+     .commands = WORKER},
+    {.option = "events",
+     .env = "SLUICE_EVENTS",
+     .key = "events",
+     .kind = CLI_SETTING_FLAG,
+     .type = &cli_setting_boolean,
+     .offset = PLAN(options.events),
+     .help = "Write task lifecycle events to the namespace's event stream "
+             "(sluice events)",
+     .commands = WORKER},
+    {.option = "fail-fast",
+     .key = "fail-fast",
+     .kind = CLI_SETTING_FLAG,
+     .type = &cli_setting_boolean,
+     .offset = PLAN(fail_fast),
+     .help = "Exit at once (status 1) if Redis cannot be reached at start, "
+             "instead of waiting for it",
+     .commands = WORKER},
+    {.option = "no-task-log",
+     .key = "task-log",
+     .kind = CLI_SETTING_OFF_FLAG,
+     .type = &cli_setting_boolean,
+     .offset = PLAN(options.log_each_task),
+     .help = "Do not log a line per finished task (id, task, queue, attempt, "
+             "outcome, duration)",
+     .commands = WORKER},
+    {.option = "isolation",
+     .key = "isolation",
+     .kind = CLI_SETTING_TEXT,
+     .type = &isolation,
+     .offset = PLAN(options.isolation),
+     .arg = "thread|process",
+     .help = "Where tasks run: thread or process (each executor in a child "
+             "process: a crash costs one attempt)",
+     .commands = WORKER},
+    {.option = "hard-timeout",
+     .key = "hard-timeout",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_duration,
+     .offset = PLAN(options.hard_timeout_ms),
+     .arg = "DURATION",
+     .help = "Process isolation: kill a task's child this long after it "
+             "started",
+     .default_text = "none",
+     .commands = WORKER},
+    {.option = "cancel-grace",
+     .key = "cancel-grace",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_duration,
+     .offset = PLAN(options.cancel_grace_ms),
+     .arg = "DURATION",
+     .help = "How long a cancelled task may take to return before its child "
+             "is killed",
+     .commands = WORKER},
+    {.option = "max-tasks-per-child",
+     .key = "max-tasks-per-child",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_count,
+     .offset = PLAN(options.max_tasks_per_child),
+     .min = 0,
+     .max = G_MAXUINT32,
+     .arg = "N",
+     .help = "Process isolation: replace a child after N tasks",
+     .default_text = "never",
+     .commands = WORKER},
+    {.option = "max-rss-per-child",
+     .key = "max-rss-per-child",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_size,
+     .offset = PLAN(options.max_rss_per_child),
+     .arg = "SIZE",
+     .help = "Process isolation: replace a child left above SIZE resident "
+             "after a task",
+     .commands = WORKER},
+    {.option = "memory-limit-per-child",
+     .key = "memory-limit-per-child",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_size,
+     .offset = PLAN(options.memory_limit_per_child),
+     .arg = "SIZE",
+     .help = "Process isolation: kill a child using more than SIZE while it "
+             "runs a task; its attempt fails",
+     .commands = WORKER},
+    {.option = "metrics-listen",
+     .key = "metrics-listen",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_listen,
+     .offset = PLAN(metrics_listen),
+     .arg = "ADDR:PORT",
+     .help = "Serve /metrics (Prometheus) and /healthz on ADDR:PORT (a bare "
+             "port is 127.0.0.1)",
+     .commands = WORKER},
+    {.option = "rate-limit",
+     .key = "rate-limit",
+     .kind = CLI_SETTING_LIST,
+     .type = &rate_limits,
+     .arg = "QUEUE=COUNT/PERIOD[:BURST]",
+     .help = "At most COUNT tasks of QUEUE per PERIOD across every worker, "
+             "bursts of BURST (default 1); repeatable",
+     .commands = WORKER},
+    {.option = "weight",
+     .key = "weight",
+     .kind = CLI_SETTING_LIST,
+     .type = &weights,
+     .arg = "QUEUE=WEIGHT",
+     .help = "Share fetches among the queues by weight instead of strict "
+             "order (a queue not named weighs 1); repeatable",
+     .commands = WORKER},
+    {.option = "concurrency-limit",
+     .key = "concurrency-limit",
+     .kind = CLI_SETTING_LIST,
+     .type = &concurrency_limits,
+     .arg = "QUEUE=N",
+     .help = "At most N tasks of QUEUE running at once across every worker; "
+             "repeatable",
+     .commands = WORKER},
+    {.option = "timeout",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_duration,
+     .offset = PLAN(timeout_ms),
+     .arg = "DURATION",
+     .help = "Fail an attempt that runs longer than this",
+     .default_text = "none",
+     .commands = RUN},
+    {.option = "wait",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_duration,
+     .offset = PLAN(wait_ms),
+     .arg = "DURATION",
+     .help = "Give up after this long (exit status 4)",
+     .default_text = "no limit",
+     .commands = RUN},
+    {.option = "max-attempts",
+     .key = "max-attempts",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_int,
+     .offset = PLAN(options.retry.max_attempts),
+     .min = 1,
+     .max = 1000,
+     .arg = "N",
+     .help = "Attempts per task unless the task or message says otherwise",
+     .commands = WORKER | RUN},
+    {.option = "backoff",
+     .key = "backoff",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_duration,
+     .offset = PLAN(options.retry.initial_backoff_ms),
+     .arg = "DURATION",
+     .help = "Delay after the first failure",
+     .commands = WORKER | RUN},
+    {.option = "backoff-max",
+     .key = "backoff-max",
+     .kind = CLI_SETTING_TEXT,
+     .type = &cli_setting_duration,
+     .offset = PLAN(options.retry.max_backoff_ms),
+     .arg = "DURATION",
+     .help = "Longest delay between attempts",
+     .commands = WORKER | RUN},
+    {.option = "backoff-multiplier",
+     .key = "backoff-multiplier",
+     .kind = CLI_SETTING_TEXT,
+     .type = &multiplier,
+     .offset = PLAN(options.retry.multiplier),
+     .arg = "X",
+     .help = "Growth of the delay per attempt",
+     .commands = WORKER | RUN},
+    {.option = "no-jitter",
+     .key = "jitter",
+     .kind = CLI_SETTING_OFF_FLAG,
+     .type = &cli_setting_boolean,
+     .offset = PLAN(jitter),
+     .help = "Exact delays instead of a random draw in [d/2, d]",
+     .commands = WORKER | RUN},
+};
+
+/* Resolves every row @command takes into @plan (worker_plan_init()
+ * first): the option, else the environment, else [worker] of the file
+ * (none for `run`), else the default. */
+static gboolean
+resolve_plan(const CliSettingArgs *args, guint command,
+             const CliSettings *settings, WorkerPlan *plan, GError **error)
+{
+  if (settings != NULL) {
+    g_autofree const gchar **keys =
+        cli_setting_keys(worker_settings, G_N_ELEMENTS(worker_settings));
+    if (!cli_keyfile_check_keys(settings, GROUP_WORKER, keys, error))
+      return FALSE;
+  }
+  if (!cli_settings_apply(args, command, settings, GROUP_WORKER, plan, error))
+    return FALSE;
+  plan->options.queues = (const gchar *const *)plan->queues;
+  plan->options.worker_id = plan->worker_id;
+  plan->options.retry.jitter = plan->jitter ? SLUICE_ON : SLUICE_OFF;
+  plan->options.track_state = plan->track_state;
+  plan->options.queue_weights = plan->weights;
   plan->options.queue_rate_limits =
-      (const SluiceQueueRateLimit *)plan->rate_limits->data;
+      (const SluiceQueueRateLimit *)(void *)plan->rate_limits->data;
   plan->options.n_queue_rate_limits = plan->rate_limits->len;
   plan->options.queue_concurrency_limits =
-      (const SluiceQueueConcurrencyLimit *)plan->concurrency_limits->data;
+      (const SluiceQueueConcurrencyLimit *)(void *)
+          plan->concurrency_limits->data;
   plan->options.n_queue_concurrency_limits = plan->concurrency_limits->len;
   return TRUE;
 }
 
-static gboolean
-resolve_worker(WorkerArgs *args, const CliSettings *settings, WorkerPlan *plan,
-               GError **error)
+/* The entries of @command's rows, their defaults shown from the library's
+ * (transfer full). */
+static GOptionEntry *
+worker_entries(CliSettingArgs *args, guint command)
 {
-  g_auto(Setting) s = {0};
-  const gchar *value;
-  guint64 n;
-  gboolean track_state;
+  WorkerPlan defaults;
+  GOptionEntry *entries;
 
-  memset(plan, 0, sizeof *plan);
-  sluice_worker_options_init(&plan->options);
-  if (!cli_keyfile_check_keys(settings, GROUP_WORKER, worker_keys, error))
+  worker_plan_init(&defaults, TRUE);
+  entries = cli_setting_entries(
+      args, worker_settings, G_N_ELEMENTS(worker_settings), command, &defaults);
+  worker_plan_clear(&defaults);
+  return entries;
+}
+
+/* Logs what the registry holds, so an operator sees which tasks a worker
+ * serves. */
+static gchar *
+task_list(SluiceRegistry *registry)
+{
+  g_auto(GStrv) names = sluice_registry_list(registry);
+
+  return g_strjoinv(", ", names);
+}
+
+/* ---- sluice worker ------------------------------------------------------- */
+
+static gboolean
+resolve_worker(const CliSettingArgs *args, const CliSettings *settings,
+               WorkerPlan *plan, GError **error)
+{
+  worker_plan_init(plan, FALSE);
+  if (!resolve_plan(args, WORKER, settings, plan, error))
     return FALSE;
-
-  plan->queues = args->queues != NULL ? g_steal_pointer(&args->queues)
-                                      : setting_list(settings, "queues");
-  plan->options.queues = (const gchar *const *)plan->queues;
-  plan->modules = args->modules != NULL ? g_steal_pointer(&args->modules)
-                                        : setting_list(settings, "modules");
   if (plan->modules == NULL || plan->modules[0] == NULL)
     return cli_usage_error(error,
                            "no task module: give one with --module PATH.so "
                            "(a shared object exporting sluice_module_init), "
                            "or modules= in the [worker] group of --config");
-
-  if ((value = setting(&s, args->concurrency, settings, "concurrency")) !=
-      NULL) {
-    if (!cli_parse_count(s.what, value, 1, 1024, &n, error))
-      return FALSE;
-    plan->options.concurrency = (guint)n;
-  }
-  if ((value = setting(&s, args->prefetch, settings, "prefetch")) != NULL) {
-    if (!cli_parse_count(s.what, value, 0, 1024, &n, error))
-      return FALSE;
-    plan->options.prefetch = (guint)n;
-  }
-  if (!cli_parse_log_format(
-          setting(&s, args->log_format, settings, "log-format"),
-          &plan->log_format, error))
-    return FALSE;
-  if (!resolve_retry(&args->retry, settings, &plan->options.retry, error))
-    return FALSE;
-  if ((value = setting(&s, args->shutdown_timeout, settings,
-                       "shutdown-timeout")) != NULL &&
-      !cli_parse_duration(s.what, value, &plan->options.shutdown_timeout_ms,
-                          error))
-    return FALSE;
-  if ((value = setting(&s, args->visibility_timeout, settings,
-                       "visibility-timeout")) != NULL) {
-    if (!cli_parse_duration(s.what, value, &plan->options.visibility_timeout_ms,
-                            error))
-      return FALSE;
-    if (plan->options.visibility_timeout_ms < 300)
-      return cli_usage_error(error,
-                             "%s: %s is too short; the shortest lease is "
-                             "300ms",
-                             s.what, value);
-  }
-  if ((value = setting(&s, args->max_deliveries, settings, "max-deliveries")) !=
-      NULL) {
-    if (!cli_parse_count(s.what, value, 1, 1000, &n, error))
-      return FALSE;
-    plan->options.max_deliveries = (guint)n;
-  }
-  if ((value = setting(&s, args->dead_letter_max, settings,
-                       "dead-letter-max")) != NULL) {
-    if (!cli_parse_count(s.what, value, 1, G_MAXUINT32, &n, error))
-      return FALSE;
-    plan->dead_letter_max = (guint)n;
-  }
-  if ((value = setting(&s, args->worker_id, settings, "worker-id")) != NULL) {
-    plan->worker_id = g_strdup(value);
-    plan->options.worker_id = plan->worker_id;
-  }
-  if (!setting_bool(settings, "track-state", TRUE, &track_state, error))
-    return FALSE;
-  plan->options.track_state = track_state && !args->no_track_state;
-  if (!cli_events_setting(args->events, settings, GROUP_WORKER,
-                          &plan->options.events, error))
-    return FALSE;
-  if (!setting_bool(settings, "fail-fast", FALSE, &plan->fail_fast, error))
-    return FALSE;
-  plan->fail_fast = plan->fail_fast || args->fail_fast;
-  if (!setting_bool(settings, "task-log", TRUE, &plan->options.log_each_task,
-                    error))
-    return FALSE;
-  plan->options.log_each_task =
-      plan->options.log_each_task && !args->no_task_log;
-  if (!cli_periodic_load(settings, &plan->periodics, error))
-    return FALSE;
-  if ((value = setting(&s, args->metrics_listen, settings, "metrics-listen")) !=
-          NULL &&
-      !cli_parse_listen(s.what, value, &plan->metrics_listen, error))
-    return FALSE;
-  if (!resolve_limits(args, settings, plan, error) ||
-      !resolve_weights(args, settings, plan, error))
-    return FALSE;
-  return resolve_isolation(args, settings, &plan->options, error);
+  return cli_periodic_load(settings, &plan->periodics, error);
 }
 
 static int
@@ -691,112 +768,22 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
 int
 cli_cmd_worker(int argc, char **argv)
 {
-  WorkerArgs args = {0};
+  CliSettingArgs args = {0};
   CliCommon common = {0};
   CliSettings settings = {0};
   WorkerPlan plan = {0};
-  GOptionEntry retry[6];
-  g_autofree GOptionEntry *all = NULL;
+  g_autofree GOptionEntry *entries = worker_entries(&args, WORKER);
   g_autoptr(GError) error = NULL;
   int status;
-  const GOptionEntry entries[] = {
-      {"queue", 'q', 0, G_OPTION_ARG_STRING_ARRAY, &args.queues,
-       "A queue to take tasks from, highest priority first (repeat it; "
-       "default: default)",
-       "Q"},
-      {"concurrency", 'c', 0, G_OPTION_ARG_STRING, &args.concurrency,
-       "Tasks run at once (default 4)", "N"},
-      {"module", 'm', 0, G_OPTION_ARG_FILENAME_ARRAY, &args.modules,
-       "A task module to load (repeat it)", "PATH.so"},
-      {"prefetch", 0, 0, G_OPTION_ARG_STRING, &args.prefetch,
-       "The most tasks held ready beyond --concurrency (default 256; about "
-       "100 ms of work is held)",
-       "N"},
-      {"log-format", 0, 0, G_OPTION_ARG_STRING, &args.log_format,
-       "Log lines on stderr as text (default) or json; the journal when "
-       "stderr is connected to it",
-       "text|json"},
-      {"verbose", 'v', 0, G_OPTION_ARG_NONE, &args.verbose,
-       "Log debug lines too", NULL},
-      {"shutdown-timeout", 0, 0, G_OPTION_ARG_STRING, &args.shutdown_timeout,
-       "On SIGTERM, how long running tasks may take (default 30s)", "DURATION"},
-      {"visibility-timeout", 0, 0, G_OPTION_ARG_STRING,
-       &args.visibility_timeout,
-       "Reliable mode: the lease, renewed every third of it (default 30s)",
-       "DURATION"},
-      {"max-deliveries", 0, 0, G_OPTION_ARG_STRING, &args.max_deliveries,
-       "Reliable mode: bury a task taken from dead workers this often "
-       "(default 5)",
-       "N"},
-      {"dead-letter-max", 0, 0, G_OPTION_ARG_STRING, &args.dead_letter_max,
-       "Keep at most N dead letters, dropping the oldest (default 10000)", "N"},
-      {"worker-id", 0, 0, G_OPTION_ARG_STRING, &args.worker_id,
-       "This worker's unique name (default HOST-PID-RANDOM)", "ID"},
-      {"no-track-state", 0, 0, G_OPTION_ARG_NONE, &args.no_track_state,
-       "Do not write running/retrying records", NULL},
-      {"events", 0, 0, G_OPTION_ARG_NONE, &args.events,
-       "Write task lifecycle events to the namespace's event stream "
-       "(sluice events)",
-       NULL},
-      {"fail-fast", 0, 0, G_OPTION_ARG_NONE, &args.fail_fast,
-       "Exit at once (status 1) if Redis cannot be reached at start, "
-       "instead of waiting for it",
-       NULL},
-      {"no-task-log", 0, 0, G_OPTION_ARG_NONE, &args.no_task_log,
-       "Do not log a line per finished task (id, task, queue, attempt, "
-       "outcome, duration)",
-       NULL},
-      {"isolation", 0, 0, G_OPTION_ARG_STRING, &args.isolation,
-       "Where tasks run: thread (default) or process (each executor in a "
-       "child process: a crash costs one attempt)",
-       "thread|process"},
-      {"hard-timeout", 0, 0, G_OPTION_ARG_STRING, &args.hard_timeout,
-       "Process isolation: kill a task's child this long after it started "
-       "(default: none)",
-       "DURATION"},
-      {"cancel-grace", 0, 0, G_OPTION_ARG_STRING, &args.cancel_grace,
-       "How long a cancelled task may take to return before its child is "
-       "killed (default 2s)",
-       "DURATION"},
-      {"max-tasks-per-child", 0, 0, G_OPTION_ARG_STRING,
-       &args.max_tasks_per_child,
-       "Process isolation: replace a child after N tasks (default: never)",
-       "N"},
-      {"max-rss-per-child", 0, 0, G_OPTION_ARG_STRING, &args.max_rss_per_child,
-       "Process isolation: replace a child left above SIZE resident after a "
-       "task",
-       "SIZE"},
-      {"memory-limit-per-child", 0, 0, G_OPTION_ARG_STRING,
-       &args.memory_limit_per_child,
-       "Process isolation: kill a child using more than SIZE while it runs a "
-       "task; its attempt fails",
-       "SIZE"},
-      {"metrics-listen", 0, 0, G_OPTION_ARG_STRING, &args.metrics_listen,
-       "Serve /metrics (Prometheus) and /healthz on ADDR:PORT (a bare port "
-       "is 127.0.0.1)",
-       "ADDR:PORT"},
-      {"rate-limit", 0, 0, G_OPTION_ARG_STRING_ARRAY, &args.rate_limits,
-       "At most COUNT tasks of QUEUE per PERIOD across every worker, bursts "
-       "of BURST (default 1); repeatable",
-       "QUEUE=COUNT/PERIOD[:BURST]"},
-      {"weight", 0, 0, G_OPTION_ARG_STRING_ARRAY, &args.weights,
-       "Share fetches among the queues by weight instead of strict order "
-       "(a queue not named weighs 1); repeatable",
-       "QUEUE=WEIGHT"},
-      {"concurrency-limit", 0, 0, G_OPTION_ARG_STRING_ARRAY,
-       &args.concurrency_limits,
-       "At most N tasks of QUEUE running at once across every worker; "
-       "repeatable",
-       "QUEUE=N"},
-      {NULL}};
 
-  retry_entries(&args.retry, retry);
-  all = join_entries(entries, retry);
   if (!cli_parse_options(
-          &common, CLI_OPTIONS_CONNECTION, all, "",
+          &common, CLI_OPTIONS_CONNECTION, entries, "",
           "Run a worker: load task modules and run their tasks from the "
           "queues.\nSIGTERM or SIGINT stops it gracefully (exit status 0); "
           "a second one stops it at once (exit status 1).",
+          "The options above --url but --verbose are keys of [worker] in the "
+          "--config file\ntoo (--queue is queues=, --module modules=, "
+          "--no-X X=false).\n"
           "Example:\n  sluice worker --mode fast --module "
           "./examples/demo-module/.libs/demo.so -q default -c 8",
           &argc, &argv, &error)) {
@@ -817,36 +804,17 @@ cli_cmd_worker(int argc, char **argv)
     goto out;
   }
   cli_log_init(plan.log_format,
-               args.verbose ? G_LOG_LEVEL_DEBUG : G_LOG_LEVEL_INFO);
+               plan.verbose ? G_LOG_LEVEL_DEBUG : G_LOG_LEVEL_INFO);
   status = worker_run(&plan, &settings);
 out:
   worker_plan_clear(&plan);
   cli_settings_clear(&settings);
   cli_common_clear(&common);
-  worker_args_clear(&args);
+  cli_setting_args_clear(&args);
   return status;
 }
 
 /* ---- sluice run ---------------------------------------------------------- */
-
-typedef struct {
-  gchar **modules;
-  RetryArgs retry;
-  gchar *timeout;
-  gchar *wait;
-  gchar *log_format;
-  gboolean verbose;
-} RunArgs;
-
-static void
-run_args_clear(RunArgs *args)
-{
-  g_strfreev(args->modules);
-  retry_args_clear(&args->retry);
-  g_free(args->timeout);
-  g_free(args->wait);
-  g_free(args->log_format);
-}
 
 /* Exit status for a final record, as `sluice result` decides it. */
 static int
@@ -858,8 +826,7 @@ status_of(const SluiceResult *result)
 }
 
 static int
-run_task(const RunArgs *args, const gchar *task, GBytes *task_args,
-         gboolean json)
+run_task(WorkerPlan *plan, const gchar *task, GBytes *task_args, gboolean json)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceRegistry) registry = sluice_registry_new();
@@ -870,25 +837,19 @@ run_task(const RunArgs *args, const gchar *task, GBytes *task_args,
   g_autofree gchar *id = NULL;
   SluiceWorkerOptions options;
   SluiceEnqueueOptions enqueue;
-  gint64 wait_ms = -1;
 
   sluice_worker_options_init(&options);
   options.concurrency = 1;
   options.prefetch = 0;
   options.track_state = TRUE;
+  options.retry = plan->options.retry;
   sluice_enqueue_options_init(&enqueue);
-  if (!resolve_retry(&args->retry, NULL, &options.retry, &error) ||
-      (args->timeout != NULL &&
-       !cli_parse_duration("--timeout", args->timeout,
-                           &enqueue.options.timeout_ms, &error)) ||
-      (args->wait != NULL &&
-       !cli_parse_duration("--wait", args->wait, &wait_ms, &error)))
-    return cli_report(error);
-  if (args->modules == NULL) {
+  enqueue.options.timeout_ms = plan->timeout_ms;
+  if (plan->modules == NULL) {
     cli_usage_error(&error, "no task module: give one with --module PATH.so");
     return cli_report(error);
   }
-  if (!cli_modules_load((const gchar *const *)args->modules, registry, &error))
+  if (!cli_modules_load((const gchar *const *)plan->modules, registry, &error))
     return cli_report(error);
   if (!sluice_registry_contains(registry, task)) {
     g_autofree gchar *tasks = task_list(registry);
@@ -910,7 +871,7 @@ run_task(const RunArgs *args, const gchar *task, GBytes *task_args,
   id = sluice_client_enqueue(client, task, task_args, &enqueue, &error);
   if (id == NULL || !sluice_worker_start(worker, &error))
     return cli_report(error);
-  result = sluice_client_get_result(client, id, wait_ms, NULL, &error);
+  result = sluice_client_get_result(client, id, plan->wait_ms, NULL, &error);
   sluice_worker_stop(worker);
   if (result == NULL) {
     int status = cli_report(error);
@@ -926,31 +887,17 @@ run_task(const RunArgs *args, const gchar *task, GBytes *task_args,
 int
 cli_cmd_run(int argc, char **argv)
 {
-  RunArgs args = {0};
+  CliSettingArgs args = {0};
   CliCommon common = {0};
+  WorkerPlan plan = {0};
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) task_args = NULL;
-  CliLogFormat format = CLI_LOG_TEXT;
-  GOptionEntry retry[6];
-  g_autofree GOptionEntry *all = NULL;
+  g_autofree GOptionEntry *entries = worker_entries(&args, RUN);
   int status;
-  const GOptionEntry entries[] = {
-      {"module", 'm', 0, G_OPTION_ARG_FILENAME_ARRAY, &args.modules,
-       "A task module to load (repeat it)", "PATH.so"},
-      {"timeout", 0, 0, G_OPTION_ARG_STRING, &args.timeout,
-       "Fail an attempt that runs longer than this", "DURATION"},
-      {"wait", 0, 0, G_OPTION_ARG_STRING, &args.wait,
-       "Give up after this long (exit status 4; default: wait)", "DURATION"},
-      {"log-format", 0, 0, G_OPTION_ARG_STRING, &args.log_format,
-       "Log lines as text (default) or json", "text|json"},
-      {"verbose", 'v', 0, G_OPTION_ARG_NONE, &args.verbose,
-       "Log every attempt, not only warnings", NULL},
-      {NULL}};
 
-  retry_entries(&args.retry, retry);
-  all = join_entries(entries, retry);
+  worker_plan_init(&plan, FALSE);
   if (!cli_parse_options(
-          &common, CLI_OPTIONS_JSON, all, "TASK [ARGS_JSON]",
+          &common, CLI_OPTIONS_JSON, entries, "TASK [ARGS_JSON]",
           "Run one task in this process, with its retries, and print its "
           "final record.\nNo Redis is involved: the task runs on an "
           "in-process memory broker, so this is the way to try a module.",
@@ -958,7 +905,7 @@ cli_cmd_run(int argc, char **argv)
           "4 still running after --wait.\nExample:\n  sluice run demo.echo "
           "'{\"hello\": 1}' --module ./examples/demo-module/.libs/demo.so",
           &argc, &argv, &error) ||
-      !cli_parse_log_format(args.log_format, &format, &error)) {
+      !resolve_plan(&args, RUN, NULL, &plan, &error)) {
     status = cli_report(error);
     goto out;
   }
@@ -974,10 +921,12 @@ cli_cmd_run(int argc, char **argv)
     status = cli_report(error);
     goto out;
   }
-  cli_log_init(format, args.verbose ? G_LOG_LEVEL_INFO : G_LOG_LEVEL_WARNING);
-  status = run_task(&args, argv[1], task_args, common.json);
+  cli_log_init(plan.log_format,
+               plan.verbose ? G_LOG_LEVEL_INFO : G_LOG_LEVEL_WARNING);
+  status = run_task(&plan, argv[1], task_args, common.json);
 out:
+  worker_plan_clear(&plan);
   cli_common_clear(&common);
-  run_args_clear(&args);
+  cli_setting_args_clear(&args);
   return status;
 }

@@ -1,9 +1,8 @@
-/* common.c - errors, exit statuses and option parsing for every subcommand.
+/* common.c - option parsing for every subcommand.
  *
  * Every subcommand parses its command line with its own GOptionContext
- * (so each has its own --help) built by cli_parse_options(), and reports a
- * failure with cli_report(): one line on stderr, then an exit status that
- * tells usage errors (2) from runtime failures (1).
+ * (so each has its own --help) built by cli_parse_options(): its own
+ * entries, --json, and the connection's (from their table, settings.c).
  */
 #include "config.h"
 
@@ -11,65 +10,10 @@
 
 #include "cli/cli.h"
 
-GQuark
-cli_error_quark(void)
-{
-  return g_quark_from_static_string("sluice-cli-error-quark");
-}
-
-int
-cli_exit_status_for(const GError *error)
-{
-  if (error == NULL)
-    return CLI_EXIT_FAILURE;
-  /* What the user typed or configured is wrong: the task name, queue or id
-   * (the client refuses them), the URL or namespace (the broker does). */
-  if (g_error_matches(error, CLI_ERROR, CLI_ERROR_USAGE) ||
-      error->domain == G_OPTION_ERROR ||
-      g_error_matches(error, SLUICE_BROKER_ERROR,
-                      SLUICE_BROKER_ERROR_INVALID) ||
-      g_error_matches(error, SLUICE_CLIENT_ERROR,
-                      SLUICE_CLIENT_ERROR_INVALID) ||
-      g_error_matches(error, SLUICE_CLIENT_ERROR,
-                      SLUICE_CLIENT_ERROR_TOO_LARGE))
-    return CLI_EXIT_USAGE;
-  return CLI_EXIT_FAILURE;
-}
-
-int
-cli_report(const GError *error)
-{
-  g_autofree gchar *line = NULL;
-
-  line = g_strdup(error != NULL ? error->message : "failed for no reason");
-  /* One line per error: scripts and log collectors split on newlines. */
-  g_strdelimit(line, "\r\n", ' ');
-  fprintf(stderr, "%s: %s\n", g_get_prgname(), line);
-  return cli_exit_status_for(error);
-}
-
-gboolean
-cli_usage_error(GError **error, const gchar *format, ...)
-{
-  va_list ap;
-  g_autofree gchar *message = NULL;
-
-  va_start(ap, format);
-  message = g_strdup_vprintf(format, ap);
-  va_end(ap);
-  g_set_error_literal(error, CLI_ERROR, CLI_ERROR_USAGE, message);
-  return FALSE;
-}
-
 void
 cli_common_clear(CliCommon *common)
 {
-  g_clear_pointer(&common->url, g_free);
-  g_clear_pointer(&common->mode, g_free);
-  g_clear_pointer(&common->namespace_, g_free);
-  g_clear_pointer(&common->config, g_free);
-  g_clear_pointer(&common->password_file, g_free);
-  g_clear_pointer(&common->min_replicas_ack, g_free);
+  cli_setting_args_clear(&common->connection);
 }
 
 /* Removes argv[i] by shifting the rest down. */
@@ -86,35 +30,8 @@ cli_parse_options(CliCommon *common, CliOptionSets sets,
                   const gchar *summary, const gchar *description, int *argc,
                   char ***argv, GError **error)
 {
-  /* The shared entries point into @common, so they are built here rather
-   * than kept in a static table. */
-  const GOptionEntry connection[] = {
-      {"url", 0, 0, G_OPTION_ARG_STRING, &common->url,
-       "sqlite:///PATH/TO/FILE.db, redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
-       "redis+sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]/MASTER"
-       "[/DB], redis+cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...] "
-       "or unix:///PATH[?db=N]; a Redis URL may end with ?partitions=N "
-       "(default: sqlite:// in "
-       "$XDG_STATE_HOME/sluice/sluice.db)",
-       "URL"},
-      {"mode", 0, 0, G_OPTION_ARG_STRING, &common->mode,
-       "Queue transport: reliable (default) or fast; it must match the "
-       "workers'",
-       "fast|reliable"},
-      {"namespace", 0, 0, G_OPTION_ARG_STRING, &common->namespace_,
-       "Key namespace (default sluice)", "NS"},
-      {"config", 0, 0, G_OPTION_ARG_FILENAME, &common->config,
-       "Read settings from this key file (default $SLUICE_CONFIG)", "FILE"},
-      {"password-file", 0, 0, G_OPTION_ARG_FILENAME, &common->password_file,
-       "Read the Redis password from the first line of this file (default "
-       "$SLUICE_PASSWORD_FILE)",
-       "FILE"},
-      {"min-replicas-ack", 0, 0, G_OPTION_ARG_STRING, &common->min_replicas_ack,
-       "Redis: each enqueue and settle waits until N replicas have it, and "
-       "fails if they do not confirm it within 1 s (default "
-       "$SLUICE_MIN_REPLICAS_ACK, else 0: no waiting)",
-       "N"},
-      {NULL}};
+  /* From the connection's table (settings.c), storing into @common. */
+  g_autofree GOptionEntry *connection = cli_connection_entries(common);
   const GOptionEntry json[] = {
       {"json", 0, 0, G_OPTION_ARG_NONE, &common->json,
        "Print JSON (stable fields, see sluice(1)) instead of a table", NULL},

@@ -63,6 +63,19 @@ cli_parse_listen(const gchar *what, const gchar *text, GSocketAddress **out,
   return TRUE;
 }
 
+/* The settings tables' type of a listen address (cli.h). */
+static gboolean
+parse_listen(const CliSetting *row, const CliSettingValue *v, gpointer base,
+             GError **error)
+{
+  GSocketAddress **out = &G_STRUCT_MEMBER(GSocketAddress *, base, row->offset);
+
+  g_clear_object(out);
+  return cli_parse_listen(v->what, v->text, out, error);
+}
+
+const CliSettingType cli_setting_listen = {parse_listen, NULL};
+
 SoupServer *
 cli_http_listen(GSocketAddress *address, GMainContext *context, gchar **out_url,
                 GError **error)

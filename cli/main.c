@@ -1,11 +1,14 @@
 /* main.c - `sluice`: the entry point, which hands over to a subcommand.
  *
- *   sluice worker|run|enqueue|result|inspect|cancel|dlq|stats|ls|pause|
- *          resume|purge|delete|run-now|periodic|exporter|web [OPTION…]
+ *   sluice COMMAND [OPTION…]
  *
- * Each subcommand parses its own options (and has its own --help), so
- * this file only picks one, names the process after it (messages then
- * start with "sluice enqueue: ..."), and runs it. See sluice(1).
+ * The commands are the table below, and only it: `sluice --help` lists it
+ * and the message for an unknown command names it, so a command added
+ * there is offered everywhere (tests/test-cli.c checks sluice(1)'s
+ * SYNOPSIS against it too). Each subcommand parses its own options (and
+ * has its own --help), so this file only picks one, names the process
+ * after it (messages then start with "sluice enqueue: ..."), and runs it.
+ * See sluice(1).
  */
 #include "config.h"
 

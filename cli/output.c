@@ -18,6 +18,8 @@
 
 #include <string.h>
 
+#include <sluice/sys/broker.h>
+
 #include "cli/cli.h"
 
 #define JSON_MAX_DEPTH 31
@@ -265,6 +267,12 @@ cli_terminal_text(const gchar *text, gssize length)
   return g_string_free(out, FALSE);
 }
 
+/* The escaping rules (C0, DEL and C1 controls, bytes that are not UTF-8)
+ * are the library's, sluice_broker_escape_text(): what a log line, a table
+ * and a broker's error message show of the same bytes is the same. This
+ * adds only what a line of output needs: tabs and line breaks become
+ * spaces, so a value never splits a line, and plain ASCII is copied a run
+ * at a time without a call (a worker writes a line per task). */
 void
 cli_append_terminal_text(GString *out, const gchar *text, gssize length)
 {
@@ -272,10 +280,8 @@ cli_append_terminal_text(GString *out, const gchar *text, gssize length)
   gsize len = length < 0 ? strlen(text) : (gsize)length;
 
   for (gsize i = 0; i < len;) {
-    gunichar c;
     gsize n;
 
-    /* Most of what is logged is plain ASCII: copy it a run at a time. */
     for (n = 0; i + n < len && p[i + n] >= 0x20 && p[i + n] < 0x7f; n++)
       ;
     if (n > 0) {
@@ -288,27 +294,17 @@ cli_append_terminal_text(GString *out, const gchar *text, gssize length)
       i++;
       continue;
     }
-    if (p[i] < 0x20 || p[i] == 0x7f) {
-      g_string_append_printf(out, "\\x%02x", p[i]);
-      i++;
-      continue;
+    /* The rest up to the next plain character or line break: a run of
+     * bytes >= 0x80 holds whole UTF-8 characters, so none is cut. */
+    for (n = 1; i + n < len && (p[i + n] < 0x20 || p[i + n] >= 0x7f) &&
+                p[i + n] != '\t' && p[i + n] != '\r' && p[i + n] != '\n';
+         n++)
+      ;
+    {
+      g_autofree gchar *escaped =
+          sluice_broker_escape_text((const gchar *)p + i, (gssize)n, 0);
+      g_string_append(out, escaped);
     }
-    if (p[i] < 0x80) {
-      g_string_append_c(out, (gchar)p[i]);
-      i++;
-      continue;
-    }
-    c = g_utf8_get_char_validated((const gchar *)p + i, (gssize)(len - i));
-    if (c == (gunichar)-1 || c == (gunichar)-2) {
-      g_string_append_printf(out, "\\x%02x", p[i]);
-      i++;
-      continue;
-    }
-    n = (gsize)g_unichar_to_utf8(c, NULL);
-    if (c <= 0x9f) /* C1: CSI (U+009B) starts a sequence on some terminals */
-      g_string_append_printf(out, "\\u%04x", c);
-    else
-      g_string_append_len(out, (const gchar *)p + i, (gssize)n);
     i += n;
   }
 }
@@ -479,261 +475,19 @@ cli_msgpack_to_json(GBytes *value)
   return g_string_free(out, FALSE);
 }
 
-/* ---- Task records -------------------------------------------------------- */
+/* ---- Cells --------------------------------------------------------------- */
 
-void
-cli_result_to_json(CliJson *json, const SluiceResult *result)
+gchar *
+cli_shorten(const gchar *text, glong width)
 {
-  g_autofree gchar *value =
-      cli_msgpack_to_json(sluice_result_get_value(result));
+  g_autofree gchar *valid = NULL;
+  g_autofree gchar *head = NULL;
 
-  cli_json_begin_object(json);
-  cli_json_key(json, "id");
-  cli_json_string(json, sluice_result_get_id(result));
-  cli_json_key(json, "state");
-  cli_json_string(json,
-                  sluice_task_state_to_string(sluice_result_get_state(result)));
-  cli_json_key(json, "task");
-  cli_json_string(json, sluice_result_get_task(result));
-  cli_json_key(json, "queue");
-  cli_json_string(json, sluice_result_get_queue(result));
-  cli_json_key(json, "attempt");
-  cli_json_int(json, sluice_result_get_attempt(result));
-  cli_json_key(json, "worker");
-  cli_json_string(json, sluice_result_get_worker(result));
-  cli_json_key(json, "enqueued_at");
-  cli_json_time(json, sluice_result_get_enqueued_at(result));
-  cli_json_key(json, "started_at");
-  cli_json_time(json, sluice_result_get_started_at(result));
-  cli_json_key(json, "finished_at");
-  cli_json_time(json, sluice_result_get_finished_at(result));
-  cli_json_key(json, "result");
-  if (value != NULL)
-    cli_json_raw(json, value);
-  else
-    cli_json_null(json);
-  cli_json_key(json, "error");
-  cli_json_string(json, sluice_result_get_error(result));
-  cli_json_key(json, "dead_letter_reason");
-  cli_json_string(json, sluice_result_get_dead_letter_reason(result));
-  cli_json_key(json, "due_at");
-  cli_json_time(json, sluice_result_get_due_at(result));
-  cli_json_end_object(json);
-}
-
-void
-cli_result_print(const SluiceResult *result, gboolean json)
-{
-  g_autofree gchar *value = NULL;
-  g_autofree gchar *attempt = NULL;
-  g_autofree gchar *enqueued = NULL;
-  g_autofree gchar *started = NULL;
-  g_autofree gchar *finished = NULL;
-  g_autofree gchar *due = NULL;
-  g_autoptr(CliTable) table = NULL;
-
-  if (json) {
-    g_autoptr(CliJson) out = cli_json_new();
-    cli_result_to_json(out, result);
-    cli_json_print(out);
-    return;
-  }
-  value = cli_msgpack_to_json(sluice_result_get_value(result));
-  attempt = g_strdup_printf("%u", sluice_result_get_attempt(result));
-  enqueued = cli_format_time(sluice_result_get_enqueued_at(result));
-  started = cli_format_time(sluice_result_get_started_at(result));
-  finished = cli_format_time(sluice_result_get_finished_at(result));
-  table = cli_table_new(NULL, 2);
-  cli_table_add(table, "id", sluice_result_get_id(result));
-  cli_table_add(table, "state",
-                sluice_task_state_to_string(sluice_result_get_state(result)));
-  cli_table_add(table, "task", sluice_result_get_task(result));
-  cli_table_add(table, "queue", sluice_result_get_queue(result));
-  cli_table_add(table, "attempt", attempt);
-  cli_table_add(table, "worker", sluice_result_get_worker(result));
-  cli_table_add(table, "enqueued at", enqueued);
-  cli_table_add(table, "started at", started);
-  cli_table_add(table, "finished at", finished);
-  cli_table_add(table, "result", value);
-  cli_table_add(table, "error", sluice_result_get_error(result));
-  cli_table_add(table, "dead-letter reason",
-                sluice_result_get_dead_letter_reason(result));
-  if (sluice_result_get_due_at(result) > 0) {
-    due = cli_format_time(sluice_result_get_due_at(result));
-    cli_table_add(table, "due at", due);
-  }
-  cli_table_print(table);
-}
-
-/* ---- Listings ------------------------------------------------------------ */
-
-void
-cli_listed_task_to_json(CliJson *json, const SluiceListedTask *t)
-{
-  g_autofree gchar *args = cli_msgpack_to_json(t->args);
-
-  cli_json_begin_object(json);
-  cli_json_key(json, "id");
-  cli_json_string(json, t->id);
-  cli_json_key(json, "state");
-  cli_json_string(json, sluice_task_state_to_string(t->state));
-  cli_json_key(json, "task");
-  cli_json_string(json, t->task);
-  cli_json_key(json, "queue");
-  cli_json_string(json, t->queue);
-  cli_json_key(json, "attempt");
-  if (t->attempt > 0)
-    cli_json_int(json, t->attempt);
-  else
-    cli_json_null(json);
-  cli_json_key(json, "enqueued_at");
-  cli_json_time(json, t->enqueued_at_ms);
-  cli_json_key(json, "due_at");
-  cli_json_time(json, t->due_at_ms);
-  cli_json_key(json, "started_at");
-  cli_json_time(json, t->started_at_ms);
-  cli_json_key(json, "worker");
-  cli_json_string(json, t->worker);
-  cli_json_key(json, "error");
-  cli_json_string(json, t->error);
-  cli_json_key(json, "dead_letter_reason");
-  cli_json_string(json, t->dead_letter_reason);
-  cli_json_key(json, "entry_id");
-  cli_json_string(json, t->entry_id);
-  cli_json_key(json, "args");
-  if (args != NULL)
-    cli_json_raw(json, args);
-  else
-    cli_json_null(json);
-  cli_json_end_object(json);
-}
-
-void
-cli_dead_letter_fields_to_json(CliJson *json, const SluiceDeadLetter *entry)
-{
-  cli_json_key(json, "entry_id");
-  cli_json_string(json, entry->entry_id);
-  cli_json_key(json, "task_id");
-  cli_json_string(json, entry->task_id);
-  cli_json_key(json, "task");
-  cli_json_string(json, entry->task);
-  cli_json_key(json, "reason");
-  cli_json_string(json, entry->reason);
-  cli_json_key(json, "detail");
-  cli_json_string(json, entry->detail);
-  cli_json_key(json, "source");
-  cli_json_string(json, entry->source);
-  cli_json_key(json, "deliveries");
-  cli_json_int(json, entry->deliveries);
-  cli_json_key(json, "at");
-  cli_json_time(json, entry->at);
-}
-
-void
-cli_event_to_json(CliJson *json, const SluiceEvent *e)
-{
-  cli_json_begin_object(json);
-  cli_json_key(json, "cursor");
-  cli_json_string(json, e->cursor);
-  cli_json_key(json, "kind");
-  cli_json_string(json, sluice_event_kind_to_string(e->kind));
-  cli_json_key(json, "id");
-  cli_json_string(json, e->task_id);
-  cli_json_key(json, "task");
-  if (e->task != NULL)
-    cli_json_string(json, e->task);
-  else
-    cli_json_null(json);
-  cli_json_key(json, "queue");
-  if (e->queue != NULL)
-    cli_json_string(json, e->queue);
-  else
-    cli_json_null(json);
-  cli_json_key(json, "attempt");
-  cli_json_int(json, e->attempt);
-  cli_json_key(json, "at");
-  cli_json_time(json, e->at);
-  cli_json_key(json, "detail");
-  if (e->detail != NULL)
-    cli_json_string(json, e->detail);
-  else
-    cli_json_null(json);
-  if (e->kind == SLUICE_EVENT_PROGRESS) {
-    gchar number[G_ASCII_DTOSTR_BUF_SIZE];
-    cli_json_key(json, "progress");
-    cli_json_raw(json,
-                 g_ascii_formatd(number, sizeof number, "%.4f", e->progress));
-  }
-  cli_json_key(json, "worker");
-  if (e->worker != NULL)
-    cli_json_string(json, e->worker);
-  else
-    cli_json_null(json);
-  cli_json_end_object(json);
-}
-
-const gchar *
-cli_chord_policy_name(SluiceChordPolicy policy)
-{
-  switch (policy) {
-  case SLUICE_CHORD_FAIL_FAST:
-    return "fail fast";
-  case SLUICE_CHORD_IGNORE_FAILURES:
-    return "ignore failures";
-  case SLUICE_CHORD_WAIT_ALL:
-  default:
-    return "wait for all";
-  }
-}
-
-static void
-node_json(CliJson *j, const SluiceWorkflowNode *node)
-{
-  static const gchar *const kinds[] = {"task", "group", "chain", "chord"};
-
-  cli_json_begin_object(j);
-  cli_json_key(j, "kind");
-  cli_json_string(j, kinds[node->kind]);
-  if (node->kind == SLUICE_WORKFLOW_NODE_TASK) {
-    cli_json_key(j, "task");
-    cli_json_string(j, node->task);
-    cli_json_key(j, "id");
-    cli_json_string(j, node->task_id);
-    cli_json_key(j, "state");
-    cli_json_string(j, node->state == SLUICE_STATE_UNKNOWN
-                           ? "waiting"
-                           : sluice_task_state_to_string(node->state));
-  } else {
-    if (node->kind == SLUICE_WORKFLOW_NODE_CHORD) {
-      cli_json_key(j, "policy");
-      cli_json_string(j, cli_chord_policy_name(node->policy));
-    }
-    cli_json_key(j, "children");
-    cli_json_begin_array(j);
-    for (guint i = 0; i < node->children->len; i++)
-      node_json(j, g_ptr_array_index(node->children, i));
-    cli_json_end_array(j);
-  }
-  cli_json_end_object(j);
-}
-
-void
-cli_workflow_to_json(CliJson *j, const gchar *id,
-                     const SluiceWorkflowStatus *st,
-                     const SluiceWorkflowNode *root)
-{
-  cli_json_begin_object(j);
-  cli_json_key(j, "id");
-  cli_json_string(j, id);
-  cli_json_key(j, "tasks");
-  cli_json_int(j, st->tasks);
-  cli_json_key(j, "results");
-  cli_json_int(j, st->total);
-  cli_json_key(j, "finished");
-  cli_json_int(j, st->finished);
-  cli_json_key(j, "failed");
-  cli_json_int(j, st->failed);
-  cli_json_key(j, "tree");
-  node_json(j, root);
-  cli_json_end_object(j);
+  if (text == NULL)
+    return NULL;
+  valid = g_utf8_make_valid(text, -1);
+  if (g_utf8_strlen(valid, -1) <= width)
+    return g_steal_pointer(&valid);
+  head = g_utf8_substring(valid, 0, width - 1);
+  return g_strconcat(head, "…", NULL);
 }

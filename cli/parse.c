@@ -162,17 +162,64 @@ cli_parse_size(const gchar *what, const gchar *text, guint64 *out_bytes,
 }
 
 gboolean
-cli_check_reason(const gchar *reason, GError **error)
+cli_check_reason(const gchar *what, const gchar *reason, GError **error)
 {
   g_autofree gchar *all = NULL;
+  g_autofree gchar *shown = NULL;
 
   if (reason == NULL || sluice_dead_letter_reason_describe(reason) != NULL)
     return TRUE;
   all = g_strjoinv(", ", (gchar **)sluice_dead_letter_reasons());
+  shown = cli_terminal_text(reason, -1);
   return cli_usage_error(error,
-                         "--reason: unknown dead-letter reason “%s”; the "
+                         "%s: unknown dead-letter reason “%s”; the "
                          "reasons are %s",
-                         reason, all);
+                         what, shown, all);
+}
+
+/* What `sluice ls --state` and /api/tasks?state= take: the states
+ * sluice_client_list() lists, in the order messages name them; dead
+ * letters last, as the dashboard lists them apart (/api/dead). */
+static const struct {
+  const gchar *name;
+  SluiceTaskState state;
+} list_states[] = {
+    {"queued", SLUICE_STATE_QUEUED},      {"scheduled", SLUICE_STATE_SCHEDULED},
+    {"retrying", SLUICE_STATE_RETRYING},  {"running", SLUICE_STATE_RUNNING},
+    {"dead", SLUICE_STATE_DEAD_LETTERED},
+};
+
+gboolean
+cli_parse_list_state(const gchar *what, const gchar *text, gboolean dead_too,
+                     SluiceTaskState *out, GError **error)
+{
+  gsize n = G_N_ELEMENTS(list_states) - (dead_too ? 0 : 1);
+  g_autoptr(GString) names = g_string_new(NULL);
+  g_autofree gchar *shown = NULL;
+
+  /* The record's own name for the state is taken too. */
+  if (dead_too && g_strcmp0(text, "dead_lettered") == 0) {
+    *out = SLUICE_STATE_DEAD_LETTERED;
+    return TRUE;
+  }
+  for (gsize i = 0; i < n; i++) {
+    if (g_strcmp0(text, list_states[i].name) == 0) {
+      *out = list_states[i].state;
+      return TRUE;
+    }
+    g_string_append_printf(names, "%s%s",
+                           i == 0       ? ""
+                           : i + 1 == n ? " or "
+                                        : ", ",
+                           list_states[i].name);
+  }
+  shown = cli_terminal_text(text != NULL ? text : "", -1);
+  return cli_usage_error(error,
+                         "%s: “%s” is not a state that can be listed: %s%s",
+                         what, shown, names->str,
+                         dead_too ? ""
+                                  : " (dead letters are listed apart, under "
+                                    "/api/dead)");
 }
 
 GBytes *

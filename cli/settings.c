@@ -30,8 +30,405 @@
 
 #define GROUP_CONNECTION "connection"
 
-static const gchar *const connection_keys[] = {
-    "url", "mode", "namespace", "password_file", "min_replicas_ack", NULL};
+/* ---- Settings tables ------------------------------------------------------ */
+
+void
+cli_setting_value_clear(CliSettingValue *value)
+{
+  g_clear_pointer(&value->owned, g_free);
+  g_clear_pointer(&value->owned_list, g_strfreev);
+  g_clear_pointer(&value->what, g_free);
+  value->text = NULL;
+  value->list = NULL;
+  value->given = FALSE;
+}
+
+void
+cli_setting_args_clear(CliSettingArgs *args)
+{
+  for (gsize i = 0; args->text != NULL && i < args->n_rows; i++) {
+    g_free(args->text[i]);
+    g_strfreev(args->lists[i]);
+  }
+  g_clear_pointer(&args->text, g_free);
+  g_clear_pointer(&args->lists, g_free);
+  g_clear_pointer(&args->flags, g_free);
+  g_clear_pointer(&args->help, g_ptr_array_unref);
+}
+
+static gboolean
+takes(const CliSetting *row, guint commands)
+{
+  return row->commands == 0 || commands == 0 || (row->commands & commands);
+}
+
+GOptionEntry *
+cli_setting_entries(CliSettingArgs *args, const CliSetting *rows, gsize n_rows,
+                    guint commands, gconstpointer defaults)
+{
+  GArray *entries = g_array_new(TRUE, TRUE, sizeof(GOptionEntry));
+
+  if (args->text == NULL) {
+    args->rows = rows;
+    args->n_rows = n_rows;
+    args->text = g_new0(gchar *, n_rows);
+    args->lists = g_new0(gchar **, n_rows);
+    args->flags = g_new0(gboolean, n_rows);
+    args->help = g_ptr_array_new_with_free_func(g_free);
+  }
+  for (gsize i = 0; i < n_rows; i++) {
+    const CliSetting *row = &rows[i];
+    g_autofree gchar *shown = NULL;
+    GOptionEntry e = {row->option, row->short_name, 0, G_OPTION_ARG_NONE, NULL,
+                      NULL,        row->arg};
+    gchar *help;
+
+    if (row->option == NULL || !takes(row, commands))
+      continue;
+    switch (row->kind) {
+    case CLI_SETTING_TEXT:
+      e.arg = G_OPTION_ARG_STRING;
+      e.arg_data = &args->text[i];
+      break;
+    case CLI_SETTING_FILENAME:
+      e.arg = G_OPTION_ARG_FILENAME;
+      e.arg_data = &args->text[i];
+      break;
+    case CLI_SETTING_LIST:
+      e.arg = G_OPTION_ARG_STRING_ARRAY;
+      e.arg_data = &args->lists[i];
+      break;
+    case CLI_SETTING_FILENAME_LIST:
+      e.arg = G_OPTION_ARG_FILENAME_ARRAY;
+      e.arg_data = &args->lists[i];
+      break;
+    case CLI_SETTING_FLAG:
+    case CLI_SETTING_OFF_FLAG:
+      e.arg_data = &args->flags[i];
+      break;
+    }
+    /* The default is said where it is kept: the defaults' struct (the
+     * library's own, for the worker), else the row. A flag has none to
+     * say: it is what the option is not. */
+    if (row->default_text != NULL)
+      shown = g_strdup(row->default_text);
+    else if (defaults != NULL && row->type != NULL && row->type->show != NULL &&
+             row->kind != CLI_SETTING_FLAG && row->kind != CLI_SETTING_OFF_FLAG)
+      shown = row->type->show(row, defaults);
+    help = shown != NULL ? g_strdup_printf("%s (default %s)", row->help, shown)
+                         : g_strdup(row->help);
+    g_ptr_array_add(args->help, help);
+    e.description = help;
+    g_array_append_val(entries, e);
+  }
+  return (GOptionEntry *)(void *)g_array_free(entries, FALSE);
+}
+
+gboolean
+cli_parse_boolean(const gchar *what, const gchar *text, gboolean *out,
+                  GError **error)
+{
+  static const gchar *const yes[] = {"1", "true", "yes", "on", NULL};
+  static const gchar *const no[] = {"0", "false", "no", "off", NULL};
+  g_autofree gchar *lower = g_ascii_strdown(text, -1);
+
+  if (g_strv_contains(yes, lower) || g_strv_contains(no, lower)) {
+    *out = g_strv_contains(yes, lower);
+    return TRUE;
+  }
+  {
+    g_autofree gchar *shown = cli_terminal_text(text, -1);
+    return cli_usage_error(error,
+                           "%s: “%s” is not true or false (1 or 0, yes or "
+                           "no, on or off)",
+                           what, shown);
+  }
+}
+
+gboolean
+cli_setting_get(const CliSettingArgs *args, gsize i,
+                const CliSettings *settings, const gchar *group,
+                CliSettingValue *out, GError **error)
+{
+  const CliSetting *row = &args->rows[i];
+  gboolean flag_kind =
+      row->kind == CLI_SETTING_FLAG || row->kind == CLI_SETTING_OFF_FLAG;
+  GKeyFile *keyfile = settings != NULL ? settings->keyfile : NULL;
+  const gchar *env = row->env != NULL ? g_getenv(row->env) : NULL;
+
+  memset(out, 0, sizeof *out);
+  if (args->text != NULL && row->option != NULL &&
+      (args->text[i] != NULL || args->lists[i] != NULL || args->flags[i])) {
+    out->given = TRUE;
+    out->what = g_strconcat("--", row->option, NULL);
+    out->text = args->text[i];
+    out->list = args->lists[i];
+    out->on = row->kind != CLI_SETTING_OFF_FLAG;
+    return TRUE;
+  }
+  if (env != NULL && *env != '\0') {
+    out->given = TRUE;
+    out->what = g_strdup(row->env);
+    if (flag_kind)
+      return cli_parse_boolean(row->env, env, &out->on, error);
+    if (row->kind == CLI_SETTING_LIST || row->kind == CLI_SETTING_FILENAME_LIST)
+      out->list = out->owned_list = g_strsplit(env, ";", -1);
+    else
+      out->text = env;
+    return TRUE;
+  }
+  if (keyfile == NULL || row->key == NULL ||
+      !g_key_file_has_key(keyfile, group, row->key, NULL))
+    return TRUE;
+  out->given = TRUE;
+  out->what =
+      g_strdup_printf("%s: [%s] %s", settings->config_path, group, row->key);
+  if (flag_kind) {
+    g_autoptr(GError) local = NULL;
+
+    out->on = g_key_file_get_boolean(keyfile, group, row->key, &local);
+    if (local != NULL) {
+      g_autofree gchar *what = cli_terminal_text(out->what, -1);
+      g_autofree gchar *why = cli_terminal_text(local->message, -1);
+      return cli_usage_error(error, "%s: %s", what, why);
+    }
+  } else if (row->kind == CLI_SETTING_LIST ||
+             row->kind == CLI_SETTING_FILENAME_LIST) {
+    out->list = out->owned_list =
+        g_key_file_get_string_list(keyfile, group, row->key, NULL, NULL);
+  } else {
+    out->text = out->owned =
+        g_key_file_get_string(keyfile, group, row->key, NULL);
+  }
+  return TRUE;
+}
+
+gboolean
+cli_settings_apply(const CliSettingArgs *args, guint commands,
+                   const CliSettings *settings, const gchar *group,
+                   gpointer base, GError **error)
+{
+  for (gsize i = 0; i < args->n_rows; i++) {
+    const CliSetting *row = &args->rows[i];
+    g_auto(CliSettingValue) value = {0};
+
+    if (row->type == NULL || !takes(row, commands))
+      continue;
+    if (!cli_setting_get(args, i, settings, group, &value, error))
+      return FALSE;
+    if (value.given && !row->type->parse(row, &value, base, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+const gchar **
+cli_setting_keys(const CliSetting *rows, gsize n_rows)
+{
+  GPtrArray *keys = g_ptr_array_new();
+
+  for (gsize i = 0; i < n_rows; i++)
+    if (rows[i].key != NULL)
+      g_ptr_array_add(keys, (gpointer)rows[i].key);
+  g_ptr_array_add(keys, NULL);
+  return (const gchar **)g_ptr_array_free(keys, FALSE);
+}
+
+/* The common types of values. */
+
+static gboolean
+parse_count(const CliSetting *row, const CliSettingValue *v, gpointer base,
+            GError **error)
+{
+  guint64 n;
+
+  if (!cli_parse_count(v->what, v->text, row->min, row->max, &n, error))
+    return FALSE;
+  G_STRUCT_MEMBER(guint, base, row->offset) = (guint)n;
+  return TRUE;
+}
+
+static gchar *
+show_count(const CliSetting *row, gconstpointer base)
+{
+  return g_strdup_printf("%u", G_STRUCT_MEMBER(guint, base, row->offset));
+}
+
+const CliSettingType cli_setting_count = {parse_count, show_count};
+
+static gboolean
+parse_int(const CliSetting *row, const CliSettingValue *v, gpointer base,
+          GError **error)
+{
+  guint64 n;
+
+  g_return_val_if_fail(row->max <= G_MAXINT, FALSE);
+  if (!cli_parse_count(v->what, v->text, row->min, row->max, &n, error))
+    return FALSE;
+  G_STRUCT_MEMBER(gint, base, row->offset) = (gint)n;
+  return TRUE;
+}
+
+static gchar *
+show_int(const CliSetting *row, gconstpointer base)
+{
+  return g_strdup_printf("%d", G_STRUCT_MEMBER(gint, base, row->offset));
+}
+
+const CliSettingType cli_setting_int = {parse_int, show_int};
+
+static gboolean
+parse_duration(const CliSetting *row, const CliSettingValue *v, gpointer base,
+               GError **error)
+{
+  gint64 ms;
+
+  if (!cli_parse_duration(v->what, v->text, &ms, error))
+    return FALSE;
+  if (ms < (gint64)row->min) {
+    g_autofree gchar *least = cli_format_duration((gint64)row->min);
+    return cli_usage_error(error, "%s: %s is too short; the shortest is %s",
+                           v->what, v->text, least);
+  }
+  G_STRUCT_MEMBER(gint64, base, row->offset) = ms;
+  return TRUE;
+}
+
+static gchar *
+show_duration(const CliSetting *row, gconstpointer base)
+{
+  return cli_format_duration(G_STRUCT_MEMBER(gint64, base, row->offset));
+}
+
+const CliSettingType cli_setting_duration = {parse_duration, show_duration};
+
+static gboolean
+parse_size(const CliSetting *row, const CliSettingValue *v, gpointer base,
+           GError **error)
+{
+  return cli_parse_size(v->what, v->text,
+                        &G_STRUCT_MEMBER(guint64, base, row->offset), error);
+}
+
+const CliSettingType cli_setting_size = {parse_size, NULL};
+
+static gboolean
+parse_string(const CliSetting *row, const CliSettingValue *v, gpointer base,
+             GError **error)
+{
+  gchar **field = &G_STRUCT_MEMBER(gchar *, base, row->offset);
+
+  g_free(*field);
+  *field = g_strdup(v->text);
+  return TRUE;
+}
+
+const CliSettingType cli_setting_string = {parse_string, NULL};
+
+static gboolean
+parse_strv(const CliSetting *row, const CliSettingValue *v, gpointer base,
+           GError **error)
+{
+  gchar ***field = &G_STRUCT_MEMBER(gchar **, base, row->offset);
+
+  g_strfreev(*field);
+  *field = g_strdupv((gchar **)v->list);
+  return TRUE;
+}
+
+const CliSettingType cli_setting_strv = {parse_strv, NULL};
+
+static gboolean
+parse_boolean(const CliSetting *row, const CliSettingValue *v, gpointer base,
+              GError **error)
+{
+  G_STRUCT_MEMBER(gboolean, base, row->offset) = v->on;
+  return TRUE;
+}
+
+static gchar *
+show_boolean(const CliSetting *row, gconstpointer base)
+{
+  return g_strdup(G_STRUCT_MEMBER(gboolean, base, row->offset) ? "on" : "off");
+}
+
+const CliSettingType cli_setting_boolean = {parse_boolean, show_boolean};
+
+/* ---- The connection ------------------------------------------------------- */
+
+enum {
+  CONN_URL,
+  CONN_MODE,
+  CONN_NAMESPACE,
+  CONN_CONFIG,
+  CONN_PASSWORD_FILE,
+  CONN_MIN_REPLICAS_ACK,
+  N_CONN
+};
+
+/* Read by code (cli_settings_load()): each depends on the others. Keys of
+ * [connection] are spelled with underscores. */
+static const CliSetting connection[N_CONN] = {
+    [CONN_URL] = {.option = "url",
+                  .env = "SLUICE_URL",
+                  .key = "url",
+                  .kind = CLI_SETTING_TEXT,
+                  .arg = "URL",
+                  .help = "sqlite:///PATH/TO/FILE.db, "
+                          "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], "
+                          "redis+sentinel://[[USER]:PASSWORD@]HOST:PORT"
+                          "[,HOST:PORT...]/MASTER[/DB], "
+                          "redis+cluster://[[USER]:PASSWORD@]HOST:PORT"
+                          "[,HOST:PORT...] or unix:///PATH[?db=N]; a Redis "
+                          "URL may end with ?partitions=N",
+                  .default_text = "sqlite:// in "
+                                  "$XDG_STATE_HOME/sluice/sluice.db"},
+    [CONN_MODE] = {.option = "mode",
+                   .env = "SLUICE_MODE",
+                   .key = "mode",
+                   .kind = CLI_SETTING_TEXT,
+                   .arg = "fast|reliable",
+                   .help = "Queue transport: reliable or fast; it must match "
+                           "the workers'",
+                   .default_text = "reliable"},
+    [CONN_NAMESPACE] = {.option = "namespace",
+                        .env = "SLUICE_NAMESPACE",
+                        .key = "namespace",
+                        .kind = CLI_SETTING_TEXT,
+                        .arg = "NS",
+                        .help = "Key namespace",
+                        .default_text = SLUICE_REDIS_DEFAULT_NAMESPACE},
+    [CONN_CONFIG] = {.option = "config",
+                     .env = "SLUICE_CONFIG",
+                     .kind = CLI_SETTING_FILENAME,
+                     .arg = "FILE",
+                     .help = "Read settings from this key file",
+                     .default_text = "$SLUICE_CONFIG"},
+    [CONN_PASSWORD_FILE] = {.option = "password-file",
+                            .env = "SLUICE_PASSWORD_FILE",
+                            .key = "password_file",
+                            .kind = CLI_SETTING_FILENAME,
+                            .arg = "FILE",
+                            .help = "Read the Redis password from the first "
+                                    "line of this file",
+                            .default_text = "$SLUICE_PASSWORD_FILE"},
+    [CONN_MIN_REPLICAS_ACK] = {.option = "min-replicas-ack",
+                               .env = "SLUICE_MIN_REPLICAS_ACK",
+                               .key = "min_replicas_ack",
+                               .kind = CLI_SETTING_TEXT,
+                               .arg = "N",
+                               .help = "Redis: each enqueue and settle waits "
+                                       "until N replicas have it, and fails "
+                                       "if they do not confirm it within 1 s",
+                               .default_text = "$SLUICE_MIN_REPLICAS_ACK, "
+                                               "else 0: no waiting"},
+};
+
+GOptionEntry *
+cli_connection_entries(CliCommon *common)
+{
+  return cli_setting_entries(&common->connection, connection, N_CONN, 0, NULL);
+}
 
 void
 cli_settings_clear(CliSettings *settings)
@@ -63,40 +460,25 @@ gboolean
 cli_events_setting(gboolean flag, const CliSettings *settings,
                    const gchar *group, gboolean *out, GError **error)
 {
-  static const gchar *const yes[] = {"1", "true", "yes", "on", NULL};
-  static const gchar *const no[] = {"0", "false", "no", "off", NULL};
-  const gchar *env = g_getenv("SLUICE_EVENTS");
-  g_autoptr(GError) local = NULL;
+  /* One row, as `sluice worker`'s table has it. */
+  static const CliSetting events = {.option = "events",
+                                    .env = "SLUICE_EVENTS",
+                                    .key = "events",
+                                    .kind = CLI_SETTING_FLAG};
+  gboolean flags[1] = {flag};
+  gchar *none[1] = {NULL};
+  gchar **no_lists[1] = {NULL};
+  CliSettingArgs args = {.rows = &events,
+                         .n_rows = 1,
+                         .text = none,
+                         .lists = no_lists,
+                         .flags = flags};
+  g_auto(CliSettingValue) value = {0};
 
   *out = FALSE;
-  if (flag) {
-    *out = TRUE;
-    return TRUE;
-  }
-  if (env != NULL && *env != '\0') {
-    g_autofree gchar *lower = g_ascii_strdown(env, -1);
-
-    if (g_strv_contains(yes, lower) || g_strv_contains(no, lower)) {
-      *out = g_strv_contains(yes, lower);
-      return TRUE;
-    }
-    {
-      g_autofree gchar *shown = cli_terminal_text(env, -1);
-      return cli_usage_error(error,
-                             "SLUICE_EVENTS: “%s” is not true or false (1 "
-                             "or 0, yes or no, on or off)",
-                             shown);
-    }
-  }
-  if (settings == NULL || settings->keyfile == NULL ||
-      !g_key_file_has_key(settings->keyfile, group, "events", NULL))
-    return TRUE;
-  *out = g_key_file_get_boolean(settings->keyfile, group, "events", &local);
-  if (local != NULL) {
-    g_autofree gchar *path = cli_terminal_text(settings->config_path, -1);
-    g_autofree gchar *why = cli_terminal_text(local->message, -1);
-    return cli_usage_error(error, "%s: [%s] events: %s", path, group, why);
-  }
+  if (!cli_setting_get(&args, 0, settings, group, &value, error))
+    return FALSE;
+  *out = value.given && value.on;
   return TRUE;
 }
 
@@ -161,38 +543,6 @@ check_escapes(GKeyFile *keyfile, const gchar *path, GError **error)
   return TRUE;
 }
 
-/* Returns (transfer full) the first of: @flag (the option @option), the
- * environment variable @env, the key @key of [connection], @fallback; sets
- * @out_source (transfer full) to where it came from, for messages. */
-static gchar *
-pick(const gchar *flag, const gchar *option, const gchar *env,
-     const CliSettings *settings, const gchar *key, const gchar *fallback,
-     gchar **out_source)
-{
-  const gchar *value;
-
-  if (flag != NULL) {
-    *out_source = g_strdup(option);
-    return g_strdup(flag);
-  }
-  value = g_getenv(env);
-  if (value != NULL && *value != '\0') {
-    *out_source = g_strdup(env);
-    return g_strdup(value);
-  }
-  if (settings->keyfile != NULL) {
-    gchar *from_file =
-        g_key_file_get_string(settings->keyfile, GROUP_CONNECTION, key, NULL);
-    if (from_file != NULL) {
-      *out_source = g_strdup_printf("%s, [%s] %s", settings->config_path,
-                                    GROUP_CONNECTION, key);
-      return from_file;
-    }
-  }
-  *out_source = g_strdup("the default");
-  return g_strdup(fallback);
-}
-
 /* The password: the first line of @path, without its line break. */
 static gchar *
 read_password(const gchar *path, const gchar *source, GError **error)
@@ -246,11 +596,13 @@ url_with_password(const gchar *url, const gchar *password, GError **error)
   } else if (g_ascii_strncasecmp(url, "redis+sentinel://", 17) == 0) {
     /* The master's password: the sentinels' goes in the URL's query. */
     scheme = "redis+sentinel://";
+  } else if (g_ascii_strncasecmp(url, "redis+cluster://", 16) == 0) {
+    scheme = "redis+cluster://";
   } else {
-    cli_usage_error(error, "a password file goes with a redis:// or "
-                           "redis+sentinel:// URL (a unix:// socket carries "
-                           "no credentials: protect it by its file "
-                           "permissions)");
+    cli_usage_error(error, "a password file goes with a redis://, "
+                           "redis+sentinel:// or redis+cluster:// URL (a "
+                           "unix:// socket carries no credentials: protect "
+                           "it by its file permissions)");
     return NULL;
   }
   rest = url + strlen(scheme);
@@ -271,91 +623,104 @@ url_with_password(const gchar *url, const gchar *password, GError **error)
                          escaped, rest);
 }
 
+/* The connection's setting @i into @out: @fallback, from "the default",
+ * when none is given. */
+static gboolean
+conn(const CliCommon *common, const CliSettings *settings, gsize i,
+     const gchar *fallback, CliSettingValue *out, GError **error)
+{
+  if (!cli_setting_get(&common->connection, i, settings, GROUP_CONNECTION, out,
+                       error))
+    return FALSE;
+  if (!out->given) {
+    out->text = fallback;
+    out->what = g_strdup("the default");
+  }
+  return TRUE;
+}
+
 gboolean
 cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
 {
-  const gchar *config = common->config;
-  g_autofree gchar *mode = NULL;
-  g_autofree gchar *source = NULL;
+  g_auto(CliSettingValue) config = {0};
+  g_auto(CliSettingValue) url = {0};
+  g_auto(CliSettingValue) password_file = {0};
+  g_auto(CliSettingValue) ns = {0};
+  g_auto(CliSettingValue) mode = {0};
+  g_auto(CliSettingValue) replicas = {0};
 
   memset(out, 0, sizeof *out);
   out->read_only = common->read_only;
-  if (config == NULL) {
-    config = g_getenv("SLUICE_CONFIG");
-    if (config != NULL && *config == '\0')
-      config = NULL;
-  }
-  if (config != NULL) {
+  /* The file first: the other settings may come from it. */
+  if (!conn(common, NULL, CONN_CONFIG, NULL, &config, error))
+    return FALSE;
+  if (config.text != NULL) {
     g_autoptr(GError) local = NULL;
+    g_autofree const gchar **keys = cli_setting_keys(connection, N_CONN);
 
-    out->config_path = g_strdup(config);
+    out->config_path = g_strdup(config.text);
     out->keyfile = g_key_file_new();
-    if (!g_key_file_load_from_file(out->keyfile, config, G_KEY_FILE_NONE,
+    if (!g_key_file_load_from_file(out->keyfile, config.text, G_KEY_FILE_NONE,
                                    &local)) {
       /* GLib quotes the line it could not read. */
-      g_autofree gchar *shown = cli_terminal_text(config, -1);
+      g_autofree gchar *shown = cli_terminal_text(config.text, -1);
       g_autofree gchar *why = cli_terminal_text(local->message, -1);
       cli_usage_error(error, "cannot read the configuration file %s: %s", shown,
                       why);
       cli_settings_clear(out);
       return FALSE;
     }
-    if (!check_escapes(out->keyfile, config, error) ||
-        !cli_keyfile_check_keys(out, GROUP_CONNECTION, connection_keys,
-                                error)) {
+    if (!check_escapes(out->keyfile, config.text, error) ||
+        !cli_keyfile_check_keys(out, GROUP_CONNECTION, keys, error)) {
       cli_settings_clear(out);
       return FALSE;
     }
   }
 
-  out->url =
-      pick(common->url, "--url", "SLUICE_URL", out, "url", NULL, &source);
-  g_clear_pointer(&source, g_free);
-  if (out->url == NULL) {
+  if (!conn(common, out, CONN_URL, NULL, &url, error) ||
+      !conn(common, out, CONN_PASSWORD_FILE, NULL, &password_file, error) ||
+      !conn(common, out, CONN_NAMESPACE, SLUICE_REDIS_DEFAULT_NAMESPACE, &ns,
+            error) ||
+      !conn(common, out, CONN_MODE, "reliable", &mode, error) ||
+      !conn(common, out, CONN_MIN_REPLICAS_ACK, NULL, &replicas, error)) {
+    cli_settings_clear(out);
+    return FALSE;
+  }
+  if (url.text == NULL) {
     g_autofree gchar *path = cli_default_sqlite_path();
     g_autofree gchar *escaped =
         g_uri_escape_string(path, G_URI_RESERVED_CHARS_ALLOWED_IN_PATH, FALSE);
 
     out->url = g_strconcat("sqlite://", escaped, NULL);
     out->url_is_default = TRUE;
+  } else {
+    out->url = g_strdup(url.text);
   }
-  {
-    g_autofree gchar *path =
-        pick(common->password_file, "--password-file", "SLUICE_PASSWORD_FILE",
-             out, "password_file", NULL, &source);
+  if (password_file.text != NULL) {
+    g_autofree gchar *password =
+        read_password(password_file.text, password_file.what, error);
+    gchar *with =
+        password != NULL ? url_with_password(out->url, password, error) : NULL;
 
-    if (path != NULL) {
-      g_autofree gchar *password = read_password(path, source, error);
-      gchar *url = password != NULL
-                       ? url_with_password(out->url, password, error)
-                       : NULL;
-
-      if (password != NULL)
-        memset(password, 0, strlen(password));
-      if (url == NULL) {
-        cli_settings_clear(out);
-        return FALSE;
-      }
-      g_free(out->url);
-      out->url = url;
+    if (password != NULL)
+      memset(password, 0, strlen(password));
+    if (with == NULL) {
+      cli_settings_clear(out);
+      return FALSE;
     }
-    g_clear_pointer(&source, g_free);
+    g_free(out->url);
+    out->url = with;
   }
-  out->namespace_ =
-      pick(common->namespace_, "--namespace", "SLUICE_NAMESPACE", out,
-           "namespace", SLUICE_REDIS_DEFAULT_NAMESPACE, &source);
-  g_clear_pointer(&source, g_free);
-  mode = pick(common->mode, "--mode", "SLUICE_MODE", out, "mode", "reliable",
-              &source);
-  if (g_strcmp0(mode, "fast") == 0) {
+  out->namespace_ = g_strdup(ns.text);
+  if (g_strcmp0(mode.text, "fast") == 0) {
     out->mode = CLI_MODE_FAST;
-  } else if (g_strcmp0(mode, "reliable") == 0) {
+  } else if (g_strcmp0(mode.text, "reliable") == 0) {
     out->mode = CLI_MODE_RELIABLE;
-  } else if (g_strcmp0(mode, "memory") == 0) {
+  } else if (g_strcmp0(mode.text, "memory") == 0) {
     out->mode = CLI_MODE_MEMORY;
   } else {
-    g_autofree gchar *shown = cli_terminal_text(mode, -1);
-    g_autofree gchar *from = cli_terminal_text(source, -1);
+    g_autofree gchar *shown = cli_terminal_text(mode.text, -1);
+    g_autofree gchar *from = cli_terminal_text(mode.what, -1);
     cli_usage_error(error,
                     "unknown mode “%s” (from %s): use fast or reliable, the "
                     "same as the workers of the namespace",
@@ -365,17 +730,13 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
   }
   if (sluice_url_is_sqlite(out->url) && out->mode != CLI_MODE_MEMORY)
     out->mode = CLI_MODE_SQLITE;
-  g_clear_pointer(&source, g_free);
   {
-    g_autofree gchar *text =
-        pick(common->min_replicas_ack, "--min-replicas-ack",
-             "SLUICE_MIN_REPLICAS_ACK", out, "min_replicas_ack", NULL, &source);
     guint64 n = 0;
 
-    if (text != NULL &&
-        !g_ascii_string_to_unsigned(text, 10, 0, 100, &n, NULL)) {
-      g_autofree gchar *shown = cli_terminal_text(text, -1);
-      g_autofree gchar *from = cli_terminal_text(source, -1);
+    if (replicas.text != NULL &&
+        !g_ascii_string_to_unsigned(replicas.text, 10, 0, 100, &n, NULL)) {
+      g_autofree gchar *shown = cli_terminal_text(replicas.text, -1);
+      g_autofree gchar *from = cli_terminal_text(replicas.what, -1);
       cli_usage_error(error,
                       "min_replicas_ack “%s” (from %s) is not a number of "
                       "replicas from 0 to 100",
@@ -384,7 +745,7 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
       return FALSE;
     }
     if (n > 0 && out->mode == CLI_MODE_SQLITE) {
-      g_autofree gchar *from = cli_terminal_text(source, -1);
+      g_autofree gchar *from = cli_terminal_text(replicas.what, -1);
       cli_usage_error(error,
                       "min_replicas_ack (from %s) waits for Redis replicas; "
                       "a SQLite database has none: drop it or use a Redis "
@@ -394,7 +755,6 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
       return FALSE;
     }
     out->min_replicas_ack = (guint)n;
-    g_clear_pointer(&source, g_free);
   }
   return TRUE;
 }
@@ -416,28 +776,25 @@ cli_default_sqlite_path(void)
                           "sluice.db", NULL);
 }
 
-/* The SQLite broker of @settings: the default database's directory is
- * made on first use, and the first log line names the file, so that a
- * user who gave no URL knows where their tasks are. */
-static SluiceBroker *
-connect_sqlite(const CliSettings *settings, guint dead_letter_max,
-               GError **error)
+/* What the command does before it opens a SQLite database: the default
+ * database's directory is made on first use, a database this user may
+ * read but not write is opened read-only by a command that only reads
+ * (@read_only) and refused otherwise, and the first log line names the
+ * file, so that a user who gave no URL knows where their tasks are. */
+static gboolean
+prepare_sqlite(const CliSettings *settings, gboolean *read_only, GError **error)
 {
   SluiceSqliteOptions options;
   g_autofree gchar *path = NULL;
+  g_autofree gchar *shown = NULL;
 
   sluice_sqlite_options_init(&options);
   if (!sluice_sqlite_url_parse(settings->url, &options, &path, error))
-    return NULL;
-  options.dead_letter_max = dead_letter_max;
-  /* A database this user may read but not write (an operator looking at a
-   * service's queues): a command that only reads opens it read-only, and
-   * one that writes is refused before SQLite says less. Root writes any
-   * file, so it never gets here. */
+    return FALSE;
+  shown = cli_terminal_text(path, -1);
+  /* Root writes any file, so it never gets here. */
   if (g_file_test(path, G_FILE_TEST_EXISTS) && g_access(path, W_OK) != 0 &&
       (errno == EACCES || errno == EROFS || errno == EPERM)) {
-    g_autofree gchar *shown = cli_terminal_text(path, -1);
-
     if (!settings->read_only) {
       g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
                   "the SQLite database %s is read-only for this user: give "
@@ -447,32 +804,29 @@ connect_sqlite(const CliSettings *settings, guint dead_letter_max,
                   "show, workflow show, periodic ls, exporter) work without "
                   "it",
                   shown);
-      return NULL;
+      return FALSE;
     }
-    options.read_only = TRUE;
+    *read_only = TRUE;
   }
   if (settings->url_is_default) {
     g_autofree gchar *dir = g_path_get_dirname(path);
 
     if (g_mkdir_with_parents(dir, 0700) != 0) {
       int saved = errno;
-      g_autofree gchar *shown = cli_terminal_text(dir, -1);
+      g_autofree gchar *shown_dir = cli_terminal_text(dir, -1);
       g_set_error(error, CLI_ERROR, CLI_ERROR_FAILED,
                   "cannot make the directory of the default database %s: %s; "
                   "give one with --url sqlite:///PATH or a Redis URL",
-                  shown, g_strerror(saved));
-      return NULL;
+                  shown_dir, g_strerror(saved));
+      return FALSE;
     }
   }
-  {
-    g_autofree gchar *shown = cli_terminal_text(path, -1);
-    g_info("using the SQLite database %s%s", shown,
-           settings->url_is_default
-               ? " (the default: no --url, SLUICE_URL or url in a "
-                 "configuration file)"
-               : "");
-  }
-  return sluice_sqlite_broker_new(&options, NULL, error);
+  g_info("using the SQLite database %s%s", shown,
+         settings->url_is_default
+             ? " (the default: no --url, SLUICE_URL or url in a "
+               "configuration file)"
+             : "");
+  return TRUE;
 }
 
 SluiceBroker *
@@ -481,24 +835,25 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
 {
   g_autoptr(SluiceBroker) broker = NULL;
   g_autoptr(GError) local = NULL;
-  SluiceRedisOptions options;
+  SluiceBrokerUrlOptions options;
 
-  if (settings->mode == CLI_MODE_MEMORY) {
+  if (settings->mode == CLI_MODE_MEMORY ||
+      g_ascii_strncasecmp(settings->url, "memory:", 7) == 0) {
     cli_usage_error(error,
-                    "the memory mode is refused: the memory broker keeps its "
-                    "messages inside one process, so `%s` could not share "
-                    "them with workers or other commands. Use --mode fast or "
-                    "reliable with a Redis server, or `sluice run` to run a "
-                    "task in this process",
+                    "%s is refused: the memory broker keeps its messages "
+                    "inside one process, so `%s` could not share them with "
+                    "workers or other commands. Use a SQLite database or a "
+                    "Redis server (--url), or `sluice run` to run a task in "
+                    "this process",
+                    settings->mode == CLI_MODE_MEMORY ? "the memory mode"
+                                                      : "a memory: URL",
                     g_get_prgname());
     return NULL;
   }
 
-  if (settings->mode == CLI_MODE_SQLITE)
-    return connect_sqlite(settings, dead_letter_max, error);
-
-  sluice_redis_options_init(&options);
-  options.url = settings->url;
+  /* The library opens what the URL names (sluice_broker_new_for_url()),
+   * as it would for any program; the command adds its settings. */
+  sluice_broker_url_options_init(&options);
   options.ns = settings->namespace_;
   options.mode = settings->mode == CLI_MODE_FAST ? SLUICE_REDIS_FAST
                                                  : SLUICE_REDIS_RELIABLE;
@@ -508,7 +863,10 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
    * command-line user, not a C programmer. */
   options.mode_setting = "--mode, SLUICE_MODE or mode= in the [connection] "
                          "group of the configuration file";
-  broker = sluice_redis_broker_new(&options, NULL, &local);
+  if (settings->mode == CLI_MODE_SQLITE &&
+      !prepare_sqlite(settings, &options.read_only, error))
+    return NULL;
+  broker = sluice_broker_new_for_url(settings->url, &options, NULL, &local);
   if (broker == NULL) {
     if (settings->mode == CLI_MODE_RELIABLE &&
         g_error_matches(local, SLUICE_BROKER_ERROR,
@@ -524,8 +882,10 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
   }
   /* Fail now, with the URL (password hidden) in the message, rather than
    * on the first real operation. The warnings the first connection logs
-   * (an eviction policy that loses messages) are for the user too. */
-  if (check_now && !sluice_redis_broker_ping(broker, error))
+   * (an eviction policy that loses messages) are for the user too. A
+   * SQLite database was opened and checked above. */
+  if (check_now && settings->mode != CLI_MODE_SQLITE &&
+      !sluice_redis_broker_ping(broker, error))
     return NULL;
   return g_steal_pointer(&broker);
 }

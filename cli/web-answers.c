@@ -11,8 +11,6 @@
 
 #define PAGE_DEFAULT 50
 #define PAGE_MAX 1000
-/* Entries per read while taking a snapshot of dead letters. */
-#define SNAPSHOT_PAGE 500
 #define JSON_TYPE "application/json; charset=utf-8"
 
 /* What every answer carries: nothing from elsewhere may run, frame or be
@@ -113,30 +111,5 @@ web_dead_filters(GHashTable *params, const gchar **reason, const gchar **task,
 {
   *reason = web_param(params, "reason");
   *task = web_param(params, "task");
-  return cli_check_reason(*reason, error);
-}
-
-/* Every entry matching the filters, oldest first (as `sluice dlq replay
- * --all` takes them: acting on a live listing would meet its own
- * replays again). */
-GPtrArray *
-web_dead_snapshot(SluiceClient *client, const gchar *reason, const gchar *task,
-                  GError **error)
-{
-  g_autoptr(GPtrArray) all =
-      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
-  g_autofree gchar *after = NULL;
-
-  for (;;) {
-    g_autoptr(GPtrArray) page = sluice_client_dlq_list(
-        client, after, SNAPSHOT_PAGE, reason, task, error);
-    if (page == NULL)
-      return NULL;
-    for (guint i = 0; i < page->len; i++)
-      g_ptr_array_add(all, g_steal_pointer(&page->pdata[i]));
-    if (page->len < SNAPSHOT_PAGE)
-      return g_steal_pointer(&all);
-    g_free(after);
-    after = g_strdup(((SluiceDeadLetter *)all->pdata[all->len - 1])->entry_id);
-  }
+  return cli_check_reason("reason", *reason, error);
 }

@@ -1,9 +1,12 @@
 /* web-api.c - what `sluice web` serves: its pages (embedded with GResource
  * from cli/web/) and the JSON API they read and act through.
  *
- *   GET  /api/overview       queues (depth, paused), the schedule, dead
- *                            letters by reason (and every reason there is,
- *                            dead_letter_reasons), workers and their health
+ *   GET  /api/overview       the stats as `sluice stats --json` has them
+ *                            (records.c writes both: queues, the schedule,
+ *                            dead letters by reason, workers and their
+ *                            health, concurrency slots), and the
+ *                            dashboard's own: the broker, writes, every
+ *                            reason there is (dead_letter_reasons)
  *   GET  /api/rates          processed/failed in the last hour (web-rates.c)
  *   GET  /api/tasks          ?state=queued|scheduled|retrying|running
  *                            &queue=&task=&cursor=&limit=  (one page)
@@ -47,111 +50,8 @@
 /* How far the task page looks through a listing for its task. */
 #define FIND_PAGES 10
 #define FIND_PAGE_SIZE 1000
-/* A live worker announces itself every 2 s: three missed is late. */
-#define WORKER_LATE_MS 6000
 
 /* ---- GET /api/overview --------------------------------------------------- */
-
-static int
-compare_strings(gconstpointer a, gconstpointer b)
-{
-  return strcmp(*(const gchar *const *)a, *(const gchar *const *)b);
-}
-
-static void
-strv_to_json(CliJson *json, gchar **v)
-{
-  cli_json_begin_array(json);
-  for (guint i = 0; v != NULL && v[i] != NULL; i++)
-    cli_json_string(json, v[i]);
-  cli_json_end_array(json);
-}
-
-static void
-reasons_to_json(CliJson *json, GHashTable *by_reason)
-{
-  g_autoptr(GPtrArray) names = g_ptr_array_new();
-  GHashTableIter it;
-  gpointer key;
-
-  g_hash_table_iter_init(&it, by_reason);
-  while (g_hash_table_iter_next(&it, &key, NULL))
-    g_ptr_array_add(names, key);
-  g_ptr_array_sort(names, compare_strings);
-  cli_json_begin_object(json);
-  for (guint i = 0; i < names->len; i++) {
-    const gint64 *n = g_hash_table_lookup(by_reason, names->pdata[i]);
-    cli_json_key(json, names->pdata[i]);
-    cli_json_int(json, n != NULL ? *n : 0);
-  }
-  cli_json_end_object(json);
-}
-
-/* "healthy", "late" (alive, but its last heartbeat is older than three
- * announcements) or "dead" (its liveness lapsed). */
-static const gchar *
-worker_health(const SluiceWorkerInfo *w, gint64 now_ms)
-{
-  if (!w->alive)
-    return "dead";
-  return now_ms - w->last_seen_ms > WORKER_LATE_MS ? "late" : "healthy";
-}
-
-static void
-worker_to_json(CliJson *json, const SluiceWorkerInfo *w, gint64 now_ms)
-{
-  cli_json_begin_object(json);
-  cli_json_key(json, "id");
-  cli_json_string(json, w->id);
-  cli_json_key(json, "health");
-  cli_json_string(json, worker_health(w, now_ms));
-  cli_json_key(json, "alive");
-  cli_json_bool(json, w->alive);
-  cli_json_key(json, "last_seen");
-  cli_json_time(json, w->last_seen_ms);
-  cli_json_key(json, "host");
-  cli_json_string(json, w->host);
-  cli_json_key(json, "pid");
-  cli_json_int(json, w->pid);
-  cli_json_key(json, "queues");
-  strv_to_json(json, w->queues);
-  cli_json_key(json, "tasks");
-  strv_to_json(json, w->tasks);
-  cli_json_key(json, "concurrency");
-  cli_json_int(json, w->concurrency);
-  cli_json_key(json, "running");
-  cli_json_int(json, w->running);
-  cli_json_key(json, "started_at");
-  cli_json_time(json, w->started_at_ms);
-  cli_json_key(json, "succeeded");
-  cli_json_int(json, (gint64)w->succeeded);
-  cli_json_key(json, "failed");
-  cli_json_int(json, (gint64)w->failed);
-  cli_json_key(json, "retried");
-  cli_json_int(json, (gint64)w->retried);
-  cli_json_key(json, "dead_lettered");
-  cli_json_int(json, (gint64)w->dead_lettered);
-  cli_json_key(json, "events");
-  cli_json_bool(json, w->events);
-  cli_json_key(json, "running_tasks");
-  cli_json_begin_array(json);
-  for (guint i = 0; w->running_tasks != NULL && i < w->running_tasks->len;
-       i++) {
-    const SluiceRunningTask *t = w->running_tasks->pdata[i];
-    cli_json_begin_object(json);
-    cli_json_key(json, "id");
-    cli_json_string(json, t->id);
-    cli_json_key(json, "task");
-    cli_json_string(json, t->task);
-    cli_json_key(json, "queue");
-    cli_json_string(json, t->queue);
-    cli_json_key(json, "started_at");
-    cli_json_time(json, t->started_at_ms);
-    cli_json_end_object(json);
-  }
-  cli_json_end_array(json);
-  cli_json_end_object(json);
-}
 
 static const gchar *
 writes_state(const Web *web)
@@ -166,20 +66,21 @@ get_overview(Web *web, SoupServerMessage *msg)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(CliJson) json = NULL;
-  SluiceBrokerStats stats;
+  CliStats stats = {0};
   gint64 now_ms;
 
-  if (!sluice_client_get_stats(web->client, NULL, &stats, &error)) {
+  /* Slots the broker failed to list are shown as none known (null), as a
+   * broker that cannot list them: the overview is still worth showing. */
+  if (!cli_stats_read(web->client, NULL, &stats, NULL, &error)) {
     web_respond_error(msg, error);
     return;
   }
   now_ms = g_get_real_time() / 1000;
   json = cli_json_new();
   cli_json_begin_object(json);
-  cli_json_key(json, "namespace");
-  cli_json_string(json, web->settings->namespace_);
-  cli_json_key(json, "mode");
-  cli_json_string(json, cli_mode_name(web->settings->mode));
+  /* The stats as `sluice stats --json` has them, then the dashboard's own
+   * fields. */
+  cli_stats_fields_to_json(json, web->settings, &stats, now_ms);
   cli_json_key(json, "broker");
   cli_json_string(json, web->shown_url);
   cli_json_key(json, "writes");
@@ -188,31 +89,6 @@ get_overview(Web *web, SoupServerMessage *msg)
   cli_json_time(json, now_ms);
   cli_json_key(json, "started_at");
   cli_json_time(json, web->started_at_ms);
-  cli_json_key(json, "queues");
-  cli_json_begin_array(json);
-  for (guint i = 0; i < stats.queues->len; i++) {
-    const SluiceQueueStats *q = stats.queues->pdata[i];
-    cli_json_begin_object(json);
-    cli_json_key(json, "name");
-    cli_json_string(json, q->name);
-    cli_json_key(json, "ready");
-    cli_json_int(json, q->ready);
-    cli_json_key(json, "paused");
-    cli_json_bool(json, q->paused);
-    cli_json_end_object(json);
-  }
-  cli_json_end_array(json);
-  cli_json_key(json, "scheduled");
-  cli_json_int(json, stats.scheduled);
-  cli_json_key(json, "in_flight");
-  if (stats.in_flight >= 0)
-    cli_json_int(json, stats.in_flight);
-  else
-    cli_json_null(json);
-  cli_json_key(json, "dead_letters");
-  cli_json_int(json, stats.dead_letters);
-  cli_json_key(json, "dead_letters_by_reason");
-  reasons_to_json(json, stats.dead_letters_by_reason);
   /* Every reason there is (the library's list), for the dead letters'
    * filter: the page lists no reason of its own. */
   cli_json_key(json, "dead_letter_reasons");
@@ -220,18 +96,8 @@ get_overview(Web *web, SoupServerMessage *msg)
   for (const gchar *const *r = sluice_dead_letter_reasons(); *r != NULL; r++)
     cli_json_string(json, *r);
   cli_json_end_array(json);
-  cli_json_key(json, "dead_letters_dropped");
-  if (stats.dead_letters_dropped >= 0)
-    cli_json_int(json, stats.dead_letters_dropped);
-  else
-    cli_json_null(json);
-  cli_json_key(json, "workers");
-  cli_json_begin_array(json);
-  for (guint i = 0; i < stats.workers->len; i++)
-    worker_to_json(json, stats.workers->pdata[i], now_ms);
-  cli_json_end_array(json);
   cli_json_end_object(json);
-  sluice_broker_stats_clear(&stats);
+  cli_stats_clear(&stats);
   web_respond_json(msg, SOUP_STATUS_OK, json);
 }
 
@@ -248,29 +114,6 @@ get_rates(Web *web, SoupServerMessage *msg)
 
 /* ---- GET /api/tasks ------------------------------------------------------ */
 
-static gboolean
-parse_state(const gchar *text, SluiceTaskState *out, GError **error)
-{
-  static const struct {
-    const gchar *name;
-    SluiceTaskState state;
-  } states[] = {
-      {"queued", SLUICE_STATE_QUEUED},
-      {"scheduled", SLUICE_STATE_SCHEDULED},
-      {"retrying", SLUICE_STATE_RETRYING},
-      {"running", SLUICE_STATE_RUNNING},
-  };
-
-  for (gsize i = 0; i < G_N_ELEMENTS(states); i++)
-    if (g_strcmp0(text, states[i].name) == 0) {
-      *out = states[i].state;
-      return TRUE;
-    }
-  return cli_usage_error(error,
-                         "state: give queued, scheduled, retrying or running "
-                         "(dead letters are under /api/dead)");
-}
-
 static void
 get_tasks(Web *web, SoupServerMessage *msg, GHashTable *query)
 {
@@ -284,7 +127,8 @@ get_tasks(Web *web, SoupServerMessage *msg, GHashTable *query)
   lo.queue = web_param(query, "queue");
   lo.task = web_param(query, "task");
   lo.cursor = web_param(query, "cursor");
-  if (!parse_state(web_param(query, "state"), &lo.state, &error) ||
+  if (!cli_parse_list_state("state", web_param(query, "state"), FALSE,
+                            &lo.state, &error) ||
       !web_param_limit(query, &lo.limit, &error) ||
       (lo.state == SLUICE_STATE_QUEUED && lo.queue == NULL &&
        !cli_usage_error(&error, "queued tasks are listed a queue at a time: "
@@ -327,22 +171,7 @@ get_dead(Web *web, SoupServerMessage *msg, GHashTable *query)
     return;
   }
   json = cli_json_new();
-  cli_json_begin_object(json);
-  cli_json_key(json, "entries");
-  cli_json_begin_array(json);
-  for (guint i = 0; i < entries->len; i++) {
-    cli_json_begin_object(json);
-    cli_dead_letter_fields_to_json(json, entries->pdata[i]);
-    cli_json_end_object(json);
-  }
-  cli_json_end_array(json);
-  cli_json_key(json, "next_after");
-  cli_json_string(
-      json,
-      entries->len == limit
-          ? ((SluiceDeadLetter *)entries->pdata[entries->len - 1])->entry_id
-          : NULL);
-  cli_json_end_object(json);
+  cli_dead_letter_page_to_json(json, entries, limit);
   web_respond_json(msg, SOUP_STATUS_OK, json);
 }
 
@@ -355,7 +184,7 @@ get_dead_count(Web *web, SoupServerMessage *msg, GHashTable *query)
   const gchar *reason, *task;
 
   if (!web_dead_filters(query, &reason, &task, &error) ||
-      (entries = web_dead_snapshot(web->client, reason, task, &error)) ==
+      (entries = cli_dead_letter_snapshot(web->client, reason, task, &error)) ==
           NULL) {
     web_respond_error(msg, error);
     return;
@@ -369,62 +198,6 @@ get_dead_count(Web *web, SoupServerMessage *msg, GHashTable *query)
 }
 
 /* ---- GET /api/task ------------------------------------------------------- */
-
-static void
-envelope_to_json(CliJson *json, const SluiceEnvelope *env)
-{
-  g_autofree gchar *args = cli_msgpack_to_json(env->args);
-  g_autoptr(GList) names =
-      env->headers != NULL ? g_hash_table_get_keys(env->headers) : NULL;
-
-  cli_json_begin_object(json);
-  cli_json_key(json, "version");
-  cli_json_int(json, env->version);
-  cli_json_key(json, "id");
-  cli_json_string(json, env->id);
-  cli_json_key(json, "task");
-  cli_json_string(json, env->task);
-  cli_json_key(json, "queue");
-  cli_json_string(json, env->queue);
-  cli_json_key(json, "attempt");
-  cli_json_int(json, env->attempt);
-  cli_json_key(json, "enqueued_at");
-  cli_json_time(json, env->enqueued_at);
-  cli_json_key(json, "eta");
-  cli_json_time(json, env->eta);
-  cli_json_key(json, "max_attempts");
-  if (env->opts.retry.max_attempts > 0)
-    cli_json_int(json, env->opts.retry.max_attempts);
-  else
-    cli_json_null(json);
-  cli_json_key(json, "timeout_ms");
-  if (env->opts.timeout_ms > 0)
-    cli_json_int(json, env->opts.timeout_ms);
-  else
-    cli_json_null(json);
-  cli_json_key(json, "expires_at");
-  cli_json_time(json, env->opts.expires_at);
-  cli_json_key(json, "args");
-  if (args != NULL)
-    cli_json_raw(json, args);
-  else
-    cli_json_null(json);
-  /* History and headers are NULL while empty (sluice-envelope.h). */
-  cli_json_key(json, "history");
-  cli_json_begin_array(json);
-  for (guint i = 0; env->history != NULL && i < env->history->len; i++)
-    cli_json_string(json, env->history->pdata[i]);
-  cli_json_end_array(json);
-  cli_json_key(json, "headers");
-  names = g_list_sort(names, (GCompareFunc)strcmp);
-  cli_json_begin_object(json);
-  for (GList *k = names; k != NULL; k = k->next) {
-    cli_json_key(json, k->data);
-    cli_json_string(json, g_hash_table_lookup(env->headers, k->data));
-  }
-  cli_json_end_object(json);
-  cli_json_end_object(json);
-}
 
 /* The dead letter of task @id, looked for among the entries of its task
  * name (at most FIND_PAGES pages): the newest one wins. */
@@ -580,7 +353,7 @@ get_task(Web *web, SoupServerMessage *msg, GHashTable *query)
   }
   cli_json_key(json, "envelope");
   if (env != NULL)
-    envelope_to_json(json, env);
+    cli_envelope_to_json(json, env);
   else
     cli_json_null(json);
   /* The task's last progress report, if it made one (and the broker keeps

@@ -34,10 +34,6 @@ gboolean web_param_required(GHashTable *params, const gchar *name,
 /* The reason= and task= filters of a dead-letter page or bulk action. */
 gboolean web_dead_filters(GHashTable *params, const gchar **reason,
                           const gchar **task, GError **error);
-/* (transfer full): every dead letter matching the filters, read a page at
- * a time: what a bulk action confirms and acts on. */
-GPtrArray *web_dead_snapshot(SluiceClient *client, const gchar *reason,
-                             const gchar *task, GError **error);
 
 /* ---- Events (web-events.c) ---- */
 /* GET /api/events?cursor=&limit=: a page of the lifecycle events. */

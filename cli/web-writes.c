@@ -229,7 +229,7 @@ web_post_dead_all(Web *web, SoupServerMessage *msg, gboolean replay,
       !web_param_required(form, "expect", &expect_text, &error) ||
       !cli_parse_count("expect", expect_text, 0, G_MAXUINT32, &expect,
                        &error) ||
-      (entries = web_dead_snapshot(web->client, reason, task, &error)) ==
+      (entries = cli_dead_letter_snapshot(web->client, reason, task, &error)) ==
           NULL) {
     web_respond_error(msg, error);
     return;

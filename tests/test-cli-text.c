@@ -165,6 +165,98 @@ START_TEST(test_rate_period)
 }
 END_TEST
 
+/* A settings table's rule: the option, else the environment, else the key
+ * file, else the default; --help says the default; a row's value is
+ * checked by its type and the message names where it came from. */
+typedef struct {
+  guint n;
+  gboolean on;
+  gchar **list;
+} Target;
+
+START_TEST(test_settings_table_precedence)
+{
+  static const CliSetting rows[] = {
+      {.option = "count",
+       .env = "CLI_TEXT_TEST_COUNT",
+       .key = "count",
+       .kind = CLI_SETTING_TEXT,
+       .type = &cli_setting_count,
+       .offset = G_STRUCT_OFFSET(Target, n),
+       .min = 1,
+       .max = 9,
+       .arg = "N",
+       .help = "A count"},
+      {.option = "no-on",
+       .key = "on",
+       .kind = CLI_SETTING_OFF_FLAG,
+       .type = &cli_setting_boolean,
+       .offset = G_STRUCT_OFFSET(Target, on),
+       .help = "Off"},
+      {.option = "item",
+       .key = "items",
+       .kind = CLI_SETTING_LIST,
+       .type = &cli_setting_strv,
+       .offset = G_STRUCT_OFFSET(Target, list),
+       .help = "An item"},
+  };
+  const Target defaults = {.n = 4, .on = TRUE};
+  CliSettings settings = {0};
+  g_autoptr(GKeyFile) keyfile = g_key_file_new();
+  g_autofree const gchar **keys = cli_setting_keys(rows, G_N_ELEMENTS(rows));
+
+  ck_assert(g_key_file_load_from_data(keyfile,
+                                      "[t]\ncount=7\non=false\nitems=a;b;\n",
+                                      -1, G_KEY_FILE_NONE, NULL));
+  settings.keyfile = keyfile;
+  settings.config_path = (gchar *)"t.conf";
+  ck_assert_uint_eq(g_strv_length((gchar **)keys), 3);
+  ck_assert_str_eq(keys[2], "items");
+  for (guint round = 0; round < 4; round++) {
+    CliSettingArgs args = {0};
+    g_autofree GOptionEntry *entries =
+        cli_setting_entries(&args, rows, G_N_ELEMENTS(rows), 0, &defaults);
+    g_autoptr(GOptionContext) context = g_option_context_new(NULL);
+    const gchar *argv0[] = {"t",      "--count", "3", "--no-on",
+                            "--item", "z",       NULL};
+    gchar **argv = g_strdupv((gchar **)argv0);
+    gint argc = round == 0 ? 6 : 1;
+    Target t = defaults;
+    g_autoptr(GError) error = NULL;
+
+    ck_assert_str_eq(entries[0].description, "A count (default 4)");
+    ck_assert_str_eq(entries[1].description, "Off");
+    g_option_context_add_main_entries(context, entries, NULL);
+    ck_assert(g_option_context_parse(context, &argc, &argv, NULL));
+    if (round == 1)
+      g_setenv("CLI_TEXT_TEST_COUNT", "5", TRUE);
+    else
+      g_unsetenv("CLI_TEXT_TEST_COUNT");
+    if (round == 3)
+      g_setenv("CLI_TEXT_TEST_COUNT", "10", TRUE);
+    if (round == 3) {
+      ck_assert(!cli_settings_apply(&args, 0, &settings, "t", &t, &error));
+      ck_assert_msg(strstr(error->message, "CLI_TEXT_TEST_COUNT") != NULL, "%s",
+                    error->message);
+    } else {
+      ck_assert_msg(cli_settings_apply(&args, 0, round == 2 ? NULL : &settings,
+                                       "t", &t, &error),
+                    "%s", error != NULL ? error->message : "");
+      ck_assert_uint_eq(t.n, round == 0 ? 3 : round == 1 ? 5 : 4);
+      ck_assert(t.on == (round == 2));
+      if (round == 2)
+        ck_assert_ptr_null(t.list);
+      else
+        ck_assert_str_eq(t.list[0], round == 0 ? "z" : "a");
+    }
+    g_unsetenv("CLI_TEXT_TEST_COUNT");
+    g_strfreev(t.list);
+    g_strfreev(argv);
+    cli_setting_args_clear(&args);
+  }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -178,6 +270,7 @@ main(void)
   tcase_add_test(tc, test_terminal_text_escapes);
   tcase_add_test(tc, test_rate_period);
   tcase_add_test(tc, test_number_is_shortest);
+  tcase_add_test(tc, test_settings_table_precedence);
   suite_add_tcase(s, tc);
   sr = srunner_create(s);
   srunner_run_all(sr, CK_ENV);

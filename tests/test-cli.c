@@ -2916,6 +2916,30 @@ START_TEST(test_every_command_is_named)
   }
   assert_same_names(names, listed, "the unknown-command message");
 
+  /* `sluice --help` lists the table's commands, one a line, and no other. */
+  {
+    g_autoptr(Run) help = cli_env(env, NULL, "--help", NULL);
+    g_autoptr(GPtrArray) in_help = g_ptr_array_new_with_free_func(g_free);
+    g_auto(GStrv) help_lines = NULL;
+    gboolean in_commands = FALSE;
+
+    assert_status(help, 0);
+    help_lines = g_strsplit(help->out, "\n", -1);
+    for (guint i = 0; help_lines[i] != NULL; i++) {
+      if (strcmp(help_lines[i], "Commands:") == 0) {
+        in_commands = TRUE;
+        continue;
+      }
+      if (in_commands && help_lines[i][0] == '\0')
+        break;
+      if (in_commands) {
+        g_auto(GStrv) words = g_strsplit_set(g_strstrip(help_lines[i]), " ", 2);
+        g_ptr_array_add(in_help, g_strdup(words[0]));
+      }
+    }
+    assert_same_names(names, in_help, "sluice --help");
+  }
+
   /* The systemd unit's comment points at sections that exist. */
   {
     g_autofree gchar *unit_path = g_build_filename(
@@ -3851,22 +3875,274 @@ START_TEST(test_delete_of_an_unknown_id_is_an_error)
 }
 END_TEST
 
+/* ---- sluice worker's settings: one table (issue 27) ----------------------- */
+
+/* @text with troff's font changes dropped, \- as -, runs of white space as
+ * one space, in lower case: what a reader of sluice(1) sees. */
+static gchar *
+man_plain(const gchar *text)
+{
+  g_autoptr(GString) out = g_string_new(NULL);
+
+  for (const gchar *p = text; *p != '\0'; p++) {
+    if (p[0] == '\\' && p[1] == 'f' && p[2] != '\0') {
+      p += 2;
+      continue;
+    }
+    if (p[0] == '\\' && p[1] == '-') {
+      g_string_append_c(out, '-');
+      p++;
+      continue;
+    }
+    if (g_ascii_isspace(*p)) {
+      if (out->len > 0 && out->str[out->len - 1] != ' ')
+        g_string_append_c(out, ' ');
+      continue;
+    }
+    g_string_append_c(out, g_ascii_tolower(*p));
+  }
+  return g_string_free(g_steal_pointer(&out), FALSE);
+}
+
+/* The long options of `sluice worker --help` (its own, not the
+ * connection's), each to the default it shows ("" for none). */
+static GHashTable *
+worker_help_options(gchar **env)
+{
+  static const gchar *const connection[] = {"url",           "mode",
+                                            "namespace",     "config",
+                                            "password-file", "min-replicas-ack",
+                                            "help",          NULL};
+  g_autoptr(Run) help = cli_env(env, NULL, "worker", "--help", NULL);
+  g_autoptr(GRegex) line = g_regex_new(
+      "^\\s+(?:-\\w, )?--([a-z-]+)(?:=\\S+)?\\s+(.*?)(?: \\(default "
+      "([^()]*)\\))?$",
+      G_REGEX_MULTILINE, 0, NULL);
+  g_autoptr(GMatchInfo) match = NULL;
+  GHashTable *options =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+
+  assert_status(help, 0);
+  g_regex_match(line, help->out, 0, &match);
+  for (; g_match_info_matches(match); g_match_info_next(match, NULL)) {
+    g_autofree gchar *name = g_match_info_fetch(match, 1);
+    gchar *def = g_match_info_fetch(match, 3);
+
+    if (g_strv_contains(connection, name)) {
+      g_free(def);
+      continue;
+    }
+    g_hash_table_insert(options, g_steal_pointer(&name),
+                        def != NULL ? def : g_strdup(""));
+  }
+  ck_assert_uint_ge(g_hash_table_size(options), 25);
+  return options;
+}
+
+/* sluice(1)'s entries of `sluice worker` (.TP, then the option's line,
+ * then its text), each long option to its text, plain. */
+static GHashTable *
+man_worker_entries(const gchar *man)
+{
+  const gchar *start = strstr(man, "\n.SS \"sluice worker\"\n");
+  const gchar *end = start != NULL ? strstr(start + 1, "\n.SS ") : NULL;
+  g_autofree gchar *section = NULL;
+  g_auto(GStrv) entries = NULL;
+  g_autoptr(GRegex) option =
+      g_regex_new("\\\\-\\\\-((?:[a-z]|\\\\-)+)", 0, 0, NULL);
+  GHashTable *found =
+      g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+
+  ck_assert_ptr_nonnull(end);
+  section = g_strndup(start, (gsize)(end - start));
+  entries = g_strsplit(section, "\n.TP\n", -1);
+  for (guint i = 1; entries[i] != NULL; i++) {
+    g_autoptr(GMatchInfo) match = NULL;
+    const gchar *nl = strchr(entries[i], '\n');
+    g_autofree gchar *head =
+        g_strndup(entries[i], nl != NULL ? (gsize)(nl - entries[i]) : 0);
+
+    if (!g_regex_match(option, head, 0, &match))
+      continue;
+    {
+      g_autofree gchar *raw = g_match_info_fetch(match, 1);
+      g_autofree gchar *name = man_plain(raw);
+      g_hash_table_insert(found, g_steal_pointer(&name),
+                          man_plain(nl != NULL ? nl : ""));
+    }
+  }
+  return found;
+}
+
+/* The keys of [worker] as sluice(1)'s CONFIGURATION FILE lists them. */
+static GPtrArray *
+man_worker_keys(const gchar *man)
+{
+  const gchar *start = strstr(man, "\n.B [worker]\n(read by");
+  const gchar *end = start != NULL ? strstr(start + 1, "\n.TP\n") : NULL;
+  g_autofree gchar *paragraph = NULL;
+  g_autoptr(GRegex) key =
+      g_regex_new("\\\\fB((?:[a-z]|\\\\-)+)\\\\fR", 0, 0, NULL);
+  g_autoptr(GMatchInfo) match = NULL;
+  GPtrArray *keys = g_ptr_array_new_with_free_func(g_free);
+  const gchar *last = strstr(man, "turned the other");
+
+  ck_assert_ptr_nonnull(end);
+  /* The keys come before the sentence that maps the off flags. */
+  paragraph = g_strndup(
+      start, (gsize)((last != NULL && last < end ? last : end) - start));
+  g_regex_match(key, paragraph, 0, &match);
+  for (; g_match_info_matches(match); g_match_info_next(match, NULL)) {
+    g_autofree gchar *raw = g_match_info_fetch(match, 1);
+    gchar *name = man_plain(raw);
+
+    if (g_str_has_prefix(name, "--") ||
+        g_ptr_array_find_with_equal_func(keys, name, g_str_equal, NULL))
+      g_free(name);
+    else
+      g_ptr_array_add(keys, name);
+  }
+  return keys;
+}
+
+/* `sluice worker`'s options, its keys of [worker] and their defaults come
+ * from one table (cli/cmd-worker.c): --help lists every option with the
+ * library's default; sluice(1) documents each option, and no other, saying
+ * the same default; the keys the command knows (the unknown-key message
+ * lists them) are those sluice(1) lists, each an option's. task-log was
+ * once read from the file and refused as unknown. */
+START_TEST(test_worker_settings_are_one_table)
+{
+  g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
+  g_autoptr(GHashTable) options = worker_help_options(env);
+  g_autofree gchar *man = NULL;
+  g_autoptr(GHashTable) entries = NULL;
+  g_autoptr(GPtrArray) man_keys = NULL;
+  g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+  /* Its directory, removed with it. */
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *conf = g_build_filename(ctx->dir, "w.conf", NULL);
+  g_autofree gchar *url = g_strdup_printf("sqlite://%s/q.db", ctx->dir);
+  g_autoptr(Run) unknown = NULL;
+  GHashTableIter it;
+  gpointer name, value;
+
+  ck_assert(g_file_get_contents(TEST_SRCDIR "/cli/sluice.1", &man, NULL, NULL));
+  entries = man_worker_entries(man);
+  man_keys = man_worker_keys(man);
+  g_hash_table_iter_init(&it, options);
+  while (g_hash_table_iter_next(&it, &name, &value)) {
+    const gchar *text = g_hash_table_lookup(entries, name);
+    g_autofree gchar *want = g_ascii_strdown(value, -1);
+    g_autofree gchar *said = g_strdup_printf("default %s", want);
+    g_autofree gchar *said_colon = g_strdup_printf("default: %s", want);
+
+    ck_assert_msg(text != NULL, "sluice(1) does not document --%s",
+                  (const gchar *)name);
+    if (*want != '\0')
+      ck_assert_msg(strstr(text, said) != NULL ||
+                        strstr(text, said_colon) != NULL,
+                    "sluice(1) does not say --%s is by default %s, as --help "
+                    "does: %s",
+                    (const gchar *)name, want, text);
+  }
+  g_hash_table_iter_init(&it, entries);
+  while (g_hash_table_iter_next(&it, &name, NULL))
+    ck_assert_msg(g_hash_table_contains(options, name),
+                  "sluice(1) documents --%s, which sluice worker lacks",
+                  (const gchar *)name);
+
+  /* The keys the command knows, from its message for one it does not. */
+  ck_assert(g_file_set_contents(conf, "[worker]\nnot-a-key=1\n", -1, NULL));
+  unknown = cli_env(env, NULL, "worker", "--config", conf, "--url", url, NULL);
+  assert_status(unknown, 2);
+  {
+    const gchar *list = strstr(unknown->err, "the keys of [worker] are: ");
+    g_auto(GStrv) parts = NULL;
+
+    ck_assert_msg(list != NULL, "%s", unknown->err);
+    parts = g_strsplit(
+        g_strstrip(g_strdup(list + strlen("the keys of [worker] are: "))), ", ",
+        -1);
+    for (guint i = 0; parts[i] != NULL; i++)
+      g_ptr_array_add(keys, g_strdup(parts[i]));
+    g_strfreev(g_steal_pointer(&parts));
+  }
+  for (guint i = 0; i < keys->len; i++) {
+    const gchar *key = keys->pdata[i];
+    g_autofree gchar *off = g_strconcat("no-", key, NULL);
+    g_autofree gchar *one = g_strndup(key, strlen(key) - 1);
+
+    ck_assert_msg(
+        g_ptr_array_find_with_equal_func(man_keys, key, g_str_equal, NULL),
+        "sluice(1) does not list the key %s of [worker]", key);
+    ck_assert_msg(
+        g_hash_table_contains(options, key) ||
+            g_hash_table_contains(options, off) ||
+            (g_str_has_suffix(key, "s") && g_hash_table_contains(options, one)),
+        "the key %s of [worker] is no option's", key);
+  }
+  for (guint i = 0; i < man_keys->len; i++)
+    ck_assert_msg(g_ptr_array_find_with_equal_func(keys, man_keys->pdata[i],
+                                                   g_str_equal, NULL),
+                  "sluice(1) lists the key %s, which [worker] does not take",
+                  (const gchar *)man_keys->pdata[i]);
+  /* Every option but --verbose is a key. */
+  g_hash_table_iter_init(&it, options);
+  while (g_hash_table_iter_next(&it, &name, NULL)) {
+    const gchar *n = name;
+    g_autofree gchar *plural = g_strconcat(n, "s", NULL);
+
+    if (strcmp(n, "verbose") == 0)
+      continue;
+    ck_assert_msg(
+        g_ptr_array_find_with_equal_func(keys, n, g_str_equal, NULL) ||
+            (g_str_has_prefix(n, "no-") &&
+             g_ptr_array_find_with_equal_func(keys, n + 3, g_str_equal,
+                                              NULL)) ||
+            g_ptr_array_find_with_equal_func(keys, plural, g_str_equal, NULL),
+        "--%s has no key in [worker]", n);
+  }
+
+  /* Each off flag's key is read (task-log once was not). */
+  {
+    g_autofree gchar *text = g_strdup_printf(
+        "[worker]\nmodules=%s;\ntask-log=false\ntrack-state=false\n"
+        "jitter=false\nconcurrency=0\n",
+        DEMO_MODULE);
+    g_autoptr(Run) run = NULL;
+
+    ck_assert(g_file_set_contents(conf, text, -1, NULL));
+    run = cli_env(env, NULL, "worker", "--config", conf, "--url", url, NULL);
+    assert_status(run, 2);
+    ck_assert_msg(strstr(run->err, "[worker] concurrency") != NULL, "%s",
+                  run->err);
+  }
+}
+END_TEST
+
 /* ---- Every dead-letter reason, everywhere (issue 26) ---------------------- */
 
 /* Each reason of the library's one list is taken by every --reason of the
- * dlq commands and is in sluice(1); an unknown one is refused naming them
- * all. */
+ * dlq commands and is in sluice(1) and docs/semantics.md; an unknown one is
+ * refused naming them all. (The dashboard's is test-web's; the clients'
+ * copies are compared with it through tests/c-oracle.) */
 START_TEST(test_every_dead_letter_reason_is_taken)
 {
   g_autoptr(Ctx) ctx = ctx_new(0);
   g_autofree gchar *man = NULL;
   g_autoptr(Run) unknown = cli(ctx, "dlq", "list", "--reason", "nope", NULL);
 
+  g_autofree gchar *semantics = NULL;
+
   ck_assert(g_file_get_contents(TEST_SRCDIR "/cli/sluice.1", &man, NULL, NULL));
+  ck_assert(g_file_get_contents(TEST_SRCDIR "/docs/semantics.md", &semantics,
+                                NULL, NULL));
   assert_status(unknown, 2);
   assert_one_line_error(unknown, "“nope”");
   for (const gchar *const *r = sluice_dead_letter_reasons(); *r != NULL; r++) {
     g_autofree gchar *in_man = g_strdup_printf("\n.B %s\n", *r);
+    g_autofree gchar *in_docs = g_strdup_printf("\n| `%s` |", *r);
     g_autoptr(Run) list = cli(ctx, "dlq", "list", "--reason", *r, NULL);
     g_autoptr(Run) replay =
         cli(ctx, "dlq", "replay", "--all", "--reason", *r, "--dry-run", NULL);
@@ -3881,6 +4157,10 @@ START_TEST(test_every_dead_letter_reason_is_taken)
     ck_assert_msg(strstr(man, in_man) != NULL,
                   "cli/sluice.1 does not list the dead-letter reason %s "
                   "(under \"Dead-letter reasons\")",
+                  *r);
+    ck_assert_msg(strstr(semantics, in_docs) != NULL,
+                  "docs/semantics.md does not list the dead-letter reason %s "
+                  "in its table of reasons",
                   *r);
   }
 }
@@ -3990,6 +4270,7 @@ cli_suite(gboolean reliable)
   tcase_set_timeout(misc, 300);
   tcase_add_test(misc, test_help_everywhere);
   tcase_add_test(misc, test_every_command_is_named);
+  tcase_add_test(misc, test_worker_settings_are_one_table);
   tcase_add_test(misc, test_config_file_and_environment);
   tcase_add_test(misc, test_args_from_stdin_and_dash);
   tcase_add_test(misc, test_run_in_process);

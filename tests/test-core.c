@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <glib/gstdio.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <string.h>
@@ -864,6 +865,130 @@ expect_next(const gchar *cron, gint64 after, gint64 want)
                 cron, after, got, want);
 }
 
+/* sluice_broker_new_for_url() opens every scheme the command takes, each
+ * with the options that apply to it, and names every scheme for any other
+ * URL, without quoting what follows the scheme (a password may be
+ * there). No server is contacted: nothing listens on port 1. */
+START_TEST(url_opens_every_broker_and_names_the_schemes)
+{
+  g_autofree gchar *dir = g_dir_make_tmp("sluice-url-XXXXXX", NULL);
+  g_autofree gchar *db = g_build_filename(dir, "q.db", NULL);
+  g_autofree gchar *sqlite_url = g_strconcat("SQLite://", db, NULL);
+  const struct {
+    const gchar *url;
+    SluiceRedisMode mode;
+    const gchar *name;
+    gboolean ordered;
+  } good[] = {
+      {sqlite_url, SLUICE_REDIS_RELIABLE, "sqlite", TRUE},
+      {"memory:", SLUICE_REDIS_RELIABLE, "memory", TRUE},
+      {"Memory://", SLUICE_REDIS_RELIABLE, "memory", TRUE},
+      {"redis://127.0.0.1:1/0", SLUICE_REDIS_RELIABLE, "redis-reliable", TRUE},
+      {"redis://127.0.0.1:1/0", SLUICE_REDIS_FAST, "redis-fast", TRUE},
+      {"redis://:pw@127.0.0.1:1/0?partitions=4", SLUICE_REDIS_FAST,
+       "redis-fast", FALSE},
+      {"redis+sentinel://127.0.0.1:1,127.0.0.1:2/m/0", SLUICE_REDIS_RELIABLE,
+       "redis-reliable", TRUE},
+      {"redis+cluster://127.0.0.1:1,127.0.0.1:2", SLUICE_REDIS_RELIABLE,
+       "redis-reliable", TRUE},
+      {"unix:///nowhere/redis.sock?db=1", SLUICE_REDIS_FAST, "redis-fast",
+       TRUE},
+  };
+  const struct {
+    const gchar *url;
+    const gchar *says;
+  } bad[] = {
+      {"rediss://user:s3cret@host/0", "unknown broker URL scheme “rediss:”"},
+      {"postgres://s3cret@db", "unknown broker URL scheme “postgres:”"},
+      {"/var/lib/s3cret.db", "not a path"},
+      {"localhost:6379", "unknown broker URL scheme “localhost:”"},
+      {"s3cret", "no scheme"},
+      {"", "no scheme"},
+      {"memory:s3cret", "memory: alone"},
+  };
+  static const gchar *const schemes[] = {"sqlite://",
+                                         "redis://",
+                                         "redis+sentinel://",
+                                         "redis+cluster://",
+                                         "unix://",
+                                         "memory:",
+                                         NULL};
+
+  ck_assert_ptr_nonnull(dir);
+  for (gsize i = 0; i < G_N_ELEMENTS(good); i++) {
+    SluiceBrokerUrlOptions options;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SluiceBroker) b = NULL;
+
+    sluice_broker_url_options_init(&options);
+    options.mode = good[i].mode;
+    options.ns = "url-test";
+    options.dead_letter_max = 7;
+    b = sluice_broker_new_for_url(good[i].url, &options, NULL, &error);
+    ck_assert_msg(b != NULL, "%s: %s", good[i].url,
+                  error != NULL ? error->message : "");
+    ck_assert_str_eq(sluice_broker_get_name(b), good[i].name);
+    ck_assert_msg(sluice_broker_supports(b, SLUICE_BROKER_FEATURE_ORDERED) ==
+                      good[i].ordered,
+                  "%s: partitions", good[i].url);
+  }
+  {
+    /* NULL options are the defaults: the reliable mode. */
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SluiceBroker) b =
+        sluice_broker_new_for_url("redis://127.0.0.1:1/0", NULL, NULL, &error);
+    ck_assert_msg(b != NULL, "%s", error != NULL ? error->message : "");
+    ck_assert_str_eq(sluice_broker_get_name(b), "redis-reliable");
+  }
+  ck_assert(g_file_test(db, G_FILE_TEST_IS_REGULAR));
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(SluiceBroker) b =
+        sluice_broker_new_for_url(bad[i].url, NULL, NULL, &error);
+
+    ck_assert_msg(b == NULL, "%s accepted", bad[i].url);
+    ck_assert_msg(g_error_matches(error, SLUICE_BROKER_ERROR,
+                                  SLUICE_BROKER_ERROR_INVALID),
+                  "%s: %s", bad[i].url, error->message);
+    ck_assert_msg(strstr(error->message, bad[i].says) != NULL, "%s: %s",
+                  bad[i].url, error->message);
+    ck_assert_msg(strstr(error->message, "s3cret") == NULL,
+                  "%s: the message shows what followed the scheme: %s",
+                  bad[i].url, error->message);
+    if (g_str_has_prefix(bad[i].url, "memory:"))
+      continue;
+    for (guint k = 0; schemes[k] != NULL; k++)
+      ck_assert_msg(strstr(error->message, schemes[k]) != NULL,
+                    "%s: the message does not name %s: %s", bad[i].url,
+                    schemes[k], error->message);
+  }
+  {
+    /* A read-only SQLite broker opens the existing file only to read. */
+    SluiceBrokerUrlOptions options;
+    g_autoptr(GError) error = NULL;
+    g_autofree gchar *missing = g_build_filename(dir, "missing.db", NULL);
+    g_autofree gchar *missing_url = g_strconcat("sqlite://", missing, NULL);
+    g_autoptr(SluiceBroker) b = NULL;
+
+    sluice_broker_url_options_init(&options);
+    options.read_only = TRUE;
+    b = sluice_broker_new_for_url(missing_url, &options, NULL, &error);
+    ck_assert_msg(b == NULL, "a missing database opened read-only");
+    ck_assert(!g_file_test(missing, G_FILE_TEST_EXISTS));
+  }
+  {
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const gchar *name;
+
+    while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+      g_autofree gchar *path = g_build_filename(dir, name, NULL);
+      g_unlink(path);
+    }
+    g_rmdir(dir);
+  }
+}
+END_TEST
+
 START_TEST(cron_next_occurrences)
 {
   /* 2030-01-01 was a Tuesday. */
@@ -1393,6 +1518,7 @@ main(int argc, char **argv)
   tcase_add_test(broker, a_slot_breaking_the_gerror_rule_is_reported);
   tcase_add_test(broker, gcra_step_follows_the_contract_formula);
   tcase_add_test(broker, events_cursor_parse_is_bounded_by_gint64);
+  tcase_add_test(broker, url_opens_every_broker_and_names_the_schemes);
   suite_add_tcase(s, broker);
   tcase_add_test(cron, cron_next_occurrences);
   tcase_add_test(cron, cron_rejects_bad_expressions);

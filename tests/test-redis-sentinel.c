@@ -178,7 +178,7 @@ START_TEST(test_url_opens_a_broker)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceBroker) b = sluice_broker_new_for_url(
-      "redis+sentinel://127.0.0.1:1,127.0.0.1:2/m/0", NULL, &error);
+      "redis+sentinel://127.0.0.1:1,127.0.0.1:2/m/0", NULL, NULL, &error);
 
   ck_assert_msg(b != NULL, "%s", error != NULL ? error->message : "");
 }

@@ -117,7 +117,7 @@ START_TEST(three_processes_run_each_of_20000_tasks_once)
   g_autoptr(SluiceBroker) init = NULL;
 
   /* The schema exists before six processes race to make it. */
-  init = sluice_broker_new_for_url(url, NULL, &error);
+  init = sluice_broker_new_for_url(url, NULL, NULL, &error);
   ck_assert_msg(init != NULL, "%s", error != NULL ? error->message : "");
   for (guint w = 0; w < WORKERS; w++) {
     g_autofree gchar *id = g_strdup_printf("w%u", w);
@@ -184,7 +184,8 @@ START_TEST(a_task_of_a_killed_worker_is_completed_by_another)
   g_autofree gchar *url = g_strconcat("sqlite://", db, NULL);
   g_autofree gchar *log = g_build_filename(dir, "executions.log", NULL);
   g_autoptr(GError) error = NULL;
-  g_autoptr(SluiceBroker) broker = sluice_broker_new_for_url(url, NULL, &error);
+  g_autoptr(SluiceBroker) broker =
+      sluice_broker_new_for_url(url, NULL, NULL, &error);
   g_autoptr(SluiceClient) client = NULL;
   g_autoptr(SluiceResult) result = NULL;
   g_autoptr(GPtrArray) quick = g_ptr_array_new_with_free_func(g_free);
@@ -262,7 +263,8 @@ START_TEST(a_concurrency_limit_holds_over_four_processes_and_a_crash)
   g_autofree gchar *log = g_build_filename(dir, "slots.log", NULL);
   g_autofree gchar *worker = helper_path("worker-proc");
   g_autoptr(GError) error = NULL;
-  g_autoptr(SluiceBroker) broker = sluice_broker_new_for_url(url, NULL, &error);
+  g_autoptr(SluiceBroker) broker =
+      sluice_broker_new_for_url(url, NULL, NULL, &error);
   g_autoptr(SluiceClient) client = NULL;
   /* msgpack {"ms": 300} */
   g_autoptr(GBytes) nap = g_bytes_new_static("\x81\xa2ms\xcd\x01\x2c", 7);

@@ -86,7 +86,7 @@ START_TEST(urls_name_a_database_or_say_what_is_wrong)
   ck_assert_int_eq(options.synchronous, SLUICE_SQLITE_SYNC_NORMAL);
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
     g_autoptr(SluiceBroker) none =
-        sluice_broker_new_for_url(bad[i], NULL, &error);
+        sluice_broker_new_for_url(bad[i], NULL, NULL, &error);
     ck_assert_msg(none == NULL, "%s accepted", bad[i]);
     ck_assert_msg(g_error_matches(error, SLUICE_BROKER_ERROR,
                                   SLUICE_BROKER_ERROR_INVALID),
@@ -94,7 +94,7 @@ START_TEST(urls_name_a_database_or_say_what_is_wrong)
     ck_assert(strstr(error->message, "sqlite://") != NULL);
     g_clear_error(&error);
   }
-  b = sluice_broker_new_for_url(url, NULL, &error);
+  b = sluice_broker_new_for_url(url, NULL, NULL, &error);
   ck_assert_msg(b != NULL, "%s", error != NULL ? error->message : "");
   ck_assert_str_eq(sluice_broker_get_name(b), "sqlite");
   ck_assert(g_file_test(db, G_FILE_TEST_IS_REGULAR));

@@ -137,7 +137,7 @@ client_broker(World *w)
   SluiceBroker *b;
 
   if (sluice_url_is_sqlite(w->url))
-    b = sluice_broker_new_for_url(w->url, NULL, &error);
+    b = sluice_broker_new_for_url(w->url, NULL, NULL, &error);
   else
     b = sluice_test_redis_broker_new(g_strcmp0(w->mode, "fast") == 0
                                          ? SLUICE_REDIS_FAST

@@ -109,5 +109,9 @@ export class MalformedReplyError extends SluiceError {}
 export class NotFoundError extends SluiceError {}
 export class SluiceTimeoutError extends SluiceError {}
 
+/** Every reason a message is buried for, in the C library's order (its
+ * sluice_dead_letter_reasons()): dlqList's `reason` takes these only. */
+export const DEAD_LETTER_REASONS: readonly string[];
+
 /** The encoder, checks and scripts, without I/O (lib/protocol.js). */
 export const protocol: Record<string, unknown>;

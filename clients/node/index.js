@@ -8,4 +8,6 @@ const { Client } = require('./lib/client');
 const errors = require('./lib/errors');
 const protocol = require('./lib/protocol');
 
-module.exports = { Client, ...errors, protocol };
+module.exports = {
+  Client, ...errors, protocol, DEAD_LETTER_REASONS: protocol.DEAD_LETTER_REASONS,
+};

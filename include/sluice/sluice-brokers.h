@@ -183,13 +183,100 @@ typedef struct {
  * Every broker's constructor takes its arguments in this order: the
  * broker's options (or URL), then the clock, then (for those that can
  * fail) the GError: sluice_sqlite_broker_new(), sluice_redis_broker_new()
- * and sluice_broker_new_for_url() too. This one cannot fail.
+ * and sluice_broker_new_for_url() (the URL and its options) too. This one
+ * cannot fail.
  *
  * Returns: (transfer full): the broker.
  */
 SLUICE_AVAILABLE_IN_0_1
 SluiceBroker *sluice_memory_broker_new(const SluiceMemoryBrokerOptions *options,
                                        SluiceClock *clock);
+
+/* ---- Any broker, from a URL -------------------------------------------- */
+
+/**
+ * SluiceRedisMode:
+ * @SLUICE_REDIS_FAST: a Redis list per queue: quick, at-most-once
+ * @SLUICE_REDIS_RELIABLE: a stream and consumer group per queue:
+ *   at-least-once (the default)
+ *
+ * How the Redis brokers carry a queue (sluice-redis.h tells the whole
+ * story). Declared here because SluiceBrokerUrlOptions names it.
+ */
+typedef enum {
+  SLUICE_REDIS_FAST,
+  SLUICE_REDIS_RELIABLE,
+} SluiceRedisMode;
+
+/**
+ * SluiceBrokerUrlOptions:
+ * @ns: (nullable): Redis: the namespace (NULL = "sluice"); see
+ *   SluiceRedisOptions.ns
+ * @mode: Redis: fast or reliable (the default)
+ * @dead_letter_max: keep at most this many dead letters, for every broker
+ *   (0 = SLUICE_DEFAULT_DEAD_LETTER_MAX)
+ * @min_replicas_ack: Redis: replicas each enqueue and settle waits for
+ *   (0 = the URL's min_replicas_ack, else none); see
+ *   SluiceRedisOptions.min_replicas_ack
+ * @read_only: SQLite: open an existing database only to read it; see
+ *   SluiceSqliteOptions.read_only
+ * @mode_setting: (nullable): Redis: where the user sets @mode, for the
+ *   message that refuses a namespace of the other mode; see
+ *   SluiceRedisOptions.mode_setting
+ *
+ * What sluice_broker_new_for_url() gives the broker its URL names, besides
+ * the URL. A setting applies to the brokers it names and is ignored by the
+ * others, so that one set of options serves whatever URL a user gives (a
+ * SQLite file or a memory broker is one namespace of its own, and has no
+ * mode). Initialise with sluice_broker_url_options_init().
+ */
+typedef struct {
+  const gchar *ns;
+  SluiceRedisMode mode;
+  guint dead_letter_max;
+  guint min_replicas_ack;
+  gboolean read_only;
+  const gchar *mode_setting;
+} SluiceBrokerUrlOptions;
+
+/** sluice_broker_url_options_init: the defaults: reliable, the default
+ * namespace, no cap of our own, read and write. */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_broker_url_options_init(SluiceBrokerUrlOptions *options);
+
+/**
+ * sluice_broker_new_for_url:
+ * @url: (transfer none): the broker, as the `sluice` command takes it
+ *   (--url, SLUICE_URL, url= in its key file; sluice(1), CONNECTION):
+ *   - `sqlite:///path/to/file.db[?synchronous=full|normal|off]`: the
+ *     SQLite broker (an absolute path, so three slashes; see
+ *     sluice_sqlite_url_parse());
+ *   - `redis://[[user]:password@]host[:port][/db]`,
+ *     `redis+sentinel://[[user]:password@]host:port[,host:port...]/MASTER[/db]`,
+ *     `redis+cluster://[[user]:password@]host:port[,host:port...]` and
+ *     `unix:///path/to/socket[?db=N]`: the Redis broker of @options->mode
+ *     (see SluiceRedisOptions.url); any of them may end with
+ *     `?partitions=N` (a socket URL: `&partitions=N`);
+ *   - `memory:`: a new memory broker, its messages in this process only.
+ *   The scheme is matched without regard to case.
+ * @options: (nullable) (transfer none): NULL = the defaults
+ *   (sluice_broker_url_options_init())
+ * @clock: (nullable) (transfer none): as for the brokers' constructors
+ *
+ * The one place that maps a URL to a broker, for programs and the `sluice`
+ * command alike: a program that takes a broker URL from its user opens
+ * exactly what the command would.
+ * Returns: (transfer full): the broker, or NULL and @error:
+ * SLUICE_BROKER_ERROR_INVALID for a URL of no known scheme (the message
+ * lists them, and never shows what follows the scheme, which may hold a
+ * password) or a malformed one, or the broker's own error. No broker
+ * connects here: a Redis server is first contacted when the broker is
+ * used (sluice_redis_broker_ping() contacts it at once).
+ */
+SLUICE_AVAILABLE_IN_0_1
+SluiceBroker *sluice_broker_new_for_url(const gchar *url,
+                                        const SluiceBrokerUrlOptions *options,
+                                        SluiceClock *clock, GError **error);
 
 /* ---- Statistics --------------------------------------------------------- */
 

@@ -31,10 +31,8 @@
 
 G_BEGIN_DECLS
 
-typedef enum {
-  SLUICE_REDIS_FAST,
-  SLUICE_REDIS_RELIABLE,
-} SluiceRedisMode;
+/* SluiceRedisMode (fast or reliable, as above) is declared in
+ * sluice-brokers.h, whose sluice_broker_new_for_url() takes it too. */
 
 #define SLUICE_REDIS_DEFAULT_URL "redis://127.0.0.1:6379/0"
 #define SLUICE_REDIS_DEFAULT_NAMESPACE "sluice"

@@ -102,23 +102,6 @@ SluiceBroker *sluice_sqlite_broker_new(const SluiceSqliteOptions *options,
                                        SluiceClock *clock, GError **error);
 
 /**
- * sluice_broker_new_for_url:
- * @url: (transfer none): `sqlite:///path/to/file.db` (an absolute path;
- *   `?synchronous=normal|full|off` may follow), or a Redis URL
- *   (`redis://...`, `unix://...`: the reliable mode, the default
- *   namespace)
- * @clock: (nullable) (transfer none): as for the brokers' constructors
- *
- * Opens the broker a URL names, as the sluice command does.
- * Returns: (transfer full): the broker, or NULL and
- * SLUICE_BROKER_ERROR_INVALID for a URL of no known scheme (or the
- * broker's own error).
- */
-SLUICE_AVAILABLE_IN_0_1
-SluiceBroker *sluice_broker_new_for_url(const gchar *url, SluiceClock *clock,
-                                        GError **error);
-
-/**
  * sluice_url_is_sqlite:
  * Returns: TRUE when @url names a SQLite database (`sqlite://`).
  */

@@ -7,6 +7,10 @@
  *                          envelope or result record the case describes
  *   c-oracle scripts       one line "mode<TAB>name<TAB>sha1" per script as
  *                          the C broker assembles it for each mode
+ *   c-oracle dead-letter-reasons
+ *                          the library's one list of dead-letter reasons
+ *                          (sluice_dead_letter_reasons()), one a line, in
+ *                          its order: each client's copy must be it
  */
 #include "config.h"
 
@@ -173,6 +177,14 @@ scripts(void)
   return 0;
 }
 
+static int
+dead_letter_reasons(void)
+{
+  for (const gchar *const *r = sluice_dead_letter_reasons(); *r != NULL; r++)
+    printf("%s\n", *r);
+  return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -180,6 +192,9 @@ main(int argc, char **argv)
     return encode(argv[2]);
   if (argc == 2 && strcmp(argv[1], "scripts") == 0)
     return scripts();
-  g_printerr("usage: c-oracle encode FILE | c-oracle scripts\n");
+  if (argc == 2 && strcmp(argv[1], "dead-letter-reasons") == 0)
+    return dead_letter_reasons();
+  g_printerr("usage: c-oracle encode FILE | c-oracle scripts | c-oracle "
+             "dead-letter-reasons\n");
   return 2;
 }

@@ -52,7 +52,7 @@ main(int argc, char **argv)
   ro.mode =
       g_strcmp0(mode, "fast") == 0 ? SLUICE_REDIS_FAST : SLUICE_REDIS_RELIABLE;
   broker = sluice_url_is_sqlite(url)
-               ? sluice_broker_new_for_url(url, NULL, &error)
+               ? sluice_broker_new_for_url(url, NULL, NULL, &error)
                : sluice_redis_broker_new(&ro, NULL, &error);
   if (broker != NULL)
     client = sluice_client_new(broker, NULL, &error);

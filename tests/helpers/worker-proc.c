@@ -272,7 +272,7 @@ main(int argc, char **argv)
   ropts.reconnect_max_backoff_ms = 200;
   /* A sqlite:// URL: the SQLite broker's process tests share this program. */
   broker = sluice_url_is_sqlite(url)
-               ? sluice_broker_new_for_url(url, NULL, &error)
+               ? sluice_broker_new_for_url(url, NULL, NULL, &error)
                : sluice_redis_broker_new(&ropts, NULL, &error);
   registry = broker != NULL ? sluice_registry_new() : NULL;
   sluice_task_options_init(&slotted);

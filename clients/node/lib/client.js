@@ -299,6 +299,7 @@ class Client {
       throw new InvalidInputError(`“${after}” is not a dead-letter entry id (they look like 1700000000000-0)`);
     }
     if (!Number.isInteger(limit) || limit < 0) throw new InvalidInputError('limit must be an integer >= 0');
+    p.checkReason(reason);
     limit = limit || 100;
     const filtered = (reason !== undefined && reason !== null) || (task !== undefined && task !== null);
     const out = [];

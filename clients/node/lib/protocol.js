@@ -655,6 +655,23 @@ function cancelRecord(id, now) {
 
 // ---- Dead letters ----------------------------------------------------------
 
+// Every reason the C library buries a message for, in its order: a copy of
+// its one list, sluice_dead_letter_reasons() (sluice-brokers.h), which
+// test/encoding.test.js compares with the C build's (tests/c-oracle).
+const DEAD_LETTER_REASONS = Object.freeze([
+  'max_attempts', 'non_retryable', 'malformed', 'unknown_task', 'expired',
+  'max_deliveries', 'snoozed_too_often',
+]);
+
+/** A dlqList reason filter: null/undefined, or one of DEAD_LETTER_REASONS
+ * (as `sluice dlq list --reason` takes it). */
+function checkReason(reason) {
+  if (reason !== undefined && reason !== null && !DEAD_LETTER_REASONS.includes(reason)) {
+    throw new InvalidInputError(
+      `unknown dead-letter reason “${reason}”; the reasons are ${DEAD_LETTER_REASONS.join(', ')}`);
+  }
+}
+
 function deadLetterFromEntry(entry) {
   if (!Array.isArray(entry) || entry.length !== 2 || !Array.isArray(entry[1])) {
     throw new MalformedReplyError('dead letter: not a stream entry');
@@ -780,6 +797,7 @@ module.exports = {
   PRODUCER_SCRIPTS, LUA_DIR, nameProblem, checkName, checkHeaders, checkOptions,
   packArgs, encodeEnvelope, decodeEnvelope, skip, encodeRecord, decodeRecord,
   splitRecord, newResult, script, scriptsFor, checkSettings, prepare, enqueueArgv,
-  enqueueReply, intReply, pairReply, cancelRecord, deadLetterFromEntry, validEntryId,
+  enqueueReply, intReply, pairReply, cancelRecord, DEAD_LETTER_REASONS, checkReason,
+  deadLetterFromEntry, validEntryId,
   replaySubmit, replayArgv, resultOfLookup, dueOfLookup,
 };

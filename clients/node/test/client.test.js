@@ -116,6 +116,11 @@ for (const mode of ['fast', 'reliable']) {
     assert.deepEqual((await c.dlqList({ task: 't.fail' })).map((d) => d.entryId), [e1]);
     assert.deepEqual((await c.dlqList({ after: e1 })).map((d) => d.entryId), [e2]);
     assert.equal((await c.dlqList({ limit: 1 })).length, 1);
+    // Every reason of the one list is a filter; another is refused, as by
+    // `sluice dlq list --reason`.
+    for (const reason of sluice.DEAD_LETTER_REASONS) await c.dlqList({ reason });
+    await assert.rejects(c.dlqList({ reason: 'nope' }), (e) => e instanceof sluice.InvalidInputError
+      && e.message.includes('snoozed_too_often'));
     const got = await c.inspect('d1');
     assert.equal(got.state, 'dead_lettered');
     assert.equal(got.deadLetterReason, 'max_attempts');

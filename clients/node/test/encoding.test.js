@@ -56,6 +56,12 @@ test('every case encodes to the C bytes', (t) => {
   for (const x of cases) assert.equal(encode(x).toString('hex'), c[x.name], x.name);
 });
 
+test('the dead-letter reasons are the C library\'s', (t) => {
+  if (support.skipWithoutBuild(t)) return;
+  assert.deepEqual([...p.DEAD_LETTER_REASONS], support.oracle('dead-letter-reasons').trim().split('\n'));
+  assert.equal(require('..').DEAD_LETTER_REASONS, p.DEAD_LETTER_REASONS);
+});
+
 test('prepare writes what the encoder writes', () => {
   const s = p.checkSettings({ trackState: true });
   const got = p.prepare(s, {

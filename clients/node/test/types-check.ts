@@ -1,7 +1,7 @@
 // Compiled (not run) by types.test.js: the declarations of index.d.ts
 // must describe the API as the README and the tests use it.
 import {
-  Client, DeadLetter, EnqueueRequest, FullError, InvalidInputError, Result, SluiceError,
+  Client, DEAD_LETTER_REASONS, DeadLetter, EnqueueRequest, FullError, InvalidInputError, Result, SluiceError,
   SluiceTimeoutError, UnavailableError, WrongModeError,
 } from '..';
 
@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   const state: string = r.state;
   const done: boolean = r.final;
   const how: 'removed' | 'revoked' = await c.cancel(full.id);
-  const dead: DeadLetter[] = await c.dlqList({ reason: 'max_attempts', limit: 10 });
+  const dead: DeadLetter[] = await c.dlqList({ reason: DEAD_LETTER_REASONS[0], limit: 10 });
   const back: string = await c.dlqReplay(dead[0].entryId, { keepAttempt: true });
   const seen: Result = await c.inspect(ids[0]);
   await c.close();

@@ -9,9 +9,11 @@ scripts they run are the files the C broker compiles in.
 from .client import Client
 from .errors import (Full, InvalidInput, MalformedReply, NotFound,
                      SluiceError, Timeout, TooLarge, Unavailable, WrongMode)
-from .protocol import DeadLetter, Options, Request, Result
+from .protocol import (DEAD_LETTER_REASONS, DeadLetter, Options, Request,
+                       Result)
 
-__all__ = ["Client", "DeadLetter", "Full", "InvalidInput", "MalformedReply",
+__all__ = ["Client", "DEAD_LETTER_REASONS", "DeadLetter", "Full",
+           "InvalidInput", "MalformedReply",
            "NotFound", "Options", "Request", "Result", "SluiceError",
            "Timeout", "TooLarge", "Unavailable", "WrongMode"]
 __version__ = "0.1.0"

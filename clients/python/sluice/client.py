@@ -310,6 +310,7 @@ class Client:
             raise InvalidInput("“%s” is not a dead-letter entry id (they look "
                                "like 1700000000000-0)" % (after,))
         p._int("limit", limit, 0)
+        p.check_reason(reason)
         limit = limit or 100
         out: List[p.DeadLetter] = []
         cursor = after

@@ -816,6 +816,22 @@ class DeadLetter:
     detail: Optional[str] = None
 
 
+# Every reason the C library buries a message for, in its order: a copy of
+# its one list, sluice_dead_letter_reasons() (sluice-brokers.h), which
+# tests/test_encoding.py compares with the C build's (tests/c-oracle).
+DEAD_LETTER_REASONS = ("max_attempts", "non_retryable", "malformed",
+                       "unknown_task", "expired", "max_deliveries",
+                       "snoozed_too_often")
+
+
+def check_reason(reason: Optional[str]) -> None:
+    """A dlq_list reason filter: None, or one of DEAD_LETTER_REASONS (as
+    `sluice dlq list --reason` takes it)."""
+    if reason is not None and reason not in DEAD_LETTER_REASONS:
+        raise InvalidInput("unknown dead-letter reason %r; the reasons are %s"
+                           % (reason, ", ".join(DEAD_LETTER_REASONS)))
+
+
 def _text(b: bytes) -> str:
     return b.decode("utf-8", "replace")
 

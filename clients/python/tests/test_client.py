@@ -193,6 +193,12 @@ def test_dead_letters_list_filter_and_replay(server, namespace, mode):
     assert [d.entry_id for d in c.dlq_list(task="t.fail")] == [e1]
     assert [d.entry_id for d in c.dlq_list(after=e1)] == [e2]
     assert len(c.dlq_list(limit=1)) == 1
+    # Every reason of the one list is a filter; another is refused, as by
+    # `sluice dlq list --reason`.
+    for reason in sluice.DEAD_LETTER_REASONS:
+        c.dlq_list(reason=reason)
+    with pytest.raises(sluice.InvalidInput, match="snoozed_too_often"):
+        c.dlq_list(reason="nope")
     got = c.inspect("d1")
     assert got.state == "dead_lettered" and got.dead_letter_reason == "max_attempts"
     assert got.attempt == 3 and got.error == "boom"

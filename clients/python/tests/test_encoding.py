@@ -85,6 +85,12 @@ def test_scripts_are_the_c_brokers():
         assert p.Script(mode, name).sha == sha, (mode, name)
 
 
+def test_dead_letter_reasons_are_the_c_librarys():
+    support.need_build()
+    assert list(p.DEAD_LETTER_REASONS) == \
+        support.oracle("dead-letter-reasons").split()
+
+
 def test_shipped_lua_is_the_trees():
     tree = os.path.join(support.SRCDIR, "brokers", "redis", "lua")
     for dirpath, _, files in os.walk(tree):
