@@ -39,19 +39,22 @@ cli_cmd_web(int argc, char **argv)
   return refuse("sluice web");
 }
 
-gboolean
-cli_parse_listen(const gchar *what, const gchar *text, GSocketAddress **out,
-                 GError **error)
+/* The settings tables' type of a listen address: a value is refused where
+ * it is read, so the worker never starts with an address it cannot serve. */
+static gboolean
+parse_listen(const CliSetting *row, const CliSettingValue *v, gpointer base,
+             GError **error)
 {
-  *out = NULL;
-  return not_built(error, what);
+  return not_built(error, v->what);
 }
+
+const CliSettingType cli_setting_listen = {parse_listen, NULL};
 
 CliMetricsServer *
 cli_metrics_server_start(SluiceWorker *worker, GSocketAddress *address,
                          GError **error)
 {
-  /* cli_parse_listen() refused the address, so no caller gets here. */
+  /* parse_listen() refused every address, so no caller gets here. */
   not_built(error, "--metrics-listen");
   return NULL;
 }
