@@ -400,8 +400,8 @@ watch_depth(Watch *w, gint64 *depth, gint64 *scheduled, GError **error)
   return TRUE;
 }
 
-/* Drops from @ids (in chunks) the tasks whose record is
- * final; returns how many are left, or -1 and @error. */
+/* Drops from @ids (in chunks) the tasks whose record is final; returns how
+ * many are left, or -1 and @error. */
 static gint64
 drop_final(Watch *w, GPtrArray *ids, GError **error)
 {

@@ -395,13 +395,6 @@ sluice_broker_stats_add_worker_info(SluiceBrokerStats *stats, const gchar *id,
   g_ptr_array_add(stats->workers, w);
 }
 
-void
-sluice_broker_stats_add_worker(SluiceBrokerStats *stats, const gchar *id,
-                               gint64 last_seen_ms)
-{
-  sluice_broker_stats_add_worker_info(stats, id, last_seen_ms, TRUE, NULL);
-}
-
 gchar *
 sluice_broker_escape_text(const gchar *bytes, gssize length, gsize max_bytes)
 {

@@ -402,6 +402,21 @@ sluice_broker_get_clock(SluiceBroker *broker)
   return broker->priv->clock;
 }
 
+void
+sluice_broker_log(SluiceBroker *broker, GLogLevelFlags level,
+                  const gchar *format, ...)
+{
+  va_list ap;
+  g_autofree gchar *message = NULL;
+
+  g_return_if_fail((level & G_LOG_LEVEL_ERROR) == 0);
+  va_start(ap, format);
+  message = g_strdup_vprintf(format, ap);
+  va_end(ap);
+  sluice_log__broker(
+      level, broker != NULL ? sluice_broker_get_name(broker) : NULL, message);
+}
+
 gboolean
 sluice_broker_is_a(SluiceBroker *broker, const SluiceBrokerClass *klass)
 {

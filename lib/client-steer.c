@@ -1,7 +1,8 @@
 /* client-steer.c - what operators do with a client besides enqueueing and
  * awaiting: list tasks by state, pause and resume queues, purge a queue,
- * delete one task, run a scheduled one now, and read a periodic
- * schedule's last occurrence (see sluice-client.h).
+ * delete one task, run a scheduled one now, read a periodic schedule's
+ * last occurrence (see sluice-client.h), and follow the event stream
+ * (sluice-events.h; the decoding is events.c's).
  *
  * The core decides, the broker finds: the listing slots hand back stored
  * messages as they are, and this file decodes them, tells a delay from a
@@ -877,4 +878,17 @@ sluice_client_get_last_periodic(SluiceClient *client, const gchar *name,
   g_return_val_if_fail(out_last != NULL, FALSE);
   return sluice_broker_last_periodic(sluice_client_get_broker(client), name,
                                      out_last, error);
+}
+
+/* ---- The event stream ---------------------------------------------------- */
+
+GPtrArray *
+sluice_client_read_events(SluiceClient *client, const gchar *cursor,
+                          guint limit, gint64 block_ms, gchar **out_cursor,
+                          GError **error)
+{
+  g_return_val_if_fail(client != NULL && out_cursor != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  return sluice_events__read(sluice_client_get_broker(client), cursor, limit,
+                             block_ms, out_cursor, error);
 }

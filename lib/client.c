@@ -390,6 +390,68 @@ sluice_client__fill_submit(SluiceClient *client, Prepared *p, SluiceSubmit *s)
   s->record_ttl_ms = record_ttl(client, p->env);
 }
 
+/* The replaced task never runs: say so in its record now (it may have
+ * been taken off the schedule, where no worker would ever write one, and
+ * someone may wait for its result).
+ * Best effort, after the enqueue: the worker that meets a replaced task in
+ * its queue writes the same. */
+static void
+record_replaced(SluiceClient *client, const SluiceEnvelope *by,
+                const gchar *holder)
+{
+  const SluiceClientOptions *options = sluice_client__options(client);
+  g_autoptr(SluiceResult) r = sluice_result_new(holder, SLUICE_STATE_CANCELLED);
+  g_autofree gchar *why = g_strdup_printf(
+      "replaced by task %s of the same uniqueness key before it started",
+      by->id);
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 now = sluice_clock_now_ms(sluice_client__clock(client));
+
+  sluice_result_set_task(r, by->task, by->queue);
+  sluice_result_set_error(r, why);
+  sluice_result_set_times(r, 0, 0, now);
+  bytes = sluice_result_encode(r);
+  if (!sluice_broker_put_record(sluice_client_get_broker(client), holder, bytes,
+                                TRUE, options->result_ttl_ms, &error))
+    sluice_log__message(G_LOG_LEVEL_WARNING,
+                        "could not record that task %s was replaced: %s",
+                        holder, error->message);
+}
+
+/* Enqueues @n prepared messages that carry a uniqueness key, in one broker
+ * call. Sets out_holders[i] (transfer full) to the holder's id of each
+ * refused one, NULL for one written. */
+static gboolean
+unique_enqueue(SluiceClient *client, SluicePrepared *p, guint n,
+               gchar **out_holders, GError **error)
+{
+  g_autofree SluiceUniqueSubmit *items = g_new0(SluiceUniqueSubmit, MAX(n, 1));
+  gboolean ok;
+
+  for (guint i = 0; i < n; i++) {
+    sluice_client__fill_submit(client, &p[i], &items[i].submit);
+    items[i].key = p[i].unique_key;
+    items[i].claim_ttl_ms = p[i].unique_ttl_ms;
+    items[i].replace = p[i].unique_replace;
+    out_holders[i] = NULL;
+  }
+  ok = sluice_broker_unique_enqueue(sluice_client_get_broker(client), items, n,
+                                    error);
+  for (guint i = 0; i < n; i++) {
+    /* A repeat of a call whose reply was lost finds its own claim. */
+    if (ok && items[i].existed && items[i].holder != NULL &&
+        !g_str_equal(items[i].holder, p[i].env->id))
+      out_holders[i] = g_steal_pointer(&items[i].holder);
+    else if (ok && items[i].submit.existed)
+      out_holders[i] = g_strdup(p[i].env->id);
+    else if (ok && items[i].replaced && items[i].holder != NULL)
+      record_replaced(client, p[i].env, items[i].holder);
+    g_free(items[i].holder);
+  }
+  return ok;
+}
+
 /* Consumes @p. A key held by another task is the holder's id with
  * @out_existed, or SLUICE_CLIENT_ERROR_DUPLICATE without. */
 static gchar *
@@ -399,7 +461,7 @@ enqueue_unique(SluiceClient *client, Prepared *p, gboolean *out_existed,
   gchar *holder = NULL;
   gchar *id = NULL;
 
-  if (sluice_unique__enqueue(client, p, 1, &holder, error)) {
+  if (unique_enqueue(client, p, 1, &holder, error)) {
     /* The id's own idempotency claim (a caller-chosen id enqueued
      * before) is what a plain enqueue reports: the id, not an error. */
     if (holder != NULL && g_str_equal(holder, p->env->id)) {
@@ -875,12 +937,6 @@ sluice_client_count_servers(SluiceClient *client, const gchar *task,
   return TRUE;
 }
 
-gboolean
-sluice_client_check(SluiceClient *client, GError **error)
-{
-  g_return_val_if_fail(client != NULL, FALSE);
-  return sluice_broker_check(client->broker, error);
-}
 
 /* ---- Dead letters -------------------------------------------------------- */
 

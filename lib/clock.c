@@ -114,25 +114,6 @@ run_watches(SluiceClock *clock, gint64 now)
 }
 
 void
-sluice_clock_set(SluiceClock *clock, gint64 now_ms)
-{
-  g_return_if_fail(clock != NULL);
-  g_return_if_fail(clock->fake);
-
-  g_mutex_lock(&clock->lock);
-  if (now_ms < clock->now_ms) {
-    g_mutex_unlock(&clock->lock);
-    g_critical("sluice_clock_set: a fake clock cannot go backwards "
-               "(%" G_GINT64_FORMAT " < %" G_GINT64_FORMAT ")",
-               now_ms, clock->now_ms);
-    return;
-  }
-  clock->now_ms = now_ms;
-  g_mutex_unlock(&clock->lock);
-  run_watches(clock, now_ms);
-}
-
-void
 sluice_clock_advance(SluiceClock *clock, gint64 delta_ms)
 {
   gint64 now;

@@ -1,5 +1,6 @@
 /* events.c - the lifecycle events of tasks (sluice-events.h): their bytes,
- * the producer's "enqueued" events, and reading the stream.
+ * the producer's "enqueued" events, and reading the stream (for
+ * sluice_client_read_events(), client-steer.c).
  *
  * Workers write theirs through the settler, in the batches of their
  * settlements (settler.c), so a task's events keep their order.
@@ -184,21 +185,17 @@ decode(const SluiceEventEntry *entry)
 }
 
 GPtrArray *
-sluice_client_read_events(SluiceClient *client, const gchar *cursor,
-                          guint limit, gint64 block_ms, gchar **out_cursor,
-                          GError **error)
+sluice_events__read(SluiceBroker *broker, const gchar *cursor, guint limit,
+                    gint64 block_ms, gchar **out_cursor, GError **error)
 {
   g_autoptr(GPtrArray) entries = NULL;
   GPtrArray *out;
 
-  g_return_val_if_fail(client != NULL && out_cursor != NULL, NULL);
-  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
   *out_cursor = NULL;
   entries =
       g_ptr_array_new_with_free_func((GDestroyNotify)sluice_event_entry_free);
-  if (!sluice_broker_read_events(sluice_client_get_broker(client), cursor,
-                                 MAX(limit, 1), block_ms, entries, out_cursor,
-                                 error))
+  if (!sluice_broker_read_events(broker, cursor, MAX(limit, 1), block_ms,
+                                 entries, out_cursor, error))
     return NULL;
   out = g_ptr_array_new_full(entries->len, (GDestroyNotify)sluice_event_free);
   for (guint i = 0; i < entries->len; i++)

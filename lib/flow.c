@@ -238,21 +238,6 @@ sluice_concurrency_limit__problem(const SluiceConcurrencyLimit *limit,
   return key_problem(limit->key, limit->key_name, field);
 }
 
-gboolean
-sluice_concurrency_limit_validate(const SluiceConcurrencyLimit *limit,
-                                  GError **error)
-{
-  g_autofree gchar *problem = NULL;
-
-  g_return_val_if_fail(limit != NULL, FALSE);
-  problem = sluice_concurrency_limit__problem(limit, "concurrency_limit");
-  if (problem == NULL)
-    return TRUE;
-  g_set_error_literal(error, SLUICE_TASK_ERROR, SLUICE_TASK_ERROR_INVALID,
-                      problem);
-  return FALSE;
-}
-
 SluiceConcurrencyLimit *
 sluice_concurrency_limit__copy(const SluiceConcurrencyLimit *limit)
 {

@@ -75,20 +75,6 @@ sluice_frame_reader__reset(SluiceFrameReader *reader, int fd)
 }
 
 gboolean
-sluice_frame_reader__has_frame(const SluiceFrameReader *reader)
-{
-  const guint8 *p = reader->buf->data + reader->start;
-  gsize have = reader->buf->len - reader->start;
-  guint32 len;
-
-  if (have < SLUICE_FRAME_HEAD)
-    return FALSE;
-  len = (guint32)p[0] | (guint32)p[1] << 8 | (guint32)p[2] << 16 |
-        (guint32)p[3] << 24;
-  return have - SLUICE_FRAME_HEAD >= len;
-}
-
-gboolean
 sluice_frame_reader__next(SluiceFrameReader *reader, guint8 *type,
                           const guint8 **payload, gsize *len)
 {

@@ -78,8 +78,6 @@ void sluice_frame_reader__init(SluiceFrameReader *reader, int fd);
 void sluice_frame_reader__clear(SluiceFrameReader *reader);
 /* Forgets what was buffered, and reads from @fd from now on. */
 void sluice_frame_reader__reset(SluiceFrameReader *reader, int fd);
-/* Whether a whole frame is buffered (next() would not read). */
-gboolean sluice_frame_reader__has_frame(const SluiceFrameReader *reader);
 /* The next frame, reading (blocking) as needed. @payload points into the
  * reader's buffer, valid until the next call. FALSE at end of file, on an
  * error, or on a frame over SLUICE_FRAME_MAX. */

@@ -1,7 +1,7 @@
 /* log.c - structured log lines with the task's id, name, queue, attempt
  * and trace context, the lines task code logs through its context
  * (sluice_task_context_log()), and the lines brokers log
- * (sluice_broker_log(), sys/broker.h).
+ * (sluice_broker_log() in broker.c, sys/broker.h, writes them here).
  *
  * The fields are those of sluice-private.h, and SLUICE_BROKER for a
  * broker's line. The CLI installs a writer that sends them to journald or
@@ -312,23 +312,16 @@ syslog_priority(GLogLevelFlags level)
 }
 
 void
-sluice_broker_log(SluiceBroker *broker, GLogLevelFlags level,
-                  const gchar *format, ...)
+sluice_log__broker(GLogLevelFlags level, const gchar *broker_name,
+                   const gchar *message)
 {
   GLogField fields[4];
   gsize n = 0;
-  va_list ap;
-  g_autofree gchar *message = NULL;
 
-  g_return_if_fail((level & G_LOG_LEVEL_ERROR) == 0);
-  va_start(ap, format);
-  message = g_strdup_vprintf(format, ap);
-  va_end(ap);
   fields[n++] = (GLogField){"GLIB_DOMAIN", G_LOG_DOMAIN, -1};
   fields[n++] = (GLogField){"PRIORITY", syslog_priority(level), -1};
   fields[n++] = (GLogField){"MESSAGE", message, -1};
-  if (broker != NULL)
-    fields[n++] =
-        (GLogField){"SLUICE_BROKER", sluice_broker_get_name(broker), -1};
+  if (broker_name != NULL)
+    fields[n++] = (GLogField){"SLUICE_BROKER", broker_name, -1};
   write_fields(level, fields, n);
 }

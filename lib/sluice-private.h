@@ -48,6 +48,10 @@ void sluice_log__task(GLogLevelFlags level, const gchar *task_id,
 void sluice_log__envelope(GLogLevelFlags level, const SluiceEnvelope *env,
                           const gchar *queue, const gchar *format, ...)
     G_GNUC_PRINTF(4, 5);
+/* A broker's line (sluice_broker_log()): @message with the field
+ * SLUICE_BROKER, @broker_name, when that is not NULL. */
+void sluice_log__broker(GLogLevelFlags level, const gchar *broker_name,
+                        const gchar *message);
 
 /* ---- Trace context (trace-context.c) ------------------------------------- */
 
@@ -192,11 +196,6 @@ typedef struct {
 gboolean sluice_unique__prepare(const SluiceUniqueOptions *unique,
                                 gint64 default_ttl_ms, gint64 now,
                                 SluicePrepared *p, GError **error);
-/* Enqueues @n prepared messages that carry a uniqueness key, in one broker
- * call. Sets out_holders[i] (transfer full) to the holder's id of each
- * refused one, NULL for one written. */
-gboolean sluice_unique__enqueue(SluiceClient *client, SluicePrepared *p,
-                                guint n, gchar **out_holders, GError **error);
 /* Reads @env->unique: its scope and (transfer none, into @env) key. FALSE
  * for a message without one or with a malformed one. */
 gboolean sluice_unique__parse(const SluiceEnvelope *env,
@@ -325,6 +324,11 @@ GBytes *sluice_events__encode(SluiceEventKind kind, const SluiceEnvelope *env,
  * events never fail an enqueue). */
 void sluice_events__enqueued(SluiceBroker *broker, SluiceEnvelope *const *envs,
                              guint n, gint64 now);
+/* sluice_client_read_events() on @broker: Returns: (transfer full) the
+ * decoded events (SluiceEvent*), or NULL and @error. */
+GPtrArray *sluice_events__read(SluiceBroker *broker, const gchar *cursor,
+                               guint limit, gint64 block_ms, gchar **out_cursor,
+                               GError **error);
 
 /* ---- Periodic schedules (periodic.c), driven by the worker --------------- */
 

@@ -1,7 +1,8 @@
 /* unique.c - uniqueness by key, as the core sees it: checking the options,
- * naming the key (given, or derived from the task and its argument
- * bytes), and enqueueing through the broker's `unique_enqueue` slot, which
- * claims the key and writes the message in one atomic step.
+ * naming the key (given, or derived from the task and its argument bytes)
+ * and reading the claim an envelope carries. The client enqueues through
+ * the broker's `unique_enqueue` slot (client.c), which claims the key and
+ * writes the message in one atomic step.
  *
  * The claim travels in the envelope (`uq`: a scope letter and the key), so
  * the worker that runs the message knows which claim to end and when
@@ -149,63 +150,4 @@ sluice_unique__prepare(const SluiceUniqueOptions *unique, gint64 default_ttl_ms,
   env->unique = g_strdup_printf("%c:%s", scope_letter(unique->scope), key);
   p->unique_key = g_steal_pointer(&key);
   return TRUE;
-}
-
-/* The replaced task never runs: say so in its record now (it may have
- * been taken off the schedule, where no worker would ever write one, and
- * someone may wait for its result).
- * Best effort, after the enqueue: the worker that meets a replaced task in
- * its queue writes the same. */
-static void
-record_replaced(SluiceClient *client, const SluiceEnvelope *by,
-                const gchar *holder)
-{
-  const SluiceClientOptions *options = sluice_client__options(client);
-  g_autoptr(SluiceResult) r = sluice_result_new(holder, SLUICE_STATE_CANCELLED);
-  g_autofree gchar *why = g_strdup_printf(
-      "replaced by task %s of the same uniqueness key before it started",
-      by->id);
-  g_autoptr(GBytes) bytes = NULL;
-  g_autoptr(GError) error = NULL;
-  gint64 now = sluice_clock_now_ms(sluice_client__clock(client));
-
-  sluice_result_set_task(r, by->task, by->queue);
-  sluice_result_set_error(r, why);
-  sluice_result_set_times(r, 0, 0, now);
-  bytes = sluice_result_encode(r);
-  if (!sluice_broker_put_record(sluice_client_get_broker(client), holder, bytes,
-                                TRUE, options->result_ttl_ms, &error))
-    sluice_log__message(G_LOG_LEVEL_WARNING,
-                        "could not record that task %s was replaced: %s",
-                        holder, error->message);
-}
-
-gboolean
-sluice_unique__enqueue(SluiceClient *client, SluicePrepared *p, guint n,
-                       gchar **out_holders, GError **error)
-{
-  g_autofree SluiceUniqueSubmit *items = g_new0(SluiceUniqueSubmit, MAX(n, 1));
-  gboolean ok;
-
-  for (guint i = 0; i < n; i++) {
-    sluice_client__fill_submit(client, &p[i], &items[i].submit);
-    items[i].key = p[i].unique_key;
-    items[i].claim_ttl_ms = p[i].unique_ttl_ms;
-    items[i].replace = p[i].unique_replace;
-    out_holders[i] = NULL;
-  }
-  ok = sluice_broker_unique_enqueue(sluice_client_get_broker(client), items, n,
-                                    error);
-  for (guint i = 0; i < n; i++) {
-    /* A repeat of a call whose reply was lost finds its own claim. */
-    if (ok && items[i].existed && items[i].holder != NULL &&
-        !g_str_equal(items[i].holder, p[i].env->id))
-      out_holders[i] = g_steal_pointer(&items[i].holder);
-    else if (ok && items[i].submit.existed)
-      out_holders[i] = g_strdup(p[i].env->id);
-    else if (ok && items[i].replaced && items[i].holder != NULL)
-      record_replaced(client, p[i].env, items[i].holder);
-    g_free(items[i].holder);
-  }
-  return ok;
 }

@@ -79,13 +79,6 @@ sluice_test_harness_free(SluiceTestHarness *harness)
   g_free(harness);
 }
 
-SluiceClock *
-sluice_test_harness_get_clock(SluiceTestHarness *harness)
-{
-  g_return_val_if_fail(harness != NULL, NULL);
-  return harness->clock;
-}
-
 SluiceBroker *
 sluice_test_harness_get_broker(SluiceTestHarness *harness)
 {

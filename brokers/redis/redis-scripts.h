@@ -94,10 +94,9 @@ typedef struct {
  * @source: (transfer none): the step's file (redis-lua.h): its shebang
  *   line, then its body
  *
- * Assembles shebang + prelude + hooks + @transport_lua + library + body
- * and computes its SHA1 (a body whose first line starts "-- bare:", one
- * that calls no function of the others, is shebang + prelude + body).
- * Clear with
+ * Assembles shebang + prelude + hooks + @transport_lua + library + body and
+ * computes its SHA1 (a body whose first line starts "-- bare:", one that
+ * calls no function of the others, is shebang + prelude + body). Clear with
  * sluice_redis_script__clear().
  */
 void sluice_redis_script__init(SluiceRedisScript *script, const gchar *name,

@@ -8,21 +8,20 @@
  * pending; a peer reclaims them once the dead consumer's liveness key has
  * expired (or an entry sat idle past the lease) and runs them again.
  *
- * A task runs twice when its worker died (crash, kill -9, power loss)
- * after it started the task and before its settle reached Redis; when its
- * worker stalled (a pause, a partition, a swapped-out process) longer than
- * the lease, so that a peer reclaimed it while it still ran; when a
- * fetch's reply was lost on the network (the entries wait in the PEL for
- * the lease, then run); when a stop outlasts shutdown_timeout (the
- * cancelled task is given back and runs again elsewhere); and when Redis
- * lost its consumer group (restarted without persistence): every entry
- * still in the stream is delivered again. A late settle
- * of the stalled worker is refused (fencing), so the task is never retried
- * or buried twice, but its side effects happen twice and the last record
- * written wins. A task is lost only with Redis's data: what Redis had
- * acknowledged and not yet written to disk when it died (appendfsync
- * everysec loses up to a second, always loses nothing, RDB-only loses
- * everything since the last save), an entry deleted or trimmed by hand
+ * A task runs twice when its worker died (crash, kill -9, power loss) after
+ * it started the task and before its settle reached Redis; when its worker
+ * stalled (a pause, a partition, a swapped-out process) longer than the
+ * lease, so that a peer reclaimed it while it still ran; when a fetch's
+ * reply was lost on the network (the entries wait in the PEL for the lease,
+ * then run); when a stop outlasts shutdown_timeout (the cancelled task is
+ * given back and runs again elsewhere); and when Redis lost its consumer
+ * group (restarted without persistence): every entry still in the stream is
+ * delivered again. A late settle of the stalled worker is refused (fencing),
+ * so the task is never retried or buried twice, but its side effects happen
+ * twice and the last record written wins. A task is lost only with Redis's
+ * data: what Redis had acknowledged and not yet written to disk when it died
+ * (appendfsync everysec loses up to a second, always loses nothing, RDB-only
+ * loses everything since the last save), an entry deleted or trimmed by hand
  * while pending (reclaim logs it), a dead letter dropped by the
  * dead_letter_max cap, or a Redis that evicts keys (maxmemory-policy other
  * than noeviction; the pool warns about it).

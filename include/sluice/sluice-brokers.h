@@ -412,10 +412,9 @@ typedef struct {
  *   (owned, with their strings)
  * @waiting: how many task ids are on the key's waiting list
  *
- * One key of concurrency slots: what
- * sluice_client_list_slots() returns, and the broker's `list_slots` slot
- * finds. Made with
- * sluice_slot_state_new(), freed with sluice_slot_state_free().
+ * One key of concurrency slots: what sluice_client_list_slots() returns, and
+ * the broker's `list_slots` slot finds. Made with sluice_slot_state_new(),
+ * freed with sluice_slot_state_free().
  */
 typedef struct {
   gchar *key;
@@ -454,12 +453,6 @@ void sluice_broker_stats_add_queue(SluiceBrokerStats *stats, const gchar *name,
 SLUICE_AVAILABLE_IN_0_1
 void sluice_broker_stats_add_dead_letters(SluiceBrokerStats *stats,
                                           const gchar *reason, gint64 n);
-
-/** sluice_broker_stats_add_worker: appends a worker (copies @id), alive
- * and without an announcement. */
-SLUICE_AVAILABLE_IN_0_1
-void sluice_broker_stats_add_worker(SluiceBrokerStats *stats, const gchar *id,
-                                    gint64 last_seen_ms);
 
 /**
  * sluice_broker_stats_add_worker_info:

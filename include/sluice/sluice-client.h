@@ -314,15 +314,6 @@ gboolean sluice_client_count_servers(SluiceClient *client, const gchar *task,
                                      guint *out_serving, guint *out_announced,
                                      GError **error);
 
-/**
- * sluice_client_check:
- * Contacts the broker and checks it can serve this client as configured
- * (for Redis: reachable, credentials accepted, the namespace used in the
- * same mode). For producers that want to fail at start, not at the first
- * enqueue.
- */
-SLUICE_AVAILABLE_IN_0_1
-gboolean sluice_client_check(SluiceClient *client, GError **error);
 
 /* ---- Seeing and steering ------------------------------------------------ */
 

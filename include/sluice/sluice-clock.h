@@ -48,7 +48,7 @@ SluiceClock *sluice_clock_new_real(void);
  * @start_ms: the time the clock starts at, in ms since the epoch
  *
  * Returns: (transfer full): a clock that stands still until
- * sluice_clock_advance() or sluice_clock_set() moves it.
+ * sluice_clock_advance() moves it.
  */
 SLUICE_AVAILABLE_IN_0_1
 SluiceClock *sluice_clock_new_fake(gint64 start_ms);
@@ -79,14 +79,6 @@ gboolean sluice_clock_is_fake(SluiceClock *clock);
  */
 SLUICE_AVAILABLE_IN_0_1
 void sluice_clock_advance(SluiceClock *clock, gint64 delta_ms);
-
-/**
- * sluice_clock_set:
- * @clock: a fake clock
- * @now_ms: the new time; may not go backwards
- */
-SLUICE_AVAILABLE_IN_0_1
-void sluice_clock_set(SluiceClock *clock, gint64 now_ms);
 
 /**
  * sluice_clock_add_watch:

@@ -137,14 +137,6 @@ gboolean sluice_rate_limit_validate(const SluiceRateLimit *limit,
                                     GError **error);
 
 /**
- * sluice_concurrency_limit_validate:
- * Like sluice_rate_limit_validate() for a concurrency limit.
- */
-SLUICE_AVAILABLE_IN_0_1
-gboolean sluice_concurrency_limit_validate(const SluiceConcurrencyLimit *limit,
-                                           GError **error);
-
-/**
  * SluiceUniqueScope:
  * @SLUICE_UNIQUE_WHILE_QUEUED: no second message of the key while one waits
  *   (in its queue or on the schedule); the claim ends when it starts

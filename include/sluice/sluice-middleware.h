@@ -8,14 +8,14 @@
  * (a batch or a workflow is refused whole). A hook must change nothing but
  * headers; the message is checked again after the hooks.
  *
- * Worker hooks wrap each task run, in the order they were added: the
- * first is outermost. A hook calls @next to run what is inside it (the
- * later hooks, then the task) and may do anything around it: time it,
- * open a span, set a tenant's context from a header, map errors (replace
- * *@error: a G_IO_ERROR_PERMISSION_DENIED becoming
- * SLUICE_TASK_ERROR_FATAL buries the task at once instead of retrying
- * it), or not call @next at all and fail (or succeed) in the task's
- * place. What a hook returns is the task's outcome.
+ * Worker hooks wrap each task run, in the order they were added: the first
+ * is outermost. A hook calls @next to run what is inside it (the later
+ * hooks, then the task) and may do anything around it: time it, open a span,
+ * set a tenant's context from a header, map errors (replace *@error: a
+ * G_IO_ERROR_PERMISSION_DENIED becoming SLUICE_TASK_ERROR_FATAL buries the
+ * task at once instead of retrying it), or not call @next at all and fail
+ * (or succeed) in the task's place. What a hook returns is the task's
+ * outcome.
  *
  *     static gboolean
  *     timed (SluiceTaskContext *ctx, SluiceTaskNext next, gpointer next_data,

@@ -170,6 +170,8 @@ void sluice_redis_options_init(SluiceRedisOptions *options);
  *
  * Checks the options (a malformed URL is SLUICE_BROKER_ERROR_INVALID) but
  * does not connect: use sluice_redis_broker_ping() to check the server.
+ * A library configured --without-redis has no Redis broker: it returns
+ * NULL and SLUICE_BROKER_ERROR_FAILED saying so.
  * Returns: (transfer full): the broker, or NULL and @error.
  */
 SLUICE_AVAILABLE_IN_0_1

@@ -93,7 +93,9 @@ void sluice_sqlite_options_init(SluiceSqliteOptions *options);
  * read-only for this user (and @options->read_only is not set), is missing
  * (with @options->read_only) or is not a Sluice database (the message
  * names the file and what to do), SLUICE_BROKER_ERROR_UNAVAILABLE when
- * another process held it locked for longer than the busy timeout.
+ * another process held it locked for longer than the busy timeout. A
+ * library configured --without-sqlite has no SQLite broker: it returns
+ * NULL and SLUICE_BROKER_ERROR_FAILED saying so.
  */
 SLUICE_AVAILABLE_IN_0_1
 SluiceBroker *sluice_sqlite_broker_new(const SluiceSqliteOptions *options,

@@ -64,8 +64,6 @@ void sluice_test_harness_free(SluiceTestHarness *harness);
 
 /* Getters: (transfer none), valid while the harness is. */
 SLUICE_AVAILABLE_IN_0_1
-SluiceClock *sluice_test_harness_get_clock(SluiceTestHarness *harness);
-SLUICE_AVAILABLE_IN_0_1
 SluiceBroker *sluice_test_harness_get_broker(SluiceTestHarness *harness);
 SLUICE_AVAILABLE_IN_0_1
 SluiceClient *sluice_test_harness_get_client(SluiceTestHarness *harness);

@@ -1,13 +1,13 @@
 /* info.c - what a worker announces about itself, as bytes.
  *
- * A worker tells the broker, every couple of seconds, who it is (host,
- * pid), what it serves (queues, task names) and how it is doing (slots,
- * tasks running and which, counts since it started); `stats`, `sluice
- * enqueue` (is anyone serving this task name?), `sluice ls --state
- * running` and operators read it back. The broker stores
- * the bytes untouched (the `announce` slot), so the encoding is the core's
- * alone: a msgpack map with short string keys, version `v` 1. A reader
- * ignores keys it does not know, so fields can be added.
+ * A worker tells the broker, every couple of seconds, who it is (host, pid),
+ * what it serves (queues, task names) and how it is doing (slots, tasks
+ * running and which, counts since it started); `stats`, `sluice enqueue` (is
+ * anyone serving this task name?), `sluice ls --state running` and operators
+ * read it back. The broker stores the bytes untouched (the `announce` slot),
+ * so the encoding is the core's alone: a msgpack map with short string keys,
+ * version `v` 1. A reader ignores keys it does not know, so fields can be
+ * added.
  *
  * The bytes come back from a shared store, so decoding is defensive: a
  * bounded reader, every field optional, anything malformed ignored (an

@@ -300,10 +300,9 @@ typedef struct {
  * @ttl_ms: how long the join lives after it was opened; it is deleted
  *   after that, released or not
  *
- * One join of `join_open`: a counter of members that, once
- * every member arrived (or when an arrival says so), submits its release
- * items. Workflows are built of them; the broker knows nothing of
- * workflows.
+ * One join of `join_open`: a counter of members that, once every member
+ * arrived (or when an arrival says so), submits its release items. Workflows
+ * are built of them; the broker knows nothing of workflows.
  */
 typedef struct {
   const gchar *id;
@@ -390,8 +389,8 @@ typedef struct {
  * @cursor: where the event is in the stream (the broker's string; owned)
  * @event: the event's bytes as appended (owned)
  *
- * One event `read_events` found. Made with
- * sluice_event_entry_new(), freed with sluice_event_entry_free().
+ * One event `read_events` found. Made with sluice_event_entry_new(), freed
+ * with sluice_event_entry_free().
  */
 typedef struct {
   gchar *cursor;

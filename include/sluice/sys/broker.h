@@ -414,7 +414,8 @@ struct _SluiceBrokerClass {
    * use; a client of the other mode is refused with
    * SLUICE_BROKER_ERROR_INVALID naming both). A worker calls it when it
    * starts (UNAVAILABLE is waited out there, any other error fails the
-   * start); clients call it through sluice_client_check().
+   * start); a producer that wants to fail at start, not at the first
+   * enqueue, calls sluice_broker_check().
    */
   gboolean (*check)(SluiceBroker *self, GError **error);
 
