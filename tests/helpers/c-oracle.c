@@ -7,6 +7,9 @@
  *                          envelope or result record the case describes
  *   c-oracle scripts       one line "mode<TAB>name<TAB>sha1" per script as
  *                          the C broker assembles it for each mode
+ *   c-oracle script-set    one line "version<TAB>sha1<TAB>layout": the
+ *                          script set a namespace records ({ns}:meta
+ *                          scripts) and the layout version
  */
 #include "config.h"
 
@@ -173,6 +176,15 @@ scripts(void)
   return 0;
 }
 
+static int
+script_set(void)
+{
+  const SluiceRedisScriptSet *set = sluice_redis_scripts__set();
+
+  printf("%u\t%s\t%d\n", set->version, set->sha1, SLUICE_REDIS_LAYOUT_VERSION);
+  return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -180,6 +192,9 @@ main(int argc, char **argv)
     return encode(argv[2]);
   if (argc == 2 && strcmp(argv[1], "scripts") == 0)
     return scripts();
-  g_printerr("usage: c-oracle encode FILE | c-oracle scripts\n");
+  if (argc == 2 && strcmp(argv[1], "script-set") == 0)
+    return script_set();
+  g_printerr("usage: c-oracle encode FILE | c-oracle scripts | c-oracle "
+             "script-set\n");
   return 2;
 }
