@@ -8,7 +8,8 @@
  * are read just after it). The broker
  * reports the scheduled and in-flight counts for the whole namespace, not
  * per queue; redis-fast cannot count in-flight tasks at all (a popped
- * message is no longer in Redis) and says so.
+ * message is no longer in Redis) and says so. The store's layout version
+ * is read apart, without a broker (cli_layout_read(), cmd-migrate.c).
  */
 #include "config.h"
 
@@ -56,7 +57,8 @@ compare_slot_keys(gconstpointer a, gconstpointer b)
 
 static void
 stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
-           const gchar *const *reasons, GPtrArray *slots)
+           const gchar *const *reasons, GPtrArray *slots,
+           const SluiceLayout *layout)
 {
   g_autoptr(CliJson) json = cli_json_new();
 
@@ -65,6 +67,12 @@ stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
   cli_json_string(json, cli_mode_name(settings->mode));
   cli_json_key(json, "namespace");
   cli_json_string(json, settings->namespace_);
+  /* null where it could not be read (a warning says why) */
+  cli_json_key(json, "layout_version");
+  if (layout != NULL)
+    cli_json_int(json, layout->version);
+  else
+    cli_json_null(json);
   cli_json_key(json, "queues");
   cli_json_begin_array(json);
   for (guint i = 0; i < stats->queues->len; i++) {
@@ -200,7 +208,8 @@ stats_json(const CliSettings *settings, const SluiceBrokerStats *stats,
 
 static void
 stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
-            const gchar *const *reasons, GPtrArray *slots)
+            const gchar *const *reasons, GPtrArray *slots,
+            const SluiceLayout *layout)
 {
   gint64 now = g_get_real_time() / 1000;
   g_autofree gchar *scheduled =
@@ -253,6 +262,14 @@ stats_table(const CliSettings *settings, const SluiceBrokerStats *stats,
                 stats->dead_letters_dropped_by_reason, dropped[i]));
         cli_table_add(table, label, m);
       }
+    }
+    if (layout != NULL) {
+      g_autofree gchar *version = g_strdup_printf(
+          "%u%s", layout->version,
+          layout->version > layout->current ? " (newer than this sluice's)"
+          : !layout->recorded               ? " (not recorded yet)"
+                                            : "");
+      cli_table_add(table, "layout version", version);
     }
     cli_table_print(table);
   }
@@ -334,8 +351,10 @@ cli_cmd_stats(int argc, char **argv)
   g_autofree const gchar **reasons = NULL;
   g_autoptr(GPtrArray) slots = NULL;
   g_autoptr(GError) slots_error = NULL;
+  g_autoptr(GError) layout_error = NULL;
   SluiceBrokerStats stats;
-  gboolean have_stats = FALSE;
+  SluiceLayout layout;
+  gboolean have_stats = FALSE, have_layout = FALSE;
   int status = CLI_EXIT_OK;
   const GOptionEntry entries[] = {
       {"queue", 'q', 0, G_OPTION_ARG_STRING_ARRAY, &queues,
@@ -380,11 +399,19 @@ cli_cmd_stats(int argc, char **argv)
                             SLUICE_BROKER_ERROR_UNSUPPORTED))
     fprintf(stderr, "%s: warning: cannot list concurrency slots: %s\n",
             g_get_prgname(), slots_error->message);
+  have_layout = cli_layout_read(&settings, &layout, &layout_error);
+  if (!have_layout)
+    fprintf(stderr, "%s: warning: cannot read the layout version: %s\n",
+            g_get_prgname(), layout_error->message);
   if (common.json)
-    stats_json(&settings, &stats, reasons, slots);
+    stats_json(&settings, &stats, reasons, slots,
+               have_layout ? &layout : NULL);
   else
-    stats_table(&settings, &stats, reasons, slots);
+    stats_table(&settings, &stats, reasons, slots,
+                have_layout ? &layout : NULL);
 out:
+  if (have_layout)
+    sluice_layout_clear(&layout);
   if (have_stats)
     sluice_broker_stats_clear(&stats);
   cli_settings_clear(&settings);

@@ -1,7 +1,8 @@
 /* main.c - `sluice`: the entry point, which hands over to a subcommand.
  *
  *   sluice worker|run|enqueue|result|inspect|cancel|dlq|stats|ls|pause|
- *          resume|purge|delete|run-now|periodic|exporter|web [OPTION…]
+ *          resume|purge|delete|run-now|periodic|exporter|web|migrate
+ *          [OPTION…]
  *
  * Each subcommand parses its own options (and has its own --help), so
  * this file only picks one, names the process after it (messages then
@@ -40,6 +41,8 @@ static const Command commands[] = {
     {"exporter", cli_cmd_exporter,
      "Serve the namespace's gauges to Prometheus over HTTP"},
     {"web", cli_cmd_web, "Serve a dashboard of the namespace in a browser"},
+    {"migrate", cli_cmd_migrate,
+     "Migrate the store to this sluice's layout version"},
     {"run", cli_cmd_run, "Run one task in this process, without Redis"},
 };
 
