@@ -71,8 +71,7 @@ layout_op(const CliSettings *settings, gboolean migrate, SluiceLayout *out,
 }
 
 gboolean
-cli_layout_read(const CliSettings *settings, SluiceLayout *out,
-                GError **error)
+cli_layout_read(const CliSettings *settings, SluiceLayout *out, GError **error)
 {
   return layout_op(settings, FALSE, out, error);
 }
@@ -91,8 +90,8 @@ steps_text(const gchar *title, const GPtrArray *steps, gboolean applied)
 
     printf("  %-3u %-18s %s\n", s->version, name, summary);
     if (at != NULL || s->applied_by != NULL) {
-      g_autofree gchar *by = cli_terminal_text(
-          s->applied_by != NULL ? s->applied_by : "?", -1);
+      g_autofree gchar *by =
+          cli_terminal_text(s->applied_by != NULL ? s->applied_by : "?", -1);
       printf("      applied %s by %s\n", at != NULL ? at : "(time unknown)",
              by);
     } else if (applied) {
@@ -226,8 +225,7 @@ cli_cmd_migrate(int argc, char **argv)
                 "%s has layout version %u, newer than this sluice's (%u): "
                 "upgrade this program (sluice %s) to the Sluice that "
                 "migrated it, or a later one",
-                before.store, before.version, before.current,
-                PACKAGE_VERSION);
+                before.store, before.version, before.current, PACKAGE_VERSION);
   } else if (todo && !dry_run) {
     have_after = layout_op(&settings, TRUE, &after, &error);
   }
@@ -244,8 +242,8 @@ cli_cmd_migrate(int argc, char **argv)
       cli_json_print(json);
   } else if (error == NULL) {
     if (have_after)
-      printf("\nMigrated: %s is at layout version %u.\n",
-             before.store, after.version);
+      printf("\nMigrated: %s is at layout version %u.\n", before.store,
+             after.version);
     else if (todo)
       printf("\nDry run: nothing was changed; `sluice migrate` without "
              "--dry-run runs the steps.\n");

@@ -404,8 +404,7 @@ cli_cmd_stats(int argc, char **argv)
     fprintf(stderr, "%s: warning: cannot read the layout version: %s\n",
             g_get_prgname(), layout_error->message);
   if (common.json)
-    stats_json(&settings, &stats, reasons, slots,
-               have_layout ? &layout : NULL);
+    stats_json(&settings, &stats, reasons, slots, have_layout ? &layout : NULL);
   else
     stats_table(&settings, &stats, reasons, slots,
                 have_layout ? &layout : NULL);

@@ -1028,8 +1028,8 @@ START_TEST(test_migrate_a_sqlite_file)
   g_autofree gchar *db = g_build_filename(ctx->dir, "old.db", NULL);
   g_autofree gchar *url = g_strconcat("sqlite://", db, NULL);
   g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
-  g_autoptr(Run) made = cli_env(env, NULL, "enqueue", "demo.noop", "--url",
-                                url, NULL);
+  g_autoptr(Run) made =
+      cli_env(env, NULL, "enqueue", "demo.noop", "--url", url, NULL);
   g_autoptr(Run) dry = NULL, dry_text = NULL, run = NULL, stats = NULL;
   g_autoptr(Run) text = NULL;
   g_autoptr(Run) newer = NULL, newer_stats = NULL;
@@ -1040,8 +1040,8 @@ START_TEST(test_migrate_a_sqlite_file)
   sqlite_exec(db, "DROP TABLE migrations; "
                   "UPDATE meta SET value = '1' WHERE key = 'schema'");
 
-  dry = cli_env(env, NULL, "migrate", "--dry-run", "--json", "--url", url,
-                NULL);
+  dry =
+      cli_env(env, NULL, "migrate", "--dry-run", "--json", "--url", url, NULL);
   assert_status(dry, 0);
   root = parse_json(dry->out);
   before = json_object_get_object_member(object_of(root), "before");

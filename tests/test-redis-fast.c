@@ -1458,19 +1458,19 @@ START_TEST(test_newer_layout_and_other_scripts_refused)
   g_autofree gchar *newer = g_strdup_printf("%u:%040d", set->version + 1, 0);
   gchar *v;
 
-  sluice_test_redis_integer(shared, "HSET {layout-newer}:meta mode fast "
-                                    "layout %d",
+  sluice_test_redis_integer(shared,
+                            "HSET {layout-newer}:meta mode fast "
+                            "layout %d",
                             SLUICE_REDIS_LAYOUT_VERSION + 1);
   error = first_step_error("layout-newer");
   ck_assert(error != NULL);
-  ck_assert_msg(
-      g_error_matches(error, SLUICE_BROKER_ERROR,
-                      SLUICE_BROKER_ERROR_INVALID) &&
-          strstr(error->message, "layout version 2, newer than this "
-                                 "program's (1): upgrade this program") !=
-              NULL &&
-          strchr(error->message, '\n') == NULL,
-      "%s", error->message);
+  ck_assert_msg(g_error_matches(error, SLUICE_BROKER_ERROR,
+                                SLUICE_BROKER_ERROR_INVALID) &&
+                    strstr(error->message,
+                           "layout version 2, newer than this "
+                           "program's (1): upgrade this program") != NULL &&
+                    strchr(error->message, '\n') == NULL,
+                "%s", error->message);
   g_clear_error(&error);
   ck_assert_str_eq((v = meta_get("layout-newer", "layout")), "2");
   g_free(v);

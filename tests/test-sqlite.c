@@ -603,8 +603,8 @@ START_TEST(a_file_at_version_1_migrates_on_open_and_loses_nothing)
   g_autofree gchar *db = sluice_test_sqlite_new_path();
   g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) held = NULL;
-  g_autoptr(GPtrArray) dead = g_ptr_array_new_with_free_func(
-      (GDestroyNotify)sluice_dead_letter_free);
+  g_autoptr(GPtrArray) dead =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
   SluiceBroker *b = open_broker(db);
   SluiceBrokerStats stats;
   SluiceLayout layout;
@@ -647,8 +647,8 @@ START_TEST(a_file_at_version_1_migrates_on_open_and_loses_nothing)
   ck_assert_uint_eq(layout.pending->len, 0);
   ck_assert_uint_eq(layout.applied->len, 2);
   /* Version 1 was reached before steps were recorded: no time. */
-  ck_assert_int_eq(((SluiceLayoutStep *)layout.applied->pdata[0])->applied_at_ms,
-                   0);
+  ck_assert_int_eq(
+      ((SluiceLayoutStep *)layout.applied->pdata[0])->applied_at_ms, 0);
   step = layout.applied->pdata[1];
   ck_assert_uint_eq(step->version, 2);
   ck_assert_int_gt(step->applied_at_ms, 0);
@@ -742,14 +742,13 @@ START_TEST(a_newer_file_is_refused_in_one_line)
   raw_exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema'");
   b = sluice_test_sqlite_broker_new(db, 100, NULL, &error);
   ck_assert(b == NULL);
-  ck_assert_msg(
-      g_error_matches(error, SLUICE_BROKER_ERROR,
-                      SLUICE_BROKER_ERROR_INVALID) &&
-          strstr(error->message, "schema version 3, newer than this "
-                                 "program's (2): upgrade this program") !=
-              NULL &&
-          strchr(error->message, '\n') == NULL,
-      "%s", error->message);
+  ck_assert_msg(g_error_matches(error, SLUICE_BROKER_ERROR,
+                                SLUICE_BROKER_ERROR_INVALID) &&
+                    strstr(error->message,
+                           "schema version 3, newer than this "
+                           "program's (2): upgrade this program") != NULL &&
+                    strchr(error->message, '\n') == NULL,
+                "%s", error->message);
   g_clear_error(&error);
   error = read_only_open_error(db);
   ck_assert_msg(strstr(error->message, "upgrade this program") != NULL, "%s",

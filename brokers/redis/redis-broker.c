@@ -200,8 +200,7 @@ append_meta_reads(SluiceRedisBroker *self, SluiceRedisConn *conn)
  * refused to a read-only user, so only what is read back decides. */
 static gboolean
 record_meta(SluiceRedisBroker *self, SluiceRedisConn *conn,
-            const char *const *const *writes, redisReply **meta,
-            GError **error)
+            const char *const *const *writes, redisReply **meta, GError **error)
 {
   redisReply *replies[8] = {NULL};
   guint n = 0;
@@ -414,8 +413,8 @@ sluice_redis_broker__setup(SluiceRedisConn *conn, gpointer data, GError **error)
                                 NULL};
     const char *set_scripts[] = {"HSETNX", self->meta_key, "scripts",
                                  sluice_redis_scripts__set()->recorded, NULL};
-    const char *set_mode[] = {"HSETNX", self->meta_key, "mode",
-                              self->meta_mode, NULL};
+    const char *set_mode[] = {"HSETNX", self->meta_key, "mode", self->meta_mode,
+                              NULL};
     const char *const *writes[] = {set_layout, set_scripts, set_mode, NULL};
 
     if (!record_meta(self, conn, writes, meta, error))

@@ -296,8 +296,8 @@ sluice_redis_layout__read(const SluiceRedisOptions *options,
                           ? " (they differ)"
                           : ""));
   if (partitions != NULL &&
-      g_ascii_string_to_unsigned(partitions, 10, 2,
-                                 SLUICE_REDIS_MAX_PARTITIONS, &n, NULL)) {
+      g_ascii_string_to_unsigned(partitions, 10, 2, SLUICE_REDIS_MAX_PARTITIONS,
+                                 &n, NULL)) {
     g_ptr_array_add(out->notes,
                     g_strdup_printf("partitions: %" G_GUINT64_FORMAT, n));
     for (guint k = 0; k < n; k++) {
@@ -313,12 +313,11 @@ sluice_redis_layout__read(const SluiceRedisOptions *options,
       }
       v = version_of(part_mode, part_layout);
       if (v != out->version || (part_layout != NULL) != out->recorded)
-        g_ptr_array_add(out->notes,
-                        g_strdup_printf("partition %u: layout version %u%s",
-                                        k, v,
-                                        part_layout == NULL && v > 0
-                                            ? " (not recorded yet)"
-                                            : ""));
+        g_ptr_array_add(
+            out->notes,
+            g_strdup_printf("partition %u: layout version %u%s", k, v,
+                            part_layout == NULL && v > 0 ? " (not recorded yet)"
+                                                         : ""));
     }
   }
   return TRUE;

@@ -93,8 +93,7 @@ migration(guint version)
 /* ---- Reading the version ------------------------------------------------- */
 
 static gboolean
-has_table(SluiceSqliteConn *c, const gchar *name, gboolean *out,
-          GError **error)
+has_table(SluiceSqliteConn *c, const gchar *name, gboolean *out, GError **error)
 {
   static const gchar sql[] =
       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1";
@@ -152,10 +151,11 @@ read_version(SluiceSqliteConn *c, guint *out, GError **error)
   version = sqlite3_column_int64(stmt, 0);
   sqlite3_reset(stmt);
   if (version < 1 || version > G_MAXINT) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-                "the SQLite database %s records schema version %" G_GINT64_FORMAT
-                ", which no Sluice writes: it is damaged or not Sluice's",
-                c->owner->path, version);
+    g_set_error(
+        error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+        "the SQLite database %s records schema version %" G_GINT64_FORMAT
+        ", which no Sluice writes: it is damaged or not Sluice's",
+        c->owner->path, version);
     return FALSE;
   }
   *out = (guint)version;
@@ -192,8 +192,7 @@ set_version(SluiceSqliteConn *c, guint version, GError **error)
 /* OR REPLACE: on a new file 002 backfills step 1 as if it had been applied
  * before anything was recorded; this run knows when it was. */
 static gboolean
-record_step(SluiceSqliteConn *c, const Migration *m, gint64 now,
-            GError **error)
+record_step(SluiceSqliteConn *c, const Migration *m, gint64 now, GError **error)
 {
   static const gchar sql[] =
       "INSERT OR REPLACE INTO migrations (version, name, applied_at, "
@@ -231,8 +230,8 @@ sluice_sqlite__migrate(SluiceSqliteConn *c, GError **error)
     int rc = sqlite3_exec(c->db, m->sql, NULL, NULL, NULL);
 
     if (rc != SQLITE_OK) {
-      g_autofree gchar *what = g_strdup_printf(
-          "migrating to schema version %u (%s)", v, m->name);
+      g_autofree gchar *what =
+          g_strdup_printf("migrating to schema version %u (%s)", v, m->name);
       return sluice_sqlite__fail(c, rc, what, error);
     }
     if (!set_version(c, v, error))
@@ -344,12 +343,12 @@ read_applied(SluiceSqliteConn *c, GPtrArray *out, GError **error)
     version = sqlite3_column_int64(stmt, 0);
     name = sluice_sqlite__col_str(stmt, 1);
     by = sluice_sqlite__col_str(stmt, 3);
-    sluice_layout_add_step(
-        out, (guint)CLAMP(version, 0, G_MAXINT), name,
-        version >= 1 && version <= sluice_sqlite__layout_version()
-            ? migration((guint)version)->summary
-            : "a step of a newer Sluice",
-        sqlite3_column_int64(stmt, 2), by);
+    sluice_layout_add_step(out, (guint)CLAMP(version, 0, G_MAXINT), name,
+                           version >= 1 &&
+                                   version <= sluice_sqlite__layout_version()
+                               ? migration((guint)version)->summary
+                               : "a step of a newer Sluice",
+                           sqlite3_column_int64(stmt, 2), by);
   }
 }
 
