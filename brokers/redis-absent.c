@@ -45,3 +45,21 @@ sluice_redis_broker_ping(SluiceBroker *broker, GError **error)
   not_built(error);
   return FALSE;
 }
+
+gboolean
+sluice_redis_get_layout(const SluiceRedisOptions *options, SluiceLayout *out,
+                        GError **error)
+{
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  not_built(error);
+  return FALSE;
+}
+
+gboolean
+sluice_redis_migrate(const SluiceRedisOptions *options, SluiceLayout *out,
+                     GError **error)
+{
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  not_built(error);
+  return FALSE;
+}

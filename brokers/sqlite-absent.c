@@ -30,3 +30,30 @@ sluice_sqlite_broker_new(const SluiceSqliteOptions *options, SluiceClock *clock,
                       "memory or Redis broker");
   return NULL;
 }
+
+static void
+not_built(GError **error)
+{
+  g_set_error_literal(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_FAILED,
+                      "this libsluice was built without the SQLite broker "
+                      "(configure --without-sqlite); install libsqlite3-dev "
+                      "and build it again with the SQLite broker");
+}
+
+gboolean
+sluice_sqlite_get_layout(const SluiceSqliteOptions *options, SluiceLayout *out,
+                         GError **error)
+{
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  not_built(error);
+  return FALSE;
+}
+
+gboolean
+sluice_sqlite_migrate(const SluiceSqliteOptions *options, SluiceLayout *out,
+                      GError **error)
+{
+  g_return_val_if_fail(error == NULL || *error == NULL, FALSE);
+  not_built(error);
+  return FALSE;
+}

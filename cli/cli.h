@@ -976,6 +976,18 @@ int cli_cmd_run_now(int argc, char **argv);
 int cli_cmd_periodic(int argc, char **argv);
 int cli_cmd_exporter(int argc, char **argv);
 int cli_cmd_web(int argc, char **argv);
+int cli_cmd_migrate(int argc, char **argv);
+
+/**
+ * cli_layout_read:
+ * @out: (out caller-allocates): filled; clear it with sluice_layout_clear()
+ *
+ * The layout of the store @settings name, read without a broker (which
+ * would migrate it): `sluice migrate` and `sluice stats` show it.
+ * Returns: FALSE and @error when the store cannot be read.
+ */
+gboolean cli_layout_read(const CliSettings *settings, SluiceLayout *out,
+                         GError **error);
 
 /* The texts --help shows at the bottom of every subcommand. */
 #define CLI_HELP_CONNECTION                                                    \

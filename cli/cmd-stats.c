@@ -8,7 +8,8 @@
  * are read just after it). The broker
  * reports the scheduled and in-flight counts for the whole namespace, not
  * per queue; redis-fast cannot count in-flight tasks at all (a popped
- * message is no longer in Redis) and says so.
+ * message is no longer in Redis) and says so. The store's layout version
+ * is read apart, without a broker (cli_layout_read(), cmd-migrate.c).
  *
  * The stats are read and written as JSON by records.c, which writes the
  * dashboard's overview too: `--json` and /api/overview cannot drift.
@@ -21,18 +22,26 @@
 #include "cli/cli.h"
 
 static void
-stats_json(const CliSettings *settings, const CliStats *stats)
+stats_json(const CliSettings *settings, const CliStats *stats,
+           const SluiceLayout *layout)
 {
   g_autoptr(CliJson) json = cli_json_new();
 
   cli_json_begin_object(json);
   cli_stats_fields_to_json(json, settings, stats, g_get_real_time() / 1000);
+  /* null where it could not be read (a warning says why) */
+  cli_json_key(json, "layout_version");
+  if (layout != NULL)
+    cli_json_int(json, layout->version);
+  else
+    cli_json_null(json);
   cli_json_end_object(json);
   cli_json_print(json);
 }
 
 static void
-stats_table(const CliSettings *settings, const CliStats *cs)
+stats_table(const CliSettings *settings, const CliStats *cs,
+            const SluiceLayout *layout)
 {
   const SluiceBrokerStats *stats = &cs->stats;
   GPtrArray *slots = cs->slots;
@@ -89,6 +98,14 @@ stats_table(const CliSettings *settings, const CliStats *cs)
                 stats->dead_letters_dropped_by_reason, dropped[i]));
         cli_table_add(table, label, m);
       }
+    }
+    if (layout != NULL) {
+      g_autofree gchar *version = g_strdup_printf(
+          "%u%s", layout->version,
+          layout->version > layout->current ? " (newer than this sluice's)"
+          : !layout->recorded               ? " (not recorded yet)"
+                                            : "");
+      cli_table_add(table, "layout version", version);
     }
     cli_table_print(table);
   }
@@ -169,6 +186,9 @@ cli_cmd_stats(int argc, char **argv)
   g_autoptr(GError) slots_error = NULL;
   g_autoptr(SluiceClient) client = NULL;
   CliStats stats = {0};
+  g_autoptr(GError) layout_error = NULL;
+  SluiceLayout layout;
+  gboolean have_layout = FALSE;
   int status = CLI_EXIT_OK;
   const GOptionEntry entries[] = {
       {"queue", 'q', 0, G_OPTION_ARG_STRING_ARRAY, &queues,
@@ -202,11 +222,17 @@ cli_cmd_stats(int argc, char **argv)
   if (slots_error != NULL)
     fprintf(stderr, "%s: warning: cannot list concurrency slots: %s\n",
             g_get_prgname(), slots_error->message);
+  have_layout = cli_layout_read(&settings, &layout, &layout_error);
+  if (!have_layout)
+    fprintf(stderr, "%s: warning: cannot read the layout version: %s\n",
+            g_get_prgname(), layout_error->message);
   if (common.json)
-    stats_json(&settings, &stats);
+    stats_json(&settings, &stats, have_layout ? &layout : NULL);
   else
-    stats_table(&settings, &stats);
+    stats_table(&settings, &stats, have_layout ? &layout : NULL);
 out:
+  if (have_layout)
+    sluice_layout_clear(&layout);
   cli_stats_clear(&stats);
   cli_settings_clear(&settings);
   cli_common_clear(&common);

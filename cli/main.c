@@ -43,6 +43,8 @@ static const Command commands[] = {
     {"exporter", cli_cmd_exporter,
      "Serve the namespace's gauges to Prometheus over HTTP"},
     {"web", cli_cmd_web, "Serve a dashboard of the namespace in a browser"},
+    {"migrate", cli_cmd_migrate,
+     "Migrate the store to this sluice's layout version"},
     {"run", cli_cmd_run, "Run one task in this process, without Redis"},
 };
 

@@ -1,7 +1,8 @@
 /* broker-values.c - the value types that cross the broker contract
  * (deliveries, revocations, task locations, listed messages, dead
- * letters) and the statistics a broker fills in: constructors, copies, and
- * the helpers of sys/broker.h that add to a SluiceBrokerStats.
+ * letters), the statistics a broker fills in and the layouts it reports:
+ * constructors, copies, and the helpers of sys/broker.h that add to a
+ * SluiceBrokerStats.
  */
 #include "config.h"
 
@@ -335,6 +336,56 @@ sluice_broker_stats_clear(SluiceBrokerStats *stats)
   g_clear_pointer(&stats->dead_letters_by_reason, g_hash_table_unref);
   g_clear_pointer(&stats->workers, g_ptr_array_unref);
   g_clear_pointer(&stats->dead_letters_dropped_by_reason, g_hash_table_unref);
+}
+
+/* ---- Storage layouts ------------------------------------------------------ */
+
+static void
+layout_step_free(gpointer data)
+{
+  SluiceLayoutStep *step = data;
+
+  g_free(step->name);
+  g_free(step->summary);
+  g_free(step->applied_by);
+  g_free(step);
+}
+
+void
+sluice_layout_init(SluiceLayout *layout)
+{
+  g_return_if_fail(layout != NULL);
+  memset(layout, 0, sizeof *layout);
+  layout->applied = g_ptr_array_new_with_free_func(layout_step_free);
+  layout->pending = g_ptr_array_new_with_free_func(layout_step_free);
+  layout->notes = g_ptr_array_new_with_free_func(g_free);
+}
+
+void
+sluice_layout_clear(SluiceLayout *layout)
+{
+  g_return_if_fail(layout != NULL);
+  g_clear_pointer(&layout->store, g_free);
+  g_clear_pointer(&layout->applied, g_ptr_array_unref);
+  g_clear_pointer(&layout->pending, g_ptr_array_unref);
+  g_clear_pointer(&layout->notes, g_ptr_array_unref);
+}
+
+void
+sluice_layout_add_step(GPtrArray *list, guint version, const gchar *name,
+                       const gchar *summary, gint64 applied_at_ms,
+                       const gchar *applied_by)
+{
+  SluiceLayoutStep *step;
+
+  g_return_if_fail(list != NULL);
+  step = g_new0(SluiceLayoutStep, 1);
+  step->version = version;
+  step->name = g_strdup(name);
+  step->summary = g_strdup(summary);
+  step->applied_at_ms = applied_at_ms;
+  step->applied_by = g_strdup(applied_by);
+  g_ptr_array_add(list, step);
 }
 
 void

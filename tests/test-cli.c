@@ -40,6 +40,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
@@ -1001,6 +1003,89 @@ START_TEST(test_sqlite_read_only_for_this_user)
   ck_assert_int_eq(g_chmod(ctx->dir, 0700), 0);
   for (gsize i = 0; i < G_N_ELEMENTS(files); i++)
     g_chmod(files[i], 0644);
+}
+END_TEST
+
+/* Runs @sql on the SQLite database @db, without a broker. */
+static void
+sqlite_exec(const gchar *db, const gchar *sql)
+{
+  sqlite3 *raw = NULL;
+
+  ck_assert_int_eq(sqlite3_open(db, &raw), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_exec(raw, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(raw);
+}
+
+/* `sluice migrate` on a file at version 1 (what the first releases made):
+ * --dry-run shows the pending step and changes nothing, without it the
+ * step runs and `sluice stats` shows the new version (a line of text, a
+ * field of --json); a file one version newer is refused by both in one
+ * line that says to upgrade. */
+START_TEST(test_migrate_a_sqlite_file)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  g_autofree gchar *db = g_build_filename(ctx->dir, "old.db", NULL);
+  g_autofree gchar *url = g_strconcat("sqlite://", db, NULL);
+  g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
+  g_autoptr(Run) made =
+      cli_env(env, NULL, "enqueue", "demo.noop", "--url", url, NULL);
+  g_autoptr(Run) dry = NULL, dry_text = NULL, run = NULL, stats = NULL;
+  g_autoptr(Run) text = NULL;
+  g_autoptr(Run) newer = NULL, newer_stats = NULL;
+  g_autoptr(JsonNode) root = NULL, after = NULL;
+  JsonObject *before, *step;
+
+  assert_status(made, 0);
+  sqlite_exec(db, "DROP TABLE migrations; "
+                  "UPDATE meta SET value = '1' WHERE key = 'schema'");
+
+  dry =
+      cli_env(env, NULL, "migrate", "--dry-run", "--json", "--url", url, NULL);
+  assert_status(dry, 0);
+  root = parse_json(dry->out);
+  before = json_object_get_object_member(object_of(root), "before");
+  ck_assert_int_eq(json_object_get_int_member(before, "version"), 1);
+  ck_assert_int_eq(json_object_get_int_member(before, "current"), 2);
+  ck_assert_uint_eq(
+      json_array_get_length(json_object_get_array_member(before, "pending")),
+      1);
+  step = json_array_get_object_element(
+      json_object_get_array_member(before, "pending"), 0);
+  ck_assert_str_eq(member_string(step, "name"), "002-migrations");
+  ck_assert(!json_object_get_boolean_member(object_of(root), "migrated"));
+  g_clear_pointer(&root, json_node_unref);
+  /* Nothing changed: still version 1. */
+  dry_text = cli_env(env, NULL, "migrate", "--dry-run", "--url", url, NULL);
+  assert_status(dry_text, 0);
+  ck_assert_msg(strstr(dry_text->out, "layout version: 1 ") != NULL &&
+                    strstr(dry_text->out, "002-migrations") != NULL &&
+                    strstr(dry_text->out, "Dry run") != NULL,
+                "%s", dry_text->out);
+
+  run = cli_env(env, NULL, "migrate", "--url", url, NULL);
+  assert_status(run, 0);
+  ck_assert_msg(strstr(run->out, "Migrated: the SQLite database") != NULL &&
+                    strstr(run->out, "layout version 2") != NULL,
+                "%s", run->out);
+  stats = cli_env(env, NULL, "stats", "--json", "--url", url, NULL);
+  assert_status(stats, 0);
+  after = parse_json(stats->out);
+  ck_assert_int_eq(
+      json_object_get_int_member(object_of(after), "layout_version"), 2);
+  text = cli_env(env, NULL, "stats", "--url", url, NULL);
+  assert_status(text, 0);
+  ck_assert_msg(g_regex_match_simple("^layout version +2$", text->out,
+                                     G_REGEX_MULTILINE, 0),
+                "%s", text->out);
+
+  sqlite_exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema'");
+  newer = cli_env(env, NULL, "migrate", "--url", url, NULL);
+  assert_one_line_error(newer, "newer than this sluice's (2): upgrade this "
+                               "program");
+  newer_stats = cli_env(env, NULL, "stats", "--url", url, NULL);
+  assert_one_line_error(newer_stats, "schema version 3, newer than this "
+                                     "program's (2): upgrade this program");
 }
 END_TEST
 
@@ -2978,7 +3063,7 @@ START_TEST(test_help_everywhere)
       {"dlq", "replay", NULL}, {"dlq", "purge", NULL}, {"ls", NULL},
       {"pause", NULL},         {"resume", NULL},       {"purge", NULL},
       {"delete", NULL},        {"run-now", NULL},      {"periodic", "ls", NULL},
-      {"exporter", NULL},      {"web", NULL},
+      {"exporter", NULL},      {"web", NULL},          {"migrate", NULL},
   };
   g_auto(GStrv) env = cli_environ(NULL, NULL, NULL);
   g_autoptr(Run) top = cli_env(env, NULL, "--help", NULL);
@@ -4360,6 +4445,7 @@ cli_suite(gboolean reliable)
   tcase_add_test(misc, test_secret_file_permissions);
   tcase_add_test(misc, test_config_file_bad_values);
   tcase_add_test(misc, test_sqlite_read_only_for_this_user);
+  tcase_add_test(misc, test_migrate_a_sqlite_file);
   if (reliable)
     tcase_add_test(misc, test_worker_logs_what_the_ping_found);
   suite_add_tcase(s, misc);

@@ -1359,6 +1359,168 @@ START_TEST(test_one_mode_per_namespace)
 }
 END_TEST
 
+/* ---- Layout versions ------------------------------------------------------ */
+
+/* Field @field of {@ns}:meta on the shared server, or NULL. */
+static gchar *
+meta_get(const gchar *ns, const gchar *field)
+{
+  redisReply *r = sluice_test_redis_command(sluice_test_redis_shared(),
+                                            "HGET {%s}:meta %s", ns, field);
+  gchar *value;
+
+  ck_assert(r != NULL);
+  value = r->type == REDIS_REPLY_STRING ? g_strndup(r->str, r->len) : NULL;
+  freeReplyObject(r);
+  return value;
+}
+
+/* Runs one step on a new broker of @ns; returns its error (NULL: none). */
+static GError *
+first_step_error(const gchar *ns)
+{
+  g_autoptr(SluiceBroker) b =
+      fast_broker(sluice_test_redis_url(sluice_test_redis_shared()), ns, 0);
+  GError *error = NULL;
+
+  sluice_redis_broker_ping(b, &error);
+  return error;
+}
+
+static SluiceLayout
+layout_of(const gchar *ns)
+{
+  g_autoptr(GError) error = NULL;
+  SluiceRedisOptions options;
+  SluiceLayout layout;
+
+  sluice_redis_options_init(&options);
+  options.url = sluice_test_redis_url(sluice_test_redis_shared());
+  options.ns = ns;
+  ck_assert_msg(sluice_redis_get_layout(&options, &layout, &error), "%s",
+                error != NULL ? error->message : "");
+  return layout;
+}
+
+/* A new namespace records the layout version and the script set with its
+ * mode; one an older Sluice made (a mode, nothing else) is marked version
+ * 1 by its first client of this one; reading the layout changes nothing. */
+START_TEST(test_layout_version_recorded)
+{
+  const SluiceRedisScriptSet *set = sluice_redis_scripts__set();
+  g_autoptr(GError) error = NULL;
+  SluiceLayout layout;
+  gchar *v;
+
+  layout = layout_of("layout-new");
+  ck_assert_uint_eq(layout.version, 0);
+  ck_assert(!layout.recorded);
+  ck_assert_uint_eq(layout.current, SLUICE_REDIS_LAYOUT_VERSION);
+  sluice_layout_clear(&layout);
+  ck_assert_ptr_null(meta_get("layout-new", "mode"));
+
+  error = first_step_error("layout-new");
+  ck_assert_msg(error == NULL, "%s", error->message);
+  ck_assert_str_eq((v = meta_get("layout-new", "layout")), "1");
+  g_free(v);
+  ck_assert_str_eq((v = meta_get("layout-new", "scripts")), set->recorded);
+  g_free(v);
+  ck_assert_str_eq((v = meta_get("layout-new", "mode")), "fast");
+  g_free(v);
+  layout = layout_of("layout-new");
+  ck_assert_uint_eq(layout.version, 1);
+  ck_assert(layout.recorded);
+  sluice_layout_clear(&layout);
+
+  sluice_test_redis_integer(sluice_test_redis_shared(),
+                            "HSET {layout-old}:meta mode fast");
+  layout = layout_of("layout-old");
+  ck_assert_uint_eq(layout.version, 1);
+  ck_assert(!layout.recorded);
+  sluice_layout_clear(&layout);
+  ck_assert_ptr_null(meta_get("layout-old", "layout"));
+  error = first_step_error("layout-old");
+  ck_assert_msg(error == NULL, "%s", error->message);
+  ck_assert_str_eq((v = meta_get("layout-old", "layout")), "1");
+  g_free(v);
+  ck_assert_str_eq((v = meta_get("layout-old", "scripts")), set->recorded);
+  g_free(v);
+}
+END_TEST
+
+/* A namespace one layout version newer than this client is refused in one
+ * line that names both and says to upgrade, and is left as it was; a
+ * script set of this client's version with other bytes is refused too,
+ * and a newer set is run beside (its layout is this one) with one
+ * warning. */
+START_TEST(test_newer_layout_and_other_scripts_refused)
+{
+  const SluiceRedisScriptSet *set = sluice_redis_scripts__set();
+  SluiceTestRedis *shared = sluice_test_redis_shared();
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *other = g_strdup_printf("%u:%040d", set->version, 0);
+  g_autofree gchar *newer = g_strdup_printf("%u:%040d", set->version + 1, 0);
+  gchar *v;
+
+  sluice_test_redis_integer(shared,
+                            "HSET {layout-newer}:meta mode fast "
+                            "layout %d",
+                            SLUICE_REDIS_LAYOUT_VERSION + 1);
+  error = first_step_error("layout-newer");
+  ck_assert(error != NULL);
+  ck_assert_msg(g_error_matches(error, SLUICE_BROKER_ERROR,
+                                SLUICE_BROKER_ERROR_INVALID) &&
+                    strstr(error->message,
+                           "layout version 2, newer than this "
+                           "program's (1): upgrade this program") != NULL &&
+                    strchr(error->message, '\n') == NULL,
+                "%s", error->message);
+  g_clear_error(&error);
+  ck_assert_str_eq((v = meta_get("layout-newer", "layout")), "2");
+  g_free(v);
+  ck_assert_ptr_null(meta_get("layout-newer", "scripts"));
+
+  sluice_test_redis_integer(shared,
+                            "HSET {layout-other}:meta mode fast layout 1 "
+                            "scripts %s",
+                            other);
+  error = first_step_error("layout-other");
+  ck_assert(error != NULL);
+  ck_assert_msg(strstr(error->message, "runs script set 1 with SHA-1 0000") !=
+                        NULL &&
+                    strstr(error->message, set->sha1) != NULL,
+                "%s", error->message);
+  g_clear_error(&error);
+
+  sluice_test_log_capture_reset();
+  sluice_test_redis_integer(shared,
+                            "HSET {layout-ahead}:meta mode fast layout 1 "
+                            "scripts %s",
+                            newer);
+  error = first_step_error("layout-ahead");
+  ck_assert_msg(error == NULL, "%s", error->message);
+  ck_assert(sluice_test_log_capture_contains("newer script set"));
+  ck_assert_str_eq((v = meta_get("layout-ahead", "scripts")), newer);
+  g_free(v);
+}
+END_TEST
+
+/* The script set's version (lua/VERSION) names the SHA-1 of the files
+ * this library holds: a change to a .lua file without a new version would
+ * have every client of the old bytes refuse every client of the new
+ * ones. */
+START_TEST(test_script_set_version_names_its_files)
+{
+  const SluiceRedisScriptSet *set = sluice_redis_scripts__set();
+
+  ck_assert_msg(strcmp(set->sha1, set->listed_sha1) == 0,
+                "the Lua scripts changed but brokers/redis/lua/VERSION did "
+                "not: write \"version %u\" and \"sha1 %s\" there (and run "
+                "make client-lua)",
+                set->version + 1, set->sha1);
+}
+END_TEST
+
 START_TEST(test_namespaces_isolated)
 {
   SluiceTestRedis *shared = sluice_test_redis_shared();
@@ -1558,6 +1720,9 @@ redis_suite(void)
   tcase_add_test(redis, test_every_key_tagged_and_per_task_keys_expire);
   tcase_add_test(redis, test_namespaces_isolated);
   tcase_add_test(redis, test_one_mode_per_namespace);
+  tcase_add_test(redis, test_layout_version_recorded);
+  tcase_add_test(redis, test_newer_layout_and_other_scripts_refused);
+  tcase_add_test(redis, test_script_set_version_names_its_files);
   tcase_add_test(redis, test_oom_refuses_work_but_drains);
   tcase_add_test(redis, test_prelude_names_every_key);
   suite_add_tcase(s, redis);

@@ -248,6 +248,45 @@ START_TEST(test_changing_the_number_needs_an_empty_namespace)
 }
 END_TEST
 
+/* The layout version is the namespace's and each partition's: the check
+ * of a namespace of partitions records it in {ns}:meta and every
+ * {ns#k}:meta, and a partition one version newer is refused by a client
+ * of this one, as a whole namespace would be. */
+START_TEST(test_every_partition_records_its_layout)
+{
+  SluiceTestRedis *server = sluice_test_redis_shared();
+  const gchar *url = sluice_test_redis_url(server);
+  g_autoptr(SluiceBroker) three = partitioned(url, "versions", 3);
+  g_autoptr(SluiceBroker) again = NULL;
+  g_autoptr(GError) error = NULL;
+
+  ck_assert_msg(sluice_broker_check(three, &error), "%s",
+                error != NULL ? error->message : "");
+  for (gint k = -1; k < 3; k++) {
+    const gchar *key =
+        k < 0 ? "{versions}:meta"
+              : SLUICE_REDIS_BROKER(sluice_redis__partition_at(three, (guint)k))
+                    ->meta_key;
+    redisReply *r =
+        sluice_test_redis_command(server, "HMGET %s layout scripts", key);
+
+    ck_assert(r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+    ck_assert_msg(r->element[0]->type == REDIS_REPLY_STRING &&
+                      strcmp(r->element[0]->str, "1") == 0 &&
+                      r->element[1]->type == REDIS_REPLY_STRING,
+                  "%s records no layout version or script set", key);
+    freeReplyObject(r);
+  }
+  sluice_test_redis_integer(
+      server, "HSET %s layout 2",
+      SLUICE_REDIS_BROKER(sluice_redis__partition_at(three, 2))->meta_key);
+  again = partitioned(url, "versions", 3);
+  ck_assert(!sluice_broker_check(again, &error));
+  ck_assert_msg(strstr(error->message, "newer than this program's") != NULL,
+                "%s", error->message);
+}
+END_TEST
+
 START_TEST(test_an_unpartitioned_namespace_with_tasks_stays_so)
 {
   const gchar *url = sluice_test_redis_url(sluice_test_redis_shared());
@@ -541,6 +580,7 @@ main(void)
   tcase_set_timeout(single, 120);
   tcase_add_test(single, test_changing_the_number_needs_an_empty_namespace);
   tcase_add_test(single, test_an_unpartitioned_namespace_with_tasks_stays_so);
+  tcase_add_test(single, test_every_partition_records_its_layout);
   tcase_add_test(single, test_the_number_comes_from_the_url_or_the_options);
   tcase_add_test(single, test_the_command_takes_partitions_from_its_url);
   tcase_add_test(single, test_one_consumer_takes_from_both_partitions);

@@ -520,6 +520,248 @@ START_TEST(a_file_that_is_no_sluice_database_is_refused)
 }
 END_TEST
 
+/* ---- Layout versions ------------------------------------------------------ */
+
+/* Runs @sql on @db without a broker. */
+static void
+raw_exec(const gchar *db, const gchar *sql)
+{
+  sqlite3 *raw = NULL;
+  gchar *message = NULL;
+
+  ck_assert_int_eq(sqlite3_open(db, &raw), SQLITE_OK);
+  ck_assert_msg(sqlite3_exec(raw, sql, NULL, NULL, &message) == SQLITE_OK,
+                "%s: %s", sql, message != NULL ? message : "");
+  sqlite3_close(raw);
+}
+
+/* The one number @sql (a count) gives on @db. */
+static gint64
+raw_count(const gchar *db, const gchar *sql)
+{
+  sqlite3 *raw = NULL;
+  sqlite3_stmt *stmt = NULL;
+  gint64 n;
+
+  ck_assert_int_eq(sqlite3_open(db, &raw), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_prepare_v2(raw, sql, -1, &stmt, NULL), SQLITE_OK);
+  ck_assert_int_eq(sqlite3_step(stmt), SQLITE_ROW);
+  n = sqlite3_column_int64(stmt, 0);
+  sqlite3_finalize(stmt);
+  sqlite3_close(raw);
+  return n;
+}
+
+/* What version 1 was: the layout of the first releases, which had no
+ * migrations table (002 adds it and nothing else). */
+static void
+make_version_1(const gchar *db)
+{
+  raw_exec(db, "DROP TABLE migrations; "
+               "UPDATE meta SET value = '1' WHERE key = 'schema'");
+}
+
+static SluiceLayout
+layout_of(const gchar *db)
+{
+  g_autoptr(GError) error = NULL;
+  SluiceSqliteOptions options;
+  SluiceLayout layout;
+
+  sluice_sqlite_options_init(&options);
+  options.path = db;
+  ck_assert_msg(sluice_sqlite_get_layout(&options, &layout, &error), "%s",
+                error != NULL ? error->message : "");
+  return layout;
+}
+
+static GError *
+read_only_open_error(const gchar *db)
+{
+  GError *error = NULL;
+  SluiceSqliteOptions options;
+  SluiceBroker *b;
+
+  sluice_sqlite_options_init(&options);
+  options.path = db;
+  options.read_only = TRUE;
+  b = sluice_sqlite_broker_new(&options, NULL, &error);
+  ck_assert(b == NULL);
+  ck_assert(error != NULL);
+  return error;
+}
+
+/* A file at version 1 with something in every state migrates to the
+ * current version on its first open for writing, and loses nothing: the
+ * acknowledged task's record, the dead letter (which replays), the ready
+ * and the scheduled messages, the pause, and the delivery a dead consumer
+ * held (taken over once its lease lapsed). Before that, a read-only open
+ * refuses it with the command that migrates it, and the layout says which
+ * step is pending. */
+START_TEST(a_file_at_version_1_migrates_on_open_and_loses_nothing)
+{
+  g_autofree gchar *db = sluice_test_sqlite_new_path();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) held = NULL;
+  g_autoptr(GPtrArray) dead =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
+  SluiceBroker *b = open_broker(db);
+  SluiceBrokerStats stats;
+  SluiceLayout layout;
+  const SluiceLayoutStep *step;
+  gboolean found = FALSE;
+
+  sluice_test_enqueue(b, "done", "default", "d", 0);
+  run_one(b, "done");
+  sluice_test_bury(b, "buried", SLUICE_DLQ_MAX_ATTEMPTS);
+  sluice_test_enqueue(b, "held", "default", "h", 0);
+  held = sluice_test_fetch(b, "dead-consumer", q_default, 1, 0);
+  ck_assert_uint_eq(held->len, 1);
+  sluice_test_heartbeat(b, "dead-consumer", 300, held);
+  sluice_test_enqueue(b, "waiting", "default", "w", 0);
+  sluice_test_enqueue(b, "later", "default", "l", G_MAXINT64 / 2);
+  ck_assert(sluice_broker_set_paused(b, "other", TRUE, &error));
+  sluice_broker_unref(b);
+  make_version_1(db);
+
+  layout = layout_of(db);
+  ck_assert_uint_eq(layout.version, 1);
+  ck_assert_uint_eq(layout.current, 2);
+  ck_assert_uint_eq(layout.pending->len, 1);
+  step = layout.pending->pdata[0];
+  ck_assert_uint_eq(step->version, 2);
+  ck_assert_str_eq(step->name, "002-migrations");
+  ck_assert(strstr(step->summary, "sluice migrate") != NULL);
+  sluice_layout_clear(&layout);
+  error = read_only_open_error(db);
+  ck_assert_msg(strstr(error->message, "schema version 1, older") != NULL &&
+                    strstr(error->message, "sluice migrate --url sqlite://") !=
+                        NULL &&
+                    strchr(error->message, '\n') == NULL,
+                "%s", error->message);
+  g_clear_error(&error);
+
+  b = open_broker(db);
+  layout = layout_of(db);
+  ck_assert_uint_eq(layout.version, 2);
+  ck_assert_uint_eq(layout.pending->len, 0);
+  ck_assert_uint_eq(layout.applied->len, 2);
+  /* Version 1 was reached before steps were recorded: no time. */
+  ck_assert_int_eq(
+      ((SluiceLayoutStep *)layout.applied->pdata[0])->applied_at_ms, 0);
+  step = layout.applied->pdata[1];
+  ck_assert_uint_eq(step->version, 2);
+  ck_assert_int_gt(step->applied_at_ms, 0);
+  ck_assert_str_eq(step->applied_by, "sluice " PACKAGE_VERSION);
+  sluice_layout_clear(&layout);
+
+  assert_record(b, "done", "done");
+  stats = sluice_test_stats(b, NULL);
+  ck_assert_int_eq(sluice_test_queue_ready(&stats, "default"), 1);
+  ck_assert_int_eq(stats.scheduled, 1);
+  ck_assert_int_eq(stats.dead_letters, 1);
+  sluice_broker_stats_clear(&stats);
+  {
+    g_autoptr(GPtrArray) paused = g_ptr_array_new_with_free_func(g_free);
+    ck_assert(sluice_broker_list_paused(b, paused, &error));
+    ck_assert_uint_eq(paused->len, 1);
+    ck_assert_str_eq(paused->pdata[0], "other");
+  }
+  ck_assert(sluice_broker_dlq_list(b, NULL, 10, dead, &error));
+  ck_assert_uint_eq(dead->len, 1);
+  {
+    const SluiceDeadLetter *entry = dead->pdata[0];
+    SluiceSubmit item = {
+        .id = entry->task_id, .queue = "default", .payload = entry->payload};
+    ck_assert_msg(
+        sluice_broker_dlq_replay(b, entry->entry_id, &item, &found, &error),
+        "%s", error != NULL ? error->message : "");
+    ck_assert(found);
+  }
+  g_usleep(400 * 1000);
+  {
+    g_autoptr(GPtrArray) taken =
+        sluice_test_reclaim(b, "c1", q_default, 10, 300);
+    g_autoptr(GPtrArray) got = sluice_test_fetch(b, "c1", q_default, 10, 0);
+    ck_assert_uint_eq(taken->len, 1);
+    ck_assert_uint_eq(got->len, 2); /* waiting, and the replayed one */
+    ck_assert(
+        sluice_test_bytes_is(sluice_test_delivery_at(taken, 0)->payload, "h"));
+  }
+  sluice_broker_unref(b);
+}
+END_TEST
+
+/* Four processes open one file at version 1 at the same moment: each
+ * writes its task, and the file is migrated once (step 2 makes its table
+ * without IF NOT EXISTS, so a second run would fail that process's open,
+ * as would two that both read version 1 outside the write lock). */
+START_TEST(processes_starting_together_migrate_once)
+{
+  g_autofree gchar *db = sluice_test_sqlite_new_path();
+  g_autofree gchar *url = g_strconcat("sqlite://", db, NULL);
+  g_autofree gchar *producer = g_build_filename(
+      TEST_BUILDDIR, "tests", "helpers", "producer-proc", NULL);
+  g_autoptr(GError) error = NULL;
+  GPid pids[4];
+
+  sluice_broker_unref(open_broker(db));
+  make_version_1(db);
+  for (guint i = 0; i < G_N_ELEMENTS(pids); i++) {
+    g_autofree gchar *prefix = g_strdup_printf("p%u", i);
+    gchar *argv[] = {producer, "--url", url,       "--prefix", prefix,
+                     "--task", "t.log", "--count", "1",        NULL};
+    ck_assert_msg(g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+                                NULL, NULL, &pids[i], &error),
+                  "%s", error != NULL ? error->message : "");
+  }
+  for (guint i = 0; i < G_N_ELEMENTS(pids); i++) {
+    int status = -1;
+    ck_assert_int_eq(waitpid(pids[i], &status, 0), pids[i]);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "producer %u: status %d", i, status);
+  }
+  ck_assert_int_eq(raw_count(db, "SELECT value FROM meta WHERE key='schema'"),
+                   2);
+  ck_assert_int_eq(raw_count(db, "SELECT count(*) FROM migrations"), 2);
+  ck_assert_int_eq(raw_count(db, "SELECT count(*) FROM messages"), 4);
+}
+END_TEST
+
+/* A file one version newer than this code (as a later Sluice leaves it)
+ * is refused by every open with one line naming both versions and what
+ * to do, and is left as it was; its layout can still be read. */
+START_TEST(a_newer_file_is_refused_in_one_line)
+{
+  g_autofree gchar *db = sluice_test_sqlite_new_path();
+  g_autoptr(GError) error = NULL;
+  SluiceLayout layout;
+  SluiceBroker *b;
+
+  sluice_broker_unref(open_broker(db));
+  raw_exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema'");
+  b = sluice_test_sqlite_broker_new(db, 100, NULL, &error);
+  ck_assert(b == NULL);
+  ck_assert_msg(g_error_matches(error, SLUICE_BROKER_ERROR,
+                                SLUICE_BROKER_ERROR_INVALID) &&
+                    strstr(error->message,
+                           "schema version 3, newer than this "
+                           "program's (2): upgrade this program") != NULL &&
+                    strchr(error->message, '\n') == NULL,
+                "%s", error->message);
+  g_clear_error(&error);
+  error = read_only_open_error(db);
+  ck_assert_msg(strstr(error->message, "upgrade this program") != NULL, "%s",
+                error->message);
+  ck_assert_int_eq(raw_count(db, "SELECT value FROM meta WHERE key='schema'"),
+                   3);
+  layout = layout_of(db);
+  ck_assert_uint_eq(layout.version, 3);
+  ck_assert_uint_eq(layout.pending->len, 0);
+  sluice_layout_clear(&layout);
+}
+END_TEST
+
 /* Waiters are woken by other processes' commits, not by a poll: with the
  * safety re-check off, a fetch blocked for a minute gets the task a
  * producer process enqueues, and a wait_record returns the final record a
@@ -594,6 +836,9 @@ main(void)
   tcase_add_test(tc, waiters_are_woken_by_other_processes);
   tcase_add_test(tc, a_lock_held_past_the_busy_timeout_is_unavailable);
   tcase_add_test(tc, housekeeping_forgets_what_lapsed);
+  tcase_add_test(tc, a_file_at_version_1_migrates_on_open_and_loses_nothing);
+  tcase_add_test(tc, processes_starting_together_migrate_once);
+  tcase_add_test(tc, a_newer_file_is_refused_in_one_line);
   suite_add_tcase(suite, tc);
   runner = srunner_create(suite);
   srunner_set_fork_status(runner, CK_FORK);

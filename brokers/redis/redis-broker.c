@@ -169,96 +169,274 @@ policy_unchecked(SluiceRedisBroker *self, const gchar *server)
   return unchecked;
 }
 
-/* The namespace's mode, HGET {ns}:meta mode (and, once per server, CONFIG
- * GET maxmemory-policy) in one round trip; a second one, on a namespace's
- * first use, records the mode.
+/* Appends the command @argv (NULL-terminated strings) to @conn. */
+static void
+append(SluiceRedisConn *conn, const char *const *argv)
+{
+  size_t lens[8];
+  int argc = 0;
+
+  for (; argv[argc] != NULL; argc++)
+    lens[argc] = strlen(argv[argc]);
+  g_assert(argc <= (int)G_N_ELEMENTS(lens));
+  sluice_redis_conn__append(conn, argc, (const char **)argv, lens);
+}
+
+/* The namespace's meta fields this check reads, in this order. */
+enum { META_MODE, META_LAYOUT, META_SCRIPTS, META_N };
+static const gchar *const meta_fields[META_N] = {"mode", "layout", "scripts"};
+
+static void
+append_meta_reads(SluiceRedisBroker *self, SluiceRedisConn *conn)
+{
+  for (guint i = 0; i < META_N; i++) {
+    const char *get[] = {"HGET", self->meta_key, meta_fields[i], NULL};
+    append(conn, get);
+  }
+}
+
+/* Records what a namespace is missing, then reads the fields again into
+ * @meta (replacing them): @writes (NULL-terminated commands) may be
+ * refused to a read-only user, so only what is read back decides. */
+static gboolean
+record_meta(SluiceRedisBroker *self, SluiceRedisConn *conn,
+            const char *const *const *writes, redisReply **meta, GError **error)
+{
+  redisReply *replies[8] = {NULL};
+  guint n = 0;
+
+  for (; writes[n] != NULL; n++)
+    append(conn, writes[n]);
+  g_assert(n + META_N <= G_N_ELEMENTS(replies));
+  append_meta_reads(self, conn);
+  if (!sluice_redis_conn__roundtrip(conn, n + META_N, replies, error))
+    return FALSE;
+  sluice_redis_replies__free(replies, n);
+  sluice_redis_replies__free(meta, META_N);
+  for (guint i = 0; i < META_N; i++)
+    meta[i] = replies[n + i];
+  for (guint i = 0; i < META_N; i++)
+    if (!sluice_redis_conn__check_reply(conn, meta[i],
+                                        "reading the namespace's meta", error))
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+is_nil(const redisReply *r)
+{
+  return r->type == REDIS_REPLY_NIL;
+}
+
+static gboolean
+check_mode(SluiceRedisBroker *self, const gchar *server, const redisReply *mode,
+           GError **error)
+{
+  g_autofree gchar *theirs = NULL;
+
+  if (mode->type != REDIS_REPLY_STRING ||
+      (mode->len == strlen(self->meta_mode) &&
+       memcmp(mode->str, self->meta_mode, mode->len) == 0))
+    return TRUE;
+  theirs = g_strndup(mode->str, mode->len);
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+              "the namespace “%s” on Redis at %s is used in %s mode (as %s "
+              "records), but this client is set up for %s mode: producers, "
+              "workers and commands of one namespace must use the same "
+              "mode; set this client's mode to %s (%s), or use another "
+              "namespace",
+              self->keys.ns, server, theirs, self->meta_key, self->meta_mode,
+              theirs,
+              self->mode_setting != NULL ? self->mode_setting
+                                         : "SluiceRedisOptions.mode");
+  return FALSE;
+}
+
+/* The layout the namespace records: newer than this client's is refused.
+ * (No older one exists yet: version 1 is the first. The first migration
+ * is run here, with the namespace's version compared again inside its
+ * script, so that concurrent clients apply it once.) */
+G_STATIC_ASSERT(SLUICE_REDIS_LAYOUT_VERSION == 1);
+
+static gboolean
+check_layout(SluiceRedisBroker *self, const gchar *server,
+             const redisReply *layout, GError **error)
+{
+  g_autofree gchar *text = NULL;
+  guint64 version = 0;
+
+  /* Unrecorded on a namespace made before versions were, which a
+   * read-only user could not mark: version 1. */
+  if (layout->type != REDIS_REPLY_STRING)
+    return TRUE;
+  text = g_strndup(layout->str, layout->len);
+  if (!g_ascii_string_to_unsigned(text, 10, 1, G_MAXUINT32, &version, NULL)) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "%s on Redis at %s records layout “%s”, which is not a "
+                "layout version: it was written by hand, or not by Sluice",
+                self->meta_key, server, text);
+    return FALSE;
+  }
+  if (version <= SLUICE_REDIS_LAYOUT_VERSION)
+    return TRUE;
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+              "the namespace “%s” on Redis at %s has layout version "
+              "%" G_GUINT64_FORMAT
+              ", newer than this program's (%d): upgrade this program "
+              "(Sluice %s) to the Sluice that migrated it, or a later one",
+              self->keys.ns, server, version, SLUICE_REDIS_LAYOUT_VERSION,
+              PACKAGE_VERSION);
+  return FALSE;
+}
+
+/* The script set the namespace records against this client's: a set of
+ * the same version with other bytes is refused (a stale or edited copy
+ * would run other steps on the same keys), a newer client records its
+ * own, an older one runs its set, which the layout still serves, and is
+ * told once. */
+static gboolean
+check_scripts(SluiceRedisBroker *self, SluiceRedisConn *conn,
+              const gchar *server, const redisReply *scripts, GError **error)
+{
+  const SluiceRedisScriptSet *mine = sluice_redis_scripts__set();
+  g_autofree gchar *text = NULL;
+  g_auto(GStrv) parts = NULL;
+  guint64 version = 0;
+
+  if (scripts->type != REDIS_REPLY_STRING)
+    return TRUE; /* a read-only user on a namespace that records none */
+  text = g_strndup(scripts->str, scripts->len);
+  parts = g_strsplit(text, ":", 2);
+  if (g_strv_length(parts) != 2 ||
+      !g_ascii_string_to_unsigned(parts[0], 10, 1, G_MAXUINT32, &version,
+                                  NULL) ||
+      strlen(parts[1]) != 40) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "%s on Redis at %s records scripts “%s”, which is not a "
+                "script set (VERSION:SHA1): delete the field (HDEL %s "
+                "scripts) and the next client records its own",
+                self->meta_key, server, text, self->meta_key);
+    return FALSE;
+  }
+  if (version == mine->version && strcmp(parts[1], mine->sha1) != 0) {
+    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+                "the namespace “%s” on Redis at %s runs script set %u with "
+                "SHA-1 %s, but this client's set %u has SHA-1 %s: one of "
+                "them runs scripts that differ from its release's; install "
+                "every client from released Sluice packages (the Python and "
+                "Node producers ship copies of the scripts)",
+                self->keys.ns, server, mine->version, parts[1], mine->version,
+                mine->sha1);
+    return FALSE;
+  }
+  if (version < mine->version) {
+    const char *set[] = {"HSET", self->meta_key, "scripts", mine->recorded,
+                         NULL};
+    redisReply *reply = NULL;
+
+    append(conn, set);
+    if (!sluice_redis_conn__roundtrip(conn, 1, &reply, error))
+      return FALSE;
+    freeReplyObject(reply); /* a read-only user's refusal changes nothing */
+  } else if (version > mine->version &&
+             g_atomic_int_compare_and_exchange(&self->scripts_told, 0, 1)) {
+    sluice_broker_log(&self->parent, G_LOG_LEVEL_WARNING,
+                      "the namespace “%s” on Redis at %s has clients of a "
+                      "newer script set (%" G_GUINT64_FORMAT
+                      ") than this one's (%u): upgrade this program (Sluice "
+                      "%s) when you can",
+                      self->keys.ns, server, version, mine->version,
+                      PACKAGE_VERSION);
+  }
+  return TRUE;
+}
+
+/* What the namespace is, read from {ns}:meta (HGET mode, layout and
+ * scripts; and, once per server, CONFIG GET maxmemory-policy) in one round
+ * trip on every new connection; what it lacks is recorded in a second.
+ *
+ * A new namespace (no mode) gets this client's layout version, script set
+ * and mode, in that order with HSETNX (a peer may be first; what won is
+ * read back): a client that reads a mode therefore reads the layout
+ * written before it, and a mode without a layout is a namespace made
+ * before layouts were recorded, which is version 1 and is marked so.
  *
  * On Redis Cluster only the node that serves the meta key can answer; the
  * others reply MOVED or ASK and skip the check. Every command of this
  * broker goes to its keys' slot, which is the meta key's slot (one hash
  * tag, redis-keys.c), so the first connection the broker asks for is made
- * to the node that serves the meta key, and the mode is checked there
- * before its first command runs. */
+ * to the node that serves the meta key, and the namespace is checked
+ * there before its first command runs. */
 gboolean
 sluice_redis_broker__setup(SluiceRedisConn *conn, gpointer data, GError **error)
 {
   SluiceRedisBroker *self = data;
   const gchar *server = sluice_redis_conn__get_server(conn);
-  redisReply *replies[2] = {NULL, NULL};
-  redisReply *recorded[2] = {NULL, NULL};
-  const redisReply *mode;
-  guint n = 0, policy_at = G_MAXUINT, mode_at;
+  redisReply *replies[1 + META_N] = {NULL};
+  redisReply **meta = replies + 1;
+  guint n = 0;
   gboolean ok = FALSE;
 
   if (policy_unchecked(self, server)) {
-    const char *argv[3] = {"CONFIG", "GET", "maxmemory-policy"};
-    size_t lens[3] = {6, 3, 16};
-    sluice_redis_conn__append(conn, 3, argv, lens);
-    policy_at = n++;
+    const char *get[] = {"CONFIG", "GET", "maxmemory-policy", NULL};
+    append(conn, get);
+    n++;
   }
-  {
-    /* Every client compares with the mode the namespace recorded; the
-     * first one records it (below), so a read-only user never tries a
-     * write on a namespace in use. */
-    const char *get[3] = {"HGET", self->meta_key, "mode"};
-    size_t get_lens[3] = {4, strlen(self->meta_key), 4};
-    sluice_redis_conn__append(conn, 3, get, get_lens);
-    mode_at = n++;
+  /* A broker that only looks at the layout (sluice_redis_get_layout())
+   * must not change it. */
+  if (self->inspect) {
+    if (n > 0 && sluice_redis_conn__roundtrip(conn, n, replies, error))
+      check_eviction_policy(self, server, replies[0]);
+    ok = n == 0 || replies[0] != NULL;
+    goto out;
   }
-  if (!sluice_redis_conn__roundtrip(conn, n, replies, error))
+  append_meta_reads(self, conn);
+  if (!sluice_redis_conn__roundtrip(conn, n + META_N, replies + (1 - n), error))
     return FALSE;
-  if (policy_at != G_MAXUINT)
-    check_eviction_policy(self, server, replies[policy_at]);
-  mode = replies[mode_at];
-  if (sluice_redis_reply__is_error_code(mode, "MOVED") ||
-      sluice_redis_reply__is_error_code(mode, "ASK")) {
+  if (n > 0)
+    check_eviction_policy(self, server, replies[0]);
+  if (sluice_redis_reply__is_error_code(meta[META_MODE], "MOVED") ||
+      sluice_redis_reply__is_error_code(meta[META_MODE], "ASK")) {
     /* A cluster node that does not serve the meta key: the node that does
-     * checks the mode. */
+     * checks the namespace. */
     ok = TRUE;
     goto out;
   }
-  if (!sluice_redis_conn__check_reply(conn, mode,
-                                      "reading the namespace's mode", error))
-    goto out;
-  if (mode->type == REDIS_REPLY_NIL) {
-    /* A new namespace: record this client's mode (HSETNX: a peer may be
-     * first), then compare with whatever won. */
-    const char *set[4] = {"HSETNX", self->meta_key, "mode", self->meta_mode};
-    size_t set_lens[4] = {6, strlen(self->meta_key), 4,
-                          strlen(self->meta_mode)};
-    const char *get[3] = {"HGET", self->meta_key, "mode"};
-    size_t get_lens[3] = {4, strlen(self->meta_key), 4};
+  for (guint i = 0; i < META_N; i++)
+    if (!sluice_redis_conn__check_reply(conn, meta[i],
+                                        "reading the namespace's meta", error))
+      goto out;
+  if (is_nil(meta[META_MODE])) {
+    g_autofree gchar *layout =
+        g_strdup_printf("%d", SLUICE_REDIS_LAYOUT_VERSION);
+    const char *set_layout[] = {"HSETNX", self->meta_key, "layout", layout,
+                                NULL};
+    const char *set_scripts[] = {"HSETNX", self->meta_key, "scripts",
+                                 sluice_redis_scripts__set()->recorded, NULL};
+    const char *set_mode[] = {"HSETNX", self->meta_key, "mode", self->meta_mode,
+                              NULL};
+    const char *const *writes[] = {set_layout, set_scripts, set_mode, NULL};
 
-    sluice_redis_conn__append(conn, 4, set, set_lens);
-    sluice_redis_conn__append(conn, 3, get, get_lens);
-    if (!sluice_redis_conn__roundtrip(conn, 2, recorded, error))
+    if (!record_meta(self, conn, writes, meta, error))
       goto out;
-    /* HSETNX may be refused to a read-only user: only the HGET decides. */
-    if (!sluice_redis_conn__check_reply(conn, recorded[1],
-                                        "reading the namespace's mode", error))
-      goto out;
-    mode = recorded[1];
-  }
-  if (mode->type == REDIS_REPLY_STRING &&
-      (mode->len != strlen(self->meta_mode) ||
-       memcmp(mode->str, self->meta_mode, mode->len) != 0)) {
-    g_autofree gchar *theirs = g_strndup(mode->str, mode->len);
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-                "the namespace “%s” on Redis at %s is used in %s mode (as %s "
-                "records), but this client is set up for %s mode: producers, "
-                "workers and commands of one namespace must use the same "
-                "mode; set this client's mode to %s (%s), or use another "
-                "namespace",
-                self->keys.ns, server, theirs, self->meta_key, self->meta_mode,
-                theirs,
-                self->mode_setting != NULL ? self->mode_setting
-                                           : "SluiceRedisOptions.mode");
+  } else if (!check_mode(self, server, meta[META_MODE], error) ||
+             !check_layout(self, server, meta[META_LAYOUT], error)) {
+    /* Refused before anything is written. */
     goto out;
+  } else if (is_nil(meta[META_LAYOUT]) || is_nil(meta[META_SCRIPTS])) {
+    const char *set_layout[] = {"HSETNX", self->meta_key, "layout", "1", NULL};
+    const char *set_scripts[] = {"HSETNX", self->meta_key, "scripts",
+                                 sluice_redis_scripts__set()->recorded, NULL};
+    const char *const *writes[] = {set_layout, set_scripts, NULL};
+
+    if (!record_meta(self, conn, writes, meta, error))
+      goto out;
   }
-  ok = TRUE;
+  ok = check_mode(self, server, meta[META_MODE], error) &&
+       check_layout(self, server, meta[META_LAYOUT], error) &&
+       check_scripts(self, conn, server, meta[META_SCRIPTS], error);
 out:
-  sluice_redis_replies__free(replies, n);
-  sluice_redis_replies__free(recorded, 2);
+  sluice_redis_replies__free(replies, 1 + META_N);
   return ok;
 }
 

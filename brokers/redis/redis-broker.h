@@ -126,6 +126,11 @@ struct _SluiceRedisBroker {
   GMutex policy_lock;
   GHashTable *policy_checked;
   gint quiet;
+  /* Set before its first connection on a broker that only reads the
+   * layout (sluice_redis_get_layout()): its connections record nothing. */
+  gboolean inspect;
+  /* Atomic: told the user once that the namespace has newer clients. */
+  gint scripts_told;
 };
 
 /* A queue's SADD is repeated this long after the last one, so a known-

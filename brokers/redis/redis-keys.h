@@ -29,7 +29,14 @@
  *   P stale               integer: settlements refused by fencing, counted
  *                         by the settle script (namespace-wide, for stats)
  *   P meta                hash: what the namespace is: "mode" (fast or
- *                         reliable), recorded by its first client
+ *                         reliable), recorded by its first client;
+ *                         "layout", the version of this layout
+ *                         (SLUICE_REDIS_LAYOUT_VERSION; absent on a
+ *                         namespace made before it was recorded: 1);
+ *                         "scripts", "N:SHA1" of the newest script set
+ *                         its clients ran (redis-broker.c); "partitions"
+ *                         (redis-partitions.h). Each partition's own
+ *                         meta records mode, layout and scripts too
  *   P revoked:seq         zset: task id -> insertion number of its latest
  *                         revocation (the workers' sync cursor)
  *   P revoked:n           integer: the last insertion number given
@@ -91,6 +98,13 @@
 #include <sluice/sys/broker.h>
 
 G_BEGIN_DECLS
+
+/* The version of the layout above. A change to it (a key renamed, a type
+ * changed) is a new version with a migration that takes a namespace from
+ * the one before, run by the first client of the new version that
+ * connects (redis-broker.c); a client of an older version refuses a newer
+ * namespace. */
+#define SLUICE_REDIS_LAYOUT_VERSION 1
 
 /* Key suffixes after the prefix. Used by C and spliced into Lua. */
 #define SLUICE_REDIS_K_QUEUE "q:"

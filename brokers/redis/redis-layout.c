@@ -1,5 +1,7 @@
 /* redis-layout.c - the number of partitions a namespace is split in, as
- * recorded in {ns}:meta (see redis-partitions.h).
+ * recorded in {ns}:meta (see redis-partitions.h), and what `sluice
+ * migrate` reads of the namespace's layout (its version and script set
+ * are checked and recorded by every connection: redis-broker.c).
  *
  * Why the record lives in {ns}:meta whatever the number: it is the one key
  * every client finds without knowing the number, and it is where an
@@ -206,4 +208,117 @@ sluice_redis_layout__ensure(gpointer data, GError **error)
     g_atomic_int_set(&layout->ok, 1);
   g_mutex_unlock(&layout->lock);
   return ok;
+}
+
+/* ---- Reading the layout -------------------------------------------------- */
+
+/* Sets *@out (transfer full) to field @field of @broker's meta key, NULL
+ * when it has none. */
+static gboolean
+meta_field(SluiceBroker *broker, const gchar *field, gchar **out,
+           GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  const gchar *const get[] = {"HGET", self->meta_key, field, NULL};
+  redisReply *reply = NULL;
+
+  *out = NULL;
+  if (!meta_command(self, "reading the namespace's meta", get, &reply, error))
+    return FALSE;
+  if (reply->type == REDIS_REPLY_STRING)
+    *out = g_strndup(reply->str, reply->len);
+  freeReplyObject(reply);
+  return TRUE;
+}
+
+/* The version a meta key with @mode and @layout stands for: 0 for a new
+ * namespace, 1 for one made before versions were recorded. */
+static guint
+version_of(const gchar *mode, const gchar *layout)
+{
+  guint64 v = 0;
+
+  if (layout != NULL)
+    return g_ascii_string_to_unsigned(layout, 10, 1, G_MAXUINT32, &v, NULL)
+               ? (guint)v
+               : 0;
+  return mode != NULL ? 1 : 0;
+}
+
+gboolean
+sluice_redis_layout__read(const SluiceRedisOptions *options,
+                          const SluiceRedisUrl *url,
+                          SluiceRedisPartBuilder inspect, SluiceLayout *out,
+                          GError **error)
+{
+  g_autoptr(SluiceBroker) anchor = inspect(options, url, -1, 1, error);
+  const SluiceRedisScriptSet *mine = sluice_redis_scripts__set();
+  g_autofree gchar *mode = NULL, *layout = NULL, *scripts = NULL,
+                   *partitions = NULL;
+  const gchar *ns =
+      options->ns != NULL ? options->ns : SLUICE_REDIS_DEFAULT_NAMESPACE;
+  guint64 n = 1;
+
+  sluice_layout_init(out);
+  out->current = SLUICE_REDIS_LAYOUT_VERSION;
+  out->store =
+      g_strdup_printf("the namespace “%s” on Redis at %s", ns, url->display);
+  if (anchor == NULL || !meta_field(anchor, "mode", &mode, error) ||
+      !meta_field(anchor, "layout", &layout, error) ||
+      !meta_field(anchor, "scripts", &scripts, error) ||
+      !meta_field(anchor, "partitions", &partitions, error)) {
+    sluice_layout_clear(out);
+    return FALSE;
+  }
+  out->version = version_of(mode, layout);
+  out->recorded = layout != NULL;
+  if (layout != NULL && out->version == 0)
+    g_ptr_array_add(out->notes,
+                    g_strdup_printf("its layout field is “%s”, which is not "
+                                    "a layout version",
+                                    layout));
+  if (mode == NULL)
+    g_ptr_array_add(out->notes,
+                    g_strdup("nothing recorded yet: its first client records "
+                             "its mode, layout version and script set"));
+  else if (layout == NULL)
+    g_ptr_array_add(out->notes,
+                    g_strdup("made before layout versions were recorded: "
+                             "version 1, which its next client of this "
+                             "version records"));
+  if (mode != NULL)
+    g_ptr_array_add(out->notes, g_strdup_printf("mode: %s", mode));
+  g_ptr_array_add(
+      out->notes,
+      g_strdup_printf("script set: %s recorded, this client's %s%s",
+                      scripts != NULL ? scripts : "none", mine->recorded,
+                      scripts != NULL && strcmp(scripts, mine->recorded) != 0
+                          ? " (they differ)"
+                          : ""));
+  if (partitions != NULL &&
+      g_ascii_string_to_unsigned(partitions, 10, 2, SLUICE_REDIS_MAX_PARTITIONS,
+                                 &n, NULL)) {
+    g_ptr_array_add(out->notes,
+                    g_strdup_printf("partitions: %" G_GUINT64_FORMAT, n));
+    for (guint k = 0; k < n; k++) {
+      g_autoptr(SluiceBroker) part =
+          inspect(options, url, (gint)k, (guint)n, error);
+      g_autofree gchar *part_mode = NULL, *part_layout = NULL;
+      guint v;
+
+      if (part == NULL || !meta_field(part, "mode", &part_mode, error) ||
+          !meta_field(part, "layout", &part_layout, error)) {
+        sluice_layout_clear(out);
+        return FALSE;
+      }
+      v = version_of(part_mode, part_layout);
+      if (v != out->version || (part_layout != NULL) != out->recorded)
+        g_ptr_array_add(
+            out->notes,
+            g_strdup_printf("partition %u: layout version %u%s", k, v,
+                            part_layout == NULL && v > 0 ? " (not recorded yet)"
+                                                         : ""));
+    }
+  }
+  return TRUE;
 }

@@ -54,6 +54,13 @@ extern const gchar sluice_redis_lua__unique_enqueue[];
 extern const gchar sluice_redis_lua__unique_update[];
 extern const gchar sluice_redis_lua__list_slots[];
 
+/* lua/VERSION: the version of the set of files and their SHA-1. */
+extern const gchar sluice_redis_lua__VERSION[];
+
+/* Every file above: its path under lua/ and its array, in pairs, then
+ * NULL (the set's SHA-1 is of them all). */
+extern const gchar *const sluice_redis_lua_files[];
+
 /* The scripts only the reliable transport runs. */
 extern const gchar sluice_redis_lua__reliable_ensure_groups[];
 extern const gchar sluice_redis_lua__reliable_fetch[];

@@ -147,6 +147,19 @@ SluiceRedisLayout *sluice_redis_layout__new(const SluiceRedisOptions *options,
  */
 gboolean sluice_redis_layout__ensure(gpointer layout, GError **error);
 
+/**
+ * sluice_redis_layout__read:
+ * @inspect: makes brokers whose connections record nothing in {ns}:meta
+ * @out: (out caller-allocates): filled (sluice_redis_get_layout())
+ *
+ * Reads the layout version, script set and partitions the namespace of
+ * @options records, and each partition's layout version.
+ */
+gboolean sluice_redis_layout__read(const SluiceRedisOptions *options,
+                                   const SluiceRedisUrl *url,
+                                   SluiceRedisPartBuilder inspect,
+                                   SluiceLayout *out, GError **error);
+
 /** sluice_redis_layout__free: NULL-safe; a GDestroyNotify. */
 void sluice_redis_layout__free(gpointer layout);
 

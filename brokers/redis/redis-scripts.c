@@ -42,6 +42,8 @@
  */
 #include "config.h"
 
+#include <string.h>
+
 #include "brokers/redis/redis-scripts.h"
 
 #include "brokers/redis/redis-lua.h"
@@ -170,6 +172,71 @@ sluice_redis_scripts__clear(SluiceRedisScript *scripts)
 {
   for (guint i = 0; i < SLUICE_REDIS_SCRIPT_N; i++)
     sluice_redis_script__clear(&scripts[i]);
+}
+
+/* ---- The set -------------------------------------------------------------- */
+
+static gint
+compare_paths(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(const gchar *const *)a, *(const gchar *const *)b);
+}
+
+/* The value of the line "@key VALUE" of lua/VERSION, or NULL. */
+static gchar *
+version_field(const gchar *key)
+{
+  g_auto(GStrv) lines = g_strsplit(sluice_redis_lua__VERSION, "\n", -1);
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (g_str_has_prefix(lines[i], key) && lines[i][strlen(key)] == ' ')
+      return g_strstrip(g_strdup(lines[i] + strlen(key) + 1));
+  return NULL;
+}
+
+const SluiceRedisScriptSet *
+sluice_redis_scripts__set(void)
+{
+  static SluiceRedisScriptSet set;
+  static gsize done;
+
+  if (g_once_init_enter(&done)) {
+    g_autoptr(GPtrArray) paths = g_ptr_array_new();
+    g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA1);
+    g_autoptr(GHashTable) texts = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autofree gchar *version = version_field("version");
+    g_autofree gchar *listed = version_field("sha1");
+    guint64 n = 0;
+
+    for (guint i = 0; sluice_redis_lua_files[i] != NULL; i += 2)
+      if (g_str_has_suffix(sluice_redis_lua_files[i], ".lua")) {
+        g_ptr_array_add(paths, (gpointer)sluice_redis_lua_files[i]);
+        g_hash_table_insert(texts, (gpointer)sluice_redis_lua_files[i],
+                            (gpointer)sluice_redis_lua_files[i + 1]);
+      }
+    /* Byte order of the paths: every client walks its own copies. */
+    g_ptr_array_sort(paths, compare_paths);
+    for (guint i = 0; i < paths->len; i++) {
+      const gchar *path = paths->pdata[i];
+      const gchar *text = g_hash_table_lookup(texts, path);
+      g_autofree gchar *len = g_strdup_printf("%zu", strlen(text));
+
+      g_checksum_update(sum, (const guchar *)path, (gssize)strlen(path) + 1);
+      g_checksum_update(sum, (const guchar *)len, (gssize)strlen(len) + 1);
+      g_checksum_update(sum, (const guchar *)text, (gssize)strlen(text));
+    }
+    if (version == NULL ||
+        !g_ascii_string_to_unsigned(version, 10, 1, G_MAXUINT32, &n, NULL))
+      g_error("brokers/redis/lua/VERSION has no line \"version N\"");
+    set.version = (guint)n;
+    g_strlcpy(set.sha1, g_checksum_get_string(sum), sizeof set.sha1);
+    g_strlcpy(set.listed_sha1, listed != NULL ? listed : "",
+              sizeof set.listed_sha1);
+    g_snprintf(set.recorded, sizeof set.recorded, "%u:%s", set.version,
+               set.sha1);
+    g_once_init_leave(&done, 1);
+  }
+  return &set;
 }
 
 /* ---- Running ------------------------------------------------------------- */

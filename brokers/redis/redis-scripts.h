@@ -131,4 +131,26 @@ gboolean sluice_redis_script__eval(SluiceRedisPool *pool, SluiceRedisConn *conn,
                                    const char **argv, size_t *lens,
                                    redisReply **out_reply, GError **error);
 
+/**
+ * SluiceRedisScriptSet:
+ * @version: the set's version, as lua/VERSION says
+ * @sha1: the SHA-1 of the .lua files this library holds, computed as
+ *   PROTOCOL.md defines it ("Versions of a namespace")
+ * @listed_sha1: the SHA-1 lua/VERSION says they have: @sha1 unless a file
+ *   changed without a new version (test-redis-fast fails then)
+ * @recorded: "@version:@sha1", as {ns}:meta's field scripts holds it
+ *
+ * The script set of this library: every client of a namespace compares it
+ * with the one the namespace records (redis-broker.c).
+ */
+typedef struct {
+  guint version;
+  gchar sha1[41];
+  gchar listed_sha1[41];
+  gchar recorded[64];
+} SluiceRedisScriptSet;
+
+/** sluice_redis_scripts__set: Returns: (transfer none): computed once. */
+const SluiceRedisScriptSet *sluice_redis_scripts__set(void);
+
 G_END_DECLS

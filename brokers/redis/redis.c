@@ -406,6 +406,19 @@ build_part(const SluiceRedisOptions *options, const SluiceRedisUrl *url,
   return part;
 }
 
+/* The SluiceRedisPartBuilder of sluice_redis_get_layout(): its brokers'
+ * connections record nothing. */
+static SluiceBroker *
+build_inspector(const SluiceRedisOptions *options, const SluiceRedisUrl *url,
+                gint index, guint n, GError **error)
+{
+  SluiceBroker *part = build_part(options, url, index, n, error);
+
+  if (part != NULL)
+    SLUICE_REDIS_BROKER(part)->inspect = TRUE;
+  return part;
+}
+
 /* What the composite of a namespace of partitions needs of its parts
  * beyond the contract (redis-partitions.h). */
 static const SluiceRedisPartitionOps partition_ops = {
@@ -535,4 +548,40 @@ sluice_redis_broker_ping(SluiceBroker *broker, GError **error)
     return sluice_broker_check(broker, error);
   g_return_val_if_fail(sluice_redis__is_redis(broker), FALSE);
   return sluice_redis__check(broker, error);
+}
+
+gboolean
+sluice_redis_get_layout(const SluiceRedisOptions *options, SluiceLayout *out,
+                        GError **error)
+{
+  SluiceRedisUrl url = {0};
+  SluiceRedisUrlParams params;
+  gboolean ok;
+
+  g_return_val_if_fail(options != NULL && out != NULL, FALSE);
+  if (!sluice_redis_keys__valid_namespace(
+          options->ns != NULL ? options->ns : SLUICE_REDIS_DEFAULT_NAMESPACE,
+          error) ||
+      !sluice_redis__parse_url(options->url != NULL ? options->url
+                                                    : SLUICE_REDIS_DEFAULT_URL,
+                               &url, &params, error))
+    return FALSE;
+  ok = sluice_redis_layout__read(options, &url, build_inspector, out, error);
+  sluice_redis_url__clear(&url);
+  return ok;
+}
+
+gboolean
+sluice_redis_migrate(const SluiceRedisOptions *options, SluiceLayout *out,
+                     GError **error)
+{
+  g_autoptr(SluiceBroker) broker = NULL;
+
+  g_return_val_if_fail(options != NULL, FALSE);
+  /* A first connection of each partition's broker, and the partitions'
+   * check, record what the namespace lacks. */
+  broker = sluice_redis_broker_new(options, NULL, error);
+  if (broker == NULL || !sluice_redis_broker_ping(broker, error))
+    return FALSE;
+  return out == NULL || sluice_redis_get_layout(options, out, error);
 }

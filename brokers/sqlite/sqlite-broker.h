@@ -37,9 +37,6 @@
 
 G_BEGIN_DECLS
 
-/* The schema this code reads and writes; a database records it. */
-#define SLUICE_SQLITE_SCHEMA_VERSION 1
-
 /* A waiter re-checks the database this often without an event (events
  * are lost only if the wake file is removed while it is watched). */
 #define SLUICE_SQLITE_SAFETY_POLL_MS 1000
@@ -92,7 +89,8 @@ struct _SluiceSqliteBroker {
 
 /* ---- sqlite-conn.c -------------------------------------------------------- */
 
-/* Opens the first connection (creating the schema) and the wake file. */
+/* Opens the first connection (creating or migrating the schema, or, read
+ * only, checking it) and the wake file. */
 gboolean sluice_sqlite__open(SluiceSqliteBroker *self, GError **error);
 void sluice_sqlite__close(SluiceSqliteBroker *self);
 void sluice_sqlite__clear(SluiceSqliteBroker *self);
@@ -161,6 +159,17 @@ void sluice_sqlite__wakeup(SluiceBroker *broker);
 /* The broker clock's now, and the real time for leases (ms). */
 gint64 sluice_sqlite__now(SluiceSqliteBroker *self);
 gint64 sluice_sqlite__real_now(void);
+
+/* ---- sqlite-layout.c ------------------------------------------------------- */
+
+/* The layout version this code reads and writes: its last migration's. */
+guint sluice_sqlite__layout_version(void);
+/* Inside a write transaction: brings @c's database to this code's version
+ * (creating it when empty), or refuses a newer one. */
+gboolean sluice_sqlite__migrate(SluiceSqliteConn *c, GError **error);
+/* Inside a read: refuses a database at another version than this code's,
+ * or one that lacks its tables. */
+gboolean sluice_sqlite__check_layout(SluiceSqliteConn *c, GError **error);
 
 /* ---- Shared steps, inside a transaction ----------------------------------- */
 

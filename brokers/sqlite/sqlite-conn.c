@@ -1,38 +1,7 @@
-/* sqlite-conn.c - the SQLite broker's database: the schema, the pool of
- * connections, transactions, errors, and waking waiters (see
- * sqlite-broker.h for why each is as it is).
- *
- * The schema, one table per thing the contract stores:
- *
- *   messages     every message of every queue, ready (owner NULL) or
- *                delivered (owner = the consumer, touched_at = its lease's
- *                last renewal); `mid` is its position in its queue (fetch
- *                takes the lowest) and its handle, the same across
- *                takeovers, so a release keeps the message's place
- *   queues       the names of the queues ever written, for stats
- *   schedule     id -> (queue, payload, due_at); ordered by (due_at, rowid)
- *   records      id -> (record, final, expires_at)
- *   dedup        id -> expires_at of the idempotency claim
- *   revocations  id -> (expires_at, seq): seq orders a sync cursor
- *   periodic     name -> last occurrence
- *   dead_letters entry (autoincrement: entry ids only grow) -> fields
- *   dropped      reason -> dead letters dropped by the cap
- *   consumers    name -> alive_until (liveness, real time)
- *   workers      name -> what it announced, last_seen, expires_at
- *   paused       the paused queues
- *   counters     name -> n: stale_settles, revocation_seq
- *   rate_buckets rate-limit bucket -> tat, its theoretical arrival time
- *                (us of the broker's clock; sqlite-flow.c)
- *   slot_holders (concurrency key, holder) -> expires_at (real time)
- *   slot_waiters n -> (concurrency key, task id, added_at): n orders them
- *   unique_claims uniqueness key -> holder, running, expires_at (the
- *                broker's clock; sqlite-unique.c)
- *   meta         key -> value: the schema version
- *   progress     id -> a task's progress report, expires_at
- *   events       the event stream: seq (the cursor) -> at, event
- *   joins, join_members, join_release: workflow joins (sqlite-joins.c);
- *                added to schema version 1 by CREATE IF NOT EXISTS, so
- *                older files gain them on open
+/* sqlite-conn.c - the SQLite broker's database: the pool of connections,
+ * transactions, errors, opening (which migrates an older file: the schema
+ * and its versions are brokers/sqlite/migrations/ and sqlite-layout.c),
+ * and waking waiters (see sqlite-broker.h for why each is as it is).
  */
 #include "config.h"
 
@@ -46,77 +15,6 @@
 #include <unistd.h>
 
 #include "brokers/sqlite/sqlite-broker.h"
-
-static const gchar schema_sql[] =
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);"
-    "CREATE TABLE IF NOT EXISTS messages ("
-    "  mid INTEGER PRIMARY KEY AUTOINCREMENT, queue TEXT NOT NULL,"
-    "  payload BLOB NOT NULL, deliveries INTEGER NOT NULL DEFAULT 0,"
-    "  owner TEXT, touched_at INTEGER);"
-    "CREATE INDEX IF NOT EXISTS messages_ready ON messages (queue, mid)"
-    "  WHERE owner IS NULL;"
-    "CREATE INDEX IF NOT EXISTS messages_held ON messages (queue, mid)"
-    "  WHERE owner IS NOT NULL;"
-    "CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY);"
-    "CREATE TABLE IF NOT EXISTS schedule (id TEXT UNIQUE NOT NULL,"
-    "  queue TEXT NOT NULL, payload BLOB NOT NULL, due_at INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS schedule_due ON schedule (due_at);"
-    "CREATE TABLE IF NOT EXISTS records (id TEXT PRIMARY KEY,"
-    "  record BLOB NOT NULL, final INTEGER NOT NULL,"
-    "  expires_at INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS records_expiry ON records (expires_at);"
-    "CREATE TABLE IF NOT EXISTS dedup (id TEXT PRIMARY KEY,"
-    "  expires_at INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS dedup_expiry ON dedup (expires_at);"
-    "CREATE TABLE IF NOT EXISTS revocations (id TEXT PRIMARY KEY,"
-    "  expires_at INTEGER NOT NULL, seq INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS revocations_seq ON revocations (seq);"
-    "CREATE TABLE IF NOT EXISTS periodic (name TEXT PRIMARY KEY,"
-    "  last INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS dead_letters ("
-    "  entry INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT, task TEXT,"
-    "  reason TEXT, detail TEXT, source TEXT, deliveries INTEGER,"
-    "  at INTEGER, payload BLOB);"
-    "CREATE INDEX IF NOT EXISTS dead_letters_task ON dead_letters (task_id);"
-    "CREATE TABLE IF NOT EXISTS dropped (reason TEXT PRIMARY KEY,"
-    "  n INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS consumers (name TEXT PRIMARY KEY,"
-    "  alive_until INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS workers (name TEXT PRIMARY KEY, info BLOB,"
-    "  last_seen INTEGER NOT NULL, expires_at INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS paused (queue TEXT PRIMARY KEY);"
-    "CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY,"
-    "  n INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS joins (id TEXT PRIMARY KEY,"
-    "  total INTEGER NOT NULL, arrived INTEGER NOT NULL,"
-    "  status INTEGER NOT NULL, meta BLOB, expires_at INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS joins_expiry ON joins (expires_at);"
-    "CREATE TABLE IF NOT EXISTS join_members (join_id TEXT NOT NULL,"
-    "  member INTEGER NOT NULL, outcome BLOB NOT NULL,"
-    "  PRIMARY KEY (join_id, member)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS join_release (join_id TEXT NOT NULL,"
-    "  seq INTEGER NOT NULL, queue TEXT NOT NULL, payload BLOB NOT NULL,"
-    "  PRIMARY KEY (join_id, seq)) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS progress (id TEXT PRIMARY KEY,"
-    "  progress BLOB NOT NULL, expires_at INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS progress_expiry ON progress (expires_at);"
-    "CREATE TABLE IF NOT EXISTS events ("
-    "  seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL,"
-    "  event BLOB NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS rate_buckets (key TEXT PRIMARY KEY,"
-    "  tat INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS rate_buckets_tat ON rate_buckets (tat);"
-    "CREATE TABLE IF NOT EXISTS slot_holders (key TEXT NOT NULL,"
-    "  holder TEXT NOT NULL, expires_at INTEGER NOT NULL,"
-    "  PRIMARY KEY (key, holder));"
-    "CREATE TABLE IF NOT EXISTS slot_waiters (n INTEGER PRIMARY KEY,"
-    "  key TEXT NOT NULL, id TEXT NOT NULL, added_at INTEGER NOT NULL,"
-    "  UNIQUE (key, id));"
-    "CREATE TABLE IF NOT EXISTS unique_claims (key TEXT PRIMARY KEY,"
-    "  holder TEXT NOT NULL, running INTEGER NOT NULL,"
-    "  expires_at INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS unique_claims_expiry ON unique_claims "
-    "(expires_at);";
 
 /* ---- Time ------------------------------------------------------------------ */
 
@@ -637,122 +535,28 @@ open_wake_file(SluiceSqliteBroker *self)
 
 /* ---- Opening and closing --------------------------------------------------- */
 
-static gboolean
-check_schema(SluiceSqliteConn *c, GError **error)
-{
-  static const gchar get_sql[] = "SELECT value FROM meta WHERE key = 'schema'";
-  static const gchar set_sql[] =
-      "INSERT INTO meta (key, value) VALUES ('schema', ?1)";
-  sqlite3_stmt *stmt;
-  gboolean row = FALSE;
-  gint64 version;
-
-  stmt = sluice_sqlite__stmt(c, get_sql, error);
-  if (stmt == NULL ||
-      !sluice_sqlite__row(c, stmt, &row, "reading the schema version", error))
-    return FALSE;
-  if (!row && c->owner->read_only) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-                "the SQLite database %s records no schema version: it is "
-                "not a Sluice database (or one never opened for writing)",
-                c->owner->path);
-    return FALSE;
-  }
-  if (!row) {
-    stmt = sluice_sqlite__stmt(c, set_sql, error);
-    if (stmt == NULL)
-      return FALSE;
-    sqlite3_bind_int64(stmt, 1, SLUICE_SQLITE_SCHEMA_VERSION);
-    return sluice_sqlite__done(c, stmt, "recording the schema version", error);
-  }
-  version = sqlite3_column_int64(stmt, 0);
-  sqlite3_reset(stmt);
-  if (version != SLUICE_SQLITE_SCHEMA_VERSION) {
-    g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-                "the SQLite database %s has schema version %" G_GINT64_FORMAT
-                ", this sluice reads version %d: use the sluice that made it, "
-                "or a new database file",
-                c->owner->path, version, SLUICE_SQLITE_SCHEMA_VERSION);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-/* A read-only open adds no table: every table of the schema must be there
- * (a database an older sluice made gains its newer tables on its first
- * open for writing). */
-static gboolean
-check_tables(SluiceSqliteConn *c, GError **error)
-{
-  static const gchar marker[] = "CREATE TABLE IF NOT EXISTS ";
-  static const gchar sql[] =
-      "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1";
-  g_autoptr(GString) missing = g_string_new(NULL);
-
-  for (const gchar *p = strstr(schema_sql, marker); p != NULL;
-       p = strstr(p, marker)) {
-    g_autofree gchar *name = NULL;
-    sqlite3_stmt *stmt;
-    gboolean row = FALSE;
-
-    p += strlen(marker);
-    name = g_strndup(p, strcspn(p, " ("));
-    stmt = sluice_sqlite__stmt(c, sql, error);
-    if (stmt == NULL)
-      return FALSE;
-    sluice_sqlite__bind_str(stmt, 1, name);
-    if (!sluice_sqlite__row(c, stmt, &row, "reading the schema", error))
-      return FALSE;
-    sqlite3_reset(stmt);
-    if (!row)
-      g_string_append_printf(missing, "%s%s", missing->len > 0 ? ", " : "",
-                             name);
-  }
-  if (missing->len == 0)
-    return TRUE;
-  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
-              "the SQLite database %s lacks tables of this sluice (%s), and "
-              "a read-only open adds none: it is not a Sluice database, or "
-              "an older one that a writing sluice (a worker, an enqueue) of "
-              "this version has not opened yet",
-              c->owner->path, missing->str);
-  return FALSE;
-}
-
 gboolean
 sluice_sqlite__open(SluiceSqliteBroker *self, GError **error)
 {
   SluiceSqliteConn *c;
-  int rc;
 
   c = conn_open(self, error);
   if (c == NULL)
     return FALSE;
-  if (self->read_only) {
-    if (!sluice_sqlite__begin_read(c, error) || !check_tables(c, error) ||
-        !check_schema(c, error) || !sluice_sqlite__commit(c, error))
-      goto fail;
-    sluice_sqlite__conn_put(c);
-    open_wake_file(self);
-    return TRUE;
+  /* A reader checks the layout in a read snapshot; a writer migrates it
+   * under the write lock, so that the check and the steps are one. */
+  if (!(self->read_only ? sluice_sqlite__begin_read(c, error)
+                        : sluice_sqlite__begin(c, error)) ||
+      !(self->read_only ? sluice_sqlite__check_layout(c, error)
+                        : sluice_sqlite__migrate(c, error)) ||
+      !sluice_sqlite__commit(c, error)) {
+    sluice_sqlite__rollback(c);
+    conn_free(c);
+    return FALSE;
   }
-  if (!sluice_sqlite__begin(c, error))
-    goto fail;
-  rc = sqlite3_exec(c->db, schema_sql, NULL, NULL, NULL);
-  if (rc != SQLITE_OK) {
-    sluice_sqlite__fail(c, rc, "creating the tables", error);
-    goto fail;
-  }
-  if (!check_schema(c, error) || !sluice_sqlite__commit(c, error))
-    goto fail;
   sluice_sqlite__conn_put(c);
   open_wake_file(self);
   return TRUE;
-
-fail:
-  sluice_sqlite__rollback(c);
-  conn_free(c);
-  return FALSE;
 }
 
 void

@@ -103,6 +103,7 @@ export class SluiceError extends Error {}
 export class InvalidInputError extends SluiceError {}
 export class TooLargeError extends InvalidInputError {}
 export class WrongModeError extends InvalidInputError {}
+export class WrongVersionError extends SluiceError {}
 export class FullError extends SluiceError {}
 export class UnavailableError extends SluiceError {}
 export class MalformedReplyError extends SluiceError {}

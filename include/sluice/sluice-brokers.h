@@ -471,6 +471,85 @@ SLUICE_AVAILABLE_IN_0_1
 void sluice_broker_stats_add_dropped(SluiceBrokerStats *stats,
                                      const gchar *reason, gint64 n);
 
+/* ---- Storage layouts ---------------------------------------------------- */
+
+/**
+ * SluiceLayoutStep:
+ * @version: the layout version the step brings a store to
+ * @name: the step's name, its file's without the extension
+ *   ("002-migrations")
+ * @summary: what it does, in a sentence
+ * @applied_at_ms: when the store recorded it as applied (ms since epoch);
+ *   0 when it is not applied, or was applied before the store recorded
+ *   its steps
+ * @applied_by: (nullable): what applied it ("sluice 0.1.0"), where the
+ *   store records it
+ *
+ * One migration of a store's layout. Owns its strings; freed with the
+ * SluiceLayout that holds it.
+ */
+typedef struct {
+  guint version;
+  gchar *name;
+  gchar *summary;
+  gint64 applied_at_ms;
+  gchar *applied_by;
+} SluiceLayoutStep;
+
+/**
+ * SluiceLayout:
+ * @store: the store, for people ("the SQLite database /var/lib/x.db",
+ *   "the namespace “jobs” on Redis at redis://h:6379/0")
+ * @version: the layout version the store is at; 0 for a store that holds
+ *   nothing yet (a file or namespace no client has opened for writing)
+ * @recorded: the store records @version (FALSE for a store made before
+ *   layouts were versioned, which is at version 1, and for an empty one):
+ *   the next client that may write records it
+ * @current: the version this Sluice reads and writes
+ * @applied: (element-type SluiceLayoutStep): the steps the store records
+ *   as applied, oldest first (empty for a store that records none)
+ * @pending: (element-type SluiceLayoutStep): the steps from @version to
+ *   @current, in order; empty when the store is at @current or newer
+ * @notes: (element-type utf8): what else there is to say about the
+ *   store's layout, a line each (Redis: the script set it records, a
+ *   partition at another version)
+ *
+ * A store's layout version and how to bring it to this Sluice's: what
+ * sluice_sqlite_get_layout() and sluice_redis_get_layout() fill, and
+ * `sluice migrate` shows. A store whose @version is newer than @current
+ * is refused by this Sluice (docs/upgrading.md). Clear with
+ * sluice_layout_clear().
+ */
+typedef struct {
+  gchar *store;
+  guint version;
+  gboolean recorded;
+  guint current;
+  GPtrArray *applied;
+  GPtrArray *pending;
+  GPtrArray *notes;
+} SluiceLayout;
+
+/** sluice_layout_init: empty lists, versions 0. */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_layout_init(SluiceLayout *layout);
+
+/** sluice_layout_clear: frees what @layout holds (not @layout). */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_layout_clear(SluiceLayout *layout);
+
+/**
+ * sluice_layout_add_step:
+ * @list: SluiceLayout.applied or .pending
+ * @name, @summary, @applied_by: (transfer none) (nullable): copied
+ *
+ * Appends a step. For broker authors.
+ */
+SLUICE_AVAILABLE_IN_0_1
+void sluice_layout_add_step(GPtrArray *list, guint version, const gchar *name,
+                            const gchar *summary, gint64 applied_at_ms,
+                            const gchar *applied_by);
+
 /* ---- Dead letters ------------------------------------------------------- */
 
 /* The reasons a message is buried (docs/semantics.md, "Dead letters").

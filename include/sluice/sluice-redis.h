@@ -180,13 +180,49 @@ SluiceBroker *sluice_redis_broker_new(const SluiceRedisOptions *options,
 
 /**
  * sluice_redis_broker_ping:
- * Connects (if needed) and sends PING. A new connection also checks the
- * namespace's recorded mode.
+ * Connects (if needed) and sends PING. A new connection also checks what
+ * the namespace records: its mode, its layout version and its script set
+ * (recording them on a new namespace, docs/redis.md).
  * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_UNAVAILABLE (with the URL),
  * SLUICE_BROKER_ERROR_AUTH (wrong user or password) or
- * SLUICE_BROKER_ERROR_INVALID (the namespace is used in the other mode).
+ * SLUICE_BROKER_ERROR_INVALID (the namespace is used in the other mode, has
+ * a newer layout version than this Sluice, or runs a script set of the
+ * same version with other bytes).
  */
 SLUICE_AVAILABLE_IN_0_1
 gboolean sluice_redis_broker_ping(SluiceBroker *broker, GError **error);
+
+/**
+ * sluice_redis_get_layout:
+ * @options: (transfer none): the namespace (its mode does not matter)
+ * @out: (out caller-allocates): filled (no need to init it); clear it
+ *   with sluice_layout_clear()
+ *
+ * Reads the namespace's layout version (and, in SluiceLayout.notes, its
+ * mode, its script set against this client's, its partitions) and changes
+ * nothing: a broker's connections would record what a new namespace
+ * lacks. A namespace made before versions were recorded is at version 1,
+ * unrecorded; an empty one at 0.
+ * Returns: TRUE, or FALSE and the errors of sluice_redis_broker_ping().
+ */
+SLUICE_AVAILABLE_IN_0_1
+gboolean sluice_redis_get_layout(const SluiceRedisOptions *options,
+                                 SluiceLayout *out, GError **error);
+
+/**
+ * sluice_redis_migrate:
+ * @options: (transfer none): as for sluice_redis_broker_new()
+ * @out: (out caller-allocates) (optional): the layout after, as
+ *   sluice_redis_get_layout() fills it
+ *
+ * Does what the first connection of a broker of this Sluice does to the
+ * namespace and each of its partitions, now: records the layout version
+ * and the script set where they are missing, and refuses a newer layout.
+ * (Layout version 1 is the first: no step changes keys yet.)
+ * Returns: TRUE, or FALSE and the errors of sluice_redis_broker_ping().
+ */
+SLUICE_AVAILABLE_IN_0_1
+gboolean sluice_redis_migrate(const SluiceRedisOptions *options,
+                              SluiceLayout *out, GError **error);
 
 G_END_DECLS

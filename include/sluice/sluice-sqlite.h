@@ -102,6 +102,44 @@ SluiceBroker *sluice_sqlite_broker_new(const SluiceSqliteOptions *options,
                                        SluiceClock *clock, GError **error);
 
 /**
+ * sluice_sqlite_get_layout:
+ * @options: (transfer none): @path is required; read_only is ignored (the
+ *   file is only read)
+ * @out: (out caller-allocates): filled (no need to init it); clear it
+ *   with sluice_layout_clear()
+ *
+ * Reads the database's layout version, the steps it records as applied
+ * and those that would bring it to this Sluice's version, and changes
+ * nothing. A missing file is at version 0 (every step is pending: the
+ * first writer makes it). A broker opened for writing
+ * (sluice_sqlite_broker_new()) migrates an older database by itself; a
+ * read-only one refuses it.
+ * Returns: TRUE, or FALSE and SLUICE_BROKER_ERROR_INVALID for a file that
+ * cannot be read or is not a Sluice database, UNAVAILABLE when it stayed
+ * locked past the busy timeout.
+ */
+SLUICE_AVAILABLE_IN_0_1
+gboolean sluice_sqlite_get_layout(const SluiceSqliteOptions *options,
+                                  SluiceLayout *out, GError **error);
+
+/**
+ * sluice_sqlite_migrate:
+ * @options: (transfer none): as for sluice_sqlite_broker_new(); read_only
+ *   is ignored
+ * @out: (out caller-allocates) (optional): the layout after the
+ *   migration, as sluice_sqlite_get_layout() fills it
+ *
+ * Brings the database to this Sluice's layout version (creating it if it
+ * is missing): every pending step in one transaction, so that it is
+ * migrated entirely or not at all, and once however many processes try
+ * at the same time. A database newer than this Sluice is refused.
+ * Returns: TRUE, or FALSE and the errors of sluice_sqlite_broker_new().
+ */
+SLUICE_AVAILABLE_IN_0_1
+gboolean sluice_sqlite_migrate(const SluiceSqliteOptions *options,
+                               SluiceLayout *out, GError **error);
+
+/**
  * sluice_url_is_sqlite:
  * Returns: TRUE when @url names a SQLite database (`sqlite://`).
  */

@@ -50,7 +50,11 @@ if ! (cd "$tmp/tree" && PIP_DISABLE_PIP_VERSION_CHECK=1 \
   fail "\`$command\` failed in a virtual environment with Debian's packages"
 fi
 # From elsewhere: the installed copy, not the tree; its scripts are there.
-(cd "$tmp" && "$tmp/env/bin/python" - "$tmp/env" <<'PY') || fail "the installed package does not work"
+# The installed package must hash the same script set as the tree's
+# (every .lua file ships, or the namespace's clients refuse each other).
+tree_sha=$(cd "$src/clients/python" && "$py" -c 'import sluice.protocol as p; print(p.SCRIPTS_SHA1)') ||
+  fail "the tree's package does not import"
+(cd "$tmp" && "$tmp/env/bin/python" - "$tmp/env" "$tree_sha" <<'PY') || fail "the installed package does not work"
 import os
 import sys
 
@@ -61,6 +65,7 @@ where = os.path.realpath(sluice.__file__)
 assert where.startswith(os.path.realpath(sys.argv[1])), where
 for mode in ("fast", "reliable"):
     assert p.scripts_for(mode), mode
+assert p.SCRIPTS_SHA1 == sys.argv[2], "the installed package lacks Lua files"
 c = sluice.Client("redis://127.0.0.1:1/0")
 assert c.settings.mode == "reliable"
 c.close()

@@ -11,6 +11,9 @@
  *                          the library's one list of dead-letter reasons
  *                          (sluice_dead_letter_reasons()), one a line, in
  *                          its order: each client's copy must be it
+ *   c-oracle script-set    one line "version<TAB>sha1<TAB>layout": the
+ *                          script set a namespace records ({ns}:meta
+ *                          scripts) and the layout version
  */
 #include "config.h"
 
@@ -185,6 +188,15 @@ dead_letter_reasons(void)
   return 0;
 }
 
+static int
+script_set(void)
+{
+  const SluiceRedisScriptSet *set = sluice_redis_scripts__set();
+
+  printf("%u\t%s\t%d\n", set->version, set->sha1, SLUICE_REDIS_LAYOUT_VERSION);
+  return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -194,7 +206,9 @@ main(int argc, char **argv)
     return scripts();
   if (argc == 2 && strcmp(argv[1], "dead-letter-reasons") == 0)
     return dead_letter_reasons();
+  if (argc == 2 && strcmp(argv[1], "script-set") == 0)
+    return script_set();
   g_printerr("usage: c-oracle encode FILE | c-oracle scripts | c-oracle "
-             "dead-letter-reasons\n");
+             "dead-letter-reasons | c-oracle script-set\n");
   return 2;
 }

@@ -5,11 +5,13 @@ const Redis = require('ioredis');
 const p = require('./protocol');
 const tlsUrl = require('./tls');
 const {
-  SluiceError, InvalidInputError, WrongModeError, FullError, UnavailableError,
+  SluiceError, InvalidInputError, FullError, UnavailableError,
   MalformedReplyError, NotFoundError, SluiceTimeoutError,
 } = require('./errors');
 
 const nowMs = () => Date.now();
+// Warnings given once per process (every new connection checks).
+const told = new Set();
 
 function isConnectionError(e) {
   return e.name === 'MaxRetriesPerRequestError'
@@ -91,23 +93,39 @@ class Client {
     return this.modeChecked;
   }
 
+  /** {ns}:meta checked as the C client checks it on every new connection:
+   * its mode, layout version and script set, recording what a new
+   * namespace (or one made before versions were recorded) lacks; a refusal
+   * comes before anything is written (protocol.checkMeta). */
   async readMode() {
     const meta = this.key('meta');
-    let recorded;
-    try {
-      recorded = await this.redis.hget(meta, 'mode');
-      if (recorded === null) {
-        // HSETNX: a peer may be first; only what won counts.
-        await this.redis.hsetnx(meta, 'mode', this.settings.mode).catch((e) => {
-          if (isConnectionError(e)) throw e; // a read-only user: the HGET decides
+    const read = () => Promise.all(p.META_FIELDS.map((f) => this.redis.hget(meta, f)));
+    const tryWrites = async (writes) => {
+      for (const [cmd, ...args] of writes) {
+        // A read-only user's writes are refused: what is read back decides.
+        await this.redis[cmd](...args).catch((e) => {
+          if (isConnectionError(e)) throw e;
         });
-        recorded = await this.redis.hget(meta, 'mode');
       }
+    };
+    let fields;
+    let result;
+    try {
+      fields = await read();
+      p.checkMeta(this.settings, fields, true);
+      const writes = p.metaWrites(meta, this.settings.mode, fields);
+      if (writes.length > 0) {
+        await tryWrites(writes);
+        fields = await read();
+      }
+      result = p.checkMeta(this.settings, fields);
+      await tryWrites(result.after);
     } catch (e) {
-      throw translate("reading the namespace's mode", e);
+      throw translate("reading the namespace's meta", e);
     }
-    if (recorded !== null && recorded !== this.settings.mode) {
-      throw new WrongModeError(`the namespace “${this.settings.namespace}” is used in ${recorded} mode, but this client is set up for ${this.settings.mode} mode: producers, workers and commands of one namespace must use the same mode; pass mode: "${recorded}", or use another namespace`);
+    if (result.warning !== null && !told.has(result.warning)) {
+      told.add(result.warning);
+      process.emitWarning(result.warning, 'SluiceWarning');
     }
   }
 

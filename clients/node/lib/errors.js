@@ -14,6 +14,9 @@ class InvalidInputError extends SluiceError {}
 class TooLargeError extends InvalidInputError {}
 /** The namespace is used in the other mode (fast or reliable). */
 class WrongModeError extends InvalidInputError {}
+/** The namespace has a newer layout version than this client, or runs a
+ * script set of this client's version with other bytes. */
+class WrongVersionError extends SluiceError {}
 /** Redis is out of memory (maxmemory, noeviction) and refuses new work. */
 class FullError extends SluiceError {}
 /** Redis cannot be reached, or the connection was lost. */
@@ -26,6 +29,7 @@ class NotFoundError extends SluiceError {}
 class SluiceTimeoutError extends SluiceError {}
 
 module.exports = {
-  SluiceError, InvalidInputError, TooLargeError, WrongModeError, FullError,
-  UnavailableError, MalformedReplyError, NotFoundError, SluiceTimeoutError,
+  SluiceError, InvalidInputError, TooLargeError, WrongModeError,
+  WrongVersionError, FullError, UnavailableError, MalformedReplyError,
+  NotFoundError, SluiceTimeoutError,
 };

@@ -11,7 +11,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const msgpack = require('@msgpack/msgpack');
 const {
-  InvalidInputError, TooLargeError, MalformedReplyError,
+  InvalidInputError, TooLargeError, MalformedReplyError, WrongModeError,
+  WrongVersionError,
 } = require('./errors');
 const { decodeJsonEnvelope } = require('./json-envelope');
 
@@ -557,6 +558,89 @@ function scriptsFor(mode) {
   return Object.fromEntries(PRODUCER_SCRIPTS.map((n) => [n, script(mode, n)]));
 }
 
+// ---- What a namespace records ({ns}:meta) ----------------------------------
+
+// The version of the key layout these scripts use (SLUICE_REDIS_LAYOUT_VERSION
+// of brokers/redis/redis-keys.h); a namespace of a newer one is refused.
+const LAYOUT_VERSION = 1;
+// The fields of {ns}:meta a client reads on every new connection, in order.
+const META_FIELDS = ['mode', 'layout', 'scripts'];
+
+/** The version lua/VERSION gives the script set, and the SHA-1 of the .lua
+ * files this package ships: every file in byte order of its path, as path
+ * NUL length NUL bytes (PROTOCOL.md, "Versions of a namespace"). */
+function scriptSet() {
+  const line = lua('VERSION').toString().split('\n').find((l) => l.startsWith('version '));
+  const version = Number(line.split(' ')[1]);
+  const walk = (dir) => fs.readdirSync(path.join(LUA_DIR, dir), { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? walk(path.posix.join(dir, e.name))
+      : [path.posix.join(dir, e.name)]));
+  const paths = walk('').filter((f) => f.endsWith('.lua'))
+    .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  const h = crypto.createHash('sha1');
+  for (const f of paths) {
+    const data = lua(f);
+    h.update(Buffer.concat([Buffer.from(`${f}\0${data.length}\0`), data]));
+  }
+  return { version, sha1: h.digest('hex') };
+}
+
+const { version: SCRIPTS_VERSION, sha1: SCRIPTS_SHA1 } = scriptSet();
+// As {ns}:meta's field scripts holds it.
+const SCRIPTS = `${SCRIPTS_VERSION}:${SCRIPTS_SHA1}`;
+
+/** What to record in @meta given the META_FIELDS read from it, as the C
+ * client does (brokers/redis/redis-broker.c): a new namespace gets the
+ * layout version, the script set and the mode, in that order with HSETNX;
+ * one with a mode and no layout was made before layouts were recorded and
+ * is version 1. Only what is read back afterwards decides. */
+function metaWrites(meta, mode, [recordedMode, layout, scripts]) {
+  if (recordedMode === null) {
+    return [['hsetnx', meta, 'layout', String(LAYOUT_VERSION)],
+      ['hsetnx', meta, 'scripts', SCRIPTS], ['hsetnx', meta, 'mode', mode]];
+  }
+  if (layout === null || scripts === null) {
+    return [['hsetnx', meta, 'layout', '1'], ['hsetnx', meta, 'scripts', SCRIPTS]];
+  }
+  return [];
+}
+
+/** Throws for a namespace of the other mode (WrongModeError), of a newer
+ * layout, or whose script set has this client's version and other bytes
+ * (WrongVersionError). Returns what to write after (a newer client records
+ * its set) and a warning to give once, or null. With @checking, only the
+ * mode and the layout: what is checked before anything is written. */
+function checkMeta(settings, [recordedMode, layout, scripts], checking = false) {
+  const { namespace: ns, mode, prefix } = settings;
+  if (recordedMode !== null && recordedMode !== mode) {
+    throw new WrongModeError(`the namespace “${ns}” is used in ${recordedMode} mode, but this client is set up for ${mode} mode: producers, workers and commands of one namespace must use the same mode; pass mode: "${recordedMode}", or use another namespace`);
+  }
+  if (layout !== null) {
+    if (!/^[0-9]+$/.test(layout) || Number(layout) < 1) {
+      throw new WrongVersionError(`${prefix}meta records layout “${layout}”, which is not a layout version: it was written by hand, or not by Sluice`);
+    }
+    if (Number(layout) > LAYOUT_VERSION) {
+      throw new WrongVersionError(`the namespace “${ns}” has layout version ${layout}, newer than this program's (${LAYOUT_VERSION}): upgrade this program (sluice-client) to the Sluice that migrated it, or a later one`);
+    }
+  }
+  if (checking || scripts === null) return { after: [], warning: null };
+  const m = /^([0-9]+):([0-9a-f]{40})$/.exec(scripts);
+  if (m === null || Number(m[1]) < 1) {
+    throw new WrongVersionError(`${prefix}meta records scripts “${scripts}”, which is not a script set (VERSION:SHA1): delete the field (HDEL ${prefix}meta scripts) and the next client records its own`);
+  }
+  const version = Number(m[1]);
+  if (version === SCRIPTS_VERSION && m[2] !== SCRIPTS_SHA1) {
+    throw new WrongVersionError(`the namespace “${ns}” runs script set ${SCRIPTS_VERSION} with SHA-1 ${m[2]}, but this client's set ${SCRIPTS_VERSION} has SHA-1 ${SCRIPTS_SHA1}: one of them runs scripts that differ from its release's; install every client from released Sluice packages`);
+  }
+  if (version < SCRIPTS_VERSION) {
+    return { after: [['hset', `${prefix}meta`, 'scripts', SCRIPTS]], warning: null };
+  }
+  if (version > SCRIPTS_VERSION) {
+    return { after: [], warning: `the namespace “${ns}” has clients of a newer script set (${version}) than this one's (${SCRIPTS_VERSION}): upgrade this program when you can` };
+  }
+  return { after: [], warning: null };
+}
+
 // ---- Requests --------------------------------------------------------------
 
 function checkSettings(options) {
@@ -799,5 +883,6 @@ module.exports = {
   splitRecord, newResult, script, scriptsFor, checkSettings, prepare, enqueueArgv,
   enqueueReply, intReply, pairReply, cancelRecord, DEAD_LETTER_REASONS, checkReason,
   deadLetterFromEntry, validEntryId,
-  replaySubmit, replayArgv, resultOfLookup, dueOfLookup,
+  replaySubmit, replayArgv, resultOfLookup, dueOfLookup, LAYOUT_VERSION,
+  META_FIELDS, SCRIPTS_VERSION, SCRIPTS_SHA1, SCRIPTS, metaWrites, checkMeta,
 };

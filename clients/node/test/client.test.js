@@ -238,3 +238,51 @@ test('the mode is checked again after a reconnection', () => withClient({ mode: 
   await assert.rejects(c.enqueue('t.ok'), sluice.WrongModeError);
   assert.equal((await ready(ns, 'fast')).length, 2);
 }));
+
+// A new namespace records the layout version, the script set and the mode;
+// one an older Sluice made (a mode only) is marked version 1.
+test('the layout and the scripts are recorded as the C client does', () => withClient({}, async (c, ns) => {
+  await c.enqueue('t.ok');
+  assert.deepEqual(await redis.hgetall(`{${ns}}:meta`), { mode: 'reliable', layout: '1', scripts: p.SCRIPTS });
+  const old = `${ns}-old`;
+  await redis.hset(`{${old}}:meta`, 'mode', 'fast');
+  const o = new sluice.Client(server.url, { namespace: old, mode: 'fast' });
+  try {
+    await o.enqueue('t.ok');
+  } finally {
+    await o.close();
+  }
+  assert.deepEqual(await redis.hgetall(`{${old}}:meta`), { mode: 'fast', layout: '1', scripts: p.SCRIPTS });
+}));
+
+// A newer layout is refused before anything is written, and so is a script
+// set of this client's version with other bytes; a newer set runs beside.
+test('a newer layout or other scripts are refused', async () => {
+  const ns = support.newNamespace();
+  const zeros = '0'.repeat(40);
+  const cases = [
+    [`${ns}-newer`, { mode: 'reliable', layout: '2' }, /layout version 2, newer than this program's \(1\): upgrade this program/],
+    [`${ns}-other`, { mode: 'reliable', layout: '1', scripts: `${p.SCRIPTS_VERSION}:${zeros}` }, new RegExp(p.SCRIPTS_SHA1)],
+  ];
+  for (const [name, meta, words] of cases) {
+    await redis.hset(`{${name}}:meta`, meta);
+    const c = new sluice.Client(server.url, { namespace: name });
+    try {
+      await assert.rejects(c.enqueue('t.ok'), (e) => e instanceof sluice.WrongVersionError && words.test(e.message));
+    } finally {
+      await c.close();
+    }
+    assert.deepEqual(await redis.hgetall(`{${name}}:meta`), meta);
+    assert.equal((await ready(name, 'reliable')).length, 0);
+  }
+  const ahead = `${ns}-ahead`;
+  const later = `${p.SCRIPTS_VERSION + 1}:${zeros}`;
+  await redis.hset(`{${ahead}}:meta`, { mode: 'reliable', layout: '1', scripts: later });
+  const c = new sluice.Client(server.url, { namespace: ahead });
+  try {
+    await c.enqueue('t.ok');
+  } finally {
+    await c.close();
+  }
+  assert.equal(await redis.hget(`{${ahead}}:meta`, 'scripts'), later);
+});

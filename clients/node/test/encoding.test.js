@@ -106,6 +106,16 @@ test('the scripts are the C broker\'s', (t) => {
   }
 });
 
+// What a namespace records of its clients' scripts: this package's version
+// and SHA-1 of them must be the C library's.
+test('the script set is the C broker\'s', (t) => {
+  if (support.skipWithoutBuild(t)) return;
+  const [version, sha1, layout] = support.oracle('script-set').trim().split('\t');
+  assert.equal(p.SCRIPTS_VERSION, Number(version));
+  assert.equal(p.SCRIPTS_SHA1, sha1);
+  assert.equal(p.LAYOUT_VERSION, Number(layout));
+});
+
 test('the shipped Lua is the tree\'s', () => {
   const tree = path.join(support.SRCDIR, 'brokers', 'redis', 'lua');
   const walk = (dir) => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (

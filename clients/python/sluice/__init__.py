@@ -8,12 +8,13 @@ scripts they run are the files the C broker compiles in.
 
 from .client import Client
 from .errors import (Full, InvalidInput, MalformedReply, NotFound,
-                     SluiceError, Timeout, TooLarge, Unavailable, WrongMode)
+                     SluiceError, Timeout, TooLarge, Unavailable, WrongMode,
+                     WrongVersion)
 from .protocol import (DEAD_LETTER_REASONS, DeadLetter, Options, Request,
                        Result)
 
 __all__ = ["Client", "DEAD_LETTER_REASONS", "DeadLetter", "Full",
            "InvalidInput", "MalformedReply",
            "NotFound", "Options", "Request", "Result", "SluiceError",
-           "Timeout", "TooLarge", "Unavailable", "WrongMode"]
+           "Timeout", "TooLarge", "Unavailable", "WrongMode", "WrongVersion"]
 __version__ = "0.1.0"

@@ -19,21 +19,31 @@ import redis.asyncio
 
 from . import protocol as p
 from . import tls
-from .client import check_mode, now_ms, translate
+from .client import now_ms, tell_once, translate
 from .errors import InvalidInput, MalformedReply, NotFound, Timeout, \
-    Unavailable, WrongMode
+    Unavailable, WrongMode, WrongVersion
 
 
-async def read_mode(command: Any, meta: str, mode: str) -> Optional[bytes]:
-    """sluice.client.read_mode, awaiting each command."""
-    recorded = await command("HGET", meta, "mode")
-    if recorded is None:
-        try:
-            await command("HSETNX", meta, "mode", mode)
-        except redis.exceptions.ResponseError:
-            pass  # a read-only user: the HGET decides
-        recorded = await command("HGET", meta, "mode")
-    return recorded
+async def read_meta(command: Any, settings: p.Settings) -> None:
+    """sluice.client.read_meta, awaiting each command."""
+    meta = settings.prefix + "meta"
+
+    async def try_writes(writes: Any) -> None:
+        for w in writes:
+            try:
+                await command(*w)
+            except redis.exceptions.ResponseError:
+                pass  # a read-only user: what is read back decides
+
+    fields = [await command("HGET", meta, f) for f in p.META_FIELDS]
+    p.check_meta(settings, fields, checking=True)
+    writes = p.meta_writes(meta, settings.mode, fields)
+    if writes:
+        await try_writes(writes)
+        fields = [await command("HGET", meta, f) for f in p.META_FIELDS]
+    after, warning = p.check_meta(settings, fields)
+    await try_writes(after)
+    tell_once(warning)
 
 
 class Client:
@@ -85,11 +95,9 @@ class Client:
         if self._mode_checked:
             return
         try:
-            recorded = await read_mode(self.redis.execute_command,
-                                       self._key("meta"), self.settings.mode)
+            await read_meta(self.redis.execute_command, self.settings)
         except _exc.RedisError as e:
-            raise translate("reading the namespace's mode", e) from e
-        check_mode(self.settings.mode, recorded, self.settings.namespace)
+            raise translate("reading the namespace's meta", e) from e
         self._mode_checked = True
 
     async def _on_connect(self, conn: Any) -> None:
@@ -99,11 +107,9 @@ class Client:
             await conn.send_command(*args)
             return await conn.read_response()
 
-        recorded = await read_mode(command, self._key("meta"),
-                                   self.settings.mode)
         try:
-            check_mode(self.settings.mode, recorded, self.settings.namespace)
-        except WrongMode:
+            await read_meta(command, self.settings)
+        except (WrongMode, WrongVersion):
             await conn.disconnect()  # not left connected: checked again
             raise
 

@@ -10,6 +10,7 @@ threads; get_result subscribes on a connection of its own while it waits.
 """
 
 import contextlib
+import logging
 import ssl
 import time
 from typing import Any, Iterable, List, Mapping, Optional, Tuple
@@ -19,7 +20,8 @@ import redis
 from . import protocol as p
 from . import tls
 from .errors import (Full, InvalidInput, MalformedReply, NotFound,
-                     SluiceError, Timeout, Unavailable, WrongMode)
+                     SluiceError, Timeout, Unavailable, WrongMode,
+                     WrongVersion)
 
 
 def now_ms() -> int:
@@ -48,27 +50,40 @@ def redis_errors(what: str):
         raise translate(what, e) from e
 
 
-def read_mode(command: Any, meta: str, mode: str) -> Optional[bytes]:
-    """The namespace's recorded mode, recording ours if there is none
-    (HSETNX: a peer may be first; only what won counts)."""
-    recorded = command("HGET", meta, "mode")
-    if recorded is None:
+_log = logging.getLogger("sluice")
+_told: set = set()
+
+
+def tell_once(warning: Optional[str]) -> None:
+    """Logs @warning once per process (each new connection checks)."""
+    if warning is not None and warning not in _told:
+        _told.add(warning)
+        _log.warning(warning)
+
+
+def try_writes(command: Any, writes: Iterable[Tuple[str, ...]]) -> None:
+    for w in writes:
         try:
-            command("HSETNX", meta, "mode", mode)
+            command(*w)
         except redis.exceptions.ResponseError:
-            pass  # a read-only user: the HGET decides
-        recorded = command("HGET", meta, "mode")
-    return recorded
+            pass  # a read-only user: what is read back decides
 
 
-def check_mode(mode: str, recorded: Optional[bytes], namespace: str) -> None:
-    if recorded is not None and recorded != mode.encode():
-        theirs = recorded.decode("utf-8", "replace")
-        raise WrongMode(
-            "the namespace “%s” is used in %s mode, but this client is set "
-            "up for %s mode: producers, workers and commands of one "
-            "namespace must use the same mode; pass mode=%r, or use another "
-            "namespace" % (namespace, theirs, mode, theirs))
+def read_meta(command: Any, settings: p.Settings) -> None:
+    """Checks the namespace's {ns}:meta as the C client does on every new
+    connection: its mode, layout version and script set, recording what a
+    new namespace (or one made before versions were recorded) lacks; a
+    refusal comes before anything is written (p.check_meta)."""
+    meta = settings.prefix + "meta"
+    fields = [command("HGET", meta, f) for f in p.META_FIELDS]
+    p.check_meta(settings, fields, checking=True)
+    writes = p.meta_writes(meta, settings.mode, fields)
+    if writes:
+        try_writes(command, writes)
+        fields = [command("HGET", meta, f) for f in p.META_FIELDS]
+    after, warning = p.check_meta(settings, fields)
+    try_writes(command, after)
+    tell_once(warning)
 
 
 class Client:
@@ -120,10 +135,8 @@ class Client:
     def _check_mode(self) -> None:
         if self._mode_checked:
             return
-        with redis_errors("reading the namespace's mode"):
-            recorded = read_mode(self.redis.execute_command,
-                                 self._key("meta"), self.settings.mode)
-        check_mode(self.settings.mode, recorded, self.settings.namespace)
+        with redis_errors("reading the namespace's meta"):
+            read_meta(self.redis.execute_command, self.settings)
         self._mode_checked = True
 
     def _on_connect(self, conn: Any) -> None:
@@ -133,10 +146,9 @@ class Client:
             conn.send_command(*args)
             return conn.read_response()
 
-        recorded = read_mode(command, self._key("meta"), self.settings.mode)
         try:
-            check_mode(self.settings.mode, recorded, self.settings.namespace)
-        except WrongMode:
+            read_meta(command, self.settings)
+        except (WrongMode, WrongVersion):
             conn.disconnect()  # not left connected, so checked again
             raise
 

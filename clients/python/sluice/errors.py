@@ -22,6 +22,12 @@ class WrongMode(InvalidInput):
     """The namespace is used in the other mode (fast or reliable)."""
 
 
+class WrongVersion(SluiceError):
+    """The namespace has a newer layout version than this client, or runs
+    a script set of this client's version with other bytes: upgrade this
+    client, or install it from a release."""
+
+
 class Full(SluiceError):
     """Redis is out of memory (maxmemory with noeviction) and refuses new
     work; workers can still drain it."""

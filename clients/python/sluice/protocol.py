@@ -21,7 +21,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import msgpack
 
-from .errors import InvalidInput, MalformedReply, TooLarge
+from .errors import InvalidInput, MalformedReply, TooLarge, WrongMode, \
+    WrongVersion
 
 # The limits of include/sluice/sluice-envelope.h and sluice-client.h.
 MAX_ID_BYTES = 256
@@ -631,6 +632,120 @@ PRODUCER_SCRIPTS = ("enqueue", "cancel_scheduled", "revoke", "lookup_task",
 
 def scripts_for(mode: str) -> Dict[str, Script]:
     return {n: Script(mode, n) for n in PRODUCER_SCRIPTS}
+
+
+# ---- What a namespace records ({ns}:meta) ----------------------------------
+
+# The version of the key layout these scripts use (SLUICE_REDIS_LAYOUT_VERSION
+# of brokers/redis/redis-keys.h); a namespace of a newer one is refused.
+LAYOUT_VERSION = 1
+
+# The fields of {ns}:meta a client reads on every new connection, in order.
+META_FIELDS = ("mode", "layout", "scripts")
+
+
+def _script_set() -> Tuple[int, str]:
+    """The version lua/VERSION gives the script set, and the SHA-1 of the
+    .lua files this package ships: every file in byte order of its path,
+    as path NUL length NUL bytes (PROTOCOL.md, "Versions of a namespace")."""
+    version = 0
+    for line in _lua("VERSION").decode().splitlines():
+        if line.startswith("version "):
+            version = int(line.split()[1])
+    paths = []
+    for root, _, files in os.walk(_LUA_DIR):
+        for f in files:
+            if f.endswith(".lua"):
+                paths.append(os.path.relpath(os.path.join(root, f), _LUA_DIR)
+                             .replace(os.sep, "/"))
+    h = hashlib.sha1()
+    for path in sorted(paths, key=lambda s: s.encode()):
+        data = _lua(path)
+        h.update(path.encode() + b"\0" + str(len(data)).encode() + b"\0"
+                 + data)
+    return version, h.hexdigest()
+
+
+SCRIPTS_VERSION, SCRIPTS_SHA1 = _script_set()
+# As {ns}:meta's field scripts holds it.
+SCRIPTS = "%d:%s" % (SCRIPTS_VERSION, SCRIPTS_SHA1)
+
+
+def meta_writes(meta: str, mode: str,
+                fields: List[Optional[bytes]]) -> List[Tuple[str, ...]]:
+    """What to record in @meta given the META_FIELDS read from it, as the C
+    client does (brokers/redis/redis-broker.c): a new namespace gets the
+    layout version, the script set and the mode, in that order with
+    HSETNX (so a client that reads a mode reads the layout written before
+    it); one with a mode and no layout was made before layouts were
+    recorded and is version 1. Only what is read back afterwards decides
+    (a read-only user's writes are refused)."""
+    recorded_mode, layout, scripts = fields
+    if recorded_mode is None:
+        return [("HSETNX", meta, "layout", str(LAYOUT_VERSION)),
+                ("HSETNX", meta, "scripts", SCRIPTS),
+                ("HSETNX", meta, "mode", mode)]
+    if layout is None or scripts is None:
+        return [("HSETNX", meta, "layout", "1"),
+                ("HSETNX", meta, "scripts", SCRIPTS)]
+    return []
+
+
+def check_meta(settings: "Settings", fields: List[Optional[bytes]],
+               checking: bool = False) -> Tuple[List[Tuple[str, ...]],
+                                                Optional[str]]:
+    """Refuses a namespace of the other mode (WrongMode), of a newer
+    layout, or whose script set has this client's version and other bytes
+    (WrongVersion). Returns what to write after (a newer client records
+    its set) and a warning to give once (a namespace with newer clients),
+    or None. With @checking, only the mode and the layout: what is checked
+    before anything is written."""
+    recorded_mode, layout, scripts = fields
+    ns, mode = settings.namespace, settings.mode
+    if recorded_mode is not None and recorded_mode != mode.encode():
+        theirs = recorded_mode.decode("utf-8", "replace")
+        raise WrongMode(
+            "the namespace “%s” is used in %s mode, but this client is set "
+            "up for %s mode: producers, workers and commands of one "
+            "namespace must use the same mode; pass mode=%r, or use another "
+            "namespace" % (ns, theirs, mode, theirs))
+    if layout is not None:
+        text = layout.decode("utf-8", "replace")
+        if not text.isdigit() or int(text) < 1:
+            raise WrongVersion(
+                "%smeta records layout “%s”, which is not a layout version: "
+                "it was written by hand, or not by Sluice"
+                % (settings.prefix, text))
+        if int(text) > LAYOUT_VERSION:
+            raise WrongVersion(
+                "the namespace “%s” has layout version %s, newer than this "
+                "program's (%d): upgrade this program (the sluice package) "
+                "to the Sluice that migrated it, or a later one"
+                % (ns, text, LAYOUT_VERSION))
+    if checking or scripts is None:
+        return [], None
+    text = scripts.decode("utf-8", "replace")
+    version, _, sha1 = text.partition(":")
+    if not version.isdigit() or int(version) < 1 or len(sha1) != 40:
+        raise WrongVersion(
+            "%smeta records scripts “%s”, which is not a script set "
+            "(VERSION:SHA1): delete the field (HDEL %smeta scripts) and the "
+            "next client records its own"
+            % (settings.prefix, text, settings.prefix))
+    if int(version) == SCRIPTS_VERSION and sha1 != SCRIPTS_SHA1:
+        raise WrongVersion(
+            "the namespace “%s” runs script set %d with SHA-1 %s, but this "
+            "client's set %d has SHA-1 %s: one of them runs scripts that "
+            "differ from its release's; install every client from released "
+            "Sluice packages" % (ns, SCRIPTS_VERSION, sha1, SCRIPTS_VERSION,
+                                 SCRIPTS_SHA1))
+    if int(version) < SCRIPTS_VERSION:
+        return [("HSET", settings.prefix + "meta", "scripts", SCRIPTS)], None
+    if int(version) > SCRIPTS_VERSION:
+        return [], ("the namespace “%s” has clients of a newer script set "
+                    "(%s) than this one's (%d): upgrade this program when "
+                    "you can" % (ns, version, SCRIPTS_VERSION))
+    return [], None
 
 
 # ---- Requests ---------------------------------------------------------------

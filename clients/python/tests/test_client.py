@@ -367,3 +367,53 @@ def test_mode_is_checked_on_every_new_connection(server, namespace):
         loop.run_until_complete(a.close())
         loop.close()
     assert len(ready(server, namespace, "fast")) == 3
+
+
+def _meta(server, ns):
+    return server.client().hgetall("{%s}:meta" % ns)
+
+
+def test_layout_and_scripts_recorded_as_the_c_client_does(server, namespace):
+    # A new namespace: the layout version, the script set and the mode; one
+    # an older Sluice made (a mode only): marked version 1.
+    sluice.Client(server.url, namespace=namespace).enqueue("t.ok")
+    assert _meta(server, namespace) == {
+        b"mode": b"reliable", b"layout": b"1",
+        b"scripts": p.SCRIPTS.encode()}
+    old = namespace + "-old"
+    server.client().hset("{%s}:meta" % old, "mode", "fast")
+    asyncio.run(_aio_enqueue(server.url, old, mode="fast"))
+    assert _meta(server, old) == {
+        b"mode": b"fast", b"layout": b"1", b"scripts": p.SCRIPTS.encode()}
+
+
+def test_a_newer_layout_or_other_scripts_are_refused(server, namespace):
+    r = server.client()
+    newer = namespace + "-newer"
+    r.hset("{%s}:meta" % newer, mapping={"mode": "reliable", "layout": "2"})
+    for enqueue in (lambda: sluice.Client(server.url, namespace=newer)
+                    .enqueue("t.ok"),
+                    lambda: asyncio.run(_aio_enqueue(server.url, newer))):
+        with pytest.raises(sluice.WrongVersion) as e:
+            enqueue()
+        assert "layout version 2, newer than this program's (1): upgrade " \
+            "this program" in str(e.value)
+    # Refused before anything was written.
+    assert _meta(server, newer) == {b"mode": b"reliable", b"layout": b"2"}
+    assert r.llen("{%s}:q:default" % newer) == 0
+    assert r.xlen("{%s}:s:default" % newer) == 0
+
+    other = namespace + "-other"
+    r.hset("{%s}:meta" % other, mapping={
+        "mode": "reliable", "layout": "1",
+        "scripts": "%d:%s" % (p.SCRIPTS_VERSION, "0" * 40)})
+    with pytest.raises(sluice.WrongVersion) as e:
+        sluice.Client(server.url, namespace=other).enqueue("t.ok")
+    assert p.SCRIPTS_SHA1 in str(e.value)
+
+    ahead = namespace + "-ahead"
+    later = "%d:%s" % (p.SCRIPTS_VERSION + 1, "0" * 40)
+    r.hset("{%s}:meta" % ahead, mapping={
+        "mode": "reliable", "layout": "1", "scripts": later})
+    sluice.Client(server.url, namespace=ahead).enqueue("t.ok")
+    assert _meta(server, ahead)[b"scripts"] == later.encode()

@@ -91,6 +91,15 @@ def test_dead_letter_reasons_are_the_c_librarys():
         support.oracle("dead-letter-reasons").split()
 
 
+def test_script_set_is_the_c_brokers():
+    # What a namespace records of its clients' scripts: this package's
+    # version and SHA-1 of them must be the C library's.
+    support.need_build()
+    version, sha1, layout = support.oracle("script-set").split()
+    assert (p.SCRIPTS_VERSION, p.SCRIPTS_SHA1) == (int(version), sha1)
+    assert p.LAYOUT_VERSION == int(layout)
+
+
 def test_shipped_lua_is_the_trees():
     tree = os.path.join(support.SRCDIR, "brokers", "redis", "lua")
     for dirpath, _, files in os.walk(tree):
