@@ -904,12 +904,17 @@ START_TEST(url_opens_every_broker_and_names_the_schemes)
        "redis-reliable", TRUE},
       {"unix:///nowhere/redis.sock?db=1", SLUICE_REDIS_FAST, "redis-fast",
        TRUE},
+      /* TLS: the same brokers over another transport. */
+      {"rediss://127.0.0.1:1/0", SLUICE_REDIS_RELIABLE, "redis-reliable", TRUE},
+      {"rediss+cluster://127.0.0.1:1,127.0.0.1:2", SLUICE_REDIS_FAST,
+       "redis-fast", TRUE},
   };
   const struct {
     const gchar *url;
     const gchar *says;
   } bad[] = {
-      {"rediss://user:s3cret@host/0", "unknown broker URL scheme “rediss:”"},
+      {"redis+tcp://user:s3cret@host/0",
+       "unknown broker URL scheme “redis+tcp:”"},
       {"postgres://s3cret@db", "unknown broker URL scheme “postgres:”"},
       {"/var/lib/s3cret.db", "not a path"},
       {"localhost:6379", "unknown broker URL scheme “localhost:”"},
