@@ -41,7 +41,8 @@ headers=(--headers-dir "$src/include/sluice")
 
 if [ "$update" = yes ]; then
   mkdir -p "$src/abi"
-  abidw "${headers[@]}" --drop-private-types --no-corpus-path --out-file "$baseline" "$lib"
+  abidw "${headers[@]}" --drop-private-types --no-corpus-path --short-locs \
+    --no-comp-dir-path --out-file "$baseline" "$lib"
   echo "abi-check: wrote $baseline"
   exit 0
 fi
