@@ -152,8 +152,8 @@ static const struct {
     {"unix://", "unix:///path/to/redis.sock", open_redis},
     /* TLS: the same forms over rediss (brokers/redis/net/url.c). */
     {"rediss://", "rediss://HOST[:PORT][/DB]", open_redis},
-    {"rediss+sentinel://",
-     "rediss+sentinel://HOST:PORT[,HOST:PORT...]/MASTER", open_redis},
+    {"rediss+sentinel://", "rediss+sentinel://HOST:PORT[,HOST:PORT...]/MASTER",
+     open_redis},
     {"rediss+cluster://", "rediss+cluster://HOST:PORT[,HOST:PORT...]",
      open_redis},
     {"memory:", "memory:", open_memory},

@@ -785,6 +785,8 @@ void cli_dead_letter_show_to_json(CliJson *json, const SluiceDeadLetter *entry,
  * @slots: (nullable) (element-type SluiceSlotState): the concurrency keys
  *   with a holder or a waiter, by key; NULL when the broker cannot list
  *   them
+ * @layout_version: the store's layout version, -1 where it could not be
+ *   read (cli_stats_read_layout())
  *
  * What `sluice stats` and the dashboard's overview show. Clear with
  * cli_stats_clear().
@@ -792,9 +794,20 @@ void cli_dead_letter_show_to_json(CliJson *json, const SluiceDeadLetter *entry,
 typedef struct {
   SluiceBrokerStats stats;
   GPtrArray *slots;
+  gint64 layout_version;
   /*< private >*/
   gboolean have_stats;
 } CliStats;
+
+/**
+ * cli_stats_read_layout:
+ * @error: (optional): why the layout version could not be read
+ *
+ * Sets @stats->layout_version from the store @settings name
+ * (cli_layout_read()), or -1 with @error set.
+ */
+void cli_stats_read_layout(const CliSettings *settings, CliStats *stats,
+                           GError **error);
 
 /**
  * cli_stats_read:

@@ -22,19 +22,12 @@
 #include "cli/cli.h"
 
 static void
-stats_json(const CliSettings *settings, const CliStats *stats,
-           const SluiceLayout *layout)
+stats_json(const CliSettings *settings, const CliStats *stats)
 {
   g_autoptr(CliJson) json = cli_json_new();
 
   cli_json_begin_object(json);
   cli_stats_fields_to_json(json, settings, stats, g_get_real_time() / 1000);
-  /* null where it could not be read (a warning says why) */
-  cli_json_key(json, "layout_version");
-  if (layout != NULL)
-    cli_json_int(json, layout->version);
-  else
-    cli_json_null(json);
   cli_json_end_object(json);
   cli_json_print(json);
 }
@@ -226,8 +219,9 @@ cli_cmd_stats(int argc, char **argv)
   if (!have_layout)
     fprintf(stderr, "%s: warning: cannot read the layout version: %s\n",
             g_get_prgname(), layout_error->message);
+  stats.layout_version = have_layout ? (gint64)layout.version : -1;
   if (common.json)
-    stats_json(&settings, &stats, have_layout ? &layout : NULL);
+    stats_json(&settings, &stats);
   else
     stats_table(&settings, &stats, have_layout ? &layout : NULL);
 out:

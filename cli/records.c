@@ -491,6 +491,7 @@ cli_stats_read(SluiceClient *client, const gchar *const *queues, CliStats *out,
   g_autoptr(GError) local = NULL;
 
   memset(out, 0, sizeof *out);
+  out->layout_version = -1;
   if (!sluice_client_get_stats(client, queues, &out->stats, error))
     return FALSE;
   out->have_stats = TRUE;
@@ -502,6 +503,19 @@ cli_stats_read(SluiceClient *client, const gchar *const *queues, CliStats *out,
                             SLUICE_BROKER_ERROR_UNSUPPORTED))
     g_propagate_error(slots_error, g_steal_pointer(&local));
   return TRUE;
+}
+
+void
+cli_stats_read_layout(const CliSettings *settings, CliStats *stats,
+                      GError **error)
+{
+  SluiceLayout layout;
+
+  stats->layout_version = -1;
+  if (!cli_layout_read(settings, &layout, error))
+    return;
+  stats->layout_version = layout.version;
+  sluice_layout_clear(&layout);
 }
 
 void
@@ -616,6 +630,12 @@ cli_stats_fields_to_json(CliJson *json, const CliSettings *settings,
   cli_json_string(json, cli_mode_name(settings->mode));
   cli_json_key(json, "namespace");
   cli_json_string(json, settings->namespace_);
+  /* null where it could not be read (a warning says why) */
+  cli_json_key(json, "layout_version");
+  if (cs->layout_version >= 0)
+    cli_json_int(json, cs->layout_version);
+  else
+    cli_json_null(json);
   cli_json_key(json, "queues");
   cli_json_begin_array(json);
   for (guint i = 0; i < stats->queues->len; i++) {

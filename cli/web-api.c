@@ -75,6 +75,8 @@ get_overview(Web *web, SoupServerMessage *msg)
     web_respond_error(msg, error);
     return;
   }
+  /* As `sluice stats` shows it; a store that cannot say is null. */
+  cli_stats_read_layout(web->settings, &stats, NULL);
   now_ms = g_get_real_time() / 1000;
   json = cli_json_new();
   cli_json_begin_object(json);

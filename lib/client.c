@@ -937,7 +937,6 @@ sluice_client_count_servers(SluiceClient *client, const gchar *task,
   return TRUE;
 }
 
-
 /* ---- Dead letters -------------------------------------------------------- */
 
 #define DLQ_PAGE 256

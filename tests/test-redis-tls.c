@@ -275,6 +275,7 @@ assert_pings(const gchar *url)
 static gint executions;
 static gint kill_after; /* > 0: the execution that kills the connections */
 static SluiceTestRedis *kill_on; /* (nullable) */
+static gint killed_total;        /* connections those kills closed */
 
 static gboolean
 echo_task(SluiceTaskContext *ctx, gpointer user_data, GError **error)
@@ -286,7 +287,10 @@ echo_task(SluiceTaskContext *ctx, gpointer user_data, GError **error)
     /* Every connection of this process but the helper's own (SKIPME). */
     gint64 killed =
         sluice_test_redis_integer(kill_on, "CLIENT KILL TYPE normal");
-    ck_assert_int_gt(killed, 0);
+    /* One kill may find the connections the previous one closed not yet
+     * made again (they are, lazily, on next use): the test asks that the
+     * kills closed some, not each. */
+    g_atomic_int_add(&killed_total, (gint)killed);
   }
   g_usleep(2000);
   sluice_task_context_set_result(ctx, args);
@@ -705,6 +709,7 @@ START_TEST(test_connections_killed_mid_run_lose_nothing)
    * own arguments as its result. */
   run_tasks(broker, 150);
   ck_assert_int_ge(g_atomic_int_get(&executions), 150);
+  ck_assert_int_gt(g_atomic_int_get(&killed_total), 0);
   ck_assert_int_gt(
       sluice_test_redis_info_int(server, "stats", "total_connections_received"),
       4);

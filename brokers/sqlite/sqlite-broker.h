@@ -92,6 +92,8 @@ struct _SluiceSqliteBroker {
 /* Opens the first connection (creating or migrating the schema, or, read
  * only, checking it) and the wake file. */
 gboolean sluice_sqlite__open(SluiceSqliteBroker *self, GError **error);
+/* Watches the wake file for other processes' writes (sqlite-conn.c). */
+void sluice_sqlite__start_waking(SluiceSqliteBroker *self);
 void sluice_sqlite__close(SluiceSqliteBroker *self);
 void sluice_sqlite__clear(SluiceSqliteBroker *self);
 
@@ -170,6 +172,10 @@ gboolean sluice_sqlite__migrate(SluiceSqliteConn *c, GError **error);
 /* Inside a read: refuses a database at another version than this code's,
  * or one that lacks its tables. */
 gboolean sluice_sqlite__check_layout(SluiceSqliteConn *c, GError **error);
+/* The first step of a broker, after sluice_sqlite__open(): a writer
+ * migrates the file to this Sluice's layout, a reader checks it
+ * (sqlite-layout.c). */
+gboolean sluice_sqlite__open_layout(SluiceSqliteBroker *self, GError **error);
 
 /* ---- Shared steps, inside a transaction ----------------------------------- */
 

@@ -538,25 +538,18 @@ open_wake_file(SluiceSqliteBroker *self)
 gboolean
 sluice_sqlite__open(SluiceSqliteBroker *self, GError **error)
 {
-  SluiceSqliteConn *c;
+  SluiceSqliteConn *c = conn_open(self, error);
 
-  c = conn_open(self, error);
   if (c == NULL)
     return FALSE;
-  /* A reader checks the layout in a read snapshot; a writer migrates it
-   * under the write lock, so that the check and the steps are one. */
-  if (!(self->read_only ? sluice_sqlite__begin_read(c, error)
-                        : sluice_sqlite__begin(c, error)) ||
-      !(self->read_only ? sluice_sqlite__check_layout(c, error)
-                        : sluice_sqlite__migrate(c, error)) ||
-      !sluice_sqlite__commit(c, error)) {
-    sluice_sqlite__rollback(c);
-    conn_free(c);
-    return FALSE;
-  }
   sluice_sqlite__conn_put(c);
-  open_wake_file(self);
   return TRUE;
+}
+
+void
+sluice_sqlite__start_waking(SluiceSqliteBroker *self)
+{
+  open_wake_file(self);
 }
 
 void

@@ -435,3 +435,24 @@ sluice_sqlite_migrate(const SluiceSqliteOptions *options, SluiceLayout *out,
   sluice_broker_unref(broker);
   return out == NULL || sluice_sqlite_get_layout(options, out, error);
 }
+
+gboolean
+sluice_sqlite__open_layout(SluiceSqliteBroker *self, GError **error)
+{
+  SluiceSqliteConn *c = sluice_sqlite__conn_get(self, error);
+
+  if (c == NULL)
+    return FALSE;
+  /* A reader checks the layout in a read snapshot; a writer migrates it
+   * under the write lock, so that the check and the steps are one. */
+  if (!(self->read_only ? sluice_sqlite__begin_read(c, error)
+                        : sluice_sqlite__begin(c, error)) ||
+      !(self->read_only ? sluice_sqlite__check_layout(c, error)
+                        : sluice_sqlite__migrate(c, error)) ||
+      !sluice_sqlite__commit(c, error)) {
+    sluice_sqlite__conn_put(c); /* rolls back */
+    return FALSE;
+  }
+  sluice_sqlite__conn_put(c);
+  return TRUE;
+}

@@ -196,9 +196,11 @@ sluice_sqlite_broker_new(const SluiceSqliteOptions *options, SluiceClock *clock,
   self->queues_known =
       g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   self->idle = g_ptr_array_new();
-  if (!sluice_sqlite__open(self, error)) {
+  if (!sluice_sqlite__open(self, error) ||
+      !sluice_sqlite__open_layout(self, error)) {
     sluice_broker_unref(broker);
     return NULL;
   }
+  sluice_sqlite__start_waking(self);
   return broker;
 }

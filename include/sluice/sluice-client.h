@@ -314,7 +314,6 @@ gboolean sluice_client_count_servers(SluiceClient *client, const gchar *task,
                                      guint *out_serving, guint *out_announced,
                                      GError **error);
 
-
 /* ---- Seeing and steering ------------------------------------------------ */
 
 #define SLUICE_LIST_DEFAULT_LIMIT 100
