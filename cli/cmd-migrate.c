@@ -174,7 +174,7 @@ cli_cmd_migrate(int argc, char **argv)
   g_autoptr(GError) error = NULL;
   g_autoptr(CliJson) json = NULL;
   SluiceLayout before = {0}, after = {0};
-  gboolean have_before = FALSE, have_after = FALSE, newer, todo;
+  gboolean have_before = FALSE, have_after = FALSE, newer, to_migrate;
   gboolean dry_run = FALSE;
   int status = CLI_EXIT_OK;
   const GOptionEntry entries[] = {
@@ -210,8 +210,8 @@ cli_cmd_migrate(int argc, char **argv)
   newer = before.version > before.current;
   /* An empty store is left alone: its first writer makes it current
    * (and, on Redis, records the mode it is used in). */
-  todo = !newer && before.version > 0 &&
-         (before.pending->len > 0 || !before.recorded);
+  to_migrate = !newer && before.version > 0 &&
+               (before.pending->len > 0 || !before.recorded);
   if (common.json) {
     json = cli_json_new();
     cli_json_begin_object(json);
@@ -226,7 +226,7 @@ cli_cmd_migrate(int argc, char **argv)
                 "upgrade this program (sluice %s) to the Sluice that "
                 "migrated it, or a later one",
                 before.store, before.version, before.current, PACKAGE_VERSION);
-  } else if (todo && !dry_run) {
+  } else if (to_migrate && !dry_run) {
     have_after = layout_op(&settings, TRUE, &after, &error);
   }
   if (json != NULL) {
@@ -244,7 +244,7 @@ cli_cmd_migrate(int argc, char **argv)
     if (have_after)
       printf("\nMigrated: %s is at layout version %u.\n", before.store,
              after.version);
-    else if (todo)
+    else if (to_migrate)
       printf("\nDry run: nothing was changed; `sluice migrate` without "
              "--dry-run runs the steps.\n");
     else if (before.version == 0)

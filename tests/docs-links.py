@@ -14,8 +14,8 @@ fails on the first kind of drift it can see:
     EXIT STATUS) that the file does not have (a heading or a bold lead that
     starts with those words);
   - anything that points outside the tree: a link that leaves it, or a
-    name of the notes that were never part of it (../shared, DESIGN.md,
-    REDIS-NOTES.md).
+    name of the design notes that were never part of it (the list is
+    OUTSIDE below).
 
 Fenced code blocks are not read. Exit 0 when everything resolves, 1 with
 one line per broken pointer.
