@@ -219,7 +219,10 @@ START_TEST(test_settings_table_precedence)
     g_autoptr(GOptionContext) context = g_option_context_new(NULL);
     const gchar *argv0[] = {"t",      "--count", "3", "--no-on",
                             "--item", "z",       NULL};
-    gchar **argv = g_strdupv((gchar **)argv0);
+    /* Parsing takes what it reads out of argv without freeing it: the
+     * strings are freed through a copy of the array. */
+    gchar **owned = g_strdupv((gchar **)argv0);
+    gchar **argv = g_memdup2(owned, sizeof argv0);
     gint argc = round == 0 ? 6 : 1;
     Target t = defaults;
     g_autoptr(GError) error = NULL;
@@ -251,7 +254,8 @@ START_TEST(test_settings_table_precedence)
     }
     g_unsetenv("CLI_TEXT_TEST_COUNT");
     g_strfreev(t.list);
-    g_strfreev(argv);
+    g_free(argv);
+    g_strfreev(owned);
     cli_setting_args_clear(&args);
   }
 }
