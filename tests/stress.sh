@@ -43,6 +43,15 @@ for round in $(seq 1 "$rounds"); do
   else
     echo "stress.sh: round $round FAILED in $(($(date +%s) - start)) s; log: ${TMPDIR:-/tmp}/sluice-stress-$round.log"
     grep -E '^(FAIL|ERROR):' "${TMPDIR:-/tmp}/sluice-stress-$round.log" || true
+    # The next round writes the same test logs again: keep this round's
+    # logs of the failed programs, whole, to read what failed and why.
+    keep="${TMPDIR:-/tmp}/sluice-stress-$round"
+    mkdir -p "$keep"
+    sed -n -E 's/^(FAIL|ERROR): (.*)$/\2/p' \
+      "${TMPDIR:-/tmp}/sluice-stress-$round.log" | while read -r test; do
+      cp "_build/$test.log" "$keep/" 2>/dev/null || true
+    done
+    echo "stress.sh: the failed programs' logs are in $keep"
     failed+=("$round")
   fi
 done
