@@ -30,7 +30,7 @@ FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all \
 FUZZ_COMPILE_FLAGS = -g -O1 -std=gnu11 -Wall -Wno-unused-parameter $(FUZZ_SANITIZE) -fsanitize=fuzzer-no-link \
 	-I$(top_builddir) $(AM_CPPFLAGS) $(HIREDIS_CFLAGS)
 FUZZ_SRC_FILES = $(filter %.c,$(libsluice_internal_la_SOURCES)) \
-	cli/settings.c cli/common.c cli/output.c cli/log.c
+	cli/settings.c cli/common.c cli/output.c cli/log.c cli/errors.c cli/parse.c
 FUZZ_OBJ_FILES = $(FUZZ_SRC_FILES:%.c=fuzz/obj/%.o)
 FUZZ_HEADER_DEPS = $(wildcard $(top_srcdir)/include/sluice/*.h \
 	$(top_srcdir)/lib/*.h $(top_srcdir)/lib/*/*.h $(top_srcdir)/serializers/*.h \
