@@ -131,8 +131,15 @@ fuzz_headers_equal(GHashTable *a, GHashTable *b)
   return TRUE;
 }
 
-/* Field by field, args as bytes (@args_too FALSE: their bytes may differ
- * in encoding, as JSON turns float32 into float64). */
+/* Two nullable byte strings: the carried keys of an envelope. */
+static inline gboolean
+fuzz_bytes_equal(GBytes *a, GBytes *b)
+{
+  return a == NULL ? b == NULL : b != NULL && g_bytes_equal(a, b);
+}
+
+/* Field by field, args and carried keys as bytes (@args_too FALSE: their
+ * bytes may differ in encoding, as JSON turns float32 into float64). */
 static inline gboolean
 fuzz_envelopes_equal(const SluiceEnvelope *a, const SluiceEnvelope *b,
                      gboolean args_too)
@@ -141,7 +148,10 @@ fuzz_envelopes_equal(const SluiceEnvelope *a, const SluiceEnvelope *b,
 
   return a->version == b->version && strcmp(a->id, b->id) == 0 &&
          strcmp(a->task, b->task) == 0 && strcmp(a->queue, b->queue) == 0 &&
-         (!args_too || g_bytes_equal(a->args, b->args)) &&
+         (!args_too ||
+          (g_bytes_equal(a->args, b->args) &&
+           fuzz_bytes_equal(a->unknown_fields, b->unknown_fields) &&
+           fuzz_bytes_equal(a->unknown_opts, b->unknown_opts))) &&
          a->attempt == b->attempt && a->enqueued_at == b->enqueued_at &&
          a->eta == b->eta && a->unknown_since == b->unknown_since &&
          x->retry.max_attempts == y->retry.max_attempts &&

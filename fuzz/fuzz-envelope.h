@@ -72,9 +72,9 @@ fuzz_envelope(const SluiceCodec *codec, const guint8 *data, size_t size)
                   other->name, codec->name, error->message);
       FUZZ_ASSERT(fuzz_envelopes_equal(env, back, codec == sluice_codec_json()),
                   "the codecs disagree");
-      /* Through the other codec and back, the same bytes (the args,
-       * whose encodings may differ, compared by value above): every
-       * field survives, and "unset" has one form in both codecs. */
+      /* Through the other codec and back, the same bytes (the args and
+       * the carried keys apart, whose encodings may differ): every field
+       * survives, and "unset" has one form in both codecs. */
       {
         g_autoptr(GBytes) mine = sluice_envelope_encode(codec, env, &error);
         g_autoptr(GBytes) returned = NULL;
@@ -82,6 +82,16 @@ fuzz_envelope(const SluiceCodec *codec, const guint8 *data, size_t size)
         FUZZ_ASSERT(mine != NULL, "re-encoding failed: %s", error->message);
         g_bytes_unref(back->args);
         back->args = g_bytes_ref(env->args);
+        FUZZ_ASSERT(
+            (back->unknown_fields == NULL) == (env->unknown_fields == NULL) &&
+                (back->unknown_opts == NULL) == (env->unknown_opts == NULL),
+            "the %s codec lost or made up a key it does not know", other->name);
+        g_clear_pointer(&back->unknown_fields, g_bytes_unref);
+        g_clear_pointer(&back->unknown_opts, g_bytes_unref);
+        if (env->unknown_fields != NULL)
+          back->unknown_fields = g_bytes_ref(env->unknown_fields);
+        if (env->unknown_opts != NULL)
+          back->unknown_opts = g_bytes_ref(env->unknown_opts);
         returned = sluice_envelope_encode(codec, back, &error);
         FUZZ_ASSERT(returned != NULL && g_bytes_equal(mine, returned),
                     "through the %s codec and back, the %s bytes changed",

@@ -658,11 +658,23 @@ sluice_client_get_result(SluiceClient *client, const gchar *id,
 static SluiceResult *
 result_of_scheduled(const gchar *id, const SluiceTaskLocation *loc)
 {
+  g_autoptr(GError) error = NULL;
   g_autoptr(SluiceEnvelope) env =
-      sluice_envelope_decode(loc->payload, NULL, NULL);
+      sluice_envelope_decode(loc->payload, NULL, &error);
+  g_autoptr(SluiceEnvelope) newer = NULL;
   SluiceResult *r;
 
-  if (env == NULL) {
+  if (env == NULL &&
+      g_error_matches(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_VERSION) &&
+      (newer = sluice_envelope__decode_header(loc->payload, NULL, NULL)) !=
+          NULL &&
+      newer->version > SLUICE_ENVELOPE_VERSION) {
+    g_autofree gchar *note = sluice_envelope__newer_note(newer->version);
+
+    r = sluice_result_new(id, SLUICE_STATE_SCHEDULED);
+    sluice_result_set_task(r, newer->task, newer->queue);
+    sluice_result_set_error(r, note);
+  } else if (env == NULL) {
     r = sluice_result_new(id, SLUICE_STATE_SCHEDULED);
     sluice_result_set_task(r, NULL, loc->queue);
     sluice_result_set_error(r, "its message on the schedule cannot be "

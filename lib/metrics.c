@@ -146,6 +146,7 @@ sluice_metrics__settled(SluiceWorker *worker, Pending *const *batch,
       s->cancelled++;
       break;
     case KIND_DEFERRED:
+    case KIND_DEFERRED_NEWER:
       s->deferred++;
       break;
     case KIND_RELEASED:

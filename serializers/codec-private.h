@@ -24,7 +24,25 @@ struct _SluiceCodec {
    * borrowed; @limits is never NULL. */
   SluiceEnvelope *(*decode)(const SluiceCodec *codec, GBytes *bytes,
                             const SluiceDecodeLimits *limits, GError **error);
+  /* As decode, reading only the keys every version keeps (`v` of any
+   * version, `id`, `task`, `queue`): see sluice_envelope__decode_header(). */
+  SluiceEnvelope *(*decode_header)(const SluiceCodec *codec, GBytes *bytes,
+                                   const SluiceDecodeLimits *limits,
+                                   GError **error);
 };
+
+/**
+ * sluice_envelope__decode_header:
+ *
+ * Reads what every envelope version keeps, for a worker to name and defer
+ * a message whose `v` is newer than this build reads: the envelope's
+ * @version (any positive integer), @id, @task and @queue, every other key
+ * only checked well-formed and skipped. Returns: (transfer full): an
+ * envelope with only those set, or NULL and a SLUICE_CODEC_ERROR.
+ */
+SluiceEnvelope *sluice_envelope__decode_header(GBytes *bytes,
+                                               const SluiceDecodeLimits *limits,
+                                               GError **error);
 
 /* ---- Envelope fields (serializers/envelope.c) -----------------------------
  *
@@ -121,6 +139,20 @@ SluiceEnvelope *sluice_envelope__new_for_decode(void);
  */
 gboolean sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
                                     const SluiceMpValue *value, GError **error);
+
+/* Whether @key is one of those every format version keeps. */
+gboolean sluice_envelope__is_header_key(SluiceEnvelopeKey key);
+/* Stores `v` of any version (a positive integer): VERSION otherwise. */
+gboolean sluice_envelope__set_any_version(SluiceEnvelope *env,
+                                          const SluiceMpValue *value,
+                                          GError **error);
+/* Returns: (transfer full): what a record or inspect says of a message
+ * deferred for its newer envelope @version. */
+gchar *sluice_envelope__newer_note(guint version);
+/* The end of a header-only decode: MISSING_FIELD unless @seen holds
+ * `v`, `id`, `task` and `queue`. */
+gboolean sluice_envelope__finish_header(SluiceEnvelope *env, guint32 seen,
+                                        GError **error);
 
 /** sluice_envelope__set_option: as set_field, for one key inside `opts`. */
 gboolean sluice_envelope__set_option(SluiceMessageOptions *opts,
@@ -356,5 +388,55 @@ void sluice_json__append_string(GString *out, const gchar *s, gsize len);
 
 /** Appends a finite @d so that it reads back as the same float64. */
 void sluice_json__append_double(GString *out, gdouble d);
+
+/* ---- Keys this build does not know (serializers/envelope-unknown.c) -----
+ *
+ * The decoders collect them, the encoders write them back: the envelope's
+ * unknown_fields and unknown_opts (PROTOCOL.md, "Keys this build does not
+ * know").
+ */
+typedef struct {
+  GByteArray *pairs; /* msgpack key/value pairs, in the order met */
+  GHashTable *names; /* the keys of @pairs, to keep the first of a key */
+  guint32 count;
+} SluiceUnknownKeys;
+
+/* Adds one pair whose msgpack bytes (key and value) are @pair[0..@len);
+ * @name is the key's text. A key that is not UTF-8 text is not carried,
+ * nor a key met again (msgpack maps may repeat a key; JSON objects, and so
+ * every encoding a carried key may go into, may not). */
+void sluice_unknown_keys__add_pair(SluiceUnknownKeys *keys, const gchar *name,
+                                   gsize name_len, gconstpointer pair,
+                                   gsize len);
+/* Adds the key @name with @value (borrowed; msgpack bytes of one value). */
+void sluice_unknown_keys__add(SluiceUnknownKeys *keys, const gchar *name,
+                              gsize name_len, GBytes *value);
+/* Returns: (transfer full) (nullable): the map of what was added, NULL if
+ * nothing was; @keys is empty again. */
+GBytes *sluice_unknown_keys__finish(SluiceUnknownKeys *keys);
+void sluice_unknown_keys__clear(SluiceUnknownKeys *keys);
+
+/**
+ * sluice_unknown_keys__open:
+ * @field: the envelope field, for messages
+ * @map: an envelope's unknown_fields or unknown_opts (set by a decoder or by
+ *   a program)
+ * @pairs: (out caller-allocates): a reader at the first key, over @map
+ * @count: (out): how many pairs follow
+ *
+ * Checks that @map is what an encoder may write back: one msgpack map with
+ * UTF-8 string keys, none a key this build knows, each value well-formed
+ * within the depth limit. Returns: TRUE, or FALSE with INVALID, WRONG_TYPE,
+ * TRAILING or the reader's error.
+ */
+gboolean sluice_unknown_keys__open(const gchar *field, GBytes *map,
+                                   gboolean in_opts, SluiceMpReader *pairs,
+                                   guint32 *count, GError **error);
+
+/* Appends @map's pairs as JSON members, each after a comma unless @first;
+ * fails where JSON cannot carry a value (an ext, say). */
+gboolean sluice_unknown_keys__append_json(GString *out, GBytes *map,
+                                          gboolean in_opts, gboolean first,
+                                          GError **error);
 
 G_END_DECLS

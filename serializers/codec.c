@@ -35,22 +35,13 @@ is_json_space(guint8 c)
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-SluiceEnvelope *
-sluice_envelope_decode(GBytes *bytes, const SluiceDecodeLimits *limits,
-                       GError **error)
+/* The codec that reads @bytes, or NULL and @error when none does. */
+static const SluiceCodec *
+codec_for(GBytes *bytes, const SluiceDecodeLimits *limits, GError **error)
 {
-  SluiceDecodeLimits defaults;
   const guint8 *data;
   gsize len;
-  const SluiceCodec *codec;
 
-  g_return_val_if_fail(bytes != NULL, NULL);
-  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
-
-  if (limits == NULL) {
-    sluice_decode_limits_init(&defaults);
-    limits = &defaults;
-  }
   data = g_bytes_get_data(bytes, &len);
   if (len > limits->max_bytes) {
     g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_TOO_LARGE,
@@ -68,18 +59,48 @@ sluice_envelope_decode(GBytes *bytes, const SluiceDecodeLimits *limits,
 
   if ((data[0] >= 0x80 && data[0] <= 0x8f) || data[0] == 0xde ||
       data[0] == 0xdf)
-    codec = sluice_codec_msgpack();
-  else if (data[0] == '{' || is_json_space(data[0]))
-    codec = sluice_codec_json();
-  else {
-    g_set_error(
-        error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
-        "byte offset 0: 0x%02x starts neither a msgpack map (0x80-0x8f, "
-        "0xde, 0xdf) nor a JSON object ('{')",
-        data[0]);
-    return NULL;
+    return sluice_codec_msgpack();
+  if (data[0] == '{' || is_json_space(data[0]))
+    return sluice_codec_json();
+  g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+              "byte offset 0: 0x%02x starts neither a msgpack map (0x80-0x8f, "
+              "0xde, 0xdf) nor a JSON object ('{')",
+              data[0]);
+  return NULL;
+}
+
+SluiceEnvelope *
+sluice_envelope_decode(GBytes *bytes, const SluiceDecodeLimits *limits,
+                       GError **error)
+{
+  SluiceDecodeLimits defaults;
+  const SluiceCodec *codec;
+
+  g_return_val_if_fail(bytes != NULL, NULL);
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+
+  if (limits == NULL) {
+    sluice_decode_limits_init(&defaults);
+    limits = &defaults;
   }
-  return codec->decode(codec, bytes, limits, error);
+  codec = codec_for(bytes, limits, error);
+  return codec != NULL ? codec->decode(codec, bytes, limits, error) : NULL;
+}
+
+SluiceEnvelope *
+sluice_envelope__decode_header(GBytes *bytes, const SluiceDecodeLimits *limits,
+                               GError **error)
+{
+  SluiceDecodeLimits defaults;
+  const SluiceCodec *codec;
+
+  if (limits == NULL) {
+    sluice_decode_limits_init(&defaults);
+    limits = &defaults;
+  }
+  codec = codec_for(bytes, limits, error);
+  return codec != NULL ? codec->decode_header(codec, bytes, limits, error)
+                       : NULL;
 }
 
 const gchar *

@@ -547,6 +547,58 @@ sluice_envelope__add_header_value(SluiceEnvelope *env,
   return TRUE;
 }
 
+/* ---- What every envelope version keeps ---------------------------------
+ *
+ * `v`, `id`, `task` and `queue` keep their names, types and meaning in
+ * every format version (PROTOCOL.md, "Envelope versions"), so a worker can
+ * name and defer a message of a version newer than it reads. */
+
+#define HEADER_KEYS                                                            \
+  ((1u << SLUICE_KEY_V) | (1u << SLUICE_KEY_ID) | (1u << SLUICE_KEY_TASK) |    \
+   (1u << SLUICE_KEY_QUEUE))
+
+gboolean
+sluice_envelope__is_header_key(SluiceEnvelopeKey key)
+{
+  return key != SLUICE_KEY_UNKNOWN && (HEADER_KEYS & (1u << key)) != 0;
+}
+
+gboolean
+sluice_envelope__set_any_version(SluiceEnvelope *env, const SluiceMpValue *v,
+                                 GError **error)
+{
+  if (v->type != SLUICE_MP_UINT || v->u < 1 || v->u > G_MAXUINT32) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_VERSION,
+                "v: an envelope format version is a positive integer");
+    return FALSE;
+  }
+  env->version = (guint)v->u;
+  return TRUE;
+}
+
+gchar *
+sluice_envelope__newer_note(guint version)
+{
+  return g_strdup_printf("deferred: written in envelope format version %u, "
+                         "newer than this build reads (version %d); a worker "
+                         "of a newer Sluice runs it",
+                         version, SLUICE_ENVELOPE_VERSION);
+}
+
+gboolean
+sluice_envelope__finish_header(SluiceEnvelope *env, guint32 seen,
+                               GError **error)
+{
+  for (gint key = 0; key < SLUICE_N_KEYS; key++) {
+    if ((HEADER_KEYS & (1u << key)) && !(seen & (1u << key))) {
+      g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_MISSING_FIELD,
+                  "%s: required key is missing", key_names[key]);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 gboolean
 sluice_envelope__finish_decode(SluiceEnvelope *env, guint32 seen,
                                GError **error)

@@ -100,6 +100,10 @@ sluice_envelope_copy(const SluiceEnvelope *env)
   copy->unique = g_strdup(env->unique);
   /* GBytes is immutable: sharing it is as good as a deep copy. */
   copy->args = env->args != NULL ? g_bytes_ref(env->args) : NULL;
+  copy->unknown_fields =
+      env->unknown_fields != NULL ? g_bytes_ref(env->unknown_fields) : NULL;
+  copy->unknown_opts =
+      env->unknown_opts != NULL ? g_bytes_ref(env->unknown_opts) : NULL;
   copy->history = NULL;
   if (env->history != NULL && env->history->len > 0) {
     copy->history = g_ptr_array_copy(env->history, copy_string, NULL);
@@ -131,6 +135,10 @@ sluice_envelope_free(SluiceEnvelope *env)
   g_free(env->unique);
   if (env->args != NULL)
     g_bytes_unref(env->args);
+  if (env->unknown_fields != NULL)
+    g_bytes_unref(env->unknown_fields);
+  if (env->unknown_opts != NULL)
+    g_bytes_unref(env->unknown_opts);
   if (env->history != NULL)
     g_ptr_array_unref(env->history);
   if (env->headers != NULL)

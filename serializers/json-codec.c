@@ -63,8 +63,9 @@ put_option_key(GString *out, SluiceOptionKey key, gboolean *first)
   g_string_append(out, "\":");
 }
 
-static void
-put_opts(GString *out, const SluiceMessageOptions *o)
+static gboolean
+put_opts(GString *out, const SluiceMessageOptions *o, GBytes *unknown_opts,
+         GError **error)
 {
   const SluiceRetryPolicy *retry = &o->retry;
   gboolean first = TRUE;
@@ -115,7 +116,11 @@ put_opts(GString *out, const SluiceMessageOptions *o)
     put_option_key(out, SLUICE_OPT_HARD_TIMEOUT_MS, &first);
     put_int(out, o->hard_timeout_ms);
   }
+  if (unknown_opts != NULL &&
+      !sluice_unknown_keys__append_json(out, unknown_opts, TRUE, first, error))
+    return FALSE;
   g_string_append_c(out, '}');
+  return TRUE;
 }
 
 static GBytes *
@@ -157,8 +162,12 @@ json_encode(const SluiceCodec *codec, const SluiceEnvelope *env, GError **error)
     put_key(out, sluice_envelope__key_name(SLUICE_KEY_ETA));
     put_int(out, env->eta);
   }
-  if (sluice_message_options__any_set(&env->opts))
-    put_opts(out, &env->opts);
+  if ((sluice_message_options__any_set(&env->opts) ||
+       env->unknown_opts != NULL) &&
+      !put_opts(out, &env->opts, env->unknown_opts, error)) {
+    g_string_free(out, TRUE);
+    return NULL;
+  }
   if (env->unknown_since > 0) {
     put_key(out, sluice_envelope__key_name(SLUICE_KEY_UNKNOWN_SINCE));
     put_int(out, env->unknown_since);
@@ -198,6 +207,12 @@ json_encode(const SluiceCodec *codec, const SluiceEnvelope *env, GError **error)
   }
   if (env->unique != NULL)
     put_string_field(out, SLUICE_KEY_UNIQUE, env->unique);
+  if (env->unknown_fields != NULL &&
+      !sluice_unknown_keys__append_json(out, env->unknown_fields, FALSE, FALSE,
+                                        error)) {
+    g_string_free(out, TRUE);
+    return NULL;
+  }
   g_string_append_c(out, '}');
   return g_string_free_to_bytes(out);
 }
@@ -214,10 +229,31 @@ wrong_container(const gchar *field, const gchar *expected,
   return FALSE;
 }
 
+/* An unknown key's value, converted to msgpack, is kept for the encoder to
+ * write back (envelope-unknown.c). @name points into the cursor's scratch
+ * buffer, which the conversion reuses: it is copied first. */
+static gboolean
+keep_unknown(SluiceJsonCursor *cur, SluiceUnknownKeys *unknown,
+             const gchar *name, gsize len, GError **error)
+{
+  g_autofree gchar *key = g_strndup(name, len);
+  g_autoptr(GBytes) value = sluice_json__cursor_to_msgpack(cur, NULL, error);
+
+  if (value == NULL) {
+    g_autofree gchar *quoted = sluice_text__escape(key, len, 64);
+
+    g_prefix_error(error, "unknown key \"%s\": ", quoted);
+    return FALSE;
+  }
+  sluice_unknown_keys__add(unknown, key, len, value);
+  return TRUE;
+}
+
 static gboolean
 read_opts(SluiceJsonCursor *cur, SluiceEnvelope *env, GError **error)
 {
   SluiceMpValue map;
+  SluiceUnknownKeys unknown = {0};
 
   sluice_json__cursor_value(cur, &map);
   if (map.type != SLUICE_MP_MAP)
@@ -229,13 +265,19 @@ read_opts(SluiceJsonCursor *cur, SluiceEnvelope *env, GError **error)
     SluiceMpValue v;
 
     if (key == SLUICE_OPT_UNKNOWN) {
-      sluice_json__cursor_skip(cur);
+      if (!keep_unknown(cur, &unknown, name, len, error)) {
+        sluice_unknown_keys__clear(&unknown);
+        return FALSE;
+      }
       continue;
     }
     sluice_json__cursor_value(cur, &v);
-    if (!sluice_envelope__set_option(&env->opts, key, &v, error))
+    if (!sluice_envelope__set_option(&env->opts, key, &v, error)) {
+      sluice_unknown_keys__clear(&unknown);
       return FALSE;
+    }
   }
+  env->unknown_opts = sluice_unknown_keys__finish(&unknown);
   return TRUE;
 }
 
@@ -305,8 +347,8 @@ read_args(SluiceJsonCursor *cur, SluiceEnvelope *env, GError **error)
 }
 
 static SluiceEnvelope *
-json_decode(const SluiceCodec *codec, GBytes *bytes,
-            const SluiceDecodeLimits *limits, GError **error)
+decode_object(GBytes *bytes, const SluiceDecodeLimits *limits,
+              gboolean header_only, GError **error)
 {
   g_autoptr(SluiceJsonDoc) doc = NULL;
   SluiceEnvelope *env = NULL;
@@ -315,6 +357,7 @@ json_decode(const SluiceCodec *codec, GBytes *bytes,
   gconstpointer text;
   gsize len;
   guint32 seen = 0;
+  SluiceUnknownKeys unknown = {0};
 
   text = g_bytes_get_data(bytes, &len);
   if (len > limits->max_bytes) {
@@ -346,8 +389,13 @@ json_decode(const SluiceCodec *codec, GBytes *bytes,
 
     /* Unknown keys were checked by the scan (well-formed, within the
      * depth limit). */
-    if (key == SLUICE_KEY_UNKNOWN) {
+    if (header_only && !sluice_envelope__is_header_key(key)) {
       sluice_json__cursor_skip(&cur);
+      continue;
+    }
+    if (key == SLUICE_KEY_UNKNOWN) {
+      if (!keep_unknown(&cur, &unknown, name, name_len, error))
+        goto fail;
       continue;
     }
     seen |= 1u << key;
@@ -364,6 +412,11 @@ json_decode(const SluiceCodec *codec, GBytes *bytes,
     case SLUICE_KEY_HEADERS:
       ok = read_headers(&cur, env, error);
       break;
+    case SLUICE_KEY_V:
+      sluice_json__cursor_value(&cur, &v);
+      ok = header_only ? sluice_envelope__set_any_version(env, &v, error)
+                       : sluice_envelope__set_field(env, key, &v, error);
+      break;
     default:
       sluice_json__cursor_value(&cur, &v);
       ok = sluice_envelope__set_field(env, key, &v, error);
@@ -372,16 +425,33 @@ json_decode(const SluiceCodec *codec, GBytes *bytes,
     if (!ok)
       goto fail;
   }
-  if (!sluice_envelope__finish_decode(env, seen, error))
+  if (!(header_only ? sluice_envelope__finish_header(env, seen, error)
+                    : sluice_envelope__finish_decode(env, seen, error)))
     goto fail;
+  env->unknown_fields = sluice_unknown_keys__finish(&unknown);
   goto out;
 
 fail:
   sluice_envelope_free(env);
   env = NULL;
 out:
+  sluice_unknown_keys__clear(&unknown);
   sluice_json__cursor_clear(&cur);
   return env;
+}
+
+static SluiceEnvelope *
+json_decode(const SluiceCodec *codec, GBytes *bytes,
+            const SluiceDecodeLimits *limits, GError **error)
+{
+  return decode_object(bytes, limits, FALSE, error);
+}
+
+static SluiceEnvelope *
+json_decode_header(const SluiceCodec *codec, GBytes *bytes,
+                   const SluiceDecodeLimits *limits, GError **error)
+{
+  return decode_object(bytes, limits, TRUE, error);
 }
 
 static const SluiceCodec json_codec = {
@@ -389,6 +459,7 @@ static const SluiceCodec json_codec = {
     .name = "json",
     .encode = json_encode,
     .decode = json_decode,
+    .decode_header = json_decode_header,
 };
 
 const SluiceCodec *

@@ -94,9 +94,20 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
   gsize args_len = 0, bound;
   gsize id_len, task_len, queue_len;
   gboolean has_opts;
+  /* The keys a newer producer wrote, carried through (envelope-unknown.c):
+   * their bytes are written back as they came. */
+  SluiceMpReader extra_fields, extra_opts;
+  guint32 n_extra_fields = 0, n_extra_opts = 0;
   Writer w;
 
   if (!sluice_envelope__validate(env, error))
+    return NULL;
+  if ((env->unknown_fields != NULL &&
+       !sluice_unknown_keys__open("unknown_fields", env->unknown_fields, FALSE,
+                                  &extra_fields, &n_extra_fields, error)) ||
+      (env->unknown_opts != NULL &&
+       !sluice_unknown_keys__open("unknown_opts", env->unknown_opts, TRUE,
+                                  &extra_opts, &n_extra_opts, error)))
     return NULL;
 
   id_len = strlen(env->id);
@@ -104,7 +115,7 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
   queue_len = strlen(env->queue);
   n_history = env->history != NULL ? env->history->len : 0;
   header_names = sluice_envelope__sorted_header_names(env, &n_headers);
-  has_opts = sluice_message_options__any_set(o);
+  has_opts = sluice_message_options__any_set(o) || n_extra_opts > 0;
   if (env->args != NULL) {
     args = g_bytes_get_data(env->args, &args_len);
     /* A lone nil is what an absent `args` means: leave the key out. */
@@ -133,7 +144,13 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
   if (has_opts) {
     n_keys++;
     /* Every option: its key (< 20 bytes) and a value of at most 9. */
-    bound += KEY_BYTES("opts") + 1 + SLUICE_N_OPTS * (20 + INT_MAX_BYTES);
+    bound += KEY_BYTES("opts") + 5 + SLUICE_N_OPTS * (20 + INT_MAX_BYTES);
+    if (n_extra_opts > 0)
+      bound += sluice_mp_reader_remaining(&extra_opts);
+  }
+  if (n_extra_fields > 0) {
+    n_keys += n_extra_fields;
+    bound += sluice_mp_reader_remaining(&extra_fields);
   }
   if (env->unknown_since > 0) {
     n_keys++;
@@ -217,7 +234,7 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
              (o->store_result != SLUICE_UNSET) + (o->result_ttl_ms > 0) +
              (o->dead_letter != SLUICE_UNSET) + (o->hard_timeout_ms > 0);
     put_key(&w, SLUICE_KEY_OPTS);
-    w.rc |= msgpack_pack_map(&w.pk, n_opts);
+    w.rc |= msgpack_pack_map(&w.pk, n_opts + n_extra_opts);
     if (sluice_retry__writes_max_attempts(retry)) {
       put_option_key(&w, SLUICE_OPT_MAX_ATTEMPTS);
       w.rc |= msgpack_pack_uint32(&w.pk, (guint32)retry->max_attempts);
@@ -265,6 +282,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
       put_option_key(&w, SLUICE_OPT_HARD_TIMEOUT_MS);
       w.rc |= msgpack_pack_int64(&w.pk, o->hard_timeout_ms);
     }
+    if (n_extra_opts > 0)
+      w.rc |= msgpack_sbuffer_write(
+          &w.sbuf, (const gchar *)extra_opts.data + extra_opts.pos,
+          sluice_mp_reader_remaining(&extra_opts));
   }
   if (env->unknown_since > 0) {
     put_key(&w, SLUICE_KEY_UNKNOWN_SINCE);
@@ -301,6 +322,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
     put_key(&w, SLUICE_KEY_UNIQUE);
     put_str(&w, env->unique, strlen(env->unique));
   }
+  if (n_extra_fields > 0)
+    w.rc |= msgpack_sbuffer_write(
+        &w.sbuf, (const gchar *)extra_fields.data + extra_fields.pos,
+        sluice_mp_reader_remaining(&extra_fields));
 
   /* The bound makes a reallocation impossible; a failure is memory. */
   if (w.rc != 0)
@@ -354,6 +379,7 @@ read_opts(SluiceMpReader *r, SluiceEnvelope *env, guint max_depth,
 {
   SluiceMpValue map, k, v;
   guint32 seen = 0;
+  SluiceUnknownKeys unknown = {0};
 
   if (!sluice_mp_reader__next(r, &map, error) ||
       !expect_container("opts", &map, SLUICE_MP_MAP, max_depth, error))
@@ -363,26 +389,34 @@ read_opts(SluiceMpReader *r, SluiceEnvelope *env, guint max_depth,
 
     if (!sluice_mp_reader__next(r, &k, error) ||
         !expect_string_key("opts", &k, error))
-      return FALSE;
+      goto fail;
     key = sluice_envelope__option_lookup(k.raw.data, k.raw.len);
     if (key == SLUICE_OPT_UNKNOWN) {
-      /* A newer producer's option: skipped, but only if well-formed. */
+      /* A newer producer's option: kept for the encoder to write back,
+       * but only if well-formed. */
       if (!sluice_mp_reader__skip(r, 3, max_depth, error))
-        return FALSE;
+        goto fail;
+      sluice_unknown_keys__add_pair(&unknown, k.raw.data, k.raw.len,
+                                    r->data + k.offset, r->pos - k.offset);
       continue;
     }
     if (seen & (1u << key)) {
       g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
                   "opts.%s: duplicate key (byte offset %" G_GSIZE_FORMAT ")",
                   sluice_envelope__option_name(key), k.offset);
-      return FALSE;
+      goto fail;
     }
     seen |= 1u << key;
     if (!sluice_mp_reader__next(r, &v, error) ||
         !sluice_envelope__set_option(&env->opts, key, &v, error))
-      return FALSE;
+      goto fail;
   }
+  env->unknown_opts = sluice_unknown_keys__finish(&unknown);
   return TRUE;
+
+fail:
+  sluice_unknown_keys__clear(&unknown);
+  return FALSE;
 }
 
 static gboolean
@@ -424,8 +458,8 @@ read_headers(SluiceMpReader *r, SluiceEnvelope *env, guint max_depth,
 }
 
 static SluiceEnvelope *
-msgpack_decode(const SluiceCodec *codec, GBytes *bytes,
-               const SluiceDecodeLimits *limits, GError **error)
+decode_map(GBytes *bytes, const SluiceDecodeLimits *limits,
+           gboolean header_only, GError **error)
 {
   SluiceEnvelope *env;
   SluiceMpReader r;
@@ -433,6 +467,7 @@ msgpack_decode(const SluiceCodec *codec, GBytes *bytes,
   gconstpointer data;
   gsize len;
   guint32 seen = 0;
+  SluiceUnknownKeys unknown = {0};
 
   data = g_bytes_get_data(bytes, &len);
   if (len > limits->max_bytes) {
@@ -468,13 +503,21 @@ msgpack_decode(const SluiceCodec *codec, GBytes *bytes,
         !expect_string_key("envelope", &k, error))
       goto fail;
     key = sluice_envelope__key_lookup(k.raw.data, k.raw.len);
+    if (header_only && !sluice_envelope__is_header_key(key)) {
+      if (!sluice_mp_reader__skip(&r, 2, limits->max_depth, error))
+        goto fail;
+      continue;
+    }
     if (key == SLUICE_KEY_UNKNOWN) {
-      /* Fields added later in version 1 are skipped, if well-formed. */
+      /* Fields added later in version 1 are kept for the encoder to write
+       * back, if well-formed. */
       if (!sluice_mp_reader__skip(&r, 2, limits->max_depth, error)) {
         g_autofree gchar *name = sluice_text__escape(k.raw.data, k.raw.len, 64);
         g_prefix_error(error, "unknown key \"%s\": ", name);
         goto fail;
       }
+      sluice_unknown_keys__add_pair(&unknown, k.raw.data, k.raw.len,
+                                    r.data + k.offset, r.pos - k.offset);
       continue;
     }
     if (seen & (1u << key)) {
@@ -506,6 +549,11 @@ msgpack_decode(const SluiceCodec *codec, GBytes *bytes,
     case SLUICE_KEY_HEADERS:
       ok = read_headers(&r, env, limits->max_depth, error);
       break;
+    case SLUICE_KEY_V:
+      ok = sluice_mp_reader__next(&r, &v, error) &&
+           (header_only ? sluice_envelope__set_any_version(env, &v, error)
+                        : sluice_envelope__set_field(env, key, &v, error));
+      break;
     default:
       ok = sluice_mp_reader__next(&r, &v, error) &&
            sluice_envelope__set_field(env, key, &v, error);
@@ -527,13 +575,30 @@ msgpack_decode(const SluiceCodec *codec, GBytes *bytes,
                 r.pos, r.len - r.pos);
     goto fail;
   }
-  if (!sluice_envelope__finish_decode(env, seen, error))
+  if (!(header_only ? sluice_envelope__finish_header(env, seen, error)
+                    : sluice_envelope__finish_decode(env, seen, error)))
     goto fail;
+  env->unknown_fields = sluice_unknown_keys__finish(&unknown);
   return env;
 
 fail:
+  sluice_unknown_keys__clear(&unknown);
   sluice_envelope_free(env);
   return NULL;
+}
+
+static SluiceEnvelope *
+msgpack_decode(const SluiceCodec *codec, GBytes *bytes,
+               const SluiceDecodeLimits *limits, GError **error)
+{
+  return decode_map(bytes, limits, FALSE, error);
+}
+
+static SluiceEnvelope *
+msgpack_decode_header(const SluiceCodec *codec, GBytes *bytes,
+                      const SluiceDecodeLimits *limits, GError **error)
+{
+  return decode_map(bytes, limits, TRUE, error);
 }
 
 static const SluiceCodec msgpack_codec = {
@@ -541,6 +606,7 @@ static const SluiceCodec msgpack_codec = {
     .name = "msgpack",
     .encode = msgpack_encode,
     .decode = msgpack_decode,
+    .decode_header = msgpack_decode_header,
 };
 
 const SluiceCodec *

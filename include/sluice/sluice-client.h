@@ -239,8 +239,9 @@ SluiceResult *sluice_client_get_result(SluiceClient *client, const gchar *id,
  * Returns: (transfer full): the task's current record (any state); without
  * a record (track_state off), what the broker holds of it: a task on the
  * schedule is reported scheduled or retrying (with its due time,
- * sluice_result_get_due_at(), and for a deferral of an unknown task name
- * a note saying so), a buried one dead_lettered with its reason. NULL and
+ * sluice_result_get_due_at(), and for a deferral of an unknown task name,
+ * or of a message in an envelope version newer than this build reads, a
+ * note saying so), a buried one dead_lettered with its reason. NULL and
  * SLUICE_CLIENT_ERROR_NOT_FOUND when there is nothing (never enqueued,
  * queued or running with track_state off, or expired).
  */

@@ -163,6 +163,13 @@ void sluice_message_options_init(SluiceMessageOptions *opts);
  * @unique: (nullable): the uniqueness claim the message was
  *   enqueued with ("<scope letter>:<key>", the core's; PROTOCOL.md), read
  *   by the worker to end the claim; wire name "uq"
+ * @unknown_fields: (nullable): the top-level keys this build does not
+ *   know (written by a newer producer), as one msgpack map of their keys
+ *   and values exactly as they came; NULL when there were none. Encoding
+ *   writes them back after the known keys, so a retry, a deferral or a
+ *   dead letter written by this build keeps them (PROTOCOL.md, "Keys this
+ *   build does not know").
+ * @unknown_opts: (nullable): the same for the keys of `opts`
  *
  * An envelope owns every field: sluice_envelope_free() frees them all.
  * Replace a string field with g_free() + g_strdup(). @history and @headers
@@ -186,6 +193,8 @@ typedef struct {
   gchar *wf;
   guint snoozes;
   gchar *unique;
+  GBytes *unknown_fields;
+  GBytes *unknown_opts;
 } SluiceEnvelope;
 
 /**

@@ -17,6 +17,8 @@
  *   delivered too often             DEAD_LETTER  dead_lettered        max_deliveries
  *   task name unknown, within time  RETRY        scheduled (tracked)  - (deferred)
  *   task name unknown, past time    DEAD_LETTER  dead_lettered        unknown_task
+ *   envelope version newer          RETRY        scheduled (tracked)  - (deferred,
+ *     than this build reads                                             never buried)
  *   given back by a stop            RELEASE      queued (tracked)     -
  *   over its rate limit when met    RETRY        scheduled (tracked)  - (rate wait)
  *   no concurrency slot free        RETRY        scheduled (tracked)  - (slot wait)
@@ -109,6 +111,7 @@ event_kind(SettleKind kind, SluiceEventKind *out)
     *out = SLUICE_EVENT_CANCELLED;
     return TRUE;
   case KIND_DEFERRED:
+  case KIND_DEFERRED_NEWER:
   case KIND_RELEASED:
   case KIND_RUNNING:
   case KIND_EVENT:
@@ -450,6 +453,45 @@ sluice_outcome__defer_unknown(Job *job, gint64 now)
         env->task, worker->options.unknown_task_defer_ms,
         worker->options.unknown_task_timeout_ms);
   settle_reschedule(job, next, now, next->eta, KIND_DEFERRED, record, NULL);
+}
+
+/* A newer envelope version is a rollout in progress too, but this worker
+ * cannot write the message back (it would drop what it does not read), so
+ * the delivery's own bytes go back on the schedule, untouched; and it is
+ * never buried, since whether the message can succeed is for a worker
+ * that reads it to say. */
+void
+sluice_outcome__defer_newer(Job *job, gint64 now)
+{
+  SluiceWorker *worker = job->worker;
+  const SluiceEnvelope *env = job->env;
+  gint64 defer_ms = worker->options.unknown_task_defer_ms;
+  Pending *p = pending_new(job, KIND_DEFERRED_NEWER, SLUICE_SETTLE_RETRY);
+  g_autofree gchar *log_key =
+      g_strdup_printf("newer-envelope:%u", env->version);
+
+  p->reschedule_payload = g_bytes_ref(job->delivery->payload);
+  p->reschedule_at = now + defer_ms;
+  p->reschedule_in_ms = defer_ms;
+  if (worker->options.track_state) {
+    g_autoptr(SluiceResult) r =
+        sluice_result_new(env->id, SLUICE_STATE_SCHEDULED);
+    g_autofree gchar *note = sluice_envelope__newer_note(env->version);
+
+    sluice_result_set_task(r, env->task, env->queue);
+    sluice_result_set_error(r, note);
+    p->record = sluice_result_encode(r);
+    p->record_final = FALSE;
+  }
+  if (sluice_worker__first_in_a_while(worker, log_key))
+    sluice_log__envelope(
+        G_LOG_LEVEL_MESSAGE, env, env->queue,
+        "a message in envelope format version %u, newer than this worker "
+        "reads (%d), is deferred by %" G_GINT64_FORMAT
+        " ms for a worker of a newer Sluice; upgrade this worker; said once "
+        "a minute",
+        env->version, SLUICE_ENVELOPE_VERSION, defer_ms);
+  push_pending(worker, p);
 }
 
 /* The `scheduled` record of a message put back on the schedule for flow

@@ -41,6 +41,9 @@ outcome_words(SettleKind kind)
   case KIND_DEFERRED:
     return (OutcomeWords){"deferred", "deferred (unknown task)",
                           "back on its queue"};
+  case KIND_DEFERRED_NEWER:
+    return (OutcomeWords){"deferred", "deferred (newer envelope version)",
+                          "back on its queue"};
   case KIND_RELEASED:
     return (OutcomeWords){"released", "released", NULL};
   case KIND_EVENT:
@@ -90,6 +93,7 @@ count_settled(SluiceWorker *worker, SettleKind kind)
     worker->stats.cancelled++;
     break;
   case KIND_DEFERRED:
+  case KIND_DEFERRED_NEWER:
     worker->stats.deferred++;
     break;
   case KIND_RELEASED:

@@ -76,7 +76,8 @@ typedef enum {
   KIND_RETRIED,
   KIND_DEAD_LETTERED,
   KIND_CANCELLED,
-  KIND_DEFERRED,
+  KIND_DEFERRED,       /* a task name this worker has not registered */
+  KIND_DEFERRED_NEWER, /* an envelope version newer than this build reads */
   KIND_RELEASED,
   KIND_RUNNING,   /* not a settlement: the `running` record, sent in batch */
   KIND_EVENT,     /* not a settlement: an event (started, progress) */
@@ -397,6 +398,10 @@ void sluice_outcome__release(Job *job);
 void sluice_outcome__failed(Job *job, const gchar *message,
                             gint64 requested_delay_ms, gboolean fatal);
 void sluice_outcome__defer_unknown(Job *job, gint64 now);
+/* The job's envelope holds only what every version keeps (it came from
+ * sluice_envelope__decode_header()): the delivery's bytes go back on the
+ * schedule untouched, for a worker of a newer Sluice. */
+void sluice_outcome__defer_newer(Job *job, gint64 now);
 /* Over its rate limit: back on the schedule, due in @wait_ms, attempt and
  * snoozes untouched. */
 void sluice_outcome__rate_wait(Job *job, gint64 wait_ms);

@@ -452,6 +452,157 @@ START_TEST(test_unknown_keys_skipped)
 }
 END_TEST
 
+/* What a newer producer added, a worker hands on: a retry, a deferral or
+ * a dead letter re-encodes the message, and the keys it does not know must
+ * be in what it writes (PROTOCOL.md, "Keys this build does not know"), in
+ * either codec and across them. */
+START_TEST(test_unknown_keys_carried_through)
+{
+  g_autoptr(GPtrArray) fields = fields_valid();
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GBytes) again = NULL;
+  g_autoptr(GBytes) other = NULL;
+  g_autoptr(SluiceEnvelope) env = NULL;
+  g_autoptr(SluiceEnvelope) copy = NULL;
+  g_autoptr(SluiceEnvelope) back = NULL;
+  g_autoptr(SluiceEnvelope) across = NULL;
+  g_autoptr(GError) err = NULL;
+  const SluiceCodec *codec = codec_at(_i);
+  const SluiceCodec *other_codec = codec_at(1 - _i);
+
+  fields_add_json(fields, "priority", "{\"a\": [1, -2, {\"b\": null}]}");
+  fields_add_json(fields, "opts",
+                  "{\"future_option\": [true, 1.5], \"timeout_ms\": 10}");
+  fields_add_json(fields, "zz", "\"after\"");
+  bytes = _i == 0 ? fields_msgpack(fields) : fields_json(fields);
+  env = sluice_envelope_decode(bytes, NULL, &err);
+  assert_no_error(err);
+  ck_assert_ptr_nonnull(env->unknown_fields);
+  ck_assert_ptr_nonnull(env->unknown_opts);
+  ck_assert_int_eq(env->opts.timeout_ms, 10);
+
+  /* A retry: a copy with one more attempt, written by this build. */
+  copy = sluice_envelope_copy(env);
+  copy->attempt = 2;
+  again = sluice_envelope_encode(codec, copy, &err);
+  assert_no_error(err);
+  back = sluice_envelope_decode(again, NULL, &err);
+  assert_no_error(err);
+  ck_assert_uint_eq(back->attempt, 2);
+  ck_assert(g_bytes_equal(back->unknown_fields, env->unknown_fields));
+  ck_assert(g_bytes_equal(back->unknown_opts, env->unknown_opts));
+  ck_assert_int_eq(back->opts.timeout_ms, 10);
+
+  /* Through the other codec and back: the same keys, the same values. */
+  other = sluice_envelope_encode(other_codec, back, &err);
+  assert_no_error(err);
+  across = sluice_envelope_decode(other, NULL, &err);
+  assert_no_error(err);
+  assert_envelope_equal(across, back);
+
+  /* Options the build does not know keep `opts` in the output even when
+   * it knows none of them. */
+  copy->opts.timeout_ms = 0;
+  g_clear_pointer(&again, g_bytes_unref);
+  g_clear_pointer(&back, sluice_envelope_free);
+  again = sluice_envelope_encode(codec, copy, &err);
+  assert_no_error(err);
+  back = sluice_envelope_decode(again, NULL, &err);
+  assert_no_error(err);
+  ck_assert(g_bytes_equal(back->unknown_opts, env->unknown_opts));
+  ck_assert_int_eq(back->opts.timeout_ms, 0);
+}
+END_TEST
+
+/* A program may set the carried keys itself; an encoder writes only what
+ * a decoder would have kept. */
+START_TEST(test_unknown_keys_checked_on_encode)
+{
+  static const struct {
+    const gchar *hex;
+    gint code;
+    const gchar *says;
+  } bad[] = {
+      {"93 01 02 03", SLUICE_CODEC_ERROR_WRONG_TYPE, "map"},
+      {"81 01 02", SLUICE_CODEC_ERROR_INVALID, "UTF-8 string"},
+      /* {"task": 1}: a known key, which would be written twice */
+      {"81 a4 74 61 73 6b 01", SLUICE_CODEC_ERROR_INVALID, "knows"},
+      {"81 a1 61 c1", SLUICE_CODEC_ERROR_INVALID, "unknown_fields"},
+      {"81 a1 61 01 02", SLUICE_CODEC_ERROR_TRAILING, "follow"},
+  };
+
+  for (guint c = 0; c < 2; c++)
+    for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+      g_autoptr(SluiceEnvelope) env = minimal_envelope();
+      g_autoptr(GError) err = NULL;
+      g_autoptr(GBytes) out = NULL;
+
+      env->unknown_fields = hex_bytes(bad[i].hex);
+      out = sluice_envelope_encode(codec_at(c), env, &err);
+      ck_assert_ptr_null(out);
+      assert_error(err, bad[i].code, bad[i].says);
+    }
+
+  /* An ext value goes into msgpack as it is, and JSON says it cannot. */
+  {
+    g_autoptr(SluiceEnvelope) env = minimal_envelope();
+    g_autoptr(GError) err = NULL;
+    g_autoptr(GBytes) mp = NULL;
+    g_autoptr(GBytes) json = NULL;
+
+    env->unknown_opts = hex_bytes("81 a1 78 d4 01 07");
+    mp = sluice_envelope_encode(sluice_codec_msgpack(), env, &err);
+    assert_no_error(err);
+    json = sluice_envelope_encode(sluice_codec_json(), env, &err);
+    ck_assert_ptr_null(json);
+    assert_error(err, SLUICE_CODEC_ERROR_INVALID, "“x”");
+  }
+}
+END_TEST
+
+/* A newer format version is refused by the full decoder, and its header,
+ * which every version keeps, still names the message, whatever the rest
+ * holds (here an `args` of a type version 1 does not allow). */
+START_TEST(test_newer_version_header)
+{
+  g_autoptr(GPtrArray) fields = fields_valid();
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(SluiceEnvelope) env = NULL;
+  g_autoptr(SluiceEnvelope) head = NULL;
+  g_autoptr(GError) err = NULL;
+
+  fields_set_json(fields, "v", "7");
+  fields_add_json(fields, "attempt_plan", "{\"next\": [1, 2]}");
+  fields_set_json(fields, "attempt", "\"first\"");
+  bytes = _i == 0 ? fields_msgpack(fields) : fields_json(fields);
+  env = sluice_envelope_decode(bytes, NULL, &err);
+  ck_assert_ptr_null(env);
+  assert_error(err, SLUICE_CODEC_ERROR_VERSION, "version 7");
+  head = sluice_envelope__decode_header(bytes, NULL, &err);
+  assert_no_error(err);
+  ck_assert_uint_eq(head->version, 7);
+  ck_assert_str_eq(head->id, "t-1");
+  ck_assert_str_eq(head->task, "tasks.add");
+  ck_assert_str_eq(head->queue, "default");
+
+  /* The header is still strict about what it reads. */
+  fields_remove(fields, "queue");
+  g_clear_pointer(&bytes, g_bytes_unref);
+  g_clear_pointer(&head, sluice_envelope_free);
+  bytes = _i == 0 ? fields_msgpack(fields) : fields_json(fields);
+  head = sluice_envelope__decode_header(bytes, NULL, &err);
+  ck_assert_ptr_null(head);
+  assert_error(err, SLUICE_CODEC_ERROR_MISSING_FIELD, "queue");
+  fields_set_json(fields, "queue", "\"default\"");
+  fields_set_json(fields, "v", "0");
+  g_clear_pointer(&bytes, g_bytes_unref);
+  bytes = _i == 0 ? fields_msgpack(fields) : fields_json(fields);
+  head = sluice_envelope__decode_header(bytes, NULL, &err);
+  ck_assert_ptr_null(head);
+  assert_error(err, SLUICE_CODEC_ERROR_VERSION, "positive");
+}
+END_TEST
+
 /* ---- The codecs agree ---------------------------------------------------- */
 
 static const gchar *const agree_args[] = {
@@ -734,6 +885,9 @@ codec_add_envelope_tests(Suite *s)
   tcase_add_test(tc, test_json_leading_whitespace_detected);
   tcase_add_test(tc, test_multiplier_accepts_integer);
   tcase_add_test(tc, test_unknown_keys_skipped);
+  tcase_add_loop_test(tc, test_unknown_keys_carried_through, 0, 2);
+  tcase_add_test(tc, test_unknown_keys_checked_on_encode);
+  tcase_add_loop_test(tc, test_newer_version_header, 0, 2);
   tcase_add_test(tc, test_codecs_agree);
   tcase_add_test(tc, test_zero_is_unset_in_both_codecs);
   tcase_add_test(tc, test_protocol_example);

@@ -148,6 +148,110 @@ START_TEST(unknown_since_in_the_future_is_clamped)
 }
 END_TEST
 
+/* ---- 8b. a fleet of two versions ----------------------------------------- */
+
+static void
+enqueue_payload(Env *e, const gchar *id, GBytes *payload)
+{
+  g_autoptr(GError) error = NULL;
+  SluiceSubmit submit = {
+      .id = id, .queue = SLUICE_DEFAULT_QUEUE, .payload = payload};
+
+  ck_assert_msg(sluice_broker_enqueue(e->broker, &submit, 1, &error), "%s",
+                error != NULL ? error->message : "");
+}
+
+/* A message in an envelope version newer than the worker reads is a
+ * rollout in progress: deferred for a newer worker with its bytes
+ * untouched, never buried however long it waits, said once a minute, and
+ * inspect says why. */
+START_TEST(newer_envelope_version_is_deferred_never_buried)
+{
+  static const gchar v2[] =
+      "{\"v\": 2, \"id\": \"from-v2\", \"task\": \"t.ok\", "
+      "\"queue\": \"default\", \"attempt\": \"first of a new kind\", "
+      "\"plan\": {\"steps\": [1, 2]}}";
+  SluiceWorkerOptions o;
+  Env *e;
+  g_autoptr(GBytes) payload = g_bytes_new_static(v2, sizeof v2 - 1);
+  g_autoptr(GPtrArray) dead = NULL;
+  g_autoptr(SluiceResult) r = NULL;
+  g_autoptr(GError) error = NULL;
+  SluiceTaskLocation loc = {0};
+
+  default_options(&o);
+  o.unknown_task_timeout_ms = 60000;
+  o.unknown_task_defer_ms = 5000;
+  e = env_new_full(100, &o);
+  enqueue_payload(e, "from-v2", payload);
+  run_idle(e);
+  /* Past the time an unknown task name is buried after. */
+  for (gint64 waited = 0; waited <= 90000; waited += 5000) {
+    sluice_test_harness_advance(e->h, 5000);
+    run_idle(e);
+  }
+  dead = dead_letters(e);
+  ck_assert_uint_eq(dead->len, 0);
+  ck_assert_uint_eq(total_runs(), 0);
+  ck_assert_uint_ge(stats_of(e).deferred, 18);
+  ck_assert_uint_eq(
+      sluice_test_log_capture_count("in envelope format version 2, newer"), 1);
+
+  r = sluice_client_inspect(e->client, "from-v2", &error);
+  ck_assert_msg(r != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_SCHEDULED);
+  ck_assert_ptr_nonnull(
+      strstr(sluice_result_get_error(r), "envelope format version 2"));
+  if (sluice_broker_lookup_task(e->broker, "from-v2", &loc, NULL) &&
+      loc.place == SLUICE_TASK_PLACE_SCHEDULED)
+    ck_assert(g_bytes_equal(loc.payload, payload));
+  sluice_task_location_clear(&loc);
+  env_free(e);
+}
+END_TEST
+
+/* What a newer producer added that this build does not know survives the
+ * retries and the dead letter this build writes: a newer worker that
+ * replays the dead letter finds it. */
+START_TEST(unknown_keys_survive_retries_and_the_dead_letter)
+{
+  Env *e = env_new();
+  g_autoptr(SluiceEnvelope) env = sluice_envelope_new();
+  g_autoptr(SluiceEnvelope) buried = NULL;
+  g_autoptr(SluiceDeadLetter) dl = NULL;
+  g_autoptr(GBytes) payload = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *fields = NULL;
+  g_autofree gchar *opts = NULL;
+
+  env->id = g_strdup("carries");
+  env->task = g_strdup("t.fail");
+  env->queue = g_strdup(SLUICE_DEFAULT_QUEUE);
+  env->opts.retry.max_attempts = 3;
+  env->opts.retry.initial_backoff_ms = 0;
+  env->unknown_fields = sluice_args_from_json(
+      "{\"plan\": [1, \"two\", {\"three\": 3}]}", -1, &error);
+  env->unknown_opts = sluice_args_from_json("{\"lane\": \"fast\"}", -1, &error);
+  ck_assert_ptr_nonnull(env->unknown_opts);
+  payload = sluice_envelope_encode(NULL, env, &error);
+  ck_assert_msg(payload != NULL, "%s", error != NULL ? error->message : "");
+  enqueue_payload(e, "carries", payload);
+  run_idle(e);
+  ck_assert_uint_eq(runs_of("carries"), 3);
+  dl = only_dead_letter(e);
+  buried = sluice_envelope_decode(dl->payload, NULL, &error);
+  ck_assert_msg(buried != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert_uint_eq(buried->attempt, 3);
+  ck_assert_ptr_nonnull(buried->unknown_fields);
+  ck_assert_ptr_nonnull(buried->unknown_opts);
+  fields = sluice_args_to_json(buried->unknown_fields, &error);
+  opts = sluice_args_to_json(buried->unknown_opts, &error);
+  ck_assert_str_eq(fields, "{\"plan\":[1,\"two\",{\"three\":3}]}");
+  ck_assert_str_eq(opts, "{\"lane\":\"fast\"}");
+  env_free(e);
+}
+END_TEST
+
 /* ---- 9. expiry ----------------------------------------------------------- */
 
 START_TEST(expired_message_dead_letters_without_running)
@@ -298,6 +402,10 @@ sluice_conformance__add_dead_letters(TCase *semantics)
   sluice_conformance__add(
       semantics, unknown_task_burial_does_not_depend_on_deferral_count, 0);
   sluice_conformance__add(semantics, unknown_since_in_the_future_is_clamped, 0);
+  sluice_conformance__add(semantics,
+                          newer_envelope_version_is_deferred_never_buried, 0);
+  sluice_conformance__add(semantics,
+                          unknown_keys_survive_retries_and_the_dead_letter, 0);
   sluice_conformance__add(semantics,
                           expired_message_dead_letters_without_running, 0);
   sluice_conformance__add(semantics, dead_letter_cap_drops_the_oldest, 0);
