@@ -39,12 +39,20 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 
 SRC = os.environ.get("SLUICE_SRCDIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("SLUICE_BUILDDIR") or os.path.join(SRC, "_build")
 PATIENCE = 60.0
+# How long producers of both versions enqueue during the rolling upgrade.
+ROLL_SECONDS = float(os.environ.get("SLUICE_UPGRADE_ROLL_SECONDS") or 60)
+# The task only the current build's worker has (tests/upgrade/rollout.la).
+NEW_TASK = "rollout.added"
+# The label a worker's metrics give every name it has not registered.
+UNREGISTERED = "(unregistered)"
 
 
 def log(*words):
@@ -222,6 +230,8 @@ class Sluice:
         self.bin = os.path.join(build, "cli", "sluice")
         self.demo = os.path.join(build, "examples", "demo-module", ".libs",
                                  "demo.so")
+        self.rollout = os.path.join(build, "tests", "upgrade", ".libs",
+                                    "rollout.so")
         self.env = env
         self.tmp = tmp
         self.procs = procs
@@ -250,10 +260,12 @@ class Sluice:
         p = self.run("inspect", id, "--json", ok=False)
         return json.loads(p.stdout)["state"] if p.returncode == 0 else None
 
-    def worker(self, label, *args):
+    def worker(self, label, *args, modules=()):
+        argv = [self.bin, "worker", "--module", self.demo, "--no-task-log"]
+        for m in modules:
+            argv += ["--module", m]
         return self.procs.start(
-            [self.bin, "worker", "--module", self.demo, "--no-task-log"]
-            + list(args), self.env,
+            argv + list(args), self.env,
             os.path.join(self.tmp, "%s-%s.log" % (self.name, label)))
 
 
@@ -412,6 +424,326 @@ def upgrade_one(label, old, new, crash, sqlite_path=None, redis_port=None,
         % (label, len(must_succeed), time.monotonic() - started))
 
 
+# ---- A rolling upgrade ------------------------------------------------------
+
+TICK = "roll-tick"
+TICK_MS = 2000
+
+
+class Producer:
+    """One build's `sluice enqueue` in a loop, on a thread, until stopped:
+    what it enqueued, by id."""
+
+    def __init__(self, sluice, label, tasks):
+        self.sluice = sluice
+        self.label = label
+        self.tasks = tasks
+        self.ids = {}
+        self.error = None
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        n = 0
+        try:
+            while not self.stopping.is_set():
+                task = self.tasks[n % len(self.tasks)]
+                id = "%s-%d" % (self.label, n)
+                self.sluice.enqueue(task, {"by": self.label, "n": n}, id,
+                                    "--queue", "roll")
+                self.ids[id] = task
+                n += 1
+        except Exception as e:  # the main thread reports it
+            self.error = e
+
+    def first(self, task):
+        return next((id for id, t in list(self.ids.items()) if t == task),
+                    None)
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join()
+        if self.error is not None:
+            raise AssertionError("the %s producer: %s" % (self.label,
+                                                          self.error))
+        return self.ids
+
+
+def metric(port, name, **labels):
+    """The sum of a worker's /metrics samples of @name with @labels."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                timeout=10) as f:
+        text = f.read().decode()
+    want = ['%s="%s"' % kv for kv in labels.items()]
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            sample, _, value = line.rpartition(" ")
+            if all(w in sample for w in want):
+                total += float(value)
+    return total
+
+
+def healthy(port):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port,
+                                    timeout=5) as f:
+            return f.status == 200
+    except OSError:
+        return False
+
+
+def events(s):
+    """Every event of the namespace's stream, oldest first."""
+    text = s.run("events", "--json").stdout
+    decoder = json.JSONDecoder()
+    out = []
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return out
+        e, at = decoder.raw_decode(text, at)
+        out.append(e)
+
+
+def alive(s, worker_id):
+    return any(w["id"] == worker_id and w["alive"]
+               for w in s.json("stats")["workers"])
+
+
+def by_id(evs, kind):
+    counts = {}
+    for e in evs:
+        if e["kind"] == kind:
+            counts[e["id"]] = counts.get(e["id"], 0) + 1
+    return counts
+
+
+class Roll:
+    """One Redis namespace upgraded while it works: an old worker and the
+    old producer, then the new producer (its new-only tasks met by the old
+    worker alone first), then a new worker beside the old one; the old
+    worker is stopped and the new one drains. Both workers run the same
+    periodic schedule, so its claims pass from one version to the other."""
+
+    def __init__(self, mode, build, env, tmp, procs, port):
+        self.mode = mode
+        self.ns = "uproll-" + mode
+        self.port = port
+        env = dict(env, SLUICE_URL="redis://127.0.0.1:%d/0" % port,
+                   SLUICE_MODE=mode, SLUICE_NAMESPACE=self.ns)
+        self.old = Sluice("old-roll-" + mode, build, env, tmp, procs)
+        self.new = Sluice("new-roll-" + mode, BUILD, env, tmp, procs)
+        if not os.path.exists(self.new.rollout):
+            raise SystemExit("upgrade: %s is missing: make check builds it"
+                             % self.new.rollout)
+        self.config = os.path.join(tmp, "roll-%s.conf" % mode)
+        with open(self.config, "w") as f:
+            f.write('[periodic "%s"]\ntask = demo.echo\nargs = {"tick": 1}\n'
+                    'queue = roll\ninterval = %dms\n' % (TICK, TICK_MS))
+        self.worker_args = ["--queue", "roll", "--events", "--config",
+                            self.config]
+
+    def last_tick(self, s):
+        [sched] = s.json("periodic", "ls", "--config", self.config)[
+            "schedules"]
+        return sched["last_at"] or 0
+
+    def start_old(self):
+        self.old_metrics = free_port()
+        self.old_worker = self.old.worker(
+            "worker", "--worker-id", "old-" + self.mode, "--metrics-listen",
+            "127.0.0.1:%d" % self.old_metrics, *self.worker_args)
+        self.old_producer = Producer(self.old, "old-" + self.mode,
+                                     ["demo.echo", "demo.noop"])
+
+    def wait_old(self):
+        wait_for("the old worker's metrics", lambda: healthy(self.old_metrics))
+        wait_for("the old worker to run an old producer's task",
+                 lambda: self.old_producer.ids and self.old.state(
+                     "old-%s-0" % self.mode) == "succeeded")
+        wait_for("the old worker to dispatch the periodic schedule",
+                 lambda: self.last_tick(self.old) > 0)
+        assert resp(self.port, "HGET", "{%s}:meta" % self.ns,
+                    "layout") is None, "the old build recorded a layout"
+
+    def start_new_producer(self):
+        # Producers first (docs/upgrading.md): a new-only task that no
+        # worker of the namespace knows yet.
+        self.new_producer = Producer(self.new, "new-" + self.mode,
+                                     [NEW_TASK, "demo.echo"])
+
+    def wait_deferred(self):
+        """Only the old worker is there: the new-only tasks it takes are
+        deferred, with a note in their record, and never buried."""
+        def deferred():
+            id = self.new_producer.first(NEW_TASK)
+            if id is None:
+                return None
+            rec = self.new.json("inspect", id)
+            if rec["state"] == "scheduled" and "deferred" in (
+                    rec.get("error") or ""):
+                return (id, rec["error"])
+            return None
+        self.deferred_id, note = wait_for("a new-only task to be deferred",
+                                          deferred)
+        self.deferred_note = note
+        wait_for("the old worker's deferral in its metrics", lambda: metric(
+            self.old_metrics, "sluice_worker_tasks_deferred_total",
+            task=UNREGISTERED) > 0)
+        # The new producer, the first client of this version, recorded the
+        # layout while the old worker ran on.
+        assert resp(self.port, "HGET", "{%s}:meta" % self.ns,
+                    "layout") == "1"
+        self.before_new_worker = self.last_tick(self.new)
+
+    def start_new(self):
+        self.new_worker = self.new.worker(
+            "worker", "--worker-id", "new-" + self.mode, *self.worker_args,
+            modules=[self.new.rollout])
+
+    def wait_new(self):
+        wait_for("the new worker to run the deferred task",
+                 lambda: self.new.state(self.deferred_id) == "succeeded")
+
+    def stop_producers(self):
+        self.old_ids = self.old_producer.stop()
+        self.new_ids = self.new_producer.stop()
+
+    def stop_old(self):
+        self.old_deferrals = metric(self.old_metrics,
+                                    "sluice_worker_tasks_deferred_total",
+                                    task=UNREGISTERED)
+        assert self.old.procs.stop(self.old_worker) == 0, \
+            "the old worker did not stop cleanly on SIGTERM"
+        self.old_stopped_ms = int(time.time() * 1000)
+
+    def drain(self):
+        ids = dict(self.old_ids, **self.new_ids)
+
+        def all_succeeded():
+            done = by_id(events(self.new), "succeeded")
+            return all(id in done for id in ids)
+        wait_for("every task of both producers to succeed", all_succeeded,
+                 120)
+        # The schedule fires on with the old worker gone.
+        wait_for("an occurrence dispatched by the new worker alone",
+                 lambda: self.last_tick(self.new) > self.old_stopped_ms)
+        assert self.new.procs.stop(self.new_worker) == 0, \
+            "the new worker did not stop cleanly"
+        # An occurrence dispatched as it stopped may wait in the queue: a
+        # worker without the schedule runs what is left.
+        last = self.new.worker("last", "--worker-id", "last-" + self.mode,
+                               "--queue", "roll", "--events")
+        wait_for("the last worker to start", lambda: alive(
+            self.new, "last-" + self.mode))
+        wait_for("nothing left", lambda: (lambda st: all(
+            q["ready"] == 0 for q in st["queues"]) and st["scheduled"] == 0
+            and st["in_flight"] in (0, None))(self.new.json("stats")))
+        assert self.new.procs.stop(last) == 0, "the last worker did not stop"
+
+    def check(self):
+        evs = events(self.new)
+        ids = dict(self.old_ids, **self.new_ids)
+        started = by_id(evs, "started")
+        succeeded = by_id(evs, "succeeded")
+        for kind in ("dead_lettered", "failed", "retried", "cancelled"):
+            got = [e["id"] for e in evs if e["kind"] == kind]
+            assert not got, "%s: %s %s" % (self.mode, kind, got[:5])
+        ticks = sorted(int(id.rsplit(":", 1)[1]) for id in succeeded
+                       if id.startswith("periodic:%s:" % TICK))
+        every = list(ids) + ["periodic:%s:%d" % (TICK, t) for t in ticks]
+        # At least once, and here exactly once: no worker was killed.
+        twice = [id for id in every
+                 if started.get(id) != 1 or succeeded.get(id) != 1]
+        assert not twice, "%s: not run exactly once: %s" % (
+            self.mode, [(id, started.get(id), succeeded.get(id))
+                        for id in twice[:5]])
+        stats = self.new.json("stats")
+        assert stats["dead_letters"] == 0, stats
+        assert self.new.json("dlq", "list")["entries"] == []
+        ran_by = {}
+        for e in evs:
+            if e["kind"] == "succeeded":
+                ran_by[e["id"]] = e.get("worker") or ""
+        new_only = [id for id, t in ids.items() if t == NEW_TASK]
+        wrong = [id for id in new_only if not ran_by[id].startswith("new-")]
+        assert not wrong, "%s: new-only tasks run elsewhere: %s" % (
+            self.mode, [(id, ran_by[id]) for id in wrong[:5]])
+        got = self.new.json("result", self.deferred_id)
+        assert got["state"] == "succeeded" and got["result"]["n"] >= 0, got
+        with open(self.old_worker.args_log, errors="replace") as f:
+            assert "deferring messages of it" in f.read(), \
+                "the old worker did not log its deferral"
+        assert self.old_deferrals > 0
+        # One claim per occurrence, across both versions: every interval
+        # dispatched once, by one worker or the other.
+        assert len(set(ticks)) == len(ticks) and all(
+            t % TICK_MS == 0 for t in ticks), ticks
+        gaps = sum((b - a) // TICK_MS - 1 for a, b in zip(ticks, ticks[1:]))
+        old_ticks = [t for t in ticks if t <= self.before_new_worker]
+        late = [t for t in ticks if t > self.old_stopped_ms]
+        assert old_ticks and late, (old_ticks, late)
+        assert self.last_tick(self.old) == self.last_tick(self.new)
+        workers = {}
+        for id in ids:
+            w = ran_by[id].split("-")[0]
+            workers[w] = workers.get(w, 0) + 1
+        log("%s roll: enqueued by the old build's sluice enqueue %d, by the "
+            "new one's %d (%d of them %s); run by the old worker %d, the new "
+            "%d, after it %d; the old worker deferred %s %.0f times "
+            "(record: “%s”), none dead-lettered; periodic %s: %d "
+            "occurrences, %d before the new worker, %d after the old one "
+            "stopped, each once, %d intervals skipped"
+            % (self.mode, len(self.old_ids), len(self.new_ids), len(new_only),
+               NEW_TASK, workers.get("old", 0), workers.get("new", 0),
+               workers.get("last", 0), NEW_TASK, self.old_deferrals,
+               self.deferred_note[:60], TICK, len(ticks), len(old_ticks),
+               len(late), gaps))
+
+
+def rolling_upgrade(build, env, tmp, procs, port):
+    """Both modes at once, so the roll's duration is paid once."""
+    started = time.monotonic()
+    rolls = [Roll(mode, build, env, tmp, procs, port)
+             for mode in ("reliable", "fast")]
+    try:
+        for r in rolls:
+            r.start_old()
+        for r in rolls:
+            r.wait_old()
+        for r in rolls:
+            r.start_new_producer()
+        for r in rolls:
+            r.wait_deferred()
+        for r in rolls:
+            r.start_new()
+        for r in rolls:
+            r.wait_new()
+        # The producers of both versions go on for the roll's duration
+        # (not a wait for anything to happen: what must happen was waited
+        # for above, and is checked below).
+        time.sleep(max(0.0, started + ROLL_SECONDS - time.monotonic()))
+        for r in rolls:
+            r.stop_producers()
+    finally:
+        for r in rolls:
+            if hasattr(r, "new_producer"):
+                r.new_producer.stopping.set()
+            if hasattr(r, "old_producer"):
+                r.old_producer.stopping.set()
+    for r in rolls:
+        r.stop_old()
+    for r in rolls:
+        r.drain()
+    for r in rolls:
+        r.check()
+    log("rolling upgrade in %.0f s" % (time.monotonic() - started))
+
+
 def main():
     build = old_build(from_commit())
     if "--build-only" in sys.argv:
@@ -435,7 +767,8 @@ def main():
                                 "SLUICE_MODE": "reliable",
                                 "SLUICE_NAMESPACE": "uprel"}, True),
         ]
-        for label, settings, crash in stores:
+        for label, settings, crash in ([] if "--roll-only" in sys.argv
+                                       else stores):
             store_env = dict(env, **settings)
             old = Sluice("old-" + label, build, store_env, tmp, procs)
             new = Sluice("new-" + label, BUILD, store_env, tmp, procs)
@@ -444,6 +777,8 @@ def main():
                                      if label == "sqlite" else None),
                         redis_port=port if label != "sqlite" else None,
                         ns=settings.get("SLUICE_NAMESPACE"))
+        if "--no-roll" not in sys.argv:
+            rolling_upgrade(build, env, tmp, procs, port)
         log("passed in %.0f s" % (time.monotonic() - started))
         return 0
     except AssertionError as e:
