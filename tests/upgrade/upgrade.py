@@ -321,6 +321,96 @@ def one_line_refusal(p, words):
     return lines[0]
 
 
+def events(s):
+    """Every event of the namespace's stream, oldest first."""
+    text = s.run("events", "--json").stdout
+    decoder = json.JSONDecoder()
+    out = []
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return out
+        e, at = decoder.raw_decode(text, at)
+        out.append(e)
+
+
+def alive(s, worker_id):
+    return any(w["id"] == worker_id and w["alive"]
+               for w in s.json("stats")["workers"])
+
+
+def by_id(evs, kind):
+    counts = {}
+    for e in evs:
+        if e["kind"] == kind:
+            counts[e["id"]] = counts.get(e["id"], 0) + 1
+    return counts
+
+
+def schedule_file(tmp, label, name, queue, every_ms, missed="skip"):
+    """A key file with one periodic schedule of demo.echo, for workers of
+    both builds and their `sluice periodic ls`."""
+    path = os.path.join(tmp, "%s.conf" % label)
+    with open(path, "w") as f:
+        f.write('[periodic "%s"]\ntask = demo.echo\nargs = {"tick": 1}\n'
+                'queue = %s\ninterval = %dms\nmissed = %s\n'
+                % (name, queue, every_ms, missed))
+    return path
+
+
+def last_occurrence(s, config):
+    """When the schedule's last occurrence was due, as the store's claim
+    says (0: never)."""
+    [sched] = s.json("periodic", "ls", "--config", config)["schedules"]
+    return sched["last_at"] or 0
+
+
+def occurrences(evs, name):
+    """The due times of the schedule's occurrences that succeeded."""
+    return sorted(int(e["id"].rsplit(":", 1)[1]) for e in evs
+                  if e["kind"] == "succeeded"
+                  and e["id"].startswith("periodic:%s:" % name))
+
+
+def once_each(evs, ids, what):
+    """Each id started and succeeded exactly once: at-least-once delivery
+    allows a duplicate only after a worker died, and none did."""
+    started = by_id(evs, "started")
+    succeeded = by_id(evs, "succeeded")
+    twice = [(id, started.get(id), succeeded.get(id)) for id in ids
+             if started.get(id) != 1 or succeeded.get(id) != 1]
+    assert not twice, "%s: not run exactly once (id, starts, successes): " \
+        "%s" % (what, twice[:5])
+
+
+def no_gaps(ticks, every_ms, what):
+    gaps = [(a, b) for a, b in zip(ticks, ticks[1:]) if b - a != every_ms]
+    assert ticks and all(t % every_ms == 0 for t in ticks) and not gaps, \
+        "%s: occurrences skipped or off the interval: %s" % (what, gaps
+                                                             or ticks)
+
+
+def run_what_is_left(new, worker_id, queues):
+    """Occurrences dispatched as the workers with the schedule stopped may
+    wait in a queue: a worker without it runs what is left, until nothing
+    is queued, scheduled or in flight."""
+    args = ["--worker-id", worker_id, "--events"]
+    for q in queues:
+        args += ["--queue", q]
+    last = new.worker(worker_id, *args)
+    wait_for("the worker %s to start" % worker_id,
+             lambda: alive(new, worker_id))
+
+    def empty():
+        st = new.json("stats")
+        return all(q["ready"] == 0 for q in st["queues"]) and \
+            st["scheduled"] == 0 and st["in_flight"] in (0, None)
+    wait_for("nothing left", empty)
+    assert new.procs.stop(last) == 0, "the worker %s did not stop" % worker_id
+
+
 # ---- One store --------------------------------------------------------------
 
 def fill_with_old(old, crash):
@@ -527,34 +617,6 @@ def healthy(port):
         return False
 
 
-def events(s):
-    """Every event of the namespace's stream, oldest first."""
-    text = s.run("events", "--json").stdout
-    decoder = json.JSONDecoder()
-    out = []
-    at = 0
-    while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if at == len(text):
-            return out
-        e, at = decoder.raw_decode(text, at)
-        out.append(e)
-
-
-def alive(s, worker_id):
-    return any(w["id"] == worker_id and w["alive"]
-               for w in s.json("stats")["workers"])
-
-
-def by_id(evs, kind):
-    counts = {}
-    for e in evs:
-        if e["kind"] == kind:
-            counts[e["id"]] = counts.get(e["id"], 0) + 1
-    return counts
-
-
 class Roll:
     """One Redis namespace upgraded while it works: an old worker and the
     old producer, then the new producer (its new-only tasks met by the old
@@ -573,17 +635,12 @@ class Roll:
         if not os.path.exists(self.new.rollout):
             raise SystemExit("upgrade: %s is missing: make check builds it"
                              % self.new.rollout)
-        self.config = os.path.join(tmp, "roll-%s.conf" % mode)
-        with open(self.config, "w") as f:
-            f.write('[periodic "%s"]\ntask = demo.echo\nargs = {"tick": 1}\n'
-                    'queue = roll\ninterval = %dms\n' % (TICK, TICK_MS))
+        self.config = schedule_file(tmp, "roll-" + mode, TICK, "roll", TICK_MS)
         self.worker_args = ["--queue", "roll", "--events", "--config",
                             self.config]
 
     def last_tick(self, s):
-        [sched] = s.json("periodic", "ls", "--config", self.config)[
-            "schedules"]
-        return sched["last_at"] or 0
+        return last_occurrence(s, self.config)
 
     def start_old(self):
         self.old_metrics = free_port()
@@ -667,34 +724,17 @@ class Roll:
                  lambda: self.last_tick(self.new) > self.old_stopped_ms)
         assert self.new.procs.stop(self.new_worker) == 0, \
             "the new worker did not stop cleanly"
-        # An occurrence dispatched as it stopped may wait in the queue: a
-        # worker without the schedule runs what is left.
-        last = self.new.worker("last", "--worker-id", "last-" + self.mode,
-                               "--queue", "roll", "--events")
-        wait_for("the last worker to start", lambda: alive(
-            self.new, "last-" + self.mode))
-        wait_for("nothing left", lambda: (lambda st: all(
-            q["ready"] == 0 for q in st["queues"]) and st["scheduled"] == 0
-            and st["in_flight"] in (0, None))(self.new.json("stats")))
-        assert self.new.procs.stop(last) == 0, "the last worker did not stop"
+        run_what_is_left(self.new, "last-" + self.mode, ["roll"])
 
     def check(self):
         evs = events(self.new)
         ids = dict(self.old_ids, **self.new_ids)
-        started = by_id(evs, "started")
-        succeeded = by_id(evs, "succeeded")
         for kind in ("dead_lettered", "failed", "retried", "cancelled"):
             got = [e["id"] for e in evs if e["kind"] == kind]
             assert not got, "%s: %s %s" % (self.mode, kind, got[:5])
-        ticks = sorted(int(id.rsplit(":", 1)[1]) for id in succeeded
-                       if id.startswith("periodic:%s:" % TICK))
-        every = list(ids) + ["periodic:%s:%d" % (TICK, t) for t in ticks]
-        # At least once, and here exactly once: no worker was killed.
-        twice = [id for id in every
-                 if started.get(id) != 1 or succeeded.get(id) != 1]
-        assert not twice, "%s: not run exactly once: %s" % (
-            self.mode, [(id, started.get(id), succeeded.get(id))
-                        for id in twice[:5]])
+        ticks = occurrences(evs, TICK)
+        once_each(evs, list(ids) + ["periodic:%s:%d" % (TICK, t)
+                                    for t in ticks], self.mode)
         stats = self.new.json("stats")
         assert stats["dead_letters"] == 0, stats
         assert self.new.json("dlq", "list")["entries"] == []
@@ -713,13 +753,9 @@ class Roll:
                 "the old worker did not log its deferral"
         assert self.old_deferrals > 0
         # One claim per occurrence, across both versions: every interval
-        # dispatched once, by one worker or the other.
-        assert len(set(ticks)) == len(ticks) and all(
-            t % TICK_MS == 0 for t in ticks), ticks
-        # And none lost: a worker starting on a claim dispatches the next
-        # due occurrence, and whichever claims first dispatches it.
-        gaps = [(a, b) for a, b in zip(ticks, ticks[1:]) if b - a != TICK_MS]
-        assert not gaps, "%s: occurrences skipped: %s" % (self.mode, gaps)
+        # dispatched, once, by one worker or the other (a worker that
+        # starts on a claim dispatches the next due occurrence).
+        no_gaps(ticks, TICK_MS, self.mode)
         old_ticks = [t for t in ticks if t <= self.before_new_worker]
         late = [t for t in ticks if t > self.old_stopped_ms]
         assert old_ticks and late, (old_ticks, late)
@@ -737,7 +773,7 @@ class Roll:
             % (self.mode, len(self.old_ids), len(self.new_ids), len(new_only),
                NEW_TASK, workers.get("old", 0), workers.get("new", 0),
                workers.get("last", 0), NEW_TASK, self.old_deferrals,
-               self.deferred_note[:60], TICK, len(ticks), len(old_ticks),
+               self.deferred_note, TICK, len(ticks), len(old_ticks),
                len(late)))
 
 
