@@ -413,9 +413,16 @@ def run_what_is_left(new, worker_id, queues):
 
 # ---- One store --------------------------------------------------------------
 
-def fill_with_old(old, crash):
+# A periodic schedule the old worker claims before the upgrade; missed =
+# all, so that the occurrences due while no worker runs are dispatched by
+# the new build when it starts, and none is lost or repeated.
+FILL_TICK = "fill-tick"
+FILL_TICK_MS = 1000
+
+def fill_with_old(old, crash, config):
     """What the old command line can leave in a store; returns the ids
-    that must end succeeded."""
+    that must end succeeded, and the last periodic occurrence the old
+    worker claimed."""
     old.run("pause", "paused")
     for i in range(3):
         old.enqueue("demo.echo", {"r": i}, "r-%d" % i)
@@ -424,8 +431,10 @@ def fill_with_old(old, crash):
     old.enqueue("demo.flaky", {"fail_times": 1}, "d-1")
     # Its own three attempts: the first fails, the retry waits 5 s.
     old.enqueue("demo.flaky", {"fail_times": 1}, "t-1", "--max-attempts", "3")
+    # It runs the key file's periodic schedule too, and leaves its claim.
     w = old.worker("worker", "--queue", "default", "--max-attempts", "1",
-                   "--backoff", "5s", "--no-jitter")
+                   "--backoff", "5s", "--no-jitter", "--queue", "ticks",
+                   "--events", "--config", config)
     if crash:
         old.enqueue("demo.sleep", {"ms": 2000}, "k-1", "--queue", "slow")
         slow = old.worker("slow", "--queue", "slow", "--visibility-timeout",
@@ -435,8 +444,11 @@ def fill_with_old(old, crash):
     wait_for("the old worker's tasks", lambda: all(
         old.state("r-%d" % i) == "succeeded" for i in range(3))
         and old.state("d-1") == "dead_lettered"
-        and old.state("t-1") == "retrying")
+        and old.state("t-1") == "retrying"
+        and old.state("periodic:%s:%d" % (FILL_TICK, last_occurrence(
+            old, config))) == "succeeded")
     assert old.procs.stop(w) == 0, "the old worker did not stop cleanly"
+    claimed = last_occurrence(old, config)
     for i in range(20):
         old.enqueue("demo.echo", {"q": i}, "q-%d" % i)
     old.enqueue("demo.echo", {"s": 1}, "s-1", "--delay", "4s")
@@ -445,16 +457,20 @@ def fill_with_old(old, crash):
                 "--unique-key", "k1")
     stats = old.json("stats")
     assert stats["dead_letters"] == 1 and stats["scheduled"] >= 2, stats
-    return ["r-0", "r-1", "r-2", "d-1", "t-1", "s-1", "p-1", "u-1"] \
-        + ["q-%d" % i for i in range(20)] + (["k-1"] if crash else [])
+    return (["r-0", "r-1", "r-2", "d-1", "t-1", "s-1", "p-1", "u-1"]
+            + ["q-%d" % i for i in range(20)] + (["k-1"] if crash else []),
+            claimed)
 
 
-def check_and_drain(new, old_worker, must_succeed, sqlite_path):
+def check_and_drain(label, new, old_worker, must_succeed, sqlite_path,
+                    config, claimed):
     """The new build on what the old one left: its workers start first,
     so that on SQLite they are what meets the old file (two at once: one
     migrates, the other waits for the lock and finds it migrated)."""
     args = ["--queue", "default", "--queue", "paused", "--queue", "slow",
-            "--backoff", "500ms", "--no-jitter", "--visibility-timeout", "3s"]
+            "--backoff", "500ms", "--no-jitter", "--visibility-timeout", "3s",
+            "--queue", "ticks", "--events", "--config", config]
+    joined = int(time.time() * 1000)
     workers = [new.worker("worker", *args)]
     if sqlite_path is not None:
         workers.append(new.worker("worker-2", *args))
@@ -479,8 +495,26 @@ def check_and_drain(new, old_worker, must_succeed, sqlite_path):
     for id in ("t-1", "d-1"):
         got = new.json("result", id)
         assert got["attempt"] == 2, got
+    # The schedule fires on: an occurrence due after the new workers
+    # started (those missed meanwhile came first: missed = all).
+    wait_for("the schedule to fire after the upgrade",
+             lambda: last_occurrence(new, config) > joined)
     for w in workers:
         assert new.procs.stop(w) == 0, "a new worker did not stop cleanly"
+    run_what_is_left(new, "last-" + label, ["ticks"])
+    evs = events(new)
+    ticks = occurrences(evs, FILL_TICK)
+    # Each occurrence once, whichever build claimed it, and none lost
+    # between the old worker's last claim and the new workers' start.
+    once_each(evs, ["periodic:%s:%d" % (FILL_TICK, t) for t in ticks], label)
+    no_gaps(ticks, FILL_TICK_MS, label)
+    before = [t for t in ticks if t <= claimed]
+    missed = [t for t in ticks if claimed < t <= joined]
+    assert before and before[-1] == claimed and missed, (claimed, ticks)
+    log("%s: periodic %s: %d occurrences claimed by the old build, %d by the "
+        "new one (%d of them missed while neither ran), each once"
+        % (label, FILL_TICK, len(before), len(ticks) - len(before),
+           len(missed)))
     # A rolling upgrade: the old worker, running since before the store
     # was migrated, still serves its queue.
     new.enqueue("demo.echo", {"o": 1}, "o-1", "--queue", "oldq")
@@ -504,7 +538,12 @@ def check_and_drain(new, old_worker, must_succeed, sqlite_path):
 def upgrade_one(label, old, new, crash, sqlite_path=None, redis_port=None,
                 ns=None):
     started = time.monotonic()
-    must_succeed = fill_with_old(old, crash)
+    config = schedule_file(old.tmp, "fill-" + label, FILL_TICK, "ticks",
+                           FILL_TICK_MS, missed="all")
+    must_succeed, claimed = fill_with_old(old, crash, config)
+    # At least one occurrence falls due while no worker runs the schedule.
+    wait_for("an occurrence due with no worker", lambda: time.time() * 1000
+             > claimed + 2 * FILL_TICK_MS)
     rolling = old.worker("rolling", "--queue", "oldq")
     wait_for("the old worker to start", lambda: any(
         w["alive"] for w in old.json("stats")["workers"]))
@@ -523,7 +562,8 @@ def upgrade_one(label, old, new, crash, sqlite_path=None, redis_port=None,
         assert migrated["migrated"] and migrated["after"]["recorded"], \
             migrated
         assert resp(redis_port, "HGET", "{%s}:meta" % ns, "layout") == "1"
-    check_and_drain(new, rolling, must_succeed, sqlite_path)
+    check_and_drain(label, new, rolling, must_succeed, sqlite_path, config,
+                    claimed)
 
     # Rolling back: what the old build does with the store now.
     if sqlite_path is not None:
