@@ -10,7 +10,9 @@ in fast and in reliable mode with what its command line can reach: tasks
 run with their results stored, a dead letter, a task waiting for its
 retry, one running when its worker was killed -9 (not in fast mode, which
 loses it by design), queued ones, a scheduled one, a paused queue with a
-task in it, a uniqueness claim. Then the current build:
+task in it, a uniqueness claim, and the claim of a periodic schedule its
+worker ran from its key file (every second, missed = all). Then the
+current build:
 
   - `sluice migrate --dry-run` shows the pending steps and changes nothing;
   - SQLite: two workers started at once migrate the file online, once;
@@ -18,9 +20,13 @@ task in it, a uniqueness claim. Then the current build:
   - every old result reads back, the uniqueness claim still holds, the
     pause is still there, the dead letter replays;
   - its worker drains everything: every task ends succeeded, and nothing
-    is left queued, scheduled, in flight or dead; an old worker started
-    before the migration still serves its queue meanwhile (a rolling
-    upgrade);
+    is left queued, scheduled, in flight or dead;
+  - its workers run the schedule on from the old claim: the occurrences
+    due while no worker ran are dispatched when they start, and every
+    occurrence, claimed by either build, ran exactly once with none
+    skipped (the workers' events say);
+  - an old worker started before the migration still serves its queue
+    meanwhile;
   - the old build refuses the SQLite file it migrated (with the old
     build's own message), and a store one layout version newer than the
     current build is refused by it in one line that says to upgrade.
@@ -58,7 +64,7 @@ Options: --build-only builds the old commit and stops; --no-roll leaves
 the rolling upgrade out, --roll-only runs only it.
 
 Run time after the first build: about half a minute, plus the roll's
-duration and a few seconds; the first build of the old commit takes a few
+duration and half a minute more; the first build of the old commit takes a few
 minutes more (it is timed in the log).
 """
 
