@@ -793,7 +793,14 @@ class Roll:
         assert not wrong, "%s: new-only tasks run elsewhere: %s" % (
             self.mode, [(id, ran_by[id]) for id in wrong[:5]])
         got = self.new.json("result", self.deferred_id)
-        assert got["state"] == "succeeded" and got["result"]["n"] >= 0, got
+        n = int(self.deferred_id.rsplit("-", 1)[1])
+        assert got["state"] == "succeeded" and got["result"] == {
+            "by": "new-" + self.mode, "n": n}, got
+        # The records agree with the events (read for every 50th task: a
+        # command per task would cost more than the roll).
+        for id in sorted(ids)[::50]:
+            assert self.new.state(id) == "succeeded", (id, self.new.json(
+                "inspect", id))
         with open(self.old_worker.args_log, errors="replace") as f:
             assert "deferring messages of it" in f.read(), \
                 "the old worker did not log its deferral"
@@ -812,15 +819,16 @@ class Roll:
             workers[w] = workers.get(w, 0) + 1
         log("%s roll: enqueued by the old build's sluice enqueue %d, by the "
             "new one's %d (%d of them %s); run by the old worker %d, the new "
-            "%d, after it %d; the old worker deferred %s %.0f times "
-            "(record: “%s”), none dead-lettered; periodic %s: %d "
-            "occurrences, %d before the new worker, %d after the old one "
-            "stopped, each once, none skipped"
+            "%d, after it %d, each once; the old worker deferred %s %.0f "
+            "times, none dead-lettered; periodic %s: %d occurrences, %d "
+            "before the new worker, %d after the old one stopped, each once, "
+            "none skipped"
             % (self.mode, len(self.old_ids), len(self.new_ids), len(new_only),
                NEW_TASK, workers.get("old", 0), workers.get("new", 0),
-               workers.get("last", 0), NEW_TASK, self.old_deferrals,
-               self.deferred_note, TICK, len(ticks), len(old_ticks),
-               len(late)))
+               workers.get("last", 0), NEW_TASK, self.old_deferrals, TICK,
+               len(ticks), len(old_ticks), len(late)))
+        log("%s roll: the record of %s while only the old worker ran: %s"
+            % (self.mode, self.deferred_id, self.deferred_note))
 
 
 def rolling_upgrade(build, env, tmp, procs, port):
