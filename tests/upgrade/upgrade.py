@@ -517,8 +517,8 @@ def check_and_drain(label, new, old_worker, must_succeed, sqlite_path,
     before = [t for t in ticks if t <= claimed]
     missed = [t for t in ticks if claimed < t <= joined]
     assert before and before[-1] == claimed and missed, (claimed, ticks)
-    log("%s: periodic %s: %d occurrences claimed by the old build, %d by the "
-        "new one (%d of them missed while neither ran), each once"
+    log("%s: periodic %s: occurrences claimed by the old build %d, by the "
+        "new one %d (%d of them due while neither ran), each run once"
         % (label, FILL_TICK, len(before), len(ticks) - len(before),
            len(missed)))
     # A rolling upgrade: the old worker, running since before the store
