@@ -425,6 +425,7 @@ def run_what_is_left(new, worker_id, queues):
 FILL_TICK = "fill-tick"
 FILL_TICK_MS = 1000
 
+
 def fill_with_old(old, crash, config):
     """What the old command line can leave in a store; returns the ids
     that must end succeeded, and the last periodic occurrence the old
