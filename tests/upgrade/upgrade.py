@@ -10,7 +10,9 @@ in fast and in reliable mode with what its command line can reach: tasks
 run with their results stored, a dead letter, a task waiting for its
 retry, one running when its worker was killed -9 (not in fast mode, which
 loses it by design), queued ones, a scheduled one, a paused queue with a
-task in it, a uniqueness claim. Then the current build:
+task in it, a uniqueness claim, and the claim of a periodic schedule its
+worker ran from its key file (every second, missed = all). Then the
+current build:
 
   - `sluice migrate --dry-run` shows the pending steps and changes nothing;
   - SQLite: two workers started at once migrate the file online, once;
@@ -18,15 +20,52 @@ task in it, a uniqueness claim. Then the current build:
   - every old result reads back, the uniqueness claim still holds, the
     pause is still there, the dead letter replays;
   - its worker drains everything: every task ends succeeded, and nothing
-    is left queued, scheduled, in flight or dead; an old worker started
-    before the migration still serves its queue meanwhile (a rolling
-    upgrade);
+    is left queued, scheduled, in flight or dead;
+  - its workers run the schedule on from the old claim: the occurrences
+    due while no worker ran are dispatched when they start, and every
+    occurrence, claimed by either build, ran exactly once with none
+    skipped (the workers' events say);
+  - an old worker started before the migration still serves its queue
+    meanwhile;
   - the old build refuses the SQLite file it migrated (with the old
     build's own message), and a store one layout version newer than the
     current build is refused by it in one line that says to upgrade.
 
-Run time after the first build: about a minute; the first build of the
-old commit takes a few minutes more (it is timed in the log).
+Then a rolling upgrade, on a fresh Redis namespace in each mode (both at
+once, so that its duration is paid once):
+
+  - an old worker runs, with a periodic schedule (every 2 s) from its
+    key file, while the old `sluice enqueue` enqueues; the old worker
+    claims occurrences before any current client touches the namespace;
+  - the current `sluice enqueue` joins (producers first, as
+    docs/upgrading.md says): it records the layout, and among its tasks
+    is one only the current worker has (rollout.added, from
+    tests/upgrade/rollout.la, loaded into the current worker only): the
+    old worker, alone so far, defers it (its record is "scheduled" with
+    the deferral note, its log says it defers, its /metrics count it);
+  - a current worker with the same schedule joins, and both producers go
+    on until SLUICE_UPGRADE_ROLL_SECONDS (default 60) since the start;
+  - the old worker is stopped (SIGTERM, by pid) and the current one
+    drains; then the namespace's events (every worker writes them) show
+    every task of both producers and every periodic occurrence started
+    and succeeded exactly once (no worker is killed, so at-least-once
+    allows no duplicate here), nothing retried, failed or dead-lettered,
+    every new-only task run by the current worker, the schedule dispatched
+    at every interval with no occurrence skipped or repeated across the
+    two versions and on after the old worker stopped.
+
+It prints, per mode, how many tasks each producer enqueued, how many each
+worker ran and how often the old worker deferred the new-only task.
+
+Workflows are not in it: the old `sluice` can show and cancel a workflow
+but not make one (nor can its Python and Node producers).
+
+Options: --build-only builds the old commit and stops; --no-roll leaves
+the rolling upgrade out, --roll-only runs only it.
+
+Run time after the first build: about half a minute, plus the roll's
+duration and half a minute more; the first build of the old commit takes a few
+minutes more (it is timed in the log).
 """
 
 import fcntl
@@ -39,12 +78,20 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 
 SRC = os.environ.get("SLUICE_SRCDIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("SLUICE_BUILDDIR") or os.path.join(SRC, "_build")
 PATIENCE = 60.0
+# How long producers of both versions enqueue during the rolling upgrade.
+ROLL_SECONDS = float(os.environ.get("SLUICE_UPGRADE_ROLL_SECONDS") or 60)
+# The task only the current build's worker has (tests/upgrade/rollout.la).
+NEW_TASK = "rollout.added"
+# The label a worker's metrics give every name it has not registered.
+UNREGISTERED = "(unregistered)"
 
 
 def log(*words):
@@ -222,6 +269,8 @@ class Sluice:
         self.bin = os.path.join(build, "cli", "sluice")
         self.demo = os.path.join(build, "examples", "demo-module", ".libs",
                                  "demo.so")
+        self.rollout = os.path.join(build, "tests", "upgrade", ".libs",
+                                    "rollout.so")
         self.env = env
         self.tmp = tmp
         self.procs = procs
@@ -250,10 +299,12 @@ class Sluice:
         p = self.run("inspect", id, "--json", ok=False)
         return json.loads(p.stdout)["state"] if p.returncode == 0 else None
 
-    def worker(self, label, *args):
+    def worker(self, label, *args, modules=()):
+        argv = [self.bin, "worker", "--module", self.demo, "--no-task-log"]
+        for m in modules:
+            argv += ["--module", m]
         return self.procs.start(
-            [self.bin, "worker", "--module", self.demo, "--no-task-log"]
-            + list(args), self.env,
+            argv + list(args), self.env,
             os.path.join(self.tmp, "%s-%s.log" % (self.name, label)))
 
 
@@ -276,11 +327,109 @@ def one_line_refusal(p, words):
     return lines[0]
 
 
+def events(s):
+    """Every event of the namespace's stream, oldest first."""
+    text = s.run("events", "--json").stdout
+    decoder = json.JSONDecoder()
+    out = []
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return out
+        e, at = decoder.raw_decode(text, at)
+        out.append(e)
+
+
+def alive(s, worker_id):
+    return any(w["id"] == worker_id and w["alive"]
+               for w in s.json("stats")["workers"])
+
+
+def by_id(evs, kind):
+    counts = {}
+    for e in evs:
+        if e["kind"] == kind:
+            counts[e["id"]] = counts.get(e["id"], 0) + 1
+    return counts
+
+
+def schedule_file(tmp, label, name, queue, every_ms, missed="skip"):
+    """A key file with one periodic schedule of demo.echo, for workers of
+    both builds and their `sluice periodic ls`."""
+    path = os.path.join(tmp, "%s.conf" % label)
+    with open(path, "w") as f:
+        f.write('[periodic "%s"]\ntask = demo.echo\nargs = {"tick": 1}\n'
+                'queue = %s\ninterval = %dms\nmissed = %s\n'
+                % (name, queue, every_ms, missed))
+    return path
+
+
+def last_occurrence(s, config):
+    """When the schedule's last occurrence was due, as the store's claim
+    says (0: never)."""
+    [sched] = s.json("periodic", "ls", "--config", config)["schedules"]
+    return sched["last_at"] or 0
+
+
+def occurrences(evs, name):
+    """The due times of the schedule's occurrences that succeeded."""
+    return sorted(int(e["id"].rsplit(":", 1)[1]) for e in evs
+                  if e["kind"] == "succeeded"
+                  and e["id"].startswith("periodic:%s:" % name))
+
+
+def once_each(evs, ids, what):
+    """Each id started and succeeded exactly once: at-least-once delivery
+    allows a duplicate only after a worker died, and none did."""
+    started = by_id(evs, "started")
+    succeeded = by_id(evs, "succeeded")
+    twice = [(id, started.get(id), succeeded.get(id)) for id in ids
+             if started.get(id) != 1 or succeeded.get(id) != 1]
+    assert not twice, "%s: not run exactly once (id, starts, successes): " \
+        "%s" % (what, twice[:5])
+
+
+def no_gaps(ticks, every_ms, what):
+    gaps = [(a, b) for a, b in zip(ticks, ticks[1:]) if b - a != every_ms]
+    assert ticks and all(t % every_ms == 0 for t in ticks) and not gaps, \
+        "%s: occurrences skipped or off the interval: %s" % (what, gaps
+                                                             or ticks)
+
+
+def run_what_is_left(new, worker_id, queues):
+    """Occurrences dispatched as the workers with the schedule stopped may
+    wait in a queue: a worker without it runs what is left, until nothing
+    is queued, scheduled or in flight."""
+    args = ["--worker-id", worker_id, "--events"]
+    for q in queues:
+        args += ["--queue", q]
+    last = new.worker(worker_id, *args)
+    wait_for("the worker %s to start" % worker_id,
+             lambda: alive(new, worker_id))
+
+    def empty():
+        st = new.json("stats")
+        return all(q["ready"] == 0 for q in st["queues"]) and \
+            st["scheduled"] == 0 and st["in_flight"] in (0, None)
+    wait_for("nothing left", empty)
+    assert new.procs.stop(last) == 0, "the worker %s did not stop" % worker_id
+
+
 # ---- One store --------------------------------------------------------------
 
-def fill_with_old(old, crash):
+# A periodic schedule the old worker claims before the upgrade; missed =
+# all, so that the occurrences due while no worker runs are dispatched by
+# the new build when it starts, and none is lost or repeated.
+FILL_TICK = "fill-tick"
+FILL_TICK_MS = 1000
+
+
+def fill_with_old(old, crash, config):
     """What the old command line can leave in a store; returns the ids
-    that must end succeeded."""
+    that must end succeeded, and the last periodic occurrence the old
+    worker claimed."""
     old.run("pause", "paused")
     for i in range(3):
         old.enqueue("demo.echo", {"r": i}, "r-%d" % i)
@@ -289,8 +438,10 @@ def fill_with_old(old, crash):
     old.enqueue("demo.flaky", {"fail_times": 1}, "d-1")
     # Its own three attempts: the first fails, the retry waits 5 s.
     old.enqueue("demo.flaky", {"fail_times": 1}, "t-1", "--max-attempts", "3")
+    # It runs the key file's periodic schedule too, and leaves its claim.
     w = old.worker("worker", "--queue", "default", "--max-attempts", "1",
-                   "--backoff", "5s", "--no-jitter")
+                   "--backoff", "5s", "--no-jitter", "--queue", "ticks",
+                   "--events", "--config", config)
     if crash:
         old.enqueue("demo.sleep", {"ms": 2000}, "k-1", "--queue", "slow")
         slow = old.worker("slow", "--queue", "slow", "--visibility-timeout",
@@ -300,8 +451,11 @@ def fill_with_old(old, crash):
     wait_for("the old worker's tasks", lambda: all(
         old.state("r-%d" % i) == "succeeded" for i in range(3))
         and old.state("d-1") == "dead_lettered"
-        and old.state("t-1") == "retrying")
+        and old.state("t-1") == "retrying"
+        and old.state("periodic:%s:%d" % (FILL_TICK, last_occurrence(
+            old, config))) == "succeeded")
     assert old.procs.stop(w) == 0, "the old worker did not stop cleanly"
+    claimed = last_occurrence(old, config)
     for i in range(20):
         old.enqueue("demo.echo", {"q": i}, "q-%d" % i)
     old.enqueue("demo.echo", {"s": 1}, "s-1", "--delay", "4s")
@@ -310,16 +464,20 @@ def fill_with_old(old, crash):
                 "--unique-key", "k1")
     stats = old.json("stats")
     assert stats["dead_letters"] == 1 and stats["scheduled"] >= 2, stats
-    return ["r-0", "r-1", "r-2", "d-1", "t-1", "s-1", "p-1", "u-1"] \
-        + ["q-%d" % i for i in range(20)] + (["k-1"] if crash else [])
+    return (["r-0", "r-1", "r-2", "d-1", "t-1", "s-1", "p-1", "u-1"]
+            + ["q-%d" % i for i in range(20)] + (["k-1"] if crash else []),
+            claimed)
 
 
-def check_and_drain(new, old_worker, must_succeed, sqlite_path):
+def check_and_drain(label, new, old_worker, must_succeed, sqlite_path,
+                    config, claimed):
     """The new build on what the old one left: its workers start first,
     so that on SQLite they are what meets the old file (two at once: one
     migrates, the other waits for the lock and finds it migrated)."""
     args = ["--queue", "default", "--queue", "paused", "--queue", "slow",
-            "--backoff", "500ms", "--no-jitter", "--visibility-timeout", "3s"]
+            "--backoff", "500ms", "--no-jitter", "--visibility-timeout", "3s",
+            "--queue", "ticks", "--events", "--config", config]
+    joined = int(time.time() * 1000)
     workers = [new.worker("worker", *args)]
     if sqlite_path is not None:
         workers.append(new.worker("worker-2", *args))
@@ -344,8 +502,26 @@ def check_and_drain(new, old_worker, must_succeed, sqlite_path):
     for id in ("t-1", "d-1"):
         got = new.json("result", id)
         assert got["attempt"] == 2, got
+    # The schedule fires on: an occurrence due after the new workers
+    # started (those missed meanwhile came first: missed = all).
+    wait_for("the schedule to fire after the upgrade",
+             lambda: last_occurrence(new, config) > joined)
     for w in workers:
         assert new.procs.stop(w) == 0, "a new worker did not stop cleanly"
+    run_what_is_left(new, "last-" + label, ["ticks"])
+    evs = events(new)
+    ticks = occurrences(evs, FILL_TICK)
+    # Each occurrence once, whichever build claimed it, and none lost
+    # between the old worker's last claim and the new workers' start.
+    once_each(evs, ["periodic:%s:%d" % (FILL_TICK, t) for t in ticks], label)
+    no_gaps(ticks, FILL_TICK_MS, label)
+    before = [t for t in ticks if t <= claimed]
+    missed = [t for t in ticks if claimed < t <= joined]
+    assert before and before[-1] == claimed and missed, (claimed, ticks)
+    log("%s: periodic %s: occurrences claimed by the old build %d, by the "
+        "new one %d (%d of them due while neither ran), each run once"
+        % (label, FILL_TICK, len(before), len(ticks) - len(before),
+           len(missed)))
     # A rolling upgrade: the old worker, running since before the store
     # was migrated, still serves its queue.
     new.enqueue("demo.echo", {"o": 1}, "o-1", "--queue", "oldq")
@@ -369,7 +545,12 @@ def check_and_drain(new, old_worker, must_succeed, sqlite_path):
 def upgrade_one(label, old, new, crash, sqlite_path=None, redis_port=None,
                 ns=None):
     started = time.monotonic()
-    must_succeed = fill_with_old(old, crash)
+    config = schedule_file(old.tmp, "fill-" + label, FILL_TICK, "ticks",
+                           FILL_TICK_MS, missed="all")
+    must_succeed, claimed = fill_with_old(old, crash, config)
+    # At least one occurrence falls due while no worker runs the schedule.
+    wait_for("an occurrence due with no worker", lambda: time.time() * 1000
+             > claimed + 2 * FILL_TICK_MS)
     rolling = old.worker("rolling", "--queue", "oldq")
     wait_for("the old worker to start", lambda: any(
         w["alive"] for w in old.json("stats")["workers"]))
@@ -388,7 +569,8 @@ def upgrade_one(label, old, new, crash, sqlite_path=None, redis_port=None,
         assert migrated["migrated"] and migrated["after"]["recorded"], \
             migrated
         assert resp(redis_port, "HGET", "{%s}:meta" % ns, "layout") == "1"
-    check_and_drain(new, rolling, must_succeed, sqlite_path)
+    check_and_drain(label, new, rolling, must_succeed, sqlite_path, config,
+                    claimed)
 
     # Rolling back: what the old build does with the store now.
     if sqlite_path is not None:
@@ -410,6 +592,283 @@ def upgrade_one(label, old, new, crash, sqlite_path=None, redis_port=None,
     log("%s: one version newer, the current build says: %s" % (label, line))
     log("%s: %d tasks upgraded and drained in %.0f s"
         % (label, len(must_succeed), time.monotonic() - started))
+
+
+# ---- A rolling upgrade ------------------------------------------------------
+
+TICK = "roll-tick"
+TICK_MS = 2000
+
+
+class Producer:
+    """One build's `sluice enqueue` in a loop, on a thread, until stopped:
+    what it enqueued, by id."""
+
+    def __init__(self, sluice, label, tasks):
+        self.sluice = sluice
+        self.label = label
+        self.tasks = tasks
+        self.ids = {}
+        self.error = None
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self):
+        n = 0
+        try:
+            while not self.stopping.is_set():
+                task = self.tasks[n % len(self.tasks)]
+                id = "%s-%d" % (self.label, n)
+                self.sluice.enqueue(task, {"by": self.label, "n": n}, id,
+                                    "--queue", "roll")
+                self.ids[id] = task
+                n += 1
+        except Exception as e:  # the main thread reports it
+            self.error = e
+
+    def first(self, task):
+        return next((id for id, t in list(self.ids.items()) if t == task),
+                    None)
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join()
+        if self.error is not None:
+            raise AssertionError("the %s producer: %s" % (self.label,
+                                                          self.error))
+        return self.ids
+
+
+def metric(port, name, **labels):
+    """The sum of a worker's /metrics samples of @name with @labels."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                timeout=10) as f:
+        text = f.read().decode()
+    want = ['%s="%s"' % kv for kv in labels.items()]
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            sample, _, value = line.rpartition(" ")
+            if all(w in sample for w in want):
+                total += float(value)
+    return total
+
+
+def healthy(port):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port,
+                                    timeout=5) as f:
+            return f.status == 200
+    except OSError:
+        return False
+
+
+class Roll:
+    """One Redis namespace upgraded while it works: an old worker and the
+    old producer, then the new producer (its new-only tasks met by the old
+    worker alone first), then a new worker beside the old one; the old
+    worker is stopped and the new one drains. Both workers run the same
+    periodic schedule, so its claims pass from one version to the other."""
+
+    def __init__(self, mode, build, env, tmp, procs, port):
+        self.mode = mode
+        self.ns = "uproll-" + mode
+        self.port = port
+        env = dict(env, SLUICE_URL="redis://127.0.0.1:%d/0" % port,
+                   SLUICE_MODE=mode, SLUICE_NAMESPACE=self.ns)
+        self.old = Sluice("old-roll-" + mode, build, env, tmp, procs)
+        self.new = Sluice("new-roll-" + mode, BUILD, env, tmp, procs)
+        if not os.path.exists(self.new.rollout):
+            raise SystemExit("upgrade: %s is missing: make check builds it"
+                             % self.new.rollout)
+        self.config = schedule_file(tmp, "roll-" + mode, TICK, "roll", TICK_MS)
+        self.worker_args = ["--queue", "roll", "--events", "--config",
+                            self.config]
+
+    def last_tick(self, s):
+        return last_occurrence(s, self.config)
+
+    def start_old(self):
+        self.old_metrics = free_port()
+        self.old_worker = self.old.worker(
+            "worker", "--worker-id", "old-" + self.mode, "--metrics-listen",
+            "127.0.0.1:%d" % self.old_metrics, *self.worker_args)
+        self.old_producer = Producer(self.old, "old-" + self.mode,
+                                     ["demo.echo", "demo.noop"])
+
+    def wait_old(self):
+        wait_for("the old worker's metrics", lambda: healthy(self.old_metrics))
+        wait_for("the old worker to run an old producer's task",
+                 lambda: self.old_producer.ids and self.old.state(
+                     "old-%s-0" % self.mode) == "succeeded")
+        wait_for("the old worker to dispatch the periodic schedule",
+                 lambda: self.last_tick(self.old) > 0)
+        assert resp(self.port, "HGET", "{%s}:meta" % self.ns,
+                    "layout") is None, "the old build recorded a layout"
+
+    def start_new_producer(self):
+        # Producers first (docs/upgrading.md): a new-only task that no
+        # worker of the namespace knows yet.
+        self.new_producer = Producer(self.new, "new-" + self.mode,
+                                     [NEW_TASK, "demo.echo"])
+
+    def wait_deferred(self):
+        """Only the old worker is there: the new-only tasks it takes are
+        deferred, with a note in their record, and never buried."""
+        def deferred():
+            id = self.new_producer.first(NEW_TASK)
+            if id is None:
+                return None
+            rec = self.new.json("inspect", id)
+            if rec["state"] == "scheduled" and "deferred" in (
+                    rec.get("error") or ""):
+                return (id, rec["error"])
+            return None
+        self.deferred_id, note = wait_for("a new-only task to be deferred",
+                                          deferred)
+        self.deferred_note = note
+        wait_for("the old worker's deferral in its metrics", lambda: metric(
+            self.old_metrics, "sluice_worker_tasks_deferred_total",
+            task=UNREGISTERED) > 0)
+        # The new producer, the first client of this version, recorded the
+        # layout while the old worker ran on.
+        assert resp(self.port, "HGET", "{%s}:meta" % self.ns,
+                    "layout") == "1"
+        self.before_new_worker = self.last_tick(self.new)
+
+    def start_new(self):
+        self.new_worker = self.new.worker(
+            "worker", "--worker-id", "new-" + self.mode, *self.worker_args,
+            modules=[self.new.rollout])
+
+    def wait_new(self):
+        wait_for("the new worker to run the deferred task",
+                 lambda: self.new.state(self.deferred_id) == "succeeded")
+
+    def stop_producers(self):
+        self.old_ids = self.old_producer.stop()
+        self.new_ids = self.new_producer.stop()
+
+    def stop_old(self):
+        self.old_deferrals = metric(self.old_metrics,
+                                    "sluice_worker_tasks_deferred_total",
+                                    task=UNREGISTERED)
+        assert self.old.procs.stop(self.old_worker) == 0, \
+            "the old worker did not stop cleanly on SIGTERM"
+        self.old_stopped_ms = int(time.time() * 1000)
+
+    def drain(self):
+        ids = dict(self.old_ids, **self.new_ids)
+
+        def all_succeeded():
+            done = by_id(events(self.new), "succeeded")
+            return all(id in done for id in ids)
+        wait_for("every task of both producers to succeed", all_succeeded,
+                 120)
+        # The schedule fires on with the old worker gone.
+        wait_for("an occurrence dispatched by the new worker alone",
+                 lambda: self.last_tick(self.new) > self.old_stopped_ms)
+        assert self.new.procs.stop(self.new_worker) == 0, \
+            "the new worker did not stop cleanly"
+        run_what_is_left(self.new, "last-" + self.mode, ["roll"])
+
+    def check(self):
+        evs = events(self.new)
+        ids = dict(self.old_ids, **self.new_ids)
+        for kind in ("dead_lettered", "failed", "retried", "cancelled"):
+            got = [e["id"] for e in evs if e["kind"] == kind]
+            assert not got, "%s: %s %s" % (self.mode, kind, got[:5])
+        ticks = occurrences(evs, TICK)
+        once_each(evs, list(ids) + ["periodic:%s:%d" % (TICK, t)
+                                    for t in ticks], self.mode)
+        stats = self.new.json("stats")
+        assert stats["dead_letters"] == 0, stats
+        assert self.new.json("dlq", "list")["entries"] == []
+        ran_by = {}
+        for e in evs:
+            if e["kind"] == "succeeded":
+                ran_by[e["id"]] = e.get("worker") or ""
+        new_only = [id for id, t in ids.items() if t == NEW_TASK]
+        wrong = [id for id in new_only if not ran_by[id].startswith("new-")]
+        assert not wrong, "%s: new-only tasks run elsewhere: %s" % (
+            self.mode, [(id, ran_by[id]) for id in wrong[:5]])
+        got = self.new.json("result", self.deferred_id)
+        n = int(self.deferred_id.rsplit("-", 1)[1])
+        assert got["state"] == "succeeded" and got["result"] == {
+            "by": "new-" + self.mode, "n": n}, got
+        # The records agree with the events (read for every 50th task: a
+        # command per task would cost more than the roll).
+        for id in sorted(ids)[::50]:
+            assert self.new.state(id) == "succeeded", (id, self.new.json(
+                "inspect", id))
+        with open(self.old_worker.args_log, errors="replace") as f:
+            assert "deferring messages of it" in f.read(), \
+                "the old worker did not log its deferral"
+        assert self.old_deferrals > 0
+        # One claim per occurrence, across both versions: every interval
+        # dispatched, once, by one worker or the other (a worker that
+        # starts on a claim dispatches the next due occurrence).
+        no_gaps(ticks, TICK_MS, self.mode)
+        old_ticks = [t for t in ticks if t <= self.before_new_worker]
+        late = [t for t in ticks if t > self.old_stopped_ms]
+        assert old_ticks and late, (old_ticks, late)
+        assert self.last_tick(self.old) == self.last_tick(self.new)
+        workers = {}
+        for id in ids:
+            w = ran_by[id].split("-")[0]
+            workers[w] = workers.get(w, 0) + 1
+        log("%s roll: enqueued by the old build's sluice enqueue %d, by the "
+            "new one's %d (%d of them %s); run by the old worker %d, the new "
+            "%d, after it %d, each once; the old worker deferred %s %.0f "
+            "times, none dead-lettered; periodic %s: %d occurrences, %d "
+            "before the new worker, %d after the old one stopped, each once, "
+            "none skipped"
+            % (self.mode, len(self.old_ids), len(self.new_ids), len(new_only),
+               NEW_TASK, workers.get("old", 0), workers.get("new", 0),
+               workers.get("last", 0), NEW_TASK, self.old_deferrals, TICK,
+               len(ticks), len(old_ticks), len(late)))
+        log("%s roll: the record of %s while only the old worker ran: %s"
+            % (self.mode, self.deferred_id, self.deferred_note))
+
+
+def rolling_upgrade(build, env, tmp, procs, port):
+    """Both modes at once, so the roll's duration is paid once."""
+    started = time.monotonic()
+    rolls = [Roll(mode, build, env, tmp, procs, port)
+             for mode in ("reliable", "fast")]
+    try:
+        for r in rolls:
+            r.start_old()
+        for r in rolls:
+            r.wait_old()
+        for r in rolls:
+            r.start_new_producer()
+        for r in rolls:
+            r.wait_deferred()
+        for r in rolls:
+            r.start_new()
+        for r in rolls:
+            r.wait_new()
+        # The producers of both versions go on for the roll's duration
+        # (not a wait for anything to happen: what must happen was waited
+        # for above, and is checked below).
+        time.sleep(max(0.0, started + ROLL_SECONDS - time.monotonic()))
+        for r in rolls:
+            r.stop_producers()
+    finally:
+        for r in rolls:
+            if hasattr(r, "new_producer"):
+                r.new_producer.stopping.set()
+            if hasattr(r, "old_producer"):
+                r.old_producer.stopping.set()
+    for r in rolls:
+        r.stop_old()
+    for r in rolls:
+        r.drain()
+    for r in rolls:
+        r.check()
+    log("rolling upgrade in %.0f s" % (time.monotonic() - started))
 
 
 def main():
@@ -435,7 +894,8 @@ def main():
                                 "SLUICE_MODE": "reliable",
                                 "SLUICE_NAMESPACE": "uprel"}, True),
         ]
-        for label, settings, crash in stores:
+        for label, settings, crash in ([] if "--roll-only" in sys.argv
+                                       else stores):
             store_env = dict(env, **settings)
             old = Sluice("old-" + label, build, store_env, tmp, procs)
             new = Sluice("new-" + label, BUILD, store_env, tmp, procs)
@@ -444,6 +904,8 @@ def main():
                                      if label == "sqlite" else None),
                         redis_port=port if label != "sqlite" else None,
                         ns=settings.get("SLUICE_NAMESPACE"))
+        if "--no-roll" not in sys.argv:
+            rolling_upgrade(build, env, tmp, procs, port)
         log("passed in %.0f s" % (time.monotonic() - started))
         return 0
     except AssertionError as e:
