@@ -762,6 +762,77 @@ START_TEST(a_newer_file_is_refused_in_one_line)
 }
 END_TEST
 
+/* A step that cannot run while processes of the older version use the
+ * file (its "-- offline:" line) is refused by an ordinary open, which
+ * changes nothing and names the command that runs it, and runs only from
+ * `sluice migrate` (which opens with offline steps allowed). The step here
+ * is one more than this code has, as the next release would bring. */
+START_TEST(an_offline_step_runs_only_from_sluice_migrate)
+{
+  g_autofree gchar *db = sluice_test_sqlite_new_path();
+  g_autofree gchar *command =
+      g_strdup_printf("sluice migrate --url sqlite://%s", db);
+  const GPtrArray *real = sluice_sqlite__migrations();
+  g_autoptr(GPtrArray) steps = g_ptr_array_new();
+  g_autofree gchar *file =
+      g_strdup_printf("%03u-rewrite-probe.sql", real->len + 1);
+  g_autoptr(GError) error = NULL;
+  SluiceSqliteMigration *offline = sluice_sqlite__migration_parse(
+      file, "-- Rewrites the probe table.\n"
+            "-- offline: the older workers read what it drops\n"
+            "CREATE TABLE offline_probe (x INTEGER);\n");
+  SluiceBroker *b = open_broker(db);
+  SluiceSqliteConn *c;
+
+  ck_assert_ptr_nonnull(offline);
+  ck_assert_str_eq(offline->summary, "Rewrites the probe table.");
+  ck_assert_str_eq(offline->offline, "the older workers read what it drops");
+  for (guint i = 0; i < real->len; i++) {
+    ck_assert_ptr_null(((SluiceSqliteMigration *)real->pdata[i])->offline);
+    g_ptr_array_add(steps, real->pdata[i]);
+  }
+  g_ptr_array_add(steps, offline);
+
+  c = sluice_sqlite__conn_get(SLUICE_SQLITE_BROKER(b), &error);
+  ck_assert_ptr_nonnull(c);
+  ck_assert(sluice_sqlite__begin(c, &error));
+  ck_assert(!sluice_sqlite__migrate(c, steps, FALSE, &error));
+  sluice_sqlite__conn_put(c);
+  ck_assert_msg(strstr(error->message, command) != NULL &&
+                    strstr(error->message, "-rewrite-probe") != NULL &&
+                    strstr(error->message, "what it drops") != NULL &&
+                    strstr(error->message, "nothing was changed") != NULL &&
+                    strchr(error->message, '\n') == NULL,
+                "%s", error->message);
+  g_clear_error(&error);
+  ck_assert_int_eq(raw_count(db, "SELECT value FROM meta WHERE key='schema'"),
+                   real->len);
+  ck_assert_int_eq(raw_count(db, "SELECT count(*) FROM sqlite_master WHERE "
+                                 "name = 'offline_probe'"),
+                   0);
+
+  c = sluice_sqlite__conn_get(SLUICE_SQLITE_BROKER(b), &error);
+  ck_assert(sluice_sqlite__begin(c, &error) &&
+            sluice_sqlite__migrate(c, steps, TRUE, &error) &&
+            sluice_sqlite__commit(c, &error));
+  sluice_sqlite__conn_put(c);
+  ck_assert_int_eq(raw_count(db, "SELECT value FROM meta WHERE key='schema'"),
+                   real->len + 1);
+  ck_assert_int_eq(raw_count(db, "SELECT count(*) FROM sqlite_master WHERE "
+                                 "name = 'offline_probe'"),
+                   1);
+  ck_assert_int_eq(raw_count(db, "SELECT count(*) FROM migrations"),
+                   real->len + 1);
+
+  /* A file that breaks the naming or header rules is no migration. */
+  ck_assert_ptr_null(sluice_sqlite__migration_parse("3-x.sql", "-- x\n"));
+  ck_assert_ptr_null(sluice_sqlite__migration_parse("003-x.sql", "no header"));
+  ck_assert_ptr_null(sluice_sqlite__migration_parse("003-x.txt", "-- x\n"));
+  sluice_sqlite__migration_free(offline);
+  sluice_broker_unref(b);
+}
+END_TEST
+
 /* Waiters are woken by other processes' commits, not by a poll: with the
  * safety re-check off, a fetch blocked for a minute gets the task a
  * producer process enqueues, and a wait_record returns the final record a
@@ -839,6 +910,7 @@ main(void)
   tcase_add_test(tc, a_file_at_version_1_migrates_on_open_and_loses_nothing);
   tcase_add_test(tc, processes_starting_together_migrate_once);
   tcase_add_test(tc, a_newer_file_is_refused_in_one_line);
+  tcase_add_test(tc, an_offline_step_runs_only_from_sluice_migrate);
   suite_add_tcase(suite, tc);
   runner = srunner_create(suite);
   srunner_set_fork_status(runner, CK_FORK);

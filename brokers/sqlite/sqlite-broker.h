@@ -62,6 +62,9 @@ struct _SluiceSqliteBroker {
   gint64 busy_timeout_ms;
   guint dead_letter_max;
   gboolean read_only; /* SluiceSqliteOptions.read_only */
+  /* Opened by `sluice migrate`: it may run the steps that need the older
+   * processes stopped (sqlite-layout.c). */
+  gboolean offline_steps;
   /* Tests only: PRAGMA max_page_count for new connections (0: none). */
   gint64 max_page_count;
 
@@ -88,6 +91,14 @@ struct _SluiceSqliteBroker {
 #define SLUICE_SQLITE_BROKER(b) ((SluiceSqliteBroker *)(b))
 
 /* ---- sqlite-conn.c -------------------------------------------------------- */
+
+/* sluice_sqlite_broker_new(), which may run the migrations that need the
+ * processes of the older version stopped when @offline_steps (`sluice
+ * migrate`: sqlite-layout.c). */
+SluiceBroker *sluice_sqlite__broker_new_full(const SluiceSqliteOptions *options,
+                                             SluiceClock *clock,
+                                             gboolean offline_steps,
+                                             GError **error);
 
 /* Opens the first connection (creating or migrating the schema, or, read
  * only, checking it) and the wake file. */
@@ -164,11 +175,35 @@ gint64 sluice_sqlite__real_now(void);
 
 /* ---- sqlite-layout.c ------------------------------------------------------- */
 
+/* One step of the layout: a file of brokers/sqlite/migrations/. */
+typedef struct {
+  guint version;
+  gchar *name;    /* "002-migrations" */
+  gchar *summary; /* its first line: what it does */
+  /* (nullable) its "-- offline:" line: why it cannot run while processes
+   * of the older layout use the file; NULL for a step that only adds */
+  gchar *offline;
+  const gchar *sql;
+} SluiceSqliteMigration;
+
+/* Reads a migration file's name (NNN-what.sql) and header. Returns:
+ * (transfer full) (nullable): the step, or NULL when the file breaks the
+ * rules (numbered, a first line that says what it does). */
+SluiceSqliteMigration *sluice_sqlite__migration_parse(const gchar *file,
+                                                      const gchar *sql);
+void sluice_sqlite__migration_free(SluiceSqliteMigration *m);
+/* (transfer none): this code's steps, version 1 first. */
+const GPtrArray *sluice_sqlite__migrations(void);
 /* The layout version this code reads and writes: its last migration's. */
 guint sluice_sqlite__layout_version(void);
-/* Inside a write transaction: brings @c's database to this code's version
- * (creating it when empty), or refuses a newer one. */
-gboolean sluice_sqlite__migrate(SluiceSqliteConn *c, GError **error);
+/* Inside a write transaction: brings @c's database to the version of
+ * @steps (sluice_sqlite__migrations(): version 1 first, numbered without a
+ * gap), creating it when empty, or refuses a newer one. A pending step
+ * that needs the older processes stopped runs only with @offline_steps;
+ * without, the file is refused, unchanged, with the command that runs
+ * it. */
+gboolean sluice_sqlite__migrate(SluiceSqliteConn *c, const GPtrArray *steps,
+                                gboolean offline_steps, GError **error);
 /* Inside a read: refuses a database at another version than this code's,
  * or one that lacks its tables. */
 gboolean sluice_sqlite__check_layout(SluiceSqliteConn *c, GError **error);

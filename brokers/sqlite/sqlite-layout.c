@@ -22,6 +22,14 @@
  * file at 1 may lack some, and IF NOT EXISTS completes it as the opens of
  * those releases did. Every later step runs once and is recorded in the
  * migrations table (002 made it) in the same transaction.
+ *
+ * Why a step may be "offline": a step that only adds (a table, an index,
+ * a column with a default) leaves the file readable by the processes of
+ * the older version still running, so it runs on open. One that rewrites
+ * or drops what they use would break them mid-run, so its file says why
+ * on a second line, `-- offline: WHY`, and it runs only from `sluice
+ * migrate`, which the operator runs once those processes are stopped;
+ * any other open refuses the file, unchanged, naming that command.
  */
 #include "config.h"
 
@@ -34,20 +42,55 @@
 /* The table that records the steps exists from this version on. */
 #define RECORDED_FROM 2
 
-typedef struct {
-  guint version;
-  gchar *name;
-  gchar *summary;
-  const gchar *sql;
-} Migration;
+typedef SluiceSqliteMigration Migration;
 
 static GPtrArray *all_migrations;
+
+#define OFFLINE_MARK "-- offline: "
+
+Migration *
+sluice_sqlite__migration_parse(const gchar *file, const gchar *sql)
+{
+  const gchar *end = strchr(sql, '\n');
+  gchar *digits_end = NULL;
+  guint64 version = g_ascii_strtoull(file, &digits_end, 10);
+  Migration *m;
+
+  if (version < 1 || version > G_MAXUINT || digits_end != file + 3 ||
+      *digits_end != '-' || !g_str_has_suffix(file, ".sql") ||
+      !g_str_has_prefix(sql, "-- ") || end == NULL)
+    return NULL;
+  m = g_new0(Migration, 1);
+  m->version = (guint)version;
+  m->name = g_strndup(file, strlen(file) - strlen(".sql"));
+  m->summary = g_strndup(sql + 3, (gsize)(end - sql - 3));
+  if (g_str_has_prefix(end + 1, OFFLINE_MARK)) {
+    const gchar *why = end + 1 + strlen(OFFLINE_MARK);
+    const gchar *why_end = strchr(why, '\n');
+
+    m->offline = why_end != NULL ? g_strndup(why, (gsize)(why_end - why))
+                                 : g_strdup(why);
+  }
+  m->sql = sql;
+  return m;
+}
+
+void
+sluice_sqlite__migration_free(Migration *m)
+{
+  if (m == NULL)
+    return;
+  g_free(m->name);
+  g_free(m->summary);
+  g_free(m->offline);
+  g_free(m);
+}
 
 /* The steps of sluice_sqlite_migrations[] (file name, text pairs), checked
  * to be numbered 1, 2, ... in order: a gap would be a migration nobody
  * runs. */
-static const GPtrArray *
-migrations(void)
+const GPtrArray *
+sluice_sqlite__migrations(void)
 {
   static gsize done;
 
@@ -56,20 +99,14 @@ migrations(void)
 
     for (guint i = 0; sluice_sqlite_migrations[i] != NULL; i += 2) {
       const gchar *file = sluice_sqlite_migrations[i];
-      const gchar *sql = sluice_sqlite_migrations[i + 1];
-      Migration *m = g_new0(Migration, 1);
-      const gchar *end = strchr(sql, '\n');
+      Migration *m =
+          sluice_sqlite__migration_parse(file, sluice_sqlite_migrations[i + 1]);
 
-      m->version = (guint)g_ascii_strtoull(file, NULL, 10);
-      if (m->version != list->len + 1 || !g_str_has_prefix(sql, "-- ") ||
-          end == NULL)
+      if (m == NULL || m->version != list->len + 1)
         g_error("brokers/sqlite/migrations/%s: a migration is named "
                 "NNN-what.sql, numbered from 001 without a gap, and its "
                 "first line is a comment that says what it does",
                 file);
-      m->name = g_strndup(file, strlen(file) - strlen(".sql"));
-      m->summary = g_strndup(sql + 3, (gsize)(end - sql - 3));
-      m->sql = sql;
       g_ptr_array_add(list, m);
     }
     all_migrations = list;
@@ -81,13 +118,13 @@ migrations(void)
 guint
 sluice_sqlite__layout_version(void)
 {
-  return migrations()->len;
+  return sluice_sqlite__migrations()->len;
 }
 
 static const Migration *
 migration(guint version)
 {
-  return migrations()->pdata[version - 1];
+  return sluice_sqlite__migrations()->pdata[version - 1];
 }
 
 /* ---- Reading the version ------------------------------------------------- */
@@ -208,10 +245,27 @@ record_step(SluiceSqliteConn *c, const Migration *m, gint64 now, GError **error)
   return sluice_sqlite__done(c, stmt, "recording a migration", error);
 }
 
-gboolean
-sluice_sqlite__migrate(SluiceSqliteConn *c, GError **error)
+/* A pending step that needs the older processes stopped: refused with
+ * the command that runs it, before any step of this run. */
+static gboolean
+refuse_offline(SluiceSqliteConn *c, guint version, const Migration *m,
+               GError **error)
 {
-  guint current = sluice_sqlite__layout_version();
+  g_set_error(error, SLUICE_BROKER_ERROR, SLUICE_BROKER_ERROR_INVALID,
+              "the SQLite database %s is at schema version %u, and step %u "
+              "(%s) cannot run while processes of the older Sluice use it "
+              "(%s): stop them, then run `sluice migrate --url sqlite://%s`; "
+              "nothing was changed",
+              c->owner->path, version, m->version, m->name, m->offline,
+              c->owner->path);
+  return FALSE;
+}
+
+gboolean
+sluice_sqlite__migrate(SluiceSqliteConn *c, const GPtrArray *steps,
+                       gboolean offline_steps, GError **error)
+{
+  guint current = steps->len;
   gint64 now = sluice_sqlite__real_now();
   guint version = 0, first, recorded;
 
@@ -222,11 +276,18 @@ sluice_sqlite__migrate(SluiceSqliteConn *c, GError **error)
   if (version == current)
     return TRUE;
   first = version <= 1 ? 1 : version + 1;
+  /* A new file has no older processes: every step runs. */
+  for (guint v = first; version > 0 && !offline_steps && v <= current; v++) {
+    const Migration *m = steps->pdata[v - 1];
+
+    if (m->offline != NULL)
+      return refuse_offline(c, version, m, error);
+  }
   /* Steps applied by this run and not recorded yet: the first ones of a
    * new file run before the table that records them exists. */
   recorded = version <= 1 ? version + 1 : first;
   for (guint v = first; v <= current; v++) {
-    const Migration *m = migration(v);
+    const Migration *m = steps->pdata[v - 1];
     int rc = sqlite3_exec(c->db, m->sql, NULL, NULL, NULL);
 
     if (rc != SQLITE_OK) {
@@ -238,7 +299,7 @@ sluice_sqlite__migrate(SluiceSqliteConn *c, GError **error)
       return FALSE;
     if (v >= RECORDED_FROM)
       for (; recorded <= v; recorded++)
-        if (!record_step(c, migration(recorded), now, error))
+        if (!record_step(c, steps->pdata[recorded - 1], now, error))
           return FALSE;
   }
   if (version > 0)
@@ -258,7 +319,7 @@ check_tables(SluiceSqliteConn *c, GError **error)
   static const gchar marker[] = "CREATE TABLE ";
   static const gchar if_not_exists[] = "IF NOT EXISTS ";
   g_autoptr(GString) missing = g_string_new(NULL);
-  const GPtrArray *list = migrations();
+  const GPtrArray *list = sluice_sqlite__migrations();
 
   for (guint i = 0; i < list->len; i++) {
     const Migration *m = list->pdata[i];
@@ -403,9 +464,17 @@ sluice_sqlite_get_layout(const SluiceSqliteOptions *options, SluiceLayout *out,
   if (out->version == 1)
     sluice_layout_add_step(out->applied, 1, migration(1)->name,
                            migration(1)->summary, 0, NULL);
-  for (guint v = out->version + 1; v <= current; v++)
-    sluice_layout_add_step(out->pending, v, migration(v)->name,
-                           migration(v)->summary, 0, NULL);
+  for (guint v = out->version + 1; v <= current; v++) {
+    const Migration *m = migration(v);
+    g_autofree gchar *summary =
+        m->offline != NULL && out->version > 0
+            ? g_strdup_printf("%s (only from `sluice migrate`, with every "
+                              "process of the older Sluice stopped: %s)",
+                              m->summary, m->offline)
+            : g_strdup(m->summary);
+
+    sluice_layout_add_step(out->pending, v, m->name, summary, 0, NULL);
+  }
   ok = TRUE;
 out:
   if (c.db != NULL)
@@ -428,8 +497,9 @@ sluice_sqlite_migrate(const SluiceSqliteOptions *options, SluiceLayout *out,
   g_return_val_if_fail(options != NULL, FALSE);
   writer = *options;
   writer.read_only = FALSE;
-  /* Opening for writing is what migrates. */
-  broker = sluice_sqlite_broker_new(&writer, NULL, error);
+  /* Opening for writing is what migrates; the operator who runs this has
+   * stopped what the offline steps would break (docs/upgrading.md). */
+  broker = sluice_sqlite__broker_new_full(&writer, NULL, TRUE, error);
   if (broker == NULL)
     return FALSE;
   sluice_broker_unref(broker);
@@ -448,7 +518,8 @@ sluice_sqlite__open_layout(SluiceSqliteBroker *self, GError **error)
   if (!(self->read_only ? sluice_sqlite__begin_read(c, error)
                         : sluice_sqlite__begin(c, error)) ||
       !(self->read_only ? sluice_sqlite__check_layout(c, error)
-                        : sluice_sqlite__migrate(c, error)) ||
+                        : sluice_sqlite__migrate(c, sluice_sqlite__migrations(),
+                                                 self->offline_steps, error)) ||
       !sluice_sqlite__commit(c, error)) {
     sluice_sqlite__conn_put(c); /* rolls back */
     return FALSE;

@@ -157,6 +157,14 @@ SluiceBroker *
 sluice_sqlite_broker_new(const SluiceSqliteOptions *options, SluiceClock *clock,
                          GError **error)
 {
+  return sluice_sqlite__broker_new_full(options, clock, FALSE, error);
+}
+
+SluiceBroker *
+sluice_sqlite__broker_new_full(const SluiceSqliteOptions *options,
+                               SluiceClock *clock, gboolean offline_steps,
+                               GError **error)
+{
   SluiceSqliteBroker *self;
   SluiceBroker *broker;
 
@@ -182,6 +190,7 @@ sluice_sqlite_broker_new(const SluiceSqliteOptions *options, SluiceClock *clock,
   self->path = g_strdup(options->path);
   self->synchronous = options->synchronous;
   self->read_only = options->read_only;
+  self->offline_steps = offline_steps;
   self->busy_timeout_ms = options->busy_timeout_ms > 0
                               ? options->busy_timeout_ms
                               : SLUICE_SQLITE_DEFAULT_BUSY_TIMEOUT_MS;
