@@ -22,60 +22,42 @@
 
 #include <string.h>
 
-/* The map header: fixmap, map 16 or map 32, as any msgpack writer would
- * choose, so that a carried map is spelled as a producer would spell it. */
+/* A msgpack header: @marker, then @value in @n big-endian bytes (none for
+ * the fix forms, whose marker holds the value). */
+static void
+put_head(GByteArray *out, guint8 marker, guint32 value, guint n)
+{
+  guint8 head[5] = {marker};
+
+  for (guint i = 0; i < n; i++)
+    head[1 + i] = (value >> (8 * (n - 1 - i))) & 0xff;
+  g_byte_array_append(out, head, 1 + n);
+}
+
+/* The shortest form, as any msgpack writer would choose, so that a
+ * carried map is spelled as a producer would spell it. */
 static void
 put_map_header(GByteArray *out, guint32 count)
 {
-  guint8 head[5];
-  guint len;
-
-  if (count < 16) {
-    head[0] = 0x80 | count;
-    len = 1;
-  } else if (count <= G_MAXUINT16) {
-    head[0] = 0xde;
-    head[1] = count >> 8;
-    head[2] = count & 0xff;
-    len = 3;
-  } else {
-    head[0] = 0xdf;
-    head[1] = count >> 24;
-    head[2] = (count >> 16) & 0xff;
-    head[3] = (count >> 8) & 0xff;
-    head[4] = count & 0xff;
-    len = 5;
-  }
-  g_byte_array_append(out, head, len);
+  if (count < 16)
+    put_head(out, 0x80 | count, 0, 0);
+  else if (count <= G_MAXUINT16)
+    put_head(out, 0xde, count, 2);
+  else
+    put_head(out, 0xdf, count, 4);
 }
 
 static void
 put_str_header(GByteArray *out, gsize len)
 {
-  guint8 head[5];
-  guint n;
-
-  if (len < 32) {
-    head[0] = 0xa0 | len;
-    n = 1;
-  } else if (len <= G_MAXUINT8) {
-    head[0] = 0xd9;
-    head[1] = len;
-    n = 2;
-  } else if (len <= G_MAXUINT16) {
-    head[0] = 0xda;
-    head[1] = len >> 8;
-    head[2] = len & 0xff;
-    n = 3;
-  } else {
-    head[0] = 0xdb;
-    head[1] = len >> 24;
-    head[2] = (len >> 16) & 0xff;
-    head[3] = (len >> 8) & 0xff;
-    head[4] = len & 0xff;
-    n = 5;
-  }
-  g_byte_array_append(out, head, n);
+  if (len < 32)
+    put_head(out, 0xa0 | len, 0, 0);
+  else if (len <= G_MAXUINT8)
+    put_head(out, 0xd9, len, 1);
+  else if (len <= G_MAXUINT16)
+    put_head(out, 0xda, len, 2);
+  else
+    put_head(out, 0xdb, len, 4);
 }
 
 /* Only a name a JSON encoder can write is carried: the same text rule as

@@ -514,6 +514,43 @@ START_TEST(test_unknown_keys_carried_through)
 }
 END_TEST
 
+/* Keys read from JSON are written as msgpack by this build: more than 15
+ * of them (a map 16 header) and names of 32 and of 256 bytes or more (str
+ * 8 and str 16 headers) come back whole. */
+START_TEST(test_unknown_keys_from_json_in_every_header_size)
+{
+  g_autoptr(GString) json =
+      g_string_new("{\"v\": 1, \"id\": \"t-1\", \"task\": \"tasks.add\", "
+                   "\"queue\": \"default\", \"attempt\": 1");
+  g_autofree gchar *long_name = g_strnfill(40, 'k');
+  g_autofree gchar *longer_name = g_strnfill(300, 'q');
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(GBytes) mp = NULL;
+  g_autoptr(SluiceEnvelope) env = NULL;
+  g_autoptr(SluiceEnvelope) back = NULL;
+  g_autoptr(GError) err = NULL;
+  g_autofree gchar *carried = NULL;
+
+  for (guint i = 0; i < 20; i++)
+    g_string_append_printf(json, ", \"extra%u\": %u", i, i);
+  g_string_append_printf(json, ", \"%s\": \"long\", \"%s\": [true]}", long_name,
+                         longer_name);
+  bytes = g_bytes_new(json->str, json->len);
+  env = sluice_envelope_decode(bytes, NULL, &err);
+  assert_no_error(err);
+  mp = sluice_envelope_encode(sluice_codec_msgpack(), env, &err);
+  assert_no_error(err);
+  back = sluice_envelope_decode(mp, NULL, &err);
+  assert_no_error(err);
+  carried = sluice_args_to_json(back->unknown_fields, &err);
+  assert_no_error(err);
+  ck_assert_ptr_nonnull(strstr(carried, "\"extra19\":19"));
+  ck_assert_ptr_nonnull(strstr(carried, long_name));
+  ck_assert_ptr_nonnull(strstr(carried, longer_name));
+  assert_envelope_equal(env, back);
+}
+END_TEST
+
 /* A program may set the carried keys itself; an encoder writes only what
  * a decoder would have kept. */
 START_TEST(test_unknown_keys_checked_on_encode)
@@ -887,6 +924,7 @@ codec_add_envelope_tests(Suite *s)
   tcase_add_test(tc, test_unknown_keys_skipped);
   tcase_add_loop_test(tc, test_unknown_keys_carried_through, 0, 2);
   tcase_add_test(tc, test_unknown_keys_checked_on_encode);
+  tcase_add_test(tc, test_unknown_keys_from_json_in_every_header_size);
   tcase_add_loop_test(tc, test_newer_version_header, 0, 2);
   tcase_add_test(tc, test_codecs_agree);
   tcase_add_test(tc, test_zero_is_unset_in_both_codecs);
