@@ -89,9 +89,16 @@ test)
   build
   if ! make -C "$build" -j"$jobs" -s check; then
     echo "dev.sh: tests failed; logs of the failures:" >&2
+    failed=()
     for log in $(find "$build" -name '*.log' ! -name config.log ! -name test-suite.log); do
       grep -q '^:test-result: \(FAIL\|ERROR\)' "${log%.log}.trs" 2>/dev/null &&
-        { echo "---- $log"; tail -n 60 "$log"; } >&2
+        { failed+=("$log"); echo "---- $log"; tail -n 60 "$log"; } >&2
+    done
+    # Last, so that a reader of only the end of the output (a CI summary)
+    # still sees which checks failed, however long the logs above are.
+    echo "dev.sh: the failed checks:" >&2
+    for log in "${failed[@]}"; do
+      grep -h -E ':[EF]:|^(FAIL|ERROR)' "$log" | tail -n 10 >&2 || true
     done
     exit 1
   fi
