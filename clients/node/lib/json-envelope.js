@@ -164,16 +164,47 @@ function plain(v) {
   return v;
 }
 
+// What the C library knows; anything else is a newer producer's key,
+// which a re-encoding carries through (PROTOCOL.md, "Keys this build does
+// not know").
+const KNOWN_KEYS = new Set(['v', 'id', 'task', 'queue', 'args', 'attempt',
+  'enqueued_at', 'eta', 'opts', 'unknown_since', 'history', 'headers', 'wf',
+  'snz', 'uq']);
+const KNOWN_OPTIONS = new Set(['max_attempts', 'initial_backoff_ms',
+  'multiplier', 'max_backoff_ms', 'jitter', 'timeout_ms', 'expires_at',
+  'store_result', 'result_ttl_ms', 'dead_letter', 'hard_timeout_ms']);
+
+/** A key the C library carries: UTF-8 text without U+0000. */
+function carried(key) {
+  return typeof key === 'string' && key !== '' && !key.includes('\u0000');
+}
+
+/** A carried key and its value as msgpack, converted as args are. */
+function carriedPair(k, v) {
+  return Buffer.concat([Buffer.from(msgpack.encode(k)), argsBytes(v)]);
+}
+
 /** The fields of a JSON envelope, args as msgpack bytes; throws on
- * anything the C decoder refuses at this level. */
+ * anything the C decoder refuses at this level. The keys this build does
+ * not know are kept as msgpack pairs (env.__unknown, env.__unknownOpts). */
 function decodeJsonEnvelope(buf) {
   const text = new TextDecoder('utf-8', { fatal: true }).decode(buf);
   const root = parse(text);
   if (root === null || typeof root !== 'object' || Array.isArray(root) || root instanceof JsonNumber) {
     throw new SyntaxError('not an object');
   }
-  const env = {};
+  const env = { __unknown: [], __unknownOpts: [] };
   for (const [k, v] of root.pairs) {
+    if (!KNOWN_KEYS.has(k)) {
+      if (carried(k)) env.__unknown.push(carriedPair(k, v));
+      continue;
+    }
+    if (k === 'opts' && v !== null && typeof v === 'object' && !Array.isArray(v) &&
+        !(v instanceof JsonNumber)) {
+      for (const [ok, ov] of v.pairs) {
+        if (!KNOWN_OPTIONS.has(ok) && carried(ok)) env.__unknownOpts.push(carriedPair(ok, ov));
+      }
+    }
     if (k === 'args') env.args = argsBytes(v);
     else if (v instanceof JsonNumber && !v.integral && ['v', 'attempt', 'enqueued_at', 'eta', 'unknown_since'].includes(k)) {
       throw new TypeError(`${k}: not an integer`);
@@ -182,4 +213,4 @@ function decodeJsonEnvelope(buf) {
   return env;
 }
 
-module.exports = { decodeJsonEnvelope };
+module.exports = { decodeJsonEnvelope, KNOWN_KEYS, KNOWN_OPTIONS, carried };

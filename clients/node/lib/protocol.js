@@ -14,7 +14,9 @@ const {
   InvalidInputError, TooLargeError, MalformedReplyError, WrongModeError,
   WrongVersionError,
 } = require('./errors');
-const { decodeJsonEnvelope } = require('./json-envelope');
+const {
+  decodeJsonEnvelope, KNOWN_KEYS, KNOWN_OPTIONS, carried,
+} = require('./json-envelope');
 
 // The limits of include/sluice/sluice-envelope.h and sluice-client.h.
 const MAX_ID_BYTES = 256;
@@ -331,7 +333,9 @@ function utf8Compare(a, b) {
 
 /** The envelope as the C library encodes it (PROTOCOL.md, "What Sluice
  * writes"). e: {id, task, queue, args (msgpack Buffer), attempt,
- * enqueuedAt, eta, opts (checked), headers, unknownSince, history}. */
+ * enqueuedAt, eta, opts (checked), headers, unknownSince, history,
+ * unknown and unknownOpts (the msgpack key/value pairs of the keys this
+ * build does not know, written after the known ones)}. */
 function encodeEnvelope(e) {
   const parts = [];
   let n = 0;
@@ -358,8 +362,10 @@ function encodeEnvelope(e) {
   if (o.storeResult !== undefined) opts.push(['store_result', enc(o.storeResult)]);
   if (o.resultTtlMs > 0) opts.push(['result_ttl_ms', enc(o.resultTtlMs)]);
   if (o.deadLetter !== undefined) opts.push(['dead_letter', enc(o.deadLetter)]);
-  if (opts.length > 0) {
-    put('opts', Buffer.concat([mapHeader(opts.length), ...opts.flatMap(([k, v]) => [enc(k), v])]));
+  const unknownOpts = e.unknownOpts || [];
+  if (opts.length > 0 || unknownOpts.length > 0) {
+    put('opts', Buffer.concat([mapHeader(opts.length + unknownOpts.length),
+      ...opts.flatMap(([k, v]) => [enc(k), v]), ...unknownOpts]));
   }
   if (e.unknownSince > 0) put('unknown_since', e.unknownSince);
   if (e.history && e.history.length > 0) put('history', e.history);
@@ -368,6 +374,11 @@ function encodeEnvelope(e) {
   if (names.length > 0) {
     put('headers', Buffer.concat([mapHeader(names.length),
       ...names.flatMap((k) => [enc(k), enc(headers[k])])]));
+  }
+  // The keys this build does not know, after the known ones, as they came.
+  for (const pair of e.unknown || []) {
+    parts.push(pair);
+    n++;
   }
   return Buffer.concat([mapHeader(n), ...parts]);
 }
@@ -425,8 +436,38 @@ function decodeOne(buf) {
   return msgpack.decode(buf);
 }
 
-/** The fields of an envelope (args kept as its bytes), or null when it is
- * not one. */
+/** `opts` from its msgpack bytes, the pairs of the options this build does
+ * not know pushed onto unknown; null when it is not a map of string keys. */
+function readOpts(buf, unknown) {
+  let pos = 0;
+  const m = buf[pos++];
+  let n;
+  if (m >= 0x80 && m <= 0x8f) n = m & 0x0f;
+  else if (m === 0xde) { n = buf.readUInt16BE(pos); pos += 2; }
+  else if (m === 0xdf) { n = buf.readUInt32BE(pos); pos += 4; }
+  else return null;
+  const opts = {};
+  const seen = new Set();
+  for (let i = 0; i < n; i++) {
+    const kend = skip(buf, pos);
+    const key = decodeOne(buf.subarray(pos, kend));
+    const vend = skip(buf, kend);
+    if (typeof key !== 'string') return null;
+    if (KNOWN_OPTIONS.has(key)) {
+      if (Object.prototype.hasOwnProperty.call(opts, key)) return null;
+      opts[key] = decodeOne(buf.subarray(kend, vend));
+    } else {
+      if (carried(key) && !seen.has(key)) unknown.push(Buffer.from(buf.subarray(pos, vend)));
+      seen.add(key);
+    }
+    pos = vend;
+  }
+  return opts;
+}
+
+/** The fields of an envelope (args kept as its bytes, the keys this build
+ * does not know as msgpack pairs in __unknown and __unknownOpts), or null
+ * when it is not one. */
 function decodeEnvelope(data) {
   try {
     const buf = Buffer.from(data);
@@ -440,14 +481,28 @@ function decodeEnvelope(data) {
     else if (m === 0xde) { n = buf.readUInt16BE(pos); pos += 2; }
     else if (m === 0xdf) { n = buf.readUInt32BE(pos); pos += 4; }
     else return null;
-    const env = {};
+    const env = { __unknown: [], __unknownOpts: [] };
+    const seen = new Set();
     for (let i = 0; i < n; i++) {
       const kend = skip(buf, pos);
       const key = decodeOne(buf.subarray(pos, kend));
       const vend = skip(buf, kend);
       const raw = buf.subarray(kend, vend);
-      if (typeof key === 'string' && Object.prototype.hasOwnProperty.call(env, key) && key !== 'args') return null;
-      env[key] = key === 'args' ? Buffer.from(raw) : decodeOne(raw);
+      if (typeof key !== 'string') return null;
+      if (!KNOWN_KEYS.has(key)) {
+        // A newer producer's key: its bytes, carried as they came; only
+        // the first of a repeated one, as in C.
+        if (carried(key) && !seen.has(key)) env.__unknown.push(Buffer.from(buf.subarray(pos, vend)));
+        seen.add(key);
+        pos = vend;
+        continue;
+      }
+      if (Object.prototype.hasOwnProperty.call(env, key) && key !== 'args') return null;
+      if (key === 'opts') {
+        const opts = readOpts(raw, env.__unknownOpts);
+        if (opts === null) return null;
+        env.opts = opts;
+      } else env[key] = key === 'args' ? Buffer.from(raw) : decodeOne(raw);
       pos = vend;
     }
     if (pos !== buf.length) return null;
@@ -805,6 +860,7 @@ function replaySubmit(s, dl, keepAttempt, now) {
       id: env.id, task: env.task, queue: env.queue, args: env.args,
       attempt: keepAttempt ? env.attempt : 1, enqueuedAt: env.enqueued_at || 0, eta: 0,
       opts: checkOptions(given), headers: checkHeaders(env.headers), history,
+      unknown: env.__unknown, unknownOpts: env.__unknownOpts,
     });
   } catch (e) {
     if (e instanceof InvalidInputError || e instanceof TypeError) return raw();

@@ -252,6 +252,13 @@ class Options:
 
 
 _OPTION_NAMES = [f.name for f in dataclasses.fields(Options)]
+# What the C library knows; anything else is a newer producer's key, which
+# a re-encoding carries through (PROTOCOL.md, "Keys this build does not
+# know").
+_KNOWN_KEYS = frozenset(("v", "id", "task", "queue", "args", "attempt",
+                         "enqueued_at", "eta", "opts", "unknown_since",
+                         "history", "headers", "wf", "snz", "uq"))
+_KNOWN_OPTIONS = frozenset(_OPTION_NAMES + ["hard_timeout_ms"])
 
 
 def _int(field: str, value: Any, low: int, high: int = INT64_MAX) -> int:
@@ -360,10 +367,16 @@ def encode_envelope(id: str, task: str, queue: str, args: bytes = b"",
                     opts: Options = Options(),
                     headers: Optional[Mapping[str, str]] = None,
                     unknown_since: int = 0,
-                    history: Optional[List[str]] = None) -> bytes:
+                    history: Optional[List[str]] = None,
+                    unknown: Optional[List[bytes]] = None,
+                    unknown_opts: Optional[List[bytes]] = None) -> bytes:
     """The envelope as the C library encodes it: keys in PROTOCOL.md's
     order, optional ones only when set, headers sorted by name, the
-    smallest encoding of every value. args: already msgpack (pack_args)."""
+    smallest encoding of every value. args: already msgpack (pack_args).
+    unknown, unknown_opts: the msgpack key/value pairs of the keys this
+    build does not know, written after the known ones as they came."""
+    unknown = unknown or []
+    unknown_opts = unknown_opts or []
     pk = _packer()
     if args == b"\xc0":
         args = b""
@@ -401,10 +414,12 @@ def encode_envelope(id: str, task: str, queue: str, args: bytes = b"",
         parts += [pk.pack("enqueued_at"), pk.pack(enqueued_at)]
     if eta > 0:
         parts += [pk.pack("eta"), pk.pack(eta)]
-    if opt_items:
-        parts += [pk.pack("opts"), pk.pack_map_header(len(opt_items))]
+    if opt_items or unknown_opts:
+        parts += [pk.pack("opts"),
+                  pk.pack_map_header(len(opt_items) + len(unknown_opts))]
         for k, v in opt_items:
             parts += [pk.pack(k), pk.pack(v)]
+        parts += unknown_opts
     if unknown_since > 0:
         parts += [pk.pack("unknown_since"), pk.pack(unknown_since)]
     if history:
@@ -413,9 +428,16 @@ def encode_envelope(id: str, task: str, queue: str, args: bytes = b"",
         parts += [pk.pack("headers"), pk.pack_map_header(len(names))]
         for k in names:
             parts += [pk.pack(k), pk.pack(headers[k])]
-    n_keys = (5 + bool(args) + (enqueued_at > 0) + (eta > 0) + bool(opt_items)
-              + (unknown_since > 0) + bool(history) + bool(names))
+    parts += unknown
+    n_keys = (5 + bool(args) + (enqueued_at > 0) + (eta > 0)
+              + bool(opt_items or unknown_opts) + (unknown_since > 0)
+              + bool(history) + bool(names) + len(unknown))
     return pk.pack_map_header(n_keys) + b"".join(parts)
+
+
+def _carried(name: Any) -> bool:
+    """A key the C library carries: UTF-8 text without U+0000."""
+    return isinstance(name, str) and name != "" and "\x00" not in name
 
 
 _JSON_WS = b" \t\r\n"
@@ -468,6 +490,17 @@ def _decode_json_envelope(data: bytes) -> Dict[str, Any]:
     for k, v in env.items():
         if isinstance(v, str):
             _json_text(v)
+    # Converted to msgpack as args are, as the C decoder keeps them.
+    pk = _packer()
+    env["__unknown__"] = [pk.pack(k) + pk.pack(_json_args(v))
+                          for k, v in env.items()
+                          if k not in _KNOWN_KEYS and not k.startswith("__")
+                          and _carried(k)]
+    if isinstance(env.get("opts"), dict):
+        env["__unknown_opts__"] = [
+            pk.pack(k) + pk.pack(_json_args(v))
+            for k, v in env["opts"].items()
+            if k not in _KNOWN_OPTIONS and _carried(k)]
     return env
 
 
@@ -476,20 +509,57 @@ def _decode_msgpack_envelope(data: bytes) -> Dict[str, Any]:
     up.feed(data)
     n = up.read_map_header()
     env: Dict[str, Any] = {}
+    unknown: List[bytes] = []
+    seen = set()
     for _ in range(n):
+        pair = up.tell()
         key = up.unpack()
         if key == "args":
             # Kept as its bytes, as the C decoder keeps a slice.
             start = up.tell()
             up.skip()
             env["args"] = bytes(data[start:up.tell()])
+        elif key == "opts":
+            env["opts"], env["__unknown_opts__"] = _read_opts(up, data)
+        elif not isinstance(key, str):
+            raise ValueError("envelope keys are strings")
+        elif key not in _KNOWN_KEYS:
+            # A newer producer's key: its bytes, carried as they came;
+            # only the first of a repeated one, as in C.
+            up.skip()
+            if _carried(key) and key not in seen:
+                unknown.append(bytes(data[pair:up.tell()]))
+            seen.add(key)
         elif key in env and isinstance(key, str):
             raise ValueError("a key given twice")
         else:
             env[key] = up.unpack()
+    env["__unknown__"] = unknown
     if up.tell() != len(data):
         raise ValueError("bytes after the envelope")
     return env
+
+
+def _read_opts(up: Any, data: bytes) -> Tuple[Dict[str, Any], List[bytes]]:
+    """`opts`, and the bytes of the options this build does not know."""
+    opts: Dict[str, Any] = {}
+    unknown: List[bytes] = []
+    seen = set()
+    for _ in range(up.read_map_header()):
+        pair = up.tell()
+        key = up.unpack()
+        if not isinstance(key, str):
+            raise ValueError("option keys are strings")
+        if key in _KNOWN_OPTIONS:
+            if key in opts:
+                raise ValueError("a key given twice")
+            opts[key] = up.unpack()
+        else:
+            up.skip()
+            if _carried(key) and key not in seen:
+                unknown.append(bytes(data[pair:up.tell()]))
+            seen.add(key)
+    return opts, unknown
 
 
 def decode_envelope(data: bytes) -> Optional[Dict[str, Any]]:
@@ -1009,7 +1079,8 @@ def replay_submit(s: Settings, dl: DeadLetter, keep_attempt: bool,
         payload = encode_envelope(
             env["id"], env["task"], env["queue"], env.get("args", b""),
             env["attempt"] if keep_attempt else 1, env.get("enqueued_at", 0),
-            0, opts, headers, 0, history)
+            0, opts, headers, 0, history, env.get("__unknown__"),
+            env.get("__unknown_opts__"))
     except (InvalidInput, TypeError, ValueError):
         id = dl.task_id if dl.task_id else "replay:%s" % dl.entry_id
         return Prepared(id, dl.source or DEFAULT_QUEUE, dl.payload, 0, False,
