@@ -61,7 +61,9 @@ Workflows are not in it: the old `sluice` can show and cancel a workflow
 but not make one (nor can its Python and Node producers).
 
 Options: --build-only builds the old commit and stops; --no-roll leaves
-the rolling upgrade out, --roll-only runs only it.
+the rolling upgrade out, --roll-only runs only it. A build without the
+Redis broker or without SQLite (configure --without-redis, the minimal
+build of .ci/run) upgrades only the stores it has.
 
 Run time after the first build: about half a minute, plus the roll's
 duration and half a minute more; the first build of the old commit takes a few
@@ -879,21 +881,32 @@ def main():
     started = time.monotonic()
     procs = Procs()
     tmp = tempfile.mkdtemp(prefix="sluice-upgrade-")
+    # What this build has (configure --without-redis, --without-sqlite):
+    # the stores it cannot open are not upgraded here.
+    with_redis = os.environ.get("SLUICE_WITH_REDIS", "yes") != "no"
+    with_sqlite = os.environ.get("SLUICE_WITH_SQLITE", "yes") != "no"
+    if not with_redis and not with_sqlite:
+        skip("this build has neither the Redis nor the SQLite broker")
     try:
-        port = start_redis(procs, tmp)
+        port = start_redis(procs, tmp) if with_redis else None
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("SLUICE_")}
         # No default database in the user's state directory, ever.
         env["XDG_STATE_HOME"] = tmp
-        stores = [
-            ("sqlite", {"SLUICE_URL": "sqlite://%s/tasks.db" % tmp}, True),
-            ("redis-fast", {"SLUICE_URL": "redis://127.0.0.1:%d/0" % port,
-                            "SLUICE_MODE": "fast",
-                            "SLUICE_NAMESPACE": "upfast"}, False),
-            ("redis-reliable", {"SLUICE_URL": "redis://127.0.0.1:%d/0" % port,
-                                "SLUICE_MODE": "reliable",
-                                "SLUICE_NAMESPACE": "uprel"}, True),
-        ]
+        stores = []
+        if with_sqlite:
+            stores.append(
+                ("sqlite", {"SLUICE_URL": "sqlite://%s/tasks.db" % tmp}, True))
+        if with_redis:
+            stores += [
+                ("redis-fast", {"SLUICE_URL": "redis://127.0.0.1:%d/0" % port,
+                                "SLUICE_MODE": "fast",
+                                "SLUICE_NAMESPACE": "upfast"}, False),
+                ("redis-reliable",
+                 {"SLUICE_URL": "redis://127.0.0.1:%d/0" % port,
+                  "SLUICE_MODE": "reliable",
+                  "SLUICE_NAMESPACE": "uprel"}, True),
+            ]
         for label, settings, crash in ([] if "--roll-only" in sys.argv
                                        else stores):
             store_env = dict(env, **settings)
@@ -904,7 +917,8 @@ def main():
                                      if label == "sqlite" else None),
                         redis_port=port if label != "sqlite" else None,
                         ns=settings.get("SLUICE_NAMESPACE"))
-        if "--no-roll" not in sys.argv:
+        # The rolling upgrade runs on Redis namespaces.
+        if "--no-roll" not in sys.argv and with_redis:
             rolling_upgrade(build, env, tmp, procs, port)
         log("passed in %.0f s" % (time.monotonic() - started))
         return 0
