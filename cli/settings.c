@@ -700,8 +700,13 @@ static gboolean
 conn(const CliCommon *common, const CliSettings *settings, gsize i,
      const gchar *fallback, CliSettingValue *out, GError **error)
 {
-  if (!cli_setting_get(&common->connection, i, settings, GROUP_CONNECTION, out,
-                       error))
+  /* A zero-filled CliCommon is an empty command line: the rows are still
+   * the table's. */
+  const CliSettingArgs empty = {.rows = connection, .n_rows = N_CONN};
+  const CliSettingArgs *args =
+      common->connection.rows != NULL ? &common->connection : &empty;
+
+  if (!cli_setting_get(args, i, settings, GROUP_CONNECTION, out, error))
     return FALSE;
   if (!out->given) {
     out->text = fallback;

@@ -4223,12 +4223,12 @@ START_TEST(test_worker_settings_are_one_table)
   assert_status(unknown, 2);
   {
     const gchar *list = strstr(unknown->err, "the keys of [worker] are: ");
+    g_autofree gchar *names = NULL;
     g_auto(GStrv) parts = NULL;
 
     ck_assert_msg(list != NULL, "%s", unknown->err);
-    parts = g_strsplit(
-        g_strstrip(g_strdup(list + strlen("the keys of [worker] are: "))), ", ",
-        -1);
+    names = g_strstrip(g_strdup(list + strlen("the keys of [worker] are: ")));
+    parts = g_strsplit(names, ", ", -1);
     for (guint i = 0; parts[i] != NULL; i++)
       g_ptr_array_add(keys, g_strdup(parts[i]));
     g_strfreev(g_steal_pointer(&parts));
