@@ -1779,7 +1779,11 @@ START_TEST(a_paused_queue_is_not_fetched_even_by_a_blocked_fetch)
 
   ck_assert(sluice_broker_set_paused(c->broker, "held", FALSE, &error));
   rest = sluice_test_fetch(c->broker, "c1", held, 10, 0);
-  order_unless_ordered(c, rest);
+  /* Both wait, but not always in their order: a blocked read that took h1
+   * just after the pause hands it back to the end of its queue (Redis
+   * reliable mode: a stream takes no entry back in its place), behind h2
+   * when h2 came first (docs/limits.md, "Redis, both modes"). */
+  g_ptr_array_sort(rest, delivery_payload_cmp);
   ck_assert_uint_eq(rest->len, 2);
   ck_assert(sluice_test_bytes_is(at(rest, 0)->payload, "h1"));
   ck_assert(sluice_test_bytes_is(at(rest, 1)->payload, "h2"));
