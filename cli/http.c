@@ -153,13 +153,17 @@ cli_http_tls_load(CliHttpTls *tls, GError **error)
     g_autofree gchar *why = cli_terminal_text(local->message, -1);
     return cli_usage_error(error,
                            "the TLS certificate %s and its key %s (--%s, "
-                           "--%s) cannot be used: %s; give PEM files, the "
-                           "key the certificate's",
+                           "--%s) cannot be used: %s; give the server's "
+                           "certificate and its own private key, both PEM",
                            cert, key, tls->cert_option, tls->key_option, why);
   }
   if (given(&tls->client_ca)) {
+    /* GIO takes an absolute path only; a relative one is the working
+     * directory's, as for every other file. */
+    g_autofree gchar *ca = g_canonicalize_filename(tls->client_ca.path, NULL);
+
     g_clear_object(&tls->client_database);
-    tls->client_database = g_tls_file_database_new(tls->client_ca.path, &local);
+    tls->client_database = g_tls_file_database_new(ca, &local);
     if (tls->client_database == NULL) {
       g_clear_object(&tls->certificate);
       return tls_file_error(error, &tls->client_ca,
@@ -188,6 +192,23 @@ cli_http_tls_clear(CliHttpTls *tls)
   g_clear_object(&tls->client_database);
 }
 
+/* GIO leaves a server's verdict on a client certificate to the server,
+ * even one its database found no fault with: accept exactly those. */
+static gboolean
+accept_client_certificate(SoupServerMessage *msg, GTlsCertificate *peer,
+                          GTlsCertificateFlags errors, gpointer data)
+{
+  return errors == 0;
+}
+
+static void
+watch_client_certificate(SoupServer *server, SoupServerMessage *msg,
+                         gpointer data)
+{
+  g_signal_connect(msg, "accept-certificate",
+                   G_CALLBACK(accept_client_certificate), NULL);
+}
+
 SoupServer *
 cli_http_listen(GSocketAddress *address, const CliHttpTls *tls,
                 GMainContext *context, gchar **out_url, GError **error)
@@ -207,11 +228,14 @@ cli_http_listen(GSocketAddress *address, const CliHttpTls *tls,
   if (https && tls->client_database != NULL) {
     soup_server_set_tls_database(server, tls->client_database);
     soup_server_set_tls_auth_mode(server, G_TLS_AUTHENTICATION_REQUIRED);
+    g_signal_connect(server, "request-started",
+                     G_CALLBACK(watch_client_certificate), NULL);
   }
 
   /* The server attaches its sockets to the thread-default context. */
   g_main_context_push_thread_default(context);
-  ok = soup_server_listen(server, address, 0, &local);
+  ok = soup_server_listen(server, address, https ? SOUP_SERVER_LISTEN_HTTPS : 0,
+                          &local);
   g_main_context_pop_thread_default(context);
   if (!ok) {
     where = g_socket_connectable_to_string(G_SOCKET_CONNECTABLE(address));
