@@ -275,6 +275,7 @@ cli_cmd_web(int argc, char **argv)
   web.sample_interval_ms = set.sample_interval_ms;
   web.loopback = g_inet_address_get_is_loopback(
       g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(set.listen)));
+  web.https = cli_http_tls_enabled(&set.tls);
   web.rates = web_rates_new(set.sample_interval_ms);
   status = serve(&settings, set.listen, &set.tls, &web);
 out:
