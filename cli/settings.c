@@ -184,22 +184,25 @@ cli_setting_get(const CliSettingArgs *args, gsize i,
   out->given = TRUE;
   out->what =
       g_strdup_printf("%s: [%s] %s", settings->config_path, group, row->key);
-  if (flag_kind) {
+  {
     g_autoptr(GError) local = NULL;
 
-    out->on = g_key_file_get_boolean(keyfile, group, row->key, &local);
+    if (flag_kind)
+      out->on = g_key_file_get_boolean(keyfile, group, row->key, &local);
+    else if (row->kind == CLI_SETTING_LIST ||
+             row->kind == CLI_SETTING_FILENAME_LIST)
+      out->list = out->owned_list =
+          g_key_file_get_string_list(keyfile, group, row->key, NULL, &local);
+    else
+      out->text = out->owned =
+          g_key_file_get_string(keyfile, group, row->key, &local);
+    /* A value GLib cannot read (not UTF-8, say) is the file's mistake:
+     * said with the key, never read as absent. */
     if (local != NULL) {
       g_autofree gchar *what = cli_terminal_text(out->what, -1);
       g_autofree gchar *why = cli_terminal_text(local->message, -1);
       return cli_usage_error(error, "%s: %s", what, why);
     }
-  } else if (row->kind == CLI_SETTING_LIST ||
-             row->kind == CLI_SETTING_FILENAME_LIST) {
-    out->list = out->owned_list =
-        g_key_file_get_string_list(keyfile, group, row->key, NULL, NULL);
-  } else {
-    out->text = out->owned =
-        g_key_file_get_string(keyfile, group, row->key, NULL);
   }
   return TRUE;
 }

@@ -4283,6 +4283,20 @@ START_TEST(test_worker_settings_are_one_table)
     ck_assert_msg(strstr(run->err, "[worker] concurrency") != NULL, "%s",
                   run->err);
   }
+
+  /* A value that is not UTF-8 is the file's mistake, named with its key,
+   * not a setting left out (the key-file fuzzer found it read as absent,
+   * and a message then quoting nothing). */
+  {
+    g_autoptr(Run) run = NULL;
+
+    ck_assert(g_file_set_contents(conf, "[worker]\nqueues=a\xff\n", -1, NULL));
+    run = cli_env(env, NULL, "worker", "--config", conf, "--url", url, NULL);
+    assert_status(run, 2);
+    ck_assert_msg(strstr(run->err, "[worker] queues") != NULL &&
+                      strstr(run->err, "UTF-8") != NULL,
+                  "%s", run->err);
+  }
 }
 END_TEST
 
