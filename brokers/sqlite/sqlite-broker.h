@@ -92,14 +92,6 @@ struct _SluiceSqliteBroker {
 
 /* ---- sqlite-conn.c -------------------------------------------------------- */
 
-/* sluice_sqlite_broker_new(), which may run the migrations that need the
- * processes of the older version stopped when @offline_steps (`sluice
- * migrate`: sqlite-layout.c). */
-SluiceBroker *sluice_sqlite__broker_new_full(const SluiceSqliteOptions *options,
-                                             SluiceClock *clock,
-                                             gboolean offline_steps,
-                                             GError **error);
-
 /* Opens the first connection (creating or migrating the schema, or, read
  * only, checking it) and the wake file. */
 gboolean sluice_sqlite__open(SluiceSqliteBroker *self, GError **error);

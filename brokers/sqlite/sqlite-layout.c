@@ -488,25 +488,6 @@ out:
 }
 
 gboolean
-sluice_sqlite_migrate(const SluiceSqliteOptions *options, SluiceLayout *out,
-                      GError **error)
-{
-  SluiceSqliteOptions writer;
-  SluiceBroker *broker;
-
-  g_return_val_if_fail(options != NULL, FALSE);
-  writer = *options;
-  writer.read_only = FALSE;
-  /* Opening for writing is what migrates; the operator who runs this has
-   * stopped what the offline steps would break (docs/upgrading.md). */
-  broker = sluice_sqlite__broker_new_full(&writer, NULL, TRUE, error);
-  if (broker == NULL)
-    return FALSE;
-  sluice_broker_unref(broker);
-  return out == NULL || sluice_sqlite_get_layout(options, out, error);
-}
-
-gboolean
 sluice_sqlite__open_layout(SluiceSqliteBroker *self, GError **error)
 {
   SluiceSqliteConn *c = sluice_sqlite__conn_get(self, error);

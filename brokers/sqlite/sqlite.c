@@ -153,17 +153,12 @@ sluice_sqlite_options_init(SluiceSqliteOptions *options)
   options->synchronous = SLUICE_SQLITE_SYNC_FULL;
 }
 
-SluiceBroker *
-sluice_sqlite_broker_new(const SluiceSqliteOptions *options, SluiceClock *clock,
-                         GError **error)
-{
-  return sluice_sqlite__broker_new_full(options, clock, FALSE, error);
-}
-
-SluiceBroker *
-sluice_sqlite__broker_new_full(const SluiceSqliteOptions *options,
-                               SluiceClock *clock, gboolean offline_steps,
-                               GError **error)
+/* sluice_sqlite_broker_new(), which may also run the migrations that need
+ * the processes of the older version stopped when @offline_steps (`sluice
+ * migrate`: sqlite-layout.c). */
+static SluiceBroker *
+broker_new_full(const SluiceSqliteOptions *options, SluiceClock *clock,
+                gboolean offline_steps, GError **error)
 {
   SluiceSqliteBroker *self;
   SluiceBroker *broker;
@@ -212,4 +207,30 @@ sluice_sqlite__broker_new_full(const SluiceSqliteOptions *options,
   }
   sluice_sqlite__start_waking(self);
   return broker;
+}
+
+SluiceBroker *
+sluice_sqlite_broker_new(const SluiceSqliteOptions *options, SluiceClock *clock,
+                         GError **error)
+{
+  return broker_new_full(options, clock, FALSE, error);
+}
+
+gboolean
+sluice_sqlite_migrate(const SluiceSqliteOptions *options, SluiceLayout *out,
+                      GError **error)
+{
+  SluiceSqliteOptions writer;
+  SluiceBroker *broker;
+
+  g_return_val_if_fail(options != NULL, FALSE);
+  writer = *options;
+  writer.read_only = FALSE;
+  /* Opening for writing is what migrates; the operator who runs this has
+   * stopped what the offline steps would break (docs/upgrading.md). */
+  broker = broker_new_full(&writer, NULL, TRUE, error);
+  if (broker == NULL)
+    return FALSE;
+  sluice_broker_unref(broker);
+  return out == NULL || sluice_sqlite_get_layout(options, out, error);
 }
