@@ -436,16 +436,23 @@ function decodeOne(buf) {
   return msgpack.decode(buf);
 }
 
+/** The map header at the start of buf: {count, pos} (pos: the first key),
+ * or null when buf does not start with a map. */
+function readMapHeader(buf) {
+  const m = buf[0];
+  if (m >= 0x80 && m <= 0x8f) return { count: m & 0x0f, pos: 1 };
+  if (m === 0xde) return { count: buf.readUInt16BE(1), pos: 3 };
+  if (m === 0xdf) return { count: buf.readUInt32BE(1), pos: 5 };
+  return null;
+}
+
 /** `opts` from its msgpack bytes, the pairs of the options this build does
  * not know pushed onto unknown; null when it is not a map of string keys. */
 function readOpts(buf, unknown) {
-  let pos = 0;
-  const m = buf[pos++];
-  let n;
-  if (m >= 0x80 && m <= 0x8f) n = m & 0x0f;
-  else if (m === 0xde) { n = buf.readUInt16BE(pos); pos += 2; }
-  else if (m === 0xdf) { n = buf.readUInt32BE(pos); pos += 4; }
-  else return null;
+  const head = readMapHeader(buf);
+  if (head === null) return null;
+  let { pos } = head;
+  const n = head.count;
   const opts = {};
   const seen = new Set();
   for (let i = 0; i < n; i++) {
@@ -474,13 +481,10 @@ function decodeEnvelope(data) {
     let first = 0;
     while (first < buf.length && ' \t\r\n'.includes(String.fromCharCode(buf[first]))) first++;
     if (buf[first] === 0x7b) return checkedEnvelope(decodeJsonEnvelope(buf));
-    let pos = 0;
-    const m = buf[pos++];
-    let n;
-    if (m >= 0x80 && m <= 0x8f) n = m & 0x0f;
-    else if (m === 0xde) { n = buf.readUInt16BE(pos); pos += 2; }
-    else if (m === 0xdf) { n = buf.readUInt32BE(pos); pos += 4; }
-    else return null;
+    const head = readMapHeader(buf);
+    if (head === null) return null;
+    let { pos } = head;
+    const n = head.count;
     const env = { __unknown: [], __unknownOpts: [] };
     const seen = new Set();
     for (let i = 0; i < n; i++) {
