@@ -88,6 +88,8 @@ sluice_client_new(SluiceBroker *broker, const SluiceClientOptions *options,
     client->options.codec = sluice_codec_msgpack();
   if (client->options.registry != NULL)
     sluice_registry_ref(client->options.registry);
+  if (client->options.keyring != NULL)
+    sluice_keyring_ref(client->options.keyring);
   return client;
 }
 
@@ -105,6 +107,7 @@ sluice_client_unref(SluiceClient *client)
   if (client == NULL || !g_atomic_ref_count_dec(&client->ref_count))
     return;
   g_clear_pointer(&client->options.registry, sluice_registry_unref);
+  g_clear_pointer(&client->options.keyring, sluice_keyring_unref);
   g_clear_pointer(&client->hooks, sluice_hooks__free);
   sluice_broker_unref(client->broker);
   g_free(client);
@@ -201,6 +204,31 @@ sluice_client__new_id(void)
 /* ---- Enqueue ------------------------------------------------------------- */
 
 typedef SluicePrepared Prepared;
+
+gboolean
+sluice_client__seal_args(SluiceKeyring *keyring, SluiceEnvelope *env,
+                         GError **error)
+{
+  SluiceDecodeLimits limits;
+  GBytes *sealed;
+  gchar *label = NULL;
+
+  /* Sealed, the args escape the encoder's checks: what a worker would
+   * refuse once it opened them is refused here, as in clear. */
+  sluice_decode_limits_init(&limits);
+  limits.max_depth--;
+  if (!sluice_envelope__check_opened_args(env->args, &limits, error))
+    return FALSE;
+  sealed = sluice_seal__close(keyring, SLUICE_SEAL_ARGS, env->id, env->task,
+                              env->queue, env->args, &label, error);
+  if (sealed == NULL)
+    return FALSE;
+  g_bytes_unref(env->args);
+  env->args = sealed;
+  g_free(env->seal);
+  env->seal = label;
+  return TRUE;
+}
 
 void
 sluice_client__prepared_clear(Prepared *p)
@@ -330,7 +358,9 @@ sluice_client__prepare(SluiceClient *client, const gchar *task, GBytes *args,
     sluice_client__prepared_clear(out);
     return FALSE;
   }
-  out->payload = sluice_envelope_encode(client->options.codec, env, &local);
+  if (client->options.keyring == NULL ||
+      sluice_client__seal_args(client->options.keyring, env, &local))
+    out->payload = sluice_envelope_encode(client->options.codec, env, &local);
   if (out->payload == NULL) {
     /* Arguments that would cost too much to unpack are refused by the
      * encoder: the same kind of refusal as a message over
@@ -599,6 +629,30 @@ decode_record(GBytes *bytes, const gchar *id, GError **error)
   return result;
 }
 
+/* Replaces a sealed value by the value in clear; a value in clear is left
+ * as it is. */
+static gboolean
+open_result(SluiceClient *client, SluiceResult *result, GError **error)
+{
+  const gchar *seal = sluice_result_get_seal(result);
+  g_autoptr(GBytes) plain = NULL;
+
+  if (seal == NULL)
+    return TRUE;
+  plain = sluice_seal__open(
+      client->options.keyring, SLUICE_SEAL_RESULT, seal,
+      sluice_result_get_id(result), sluice_result_get_task(result),
+      sluice_result_get_queue(result), sluice_result_get_value(result), error);
+  if (plain == NULL) {
+    g_prefix_error(error, "the result of task %s is sealed: ",
+                   sluice_result_get_id(result));
+    return FALSE;
+  }
+  sluice_result_set_value(result, plain);
+  sluice_result__set_seal(result, NULL);
+  return TRUE;
+}
+
 SluiceResult *
 sluice_client_get_result(SluiceClient *client, const gchar *id,
                          gint64 timeout_ms, GCancellable *cancellable,
@@ -637,7 +691,8 @@ sluice_client_get_result(SluiceClient *client, const gchar *id,
         return NULL;
       last_state = sluice_result_get_state(result);
       if (sluice_task_state_is_final(last_state))
-        return g_steal_pointer(&result);
+        return open_result(client, result, error) ? g_steal_pointer(&result)
+                                                  : NULL;
     }
     if (g_get_monotonic_time() / 1000 >= deadline)
       break;
@@ -668,7 +723,7 @@ result_of_scheduled(const gchar *id, const SluiceTaskLocation *loc)
       g_error_matches(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_VERSION) &&
       (newer = sluice_envelope__decode_header(loc->payload, NULL, NULL)) !=
           NULL &&
-      newer->version > SLUICE_ENVELOPE_VERSION) {
+      newer->version > SLUICE_ENVELOPE_VERSION_NEWEST) {
     g_autofree gchar *note = sluice_envelope__newer_note(newer->version);
 
     r = sluice_result_new(id, SLUICE_STATE_SCHEDULED);
@@ -744,6 +799,10 @@ sluice_client_inspect(SluiceClient *client, const gchar *id, GError **error)
         sluice_result_set_due_at(found, loc.due_at);
       sluice_task_location_clear(&loc);
     }
+    /* Inspecting is for operators, who may hold no keyring: a value that
+     * does not open stays sealed, and says with which key. */
+    if (found != NULL && client->options.keyring != NULL)
+      open_result(client, found, NULL);
     return found;
   }
   /* Without track_state a waiting task has no record, but it is still

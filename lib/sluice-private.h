@@ -211,6 +211,10 @@ gboolean sluice_client__prepare(SluiceClient *client, const gchar *task,
                                 const gchar *id, const gchar *wf, gint64 now,
                                 SluicePrepared *out, GError **error);
 void sluice_client__prepared_clear(SluicePrepared *p);
+/* Seals @env's args (in clear) with @keyring's current key, checking them
+ * first as a worker will once it opens them. */
+gboolean sluice_client__seal_args(SluiceKeyring *keyring, SluiceEnvelope *env,
+                                  GError **error);
 /* The submit of @p (borrowing from it). */
 void sluice_client__fill_submit(SluiceClient *client, SluicePrepared *p,
                                 SluiceSubmit *s);
@@ -338,6 +342,9 @@ typedef struct _SluicePeriodic SluicePeriodic;
 SluicePeriodic *sluice_periodic__new(const SluicePeriodicOptions *options,
                                      SluiceRegistry *registry, GError **error);
 void sluice_periodic__free(SluicePeriodic *periodic);
+/* The worker's keyring (nullable; referenced): occurrences are sealed. */
+void sluice_periodic__set_keyring(SluicePeriodic *periodic,
+                                  SluiceKeyring *keyring);
 const gchar *sluice_periodic__get_name(SluicePeriodic *periodic);
 /* Reads the last dispatched occurrence and applies the missed-run policy. */
 gboolean sluice_periodic__start(SluicePeriodic *periodic, SluiceBroker *broker,
@@ -364,5 +371,37 @@ void sluice_running_task__free(gpointer task);
 /* How many sluice_dead_letter_reasons() there are (broker-values.c checks
  * it at build time), for the tables counted by reason. */
 #define SLUICE_DLQ_N_REASONS 7
+
+/* ---- Sealing (seal.c) ----------------------------------------------------
+ *
+ * PROTOCOL.md, "Sealed arguments and results". The domain is bound into the
+ * associated data with the task's id, name and queue, so sealed args cannot
+ * pass for a result nor either for another task's. */
+typedef enum {
+  SLUICE_SEAL_ARGS,
+  SLUICE_SEAL_RESULT,
+} SluiceSealDomain;
+
+/* Seals @plain (msgpack bytes) with @keyring's current key. Returns:
+ * (transfer full): one msgpack bin holding nonce, ciphertext and tag, and
+ * @out_label (transfer full) the `seal` value; or NULL and @error. */
+GBytes *sluice_seal__close(SluiceKeyring *keyring, SluiceSealDomain domain,
+                           const gchar *id, const gchar *task,
+                           const gchar *queue, GBytes *plain, gchar **out_label,
+                           GError **error);
+/* The same with a given 12-byte @nonce: for the tests' fixed vectors only
+ * (a nonce must never repeat under one key). */
+GBytes *sluice_seal__close_with_nonce(SluiceKeyring *keyring,
+                                      SluiceSealDomain domain, const gchar *id,
+                                      const gchar *task, const gchar *queue,
+                                      GBytes *plain, const guint8 *nonce,
+                                      gchar **out_label, GError **error);
+/* Opens what sluice_seal__close() made. @keyring may be NULL (the message
+ * then names the key wanted). Returns: (transfer full): the msgpack bytes,
+ * or NULL and a SLUICE_SEAL_ERROR whose message starts "cannot decrypt:". */
+GBytes *sluice_seal__open(SluiceKeyring *keyring, SluiceSealDomain domain,
+                          const gchar *label, const gchar *id,
+                          const gchar *task, const gchar *queue, GBytes *sealed,
+                          GError **error);
 
 G_END_DECLS

@@ -87,6 +87,7 @@ typedef enum {
   SLUICE_KEY_WF,
   SLUICE_KEY_SNOOZES,
   SLUICE_KEY_UNIQUE,
+  SLUICE_KEY_SEAL,
   SLUICE_N_KEYS
 } SluiceEnvelopeKey;
 
@@ -116,6 +117,26 @@ SluiceOptionKey sluice_envelope__option_lookup(const gchar *name, gsize len);
 /* Returns: (nullable): what is wrong with a level of retry policy (a set
  * value out of range), for an error message; NULL if nothing is. */
 const gchar *sluice_retry_policy__problem(const SluiceRetryPolicy *policy);
+
+/**
+ * sluice_envelope__check_opened_args:
+ * @args: (transfer none): args just opened from their seal
+ *
+ * The rules the decoders apply to args in clear (one value, the depth
+ * limit, the cost of unpacking), for args that were sealed when decoded.
+ * Returns: TRUE, or FALSE and a SluiceCodecError.
+ */
+gboolean sluice_envelope__check_opened_args(GBytes *args,
+                                            const SluiceDecodeLimits *limits,
+                                            GError **error);
+
+/* Marks @result's value as sealed with @seal ("ALGORITHM:KEY-ID"), or in
+ * clear with NULL; sluice_result_encode() then writes version 2 and `seal`. */
+void sluice_result__set_seal(SluiceResult *result, const gchar *seal);
+
+/* Returns: the version an encoder writes for @env: sealed args need the
+ * version that knows `seal`, args in clear keep the oldest. */
+guint sluice_envelope__version_to_write(const SluiceEnvelope *env);
 
 /* Returns: (transfer full): the args of an envelope without any (nil). */
 GBytes *sluice_envelope__nil_args(void);

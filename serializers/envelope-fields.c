@@ -22,9 +22,9 @@
 
 /* Wire names, in the order the encoders write them. */
 static const gchar *const key_names[SLUICE_N_KEYS] = {
-    "v",       "id",          "task", "queue", "args",
-    "attempt", "enqueued_at", "eta",  "opts",  "unknown_since",
-    "history", "headers",     "wf",   "snz",   "uq",
+    "v",           "id",  "task", "queue",         "args",    "attempt",
+    "enqueued_at", "eta", "opts", "unknown_since", "history", "headers",
+    "wf",          "snz", "uq",   "seal",
 };
 
 static const gchar *const option_names[SLUICE_N_OPTS] = {
@@ -311,6 +311,72 @@ check_unique(const gchar *s, gsize len, GError **error)
   return sluice_codec__check_text("uq", s, len, error);
 }
 
+/* "ALGORITHM:KEY-ID": which algorithm and which key of a keyring sealed
+ * the args (lib/seal.c opens them). Only its shape is checked here, so
+ * that a message naming an algorithm or key this worker lacks still
+ * decodes and is buried with that reason instead of as unreadable. */
+static gboolean
+check_seal(const gchar *s, gsize len, GError **error)
+{
+  const gchar *colon = memchr(s, ':', len);
+  gsize alg_len = colon != NULL ? (gsize)(colon - s) : 0;
+  gsize id_len = colon != NULL ? len - alg_len - 1 : 0;
+  gboolean ok = alg_len >= 1 && alg_len <= 32 && id_len >= 1 &&
+                id_len <= SLUICE_MAX_KEY_ID_BYTES;
+
+  for (gsize i = 0; ok && i < len; i++) {
+    if (i == alg_len)
+      continue;
+    ok = g_ascii_isalnum(s[i]) || s[i] == '-' ||
+         (i > alg_len && (s[i] == '.' || s[i] == '_'));
+  }
+  if (!ok) {
+    g_autofree gchar *found = sluice_text__escape(s, len, 80);
+
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "seal: must be “ALGORITHM:KEY-ID” (letters, digits, “-”; "
+                "the key id also “.” and “_”, 1 to %d bytes), found “%s”",
+                SLUICE_MAX_KEY_ID_BYTES, found);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Sealed args are one msgpack bin of at least a nonce and a tag. */
+static gboolean
+check_sealed_args(GBytes *args, GError **error)
+{
+  gsize len = 0;
+  const guint8 *b = args != NULL ? g_bytes_get_data(args, &len) : NULL;
+  gsize head = 0, n = 0;
+
+  if (len >= 2 && b[0] == 0xc4) {
+    head = 2;
+    n = b[1];
+  } else if (len >= 3 && b[0] == 0xc5) {
+    head = 3;
+    n = (gsize)b[1] << 8 | b[2];
+  } else if (len >= 5 && b[0] == 0xc6) {
+    head = 5;
+    n = (gsize)b[1] << 24 | (gsize)b[2] << 16 | (gsize)b[3] << 8 | b[4];
+  }
+  if (head == 0 || head + n != len || n < SLUICE_SEAL_OVERHEAD) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "args: with “seal”, args must be one bin of at least %d "
+                "bytes (nonce, ciphertext and tag)",
+                SLUICE_SEAL_OVERHEAD);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+guint
+sluice_envelope__version_to_write(const SluiceEnvelope *env)
+{
+  return env->seal != NULL ? SLUICE_ENVELOPE_VERSION_SEALED
+                           : SLUICE_ENVELOPE_VERSION;
+}
+
 gboolean
 sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
                            const SluiceMpValue *v, GError **error)
@@ -322,18 +388,20 @@ sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
   case SLUICE_KEY_V:
     if (v->type != SLUICE_MP_UINT && v->type != SLUICE_MP_INT)
       return wrong_type(field, "an integer (the format version)", v, error);
-    if (v->type != SLUICE_MP_UINT || v->u != SLUICE_ENVELOPE_VERSION) {
+    if (v->type != SLUICE_MP_UINT || v->u < SLUICE_ENVELOPE_VERSION ||
+        v->u > SLUICE_ENVELOPE_VERSION_NEWEST) {
       g_autofree gchar *version =
           v->type == SLUICE_MP_UINT
               ? g_strdup_printf("%" G_GUINT64_FORMAT, v->u)
               : g_strdup_printf("%" G_GINT64_FORMAT, v->i);
       g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_VERSION,
                   "v: envelope format version %s is not supported (this "
-                  "build reads version %d)",
-                  version, SLUICE_ENVELOPE_VERSION);
+                  "build reads versions %d to %d)",
+                  version, SLUICE_ENVELOPE_VERSION,
+                  SLUICE_ENVELOPE_VERSION_NEWEST);
       return FALSE;
     }
-    env->version = SLUICE_ENVELOPE_VERSION;
+    env->version = (guint)v->u;
     return TRUE;
   case SLUICE_KEY_ID:
     return get_string(field, v, SLUICE_NAME_ID, &env->id, error);
@@ -367,6 +435,14 @@ sluice_envelope__set_field(SluiceEnvelope *env, SluiceEnvelopeKey key,
       return FALSE;
     g_free(env->unique);
     env->unique = g_strndup(v->raw.data, v->raw.len);
+    return TRUE;
+  case SLUICE_KEY_SEAL:
+    if (v->type != SLUICE_MP_STR)
+      return wrong_type(field, "a string", v, error);
+    if (!check_seal(v->raw.data, v->raw.len, error))
+      return FALSE;
+    g_free(env->seal);
+    env->seal = g_strndup(v->raw.data, v->raw.len);
     return TRUE;
   case SLUICE_KEY_SNOOZES:
     if (!get_uint32(field, v, 0, &u32, error))
@@ -582,7 +658,7 @@ sluice_envelope__newer_note(guint version)
   return g_strdup_printf("deferred: written in envelope format version %u, "
                          "newer than this build reads (version %d); a worker "
                          "of a newer Sluice runs it",
-                         version, SLUICE_ENVELOPE_VERSION);
+                         version, SLUICE_ENVELOPE_VERSION_NEWEST);
 }
 
 gboolean
@@ -614,6 +690,24 @@ sluice_envelope__finish_decode(SluiceEnvelope *env, guint32 seen,
   }
   if (env->args == NULL)
     env->args = sluice_envelope__nil_args();
+  if (env->seal != NULL && env->version < SLUICE_ENVELOPE_VERSION_SEALED) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "seal: sealed args need envelope format version %d, the "
+                "message says %u",
+                SLUICE_ENVELOPE_VERSION_SEALED, env->version);
+    return FALSE;
+  }
+  /* One form per message: sealed is version 2, in clear version 1, so
+   * that decoding and encoding again gives the same bytes. */
+  if (env->seal == NULL && env->version == SLUICE_ENVELOPE_VERSION_SEALED) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_INVALID,
+                "v: envelope format version %d is the sealed form, and the "
+                "message has no seal (args in clear are version %d)",
+                SLUICE_ENVELOPE_VERSION_SEALED, SLUICE_ENVELOPE_VERSION);
+    return FALSE;
+  }
+  if (env->seal != NULL && !check_sealed_args(env->args, error))
+    return FALSE;
   return TRUE;
 }
 
@@ -718,6 +812,8 @@ sluice_envelope__validate(const SluiceEnvelope *env, GError **error)
       (env->wf != NULL && !check_wf(env->wf, strlen(env->wf), error)) ||
       (env->unique != NULL &&
        !check_unique(env->unique, strlen(env->unique), error)) ||
+      (env->seal != NULL && (!check_seal(env->seal, strlen(env->seal), error) ||
+                             !check_sealed_args(env->args, error))) ||
       !validate_not_negative("opts.timeout_ms", o->timeout_ms, error) ||
       !validate_not_negative("opts.expires_at", o->expires_at, error) ||
       !validate_not_negative("opts.result_ttl_ms", o->result_ttl_ms, error) ||

@@ -98,6 +98,7 @@ sluice_envelope_copy(const SluiceEnvelope *env)
   copy->queue = g_strdup(env->queue);
   copy->wf = g_strdup(env->wf);
   copy->unique = g_strdup(env->unique);
+  copy->seal = g_strdup(env->seal);
   /* GBytes is immutable: sharing it is as good as a deep copy. */
   copy->args = env->args != NULL ? g_bytes_ref(env->args) : NULL;
   copy->unknown_fields =
@@ -133,6 +134,7 @@ sluice_envelope_free(SluiceEnvelope *env)
   g_free(env->queue);
   g_free(env->wf);
   g_free(env->unique);
+  g_free(env->seal);
   if (env->args != NULL)
     g_bytes_unref(env->args);
   if (env->unknown_fields != NULL)

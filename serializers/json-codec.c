@@ -134,7 +134,8 @@ json_encode(const SluiceCodec *codec, const SluiceEnvelope *env, GError **error)
     return NULL;
 
   out = g_string_sized_new(256);
-  g_string_append_printf(out, "{\"v\":%d", SLUICE_ENVELOPE_VERSION);
+  g_string_append_printf(out, "{\"v\":%u",
+                         sluice_envelope__version_to_write(env));
   put_string_field(out, SLUICE_KEY_ID, env->id);
   put_string_field(out, SLUICE_KEY_TASK, env->task);
   put_string_field(out, SLUICE_KEY_QUEUE, env->queue);
@@ -207,6 +208,8 @@ json_encode(const SluiceCodec *codec, const SluiceEnvelope *env, GError **error)
   }
   if (env->unique != NULL)
     put_string_field(out, SLUICE_KEY_UNIQUE, env->unique);
+  if (env->seal != NULL)
+    put_string_field(out, SLUICE_KEY_SEAL, env->seal);
   if (env->unknown_fields != NULL &&
       !sluice_unknown_keys__append_json(out, env->unknown_fields, FALSE, FALSE,
                                         error)) {

@@ -179,6 +179,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
     n_keys++;
     bound += KEY_BYTES("uq") + STR_HEAD_MAX + strlen(env->unique);
   }
+  if (env->seal != NULL) {
+    n_keys++;
+    bound += KEY_BYTES("seal") + STR_HEAD_MAX + strlen(env->seal);
+  }
   if (n_headers > 0) {
     n_keys++;
     bound += KEY_BYTES("headers") + 5;
@@ -203,7 +207,8 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
 
   w.rc |= msgpack_pack_map(&w.pk, n_keys);
   put_key(&w, SLUICE_KEY_V);
-  w.rc |= msgpack_pack_unsigned_int(&w.pk, SLUICE_ENVELOPE_VERSION);
+  w.rc |=
+      msgpack_pack_unsigned_int(&w.pk, sluice_envelope__version_to_write(env));
   put_key(&w, SLUICE_KEY_ID);
   put_str(&w, env->id, id_len);
   put_key(&w, SLUICE_KEY_TASK);
@@ -321,6 +326,10 @@ msgpack_encode(const SluiceCodec *codec, const SluiceEnvelope *env,
   if (env->unique != NULL) {
     put_key(&w, SLUICE_KEY_UNIQUE);
     put_str(&w, env->unique, strlen(env->unique));
+  }
+  if (env->seal != NULL) {
+    put_key(&w, SLUICE_KEY_SEAL);
+    put_str(&w, env->seal, strlen(env->seal));
   }
   if (n_extra_fields > 0)
     w.rc |= msgpack_sbuffer_write(
@@ -453,6 +462,33 @@ read_headers(SluiceMpReader *r, SluiceEnvelope *env, guint max_depth,
         !sluice_mp_reader__next(r, &v, error) ||
         !sluice_envelope__add_header_value(env, &k, &v, error))
       return FALSE;
+  }
+  return TRUE;
+}
+
+gboolean
+sluice_envelope__check_opened_args(GBytes *args,
+                                   const SluiceDecodeLimits *limits,
+                                   GError **error)
+{
+  SluiceMpReader r;
+  gsize len = 0;
+  gconstpointer data = g_bytes_get_data(args, &len);
+  guint64 n_values = 0;
+
+  sluice_mp_reader_init(&r, data, len);
+  /* Depth 2, as args in clear are: inside the envelope's map. */
+  if (!sluice_mp_reader__skip_counting(&r, 2, limits->max_depth, &n_values,
+                                       error) ||
+      !sluice_envelope__check_args_cost(len, n_values, error)) {
+    g_prefix_error(error, "args (opened): ");
+    return FALSE;
+  }
+  if (r.pos != r.len) {
+    g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_TRAILING,
+                "args (opened): %" G_GSIZE_FORMAT " bytes follow the one value",
+                r.len - r.pos);
+    return FALSE;
   }
   return TRUE;
 }

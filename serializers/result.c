@@ -44,11 +44,16 @@ struct _SluiceResult {
   gint64 enqueued_at;
   gint64 started_at;
   gint64 finished_at;
+  /* "ALGORITHM:KEY-ID" while @value is sealed (PROTOCOL.md). */
+  gchar *seal;
   /* Not stored: set by inspect for a task it found on the schedule. */
   gint64 due_at;
 };
 
 #define RESULT_VERSION 1
+/* Version 1 plus `seal`: a reader of version 1 refuses such a record
+ * rather than take the sealed value for the task's result. */
+#define RESULT_VERSION_SEALED 2
 
 /* Indexed by SluiceTaskState. */
 static const gchar *const state_names[] = {
@@ -133,6 +138,7 @@ result_clear(gpointer data)
   g_free(result->error);
   g_free(result->dlq_reason);
   g_free(result->worker);
+  g_free(result->seal);
 }
 
 void
@@ -182,6 +188,21 @@ sluice_result_get_value(const SluiceResult *result)
 {
   g_return_val_if_fail(result != NULL, NULL);
   return result->value;
+}
+
+const gchar *
+sluice_result_get_seal(const SluiceResult *result)
+{
+  g_return_val_if_fail(result != NULL, NULL);
+  return result->seal;
+}
+
+void
+sluice_result__set_seal(SluiceResult *result, const gchar *seal)
+{
+  g_return_if_fail(result != NULL);
+  g_free(result->seal);
+  result->seal = g_strdup(seal);
 }
 
 const gchar *
@@ -345,13 +366,14 @@ typedef enum {
   KEY_ENQUEUED_AT,
   KEY_STARTED_AT,
   KEY_FINISHED_AT,
+  KEY_SEAL,
   N_KEYS
 } ResultKey;
 
 static const gchar *const key_names[N_KEYS] = {
     "v",           "id",         "state",       "task",       "queue",
     "attempt",     "value",      "error",       "dlq_reason", "worker",
-    "enqueued_at", "started_at", "finished_at",
+    "enqueued_at", "started_at", "finished_at", "seal",
 };
 
 #define REQUIRED (1u << KEY_V | 1u << KEY_ID | 1u << KEY_STATE)
@@ -386,6 +408,7 @@ sluice_result_encode(const SluiceResult *result)
   texts[KEY_ERROR] = result->error;
   texts[KEY_DLQ_REASON] = result->dlq_reason;
   texts[KEY_WORKER] = result->worker;
+  texts[KEY_SEAL] = result->seal;
   times[KEY_ENQUEUED_AT] = result->enqueued_at;
   times[KEY_STARTED_AT] = result->started_at;
   times[KEY_FINISHED_AT] = result->finished_at;
@@ -417,7 +440,8 @@ sluice_result_encode(const SluiceResult *result)
   for (guint k = 0; k < N_KEYS; k++) {
     if (k == KEY_V) {
       put_str(&pk, &rc, key_names[k]);
-      rc |= msgpack_pack_unsigned_int(&pk, RESULT_VERSION);
+      rc |= msgpack_pack_unsigned_int(
+          &pk, result->seal != NULL ? RESULT_VERSION_SEALED : RESULT_VERSION);
     } else if (k == KEY_ATTEMPT) {
       if (result->attempt > 0) {
         put_str(&pk, &rc, key_names[k]);
@@ -523,15 +547,18 @@ read_field(SluiceResult *result, ResultKey key, SluiceMpReader *r,
   case KEY_V:
     if (v.type != SLUICE_MP_UINT && v.type != SLUICE_MP_INT)
       return wrong_type(field, "an integer (the format version)", &v, error);
-    if (v.type != SLUICE_MP_UINT || v.u != RESULT_VERSION) {
+    if (v.type != SLUICE_MP_UINT || v.u < RESULT_VERSION ||
+        v.u > RESULT_VERSION_SEALED) {
       g_set_error(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_VERSION,
                   "v: result record version %" G_GINT64_FORMAT
-                  " is not supported (this build reads version %d)",
+                  " is not supported (this build reads versions %d to %d)",
                   v.type == SLUICE_MP_INT ? v.i : (gint64)MIN(v.u, G_MAXINT64),
-                  RESULT_VERSION);
+                  RESULT_VERSION, RESULT_VERSION_SEALED);
       return FALSE;
     }
     return TRUE;
+  case KEY_SEAL:
+    return get_text(field, &v, &result->seal, error);
   case KEY_ID:
     if (!get_text(field, &v, &result->id, error))
       return FALSE;

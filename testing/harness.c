@@ -43,6 +43,8 @@ sluice_test_harness_new_with_broker(SluiceBroker *broker,
   sluice_client_options_init(&client_options);
   client_options.track_state = options->track_state;
   client_options.registry = registry;
+  /* One program: its client seals with the keyring its worker opens with. */
+  client_options.keyring = options->keyring;
   harness->client = sluice_client_new(broker, &client_options, error);
   if (harness->client != NULL)
     harness->worker = sluice_worker_new(broker, registry, options, error);

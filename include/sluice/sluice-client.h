@@ -19,6 +19,7 @@
 #include <sluice/sluice-envelope.h>
 #include <sluice/sluice-macros.h>
 #include <sluice/sluice-result.h>
+#include <sluice/sluice-seal.h>
 #include <sluice/sluice-task.h>
 
 G_BEGIN_DECLS
@@ -86,6 +87,10 @@ typedef void (*SluiceHeadersHook)(SluiceEnvelope *env, gpointer user_data);
  * @events: write an "enqueued" event for each task it
  *   enqueues to the namespace's event stream (sluice-events.h); default
  *   FALSE
+ * @keyring: (nullable): seal the args of every message with its current
+ *   key (sluice-seal.h), and open sealed results with it; the client takes
+ *   a reference. NULL = args in clear, and a sealed result cannot be read
+ *   (SLUICE_SEAL_ERROR_UNKNOWN_KEY)
  */
 typedef struct {
   gboolean track_state;
@@ -99,6 +104,7 @@ typedef struct {
   SluiceHeadersHook headers_hook;
   gpointer headers_hook_data;
   gboolean events;
+  SluiceKeyring *keyring;
 } SluiceClientOptions;
 
 SLUICE_AVAILABLE_IN_0_1
@@ -224,9 +230,11 @@ GPtrArray *sluice_client_enqueue_batch(SluiceClient *client,
  * Waits until the task's record is final. Wakes on the notification written
  * with the final record (not on a poll tick), re-reads the record after
  * every wake-up and re-reads it every result_poll_interval_ms (5 s by default)
- * in case a notification was lost. Needs result storage for the task. Returns:
+ * in case a notification was lost. Needs result storage for the task. A
+ * sealed result is opened with the client's keyring. Returns:
  * (transfer full): the final record, or NULL and SLUICE_CLIENT_ERROR_TIMEOUT,
- * or a broker error.
+ * a SLUICE_SEAL_ERROR (a sealed result without the key that opens it, or
+ * one that fails to authenticate), or a broker error.
  */
 SLUICE_AVAILABLE_IN_0_1
 SluiceResult *sluice_client_get_result(SluiceClient *client, const gchar *id,

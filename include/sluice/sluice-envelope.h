@@ -25,7 +25,14 @@
 
 G_BEGIN_DECLS
 
+/* The version written for a message whose args are in clear. */
 #define SLUICE_ENVELOPE_VERSION 1
+/* The version written for a message whose args are sealed (@seal set):
+ * version 1 plus the `seal` key, so that a build reading only version 1
+ * defers such a message instead of running it without its args. */
+#define SLUICE_ENVELOPE_VERSION_SEALED 2
+/* The newest version this build reads. */
+#define SLUICE_ENVELOPE_VERSION_NEWEST 2
 #define SLUICE_DEFAULT_MAX_MESSAGE_BYTES (1024 * 1024)
 
 /**
@@ -58,6 +65,10 @@ G_BEGIN_DECLS
 #define SLUICE_MAX_WF_BYTES 1024
 /** The longest uniqueness claim (`uq`) an envelope may carry. */
 #define SLUICE_MAX_UNIQUE_BYTES 1024
+/* A keyring's key id (sluice-seal.h), as `seal` names it. */
+#define SLUICE_MAX_KEY_ID_BYTES 64
+/* What sealing adds to the args: a 12-byte nonce and a 16-byte tag. */
+#define SLUICE_SEAL_OVERHEAD 28
 
 /**
  * SLUICE_ARGS_COST_FACTOR:
@@ -140,7 +151,8 @@ void sluice_message_options_init(SluiceMessageOptions *opts);
 
 /**
  * SluiceEnvelope:
- * @version: format version (SLUICE_ENVELOPE_VERSION on encode)
+ * @version: format version (on encode: SLUICE_ENVELOPE_VERSION, or
+ *   SLUICE_ENVELOPE_VERSION_SEALED with @seal)
  * @id: task id, the same across retries, redeliveries and replays
  * @task: registered task name
  * @queue: queue name
@@ -170,6 +182,12 @@ void sluice_message_options_init(SluiceMessageOptions *opts);
  *   dead letter written by this build keeps them (PROTOCOL.md, "Keys this
  *   build does not know").
  * @unknown_opts: (nullable): the same for the keys of `opts`
+ * @seal: (nullable): "ALGORITHM:KEY-ID" when @args are sealed (encrypted
+ *   and authenticated with a key of a keyring, sluice-seal.h): @args then
+ *   hold one msgpack bin, the nonce, ciphertext and tag, and the message
+ *   is written in version SLUICE_ENVELOPE_VERSION_SEALED. NULL for args in
+ *   clear. The worker opens them for the task and keeps them sealed in
+ *   every message it writes back (PROTOCOL.md, "Sealed arguments").
  *
  * An envelope owns every field: sluice_envelope_free() frees them all.
  * Replace a string field with g_free() + g_strdup(). @history and @headers
@@ -195,6 +213,7 @@ typedef struct {
   gchar *unique;
   GBytes *unknown_fields;
   GBytes *unknown_opts;
+  gchar *seal;
 } SluiceEnvelope;
 
 /**

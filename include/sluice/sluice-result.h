@@ -129,6 +129,17 @@ void sluice_result_set_attempt(SluiceResult *result, guint attempt);
  * with g_critical() and ignored. */
 SLUICE_AVAILABLE_IN_0_1
 void sluice_result_set_value(SluiceResult *result, GBytes *value);
+
+/**
+ * sluice_result_get_seal:
+ * Returns: (transfer none) (nullable): "ALGORITHM:KEY-ID" when the value
+ * is sealed (sluice-seal.h) and was not opened: the value is then one
+ * msgpack bin, not the task's result. NULL for a value in clear.
+ * sluice_client_get_result() opens a sealed value with the client's
+ * keyring, or fails; sluice_client_inspect() leaves it sealed without one.
+ */
+SLUICE_AVAILABLE_IN_0_1
+const gchar *sluice_result_get_seal(const SluiceResult *result);
 SLUICE_AVAILABLE_IN_0_1
 void sluice_result_set_error(SluiceResult *result, const gchar *error);
 SLUICE_AVAILABLE_IN_0_1

@@ -150,6 +150,12 @@ typedef enum {
  * @events: write the lifecycle events of the tasks it runs
  *   (started, progress, retried and the final ones) to the namespace's
  *   event stream (sluice-events.h); default FALSE
+ * @keyring: (nullable): opens sealed args for the task (a message whose
+ *   seal does not open is dead-lettered `malformed`, "cannot decrypt: ...",
+ *   and never run), seals the result of a sealed message, and seals what
+ *   the worker sends itself (periodic occurrences, a retry's new message)
+ *   with its current key (sluice-seal.h); the worker takes a reference.
+ *   NULL = a sealed message cannot be run
  *
  * Initialise with sluice_worker_options_init(), which sets the defaults
  * listed in docs/configuration.md; the worker copies the struct.
@@ -183,6 +189,7 @@ typedef struct {
   const SluiceQueueConcurrencyLimit *queue_concurrency_limits;
   guint n_queue_concurrency_limits;
   const guint *queue_weights;
+  SluiceKeyring *keyring;
 } SluiceWorkerOptions;
 
 SLUICE_AVAILABLE_IN_0_1

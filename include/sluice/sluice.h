@@ -27,6 +27,7 @@
 #include <sluice/sluice-redis.h>
 #include <sluice/sluice-sqlite.h>
 #include <sluice/sluice-result.h>
+#include <sluice/sluice-seal.h>
 #include <sluice/sluice-task.h>
 #include <sluice/sluice-testing.h>
 #include <sluice/sluice-trace.h>

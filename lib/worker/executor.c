@@ -183,6 +183,10 @@ execute(Job *job, guint slot)
     if (gathered && worker->pool != NULL)
       job->run_payload = sluice_envelope_encode(NULL, env, NULL);
   }
+  /* A child has no keyring: it is handed the args this worker opened,
+   * over the pipe between them, never stored. */
+  if (job->seal != NULL && worker->pool != NULL && job->run_payload == NULL)
+    job->run_payload = sluice_envelope_encode(NULL, env, NULL);
 
   g_mutex_lock(&worker->lock);
   worker->running++;

@@ -75,6 +75,30 @@ prefetch_now(SluiceWorker *worker)
   return ahead >= most ? most : (guint)ahead;
 }
 
+/* Replaces the job's sealed args by the args in clear, checked as a
+ * decoder checks args in clear. A message this worker cannot open is
+ * never run: a missing key is more often a deploy mistake than an attack,
+ * so the reason says which key. */
+static gboolean
+open_args(Job *job, GError **error)
+{
+  SluiceEnvelope *env = job->env;
+  GBytes *plain = sluice_seal__open(job->worker->options.keyring,
+                                    SLUICE_SEAL_ARGS, env->seal, env->id,
+                                    env->task, env->queue, env->args, error);
+
+  if (plain == NULL)
+    return FALSE;
+  if (!sluice_envelope__check_opened_args(plain, &job->worker->limits, error)) {
+    g_bytes_unref(plain);
+    return FALSE;
+  }
+  g_bytes_unref(env->args);
+  env->args = plain;
+  job->seal = g_steal_pointer(&env->seal);
+  return TRUE;
+}
+
 /* Takes ownership of @delivery. Called by the fetcher and the reclaimer.
  * Returns: (transfer full) (nullable): a job to hand to the executors, or
  * NULL when the delivery was settled at once (malformed, expired, ...). */
@@ -115,9 +139,9 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
       g_error_matches(error, SLUICE_CODEC_ERROR, SLUICE_CODEC_ERROR_VERSION) &&
       (newer = sluice_envelope__decode_header(delivery->payload,
                                               &worker->limits, NULL)) != NULL &&
-      newer->version > SLUICE_ENVELOPE_VERSION)
+      newer->version > SLUICE_ENVELOPE_VERSION_NEWEST)
     job->env = g_steal_pointer(&newer);
-  if (job->env != NULL && job->env->version > SLUICE_ENVELOPE_VERSION) {
+  if (job->env != NULL && job->env->version > SLUICE_ENVELOPE_VERSION_NEWEST) {
     job->series = sluice_metrics__series(worker, job);
     job_claim(job);
     sluice_outcome__defer_newer(job, sluice_clock_now_ms(worker->clock));
@@ -130,6 +154,13 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
     g_autofree gchar *detail =
         g_strdup_printf("cannot decode the message: %s", error->message);
     job->store_result = FALSE;
+    job_claim(job);
+    sluice_outcome__dead_letter(job, SLUICE_DLQ_MALFORMED, detail);
+    return NULL;
+  }
+  if (job->env->seal != NULL && !open_args(job, &error)) {
+    g_autofree gchar *detail = g_strdup(error->message);
+
     job_claim(job);
     sluice_outcome__dead_letter(job, SLUICE_DLQ_MALFORMED, detail);
     return NULL;

@@ -35,6 +35,7 @@ sluice_job__unref(Job *job)
   g_clear_pointer(&job->run_payload, g_bytes_unref);
   sluice_delivery_free(job->delivery);
   g_free(job->rate_bucket);
+  g_free(job->seal);
   g_free(job->slot_key);
   g_free(job->slot_holder);
   g_free(job);

@@ -51,7 +51,25 @@ sluice_outcome__record(Job *job, SluiceTaskState state, GBytes *value,
   r = sluice_result_new(job->env->id, state);
   sluice_result_set_task(r, job->env->task, job->env->queue);
   sluice_result_set_attempt(r, job->env->attempt);
-  if (value != NULL)
+  if (value != NULL && job->seal != NULL) {
+    g_autoptr(GError) local = NULL;
+    gchar *label = NULL;
+    g_autoptr(GBytes) sealed = sluice_seal__close(
+        job->worker->options.keyring, SLUICE_SEAL_RESULT, job->env->id,
+        job->env->task, job->env->queue, value, &label, &local);
+
+    /* Never a result in clear for a sealed task: without a seal the
+     * record says why instead. */
+    if (sealed == NULL) {
+      g_autofree gchar *why =
+          g_strdup_printf("the result could not be sealed: %s", local->message);
+      sluice_result_set_error(r, why);
+    } else {
+      sluice_result_set_value(r, sealed);
+      sluice_result__set_seal(r, label);
+    }
+    g_free(label);
+  } else if (value != NULL)
     sluice_result_set_value(r, value);
   if (error != NULL)
     sluice_result_set_error(r, error);
@@ -303,11 +321,16 @@ settle_reschedule(Job *job, SluiceEnvelope *next, gint64 now, gint64 due_at,
 {
   g_autoptr(GError) error = NULL;
   Pending *p;
-  GBytes *payload = sluice_envelope_encode(NULL, next, &error);
+  GBytes *payload =
+      job->seal == NULL || sluice_client__seal_args(
+                               job->worker->options.keyring, next, &error)
+          ? sluice_envelope_encode(NULL, next, &error)
+          : NULL;
 
   if (payload == NULL) {
-    /* Only a bug can get here: the envelope decoded a moment ago. Bury the
-     * original rather than lose it. */
+    /* Only a bug (the envelope decoded a moment ago) or a failure of the
+     * system's cryptography can get here. Bury the original rather than
+     * lose it. */
     g_clear_pointer(&record, g_bytes_unref);
     sluice_outcome__dead_letter(job, SLUICE_DLQ_MALFORMED, error->message);
     return FALSE;
@@ -490,7 +513,7 @@ sluice_outcome__defer_newer(Job *job, gint64 now)
         "reads (%d), is deferred by %" G_GINT64_FORMAT
         " ms for a worker of a newer Sluice; upgrade this worker; said once "
         "a minute",
-        env->version, SLUICE_ENVELOPE_VERSION, defer_ms);
+        env->version, SLUICE_ENVELOPE_VERSION_NEWEST, defer_ms);
   push_pending(worker, p);
 }
 

@@ -48,6 +48,7 @@ typedef struct {
 } CronSpec;
 
 struct _SluicePeriodic {
+  SluiceKeyring *keyring; /* seals each occurrence's args; NULL = clear */
   gchar *name;
   gchar *task;
   gchar *queue;
@@ -586,7 +587,15 @@ sluice_periodic__free(SluicePeriodic *p)
   g_free(p->cron);
   if (p->tz != NULL)
     g_time_zone_unref(p->tz);
+  sluice_keyring_unref(p->keyring);
   g_free(p);
+}
+
+void
+sluice_periodic__set_keyring(SluicePeriodic *p, SluiceKeyring *keyring)
+{
+  sluice_keyring_unref(p->keyring);
+  p->keyring = keyring != NULL ? sluice_keyring_ref(keyring) : NULL;
 }
 
 const gchar *
@@ -674,6 +683,8 @@ dispatch_occurrence(SluicePeriodic *p, SluiceBroker *broker, gint64 at,
   }
   env->attempt = 1;
   env->enqueued_at = now;
+  if (p->keyring != NULL && !sluice_client__seal_args(p->keyring, env, error))
+    return FALSE;
   payload = sluice_envelope_encode(NULL, env, error);
   if (payload == NULL)
     return FALSE;

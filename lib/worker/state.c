@@ -47,6 +47,7 @@ sluice_worker__core_unref(SluiceWorker *worker)
   g_free(worker->wrr_current);
   sluice_clock_unref(worker->clock);
   sluice_registry_unref(worker->registry);
+  sluice_keyring_unref(worker->options.keyring);
   sluice_broker_unref(worker->broker);
   g_free(worker);
 }

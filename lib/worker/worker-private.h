@@ -269,12 +269,16 @@ struct _Job {
   gpointer on_cancel_data;
   gint64 hard_timeout_ms; /* process isolation; 0 = none */
   gboolean suspect;       /* taken over once at least: runs in quarantine */
-  gint64 taken_us;        /* monotonic: when the worker took the delivery */
-  gint64 started_at;      /* clock ms; under worker lock */
-  gint64 run_us;          /* how long the task ran; -1 = it never ran (atomic:
+  /* The `seal` the args came with (owned), NULL for args in clear: dispatch
+   * opens them into env, and what the worker writes of this task (a new
+   * message, its result) is sealed again. */
+  gchar *seal;
+  gint64 taken_us;       /* monotonic: when the worker took the delivery */
+  gint64 started_at;     /* clock ms; under worker lock */
+  gint64 run_us;         /* how long the task ran; -1 = it never ran (atomic:
                   * a late task sets it after the watchdog settled it) */
-  gint64 deadline;        /* clock ms; 0 = none; under worker lock */
-  MetricsSeries *series;  /* set by dispatch before any settlement */
+  gint64 deadline;       /* clock ms; 0 = none; under worker lock */
+  MetricsSeries *series; /* set by dispatch before any settlement */
   /* Process isolation: the envelope a child runs when it differs from the
    * delivered bytes (a workflow step's gathered arguments); NULL if not. */
   GBytes *run_payload;

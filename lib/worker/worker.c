@@ -213,6 +213,8 @@ sluice_worker_new(SluiceBroker *broker, SluiceRegistry *registry,
   worker->registry = sluice_registry_ref(registry);
   worker->clock = sluice_clock_ref(sluice_broker_get_clock(broker));
   worker->options = *options;
+  if (options->keyring != NULL)
+    sluice_keyring_ref(options->keyring);
   if (options->queues != NULL)
     worker->queues = g_strdupv((gchar **)options->queues);
   else
@@ -818,6 +820,7 @@ sluice_worker_add_periodic(SluiceWorker *worker,
   periodic = sluice_periodic__new(options, worker->registry, error);
   if (periodic == NULL)
     return FALSE;
+  sluice_periodic__set_keyring(periodic, worker->options.keyring);
   g_ptr_array_add(worker->periodics, periodic);
   return TRUE;
 }

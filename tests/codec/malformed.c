@@ -135,8 +135,8 @@ START_TEST(test_unknown_version)
 {
   GPtrArray *fields = fields_valid();
 
-  fields_set_json(fields, "v", "2");
-  assert_fields_fail(fields, SLUICE_CODEC_ERROR_VERSION, "version 2");
+  fields_set_json(fields, "v", "3");
+  assert_fields_fail(fields, SLUICE_CODEC_ERROR_VERSION, "version 3");
   fields_set_json(fields, "v", "0");
   assert_fields_fail(fields, SLUICE_CODEC_ERROR_VERSION, "version 0");
   fields_set_json(fields, "v", "-1");

@@ -151,9 +151,9 @@ static const RecordCase record_cases[] = {
     {"84 a1 76 01 a2 69 64 a1 61 a5 73 74 61 74 65 a6 71 75 65 75 65 64"
      " a7 61 74 74 65 6d 70 74 cf 00 00 00 01 00 00 00 00",
      SLUICE_CODEC_ERROR_INVALID, "attempt"},
-    /* version 2 */
-    {"83 a1 76 02 a2 69 64 a1 61 a5 73 74 61 74 65 a6 71 75 65 75 65 64",
-     SLUICE_CODEC_ERROR_VERSION, "version 2"},
+    /* version 3 */
+    {"83 a1 76 03 a2 69 64 a1 61 a5 73 74 61 74 65 a6 71 75 65 75 65 64",
+     SLUICE_CODEC_ERROR_VERSION, "version 3"},
     /* duplicate id */
     {"84 a1 76 01 a2 69 64 a1 61 a2 69 64 a1 62 a5 73 74 61 74 65 a6 71 75"
      " 65 75 65 64",

@@ -41,6 +41,7 @@ sluice_conformance_suite(const SluiceConformanceFactory *f)
   sluice_conformance__add_periodic(semantics);
   sluice_conformance__add_workers(semantics);
   sluice_conformance__add_steering(steer);
+  sluice_conformance__add_seal(semantics);
 
   suite_add_tcase(s, semantics);
   suite_add_tcase(s, stop);

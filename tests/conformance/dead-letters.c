@@ -167,13 +167,13 @@ enqueue_payload(Env *e, const gchar *id, GBytes *payload)
  * inspect says why. */
 START_TEST(newer_envelope_version_is_deferred_never_buried)
 {
-  static const gchar v2[] =
-      "{\"v\": 2, \"id\": \"from-v2\", \"task\": \"t.ok\", "
+  static const gchar v3[] =
+      "{\"v\": 3, \"id\": \"from-v3\", \"task\": \"t.ok\", "
       "\"queue\": \"default\", \"attempt\": \"first of a new kind\", "
       "\"plan\": {\"steps\": [1, 2]}}";
   SluiceWorkerOptions o;
   Env *e;
-  g_autoptr(GBytes) payload = g_bytes_new_static(v2, sizeof v2 - 1);
+  g_autoptr(GBytes) payload = g_bytes_new_static(v3, sizeof v3 - 1);
   g_autoptr(GPtrArray) dead = NULL;
   g_autoptr(SluiceResult) r = NULL;
   g_autoptr(GError) error = NULL;
@@ -183,7 +183,7 @@ START_TEST(newer_envelope_version_is_deferred_never_buried)
   o.unknown_task_timeout_ms = 60000;
   o.unknown_task_defer_ms = 5000;
   e = env_new_full(100, &o);
-  enqueue_payload(e, "from-v2", payload);
+  enqueue_payload(e, "from-v3", payload);
   run_idle(e);
   /* Past the time an unknown task name is buried after. */
   for (gint64 waited = 0; waited <= 90000; waited += 5000) {
@@ -195,14 +195,14 @@ START_TEST(newer_envelope_version_is_deferred_never_buried)
   ck_assert_uint_eq(total_runs(), 0);
   ck_assert_uint_ge(stats_of(e).deferred, 18);
   ck_assert_uint_eq(
-      sluice_test_log_capture_count("in envelope format version 2, newer"), 1);
+      sluice_test_log_capture_count("in envelope format version 3, newer"), 1);
 
-  r = sluice_client_inspect(e->client, "from-v2", &error);
+  r = sluice_client_inspect(e->client, "from-v3", &error);
   ck_assert_msg(r != NULL, "%s", error != NULL ? error->message : "");
   ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_SCHEDULED);
   ck_assert_ptr_nonnull(
-      strstr(sluice_result_get_error(r), "envelope format version 2"));
-  if (sluice_broker_lookup_task(e->broker, "from-v2", &loc, NULL) &&
+      strstr(sluice_result_get_error(r), "envelope format version 3"));
+  if (sluice_broker_lookup_task(e->broker, "from-v3", &loc, NULL) &&
       loc.place == SLUICE_TASK_PLACE_SCHEDULED)
     ck_assert(g_bytes_equal(loc.payload, payload));
   sluice_task_location_clear(&loc);

@@ -128,5 +128,6 @@ void sluice_conformance__add_queue(TCase *semantics);
 void sluice_conformance__add_periodic(TCase *semantics);
 void sluice_conformance__add_workers(TCase *semantics);
 void sluice_conformance__add_steering(TCase *steer);
+void sluice_conformance__add_seal(TCase *semantics);
 
 G_END_DECLS
