@@ -513,3 +513,52 @@ const sluice = require(process.argv[1]);
                              "demo.echo", "nq", env["args"])
     assert msgpack.unpackb(plain, raw=False) == {"from": "node",
                                                  "m": MARKER}
+
+
+def test_python_seals_c_worker_runs_and_seals_node_opens(build, server,
+                                                         namespace,
+                                                         tmp_path):
+    """The three languages on one message: sealed here, opened and run by
+    `sluice worker --keyring`, whose result it seals; Node opens that."""
+    node = need_node()
+    path = write(tmp_path / "ring", ring_text("k1", "k2"))
+    w = support.Worker(server.url, "reliable", namespace,
+                       extra=["--keyring", path])
+    try:
+        c = sluice.Client(server.url, namespace=namespace, keyring=path)
+        id = c.enqueue("demo.echo", {"m": MARKER, "n": [1, 2.5, None]})
+        nothing = c.enqueue("demo.noop", options={"store_result": True})
+        assert c.get_result(id, 120000).value == {"m": MARKER,
+                                                  "n": [1, 2.5, None]}
+        got = c.get_result(nothing, 120000)
+        assert got.state == "succeeded"
+        raw = server.client().get("{%s}:r:%s" % (namespace, id))
+        record = msgpack.unpackb(raw[1:], raw=False)
+        assert (record["v"], record["seal"]) == (2, "aes-256-gcm:k2")
+        assert list(record)[-1] == "seal"
+        for key, data in dump_namespace(server.client(), namespace).items():
+            assert MARKER.encode() not in data, key
+        script = r"""
+const sluice = require(process.argv[1]);
+(async () => {
+  const c = new sluice.Client(process.argv[2], {namespace: process.argv[3],
+    keyring: process.argv[4]});
+  const r = await c.getResult(process.argv[5], {timeoutMs: 60000});
+  const bare = new sluice.Client(process.argv[2], {namespace: process.argv[3]});
+  const err = await bare.getResult(process.argv[5], {timeoutMs: 60000})
+    .then(() => 'opened', (e) => e.message);
+  console.log(JSON.stringify({value: r.value, err}));
+  await c.close(); await bare.close();
+})().catch((e) => { console.error(e.message); process.exit(1); });
+"""
+        out = subprocess.run([node, "-e", script, NODE_DIR, server.url,
+                              namespace, path, id], capture_output=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr.decode()
+        assert json.loads(out.stdout) == {
+            "value": {"m": MARKER, "n": [1, 2.5, None]},
+            "err": "the result of task %s is encrypted with key k2: give "
+                   "the client the keyring" % id}
+    finally:
+        w.stop()
+    assert "cannot decrypt" not in w.output(), w.output()
