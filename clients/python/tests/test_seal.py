@@ -414,11 +414,17 @@ def test_sealed_result_opened_by_get_result_and_inspect(server, namespace,
 
     async def aio():
         a = sluice.aio.Client(server.url, namespace=namespace, keyring=ring)
+        b = sluice.aio.Client(server.url, namespace=namespace)
         try:
-            return (await a.get_result("t-1", 5000)).value
+            with pytest.raises(sluice.SealError, match="encrypted with key"):
+                await b.get_result("t-1", 5000)
+            return ((await a.get_result("t-1", 5000)).value,
+                    (await a.inspect("t-1")).value,
+                    (await b.inspect("t-1")).encrypted_with)
         finally:
             await a.close()
-    assert asyncio.run(aio()) == {"ok": 1}
+            await b.close()
+    assert asyncio.run(aio()) == ({"ok": 1}, {"ok": 1}, "k1")
     # A record moved to another task's key does not open.
     r.set("{%s}:r:t-2" % namespace, r.get("{%s}:r:t-1" % namespace)
           .replace(b"t-1", b"t-2"))
