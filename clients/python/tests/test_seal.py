@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import shutil
-import stat
 import subprocess
 import time
 
