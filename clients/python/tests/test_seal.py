@@ -567,3 +567,33 @@ const sluice = require(process.argv[1]);
     finally:
         w.stop()
     assert "cannot decrypt" not in w.output(), w.output()
+
+
+def test_c_worker_without_the_key_buries_it_and_replay_keeps_it_sealed(
+        build, server, namespace, tmp_path):
+    """A worker started without the keyring never runs the message: it
+    buries it `malformed` naming the key; this client lists it opened, and
+    a replay to a worker with the keyring runs it."""
+    path = write(tmp_path / "ring", ring_text("k1", "k2"))
+    c = sluice.Client(server.url, namespace=namespace, keyring=path)
+    w = support.Worker(server.url, "reliable", namespace)
+    try:
+        id = c.enqueue("demo.echo", [MARKER])
+        [dl] = support.wait_until(c.dlq_list, 120, "the dead letter")
+    finally:
+        w.stop()
+    assert (dl.reason, dl.task_id) == ("malformed", id)
+    assert "cannot decrypt: key k2 unknown" in dl.detail, dl.detail
+    assert (dl.args, dl.seal) == ([MARKER], "aes-256-gcm:k2")
+    bare = sluice.Client(server.url, namespace=namespace).dlq_get(
+        dl.entry_id)
+    assert bare.encrypted_with == "k2" and not bare.has_args
+    assert c.dlq_replay(dl.entry_id) == id
+    w = support.Worker(server.url, "reliable", namespace,
+                       extra=["--keyring", path])
+    try:
+        assert c.get_result(id, 120000).value == [MARKER]
+    finally:
+        w.stop()
+    for key, data in dump_namespace(server.client(), namespace).items():
+        assert MARKER.encode() not in data, key
