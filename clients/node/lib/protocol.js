@@ -531,8 +531,9 @@ function checkedEnvelope(env) {
   for (const k of ['id', 'task', 'queue']) if (typeof env[k] !== 'string') return null;
   if (!Number.isInteger(env.attempt)) return null;
   // Sealed args (PROTOCOL.md): version 2, a well-formed label, and one bin
-  // of at least a nonce and a tag. Version 2 without `seal` is valid
-  // (never written: args in clear are version 1).
+  // of at least a nonce and a tag. One form per message: version 2 without
+  // `seal` is refused, as the C decoder does.
+  if (env.v === 2 && !Object.prototype.hasOwnProperty.call(env, 'seal')) return null;
   if (Object.prototype.hasOwnProperty.call(env, 'seal')
       && (env.v !== 2 || !seal.validLabel(env.seal) || seal.binBody(env.args || Buffer.alloc(0)) === null)) {
     return null;

@@ -589,8 +589,10 @@ def decode_envelope(data: bytes) -> Optional[Dict[str, Any]]:
                 env.get("v") not in (1, 2) or type(env.get("v")) is not int:
             return None
         # Sealed args (PROTOCOL.md): version 2, a well-formed label, and
-        # one bin of at least a nonce and a tag. Version 2 without `seal`
-        # is valid (never written: args in clear are version 1).
+        # one bin of at least a nonce and a tag. One form per message:
+        # version 2 without `seal` is refused, as the C decoder does.
+        if env["v"] == 2 and "seal" not in env:
+            return None
         if "seal" in env:
             if env["v"] != 2 or not seal.valid_label(env["seal"]) or \
                     seal.bin_body(env.get("args", b"")) is None:
