@@ -373,7 +373,7 @@ struct _CliSettings {
   GKeyFile *keyfile;
   gchar *config_path;
   guint min_replicas_ack;
-  gboolean read_only; /* CliCommon.read_only */
+  gboolean read_only;     /* CliCommon.read_only */
   SluiceKeyring *keyring; /* --keyring, SLUICE_KEYRING, keyring; or NULL */
 };
 
@@ -994,6 +994,32 @@ int cli_cmd_exporter(int argc, char **argv);
 int cli_cmd_web(int argc, char **argv);
 int cli_cmd_migrate(int argc, char **argv);
 int cli_cmd_keys(int argc, char **argv);
+
+/**
+ * CliSubcommand:
+ * @name: its word ("list")
+ * @run: what runs it, with argv[0] its name
+ * @summary: one line for the group's --help
+ *
+ * One command of a group (sluice dlq, sluice keys, sluice periodic).
+ */
+typedef struct {
+  const gchar *name;
+  int (*run)(int argc, char **argv);
+  const gchar *summary;
+} CliSubcommand;
+
+/**
+ * cli_run_subcommand:
+ * @group: the group's word ("dlq")
+ * @commands: (array length=n_commands): its commands
+ *
+ * Runs the command argv[1] names, as "sluice GROUP NAME" in messages; with
+ * no command or --help prints the group's usage (to stderr, exit status 2,
+ * or stdout, 0), and an unknown one is a usage error listing the commands.
+ */
+int cli_run_subcommand(const gchar *group, const CliSubcommand *commands,
+                       gsize n_commands, int argc, char **argv);
 
 /**
  * cli_layout_read:

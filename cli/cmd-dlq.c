@@ -473,36 +473,13 @@ out:
 int
 cli_cmd_dlq(int argc, char **argv)
 {
-  static const struct {
-    const gchar *name;
-    int (*run)(int argc, char **argv);
-  } commands[] = {{"list", dlq_list},
-                  {"show", dlq_show},
-                  {"replay", dlq_replay},
-                  {"purge", dlq_purge}};
-  g_autofree gchar *name = NULL;
+  static const CliSubcommand commands[] = {
+      {"list", dlq_list, "List dead letters"},
+      {"show", dlq_show, "Show one dead letter"},
+      {"replay", dlq_replay, "Re-enqueue dead letters"},
+      {"purge", dlq_purge, "Delete dead letters"},
+  };
 
-  if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
-      strcmp(argv[1], "-h") == 0) {
-    FILE *out = argc < 2 ? stderr : stdout;
-    fprintf(out, "Usage:\n  sluice dlq COMMAND [OPTION…]\n\n"
-                 "Commands:\n"
-                 "  list     List dead letters\n"
-                 "  show     Show one dead letter\n"
-                 "  replay   Re-enqueue dead letters\n"
-                 "  purge    Delete dead letters\n\n"
-                 "sluice dlq COMMAND --help describes each.\n");
-    return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
-  }
-  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
-    if (strcmp(argv[1], commands[i].name) == 0) {
-      name = g_strdup_printf("sluice dlq %s", commands[i].name);
-      g_set_prgname(name);
-      return commands[i].run(argc - 1, argv + 1);
-    }
-  fprintf(stderr,
-          "sluice dlq: unknown command “%s”: use list, show, replay or purge "
-          "(see sluice dlq --help)\n",
-          argv[1]);
-  return CLI_EXIT_USAGE;
+  return cli_run_subcommand("dlq", commands, G_N_ELEMENTS(commands), argc,
+                            argv);
 }

@@ -60,9 +60,8 @@ add_key(int argc, char **argv, gboolean create)
   if (create && g_file_test(path, G_FILE_TEST_EXISTS)) {
     g_autofree gchar *shown = cli_terminal_text(path, -1);
 
-    cli_usage_error(&error,
-                    "%s exists: add a key to it with sluice keys rotate",
-                    shown);
+    cli_usage_error(
+        &error, "%s exists: add a key to it with sluice keys rotate", shown);
     return cli_report(error);
   }
   if (!create && !g_file_test(path, G_FILE_TEST_EXISTS)) {
@@ -97,31 +96,11 @@ keys_rotate(int argc, char **argv)
 int
 cli_cmd_keys(int argc, char **argv)
 {
-  static const struct {
-    const gchar *name;
-    int (*run)(int argc, char **argv);
-  } commands[] = {{"new", keys_new}, {"rotate", keys_rotate}};
-  g_autofree gchar *name = NULL;
+  static const CliSubcommand commands[] = {
+      {"new", keys_new, "Make a keyring with one key"},
+      {"rotate", keys_rotate, "Add a key to a keyring and make it current"},
+  };
 
-  if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
-      strcmp(argv[1], "-h") == 0) {
-    FILE *out = argc < 2 ? stderr : stdout;
-    fprintf(out, "Usage:\n  sluice keys COMMAND [OPTION…]\n\n"
-                 "Commands:\n"
-                 "  new      Make a keyring with one key\n"
-                 "  rotate   Add a key to a keyring and make it current\n\n"
-                 "sluice keys COMMAND --help describes each.\n");
-    return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
-  }
-  for (gsize i = 0; i < G_N_ELEMENTS(commands); i++)
-    if (strcmp(argv[1], commands[i].name) == 0) {
-      name = g_strdup_printf("sluice keys %s", commands[i].name);
-      g_set_prgname(name);
-      return commands[i].run(argc - 1, argv + 1);
-    }
-  fprintf(stderr,
-          "sluice keys: unknown command “%s”: use new or rotate (see sluice "
-          "keys --help)\n",
-          argv[1]);
-  return CLI_EXIT_USAGE;
+  return cli_run_subcommand("keys", commands, G_N_ELEMENTS(commands), argc,
+                            argv);
 }

@@ -122,22 +122,10 @@ out:
 int
 cli_cmd_periodic(int argc, char **argv)
 {
-  if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
-      strcmp(argv[1], "-h") == 0) {
-    FILE *out = argc < 2 ? stderr : stdout;
-    fprintf(out, "Usage:\n  sluice periodic COMMAND [OPTION…]\n\n"
-                 "Commands:\n"
-                 "  ls       List the key file's periodic schedules\n\n"
-                 "sluice periodic ls --help describes it.\n");
-    return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
-  }
-  if (strcmp(argv[1], "ls") == 0) {
-    g_set_prgname("sluice periodic ls");
-    return periodic_ls(argc - 1, argv + 1);
-  }
-  fprintf(stderr,
-          "sluice periodic: unknown command “%s”: use ls (see sluice "
-          "periodic --help)\n",
-          argv[1]);
-  return CLI_EXIT_USAGE;
+  static const CliSubcommand commands[] = {
+      {"ls", periodic_ls, "List the key file's periodic schedules"},
+  };
+
+  return cli_run_subcommand("periodic", commands, G_N_ELEMENTS(commands), argc,
+                            argv);
 }

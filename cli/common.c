@@ -72,3 +72,43 @@ cli_parse_options(CliCommon *common, CliOptionSets sets,
     }
   return TRUE;
 }
+
+int
+cli_run_subcommand(const gchar *group, const CliSubcommand *commands,
+                   gsize n_commands, int argc, char **argv)
+{
+  g_autoptr(GString) names = g_string_new(NULL);
+
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+      strcmp(argv[1], "-h") == 0) {
+    FILE *out = argc < 2 ? stderr : stdout;
+
+    fprintf(out, "Usage:\n  sluice %s COMMAND [OPTION…]\n\nCommands:\n", group);
+    for (gsize i = 0; i < n_commands; i++)
+      fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nsluice %s COMMAND --help describes each.\n", group);
+    return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+  }
+  for (gsize i = 0; i < n_commands; i++) {
+    if (strcmp(argv[1], commands[i].name) == 0) {
+      g_autofree gchar *name =
+          g_strdup_printf("sluice %s %s", group, commands[i].name);
+
+      g_set_prgname(name);
+      return commands[i].run(argc - 1, argv + 1);
+    }
+    g_string_append_printf(names, "%s%s",
+                           i == 0               ? ""
+                           : i + 1 < n_commands ? ", "
+                                                : " or ",
+                           commands[i].name);
+  }
+  {
+    g_autofree gchar *shown = cli_terminal_text(argv[1], -1);
+
+    fprintf(stderr,
+            "sluice %s: unknown command “%s”: use %s (see sluice %s --help)\n",
+            group, shown, names->str, group);
+  }
+  return CLI_EXIT_USAGE;
+}
