@@ -31,8 +31,12 @@
  *             their final flag. Messages are popped in order, so the tasks
  *             still running when the lists empty are among the last ones
  *             popped. Without results nothing of a task is left in Redis
- *             once popped: the run ends when the lists are empty, with at
- *             most the worker's prefetch of no-op tasks still in it.
+ *             once popped: the run ends when the lists are empty and the
+ *             workers' announcements ({ns}:winfo:*, rewritten every 2 s)
+ *             count every task succeeded, so a run ends up to 2 s after
+ *             its last task (the rate of a short run undercounts; a busy
+ *             machine's workers could still hold their prefetch when the
+ *             lists emptied, which ended the run too early).
  * Each poll is one pipelined round trip (one LLEN/XLEN per queue, and GETs
  * of the first byte of records still pending); the commands this process
  * sends are counted and taken off Redis's command count. After the run
@@ -400,6 +404,52 @@ watch_depth(Watch *w, gint64 *depth, gint64 *scheduled, GError **error)
   return TRUE;
 }
 
+/* The tasks the workers say they finished: the sum of "succeeded" in
+ * their announcements ({ns}:winfo:<consumer>, a msgpack map rewritten
+ * every 2 s). Fast mode without results has nothing else that counts a
+ * task done: its queue empties while the workers still hold what they
+ * prefetched. Returns: the sum, or -1 and @error. */
+static gint64
+announced_succeeded(Watch *w, GError **error)
+{
+  g_autofree gchar *pattern = g_strdup_printf("%swinfo:*", w->prefix);
+  redisReply *keys = redisCommand(w->c, "KEYS %s", pattern);
+  gint64 sum = 0;
+
+  if (keys == NULL || keys->type != REDIS_REPLY_ARRAY) {
+    g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "redis: %s",
+                keys == NULL ? w->c->errstr : "KEYS failed");
+    if (keys != NULL)
+      freeReplyObject(keys);
+    return -1;
+  }
+  w->own_calls++;
+  for (size_t i = 0; i < keys->elements; i++) {
+    redisReply *info = redisCommand(w->c, "GET %s", keys->element[i]->str);
+    msgpack_unpacked u;
+
+    w->own_calls++;
+    msgpack_unpacked_init(&u);
+    if (info != NULL && info->type == REDIS_REPLY_STRING &&
+        msgpack_unpack_next(&u, info->str, info->len, NULL) ==
+            MSGPACK_UNPACK_SUCCESS &&
+        u.data.type == MSGPACK_OBJECT_MAP) {
+      for (guint32 k = 0; k < u.data.via.map.size; k++) {
+        const msgpack_object_kv *kv = &u.data.via.map.ptr[k];
+        if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == 9 &&
+            memcmp(kv->key.via.str.ptr, "succeeded", 9) == 0 &&
+            kv->val.type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+          sum += (gint64)kv->val.via.u64;
+      }
+    }
+    msgpack_unpacked_destroy(&u);
+    if (info != NULL)
+      freeReplyObject(info);
+  }
+  freeReplyObject(keys);
+  return sum;
+}
+
 /* Drops from @ids (in chunks) the tasks whose record is final; returns how
  * many are left, or -1 and @error. */
 static gint64
@@ -532,13 +582,21 @@ wait_done(Watch *w, Workers *workers, gboolean delayed, Marks *m,
         m->r10 = left;
       }
       if (left == 0) {
-        if (w->tail == NULL)
+        if (w->tail != NULL) {
+          gint64 pending = drop_final(w, w->tail, error);
+          if (pending < 0)
+            return FALSE;
+          if (pending == 0)
+            break;
+        } else if (is_fast() && !results_on()) {
+          gint64 done = announced_succeeded(w, error);
+          if (done < 0)
+            return FALSE;
+          if (done >= n)
+            break;
+        } else {
           break;
-        gint64 pending = drop_final(w, w->tail, error);
-        if (pending < 0)
-          return FALSE;
-        if (pending == 0)
-          break;
+        }
       }
     }
     if (!workers_alive(workers, error))

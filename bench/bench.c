@@ -44,6 +44,13 @@
  * and render it (what a /metrics scrape does) every MS milliseconds from a
  * thread of its own while the worker runs, and report how many it took:
  * the worker CPU per task with and without it is the cost of scraping.
+ *
+ * --args-bytes N gives the tasks of enqueue, enqueue-batch and process one
+ * argument, a bin of N bytes (default: none), and --sealed a keyring to
+ * the client and the worker, so that every message is sealed by the
+ * producer and opened by the worker (sluice-seal.h): the client CPU per
+ * task of enqueue-batch and the worker CPU per task of process, with and
+ * without it, are what sealing costs at that size.
  */
 #include "config.h"
 
@@ -78,6 +85,8 @@ typedef struct {
   gchar *synchronous;
   gboolean worker_process;
   gint rate_limit;
+  gint args_bytes;
+  gboolean sealed;
 } Settings;
 
 static Settings settings = {
@@ -89,6 +98,52 @@ static Settings settings = {
     .rate = 1000,
     .samples = 500,
 };
+
+/* The tasks' args (--args-bytes; NULL = none) and the keyring of
+ * --sealed (NULL = in clear). */
+static GBytes *task_args;
+static SluiceKeyring *keyring;
+
+static void
+make_payload_settings(void)
+{
+  if (settings.args_bytes > 0) {
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    g_autofree gchar *body = g_malloc((gsize)settings.args_bytes);
+
+    for (gint i = 0; i < settings.args_bytes; i++)
+      body[i] = (gchar)g_random_int();
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_bin(&pk, (size_t)settings.args_bytes);
+    msgpack_pack_bin_body(&pk, body, (size_t)settings.args_bytes);
+    task_args = g_bytes_new(sb.data, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+  }
+  if (settings.sealed) {
+    guint8 key[32];
+    g_autofree gchar *b64 = NULL;
+    g_autofree gchar *text = NULL;
+
+    for (guint i = 0; i < sizeof key; i++)
+      key[i] = (guint8)g_random_int();
+    b64 = g_base64_encode(key, sizeof key);
+    text = g_strdup_printf("key bench %s\ncurrent bench\n", b64);
+    keyring = sluice_keyring_new_from_text(text, -1, "bench", NULL);
+    g_assert(keyring != NULL);
+  }
+}
+
+static SluiceClient *
+make_client(SluiceBroker *broker, GError **error)
+{
+  SluiceClientOptions options;
+
+  sluice_client_options_init(&options);
+  options.keyring = keyring;
+  return sluice_client_new(broker, &options, error);
+}
 
 /* Each operation works in a namespace of its own, so what one leaves in a
  * queue (the enqueue operations do not consume) is not timed by the next. */
@@ -468,6 +523,7 @@ make_worker(SluiceBroker *broker, SluiceRegistry *registry, GError **error)
   if (process_isolation())
     options.isolation = SLUICE_ISOLATION_PROCESS;
   options.log_each_task = settings.log_each_task;
+  options.keyring = keyring;
   return sluice_worker_new(broker, registry, &options, error);
 }
 
@@ -478,8 +534,10 @@ fill(SluiceClient *client, const gchar *task, gint n, GError **error)
   g_autofree SluiceEnqueueRequest *requests =
       g_new0(SluiceEnqueueRequest, settings.batch);
 
-  for (gint i = 0; i < settings.batch; i++)
+  for (gint i = 0; i < settings.batch; i++) {
     requests[i].task = task;
+    requests[i].args = task_args;
+  }
   for (gint done = 0; done < n;) {
     guint k = (guint)MIN(settings.batch, n - done);
     g_autoptr(GPtrArray) ids =
@@ -515,7 +573,7 @@ op_enqueue(gboolean batched, GError **error)
 
   if (broker == NULL)
     return FALSE;
-  client = sluice_client_new(broker, NULL, error);
+  client = make_client(broker, error);
   before = bench_redis_counters(rc);
   cpu0 = cpu_seconds();
   t0 = g_get_monotonic_time();
@@ -529,7 +587,7 @@ op_enqueue(gboolean batched, GError **error)
     for (gint i = 0; i < n; i++) {
       gint64 s0 = g_get_monotonic_time();
       g_autofree gchar *id =
-          sluice_client_enqueue(client, "bench.noop", NULL, NULL, error);
+          sluice_client_enqueue(client, "bench.noop", task_args, NULL, error);
       if (id == NULL)
         return FALSE;
       latencies[i] = g_get_monotonic_time() - s0;
@@ -538,10 +596,11 @@ op_enqueue(gboolean batched, GError **error)
   t1 = g_get_monotonic_time();
   after = bench_redis_counters(rc);
   g_string_printf(line,
-                  "bench broker=%s op=%s tasks=%d batch=%d rate_per_s=%.0f "
-                  "client_cpu_us_per_task=%.2f",
+                  "bench broker=%s op=%s tasks=%d batch=%d args_bytes=%d "
+                  "sealed=%s rate_per_s=%.0f client_cpu_us_per_task=%.2f",
                   settings.broker, batched ? "enqueue-batch" : "enqueue", n,
-                  batched ? settings.batch : 1, n / ((t1 - t0) / 1e6),
+                  batched ? settings.batch : 1, settings.args_bytes,
+                  settings.sealed ? "yes" : "no", n / ((t1 - t0) / 1e6),
                   (cpu_seconds() - cpu0) * 1e6 / n);
   if (latencies != NULL) {
     qsort(latencies, n, sizeof(gint64), compare_gint64);
@@ -619,7 +678,7 @@ chord_phase(gboolean chord, gint n, GString *line, gdouble *out_redis_us,
 
   if (broker == NULL)
     return FALSE;
-  client = sluice_client_new(broker, NULL, error);
+  client = make_client(broker, error);
   worker = make_worker(broker, registry, error);
   if (client == NULL || worker == NULL)
     return FALSE;
@@ -717,12 +776,14 @@ op_process(gboolean results, GError **error)
 
   g_string_printf(line,
                   "bench broker=%s op=process isolation=%s tasks=%d "
-                  "concurrency=%d prefetch=%d results=%s rate_limit=%d",
+                  "concurrency=%d prefetch=%d results=%s rate_limit=%d "
+                  "args_bytes=%d sealed=%s",
                   settings.broker, process_isolation() ? "process" : "thread",
                   n, settings.concurrency,
                   settings.prefetch >= 0 ? settings.prefetch
                                          : settings.concurrency * 32,
-                  results ? "on" : "off", settings.rate_limit);
+                  results ? "on" : "off", settings.rate_limit,
+                  settings.args_bytes, settings.sealed ? "yes" : "no");
 
   if (!is_redis()) {
     /* In process: the queue lives in this process's memory, so rss_mb
@@ -730,7 +791,7 @@ op_process(gboolean results, GError **error)
     g_autoptr(SluiceBroker) broker = make_broker(error);
     g_autoptr(SluiceRegistry) registry = make_registry(results);
     g_autoptr(SluiceWorker) worker = make_worker(broker, registry, error);
-    g_autoptr(SluiceClient) client = sluice_client_new(broker, NULL, error);
+    g_autoptr(SluiceClient) client = make_client(broker, error);
     gint64 t0, t1;
     gdouble cpu0, cpu1, children0;
     Scraper *scraper;
@@ -773,7 +834,7 @@ op_process(gboolean results, GError **error)
 
     if (broker == NULL)
       return FALSE;
-    client = sluice_client_new(broker, NULL, error);
+    client = make_client(broker, error);
     if (!fill(client, "bench.noop", n, error))
       return FALSE;
     g_clear_pointer(&client, sluice_client_unref);
@@ -861,7 +922,7 @@ op_latency(GError **error)
     if (!sluice_worker_start(worker, error))
       return FALSE;
   }
-  client = sluice_client_new(broker, NULL, error);
+  client = make_client(broker, error);
   next = g_get_monotonic_time();
   for (gint i = 0; i < n; i++) {
     msgpack_sbuffer sb;
@@ -915,7 +976,7 @@ op_wakeup(GError **error)
   if (broker == NULL)
     return FALSE;
   worker = make_worker(broker, registry, error);
-  client = sluice_client_new(broker, NULL, error);
+  client = make_client(broker, error);
   if (!sluice_worker_start(worker, error))
     return FALSE;
   for (gint i = 0; i < n; i++) {
@@ -993,6 +1054,10 @@ main(int argc, char **argv)
        "process: the no-op task under a rate limit of N a second (burst "
        "N/10; at most 1000000; default 0: none)",
        "N"},
+      {"args-bytes", 0, 0, G_OPTION_ARG_INT, &settings.args_bytes,
+       "Give each task one argument, a bin of N bytes (default: none)", "N"},
+      {"sealed", 0, 0, G_OPTION_ARG_NONE, &settings.sealed,
+       "Seal every message with a keyring (client and worker)", NULL},
       {"scrape-interval", 0, 0, G_OPTION_ARG_INT, &settings.scrape_interval_ms,
        "process: snapshot and render the worker's metrics every MS ms "
        "(default 0: never)",
@@ -1029,6 +1094,7 @@ main(int argc, char **argv)
     settings.op = g_strdup("all");
   if (settings.results == NULL)
     settings.results = g_strdup("both");
+  make_payload_settings();
   all = g_strcmp0(settings.op, "all") == 0;
 
   if (ok && (all || g_strcmp0(settings.op, "enqueue") == 0)) {

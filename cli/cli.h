@@ -374,6 +374,7 @@ struct _CliSettings {
   gchar *config_path;
   guint min_replicas_ack;
   gboolean read_only; /* CliCommon.read_only */
+  SluiceKeyring *keyring; /* --keyring, SLUICE_KEYRING, keyring; or NULL */
 };
 
 /**
@@ -426,10 +427,12 @@ SluiceBroker *cli_connect(const CliSettings *settings, guint dead_letter_max,
 /**
  * cli_client_new:
  * Returns: (transfer full): a client of @broker with state tracking on, so
- * that `sluice inspect` shows queued and scheduled tasks; or NULL and
- * @error.
+ * that `sluice inspect` shows queued and scheduled tasks, sealing and
+ * opening with @settings' keyring (@settings may be NULL: none); or NULL
+ * and @error.
  */
-SluiceClient *cli_client_new(SluiceBroker *broker, GError **error);
+SluiceClient *cli_client_new(SluiceBroker *broker, const CliSettings *settings,
+                             GError **error);
 
 /**
  * cli_open_client:
@@ -990,6 +993,7 @@ int cli_cmd_periodic(int argc, char **argv);
 int cli_cmd_exporter(int argc, char **argv);
 int cli_cmd_web(int argc, char **argv);
 int cli_cmd_migrate(int argc, char **argv);
+int cli_cmd_keys(int argc, char **argv);
 
 /**
  * cli_layout_read:

@@ -157,7 +157,12 @@ show_table(const SluiceDeadLetter *entry, const SluiceEnvelope *env,
   if (env != NULL) {
     g_autofree gchar *attempt = g_strdup_printf("%u", env->attempt);
     g_autofree gchar *enqueued = cli_format_time(env->enqueued_at);
-    g_autofree gchar *args = cli_msgpack_to_json(env->args);
+    g_autofree gchar *args =
+        env->seal != NULL
+            ? g_strdup_printf("encrypted (%s); a worker with that key opens "
+                              "them",
+                              env->seal)
+            : cli_msgpack_to_json(env->args);
     cli_table_add(table, "attempt", attempt);
     cli_table_add(table, "enqueued at", enqueued);
     cli_table_add(table, "args", args);

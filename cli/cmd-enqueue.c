@@ -212,6 +212,7 @@ open_client(const CliCommon *common, gboolean events_flag,
                           error) ||
       (broker = cli_connect(settings, 0, TRUE, error)) == NULL)
     return NULL;
+  options.keyring = settings->keyring;
   return sluice_client_new(broker, &options, error);
 }
 

@@ -749,6 +749,7 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
   if (broker == NULL ||
       !cli_modules_load((const gchar *const *)plan->modules, registry, &error))
     return cli_report(error);
+  plan->options.keyring = settings->keyring;
   worker = sluice_worker_new(broker, registry, &plan->options, &error);
   if (worker == NULL)
     return cli_report(error);
@@ -903,7 +904,7 @@ run_task(WorkerPlan *plan, const gchar *task, GBytes *task_args, gboolean json)
   }
 
   broker = sluice_memory_broker_new(NULL, NULL);
-  client = cli_client_new(broker, &error);
+  client = cli_client_new(broker, NULL, &error);
   if (client == NULL)
     return cli_report(error);
   /* No signal handling here: a stopped worker would leave the wait below

@@ -45,6 +45,7 @@ static const Command commands[] = {
     {"web", cli_cmd_web, "Serve a dashboard of the namespace in a browser"},
     {"migrate", cli_cmd_migrate,
      "Migrate the store to this sluice's layout version"},
+    {"keys", cli_cmd_keys, "Make or rotate the keyring that seals task data"},
     {"run", cli_cmd_run, "Run one task in this process, without Redis"},
 };
 

@@ -35,11 +35,29 @@
 
 /* ---- Task records -------------------------------------------------------- */
 
+/* The key id of a `seal` ("aes-256-gcm:k1" -> "k1"), for what is shown
+ * instead of a value that was not opened. */
+static const gchar *
+seal_key(const gchar *seal)
+{
+  const gchar *colon = seal != NULL ? strchr(seal, ':') : NULL;
+
+  return colon != NULL ? colon + 1 : seal;
+}
+
+/* A sealed value the client could not open is no value to show. */
+static gchar *
+shown_value(const SluiceResult *result)
+{
+  return sluice_result_get_seal(result) != NULL
+             ? NULL
+             : cli_msgpack_to_json(sluice_result_get_value(result));
+}
+
 void
 cli_result_to_json(CliJson *json, const SluiceResult *result)
 {
-  g_autofree gchar *value =
-      cli_msgpack_to_json(sluice_result_get_value(result));
+  g_autofree gchar *value = shown_value(result);
 
   cli_json_begin_object(json);
   cli_json_key(json, "id");
@@ -72,6 +90,8 @@ cli_result_to_json(CliJson *json, const SluiceResult *result)
   cli_json_string(json, sluice_result_get_dead_letter_reason(result));
   cli_json_key(json, "due_at");
   cli_json_time(json, sluice_result_get_due_at(result));
+  cli_json_key(json, "sealed_with");
+  cli_json_string(json, seal_key(sluice_result_get_seal(result)));
   cli_json_end_object(json);
 }
 
@@ -92,7 +112,12 @@ cli_result_print(const SluiceResult *result, gboolean json)
     cli_json_print(out);
     return;
   }
-  value = cli_msgpack_to_json(sluice_result_get_value(result));
+  if (sluice_result_get_seal(result) != NULL)
+    value = g_strdup_printf("encrypted with key %s (give --keyring with that "
+                            "key to read it)",
+                            seal_key(sluice_result_get_seal(result)));
+  else
+    value = cli_msgpack_to_json(sluice_result_get_value(result));
   attempt = g_strdup_printf("%u", sluice_result_get_attempt(result));
   enqueued = cli_format_time(sluice_result_get_enqueued_at(result));
   started = cli_format_time(sluice_result_get_started_at(result));
@@ -255,15 +280,21 @@ headers_to_json(CliJson *json, const SluiceEnvelope *env)
   cli_json_end_object(json);
 }
 
+/* "args", and "sealed_with" the key id when they are sealed: shown as
+ * null then, since only a worker opens a message's args. */
 static void
-args_to_json(CliJson *json, GBytes *args)
+args_to_json(CliJson *json, const SluiceEnvelope *env)
 {
-  g_autofree gchar *text = cli_msgpack_to_json(args);
+  g_autofree gchar *text =
+      env->seal == NULL ? cli_msgpack_to_json(env->args) : NULL;
 
+  cli_json_key(json, "args");
   if (text != NULL)
     cli_json_raw(json, text);
   else
     cli_json_null(json);
+  cli_json_key(json, "sealed_with");
+  cli_json_string(json, seal_key(env->seal));
 }
 
 void
@@ -296,8 +327,7 @@ cli_envelope_to_json(CliJson *json, const SluiceEnvelope *env)
     cli_json_null(json);
   cli_json_key(json, "expires_at");
   cli_json_time(json, env->opts.expires_at);
-  cli_json_key(json, "args");
-  args_to_json(json, env->args);
+  args_to_json(json, env);
   cli_json_key(json, "history");
   history_to_json(json, env);
   cli_json_key(json, "headers");
@@ -327,11 +357,12 @@ cli_dead_letter_show_to_json(CliJson *json, const SluiceDeadLetter *entry,
     cli_json_null(json);
   cli_json_key(json, "enqueued_at");
   cli_json_time(json, env != NULL ? env->enqueued_at : 0);
-  cli_json_key(json, "args");
-  if (env != NULL)
-    args_to_json(json, env->args);
-  else
+  if (env != NULL) {
+    args_to_json(json, env);
+  } else {
+    cli_json_key(json, "args");
     cli_json_null(json);
+  }
   cli_json_key(json, "history");
   if (env != NULL)
     history_to_json(json, env);

@@ -367,6 +367,7 @@ enum {
   CONN_CONFIG,
   CONN_PASSWORD_FILE,
   CONN_MIN_REPLICAS_ACK,
+  CONN_KEYRING,
   CONN_REDIS_TLS_CA,
   CONN_REDIS_TLS_CA_DIR,
   CONN_REDIS_TLS_CERT,
@@ -433,6 +434,17 @@ static const CliSetting connection[N_CONN] = {
                                        "if they do not confirm it within 1 s",
                                .default_text = "$SLUICE_MIN_REPLICAS_ACK, "
                                                "else 0: no waiting"},
+    [CONN_KEYRING] = {.option = "keyring",
+                      .env = "SLUICE_KEYRING",
+                      .key = "keyring",
+                      .kind = CLI_SETTING_FILENAME,
+                      .arg = "FILE",
+                      .help = "Seal task args and results with this "
+                              "keyring's current key, and open them with "
+                              "any of its keys (sluice keys rotate makes "
+                              "one)",
+                      .default_text = "$SLUICE_KEYRING, else none: in "
+                                      "clear"},
     /* TLS to Redis: each the URL's tls_* parameter of the same meaning,
      * put into the URL's query (cli_settings_load()), so the broker's URL
      * parser checks them as it checks the URL's own. */
@@ -516,6 +528,7 @@ cli_settings_clear(CliSettings *settings)
   g_clear_pointer(&settings->namespace_, g_free);
   g_clear_pointer(&settings->keyfile, g_key_file_unref);
   g_clear_pointer(&settings->config_path, g_free);
+  g_clear_pointer(&settings->keyring, sluice_keyring_unref);
 }
 
 const gchar *
@@ -903,6 +916,7 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
   g_auto(CliSettingValue) ns = {0};
   g_auto(CliSettingValue) mode = {0};
   g_auto(CliSettingValue) replicas = {0};
+  g_auto(CliSettingValue) keyring = {0};
 
   memset(out, 0, sizeof *out);
   out->read_only = common->read_only;
@@ -937,9 +951,28 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
       !conn(common, out, CONN_NAMESPACE, SLUICE_REDIS_DEFAULT_NAMESPACE, &ns,
             error) ||
       !conn(common, out, CONN_MODE, "reliable", &mode, error) ||
-      !conn(common, out, CONN_MIN_REPLICAS_ACK, NULL, &replicas, error)) {
+      !conn(common, out, CONN_MIN_REPLICAS_ACK, NULL, &replicas, error) ||
+      !conn(common, out, CONN_KEYRING, NULL, &keyring, error)) {
     cli_settings_clear(out);
     return FALSE;
+  }
+  if (keyring.text != NULL) {
+    g_autoptr(GError) local = NULL;
+
+    if (!cli_check_private_file(keyring.text, "the keyring", keyring.what,
+                                error)) {
+      cli_settings_clear(out);
+      return FALSE;
+    }
+    out->keyring = sluice_keyring_load(keyring.text, &local);
+    if (out->keyring == NULL) {
+      g_autofree gchar *why = cli_terminal_text(local->message, -1);
+      g_autofree gchar *from = cli_terminal_text(keyring.what, -1);
+
+      cli_usage_error(error, "%s (from %s)", why, from);
+      cli_settings_clear(out);
+      return FALSE;
+    }
   }
   /* A key file may be world-readable, as /etc files are, until it holds
    * the password itself. */
@@ -1162,12 +1195,14 @@ cli_connect(const CliSettings *settings, guint dead_letter_max,
 }
 
 SluiceClient *
-cli_client_new(SluiceBroker *broker, GError **error)
+cli_client_new(SluiceBroker *broker, const CliSettings *settings,
+               GError **error)
 {
   SluiceClientOptions options;
 
   sluice_client_options_init(&options);
   options.track_state = TRUE;
+  options.keyring = settings != NULL ? settings->keyring : NULL;
   return sluice_client_new(broker, &options, error);
 }
 
@@ -1182,7 +1217,7 @@ cli_open_client(const CliCommon *common, CliSettings *out_settings,
   cli_log_init(CLI_LOG_TEXT, G_LOG_LEVEL_WARNING);
   if (cli_settings_load(common, &settings, error) &&
       (broker = cli_connect(&settings, 0, TRUE, error)) != NULL)
-    client = cli_client_new(broker, error);
+    client = cli_client_new(broker, &settings, error);
   if (client != NULL && out_settings != NULL)
     *out_settings = settings;
   else

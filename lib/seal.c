@@ -18,6 +18,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <string.h>
+#include <sys/random.h>
 
 G_DEFINE_QUARK(sluice - seal - error - quark, sluice_seal_error)
 
@@ -435,25 +436,55 @@ sluice_keyring_file_add_key(const gchar *path, const gchar *id, gchar **out_id,
 
 /* ---- Sealing ------------------------------------------------------------- */
 
-/* The task a ciphertext belongs to, and whether it is args or a result:
- * either changed, the tag no longer matches. */
-static GByteArray *
-associated_data(SluiceSealDomain domain, const gchar *id, const gchar *task,
-                const gchar *queue)
+/* One cipher context per thread, reset for each message: making and
+ * freeing one per message (and its provider state) was most of what a
+ * seal cost. The GPrivate key is the thread-local storage GLib requires. */
+static void
+free_ctx(gpointer ctx)
 {
-  const gchar *parts[4] = {domain == SLUICE_SEAL_ARGS ? "sluice-args"
-                                                      : "sluice-result",
-                           id, task, queue};
-  GByteArray *ad = g_byte_array_new();
+  EVP_CIPHER_CTX_free(ctx);
+}
+
+static GPrivate thread_ctx_key = G_PRIVATE_INIT(free_ctx);
+
+static EVP_CIPHER_CTX *
+thread_ctx(void)
+{
+  EVP_CIPHER_CTX *ctx = g_private_get(&thread_ctx_key);
+
+  if (G_UNLIKELY(ctx == NULL)) {
+    ctx = EVP_CIPHER_CTX_new();
+    g_private_set(&thread_ctx_key, ctx);
+  }
+  return ctx;
+}
+
+/* The task a ciphertext belongs to, and whether it is args or a result:
+ * either changed, the tag no longer matches. Written into @out (names are
+ * bounded, so it fits: AD_MAX); Returns: its length. */
+#define AD_MAX                                                                 \
+  (sizeof "sluice-result" + SLUICE_MAX_ID_BYTES + 2 * SLUICE_MAX_NAME_BYTES + 3)
+
+static gsize
+associated_data(SluiceSealDomain domain, const gchar *id, const gchar *task,
+                const gchar *queue, guint8 out[AD_MAX])
+{
+  const gchar *parts[4] = {
+      domain == SLUICE_SEAL_ARGS ? "sluice-args" : "sluice-result", id, task,
+      queue};
+  gsize len = 0;
 
   for (guint i = 0; i < G_N_ELEMENTS(parts); i++) {
     const gchar *s = parts[i] != NULL ? parts[i] : "";
+    gsize n;
 
-    if (i > 0)
-      g_byte_array_append(ad, (const guint8 *)"", 1);
-    g_byte_array_append(ad, (const guint8 *)s, (guint)strlen(s));
+    if (i > 0 && len < AD_MAX)
+      out[len++] = 0;
+    n = MIN(strlen(s), AD_MAX - len);
+    memcpy(out + len, s, n);
+    len += n;
   }
-  return ad;
+  return len;
 }
 
 /* msgpack's bin header for @n bytes, at @out; Returns: its length. */
@@ -479,6 +510,16 @@ bin_header(gsize n, guint8 out[5])
   return 5;
 }
 
+/* A nonce straight from the kernel: OpenSSL's generator cost twice as
+ * much per message (its fork check and locking), and the kernel's is as
+ * good and fork-safe. */
+static gboolean
+random_nonce(guint8 out[NONCE_BYTES])
+{
+  return getrandom(out, NONCE_BYTES, 0) == NONCE_BYTES ||
+         RAND_bytes(out, NONCE_BYTES) == 1;
+}
+
 static gboolean
 crypto_failed(GError **error)
 {
@@ -495,7 +536,8 @@ sluice_seal__close_with_nonce(SluiceKeyring *keyring, SluiceSealDomain domain,
                               GError **error)
 {
   const Key *key = &g_array_index(keyring->keys, Key, keyring->current);
-  g_autoptr(GByteArray) ad = associated_data(domain, id, task, queue);
+  guint8 ad[AD_MAX];
+  gsize ad_len = associated_data(domain, id, task, queue, ad);
   gsize plain_len = 0;
   const guint8 *p = g_bytes_get_data(plain, &plain_len);
   gsize sealed_len = NONCE_BYTES + plain_len + TAG_BYTES;
@@ -503,7 +545,7 @@ sluice_seal__close_with_nonce(SluiceKeyring *keyring, SluiceSealDomain domain,
   gsize head_len = bin_header(sealed_len, head);
   guint8 *out = g_malloc(head_len + sealed_len);
   guint8 *ct = out + head_len + NONCE_BYTES;
-  EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+  EVP_CIPHER_CTX *ctx = thread_ctx();
   gint n = 0;
   gboolean ok;
 
@@ -511,16 +553,15 @@ sluice_seal__close_with_nonce(SluiceKeyring *keyring, SluiceSealDomain domain,
   if (nonce != NULL)
     memcpy(out + head_len, nonce, NONCE_BYTES);
   ok = plain_len <= G_MAXINT / 2 && ctx != NULL &&
-       (nonce != NULL || RAND_bytes(out + head_len, NONCE_BYTES) == 1) &&
+       (nonce != NULL || random_nonce(out + head_len)) &&
        EVP_EncryptInit_ex2(ctx, keyring->cipher, key->key, out + head_len,
                            NULL) == 1 &&
-       EVP_EncryptUpdate(ctx, NULL, &n, ad->data, (gint)ad->len) == 1 &&
+       EVP_EncryptUpdate(ctx, NULL, &n, ad, (gint)ad_len) == 1 &&
        (plain_len == 0 ||
         EVP_EncryptUpdate(ctx, ct, &n, p, (gint)plain_len) == 1) &&
        EVP_EncryptFinal_ex(ctx, ct + plain_len, &n) == 1 &&
        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, TAG_BYTES,
                            ct + plain_len) == 1;
-  EVP_CIPHER_CTX_free(ctx);
   if (!ok) {
     g_free(out);
     crypto_failed(error);
@@ -564,7 +605,8 @@ sluice_seal__open(SluiceKeyring *keyring, SluiceSealDomain domain,
 {
   const gchar *colon = strchr(label, ':');
   const gchar *key_id = colon != NULL ? colon + 1 : "";
-  g_autoptr(GByteArray) ad = NULL;
+  guint8 ad[AD_MAX];
+  gsize ad_len;
   const guint8 *body;
   gsize body_len = 0, plain_len;
   gint key_index, n = 0;
@@ -601,19 +643,18 @@ sluice_seal__open(SluiceKeyring *keyring, SluiceSealDomain domain,
   }
   plain_len = body_len - NONCE_BYTES - TAG_BYTES;
   plain = g_malloc(MAX(plain_len, 1));
-  ad = associated_data(domain, id, task, queue);
-  ctx = EVP_CIPHER_CTX_new();
+  ad_len = associated_data(domain, id, task, queue, ad);
+  ctx = thread_ctx();
   ok = plain_len <= G_MAXINT / 2 && ctx != NULL &&
        EVP_DecryptInit_ex2(ctx, keyring->cipher,
                            g_array_index(keyring->keys, Key, key_index).key,
                            body, NULL) == 1 &&
-       EVP_DecryptUpdate(ctx, NULL, &n, ad->data, (gint)ad->len) == 1 &&
+       EVP_DecryptUpdate(ctx, NULL, &n, ad, (gint)ad_len) == 1 &&
        (plain_len == 0 || EVP_DecryptUpdate(ctx, plain, &n, body + NONCE_BYTES,
                                             (gint)plain_len) == 1) &&
        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_BYTES,
                            (void *)(body + NONCE_BYTES + plain_len)) == 1 &&
        EVP_DecryptFinal_ex(ctx, plain + plain_len, &n) == 1;
-  EVP_CIPHER_CTX_free(ctx);
   if (!ok) {
     OPENSSL_cleanse(plain, plain_len);
     g_free(plain);

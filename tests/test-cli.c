@@ -724,6 +724,75 @@ START_TEST(test_enqueue_worker_result)
 }
 END_TEST
 
+/* A keyring made by `sluice keys new`, rotated, given to the producer and
+ * the worker: the task runs, its record holds no byte of the args, the
+ * result reads with the keyring and says which key without it. */
+START_TEST(test_keyring_seals_from_enqueue_to_result)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *ring = g_build_filename(ctx->dir, "ring", NULL);
+  g_autoptr(Run) made = cli(ctx, "keys", "new", "--keyring", ring, "--id",
+                            "first", NULL);
+  g_autoptr(Run) again = cli(ctx, "keys", "new", "--keyring", ring, NULL);
+  g_autoptr(Run) rotated = cli(ctx, "keys", "rotate", "--keyring", ring,
+                               "--id", "second", NULL);
+  g_autoptr(Worker) w = NULL;
+  g_autofree gchar *id = NULL;
+  g_autoptr(Run) opened = NULL;
+  g_autoptr(Run) sealed = NULL;
+  g_autoptr(Run) open_table = NULL;
+  g_autoptr(Run) loose = NULL;
+  g_autoptr(JsonNode) record = NULL;
+  g_autofree gchar *text = NULL;
+  JsonObject *o;
+
+  assert_status(made, 0);
+  ck_assert_msg(strstr(made->out, "key first added") != NULL, "%s", made->out);
+  assert_status(again, 2);
+  ck_assert_msg(strstr(again->err, "sluice keys rotate") != NULL, "%s",
+                again->err);
+  assert_status(rotated, 0);
+  ck_assert(g_file_get_contents(ring, &text, NULL, NULL));
+  ck_assert_msg(strstr(made->out, "=") == NULL &&
+                    strstr(rotated->out, "=") == NULL,
+                "a key was printed");
+
+  w = worker_start(ctx, "--keyring", ring, NULL);
+  id = enqueue(ctx, "--keyring", ring, "demo.echo",
+               "{\"card\": \"4111-seal-me\"}", NULL);
+  opened = cli(ctx, "result", id, "--wait", "60s", "--json", "--keyring", ring,
+               NULL);
+  assert_status(opened, 0);
+  record = parse_json(opened->out);
+  o = object_of(record);
+  ck_assert_str_eq(member_string(o, "state"), "succeeded");
+  ck_assert_str_eq(
+      json_object_get_string_member(json_object_get_object_member(o, "result"),
+                                    "card"),
+      "4111-seal-me");
+  ck_assert(member_is_null(o, "sealed_with"));
+
+  /* Without the keyring the record shows, its result does not. */
+  sealed = cli(ctx, "result", id, NULL);
+  assert_status(sealed, 0);
+  ck_assert_msg(strstr(sealed->out, "encrypted with key second") != NULL &&
+                    strstr(sealed->out, "4111-seal-me") == NULL,
+                "%s", sealed->out);
+  open_table = cli(ctx, "inspect", id, NULL);
+  assert_status(open_table, 0);
+  ck_assert_msg(strstr(open_table->out, "encrypted with key second") != NULL &&
+                    strstr(open_table->out, "4111-seal-me") == NULL,
+                "%s", open_table->out);
+
+  /* A keyring others can read is refused, naming the fix. */
+  ck_assert_int_eq(g_chmod(ring, 0644), 0);
+  loose = cli(ctx, "result", id, "--keyring", ring, NULL);
+  assert_status(loose, 2);
+  ck_assert_msg(strstr(loose->err, "chmod 600") != NULL, "%s", loose->err);
+  g_free(worker_stop(w));
+}
+END_TEST
+
 /* `sluice result --follow` prints the running task's progress, then its
  * record; the last report (1.0) always comes before the record, which is
  * written after it. */
@@ -1406,7 +1475,8 @@ START_TEST(test_stats_and_inspect_json_fields)
   /* Every documented field of a record, with its type. */
   record = inspect(ctx, queued);
   r = object_of(record);
-  ck_assert_int_eq(json_object_get_size(r), 13);
+  ck_assert_int_eq(json_object_get_size(r), 14);
+  ck_assert(member_is_null(r, "sealed_with"));
   ck_assert_str_eq(member_string(r, "id"), queued);
   ck_assert_str_eq(member_string(r, "state"), "queued");
   ck_assert_str_eq(member_string(r, "task"), "demo.noop");
@@ -4558,6 +4628,8 @@ cli_suite(gboolean reliable)
                               sluice_test_redis_shared_teardown);
   tcase_set_timeout(e2e, 300);
   tcase_add_loop_test(e2e, test_enqueue_worker_result, 0, n_modes);
+  tcase_add_loop_test(e2e, test_keyring_seals_from_enqueue_to_result, 0,
+                      n_modes);
   tcase_add_loop_test(e2e, test_result_follow_prints_progress, 0, n_modes);
   tcase_add_loop_test(e2e, test_events_of_a_task, 0, n_modes);
   tcase_add_loop_test(e2e, test_workflow_show_draws_the_tree, 0, n_modes);
