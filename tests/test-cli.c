@@ -4322,6 +4322,7 @@ worker_help_options(gchar **env)
                                             "config",
                                             "password-file",
                                             "min-replicas-ack",
+                                            "keyring",
                                             "redis-tls-ca",
                                             "redis-tls-ca-dir",
                                             "redis-tls-cert",
