@@ -373,7 +373,7 @@ struct _CliSettings {
   GKeyFile *keyfile;
   gchar *config_path;
   guint min_replicas_ack;
-  gboolean read_only; /* CliCommon.read_only */
+  gboolean read_only;     /* CliCommon.read_only */
   SluiceKeyring *keyring; /* --keyring, SLUICE_KEYRING, keyring; or NULL */
 };
 

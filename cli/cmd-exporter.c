@@ -216,7 +216,8 @@ static int export(const CliSettings *settings, GSocketAddress *address,
   /* Not checked now: an exporter that starts before its Redis serves
    * sluice_exporter_broker_up 0 until it is there. */
   broker = cli_connect(settings, 0, FALSE, &error);
-  if (broker == NULL || (e->client = cli_client_new(broker, settings, &error)) == NULL)
+  if (broker == NULL ||
+      (e->client = cli_client_new(broker, settings, &error)) == NULL)
     return cli_report(error);
   soup = cli_http_listen(address, tls, NULL, &url, &error);
   if (soup == NULL)

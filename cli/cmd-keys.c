@@ -60,9 +60,8 @@ add_key(int argc, char **argv, gboolean create)
   if (create && g_file_test(path, G_FILE_TEST_EXISTS)) {
     g_autofree gchar *shown = cli_terminal_text(path, -1);
 
-    cli_usage_error(&error,
-                    "%s exists: add a key to it with sluice keys rotate",
-                    shown);
+    cli_usage_error(
+        &error, "%s exists: add a key to it with sluice keys rotate", shown);
     return cli_report(error);
   }
   if (!create && !g_file_test(path, G_FILE_TEST_EXISTS)) {

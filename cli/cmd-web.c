@@ -184,7 +184,8 @@ serve(const CliSettings *settings, GSocketAddress *address,
   guint term, interrupt, tick;
 
   broker = cli_connect(settings, 0, FALSE, &error);
-  if (broker == NULL || (web->client = cli_client_new(broker, settings, &error)) == NULL)
+  if (broker == NULL ||
+      (web->client = cli_client_new(broker, settings, &error)) == NULL)
     return cli_report(error);
   soup = cli_http_listen(address, tls, NULL, &url, &error);
   if (soup == NULL)

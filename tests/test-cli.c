@@ -731,11 +731,11 @@ START_TEST(test_keyring_seals_from_enqueue_to_result)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i);
   g_autofree gchar *ring = g_build_filename(ctx->dir, "ring", NULL);
-  g_autoptr(Run) made = cli(ctx, "keys", "new", "--keyring", ring, "--id",
-                            "first", NULL);
+  g_autoptr(Run) made =
+      cli(ctx, "keys", "new", "--keyring", ring, "--id", "first", NULL);
   g_autoptr(Run) again = cli(ctx, "keys", "new", "--keyring", ring, NULL);
-  g_autoptr(Run) rotated = cli(ctx, "keys", "rotate", "--keyring", ring,
-                               "--id", "second", NULL);
+  g_autoptr(Run) rotated =
+      cli(ctx, "keys", "rotate", "--keyring", ring, "--id", "second", NULL);
   g_autoptr(Worker) w = NULL;
   g_autofree gchar *id = NULL;
   g_autoptr(Run) opened = NULL;
@@ -766,10 +766,9 @@ START_TEST(test_keyring_seals_from_enqueue_to_result)
   record = parse_json(opened->out);
   o = object_of(record);
   ck_assert_str_eq(member_string(o, "state"), "succeeded");
-  ck_assert_str_eq(
-      json_object_get_string_member(json_object_get_object_member(o, "result"),
-                                    "card"),
-      "4111-seal-me");
+  ck_assert_str_eq(json_object_get_string_member(
+                       json_object_get_object_member(o, "result"), "card"),
+                   "4111-seal-me");
   ck_assert(member_is_null(o, "sealed_with"));
 
   /* Without the keyring the record shows, its result does not. */
