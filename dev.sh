@@ -26,6 +26,7 @@ packages=(build-essential autoconf automake libtool pkg-config
   libssl-dev openssl curl
   libsystemd-dev libsoup-3.0-dev glib-networking redis-server clang-format clang libclang-rt-14-dev
   python3 chromium chromium-driver python3-redis python3-msgpack python3-pytest
+  python3-cryptography
   python3-venv python3-setuptools python3-wheel systemd man-db
   abigail-tools
   nodejs)

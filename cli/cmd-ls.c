@@ -43,7 +43,9 @@ print_table(SluiceTaskState state, GPtrArray *tasks)
     g_autofree gchar *due = cli_format_time(t->due_at_ms);
     g_autofree gchar *started = cli_format_time(t->started_at_ms);
     g_autofree gchar *error = cli_shorten(t->error, ERROR_WIDTH);
-    g_autofree gchar *json = cli_msgpack_to_json(t->args);
+    g_autofree gchar *json = t->seal != NULL
+                                 ? g_strdup_printf("encrypted (%s)", t->seal)
+                                 : cli_msgpack_to_json(t->args);
     g_autofree gchar *args = cli_shorten(json, ERROR_WIDTH);
 
     switch (state) {

@@ -149,7 +149,8 @@ cli_result_print(const SluiceResult *result, gboolean json)
 void
 cli_listed_task_to_json(CliJson *json, const SluiceListedTask *t)
 {
-  g_autofree gchar *args = cli_msgpack_to_json(t->args);
+  g_autofree gchar *args =
+      t->seal == NULL ? cli_msgpack_to_json(t->args) : NULL;
 
   cli_json_begin_object(json);
   cli_json_key(json, "id");
@@ -184,6 +185,8 @@ cli_listed_task_to_json(CliJson *json, const SluiceListedTask *t)
     cli_json_raw(json, args);
   else
     cli_json_null(json);
+  cli_json_key(json, "sealed_with");
+  cli_json_string(json, seal_key(t->seal));
   cli_json_end_object(json);
 }
 

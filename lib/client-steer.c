@@ -56,6 +56,7 @@ sluice_listed_task_free(SluiceListedTask *task)
   g_free(task->entry_id);
   if (task->args != NULL)
     g_bytes_unref(task->args);
+  g_free(task->seal);
   g_free(task);
 }
 
@@ -78,9 +79,28 @@ wanted(const Listing *l, const gchar *task, const gchar *queue)
   return l->o->queue == NULL || g_strcmp0(l->o->queue, queue) == 0;
 }
 
+/* The args of @env into @t: in clear as they are; sealed, opened with
+ * the client's keyring, else left sealed with the key named in t->seal. */
+static void
+set_args(SluiceClient *client, SluiceListedTask *t, const SluiceEnvelope *env)
+{
+  if (env->seal != NULL) {
+    GBytes *plain = sluice_seal__open(sluice_client__get_keyring(client),
+                                      SLUICE_SEAL_ARGS, env->seal, env->id,
+                                      env->task, env->queue, env->args, NULL);
+    if (plain != NULL) {
+      t->args = plain;
+      return;
+    }
+    t->seal = g_strdup(env->seal);
+  }
+  t->args = env->args != NULL ? g_bytes_ref(env->args) : NULL;
+}
+
 /* A listed message as a task: decoded, or named as undecodable. */
 static SluiceListedTask *
-task_of_message(const SluiceListedMessage *m, SluiceTaskState state)
+task_of_message(SluiceClient *client, const SluiceListedMessage *m,
+                SluiceTaskState state)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceEnvelope) env =
@@ -100,7 +120,7 @@ task_of_message(const SluiceListedMessage *m, SluiceTaskState state)
   t->task = g_strdup(env->task);
   t->attempt = env->attempt;
   t->enqueued_at_ms = env->enqueued_at;
-  t->args = env->args != NULL ? g_bytes_ref(env->args) : NULL;
+  set_args(client, t, env);
   if (state == SLUICE_STATE_SCHEDULED && env->unknown_since > 0)
     t->error = g_strdup_printf(
         "deferred: no worker knows a task named “%s”; it is buried "
@@ -131,7 +151,8 @@ queued_page(Listing *l, const gchar *cursor, guint want, gchar **out_next,
     return FALSE;
   *out_examined = page->len;
   for (guint i = 0; i < page->len; i++) {
-    SluiceListedTask *t = task_of_message(page->pdata[i], SLUICE_STATE_QUEUED);
+    SluiceListedTask *t =
+        task_of_message(l->client, page->pdata[i], SLUICE_STATE_QUEUED);
     if (wanted(l, t->task, t->queue))
       g_ptr_array_add(l->out, t);
     else
@@ -154,7 +175,8 @@ scheduled_page(Listing *l, const gchar *cursor, guint want, gchar **out_next,
     return FALSE;
   *out_examined = page->len;
   for (guint i = 0; i < page->len; i++) {
-    SluiceListedTask *t = task_of_message(page->pdata[i], l->o->state);
+    SluiceListedTask *t =
+        task_of_message(l->client, page->pdata[i], l->o->state);
     gboolean retrying = t->attempt > 1;
 
     if (retrying == (l->o->state == SLUICE_STATE_RETRYING) &&
@@ -199,7 +221,7 @@ dead_page(Listing *l, const gchar *cursor, guint want, gchar **out_next,
     if (env != NULL) {
       t->attempt = env->attempt;
       t->enqueued_at_ms = env->enqueued_at;
-      t->args = env->args != NULL ? g_bytes_ref(env->args) : NULL;
+      set_args(l->client, t, env);
     }
     g_ptr_array_add(l->out, t);
   }

@@ -113,6 +113,12 @@ sluice_client_unref(SluiceClient *client)
   g_free(client);
 }
 
+SluiceKeyring *
+sluice_client__get_keyring(SluiceClient *client)
+{
+  return client->options.keyring;
+}
+
 SluiceBroker *
 sluice_client_get_broker(SluiceClient *client)
 {

@@ -211,6 +211,8 @@ gboolean sluice_client__prepare(SluiceClient *client, const gchar *task,
                                 const gchar *id, const gchar *wf, gint64 now,
                                 SluicePrepared *out, GError **error);
 void sluice_client__prepared_clear(SluicePrepared *p);
+/* Returns: (transfer none) (nullable): the client's keyring. */
+SluiceKeyring *sluice_client__get_keyring(SluiceClient *client);
 /* Seals @env's args (in clear) with @keyring's current key, checking them
  * first as a worker will once it opens them. */
 gboolean sluice_client__seal_args(SluiceKeyring *keyring, SluiceEnvelope *env,

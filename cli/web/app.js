@@ -275,7 +275,8 @@ function tasksRow(state, t) {
   const acts = [];
   if (state === 'queued') {
     cells.push(el('td', {class: 'num'}, t.attempt || '-'), el('td', {}, time(t.enqueued_at)),
-      el('td', {class: 'wrap'}, t.args === null ? '-' : JSON.stringify(t.args)));
+      el('td', {class: 'wrap'}, t.sealed_with ? 'encrypted with key ' + t.sealed_with
+        : t.args === null ? '-' : JSON.stringify(t.args)));
   } else if (state === 'scheduled' || state === 'retrying') {
     cells.push(el('td', {}, t.queue), el('td', {class: 'num'}, t.attempt || '-'), el('td', {}, time(t.due_at)),
       el('td', {class: 'wrap'}, t.error || '-'));
@@ -430,6 +431,12 @@ function json(value) {
   return el('pre', {class: 'json'}, JSON.stringify(value, null, 2));
 }
 
+// What the dashboard shows for args or a result it has no key for: start
+// `sluice web` with the keyring (--keyring) to see them.
+function sealed(key) {
+  return el('p', {class: 'muted sealed'}, 'encrypted with key ' + key + ' (start sluice web with --keyring to read it)');
+}
+
 async function pageTask(id, params) {
   await loadOverview();
   const t = await api('task', {id, entry: params.get('entry')});
@@ -440,7 +447,8 @@ async function pageTask(id, params) {
       ['state', el('span', {class: 'badge', id: 'task-state'}, r.state)], ['task', r.task], ['queue', r.queue],
       ['attempt', r.attempt], ['worker', r.worker], ['enqueued', time(r.enqueued_at)], ['started', time(r.started_at)],
       ['finished', time(r.finished_at)], ['due', time(r.due_at)], ['dead-letter reason', r.dead_letter_reason]]));
-    parts.push(el('h2', {}, 'Result'), r.result === null ? el('p', {class: 'muted'}, 'none') : json(r.result));
+    parts.push(el('h2', {}, 'Result'), r.sealed_with ? sealed(r.sealed_with)
+      : r.result === null ? el('p', {class: 'muted'}, 'none') : json(r.result));
     parts.push(el('h2', {}, 'Error'), r.error ? el('pre', {id: 'task-error'}, r.error) : el('p', {class: 'muted'}, 'none'));
     if (t.progress) {
       const pct = Math.round(t.progress.fraction * 100) + '%';
@@ -457,14 +465,15 @@ async function pageTask(id, params) {
       ['enqueued', time(env.enqueued_at)], ['eta', time(env.eta)], ['max attempts', env.max_attempts],
       ['timeout (ms)', env.timeout_ms], ['expires', time(env.expires_at)],
       ['headers', Object.keys(env.headers).length ? Object.entries(env.headers).map(([k, v]) => k + '=' + v).join(', ') : null]]));
-    parts.push(el('h2', {}, 'Arguments'), json(env.args));
+    parts.push(el('h2', {}, 'Arguments'), env.sealed_with ? sealed(env.sealed_with) : json(env.args));
     parts.push(el('h2', {}, 'History'), env.history.length === 0 ? el('p', {class: 'muted'}, 'no failed attempts')
       : el('ol', {id: 'history'}, env.history.map((h) => el('li', {}, h))));
   } else if (l) {
     parts.push(el('h2', {}, 'Message (as listed, ' + l.state + ')'), kv([
       ['queue', l.queue], ['attempt', l.attempt], ['enqueued', time(l.enqueued_at)], ['due', time(l.due_at)],
       ['started', time(l.started_at)], ['worker', l.worker], ['last error', l.error]]));
-    parts.push(el('h2', {}, 'Arguments'), l.args === null ? el('p', {class: 'muted'}, 'not known') : json(l.args));
+    parts.push(el('h2', {}, 'Arguments'), l.sealed_with ? sealed(l.sealed_with)
+      : l.args === null ? el('p', {class: 'muted'}, 'not known') : json(l.args));
     parts.push(el('p', {class: 'muted'}, 'The full history and headers of a message are shown for dead letters; a listing carries its last error only.'));
   }
   if (d) {

@@ -20,6 +20,23 @@ export interface ClientOptions {
   resultPollIntervalMs?: number;
   /** An ioredis client to use instead of the URL (not closed by close()). */
   redis?: Redis;
+  /** A Keyring, or the path of a keyring file: every message's args are
+   * sealed with its current key, and sealed results are opened. */
+  keyring?: Keyring | string | null;
+}
+
+/** Named AES-256 keys, one current (seals), all open (PROTOCOL.md,
+ * "Keyrings"). The key bytes are not reachable from outside. */
+export class Keyring {
+  private constructor();
+  /** Throws KeyringError (file and line; never a key). A file readable
+   * or writable by others is refused unless under $CREDENTIALS_DIRECTORY. */
+  static load(path: string): Keyring;
+  static fromText(text: string | Buffer, origin?: string): Keyring;
+  /** The id of the key that seals. */
+  readonly current: string;
+  keyIds(): string[];
+  hasKey(id: string): boolean;
 }
 
 /** Per-message options (PROTOCOL.md, opts); unset leaves each setting to
@@ -69,6 +86,11 @@ export interface Result {
   startedAt: number;
   finishedAt: number;
   dueAt: number;
+  /** "aes-256-gcm:KEY-ID" while the value is sealed and was not opened
+   * (inspect without the key): value is then null. */
+  seal: string | null;
+  /** The id of the key the value is still sealed with, or null. */
+  encryptedWith: string | null;
 }
 
 export interface DeadLetter {
@@ -81,6 +103,15 @@ export interface DeadLetter {
   taskId: string | null;
   task: string | null;
   detail: string | null;
+  /** The message's args, decoded (opened with the keyring when sealed). */
+  args: unknown;
+  hasArgs: boolean;
+  /** "aes-256-gcm:KEY-ID" when the args are sealed. */
+  seal: string | null;
+  encryptedWith: string | null;
+  /** Why args are not shown, e.g. "encrypted with key K: give the client
+   * the keyring". */
+  argsError: string | null;
 }
 
 export class Client {
@@ -109,6 +140,8 @@ export class UnavailableError extends SluiceError {}
 export class MalformedReplyError extends SluiceError {}
 export class NotFoundError extends SluiceError {}
 export class SluiceTimeoutError extends SluiceError {}
+export class KeyringError extends InvalidInputError {}
+export class SealError extends SluiceError {}
 
 /** Every reason a message is buried for, in the C library's order (its
  * sluice_dead_letter_reasons()): dlqList's `reason` takes these only. */

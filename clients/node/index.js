@@ -7,7 +7,8 @@
 const { Client } = require('./lib/client');
 const errors = require('./lib/errors');
 const protocol = require('./lib/protocol');
+const { Keyring } = require('./lib/seal');
 
 module.exports = {
-  Client, ...errors, protocol, DEAD_LETTER_REASONS: protocol.DEAD_LETTER_REASONS,
+  Client, Keyring, ...errors, protocol, DEAD_LETTER_REASONS: protocol.DEAD_LETTER_REASONS,
 };

@@ -348,6 +348,9 @@ gboolean sluice_client_count_servers(SluiceClient *client, const gchar *task,
  * @entry_id: (nullable): DEAD_LETTERED: its dead-letter entry (for
  *   sluice_client_dlq_replay() and friends)
  * @args: (nullable): its arguments (msgpack), when its message was read
+ * @seal: (nullable): "ALGORITHM:KEY-ID" when its args are sealed and the
+ *   client's keyring could not open them (@args then hold the sealed bin);
+ *   NULL when @args are in clear (sealed args the keyring opened included)
  *
  * One task a listing found. Owns every field; free with
  * sluice_listed_task_free().
@@ -366,6 +369,7 @@ typedef struct {
   gchar *dead_letter_reason;
   gchar *entry_id;
   GBytes *args;
+  gchar *seal;
 } SluiceListedTask;
 
 /** sluice_listed_task_free: NULL-safe. */

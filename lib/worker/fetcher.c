@@ -158,6 +158,9 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
     sluice_outcome__dead_letter(job, SLUICE_DLQ_MALFORMED, detail);
     return NULL;
   }
+  /* The options first: a message buried for its seal still gets its
+   * record, so that a producer waiting for its result learns why. */
+  resolve_job_options(job);
   if (job->env->seal != NULL && !open_args(job, &error)) {
     g_autofree gchar *detail = g_strdup(error->message);
 
@@ -165,7 +168,6 @@ dispatch(SluiceWorker *worker, SluiceDelivery *delivery)
     sluice_outcome__dead_letter(job, SLUICE_DLQ_MALFORMED, detail);
     return NULL;
   }
-  resolve_job_options(job);
   now = sluice_clock_now_ms(worker->clock);
 
   if (sluice_broker_supports(worker->broker, SLUICE_BROKER_FEATURE_LEASES) &&

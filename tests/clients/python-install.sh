@@ -28,13 +28,13 @@ if ! grep -qF "$command" "$src/docs/clients.md"; then
 fi
 py=
 for p in /usr/bin/python3 python3; do
-  if "$p" -c 'import venv, ensurepip, setuptools, wheel, redis, msgpack' \
+  if "$p" -c 'import venv, ensurepip, setuptools, wheel, redis, msgpack, cryptography' \
     2>/dev/null; then
     py=$p
     break
   fi
 done
-[ -n "$py" ] || skip "no python3 with venv, setuptools, wheel, redis and msgpack: apt-get install python3-venv python3-setuptools python3-wheel python3-redis python3-msgpack"
+[ -n "$py" ] || skip "no python3 with venv, setuptools, wheel, redis, msgpack and cryptography: apt-get install python3-venv python3-setuptools python3-wheel python3-redis python3-msgpack python3-cryptography"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sluice-pyinstall-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM

@@ -210,6 +210,16 @@ START_TEST(an_unknown_key_is_buried_malformed_never_run)
                 "%s", dl->detail);
   ck_assert(!holds_marker(dl->payload));
   ck_assert_state(e, id, SLUICE_STATE_DEAD_LETTERED);
+  /* The producer waiting for the result learns why from its record. */
+  {
+    g_autoptr(SluiceResult) r =
+        sluice_client_get_result(stranger, id, 0, NULL, &error);
+
+    ck_assert_msg(r != NULL, "%s", error != NULL ? error->message : "");
+    ck_assert_int_eq(sluice_result_get_state(r), SLUICE_STATE_DEAD_LETTERED);
+    ck_assert_msg(strstr(sluice_result_get_error(r), "key k9 unknown") != NULL,
+                  "%s", sluice_result_get_error(r));
+  }
   env_free(e);
 }
 END_TEST

@@ -6,7 +6,7 @@ const p = require('./protocol');
 const tlsUrl = require('./tls');
 const {
   SluiceError, InvalidInputError, FullError, UnavailableError,
-  MalformedReplyError, NotFoundError, SluiceTimeoutError,
+  MalformedReplyError, NotFoundError, SluiceTimeoutError, SealError,
 } = require('./errors');
 
 const nowMs = () => Date.now();
@@ -47,7 +47,12 @@ class Client {
    *   C and the sluice command, or "fast"),
    *   trackState, resultTtlMs, revokeTtlMs, dedupTtlMs, maxMessageBytes,
    *   resultPollIntervalMs: the settings of SluiceClientOptions, with the
-   *   same defaults; redis: an ioredis instance to use instead of url.
+   *   same defaults; redis: an ioredis instance to use instead of url;
+   *   keyring: a Keyring or the path of a keyring file (KeyringError if it
+   *   cannot be used): every message's args are then sealed with its
+   *   current key, getResult opens sealed results (SealError when the
+   *   keyring lacks their key), inspect and dead letters show what it
+   *   opens (docs/clients.md, "Sealing").
    */
   constructor(url = 'redis://127.0.0.1:6379/0', options = {}) {
     const { redis, ...settings } = options;
@@ -267,7 +272,8 @@ class Client {
         const [r, final] = await this.readRecord(id);
         if (r !== null) {
           last = r.state;
-          if (final) return r;
+          // A sealed result is opened, or SealError.
+          if (final) return p.openResult(r, this.settings.keyring);
         }
         const wait = Math.min(poll, deadline - Date.now());
         if (wait <= 0) break;
@@ -291,6 +297,14 @@ class Client {
     p.checkName('id', id);
     const [r] = await this.readRecord(id);
     if (r !== null) {
+      // Inspecting is for operators, who may hold no keyring: a value that
+      // does not open stays sealed (r.seal, r.encryptedWith say with which
+      // key).
+      try {
+        p.openResult(r, this.settings.keyring);
+      } catch (e) {
+        if (!(e instanceof SealError)) throw e;
+      }
       if (r.state === 'scheduled' || r.state === 'retrying') {
         r.dueAt = p.dueOfLookup(await this.eval('lookup_task', [id]));
       }
@@ -336,7 +350,7 @@ class Client {
       const page = await this.command('dlq_list', 'XRANGE', this.key('dlq'),
         cursor === undefined || cursor === null ? '-' : `(${cursor}`, '+', 'COUNT', String(want));
       if (!Array.isArray(page)) throw new MalformedReplyError('dlq_list: unexpected reply');
-      const entries = page.map(p.deadLetterFromEntry);
+      const entries = page.map((e) => p.deadLetterFromEntry(e, this.settings.keyring));
       for (const e of entries) {
         if (out.length >= limit) break;
         if ((reason === undefined || reason === null || e.reason === reason)
@@ -351,7 +365,7 @@ class Client {
   async dlqGet(entryId) {
     if (p.validEntryId(entryId)) {
       const page = await this.command('dlq_get', 'XRANGE', this.key('dlq'), entryId, entryId, 'COUNT', '1');
-      if (Array.isArray(page) && page.length > 0) return p.deadLetterFromEntry(page[0]);
+      if (Array.isArray(page) && page.length > 0) return p.deadLetterFromEntry(page[0], this.settings.keyring);
     }
     throw new NotFoundError(`no dead letter with entry id ${entryId} (list them with dlqList or \`sluice dlq list\`)`);
   }

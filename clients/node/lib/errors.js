@@ -27,9 +27,17 @@ class MalformedReplyError extends SluiceError {}
 class NotFoundError extends SluiceError {}
 /** getResult: the task did not finish in time. */
 class SluiceTimeoutError extends SluiceError {}
+/** A keyring file that cannot be used (unreadable, not a keyring, or
+ * readable by other users); the message names the file and the line,
+ * never a key. */
+class KeyringError extends InvalidInputError {}
+/** Sealed args or a sealed result this client cannot open: a key or
+ * algorithm its keyring lacks, or a ciphertext (or the task it is bound
+ * to) that was changed. */
+class SealError extends SluiceError {}
 
 module.exports = {
   SluiceError, InvalidInputError, TooLargeError, WrongModeError,
   WrongVersionError, FullError, UnavailableError, MalformedReplyError,
-  NotFoundError, SluiceTimeoutError,
+  NotFoundError, SluiceTimeoutError, KeyringError, SealError,
 };

@@ -169,7 +169,7 @@ function plain(v) {
 // not know").
 const KNOWN_KEYS = new Set(['v', 'id', 'task', 'queue', 'args', 'attempt',
   'enqueued_at', 'eta', 'opts', 'unknown_since', 'history', 'headers', 'wf',
-  'snz', 'uq']);
+  'snz', 'uq', 'seal']);
 const KNOWN_OPTIONS = new Set(['max_attempts', 'initial_backoff_ms',
   'multiplier', 'max_backoff_ms', 'jitter', 'timeout_ms', 'expires_at',
   'store_result', 'result_ttl_ms', 'dead_letter', 'hard_timeout_ms']);

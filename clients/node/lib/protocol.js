@@ -12,8 +12,9 @@ const path = require('node:path');
 const msgpack = require('@msgpack/msgpack');
 const {
   InvalidInputError, TooLargeError, MalformedReplyError, WrongModeError,
-  WrongVersionError,
+  WrongVersionError, SealError,
 } = require('./errors');
+const seal = require('./seal');
 const {
   decodeJsonEnvelope, KNOWN_KEYS, KNOWN_OPTIONS, carried,
 } = require('./json-envelope');
@@ -36,6 +37,9 @@ const DEFAULTS = {
   dedupTtlMs: 24 * 3600 * 1000,
   maxMessageBytes: 1024 * 1024,
   resultPollIntervalMs: 5000,
+  // A Keyring, or the path of a keyring file: every message is sealed
+  // with it, and sealed results are opened (lib/seal.js).
+  keyring: null,
 };
 const DEFAULT_QUEUE = 'default';
 const INT32_MAX = 2 ** 31 - 1;
@@ -335,14 +339,17 @@ function utf8Compare(a, b) {
  * writes"). e: {id, task, queue, args (msgpack Buffer), attempt,
  * enqueuedAt, eta, opts (checked), headers, unknownSince, history,
  * unknown and unknownOpts (the msgpack key/value pairs of the keys this
- * build does not know, written after the known ones)}. */
+ * build does not know, written after the known ones), seal
+ * ("ALGORITHM:KEY-ID" when args are sealed, one msgpack bin: then version
+ * 2, and `seal` after the other known keys)}. */
 function encodeEnvelope(e) {
   const parts = [];
   let n = 0;
   const put = (k, v) => { parts.push(enc(k), Buffer.isBuffer(v) ? v : enc(v)); n++; };
   let args = e.args || Buffer.alloc(0);
   if (args.length === 1 && args[0] === 0xc0) args = Buffer.alloc(0);
-  put('v', 1);
+  const sealed = typeof e.seal === 'string';
+  put('v', sealed ? 2 : 1);
   put('id', e.id);
   put('task', e.task);
   put('queue', e.queue);
@@ -375,6 +382,7 @@ function encodeEnvelope(e) {
     put('headers', Buffer.concat([mapHeader(names.length),
       ...names.flatMap((k) => [enc(k), enc(headers[k])])]));
   }
+  if (sealed) put('seal', e.seal);
   // The keys this build does not know, after the known ones, as they came.
   for (const pair of e.unknown || []) {
     parts.push(pair);
@@ -519,9 +527,17 @@ function decodeEnvelope(data) {
 /** env when its required fields are there, history cut to its newest 10
  * lines as the C decoder keeps them; else null. */
 function checkedEnvelope(env) {
-  if (env.v !== 1) return null;
+  if (env.v !== 1 && env.v !== 2) return null;
   for (const k of ['id', 'task', 'queue']) if (typeof env[k] !== 'string') return null;
   if (!Number.isInteger(env.attempt)) return null;
+  // Sealed args (PROTOCOL.md): version 2, a well-formed label, and one bin
+  // of at least a nonce and a tag. One form per message: version 2 without
+  // `seal` is refused, as the C decoder does.
+  if (env.v === 2 && !Object.prototype.hasOwnProperty.call(env, 'seal')) return null;
+  if (Object.prototype.hasOwnProperty.call(env, 'seal')
+      && (env.v !== 2 || !seal.validLabel(env.seal) || seal.binBody(env.args || Buffer.alloc(0)) === null)) {
+    return null;
+  }
   if (Array.isArray(env.history)) env.history = env.history.slice(-HISTORY_MAX_LINES);
   return env;
 }
@@ -539,7 +555,11 @@ function newResult(fields) {
   const r = {
     id: '', state: 'unknown', task: null, queue: null, attempt: 0, value: null,
     hasValue: false, error: null, deadLetterReason: null, worker: null, enqueuedAt: 0,
-    startedAt: 0, finishedAt: 0, dueAt: 0, ...fields,
+    startedAt: 0, finishedAt: 0, dueAt: 0,
+    // "aes-256-gcm:KEY-ID" while the value is sealed and could not be
+    // opened (inspect without the key): value is then null, and
+    // encryptedWith the key's id.
+    seal: null, encryptedWith: null, ...fields,
   };
   r.final = FINAL_STATES.includes(r.state);
   return r;
@@ -568,9 +588,15 @@ function decodeRecord(data, id) {
   } catch (e) {
     throw new MalformedReplyError(`the record of task ${id} cannot be read: ${e.message}`);
   }
-  if (m === null || typeof m !== 'object' || m.v !== 1 || typeof m.id !== 'string'
+  if (m === null || typeof m !== 'object' || (m.v !== 1 && m.v !== 2) || typeof m.id !== 'string'
       || typeof m.state !== 'string') {
-    throw new MalformedReplyError(`the record of task ${id} is not a Sluice result record (format version 1)`);
+    throw new MalformedReplyError(`the record of task ${id} is not a Sluice result record (format version 1 or 2)`);
+  }
+  // A sealed value (version 2): one bin of at least a nonce and a tag.
+  const sealed = Object.prototype.hasOwnProperty.call(m, 'seal');
+  if (sealed && (m.v !== 2 || !seal.validLabel(m.seal) || !(m.value instanceof Uint8Array)
+      || m.value.length < seal.OVERHEAD)) {
+    throw new MalformedReplyError(`the record of task ${id} has a malformed seal (version 2, “ALGORITHM:KEY-ID”, a value of at least ${seal.OVERHEAD} bytes)`);
   }
   const f = { id: m.id, state: STATES.includes(m.state) ? m.state : 'unknown' };
   for (const [c, w] of RECORD_KEYS) {
@@ -581,7 +607,40 @@ function decodeRecord(data, id) {
     f.value = m.value;
     f.hasValue = true;
   }
-  return newResult(f);
+  const r = newResult(f);
+  if (sealed) {
+    Object.defineProperty(r, 'sealedValue', { value: Buffer.from(m.value), writable: true, enumerable: false });
+    r.seal = m.seal;
+    r.encryptedWith = seal.keyIdOf(m.seal);
+    r.value = null;
+  }
+  return r;
+}
+
+/** Opens r's sealed value in place with keyring; throws SealError (the
+ * value stays sealed). A value in clear is left as it is. */
+function openResult(r, keyring) {
+  if (r.seal === null || r.seal === undefined) return r;
+  let plain;
+  try {
+    plain = seal.openSealed(keyring, seal.RESULT, r.seal, r.id, r.task, r.queue,
+      Buffer.concat([seal.binHeader(r.sealedValue.length), r.sealedValue]));
+  } catch (e) {
+    if (!(e instanceof SealError)) throw e;
+    if (r.seal.startsWith(`${seal.ALGORITHM}:`) && (!keyring || !keyring.hasKey(r.encryptedWith))) {
+      throw new SealError(`the result of task ${r.id} is encrypted with key ${r.encryptedWith}: give the client the keyring`);
+    }
+    throw new SealError(`the result of task ${r.id} is sealed: ${e.message}`);
+  }
+  try {
+    r.value = msgpack.decode(plain);
+  } catch (e) {
+    throw new MalformedReplyError(`the opened result of task ${r.id} cannot be read: ${e.message}`);
+  }
+  r.seal = null;
+  r.encryptedWith = null;
+  r.sealedValue = Buffer.alloc(0);
+  return r;
 }
 
 function splitRecord(data) {
@@ -708,6 +767,7 @@ function checkSettings(options) {
     if (!(k in DEFAULTS)) throw new InvalidInputError(`unknown client option ${k}; known: ${Object.keys(DEFAULTS).join(', ')}`);
     if (v !== undefined) s[k] = v;
   }
+  s.keyring = seal.asKeyring(s.keyring);
   checkNamespace(s.namespace);
   if (!MODES.includes(s.mode)) throw new InvalidInputError(`mode must be “fast” or “reliable”, not ${JSON.stringify(s.mode)}`);
   for (const k of ['resultTtlMs', 'revokeTtlMs', 'dedupTtlMs', 'maxMessageBytes', 'resultPollIntervalMs']) checkInt(k, s[k], 1);
@@ -730,12 +790,19 @@ function prepare(s, r, now) {
   if (delayMs < 0 || etaMs < 0) throw new InvalidInputError('delayMs and etaMs cannot be negative');
   const headers = checkHeaders(r.headers);
   const opts = checkOptions(r.options);
-  const args = packArgs(r.args);
+  let args = packArgs(r.args);
   const id = r.id !== undefined && r.id !== null ? r.id : crypto.randomUUID();
   let eta = etaMs > 0 ? etaMs : delayMs > 0 ? now + delayMs : 0;
   if (eta <= now) eta = 0; // an ETA in the past is simply due
+  let label;
+  if (s.keyring) {
+    // Everything is sealed, nil args included: the worker seals the
+    // result of a sealed message only, and this client can open it.
+    ({ sealed: args, label } = s.keyring.seal(seal.ARGS, id, r.task, queue,
+      args.length > 0 ? args : Buffer.from([0xc0])));
+  }
   const payload = encodeEnvelope({
-    id, task: r.task, queue, args, attempt: 1, enqueuedAt: now, eta, opts, headers,
+    id, task: r.task, queue, args, attempt: 1, enqueuedAt: now, eta, opts, headers, seal: label,
   });
   if (payload.length > s.maxMessageBytes) {
     throw new TooLargeError(`cannot enqueue “${r.task}”: the message is ${payload.length} bytes, over the limit of ${s.maxMessageBytes} (maxMessageBytes); keep large data elsewhere and pass a reference to it`);
@@ -815,13 +882,19 @@ function checkReason(reason) {
   }
 }
 
-function deadLetterFromEntry(entry) {
+function deadLetterFromEntry(entry, keyring = null) {
   if (!Array.isArray(entry) || entry.length !== 2 || !Array.isArray(entry[1])) {
     throw new MalformedReplyError('dead letter: not a stream entry');
   }
   const dl = {
     entryId: String(entry[0]), payload: Buffer.alloc(0), reason: null, source: null,
     deliveries: 0, at: 0, taskId: null, task: null, detail: null,
+    // The message's args, decoded (opened with the client's keyring when
+    // sealed); hasArgs false when it has none or they could not be read or
+    // opened. seal: "aes-256-gcm:KEY-ID" when they are sealed; argsError
+    // says why they are not shown, e.g. "encrypted with key K: give the
+    // client the keyring".
+    args: null, hasArgs: false, seal: null, encryptedWith: null, argsError: null,
   };
   const f = entry[1];
   for (let i = 0; i + 1 < f.length; i += 2) {
@@ -835,7 +908,36 @@ function deadLetterFromEntry(entry) {
       if (Number.isInteger(n)) dl[k] = n;
     }
   }
+  readDeadLetterArgs(dl, keyring);
   return dl;
+}
+
+function readDeadLetterArgs(dl, keyring) {
+  const env = decodeEnvelope(dl.payload);
+  if (env === null) return;
+  let data = env.args || Buffer.alloc(0);
+  if (typeof env.seal === 'string') {
+    dl.seal = env.seal;
+    dl.encryptedWith = seal.keyIdOf(env.seal);
+    if (env.seal.startsWith(`${seal.ALGORITHM}:`) && (!keyring || !keyring.hasKey(dl.encryptedWith))) {
+      dl.argsError = `encrypted with key ${dl.encryptedWith}: give the client the keyring`;
+      return;
+    }
+    try {
+      data = seal.openSealed(keyring, seal.ARGS, env.seal, env.id, env.task, env.queue, data);
+    } catch (e) {
+      if (!(e instanceof SealError)) throw e;
+      dl.argsError = e.message;
+      return;
+    }
+  }
+  if (data.length === 0 || (data.length === 1 && data[0] === 0xc0)) return;
+  try {
+    dl.args = msgpack.decode(data);
+    dl.hasArgs = true;
+  } catch (e) {
+    dl.argsError = `the args cannot be read: ${e.message}`;
+  }
 }
 
 function validEntryId(id) {
@@ -864,7 +966,7 @@ function replaySubmit(s, dl, keepAttempt, now) {
       id: env.id, task: env.task, queue: env.queue, args: env.args,
       attempt: keepAttempt ? env.attempt : 1, enqueuedAt: env.enqueued_at || 0, eta: 0,
       opts: checkOptions(given), headers: checkHeaders(env.headers), history,
-      unknown: env.__unknown, unknownOpts: env.__unknownOpts,
+      unknown: env.__unknown, unknownOpts: env.__unknownOpts, seal: env.seal,
     });
   } catch (e) {
     if (e instanceof InvalidInputError || e instanceof TypeError) return raw();
@@ -940,7 +1042,7 @@ module.exports = {
   MAX_ID_BYTES, MAX_NAME_BYTES, MAX_HEADERS, MAX_ARGS_DEPTH, DEFAULTS, MODES,
   PRODUCER_SCRIPTS, LUA_DIR, nameProblem, checkName, checkHeaders, checkOptions,
   packArgs, encodeEnvelope, decodeEnvelope, skip, encodeRecord, decodeRecord,
-  splitRecord, newResult, script, scriptsFor, checkSettings, prepare, enqueueArgv,
+  splitRecord, newResult, openResult, script, scriptsFor, checkSettings, prepare, enqueueArgv,
   enqueueReply, intReply, pairReply, cancelRecord, DEAD_LETTER_REASONS, checkReason,
   deadLetterFromEntry, validEntryId,
   replaySubmit, replayArgv, resultOfLookup, dueOfLookup, LAYOUT_VERSION,

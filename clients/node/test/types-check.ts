@@ -1,8 +1,8 @@
 // Compiled (not run) by types.test.js: the declarations of index.d.ts
 // must describe the API as the README and the tests use it.
 import {
-  Client, DEAD_LETTER_REASONS, DeadLetter, EnqueueRequest, FullError, InvalidInputError, Result, SluiceError,
-  SluiceTimeoutError, UnavailableError, WrongModeError,
+  Client, DEAD_LETTER_REASONS, DeadLetter, EnqueueRequest, FullError, InvalidInputError, Keyring, KeyringError,
+  Result, SealError, SluiceError, SluiceTimeoutError, UnavailableError, WrongModeError,
 } from '..';
 
 async function main(): Promise<void> {
@@ -21,6 +21,15 @@ async function main(): Promise<void> {
   const back: string = await c.dlqReplay(dead[0].entryId, { keepAttempt: true });
   const seen: Result = await c.inspect(ids[0]);
   await c.close();
+  const ring: Keyring = Keyring.load('/etc/sluice/keyring');
+  const sealed = new Client(undefined, { keyring: ring });
+  const other = new Client(undefined, { keyring: '/etc/sluice/keyring' });
+  const opened: Result = await sealed.inspect(id);
+  const key: string | null = opened.encryptedWith ?? dead[0].encryptedWith;
+  const why: string | null = dead[0].hasArgs ? null : dead[0].argsError;
+  const current: string = Keyring.fromText('key k 0\ncurrent k\n', 'x').current;
+  const errs: SluiceError[] = [new KeyringError('x'), new SealError('x')];
+  void [sealed, other, key, why, current, errs, ring.hasKey('k'), ring.keyIds()];
   for (const e of [new FullError('x'), new UnavailableError('x'), new WrongModeError('x'),
     new InvalidInputError('x'), new SluiceTimeoutError('x')]) {
     const base: SluiceError = e;

@@ -7,14 +7,16 @@ scripts they run are the files the C broker compiles in.
 """
 
 from .client import Client
-from .errors import (Full, InvalidInput, MalformedReply, NotFound,
-                     SluiceError, Timeout, TooLarge, Unavailable, WrongMode,
-                     WrongVersion)
+from .errors import (Full, InvalidInput, KeyringError, MalformedReply,
+                     NotFound, SealError, SluiceError, Timeout, TooLarge,
+                     Unavailable, WrongMode, WrongVersion)
 from .protocol import (DEAD_LETTER_REASONS, DeadLetter, Options, Request,
                        Result)
+from .seal import Keyring
 
 __all__ = ["Client", "DEAD_LETTER_REASONS", "DeadLetter", "Full",
-           "InvalidInput", "MalformedReply",
-           "NotFound", "Options", "Request", "Result", "SluiceError",
+           "InvalidInput", "Keyring", "KeyringError", "MalformedReply",
+           "NotFound", "Options", "Request", "Result", "SealError",
+           "SluiceError",
            "Timeout", "TooLarge", "Unavailable", "WrongMode", "WrongVersion"]
 __version__ = "0.1.0"

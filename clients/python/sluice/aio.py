@@ -20,8 +20,8 @@ import redis.asyncio
 from . import protocol as p
 from . import tls
 from .client import now_ms, tell_once, translate
-from .errors import InvalidInput, MalformedReply, NotFound, Timeout, \
-    Unavailable, WrongMode, WrongVersion
+from .errors import InvalidInput, MalformedReply, NotFound, SealError, \
+    Timeout, Unavailable, WrongMode, WrongVersion
 
 
 async def read_meta(command: Any, settings: p.Settings) -> None:
@@ -206,7 +206,8 @@ class Client:
                     if r is not None:
                         last = r.state
                         if final:
-                            return r
+                            # A sealed result is opened, or SealError.
+                            return p.open_result(r, self.settings.keyring)
                     wait = poll if deadline is None else \
                         min(poll, deadline - time.monotonic())
                     if wait <= 0:
@@ -239,6 +240,10 @@ class Client:
         p.check_name("id", id)
         r, _ = await self._read_record(id)
         if r is not None:
+            # Inspecting is for operators, who may hold no keyring: a value
+            # that does not open stays sealed (r.seal says with which key).
+            with contextlib.suppress(SealError):
+                p.open_result(r, self.settings.keyring)
             if r.state in ("scheduled", "retrying"):
                 r.due_at = p.due_of_lookup(await self._eval("lookup_task",
                                                             [id]))
@@ -283,7 +288,8 @@ class Client:
                 "-" if cursor is None else "(" + cursor, "+", "COUNT", want)
             if not isinstance(page, list):
                 raise MalformedReply("dlq_list: Redis answered %r" % (page,))
-            entries = [p.dead_letter_from_entry(e) for e in page]
+            entries = [p.dead_letter_from_entry(e, self.settings.keyring)
+                       for e in page]
             out += [e for e in entries
                     if (reason is None or e.reason == reason)
                     and (task is None or e.task == task)][:limit - len(out)]
@@ -297,7 +303,8 @@ class Client:
             page = await self._command("dlq_get", "XRANGE", self._key("dlq"),
                                        entry_id, entry_id, "COUNT", 1)
             if isinstance(page, list) and page:
-                return p.dead_letter_from_entry(page[0])
+                return p.dead_letter_from_entry(page[0],
+                                                self.settings.keyring)
         raise NotFound("no dead letter with entry id %s (list them with "
                        "dlq_list or `sluice dlq list`)" % entry_id)
 

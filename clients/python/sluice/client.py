@@ -20,7 +20,7 @@ import redis
 from . import protocol as p
 from . import tls
 from .errors import (Full, InvalidInput, MalformedReply, NotFound,
-                     SluiceError, Timeout, Unavailable, WrongMode,
+                     SealError, SluiceError, Timeout, Unavailable, WrongMode,
                      WrongVersion)
 
 
@@ -98,6 +98,11 @@ class Client:
     track_state: write a queued/scheduled record at enqueue.
     The *_ttl_ms, max_message_bytes and result_poll_interval_ms settings
     are those of SluiceClientOptions, with the same defaults.
+    keyring: a sluice.Keyring or the path of a keyring file (KeyringError
+    if it cannot be used): the args of every message are then sealed with
+    its current key, sealed results are opened by get_result (SealError
+    when the keyring lacks their key), inspect and dead letters show what
+    it opens (docs/clients.md, "Sealing").
     """
 
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", *,
@@ -259,7 +264,8 @@ class Client:
                     if r is not None:
                         last = r.state
                         if final:
-                            return r
+                            # A sealed result is opened, or SealError.
+                            return p.open_result(r, self.settings.keyring)
                     wait = poll if deadline is None else \
                         min(poll, deadline - time.monotonic())
                     if wait <= 0:
@@ -289,6 +295,10 @@ class Client:
         p.check_name("id", id)
         r, _ = self._read_record(id)
         if r is not None:
+            # Inspecting is for operators, who may hold no keyring: a value
+            # that does not open stays sealed (r.seal says with which key).
+            with contextlib.suppress(SealError):
+                p.open_result(r, self.settings.keyring)
             if r.state in ("scheduled", "retrying"):
                 r.due_at = p.due_of_lookup(self._eval("lookup_task", [id]))
             return r
@@ -337,7 +347,8 @@ class Client:
                 "-" if cursor is None else "(" + cursor, "+", "COUNT", want)
             if not isinstance(page, list):
                 raise MalformedReply("dlq_list: Redis answered %r" % (page,))
-            entries = [p.dead_letter_from_entry(e) for e in page]
+            entries = [p.dead_letter_from_entry(e, self.settings.keyring)
+                       for e in page]
             out += [e for e in entries
                     if (reason is None or e.reason == reason)
                     and (task is None or e.task == task)][:limit - len(out)]
@@ -351,7 +362,8 @@ class Client:
             page = self._command("dlq_get", "XRANGE", self._key("dlq"),
                                  entry_id, entry_id, "COUNT", 1)
             if isinstance(page, list) and page:
-                return p.dead_letter_from_entry(page[0])
+                return p.dead_letter_from_entry(page[0],
+                                                self.settings.keyring)
         raise NotFound("no dead letter with entry id %s (list them with "
                        "dlq_list or `sluice dlq list`)" % entry_id)
 

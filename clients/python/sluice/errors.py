@@ -47,3 +47,15 @@ class NotFound(SluiceError, LookupError):
 
 class Timeout(SluiceError, TimeoutError):
     """get_result: the task did not finish in time."""
+
+
+class KeyringError(InvalidInput):
+    """A keyring file that cannot be used (unreadable, not a keyring, or
+    readable by other users); the message names the file and the line,
+    never a key."""
+
+
+class SealError(SluiceError):
+    """Sealed args or a sealed result that this client cannot open: a key
+    or algorithm its keyring lacks, or a ciphertext (or the task it is
+    bound to) that was changed."""

@@ -21,8 +21,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import msgpack
 
-from .errors import InvalidInput, MalformedReply, TooLarge, WrongMode, \
-    WrongVersion
+from . import seal
+from .errors import InvalidInput, MalformedReply, SealError, TooLarge, \
+    WrongMode, WrongVersion
 
 # The limits of include/sluice/sluice-envelope.h and sluice-client.h.
 MAX_ID_BYTES = 256
@@ -257,7 +258,8 @@ _OPTION_NAMES = [f.name for f in dataclasses.fields(Options)]
 # know").
 _KNOWN_KEYS = frozenset(("v", "id", "task", "queue", "args", "attempt",
                          "enqueued_at", "eta", "opts", "unknown_since",
-                         "history", "headers", "wf", "snz", "uq"))
+                         "history", "headers", "wf", "snz", "uq",
+                         "seal"))
 _KNOWN_OPTIONS = frozenset(_OPTION_NAMES + ["hard_timeout_ms"])
 
 
@@ -369,12 +371,15 @@ def encode_envelope(id: str, task: str, queue: str, args: bytes = b"",
                     unknown_since: int = 0,
                     history: Optional[List[str]] = None,
                     unknown: Optional[List[bytes]] = None,
-                    unknown_opts: Optional[List[bytes]] = None) -> bytes:
+                    unknown_opts: Optional[List[bytes]] = None,
+                    seal_label: Optional[str] = None) -> bytes:
     """The envelope as the C library encodes it: keys in PROTOCOL.md's
     order, optional ones only when set, headers sorted by name, the
     smallest encoding of every value. args: already msgpack (pack_args).
     unknown, unknown_opts: the msgpack key/value pairs of the keys this
-    build does not know, written after the known ones as they came."""
+    build does not know, written after the known ones as they came.
+    seal_label: "ALGORITHM:KEY-ID" when args are sealed (one msgpack bin):
+    then version 2, and `seal` after the other known keys."""
     unknown = unknown or []
     unknown_opts = unknown_opts or []
     pk = _packer()
@@ -405,7 +410,8 @@ def encode_envelope(id: str, task: str, queue: str, args: bytes = b"",
         opt_items.append(("dead_letter", o.dead_letter))
     names = sorted(headers or {}, key=lambda k: k.encode("utf-8"))
 
-    parts = [pk.pack("v"), pk.pack(1), pk.pack("id"), pk.pack(id),
+    parts = [pk.pack("v"), pk.pack(1 if seal_label is None else 2),
+             pk.pack("id"), pk.pack(id),
              pk.pack("task"), pk.pack(task), pk.pack("queue"), pk.pack(queue)]
     if args:
         parts += [pk.pack("args"), args]
@@ -428,10 +434,13 @@ def encode_envelope(id: str, task: str, queue: str, args: bytes = b"",
         parts += [pk.pack("headers"), pk.pack_map_header(len(names))]
         for k in names:
             parts += [pk.pack(k), pk.pack(headers[k])]
+    if seal_label is not None:
+        parts += [pk.pack("seal"), pk.pack(seal_label)]
     parts += unknown
     n_keys = (5 + bool(args) + (enqueued_at > 0) + (eta > 0)
               + bool(opt_items or unknown_opts) + (unknown_since > 0)
-              + bool(history) + bool(names) + len(unknown))
+              + bool(history) + bool(names) + (seal_label is not None)
+              + len(unknown))
     return pk.pack_map_header(n_keys) + b"".join(parts)
 
 
@@ -564,9 +573,10 @@ def _read_opts(up: Any, data: bytes) -> Tuple[Dict[str, Any], List[bytes]]:
 
 def decode_envelope(data: bytes) -> Optional[Dict[str, Any]]:
     """The fields of an envelope, msgpack or JSON (told apart by the first
-    byte, as workers do), `args` as msgpack bytes, or None when it is not
-    one (a worker buries such a message `malformed`). history keeps its
-    newest 10 lines, as the C decoder does."""
+    byte, as workers do), `args` as msgpack bytes (with `seal`: the bin of
+    the sealed args), or None when it is not one (a worker buries such a
+    message `malformed`). history keeps its newest 10 lines, as the C
+    decoder does."""
     try:
         if data.lstrip(_JSON_WS)[:1] == b"{":
             env = _decode_json_envelope(data)
@@ -575,9 +585,18 @@ def decode_envelope(data: bytes) -> Optional[Dict[str, Any]]:
         for k in ("id", "task", "queue"):
             if not isinstance(env.get(k), str):
                 return None
-        if type(env.get("attempt")) is not int or env.get("v") != 1 or \
-                type(env.get("v")) is not int:
+        if type(env.get("attempt")) is not int or \
+                env.get("v") not in (1, 2) or type(env.get("v")) is not int:
             return None
+        # Sealed args (PROTOCOL.md): version 2, a well-formed label, and
+        # one bin of at least a nonce and a tag. One form per message:
+        # version 2 without `seal` is refused, as the C decoder does.
+        if env["v"] == 2 and "seal" not in env:
+            return None
+        if "seal" in env:
+            if env["v"] != 2 or not seal.valid_label(env["seal"]) or \
+                    seal.bin_body(env.get("args", b"")) is None:
+                return None
         if isinstance(env.get("history"), list):
             env["history"] = env["history"][-HISTORY_MAX_LINES:]
         return env
@@ -606,10 +625,20 @@ class Result:
     started_at: int = 0
     finished_at: int = 0
     due_at: int = 0
+    # "aes-256-gcm:KEY-ID" while the value is sealed and could not be
+    # opened (inspect without the key): value is then None.
+    seal: Optional[str] = None
+    _sealed: bytes = dataclasses.field(default=b"", repr=False,
+                                       compare=False)
 
     @property
     def final(self) -> bool:
         return self.state in FINAL_STATES
+
+    @property
+    def encrypted_with(self) -> Optional[str]:
+        """The id of the key the value is still sealed with, or None."""
+        return None if self.seal is None else seal.key_id_of(self.seal)
 
 
 _RECORD_KEYS = ("v", "id", "state", "task", "queue", "attempt", "value",
@@ -646,11 +675,20 @@ def decode_record(data: bytes, id: str) -> Result:
     except Exception as e:  # msgpack raises several unrelated types
         raise MalformedReply("the record of task %s cannot be read: %s"
                              % (id, e))
-    if (not isinstance(m, dict) or m.get("v") != 1
+    if (not isinstance(m, dict) or m.get("v") not in (1, 2)
+            or type(m.get("v")) is not int
             or not isinstance(m.get("id"), str)
             or not isinstance(m.get("state"), str)):
         raise MalformedReply("the record of task %s is not a Sluice result "
-                             "record (format version 1)" % id)
+                             "record (format version 1 or 2)" % id)
+    # A sealed value (version 2): one bin of at least a nonce and a tag.
+    label = m.get("seal")
+    if "seal" in m and (m["v"] != 2 or not seal.valid_label(label)
+                        or not isinstance(m.get("value"), bytes)
+                        or len(m["value"]) < seal.OVERHEAD):
+        raise MalformedReply("the record of task %s has a malformed seal "
+                             "(version 2, “ALGORITHM:KEY-ID”, a value of at "
+                             "least %d bytes)" % (id, seal.OVERHEAD))
     r = Result(id=m["id"], state=m["state"] if m["state"] in STATES
                else "unknown")
     for k in ("task", "queue", "error", "dlq_reason", "worker"):
@@ -661,6 +699,35 @@ def decode_record(data: bytes, id: str) -> Result:
             setattr(r, k, m[k])
     if "value" in m:
         r.value, r.has_value = m["value"], True
+    if label is not None:
+        r.seal, r._sealed, r.value = label, r.value, None
+    return r
+
+
+def open_result(r: Result, keyring: Optional[seal.Keyring]) -> Result:
+    """Opens @r's sealed value in place with @keyring; raises SealError
+    (the value stays sealed). A value in clear is left as it is."""
+    if r.seal is None:
+        return r
+    try:
+        plain = seal.open_sealed(
+            keyring, seal.RESULT, r.seal, r.id, r.task, r.queue,
+            seal.bin_header(len(r._sealed)) + r._sealed)
+    except SealError as e:
+        key_id = seal.key_id_of(r.seal)
+        if r.seal.startswith(seal.ALGORITHM + ":") and (
+                keyring is None or not keyring.has_key(key_id)):
+            raise SealError("the result of task %s is encrypted with key %s: "
+                            "give the client the keyring" % (r.id, key_id)) \
+                from None
+        raise SealError("the result of task %s is sealed: %s" % (r.id, e)) \
+            from None
+    try:
+        r.value = msgpack.unpackb(plain, raw=False, strict_map_key=False)
+    except Exception as e:  # msgpack raises several unrelated types
+        raise MalformedReply("the opened result of task %s cannot be read: "
+                             "%s" % (r.id, e)) from None
+    r.seal, r._sealed = None, b""
     return r
 
 
@@ -861,8 +928,12 @@ class Settings:
     dedup_ttl_ms: int = DEFAULT_DEDUP_TTL_MS
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     result_poll_interval_ms: int = SAFETY_POLL_MS
+    # A sluice.Keyring, or the path of a keyring file: every message is
+    # sealed with it, and sealed results are opened (sluice/seal.py).
+    keyring: Any = None
 
     def __post_init__(self):
+        self.keyring = seal.as_keyring(self.keyring)
         check_namespace(self.namespace)
         if self.mode not in MODES:
             raise InvalidInput("mode must be “fast” or “reliable”, not %r"
@@ -901,8 +972,14 @@ def prepare(s: Settings, r: Request, now: int) -> Prepared:
            else now + r.delay_ms if r.delay_ms > 0 else 0)
     if eta <= now:
         eta = 0  # an ETA in the past is simply due
+    label = None
+    if s.keyring is not None:
+        # Everything is sealed, nil args included: the worker seals the
+        # result of a sealed message only, and this client can open it.
+        args, label = s.keyring.seal(seal.ARGS, id, r.task, queue,
+                                     args or b"\xc0")
     payload = encode_envelope(id, r.task, queue, args, 1, now, eta, opts,
-                              headers)
+                              headers, seal_label=label)
     if len(payload) > s.max_message_bytes:
         raise TooLarge(
             "cannot enqueue “%s”: the message is %d bytes, over the limit of "
@@ -999,6 +1076,21 @@ class DeadLetter:
     task_id: Optional[str] = None
     task: Optional[str] = None
     detail: Optional[str] = None
+    # The message's args, decoded (opened with the client's keyring when
+    # they are sealed); has_args False when it has none or they could not
+    # be read or opened.
+    args: Any = None
+    has_args: bool = False
+    # "aes-256-gcm:KEY-ID" when the message's args are sealed; args_error
+    # says why they are not shown, e.g. "encrypted with key K: give the
+    # client the keyring".
+    seal: Optional[str] = None
+    args_error: Optional[str] = None
+
+    @property
+    def encrypted_with(self) -> Optional[str]:
+        """The id of the key the args are sealed with, or None."""
+        return None if self.seal is None else seal.key_id_of(self.seal)
 
 
 # Every reason the C library buries a message for, in its order: a copy of
@@ -1021,7 +1113,9 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", "replace")
 
 
-def dead_letter_from_entry(entry: Any) -> DeadLetter:
+def dead_letter_from_entry(entry: Any,
+                           keyring: Optional[seal.Keyring] = None
+                           ) -> DeadLetter:
     if (not isinstance(entry, (list, tuple)) or len(entry) != 2
             or not isinstance(entry[0], bytes)):
         raise MalformedReply("dead letter: %r is not a stream entry"
@@ -1046,7 +1140,38 @@ def dead_letter_from_entry(entry: Any) -> DeadLetter:
                 setattr(dl, k, int(v))
             except ValueError:
                 pass
+    _read_dead_letter_args(dl, keyring)
     return dl
+
+
+def _read_dead_letter_args(dl: DeadLetter,
+                           keyring: Optional[seal.Keyring]) -> None:
+    env = decode_envelope(dl.payload) if isinstance(dl.payload, bytes) \
+        else None
+    if env is None:
+        return
+    data = env.get("args", b"")
+    if "seal" in env:
+        dl.seal = env["seal"]
+        key_id = seal.key_id_of(dl.seal)
+        if dl.seal.startswith(seal.ALGORITHM + ":") and (
+                keyring is None or not keyring.has_key(key_id)):
+            dl.args_error = ("encrypted with key %s: give the client the "
+                             "keyring" % key_id)
+            return
+        try:
+            data = seal.open_sealed(keyring, seal.ARGS, dl.seal, env["id"],
+                                    env["task"], env["queue"], data)
+        except SealError as e:
+            dl.args_error = str(e)
+            return
+    if data in (b"", b"\xc0"):
+        return
+    try:
+        dl.args = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        dl.has_args = True
+    except Exception as e:  # msgpack raises several unrelated types
+        dl.args_error = "the args cannot be read: %s" % e
 
 
 def valid_entry_id(entry_id: Any) -> bool:
@@ -1080,7 +1205,7 @@ def replay_submit(s: Settings, dl: DeadLetter, keep_attempt: bool,
             env["id"], env["task"], env["queue"], env.get("args", b""),
             env["attempt"] if keep_attempt else 1, env.get("enqueued_at", 0),
             0, opts, headers, 0, history, env.get("__unknown__"),
-            env.get("__unknown_opts__"))
+            env.get("__unknown_opts__"), env.get("seal"))
     except (InvalidInput, TypeError, ValueError):
         id = dl.task_id if dl.task_id else "replay:%s" % dl.entry_id
         return Prepared(id, dl.source or DEFAULT_QUEUE, dl.payload, 0, False,

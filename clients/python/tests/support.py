@@ -105,11 +105,12 @@ def sluice_env():
 class Worker:
     """`sluice worker --module demo`, the C worker, on one namespace."""
 
-    def __init__(self, url, mode, namespace, queues=("default",)):
+    def __init__(self, url, mode, namespace, queues=("default",),
+                 extra=()):
         args = [sluice_exe(), "worker", "--module", "demo", "--url", url,
                 "--mode", mode, "--namespace", namespace, "-c", "2",
                 "--backoff", "10ms", "--backoff-max", "20ms",
-                "--no-task-log"]
+                "--no-task-log"] + list(extra)
         for q in queues:
             args += ["-q", q]
         self.log = tempfile.TemporaryFile()
