@@ -23,8 +23,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 
 packages=(build-essential autoconf automake libtool pkg-config
   libglib2.0-dev libhiredis-dev libsqlite3-dev libmsgpack-dev libjson-glib-dev check
-  libssl-dev openssl
-  libsystemd-dev libsoup-3.0-dev redis-server clang-format clang libclang-rt-14-dev
+  libssl-dev openssl curl
+  libsystemd-dev libsoup-3.0-dev glib-networking redis-server clang-format clang libclang-rt-14-dev
   python3 chromium chromium-driver python3-redis python3-msgpack python3-pytest
   python3-cryptography
   python3-venv python3-setuptools python3-wheel systemd man-db

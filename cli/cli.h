@@ -1061,11 +1061,57 @@ gboolean cli_parse_listen(const gchar *what, const gchar *text,
  * GSocketAddress* the struct owns. */
 extern const CliSettingType cli_setting_listen;
 
+/* A file a setting names, with where the name came from ("--tls-key",
+ * "FILE: [web] tls-key"), which the messages about the file quote. */
+typedef struct {
+  gchar *path;
+  gchar *what;
+} CliSourcedPath;
+
+/* A settings table's type (http.c) for a path: into a CliSourcedPath the
+ * struct owns. */
+extern const CliSettingType cli_setting_sourced_path;
+
+/**
+ * CliHttpTls:
+ * @cert_option, @key_option, @client_ca_option: the options that give the
+ *   files, without "--" ("tls-cert"), for the messages: set them first
+ * @cert, @key, @client_ca: the files, as the settings gave them (unset: no
+ *   path); cli_http_tls_load() reads them
+ *
+ * HTTPS for one server. Clear with cli_http_tls_clear().
+ */
+typedef struct {
+  const gchar *cert_option;
+  const gchar *key_option;
+  const gchar *client_ca_option;
+  CliSourcedPath cert;
+  CliSourcedPath key;
+  CliSourcedPath client_ca;
+  /*< private >*/
+  GTlsCertificate *certificate;  /* NULL: clear text */
+  GTlsDatabase *client_database; /* NULL: no client certificate asked */
+} CliHttpTls;
+
+/**
+ * cli_http_tls_load:
+ * Reads the certificate and its key (both or neither), the key only if
+ * its owner alone may read it (cli_check_private_file()), and the CA of
+ * the client certificates, which needs the other two. Refuses TLS when
+ * GIO has no TLS backend (the glib-networking package).
+ * Returns: FALSE and an error naming the option and what to do.
+ */
+gboolean cli_http_tls_load(CliHttpTls *tls, GError **error);
+/* TRUE once cli_http_tls_load() read a certificate. */
+gboolean cli_http_tls_enabled(const CliHttpTls *tls);
+void cli_http_tls_clear(CliHttpTls *tls);
+
 typedef struct _CliMetricsServer CliMetricsServer;
 
 /**
  * cli_metrics_server_start:
  * @worker: a started worker; referenced
+ * @tls: (nullable): HTTPS, loaded (cli_http_tls_load()); NULL: clear text
  *
  * Serves /metrics and /healthz on @address from a thread of its own, and
  * logs the URL (with the port bound).
@@ -1074,6 +1120,7 @@ typedef struct _CliMetricsServer CliMetricsServer;
  */
 CliMetricsServer *cli_metrics_server_start(SluiceWorker *worker,
                                            GSocketAddress *address,
+                                           const CliHttpTls *tls,
                                            GError **error);
 /* /healthz answers 503 from now on: the worker is stopping. */
 void cli_metrics_server_stopping(CliMetricsServer *server);

@@ -30,6 +30,7 @@ typedef struct {
   GSocketAddress *listen;
   gint64 interval_ms;
   gchar **queues;
+  CliHttpTls tls;
 } ExporterSettings;
 
 /* `sluice exporter`'s settings: each an option and a key of [exporter]
@@ -61,6 +62,31 @@ static const CliSetting exporter_settings[] = {
      .arg = "Q",
      .help = "Only this queue (repeat it)",
      .default_text = "every queue"},
+    {.option = "tls-cert",
+     .key = "tls-cert",
+     .kind = CLI_SETTING_FILENAME,
+     .type = &cli_setting_sourced_path,
+     .offset = G_STRUCT_OFFSET(ExporterSettings, tls.cert),
+     .arg = "FILE",
+     .help = "Serve HTTPS with this certificate (PEM; needs --tls-key)",
+     .default_text = "clear text HTTP"},
+    {.option = "tls-key",
+     .key = "tls-key",
+     .kind = CLI_SETTING_FILENAME,
+     .type = &cli_setting_sourced_path,
+     .offset = G_STRUCT_OFFSET(ExporterSettings, tls.key),
+     .arg = "FILE",
+     .help = "The private key of --tls-cert (PEM, readable by its owner "
+             "only)"},
+    {.option = "tls-client-ca",
+     .key = "tls-client-ca",
+     .kind = CLI_SETTING_FILENAME,
+     .type = &cli_setting_sourced_path,
+     .offset = G_STRUCT_OFFSET(ExporterSettings, tls.client_ca),
+     .arg = "FILE",
+     .help = "With HTTPS, refuse scrapers without a client certificate "
+             "signed by a CA of this PEM file",
+     .default_text = "no client certificate asked"},
 };
 
 typedef struct {
@@ -178,7 +204,7 @@ quit_on_signal(gpointer data)
 }
 
 static int export(const CliSettings *settings, GSocketAddress *address,
-                  Exporter *e)
+                  const CliHttpTls *tls, Exporter *e)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceBroker) broker = NULL;
@@ -190,9 +216,10 @@ static int export(const CliSettings *settings, GSocketAddress *address,
   /* Not checked now: an exporter that starts before its Redis serves
    * sluice_exporter_broker_up 0 until it is there. */
   broker = cli_connect(settings, 0, FALSE, &error);
-  if (broker == NULL || (e->client = cli_client_new(broker, settings, &error)) == NULL)
+  if (broker == NULL ||
+      (e->client = cli_client_new(broker, settings, &error)) == NULL)
     return cli_report(error);
-  soup = cli_http_listen(address, NULL, &url, &error);
+  soup = cli_http_listen(address, tls, NULL, &url, &error);
   if (soup == NULL)
     return cli_report(error);
   soup_server_add_handler(soup, "/metrics", serve_metrics, e, NULL);
@@ -218,7 +245,10 @@ cli_cmd_exporter(int argc, char **argv)
   CliSettings settings = {0};
   Exporter e = {0};
   CliSettingArgs args = {0};
-  ExporterSettings set = {.interval_ms = DEFAULT_INTERVAL_MS};
+  ExporterSettings set = {.interval_ms = DEFAULT_INTERVAL_MS,
+                          .tls = {.cert_option = "tls-cert",
+                                  .key_option = "tls-key",
+                                  .client_ca_option = "tls-client-ca"}};
   g_autofree const gchar **keys =
       cli_setting_keys(exporter_settings, G_N_ELEMENTS(exporter_settings));
   g_autofree GOptionEntry *entries = cli_setting_entries(
@@ -233,7 +263,9 @@ cli_cmd_exporter(int argc, char **argv)
           "Prometheus over HTTP.\nOne exporter serves a namespace for every "
           "scraper; workers serve their own\ncounters with sluice worker "
           "--metrics-listen. SIGTERM or SIGINT stops it.",
-          "Example:\n  sluice exporter --listen 127.0.0.1:9465 --interval 15s",
+          "Example:\n  sluice exporter --listen 127.0.0.1:9465 --interval "
+          "15s\n  sluice exporter --listen 0.0.0.0:9465 --tls-cert "
+          "exporter.pem --tls-key exporter.key",
           &argc, &argv, &error) ||
       !cli_settings_load(&common, &settings, &error) ||
       !cli_keyfile_check_keys(&settings, GROUP_EXPORTER, keys, &error)) {
@@ -249,7 +281,8 @@ cli_cmd_exporter(int argc, char **argv)
     status = cli_report(error);
     goto out;
   }
-  if (!cli_settings_apply(&args, 0, &settings, GROUP_EXPORTER, &set, &error)) {
+  if (!cli_settings_apply(&args, 0, &settings, GROUP_EXPORTER, &set, &error) ||
+      !cli_http_tls_load(&set.tls, &error)) {
     status = cli_report(error);
     goto out;
   }
@@ -262,7 +295,7 @@ cli_cmd_exporter(int argc, char **argv)
   }
   e.interval_us = set.interval_ms * 1000;
   e.queues = g_steal_pointer(&set.queues);
-  status = export(&settings, set.listen, &e);
+  status = export(&settings, set.listen, &set.tls, &e);
 out:
   g_clear_pointer(&e.client, sluice_client_unref);
   g_strfreev(e.queues);
@@ -270,6 +303,7 @@ out:
   g_free(e.error);
   g_clear_object(&set.listen);
   g_strfreev(set.queues);
+  cli_http_tls_clear(&set.tls);
   cli_setting_args_clear(&args);
   cli_settings_clear(&settings);
   cli_common_clear(&common);

@@ -30,9 +30,17 @@ typedef struct {
   GSocketAddress *listen;
   gboolean read_only;
   gint64 sample_interval_ms;
+  CliHttpTls tls;
 } WebSettings;
 
-enum { WEB_LISTEN, WEB_TOKEN_FILE, WEB_READ_ONLY, WEB_SAMPLE_INTERVAL };
+enum {
+  WEB_LISTEN,
+  WEB_TOKEN_FILE,
+  WEB_READ_ONLY,
+  WEB_SAMPLE_INTERVAL,
+  WEB_TLS_CERT,
+  WEB_TLS_KEY
+};
 
 /* `sluice web`'s settings: each an option and a key of [web] (settings.c
  * reads them; the token file by code, as it is read only without
@@ -72,6 +80,23 @@ static const CliSetting web_settings[] = {
                              .arg = "DURATION",
                              .help = "Read the workers' counts this often for "
                                      "the processed/failed chart"},
+    [WEB_TLS_CERT] = {.option = "tls-cert",
+                      .key = "tls-cert",
+                      .kind = CLI_SETTING_FILENAME,
+                      .type = &cli_setting_sourced_path,
+                      .offset = G_STRUCT_OFFSET(WebSettings, tls.cert),
+                      .arg = "FILE",
+                      .help = "Serve HTTPS with this certificate (PEM; needs "
+                              "--tls-key)",
+                      .default_text = "clear text HTTP"},
+    [WEB_TLS_KEY] = {.option = "tls-key",
+                     .key = "tls-key",
+                     .kind = CLI_SETTING_FILENAME,
+                     .type = &cli_setting_sourced_path,
+                     .offset = G_STRUCT_OFFSET(WebSettings, tls.key),
+                     .arg = "FILE",
+                     .help = "The private key of --tls-cert (PEM, readable by "
+                             "its owner only)"},
 };
 
 /* The token: the first line of @path, without its line break. */
@@ -147,7 +172,8 @@ sample(gpointer data)
 }
 
 static int
-serve(const CliSettings *settings, GSocketAddress *address, Web *web)
+serve(const CliSettings *settings, GSocketAddress *address,
+      const CliHttpTls *tls, Web *web)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(SluiceBroker) broker = NULL;
@@ -158,9 +184,10 @@ serve(const CliSettings *settings, GSocketAddress *address, Web *web)
   guint term, interrupt, tick;
 
   broker = cli_connect(settings, 0, FALSE, &error);
-  if (broker == NULL || (web->client = cli_client_new(broker, settings, &error)) == NULL)
+  if (broker == NULL ||
+      (web->client = cli_client_new(broker, settings, &error)) == NULL)
     return cli_report(error);
-  soup = cli_http_listen(address, NULL, &url, &error);
+  soup = cli_http_listen(address, tls, NULL, &url, &error);
   if (soup == NULL)
     return cli_report(error);
   web_add_handlers(soup, web);
@@ -192,7 +219,9 @@ cli_cmd_web(int argc, char **argv)
   CliSettings settings = {0};
   Web web = {0};
   CliSettingArgs args = {0};
-  WebSettings set = {.sample_interval_ms = DEFAULT_SAMPLE_MS};
+  WebSettings set = {
+      .sample_interval_ms = DEFAULT_SAMPLE_MS,
+      .tls = {.cert_option = "tls-cert", .key_option = "tls-key"}};
   g_auto(CliSettingValue) token_file = {0};
   g_autofree const gchar **keys =
       cli_setting_keys(web_settings, G_N_ELEMENTS(web_settings));
@@ -228,7 +257,8 @@ cli_cmd_web(int argc, char **argv)
        !cli_parse_listen("the default listen address", DEFAULT_LISTEN,
                          &set.listen, &error)) ||
       !cli_setting_get(&args, WEB_TOKEN_FILE, &settings, GROUP_WEB, &token_file,
-                       &error)) {
+                       &error) ||
+      !cli_http_tls_load(&set.tls, &error)) {
     status = cli_report(error);
     goto out;
   }
@@ -246,8 +276,9 @@ cli_cmd_web(int argc, char **argv)
   web.sample_interval_ms = set.sample_interval_ms;
   web.loopback = g_inet_address_get_is_loopback(
       g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(set.listen)));
+  web.https = cli_http_tls_enabled(&set.tls);
   web.rates = web_rates_new(set.sample_interval_ms);
-  status = serve(&settings, set.listen, &web);
+  status = serve(&settings, set.listen, &set.tls, &web);
 out:
   g_clear_pointer(&web.client, sluice_client_unref);
   g_clear_pointer(&web.rates, web_rates_free);
@@ -256,6 +287,7 @@ out:
   g_free(web.token);
   g_free(web.shown_url);
   g_clear_object(&set.listen);
+  cli_http_tls_clear(&set.tls);
   cli_setting_args_clear(&args);
   cli_settings_clear(&settings);
   cli_common_clear(&common);

@@ -50,6 +50,7 @@ typedef struct {
   gboolean track_state; /* into options.track_state */
   GPtrArray *periodics; /* CliPeriodic*: the [periodic "NAME"] groups */
   GSocketAddress *metrics_listen; /* owned; NULL = no metrics endpoint */
+  CliHttpTls metrics_tls;         /* the endpoint's HTTPS */
   /* --rate-limit and --concurrency-limit: the arrays the options point
    * at, and the queue names they borrow. */
   GArray *rate_limits;        /* SluiceQueueRateLimit */
@@ -82,6 +83,9 @@ worker_plan_init(WorkerPlan *plan, gboolean retry_defaults)
   plan->concurrency_limits =
       g_array_new(FALSE, TRUE, sizeof(SluiceQueueConcurrencyLimit));
   plan->limit_queues = g_ptr_array_new_with_free_func(g_free);
+  plan->metrics_tls.cert_option = "metrics-tls-cert";
+  plan->metrics_tls.key_option = "metrics-tls-key";
+  plan->metrics_tls.client_ca_option = "metrics-tls-client-ca";
 }
 
 static void
@@ -92,6 +96,7 @@ worker_plan_clear(WorkerPlan *plan)
   g_free(plan->worker_id);
   g_clear_pointer(&plan->periodics, g_ptr_array_unref);
   g_clear_object(&plan->metrics_listen);
+  cli_http_tls_clear(&plan->metrics_tls);
   g_clear_pointer(&plan->rate_limits, g_array_unref);
   g_clear_pointer(&plan->concurrency_limits, g_array_unref);
   g_clear_pointer(&plan->limit_queues, g_ptr_array_unref);
@@ -528,6 +533,35 @@ static const CliSetting worker_settings[] = {
      .help = "Serve /metrics (Prometheus) and /healthz on ADDR:PORT (a bare "
              "port is 127.0.0.1)",
      .commands = WORKER},
+    {.option = "metrics-tls-cert",
+     .key = "metrics-tls-cert",
+     .kind = CLI_SETTING_FILENAME,
+     .type = &cli_setting_sourced_path,
+     .offset = PLAN(metrics_tls.cert),
+     .arg = "FILE",
+     .help = "Serve the metrics endpoint over HTTPS with this certificate "
+             "(PEM; needs --metrics-tls-key)",
+     .default_text = "clear text HTTP",
+     .commands = WORKER},
+    {.option = "metrics-tls-key",
+     .key = "metrics-tls-key",
+     .kind = CLI_SETTING_FILENAME,
+     .type = &cli_setting_sourced_path,
+     .offset = PLAN(metrics_tls.key),
+     .arg = "FILE",
+     .help = "The private key of --metrics-tls-cert (PEM, readable by its "
+             "owner only)",
+     .commands = WORKER},
+    {.option = "metrics-tls-client-ca",
+     .key = "metrics-tls-client-ca",
+     .kind = CLI_SETTING_FILENAME,
+     .type = &cli_setting_sourced_path,
+     .offset = PLAN(metrics_tls.client_ca),
+     .arg = "FILE",
+     .help = "With HTTPS, refuse scrapers without a client certificate "
+             "signed by a CA of this PEM file",
+     .default_text = "no client certificate asked",
+     .commands = WORKER},
     {.option = "rate-limit",
      .key = "rate-limit",
      .kind = CLI_SETTING_LIST,
@@ -680,6 +714,15 @@ resolve_worker(const CliSettingArgs *args, const CliSettings *settings,
                            "no task module: give one with --module PATH.so "
                            "(a shared object exporting sluice_module_init), "
                            "or modules= in the [worker] group of --config");
+  /* Read before the worker starts, so that a wrong file fails the start
+   * in one line rather than after the worker took tasks. */
+  if (!cli_http_tls_load(&plan->metrics_tls, error))
+    return FALSE;
+  if (cli_http_tls_enabled(&plan->metrics_tls) && plan->metrics_listen == NULL)
+    return cli_usage_error(error,
+                           "%s is for the metrics endpoint, which needs "
+                           "--metrics-listen ADDR:PORT too",
+                           plan->metrics_tls.cert.what);
   return cli_periodic_load(settings, &plan->periodics, error);
 }
 
@@ -725,8 +768,8 @@ worker_run(WorkerPlan *plan, const CliSettings *settings)
     return cli_report(error);
   /* After the start: process isolation forks before this has threads. */
   if (plan->metrics_listen != NULL &&
-      (metrics = cli_metrics_server_start(worker, plan->metrics_listen,
-                                          &error)) == NULL) {
+      (metrics = cli_metrics_server_start(
+           worker, plan->metrics_listen, &plan->metrics_tls, &error)) == NULL) {
     sluice_worker_stop(worker);
     return cli_report(error);
   }

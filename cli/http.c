@@ -1,5 +1,7 @@
-/* http.c - the command's HTTP endpoints: the listen address, the server
- * (libsoup's SoupServer), and the small answers both endpoints give.
+/* http.c - the command's HTTP endpoints: the listen address, HTTPS (a
+ * certificate, its key, and optionally the CA of the clients'
+ * certificates), the server (libsoup's SoupServer), and the small answers
+ * the endpoints give.
  *
  * An address is an IP literal and a port. A bare port means loopback:
  * metrics say what a worker does and serves, so they are not offered to
@@ -76,20 +78,164 @@ parse_listen(const CliSetting *row, const CliSettingValue *v, gpointer base,
 
 const CliSettingType cli_setting_listen = {parse_listen, NULL};
 
-SoupServer *
-cli_http_listen(GSocketAddress *address, GMainContext *context, gchar **out_url,
-                GError **error)
+static gboolean
+parse_sourced_path(const CliSetting *row, const CliSettingValue *v,
+                   gpointer base, GError **error)
 {
+  CliSourcedPath *out = &G_STRUCT_MEMBER(CliSourcedPath, base, row->offset);
+
+  g_free(out->path);
+  g_free(out->what);
+  out->path = g_strdup(v->text);
+  out->what = g_strdup(v->what);
+  return TRUE;
+}
+
+const CliSettingType cli_setting_sourced_path = {parse_sourced_path, NULL};
+
+static gboolean
+given(const CliSourcedPath *file)
+{
+  return file->path != NULL && file->path[0] != '\0';
+}
+
+static gboolean
+tls_file_error(GError **error, const CliSourcedPath *file, const gchar *what,
+               const GError *why)
+{
+  g_autofree gchar *shown = cli_terminal_text(file->path, -1);
+  g_autofree gchar *from = cli_terminal_text(file->what, -1);
+  g_autofree gchar *reason = cli_terminal_text(why->message, -1);
+
+  return cli_usage_error(error, "%s %s (from %s) cannot be used: %s", what,
+                         shown, from, reason);
+}
+
+gboolean
+cli_http_tls_load(CliHttpTls *tls, GError **error)
+{
+  g_autoptr(GError) local = NULL;
+
+  if (!given(&tls->cert) && !given(&tls->key)) {
+    if (given(&tls->client_ca))
+      return cli_usage_error(
+          error,
+          "%s asks for client certificates, which need HTTPS: give --%s "
+          "FILE and --%s FILE too",
+          tls->client_ca.what, tls->cert_option, tls->key_option);
+    return TRUE;
+  }
+  if (!given(&tls->cert) || !given(&tls->key)) {
+    const CliSourcedPath *has = given(&tls->cert) ? &tls->cert : &tls->key;
+    return cli_usage_error(
+        error,
+        "%s without --%s: HTTPS needs both the certificate (--%s FILE, PEM) "
+        "and its private key (--%s FILE, PEM), or neither for clear text",
+        has->what, given(&tls->cert) ? tls->key_option : tls->cert_option,
+        tls->cert_option, tls->key_option);
+  }
+  if (!g_tls_backend_supports_tls(g_tls_backend_get_default()))
+    return cli_usage_error(
+        error,
+        "%s: this machine's GIO has no TLS support: install the "
+        "glib-networking package (apt-get install glib-networking), or "
+        "serve clear text without --%s and --%s",
+        tls->cert.what, tls->cert_option, tls->key_option);
+  if (!cli_check_private_file(tls->key.path, "the TLS private key",
+                              tls->key.what, error))
+    return FALSE;
+  g_clear_object(&tls->certificate);
+  tls->certificate =
+      g_tls_certificate_new_from_files(tls->cert.path, tls->key.path, &local);
+  if (tls->certificate == NULL) {
+    g_autofree gchar *cert = cli_terminal_text(tls->cert.path, -1);
+    g_autofree gchar *key = cli_terminal_text(tls->key.path, -1);
+    g_autofree gchar *why = cli_terminal_text(local->message, -1);
+    return cli_usage_error(error,
+                           "the TLS certificate %s and its key %s (--%s, "
+                           "--%s) cannot be used: %s; give the server's "
+                           "certificate and its own private key, both PEM",
+                           cert, key, tls->cert_option, tls->key_option, why);
+  }
+  if (given(&tls->client_ca)) {
+    /* GIO takes an absolute path only; a relative one is the working
+     * directory's, as for every other file. */
+    g_autofree gchar *ca = g_canonicalize_filename(tls->client_ca.path, NULL);
+
+    g_clear_object(&tls->client_database);
+    tls->client_database = g_tls_file_database_new(ca, &local);
+    if (tls->client_database == NULL) {
+      g_clear_object(&tls->certificate);
+      return tls_file_error(error, &tls->client_ca,
+                            "the CA file of the client certificates", local);
+    }
+  }
+  return TRUE;
+}
+
+gboolean
+cli_http_tls_enabled(const CliHttpTls *tls)
+{
+  return tls != NULL && tls->certificate != NULL;
+}
+
+void
+cli_http_tls_clear(CliHttpTls *tls)
+{
+  g_clear_pointer(&tls->cert.path, g_free);
+  g_clear_pointer(&tls->cert.what, g_free);
+  g_clear_pointer(&tls->key.path, g_free);
+  g_clear_pointer(&tls->key.what, g_free);
+  g_clear_pointer(&tls->client_ca.path, g_free);
+  g_clear_pointer(&tls->client_ca.what, g_free);
+  g_clear_object(&tls->certificate);
+  g_clear_object(&tls->client_database);
+}
+
+/* GIO leaves a server's verdict on a client certificate to the server,
+ * even one its database found no fault with: accept exactly those. */
+static gboolean
+accept_client_certificate(SoupServerMessage *msg, GTlsCertificate *peer,
+                          GTlsCertificateFlags errors, gpointer data)
+{
+  return errors == 0;
+}
+
+static void
+watch_client_certificate(SoupServer *server, SoupServerMessage *msg,
+                         gpointer data)
+{
+  g_signal_connect(msg, "accept-certificate",
+                   G_CALLBACK(accept_client_certificate), NULL);
+}
+
+SoupServer *
+cli_http_listen(GSocketAddress *address, const CliHttpTls *tls,
+                GMainContext *context, gchar **out_url, GError **error)
+{
+  gboolean https = cli_http_tls_enabled(tls);
   g_autoptr(SoupServer) server =
-      soup_server_new("server-header", "sluice ", NULL);
+      https ? soup_server_new("server-header", "sluice ", "tls-certificate",
+                              tls->certificate, NULL)
+            : soup_server_new("server-header", "sluice ", NULL);
   g_autofree gchar *where = NULL;
   g_autoptr(GError) local = NULL;
   GSList *uris;
   gboolean ok;
 
+  /* A scraper without a certificate this CA signed is refused in the
+   * handshake, before any request is read. */
+  if (https && tls->client_database != NULL) {
+    soup_server_set_tls_database(server, tls->client_database);
+    soup_server_set_tls_auth_mode(server, G_TLS_AUTHENTICATION_REQUIRED);
+    g_signal_connect(server, "request-started",
+                     G_CALLBACK(watch_client_certificate), NULL);
+  }
+
   /* The server attaches its sockets to the thread-default context. */
   g_main_context_push_thread_default(context);
-  ok = soup_server_listen(server, address, 0, &local);
+  ok = soup_server_listen(server, address, https ? SOUP_SERVER_LISTEN_HTTPS : 0,
+                          &local);
   g_main_context_pop_thread_default(context);
   if (!ok) {
     where = g_socket_connectable_to_string(G_SOCKET_CONNECTABLE(address));
@@ -101,11 +247,18 @@ cli_http_listen(GSocketAddress *address, GMainContext *context, gchar **out_url,
   {
     GUri *uri = uris->data;
     const gchar *host = g_uri_get_host(uri);
-    *out_url = g_strdup_printf(strchr(host, ':') != NULL ? "http://[%s]:%d"
-                                                         : "http://%s:%d",
-                               host, g_uri_get_port(uri));
+    *out_url = g_strdup_printf(
+        strchr(host, ':') != NULL ? "%s://[%s]:%d" : "%s://%s:%d",
+        https ? "https" : "http", host, g_uri_get_port(uri));
   }
   g_slist_free_full(uris, (GDestroyNotify)g_uri_unref);
+  if (!https && tls != NULL &&
+      !g_inet_address_get_is_loopback(
+          g_inet_socket_address_get_address(G_INET_SOCKET_ADDRESS(address))))
+    g_warning("%s serves clear text HTTP to the network: anyone on the path "
+              "can read and alter it; give --%s FILE and --%s FILE to serve "
+              "HTTPS",
+              *out_url, tls->cert_option, tls->key_option);
   return g_steal_pointer(&server);
 }
 

@@ -21,15 +21,19 @@ G_BEGIN_DECLS
 /**
  * cli_http_listen:
  * @address: where to listen (cli_parse_listen())
+ * @tls: (nullable): HTTPS, loaded (cli_http_tls_load()); without a
+ *   certificate it serves clear text, and warns once when @address is not
+ *   loopback, naming @tls's options
  * @context: the context the server will run on; its sources are attached
  *   to it, and the caller iterates it
- * @out_url: (out) (transfer full): "http://HOST:PORT", with the port
- *   actually bound (a port 0 is given one by the kernel)
+ * @out_url: (out) (transfer full): "http://HOST:PORT" or "https://...",
+ *   with the port actually bound (a port 0 is given one by the kernel)
  * Returns: (transfer full): a listening server without handlers, or NULL
  * and an error naming the address (in use, not permitted, ...).
  */
-SoupServer *cli_http_listen(GSocketAddress *address, GMainContext *context,
-                            gchar **out_url, GError **error);
+SoupServer *cli_http_listen(GSocketAddress *address, const CliHttpTls *tls,
+                            GMainContext *context, gchar **out_url,
+                            GError **error);
 
 /**
  * cli_http_accept:

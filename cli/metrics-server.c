@@ -131,13 +131,13 @@ serve(gpointer data)
 
 CliMetricsServer *
 cli_metrics_server_start(SluiceWorker *worker, GSocketAddress *address,
-                         GError **error)
+                         const CliHttpTls *tls, GError **error)
 {
   CliMetricsServer *server = g_new0(CliMetricsServer, 1);
   g_autofree gchar *url = NULL;
 
   server->context = g_main_context_new();
-  server->soup = cli_http_listen(address, server->context, &url, error);
+  server->soup = cli_http_listen(address, tls, server->context, &url, error);
   if (server->soup == NULL) {
     g_main_context_unref(server->context);
     g_free(server);

@@ -368,6 +368,13 @@ enum {
   CONN_PASSWORD_FILE,
   CONN_MIN_REPLICAS_ACK,
   CONN_KEYRING,
+  CONN_REDIS_TLS_CA,
+  CONN_REDIS_TLS_CA_DIR,
+  CONN_REDIS_TLS_CERT,
+  CONN_REDIS_TLS_KEY,
+  CONN_REDIS_TLS_SERVER_NAME,
+  CONN_REDIS_TLS_MIN_VERSION,
+  CONN_REDIS_TLS_INSECURE,
   N_CONN
 };
 
@@ -438,6 +445,74 @@ static const CliSetting connection[N_CONN] = {
                               "one)",
                       .default_text = "$SLUICE_KEYRING, else none: in "
                                       "clear"},
+    /* TLS to Redis: each the URL's tls_* parameter of the same meaning,
+     * put into the URL's query (cli_settings_load()), so the broker's URL
+     * parser checks them as it checks the URL's own. */
+    [CONN_REDIS_TLS_CA] = {.option = "redis-tls-ca",
+                           .env = "SLUICE_REDIS_TLS_CA",
+                           .key = "redis_tls_ca",
+                           .kind = CLI_SETTING_FILENAME,
+                           .arg = "FILE",
+                           .help = "rediss://: trust the CAs of this PEM file "
+                                   "(the URL's tls_ca_file)",
+                           .default_text = "the system's CAs"},
+    [CONN_REDIS_TLS_CA_DIR] = {.option = "redis-tls-ca-dir",
+                               .env = "SLUICE_REDIS_TLS_CA_DIR",
+                               .key = "redis_tls_ca_dir",
+                               .kind = CLI_SETTING_FILENAME,
+                               .arg = "DIR",
+                               .help = "rediss://: trust the CAs of this "
+                                       "hashed directory (tls_ca_dir)"},
+    [CONN_REDIS_TLS_CERT] = {.option = "redis-tls-cert",
+                             .env = "SLUICE_REDIS_TLS_CERT",
+                             .key = "redis_tls_cert",
+                             .kind = CLI_SETTING_FILENAME,
+                             .arg = "FILE",
+                             .help = "rediss://: present this client "
+                                     "certificate, PEM (tls_cert)"},
+    [CONN_REDIS_TLS_KEY] = {.option = "redis-tls-key",
+                            .env = "SLUICE_REDIS_TLS_KEY",
+                            .key = "redis_tls_key",
+                            .kind = CLI_SETTING_FILENAME,
+                            .arg = "FILE",
+                            .help = "rediss://: the private key of "
+                                    "--redis-tls-cert, PEM (tls_key)"},
+    [CONN_REDIS_TLS_SERVER_NAME] = {.option = "redis-tls-server-name",
+                                    .env = "SLUICE_REDIS_TLS_SERVER_NAME",
+                                    .key = "redis_tls_server_name",
+                                    .kind = CLI_SETTING_TEXT,
+                                    .arg = "NAME",
+                                    .help = "rediss://: the name the server's "
+                                            "certificate must hold "
+                                            "(tls_server_name)",
+                                    .default_text = "the URL's host"},
+    [CONN_REDIS_TLS_MIN_VERSION] = {.option = "redis-tls-min-version",
+                                    .env = "SLUICE_REDIS_TLS_MIN_VERSION",
+                                    .key = "redis_tls_min_version",
+                                    .kind = CLI_SETTING_TEXT,
+                                    .arg = "1.2|1.3",
+                                    .help = "rediss://: the oldest TLS "
+                                            "version accepted "
+                                            "(tls_min_version)",
+                                    .default_text = "1.2"},
+    [CONN_REDIS_TLS_INSECURE] = {.option = "redis-tls-insecure",
+                                 .env = "SLUICE_REDIS_TLS_INSECURE",
+                                 .key = "redis_tls_insecure",
+                                 .kind = CLI_SETTING_FLAG,
+                                 .help = "rediss://: do not verify the "
+                                         "server's certificate, for tests "
+                                         "only (tls_insecure=1)"},
+};
+
+/* The URL parameter each TLS setting stands for. */
+static const gchar *const redis_tls_params[N_CONN] = {
+    [CONN_REDIS_TLS_CA] = "tls_ca_file",
+    [CONN_REDIS_TLS_CA_DIR] = "tls_ca_dir",
+    [CONN_REDIS_TLS_CERT] = "tls_cert",
+    [CONN_REDIS_TLS_KEY] = "tls_key",
+    [CONN_REDIS_TLS_SERVER_NAME] = "tls_server_name",
+    [CONN_REDIS_TLS_MIN_VERSION] = "tls_min_version",
+    [CONN_REDIS_TLS_INSECURE] = "tls_insecure",
 };
 
 GOptionEntry *
@@ -731,6 +806,107 @@ conn(const CliCommon *common, const CliSettings *settings, gsize i,
   return TRUE;
 }
 
+/* Is @url one of Redis's TLS forms? */
+static gboolean
+url_is_tls(const gchar *url)
+{
+  return g_ascii_strncasecmp(url, "rediss://", 9) == 0 ||
+         g_ascii_strncasecmp(url, "rediss+sentinel://", 18) == 0 ||
+         g_ascii_strncasecmp(url, "rediss+cluster://", 17) == 0;
+}
+
+/* The query of @url from its '?', or NULL: the first '?' after the user
+ * information, which ends at the last '@' (the broker's rule: a password
+ * may hold '?'). */
+static const gchar *
+url_query(const gchar *url)
+{
+  const gchar *rest = strstr(url, "://");
+  const gchar *at;
+
+  if (rest == NULL)
+    return NULL;
+  at = strrchr(rest + 3, '@');
+  return strchr(at != NULL ? at + 1 : rest + 3, '?');
+}
+
+/* Does the query of @url name the parameter @name? */
+static gboolean
+url_query_has(const gchar *url, const gchar *name)
+{
+  const gchar *query = url_query(url);
+  g_auto(GStrv) pieces = NULL;
+  gsize n = strlen(name);
+
+  if (query == NULL)
+    return FALSE;
+  pieces = g_strsplit(query + 1, "&", -1);
+  for (guint i = 0; pieces[i] != NULL; i++)
+    if (strncmp(pieces[i], name, n) == 0 &&
+        (pieces[i][n] == '=' || pieces[i][n] == '\0'))
+      return TRUE;
+  return FALSE;
+}
+
+/* The Redis TLS settings (--redis-tls-ca and the rest) put into the query
+ * of @settings' URL as the tls_* parameters they stand for: the broker's
+ * URL parser checks their values then, as it checks the URL's own, so
+ * there is one set of rules. They go with a rediss URL only. */
+static gboolean
+add_redis_tls(const CliCommon *common, CliSettings *settings,
+              const CliSettingValue *url, GError **error)
+{
+  g_autoptr(GString) with = NULL;
+
+  for (gsize i = CONN_REDIS_TLS_CA; i <= CONN_REDIS_TLS_INSECURE; i++) {
+    g_auto(CliSettingValue) v = {0};
+    g_autofree gchar *what = NULL;
+    g_autofree gchar *escaped = NULL;
+    const gchar *value;
+
+    if (!conn(common, settings, i, NULL, &v, error))
+      return FALSE;
+    if (!v.given)
+      continue;
+    what = cli_terminal_text(v.what, -1);
+    if (!url_is_tls(settings->url)) {
+      g_autofree gchar *from = cli_terminal_text(url->what, -1);
+      return cli_usage_error(
+          error,
+          "%s is a setting of TLS to Redis, and the URL (from %s) is not "
+          "one: write rediss://, rediss+sentinel:// or rediss+cluster://, "
+          "or leave %s out",
+          what, from, what);
+    }
+    if (connection[i].kind == CLI_SETTING_FLAG)
+      value = v.on ? "1" : "0";
+    else if (v.text[0] == '\0')
+      return cli_usage_error(error, "%s is empty: give %s or leave it out",
+                             what, connection[i].arg);
+    else
+      value = v.text;
+    if (url_query_has(settings->url, redis_tls_params[i])) {
+      g_autofree gchar *from = cli_terminal_text(url->what, -1);
+      return cli_usage_error(error,
+                             "%s and the URL's %s (from %s) say the same "
+                             "thing: give it in one place",
+                             what, redis_tls_params[i], from);
+    }
+    if (with == NULL)
+      with = g_string_new(settings->url);
+    /* '@' escaped too: the user information ends at the URL's last. */
+    escaped = g_uri_escape_string(value, "/:", FALSE);
+    g_string_append_printf(with, "%c%s=%s",
+                           url_query(with->str) != NULL ? '&' : '?',
+                           redis_tls_params[i], escaped);
+  }
+  if (with != NULL) {
+    g_free(settings->url);
+    settings->url = g_string_free(g_steal_pointer(&with), FALSE);
+  }
+  return TRUE;
+}
+
 gboolean
 cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
 {
@@ -834,6 +1010,10 @@ cli_settings_load(const CliCommon *common, CliSettings *out, GError **error)
     }
     g_free(out->url);
     out->url = with;
+  }
+  if (!add_redis_tls(common, out, &url, error)) {
+    cli_settings_clear(out);
+    return FALSE;
   }
   out->namespace_ = g_strdup(ns.text);
   if (g_strcmp0(mode.text, "fast") == 0) {

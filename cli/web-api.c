@@ -423,9 +423,11 @@ host_allowed(Web *web, SoupServerMessage *msg)
     return TRUE;
   web_security_headers(msg);
   cli_http_respond(msg, SOUP_STATUS_FORBIDDEN, "text/plain; charset=utf-8",
-                   g_strdup("this dashboard listens on loopback: open it as "
-                            "http://127.0.0.1:PORT/ or http://localhost:PORT/ "
-                            "(Host header)\n"));
+                   g_strdup_printf("this dashboard listens on loopback: open "
+                                   "it as %s://127.0.0.1:PORT/ or "
+                                   "%s://localhost:PORT/ (Host header)\n",
+                                   web->https ? "https" : "http",
+                                   web->https ? "https" : "http"));
   return FALSE;
 }
 

@@ -33,7 +33,7 @@ web_token_equal(const gchar *a, const gchar *b)
  * (recent ones); a client that sends neither is not a browser, and
  * needs the token all the same. */
 static gboolean
-same_origin(SoupServerMessage *msg)
+same_origin(const Web *web, SoupServerMessage *msg)
 {
   SoupMessageHeaders *h = soup_server_message_get_request_headers(msg);
   const gchar *origin = soup_message_headers_get_one(h, "Origin");
@@ -44,7 +44,9 @@ same_origin(SoupServerMessage *msg)
     return FALSE;
   if (origin != NULL) {
     g_autofree gchar *own =
-        host != NULL ? g_strconcat("http://", host, NULL) : NULL;
+        host != NULL
+            ? g_strconcat(web->https ? "https://" : "http://", host, NULL)
+            : NULL;
     return own != NULL && g_ascii_strcasecmp(origin, own) == 0;
   }
   return TRUE;
@@ -68,7 +70,7 @@ web_may_write(Web *web, SoupServerMessage *msg)
                         "--token-file FILE to enable them");
     return FALSE;
   }
-  if (!same_origin(msg)) {
+  if (!same_origin(web, msg)) {
     web_respond_message(msg, SOUP_STATUS_FORBIDDEN,
                         "refused: a write must come from the dashboard's own "
                         "page (cross-origin request)");

@@ -60,6 +60,7 @@ void web_rates_to_json(const WebRates *rates, CliJson *json);
  * @loopback: it listens on a loopback address only, so it answers only
  *   requests addressed to one (the Host header), not a name that a site
  *   made resolve to 127.0.0.1 (DNS rebinding)
+ * @https: it serves HTTPS (--tls-cert), so its pages' origin is https://
  */
 typedef struct {
   SluiceClient *client;
@@ -71,6 +72,7 @@ typedef struct {
   gint64 started_at_ms;
   gint64 sample_interval_ms;
   gboolean loopback;
+  gboolean https;
 } Web;
 
 /**

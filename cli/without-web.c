@@ -50,9 +50,30 @@ parse_listen(const CliSetting *row, const CliSettingValue *v, gpointer base,
 
 const CliSettingType cli_setting_listen = {parse_listen, NULL};
 
+/* The TLS files are the HTTP parts' only: refused the same way. */
+const CliSettingType cli_setting_sourced_path = {parse_listen, NULL};
+
+gboolean
+cli_http_tls_load(CliHttpTls *tls, GError **error)
+{
+  /* cli_setting_sourced_path refused every file: there is none to read. */
+  return TRUE;
+}
+
+gboolean
+cli_http_tls_enabled(const CliHttpTls *tls)
+{
+  return FALSE;
+}
+
+void
+cli_http_tls_clear(CliHttpTls *tls)
+{
+}
+
 CliMetricsServer *
 cli_metrics_server_start(SluiceWorker *worker, GSocketAddress *address,
-                         GError **error)
+                         const CliHttpTls *tls, GError **error)
 {
   /* parse_listen() refused every address, so no caller gets here. */
   not_built(error, "--metrics-listen");

@@ -469,9 +469,9 @@ static gsize
 associated_data(SluiceSealDomain domain, const gchar *id, const gchar *task,
                 const gchar *queue, guint8 out[AD_MAX])
 {
-  const gchar *parts[4] = {
-      domain == SLUICE_SEAL_ARGS ? "sluice-args" : "sluice-result", id, task,
-      queue};
+  const gchar *parts[4] = {domain == SLUICE_SEAL_ARGS ? "sluice-args"
+                                                      : "sluice-result",
+                           id, task, queue};
   gsize len = 0;
 
   for (guint i = 0; i < G_N_ELEMENTS(parts); i++) {

@@ -104,6 +104,14 @@ cli_environ(const gchar *url, const gchar *mode, const gchar *ns)
   env = g_environ_unsetenv(env, "SLUICE_MODE");
   env = g_environ_unsetenv(env, "SLUICE_NAMESPACE");
   env = g_environ_unsetenv(env, "SLUICE_CONFIG");
+  for (const gchar *const *tls =
+           (const gchar *const[]){
+               "SLUICE_REDIS_TLS_CA", "SLUICE_REDIS_TLS_CA_DIR",
+               "SLUICE_REDIS_TLS_CERT", "SLUICE_REDIS_TLS_KEY",
+               "SLUICE_REDIS_TLS_SERVER_NAME", "SLUICE_REDIS_TLS_MIN_VERSION",
+               "SLUICE_REDIS_TLS_INSECURE", NULL};
+       *tls != NULL; tls++)
+    env = g_environ_unsetenv(env, *tls);
   env = g_environ_unsetenv(env, "STATE_DIRECTORY");
   env = g_environ_unsetenv(env, "G_MESSAGES_DEBUG");
   env = g_environ_setenv(env, "LC_ALL", "C.UTF-8", TRUE);
@@ -723,11 +731,11 @@ START_TEST(test_keyring_seals_from_enqueue_to_result)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i);
   g_autofree gchar *ring = g_build_filename(ctx->dir, "ring", NULL);
-  g_autoptr(Run) made = cli(ctx, "keys", "new", "--keyring", ring, "--id",
-                            "first", NULL);
+  g_autoptr(Run) made =
+      cli(ctx, "keys", "new", "--keyring", ring, "--id", "first", NULL);
   g_autoptr(Run) again = cli(ctx, "keys", "new", "--keyring", ring, NULL);
-  g_autoptr(Run) rotated = cli(ctx, "keys", "rotate", "--keyring", ring,
-                               "--id", "second", NULL);
+  g_autoptr(Run) rotated =
+      cli(ctx, "keys", "rotate", "--keyring", ring, "--id", "second", NULL);
   g_autoptr(Worker) w = NULL;
   g_autofree gchar *id = NULL;
   g_autoptr(Run) opened = NULL;
@@ -758,10 +766,9 @@ START_TEST(test_keyring_seals_from_enqueue_to_result)
   record = parse_json(opened->out);
   o = object_of(record);
   ck_assert_str_eq(member_string(o, "state"), "succeeded");
-  ck_assert_str_eq(
-      json_object_get_string_member(json_object_get_object_member(o, "result"),
-                                    "card"),
-      "4111-seal-me");
+  ck_assert_str_eq(json_object_get_string_member(
+                       json_object_get_object_member(o, "result"), "card"),
+                   "4111-seal-me");
   ck_assert(member_is_null(o, "sealed_with"));
 
   /* Without the keyring the record shows, its result does not. */
@@ -3487,6 +3494,170 @@ START_TEST(test_run_args_depth)
 }
 END_TEST
 
+/* A CA, a server certificate it signed for 127.0.0.1 and localhost
+ * (server.crt, server.key) and a client certificate (client.crt,
+ * client.key), in @dir, made by the openssl command. */
+static void
+make_redis_pki(const gchar *dir)
+{
+  static const gchar script[] =
+      "set -e\n"
+      "key() { openssl genpkey -algorithm EC -pkeyopt "
+      "ec_paramgen_curve:P-256 -out $1.key 2>/dev/null; chmod 600 $1.key; }\n"
+      "key ca\n"
+      "openssl req -x509 -new -key ca.key -out ca.crt -days 2 -subj "
+      "/CN=sluice-cli-ca -addext basicConstraints=critical,CA:TRUE "
+      "-addext keyUsage=critical,keyCertSign,cRLSign\n"
+      "sign() { key $1; openssl req -new -key $1.key -out $1.csr -subj "
+      "/CN=$1; printf \"$2\" > $1.ext; openssl x509 -req -in $1.csr -CA "
+      "ca.crt -CAkey ca.key -set_serial $3 -days 2 -extfile $1.ext -out "
+      "$1.crt 2>/dev/null; }\n"
+      "sign server 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n"
+      "extendedKeyUsage=serverAuth\\n' 0x51\n"
+      "sign client 'extendedKeyUsage=clientAuth\\n' 0x52\n";
+  const gchar *argv[] = {"/bin/sh", "-c", script, NULL};
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *err = NULL;
+  gint status = 0;
+
+  ck_assert_msg(g_spawn_sync(dir, (gchar **)argv, NULL, G_SPAWN_SEARCH_PATH,
+                             NULL, NULL, NULL, &err, &status, &error),
+                "%s", error != NULL ? error->message : "");
+  ck_assert_msg(g_spawn_check_wait_status(status, NULL), "openssl: %s", err);
+}
+
+/* TLS to Redis from --redis-tls-*, SLUICE_REDIS_TLS_* or redis_tls_* in
+ * [connection], against a redis-server that asks for a client
+ * certificate: each connects, and what each leaves out (the client
+ * certificate) or gets wrong (the server's name) fails. Given with a
+ * plain URL, twice, empty, or with a value the URL's parameter refuses,
+ * it is one line naming the setting. */
+START_TEST(test_redis_tls_settings)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0);
+  const gchar *d = ctx->dir;
+  g_autofree gchar *ca = g_build_filename(d, "ca.crt", NULL);
+  /* A path is a value of the URL's query: escaped there, whatever it holds. */
+  g_autofree gchar *odd_ca = g_build_filename(d, "c a&b@c%25d+=?#.crt", NULL);
+  g_autofree gchar *server_crt = g_build_filename(d, "server.crt", NULL);
+  g_autofree gchar *server_key = g_build_filename(d, "server.key", NULL);
+  g_autofree gchar *cert = g_build_filename(d, "client.crt", NULL);
+  g_autofree gchar *key = g_build_filename(d, "client.key", NULL);
+  g_autofree gchar *config = g_build_filename(d, "tls.conf", NULL);
+  g_autofree gchar *empty_config = g_build_filename(d, "empty.conf", NULL);
+  g_autofree gchar *url = NULL;
+  g_autofree gchar *url_with_ca = NULL;
+  g_autofree gchar *text = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestRedis) server = NULL;
+  g_auto(GStrv) env = NULL;
+  g_auto(GStrv) env_tls = NULL;
+  g_auto(GStrv) env_none = cli_environ(NULL, "fast", "tls");
+  g_auto(GStrv) env_plain = NULL;
+
+  make_redis_pki(d);
+  ck_assert(g_file_get_contents(ca, &text, NULL, NULL));
+  ck_assert(g_file_set_contents(odd_ca, text, -1, NULL));
+  g_clear_pointer(&text, g_free);
+  {
+    SluiceTestRedisOptions options = {.tls_cert_file = server_crt,
+                                      .tls_key_file = server_key,
+                                      .tls_ca_cert_file = ca,
+                                      .tls_auth_clients = "yes"};
+    server = sluice_test_redis_start(&options, &error);
+  }
+  ck_assert_msg(server != NULL, "%s", error != NULL ? error->message : "");
+  url = g_strdup_printf("rediss://127.0.0.1:%u/0",
+                        sluice_test_redis_port(server));
+  url_with_ca = g_strdup_printf("%s?tls_ca_file=%s", url, ca);
+  env = cli_environ(url, "fast", "tls");
+  env_tls = g_environ_setenv(g_strdupv(env), "SLUICE_REDIS_TLS_CA", ca, TRUE);
+  env_tls = g_environ_setenv(env_tls, "SLUICE_REDIS_TLS_CERT", cert, TRUE);
+  env_tls = g_environ_setenv(env_tls, "SLUICE_REDIS_TLS_KEY", key, TRUE);
+  env_plain = cli_environ("redis://127.0.0.1:6379/0", "fast", "tls");
+  env_plain =
+      g_environ_setenv(env_plain, "SLUICE_REDIS_TLS_INSECURE", "1", TRUE);
+  text = g_strdup_printf("[connection]\nurl=%s\nredis_tls_ca=%s\n"
+                         "redis_tls_cert=%s\nredis_tls_key=%s\n",
+                         url, ca, cert, key);
+  ck_assert(g_file_set_contents(config, text, -1, NULL));
+  g_free(text);
+  text = g_strdup_printf("[connection]\nurl=%s\nredis_tls_ca=\n", url);
+  ck_assert(g_file_set_contents(empty_config, text, -1, NULL));
+
+  {
+    g_autoptr(Run) flags = cli_env(env, NULL, "stats", "--redis-tls-ca", odd_ca,
+                                   "--redis-tls-cert", cert, "--redis-tls-key",
+                                   key, "--redis-tls-server-name", "localhost",
+                                   "--redis-tls-min-version", "1.3", NULL);
+    g_autoptr(Run) from_env = cli_env(env_tls, NULL, "stats", NULL);
+    g_autoptr(Run) from_config =
+        cli_env(env_none, NULL, "stats", "--config", config, NULL);
+    /* Not verified: the system's CAs do not know this one. */
+    g_autoptr(Run) insecure =
+        cli_env(env, NULL, "stats", "--redis-tls-insecure", "--redis-tls-cert",
+                cert, "--redis-tls-key", key, NULL);
+    /* The URL's own parameters and the flags, each said once. */
+    g_autoptr(Run) mixed =
+        cli_env(env, NULL, "stats", "--url", url_with_ca, "--redis-tls-cert",
+                cert, "--redis-tls-key", key, NULL);
+
+    assert_status(flags, 0);
+    assert_status(from_env, 0);
+    assert_status(from_config, 0);
+    assert_status(insecure, 0);
+    assert_status(mixed, 0);
+  }
+  {
+    g_autoptr(Run) no_client_cert =
+        cli_env(env, NULL, "stats", "--redis-tls-ca", ca, NULL);
+    g_autoptr(Run) no_ca = cli_env(env, NULL, "stats", "--redis-tls-cert", cert,
+                                   "--redis-tls-key", key, NULL);
+    g_autoptr(Run) wrong_name = cli_env(
+        env_tls, NULL, "stats", "--redis-tls-server-name", "other.test", NULL);
+
+    assert_status(no_client_cert, 1);
+    assert_one_line_error(no_client_cert, NULL);
+    assert_status(no_ca, 1);
+    assert_one_line_error(no_ca, NULL);
+    assert_status(wrong_name, 1);
+    assert_one_line_error(wrong_name, NULL);
+  }
+  {
+    g_autoptr(Run) plain_url =
+        cli_env(env, NULL, "stats", "--url", "redis://127.0.0.1:6379/0",
+                "--redis-tls-ca", ca, NULL);
+    g_autoptr(Run) plain_env = cli_env(env_plain, NULL, "stats", NULL);
+    g_autoptr(Run) default_url =
+        cli_env(env_none, NULL, "stats", "--redis-tls-cert", cert, NULL);
+    g_autoptr(Run) twice = cli_env(env, NULL, "stats", "--url", url_with_ca,
+                                   "--redis-tls-ca", ca, NULL);
+    g_autoptr(Run) empty =
+        cli_env(env_none, NULL, "stats", "--config", empty_config, NULL);
+    g_autoptr(Run) version =
+        cli_env(env_tls, NULL, "stats", "--redis-tls-min-version", "1.1", NULL);
+    g_autoptr(Run) name =
+        cli_env(env_tls, NULL, "stats", "--redis-tls-server-name", "a b", NULL);
+
+    assert_status(plain_url, 2);
+    assert_one_line_error(plain_url, "--redis-tls-ca is a setting of TLS");
+    assert_one_line_error(plain_url, "rediss://");
+    assert_status(plain_env, 2);
+    assert_one_line_error(plain_env, "SLUICE_REDIS_TLS_INSECURE");
+    assert_status(default_url, 2);
+    assert_one_line_error(default_url, "from the default");
+    assert_status(twice, 2);
+    assert_one_line_error(twice, "one place");
+    assert_status(empty, 2);
+    assert_one_line_error(empty, "redis_tls_ca is empty");
+    assert_status(version, 2);
+    assert_one_line_error(version, "1.3");
+    assert_status(name, 2);
+    assert_one_line_error(name, "host name");
+  }
+}
+END_TEST
+
 #define NASTY_PASSWORD "p@ss/w?rd:x#y%z"
 
 /* A password off the command line: from a file named by --password-file,
@@ -4144,10 +4315,22 @@ man_plain(const gchar *text)
 static GHashTable *
 worker_help_options(gchar **env)
 {
-  static const gchar *const connection[] = {"url",           "mode",
-                                            "namespace",     "config",
-                                            "password-file", "min-replicas-ack",
-                                            "help",          NULL};
+  static const gchar *const connection[] = {"url",
+                                            "mode",
+                                            "namespace",
+                                            "config",
+                                            "password-file",
+                                            "min-replicas-ack",
+                                            "keyring",
+                                            "redis-tls-ca",
+                                            "redis-tls-ca-dir",
+                                            "redis-tls-cert",
+                                            "redis-tls-key",
+                                            "redis-tls-server-name",
+                                            "redis-tls-min-version",
+                                            "redis-tls-insecure",
+                                            "help",
+                                            NULL};
   g_autoptr(Run) help = cli_env(env, NULL, "worker", "--help", NULL);
   g_autoptr(GRegex) line = g_regex_new(
       "^\\s+(?:-\\w, )?--([a-z-]+)(?:=\\S+)?\\s+(.*?)(?: \\(default "
@@ -4528,6 +4711,7 @@ cli_suite(gboolean reliable)
   tcase_add_test(misc, test_module_found_by_name);
   tcase_add_test(misc, test_run_args_depth);
   tcase_add_test(misc, test_password_file);
+  tcase_add_test(misc, test_redis_tls_settings);
   tcase_add_test(misc, test_secret_file_permissions);
   tcase_add_test(misc, test_config_file_bad_values);
   tcase_add_test(misc, test_sqlite_read_only_for_this_user);

@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -1046,7 +1047,7 @@ ctx_new(int mode_index, SluiceTestRedis *server)
 typedef struct {
   GSubprocess *proc;
   gchar *log;
-  gchar *http; /* "http://127.0.0.1:PORT", from its log */
+  gchar *http; /* "http://127.0.0.1:PORT" (or https), from its log */
 } Proc;
 
 static gchar *
@@ -1098,12 +1099,13 @@ proc_start(Ctx *ctx, const gchar *ready, const gchar *const *argv)
   for (;;) {
     g_autofree gchar *log = proc_log(p);
     const gchar *at = strstr(log, ready);
-    const gchar *http = at != NULL ? strstr(at, "http://") : NULL;
+    const gchar *http = at != NULL ? strstr(at, "http") : NULL;
+    const gchar *host = http != NULL ? strstr(http, "://") : NULL;
 
-    if (http != NULL &&
+    if (host != NULL &&
         (strcmp(argv[0], "worker") != 0 || strstr(log, " ready: ") != NULL)) {
-      /* "http://HOST:PORT" ends at the path's slash. */
-      p->http = g_strndup(http, (gsize)(strchr(http + 7, '/') - http));
+      /* "http://HOST:PORT" (or https) ends at the path's slash. */
+      p->http = g_strndup(http, (gsize)(strchr(host + 3, '/') - http));
       return p;
     }
     ck_assert_msg(g_subprocess_get_identifier(p->proc) != NULL,
@@ -1485,6 +1487,380 @@ exporter_start(Ctx *ctx, const gchar *interval)
   return proc_start(ctx, "serving on ", argv);
 }
 
+/* ---- HTTPS: --tls-cert, --metrics-tls-cert, client certificates --------- */
+
+/* Runs @argv (a tool on PATH) in @dir; its exit status (-1: killed), its
+ * output in @out (nullable) and its errors in @err (nullable). */
+static int
+tool(const gchar *dir, const gchar *const *argv, gchar **out, gchar **err)
+{
+  g_autoptr(GError) error = NULL;
+  gchar *o = NULL, *e = NULL;
+  gint wait_status = 0;
+
+  ck_assert_msg(g_spawn_sync(dir, (gchar **)argv, NULL, G_SPAWN_SEARCH_PATH,
+                             NULL, NULL, &o, &e, &wait_status, &error),
+                "%s: %s", argv[0], error != NULL ? error->message : "");
+  if (out != NULL)
+    *out = o;
+  else
+    g_free(o);
+  if (err != NULL)
+    *err = e;
+  else
+    g_free(e);
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+}
+
+static void
+openssl(const gchar *dir, const gchar *const *argv)
+{
+  g_autofree gchar *err = NULL;
+
+  ck_assert_msg(tool(dir, argv, NULL, &err) == 0, "%s %s: %s", argv[0], argv[1],
+                err);
+}
+
+/* A key and a certificate NAME.key, NAME.pem in @dir, signed by ca (NULL:
+ * by itself, as a CA), with the extensions of @ext. */
+static void
+make_certificate(const gchar *dir, const gchar *name, const gchar *ca,
+                 const gchar *ext)
+{
+  g_autofree gchar *key = g_strdup_printf("%s.key", name);
+  g_autofree gchar *pem = g_strdup_printf("%s.pem", name);
+  g_autofree gchar *csr = g_strdup_printf("%s.csr", name);
+  g_autofree gchar *ext_file = g_strdup_printf("%s/%s.ext", dir, name);
+  g_autofree gchar *subject = g_strdup_printf("/CN=sluice-test-%s", name);
+  g_autofree gchar *key_path = g_build_filename(dir, key, NULL);
+  g_autofree gchar *ca_pem = g_strdup_printf("%s.pem", ca != NULL ? ca : "");
+  g_autofree gchar *ca_key = g_strdup_printf("%s.key", ca != NULL ? ca : "");
+  const gchar *req[] = {"openssl", "req",      "-newkey",
+                        "ec",      "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes",  "-keyout",  key,
+                        "-subj",   subject,    "-out",
+                        csr,       NULL};
+  const gchar *self[] = {"openssl", "x509", "-req",  "-in", csr,
+                         "-key",    key,    "-days", "2",   "-extfile",
+                         ext_file,  "-out", pem,     NULL};
+  const gchar *sign[] = {
+      "openssl", "x509",     "-req",   "-in",         csr,      "-CA",
+      ca_pem,    "-CAkey",   ca_key,   "-set_serial", "0x7e57", "-days",
+      "2",       "-extfile", ext_file, "-out",        pem,      NULL};
+
+  ck_assert(g_file_set_contents(ext_file, ext, -1, NULL));
+  openssl(dir, req);
+  openssl(dir, ca != NULL ? sign : self);
+  ck_assert_int_eq(g_chmod(key_path, 0600), 0);
+}
+
+#define CA_EXT                                                                 \
+  "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n"
+#define SERVER_EXT                                                             \
+  "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"   \
+  "basicConstraints=CA:FALSE\n"
+#define CLIENT_EXT "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n"
+
+/* In @dir: a CA (ca), a server certificate it signed for 127.0.0.1 and
+ * localhost (server), a client certificate it signed (client), and one
+ * another CA signed (stranger). */
+static void
+make_pki(const gchar *dir)
+{
+  make_certificate(dir, "ca", NULL, CA_EXT);
+  make_certificate(dir, "server", "ca", SERVER_EXT);
+  make_certificate(dir, "client", "ca", CLIENT_EXT);
+  make_certificate(dir, "other-ca", NULL, CA_EXT);
+  make_certificate(dir, "stranger", "other-ca", CLIENT_EXT);
+}
+
+/* `curl` of @url with the options given (NULL-terminated): its exit status
+ * (0: served, with --fail an HTTP status below 400); the body in @body. */
+static int curl(const gchar *dir, gchar **body, const gchar *url,
+                ...) G_GNUC_NULL_TERMINATED;
+static int
+curl(const gchar *dir, gchar **body, const gchar *url, ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new();
+  va_list ap;
+
+  for (const gchar *const *a =
+           (const gchar *const[]){"curl", "--silent", "--show-error", "--fail",
+                                  "--noproxy", "*", "--max-time", "60", NULL};
+       *a != NULL; a++)
+    g_ptr_array_add(argv, (gpointer)*a);
+  va_start(ap, url);
+  for (const gchar *a = va_arg(ap, const gchar *); a != NULL;
+       a = va_arg(ap, const gchar *))
+    g_ptr_array_add(argv, (gpointer)a);
+  va_end(ap);
+  g_ptr_array_add(argv, (gpointer)url);
+  g_ptr_array_add(argv, NULL);
+  return tool(dir, (const gchar *const *)argv->pdata, body, NULL);
+}
+
+/* GET @url with libsoup's client, trusting the CA of @dir only, with the
+ * client certificate NAME.pem/NAME.key of @dir (NULL: none): the status,
+ * or 0 and the error in @why when no answer came. */
+static guint
+soup_get(const gchar *dir, const gchar *url, const gchar *client, gchar **why)
+{
+  g_autofree gchar *ca = g_build_filename(dir, "ca.pem", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GTlsDatabase) db = g_tls_file_database_new(ca, &error);
+  g_autoptr(SoupSession) session = NULL;
+  g_autoptr(SoupMessage) msg = soup_message_new("GET", url);
+  g_autoptr(GBytes) body = NULL;
+
+  ck_assert_msg(db != NULL, "%s", error != NULL ? error->message : "");
+  session = soup_session_new_with_options("tls-database", db, NULL);
+  if (client != NULL) {
+    g_autofree gchar *pem = g_strdup_printf("%s/%s.pem", dir, client);
+    g_autofree gchar *key = g_strdup_printf("%s/%s.key", dir, client);
+    g_autoptr(GTlsCertificate) cert =
+        g_tls_certificate_new_from_files(pem, key, &error);
+
+    ck_assert_msg(cert != NULL, "%s", error != NULL ? error->message : "");
+    soup_message_set_tls_client_certificate(msg, cert);
+  }
+  body = soup_session_send_and_read(session, msg, NULL, &error);
+  if (body == NULL) {
+    *why = g_strdup(error->message);
+    return 0;
+  }
+  *why = NULL;
+  return soup_message_get_status(msg);
+}
+
+static guint
+count_of(const gchar *text, const gchar *needle)
+{
+  guint n = 0;
+
+  for (const gchar *p = strstr(text, needle); p != NULL;
+       p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+/* The processes that serve HTTPS run GnuTLS, which GIO loads with
+ * glib-networking's module (dlopen), so its thread-local variables are
+ * dynamic TLS. Under AddressSanitizer, the runtime GCC 12 ships (up to GCC
+ * 13 and LLVM 16) records a dynamic TLS block through a heuristic for the
+ * glibc 2.19 layout: a block at 16 bytes past a page boundary is taken to
+ * have a header, whose two words it reads as the block's start and size.
+ * glibc has had no such header since 2.25; LeakSanitizer then scans a
+ * range that is no memory and its tracer dies at exit ("Tracer caught
+ * signal 11" after "DTLS ... at 0x3000001b2-0x13000012b4" with
+ * LSAN_OPTIONS=verbosity=1:log_threads=1; google/sanitizers#1322). So
+ * those processes, and only they, are run with intercept_tls_get_addr=0:
+ * leaks are still checked, from every root but the dynamic TLS of modules
+ * loaded with dlopen (the libraries a program starts with, libsluice
+ * among them, have static TLS, which is scanned). Outside ASan the option
+ * is read by nobody. */
+static void
+env_for_https(Ctx *ctx)
+{
+  const gchar *asan = g_environ_getenv(ctx->env, "ASAN_OPTIONS");
+  g_autofree gchar *with =
+      asan != NULL && asan[0] != '\0'
+          ? g_strconcat(asan, ":intercept_tls_get_addr=0", NULL)
+          : g_strdup("intercept_tls_get_addr=0");
+
+  ctx->env = g_environ_setenv(ctx->env, "ASAN_OPTIONS", with, TRUE);
+}
+
+/* The dashboard, the exporter and a worker's metrics endpoint over HTTPS
+ * with a test CA, scraped by curl and by libsoup's client: the certificate
+ * is checked (no --cacert: refused), the client certificate the metrics
+ * endpoints ask for is required (none, or one of another CA: refused in
+ * the handshake), and only a listener off loopback without TLS warns. */
+START_TEST(test_https_endpoints)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0, NULL);
+  const gchar *d = ctx->dir;
+  g_autofree gchar *ca = g_build_filename(d, "ca.pem", NULL);
+  g_autofree gchar *cert = g_build_filename(d, "server.pem", NULL);
+  g_autofree gchar *key = g_build_filename(d, "server.key", NULL);
+  g_autofree gchar *conf = g_build_filename(d, "exporter.conf", NULL);
+  g_autofree gchar *conf_text = NULL;
+  g_autoptr(Proc) web = NULL;
+  g_autoptr(Proc) x = NULL;
+  g_autoptr(Proc) w = NULL;
+  g_autoptr(Proc) open = NULL;
+  g_autofree gchar *url = NULL;
+  g_autofree gchar *why = NULL;
+  g_autofree gchar *log = NULL;
+
+  env_for_https(ctx);
+  make_pki(d);
+
+  /* The dashboard: the server's certificate only. */
+  {
+    const gchar *argv[] = {"web", "--listen",  "127.0.0.1:0", "--tls-cert",
+                           cert,  "--tls-key", key,           NULL};
+    g_autofree gchar *page = NULL;
+    g_autofree gchar *api = NULL;
+
+    web = proc_start(ctx, "serving on ", argv);
+    ck_assert_msg(g_str_has_prefix(web->http, "https://127.0.0.1:"), "%s",
+                  web->http);
+    url = g_strconcat(web->http, "/", NULL);
+    ck_assert_int_eq(curl(d, &page, url, "--cacert", ca, NULL), 0);
+    ck_assert_msg(strstr(page, "<html") != NULL, "%s", page);
+    /* Not a CA the system trusts. */
+    ck_assert_int_ne(curl(d, NULL, url, NULL), 0);
+    ck_assert_msg(soup_get(d, url, NULL, &why) == 200, "%s", why);
+    g_clear_pointer(&url, g_free);
+    g_clear_pointer(&why, g_free);
+    url = g_strconcat(web->http, "/api/overview", NULL);
+    ck_assert_int_eq(curl(d, &api, url, "--cacert", ca, NULL), 0);
+    ck_assert_msg(strstr(api, "\"queues\"") != NULL, "%s", api);
+    g_clear_pointer(&url, g_free);
+  }
+
+  /* The exporter, from the keys of its group, asking for client
+   * certificates. */
+  conf_text = g_strdup_printf("[exporter]\nlisten=127.0.0.1:0\ntls-cert=%s\n"
+                              "tls-key=%s\ntls-client-ca=%s\n",
+                              cert, key, ca);
+  ck_assert(g_file_set_contents(conf, conf_text, -1, NULL));
+  {
+    const gchar *argv[] = {"exporter", "--config", conf, NULL};
+    g_autofree gchar *text = NULL;
+
+    x = proc_start(ctx, "serving on ", argv);
+    ck_assert_msg(g_str_has_prefix(x->http, "https://127.0.0.1:"), "%s",
+                  x->http);
+    url = g_strconcat(x->http, "/metrics", NULL);
+    ck_assert_int_ne(curl(d, NULL, url, "--cacert", ca, NULL), 0);
+    ck_assert_int_ne(curl(d, NULL, url, "--cacert", ca, "--cert",
+                          "stranger.pem", "--key", "stranger.key", NULL),
+                     0);
+    ck_assert_int_eq(curl(d, &text, url, "--cacert", ca, "--cert", "client.pem",
+                          "--key", "client.key", NULL),
+                     0);
+    g_autoptr(Exposition) e = scrape_text(text);
+    ck_assert(value_of(e, "sluice_exporter_broker_up", "") == 1);
+    ck_assert_msg(soup_get(d, url, "client", &why) == 200, "%s", why);
+    g_clear_pointer(&why, g_free);
+    ck_assert_uint_eq(soup_get(d, url, NULL, &why), 0);
+    g_clear_pointer(&why, g_free);
+    g_clear_pointer(&url, g_free);
+  }
+
+  /* A worker's endpoint, from its options. */
+  w = worker_start(ctx, "--metrics-tls-cert", cert, "--metrics-tls-key", key,
+                   "--metrics-tls-client-ca", ca, NULL);
+  ck_assert_msg(g_str_has_prefix(w->http, "https://127.0.0.1:"), "%s", w->http);
+  {
+    g_autofree gchar *text = NULL;
+
+    url = g_strconcat(w->http, "/metrics", NULL);
+    ck_assert_int_ne(curl(d, NULL, url, "--cacert", ca, NULL), 0);
+    ck_assert_int_eq(curl(d, &text, url, "--cacert", ca, "--cert", "client.pem",
+                          "--key", "client.key", NULL),
+                     0);
+    exposition_free(scrape_text(text));
+    ck_assert_msg(soup_get(d, url, "client", &why) == 200, "%s", why);
+    g_clear_pointer(&why, g_free);
+    g_clear_pointer(&url, g_free);
+  }
+
+  /* Clear text to the network: one warning naming the flags. */
+  {
+    const gchar *argv[] = {"exporter", "--listen", "0.0.0.0:0", NULL};
+    open = proc_start(ctx, "serving on ", argv);
+    log = proc_log(open);
+    ck_assert_msg(count_of(log, "clear text") == 1 &&
+                      strstr(log, "--tls-cert FILE and --tls-key FILE") != NULL,
+                  "%s", log);
+    g_free(proc_stop(open));
+  }
+  g_free(log);
+  log = proc_stop(w);
+  ck_assert_msg(strstr(log, "clear text") == NULL, "%s", log);
+  g_free(log);
+  log = proc_stop(x);
+  ck_assert_msg(strstr(log, "clear text") == NULL, "%s", log);
+  g_free(log);
+  log = proc_stop(web);
+  ck_assert_msg(strstr(log, "clear text") == NULL, "%s", log);
+}
+END_TEST
+
+/* Each mistake is refused before anything starts, in one line that names
+ * the option and the fix. */
+START_TEST(test_https_setting_errors)
+{
+  g_autoptr(Ctx) ctx = ctx_new(0, NULL);
+  const gchar *d = ctx->dir;
+  g_autofree gchar *ca = g_build_filename(d, "ca.pem", NULL);
+  g_autofree gchar *cert = g_build_filename(d, "server.pem", NULL);
+  g_autofree gchar *key = g_build_filename(d, "server.key", NULL);
+  g_autofree gchar *open_key = g_build_filename(d, "open.key", NULL);
+  g_autofree gchar *key_text = NULL;
+  struct {
+    const gchar *argv[12];
+    const gchar *says;
+  } cases[] = {
+      {{"web", "--listen", "127.0.0.1:0", "--tls-cert", cert, NULL},
+       "--tls-cert without --tls-key"},
+      {{"web", "--listen", "127.0.0.1:0", "--tls-key", key, NULL},
+       "--tls-key without --tls-cert"},
+      {{"web", "--listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key",
+        open_key, NULL},
+       "can be read by other users"},
+      {{"exporter", "--listen", "127.0.0.1:0", "--tls-cert", cert, NULL},
+       "--tls-cert without --tls-key"},
+      {{"exporter", "--listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key",
+        open_key, NULL},
+       "chmod 600"},
+      {{"exporter", "--listen", "127.0.0.1:0", "--tls-client-ca", ca, NULL},
+       "give --tls-cert FILE and --tls-key FILE too"},
+      {{"exporter", "--listen", "127.0.0.1:0", "--tls-cert", key, "--tls-key",
+        key, NULL},
+       "cannot be used"},
+      {{"worker", "--module", DEMO_MODULE, "--metrics-listen", "127.0.0.1:0",
+        "--metrics-tls-key", key, NULL},
+       "--metrics-tls-key without --metrics-tls-cert"},
+      {{"worker", "--module", DEMO_MODULE, "--metrics-listen", "127.0.0.1:0",
+        "--metrics-tls-cert", cert, "--metrics-tls-key", open_key, NULL},
+       "can be read by other users"},
+      {{"worker", "--module", DEMO_MODULE, "--metrics-tls-cert", cert,
+        "--metrics-tls-key", key, NULL},
+       "needs --metrics-listen"},
+  };
+
+  make_pki(d);
+  ck_assert(g_file_get_contents(key, &key_text, NULL, NULL));
+  ck_assert(g_file_set_contents(open_key, key_text, -1, NULL));
+  ck_assert_int_eq(g_chmod(open_key, 0644), 0);
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_autoptr(Run) r = NULL;
+
+    g_ptr_array_add(argv, (gpointer)SLUICE_BIN);
+    for (guint j = 0; cases[i].argv[j] != NULL; j++)
+      g_ptr_array_add(argv, (gpointer)cases[i].argv[j]);
+    g_ptr_array_add(argv, NULL);
+    {
+      g_autoptr(GError) error = NULL;
+      gint wait_status = 0;
+
+      r = g_new0(Run, 1);
+      ck_assert(g_spawn_sync(NULL, (gchar **)argv->pdata, ctx->env, 0, NULL,
+                             NULL, &r->out, &r->err, &wait_status, &error));
+      r->status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+    }
+    assert_status(r, 2);
+    ck_assert_msg(strstr(r->err, cases[i].says) != NULL &&
+                      strchr(r->err, '\n') == r->err + strlen(r->err) - 1,
+                  "%s: %s", cases[i].argv[0], r->err);
+  }
+}
+END_TEST
+
 START_TEST(test_exporter_matches_stats)
 {
   g_autoptr(Ctx) ctx = ctx_new(_i, NULL);
@@ -1669,6 +2045,7 @@ main(void)
   TCase *render = tcase_create("render");
   TCase *collect = tcase_create("collect");
   TCase *http = tcase_create("http");
+  TCase *https = tcase_create("https");
   int n_modes = reliable_mode_available() ? 2 : 1;
   SRunner *runner;
   int failed;
@@ -1701,6 +2078,13 @@ main(void)
                       n_modes);
   tcase_add_loop_test(http, test_trace_context_in_the_worker_log, 0, n_modes);
   suite_add_tcase(s, http);
+
+  tcase_add_unchecked_fixture(https, sluice_test_redis_shared_setup,
+                              sluice_test_redis_shared_teardown);
+  tcase_set_timeout(https, 300);
+  tcase_add_test(https, test_https_endpoints);
+  tcase_add_test(https, test_https_setting_errors);
+  suite_add_tcase(s, https);
 
   runner = srunner_create(s);
   srunner_set_fork_status(runner, CK_FORK);

@@ -56,6 +56,7 @@
 #include <sluice/sluice.h>
 
 #include "brokers/redis/net/conn-private.h"
+#include "brokers/redis/net/tls-private.h"
 #include "brokers/redis/redis-broker.h"
 #include "tests/conformance/conformance.h"
 #include "tests/helpers/log-capture.h"
@@ -904,6 +905,22 @@ START_TEST(test_rediss_urls)
       ck_assert(copy.tls == url.tls); /* one context for every copy */
       sluice_redis_url__clear(&copy);
     }
+    sluice_redis_url__clear(&url);
+  }
+  /* A value's escapes are decoded once: %26 is no '&', %25 no escape. */
+  for (gsize i = 0; i < 3; i++) {
+    static const gchar *const forms[] = {
+        "rediss://h/0", "rediss+cluster://a:7000", "rediss+sentinel://s/m"};
+    g_autofree gchar *text =
+        g_strconcat(forms[i], "?tls_ca_file=/a%20b%26c%25d%40e.pem", NULL);
+    SluiceRedisUrl url;
+    SluiceRedisUrlParams params;
+    g_autoptr(GError) error = NULL;
+
+    ck_assert_msg(sluice_redis__parse_url(text, &url, &params, &error),
+                  "%s: %s", text, error->message);
+    ck_assert_str_eq(sluice_redis_tls__get_config(url.tls)->ca_file,
+                     "/a b&c%d@e.pem");
     sluice_redis_url__clear(&url);
   }
   for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {

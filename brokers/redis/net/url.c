@@ -731,9 +731,14 @@ parse_into(const gchar *text, SluiceRedisUrl *parsed, GError **error)
     goto userinfo;
   }
 
-  /* Only what follows the userinfo goes to GUri: it holds no password. */
+  /* Only what follows the userinfo goes to GUri: it holds no password.
+   * The query is kept as written, escapes and all, for parse_params()
+   * to split at '&' and then decode, as the Sentinel and Cluster forms'
+   * is: decoded here, a value's %26 would split it and its %25 be read
+   * as an escape again. */
   hostpart = g_strconcat(scheme, "://", parts.rest, NULL);
-  uri = g_uri_parse(hostpart, G_URI_FLAGS_NON_DNS, NULL);
+  uri = g_uri_parse(hostpart, G_URI_FLAGS_NON_DNS | G_URI_FLAGS_ENCODED_QUERY,
+                    NULL);
   if (uri == NULL)
     return url_invalid(error, shown,
                        "it is not a well-formed URL; percent-encode special "
