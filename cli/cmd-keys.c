@@ -25,9 +25,8 @@ keyring_path(const gchar *given, GError **error)
 }
 
 static int
-add_key(int argc, char **argv, gboolean create)
+add_key_parsed(CliCommon *common, int argc, char **argv, gboolean create)
 {
-  CliCommon common = {0};
   g_autoptr(GError) error = NULL;
   g_autofree gchar *given = NULL;
   g_autofree gchar *id = NULL;
@@ -41,7 +40,7 @@ add_key(int argc, char **argv, gboolean create)
       {NULL}};
 
   if (!cli_parse_options(
-          &common, 0, entries, "",
+          common, 0, entries, "",
           create ? "Make a keyring (mode 0600) holding one new random key, "
                    "its current key."
                  : "Add a new random key to the keyring and make it current: "
@@ -79,6 +78,17 @@ add_key(int argc, char **argv, gboolean create)
     printf("%s: key %s added, now current\n", shown, added);
   }
   return CLI_EXIT_OK;
+}
+
+/* The options' storage is the caller's to free, whatever happened. */
+static int
+add_key(int argc, char **argv, gboolean create)
+{
+  CliCommon common = {0};
+  int status = add_key_parsed(&common, argc, argv, create);
+
+  cli_common_clear(&common);
+  return status;
 }
 
 static int
