@@ -147,6 +147,9 @@ static const SlotDesc steering_slots[] = {
     IN(SluiceBrokerSteering, list_paused),
     IN(SluiceBrokerSteering, reschedule),
     IN(SluiceBrokerSteering, purge),
+    {"replace_payloads",
+     G_STRUCT_OFFSET(SluiceBrokerSteering, replace_payloads), 2, SLOT_REQUIRED,
+     0},
 };
 static const SlotDesc periodic_slots[] = {
     IN(SluiceBrokerPeriodic, claim_periodic),
@@ -182,7 +185,9 @@ static const SlotDesc unique_slots[] = {
 /* [0] is unused: version 0 is refused. A table that grows in a release
  * adds its new size here, at the index of its new version. */
 static const gsize class_sizes[] = {0, sizeof(SluiceBrokerClass)};
-static const gsize steering_sizes[] = {0, sizeof(SluiceBrokerSteering)};
+static const gsize steering_sizes[] = {
+    0, G_STRUCT_OFFSET(SluiceBrokerSteering, replace_payloads),
+    sizeof(SluiceBrokerSteering)};
 static const gsize periodic_sizes[] = {0, sizeof(SluiceBrokerPeriodic)};
 static const gsize joins_sizes[] = {0, sizeof(SluiceBrokerJoins)};
 static const gsize events_sizes[] = {0, sizeof(SluiceBrokerEvents)};
@@ -1174,6 +1179,36 @@ sluice_broker_remove_queued(SluiceBroker *broker, SluiceRemoval *items,
     for (guint i = 0; i < n_items; i++)
       items[i].removed = FALSE;
   return finish(broker, "remove_queued", ok, local, error);
+}
+
+gboolean
+sluice_broker_replace_payloads(SluiceBroker *broker, SluiceReplacement *items,
+                               guint n_items, GError **error)
+{
+  GError *local = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail(broker != NULL, FALSE);
+  g_return_val_if_fail(items != NULL || n_items == 0, FALSE);
+  for (guint i = 0; i < n_items; i++) {
+    g_return_val_if_fail(
+        items[i].payload != NULL && items[i].replacement != NULL, FALSE);
+    g_return_val_if_fail(items[i].place == SLUICE_WAITING_QUEUED
+                             ? items[i].queue != NULL
+                             : items[i].handle != NULL,
+                         FALSE);
+    items[i].replaced = FALSE;
+  }
+  if (K(broker)->steering == NULL ||
+      K(broker)->steering->replace_payloads == NULL)
+    return unsupported(broker, "rewrite a waiting message", error);
+  if (n_items == 0)
+    return TRUE;
+  ok = K(broker)->steering->replace_payloads(broker, items, n_items, &local);
+  if (!ok)
+    for (guint i = 0; i < n_items; i++)
+      items[i].replaced = FALSE;
+  return finish(broker, "replace_payloads", ok, local, error);
 }
 
 /* ---- Joins (version 4) --------------------------------------------------- */

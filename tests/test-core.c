@@ -629,6 +629,100 @@ START_TEST(supports_answers_for_caps_and_tables)
 }
 END_TEST
 
+static gboolean
+fake_list_queued(SluiceBroker *self, const gchar *queue, const gchar *cursor,
+                 guint limit, GPtrArray *out, gchar **out_cursor,
+                 GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_remove_queued(SluiceBroker *self, SluiceRemoval *items, guint n,
+                   GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_list_scheduled(SluiceBroker *self, const gchar *cursor, guint limit,
+                    GPtrArray *out, gchar **out_cursor, GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_set_paused(SluiceBroker *self, const gchar *queue, gboolean paused,
+                GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_reschedule(SluiceBroker *self, const gchar *id, gint64 due_at,
+                gboolean *out_found, GError **error)
+{
+  return TRUE;
+}
+
+static gboolean
+fake_purge(SluiceBroker *self, const gchar *queue, guint64 *out_removed,
+           GError **error)
+{
+  return TRUE;
+}
+
+/* A table grows at its end with its version: a broker built against
+ * version 1 of the steering table, whose struct ends before
+ * replace_payloads (whatever lies past it is not read), is accepted, and
+ * the later slot is unsupported; at version 2 the slot is required. */
+START_TEST(a_table_of_an_older_version_lacks_the_later_slots)
+{
+  /* The bytes past a version 1 table are garbage the core must not read. */
+  static struct {
+    SluiceBrokerSteering table;
+  } v1 = {{
+      .version = 1,
+      .list_queued = fake_list_queued,
+      .remove_queued = fake_remove_queued,
+      .list_scheduled = fake_list_scheduled,
+      .set_paused = fake_set_paused,
+      .list_paused = fake_list_paused,
+      .reschedule = fake_reschedule,
+      .purge = fake_purge,
+      .replace_payloads = (gpointer)0x1,
+  }};
+  SluiceBrokerClass klass = fake_class;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) broker = NULL;
+  g_autoptr(GBytes) bytes = g_bytes_new_static("x", 1);
+  SluiceReplacement r = {.place = SLUICE_WAITING_SCHEDULED,
+                         .handle = "a",
+                         .payload = bytes,
+                         .replacement = bytes,
+                         .replaced = TRUE};
+
+  klass.steering = &v1.table;
+  broker = sluice_broker_new(&klass, NULL, &error);
+  ck_assert_msg(broker != NULL, "%s", error != NULL ? error->message : "");
+  ck_assert(sluice_broker_supports(broker, SLUICE_BROKER_FEATURE_STEERING));
+  ck_assert(!sluice_broker_replace_payloads(broker, &r, 1, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_UNSUPPORTED));
+  ck_assert(!r.replaced);
+  g_clear_error(&error);
+  g_clear_pointer(&broker, sluice_broker_unref);
+
+  v1.table.version = 2;
+  v1.table.replace_payloads = NULL;
+  ck_assert_ptr_null(sluice_broker_new(&klass, NULL, &error));
+  ck_assert(g_error_matches(error, SLUICE_BROKER_ERROR,
+                            SLUICE_BROKER_ERROR_INCOMPLETE));
+  ck_assert_msg(strstr(error->message, "“steering.replace_payloads”") != NULL,
+                "%s", error->message);
+}
+END_TEST
+
 START_TEST(registration_copies_the_class)
 {
   SluiceBrokerClass klass = fake_class;
@@ -1535,6 +1629,7 @@ main(int argc, char **argv)
   tcase_add_test(broker, registration_rejects_unknown_versions_and_bad_sizes);
   tcase_add_test(broker, registration_names_the_missing_slot_of_a_table);
   tcase_add_test(broker, registration_refuses_a_table_version_it_does_not_know);
+  tcase_add_test(broker, a_table_of_an_older_version_lacks_the_later_slots);
   tcase_add_test(broker, supports_answers_for_caps_and_tables);
   tcase_add_test(broker, registration_copies_the_class);
   tcase_add_test(broker, optional_slots_fall_back_as_documented);

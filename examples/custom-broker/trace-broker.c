@@ -405,6 +405,17 @@ trace_remove_queued(SluiceBroker *b, SluiceRemoval *items, guint n_items,
       error);
 }
 
+static gboolean
+trace_replace_payloads(SluiceBroker *b, SluiceReplacement *items, guint n_items,
+                       GError **error)
+{
+  gint64 t = NOW();
+  return traced(
+      b, "replace_payloads", t,
+      sluice_broker_replace_payloads(trace(b)->inner, items, n_items, error),
+      error);
+}
+
 /* Version 4: joins (workflows, batches), progress and events. The inner
  * broker's dispatch functions answer UNSUPPORTED where it has no slot;
  * the caps below say which it has. */
@@ -582,6 +593,7 @@ static const SluiceBrokerSteering trace_steering = {
     .list_paused = trace_list_paused,
     .reschedule = trace_reschedule,
     .purge = trace_purge,
+    .replace_payloads = trace_replace_payloads,
 };
 
 static const SluiceBrokerPeriodic trace_periodic = {

@@ -287,6 +287,44 @@ typedef struct {
 } SluiceRemoval;
 
 /**
+ * SluiceWaitingPlace:
+ * @SLUICE_WAITING_QUEUED: ready in its queue (`list_queued`)
+ * @SLUICE_WAITING_SCHEDULED: on the schedule (`list_scheduled`)
+ * @SLUICE_WAITING_DEAD: in the dead-letter queue (`dlq_list`)
+ *
+ * Where a message waits that a listing found.
+ */
+typedef enum {
+  SLUICE_WAITING_QUEUED,
+  SLUICE_WAITING_SCHEDULED,
+  SLUICE_WAITING_DEAD,
+} SluiceWaitingPlace;
+
+/**
+ * SluiceReplacement:
+ * @place: which listing found the message
+ * @queue: QUEUED: the queue it was listed in; else ignored (nullable)
+ * @handle: (nullable): QUEUED: its handle as `list_queued` listed it (NULL
+ *   where the broker's listings have none: the bytes name it); SCHEDULED:
+ *   the task id `list_scheduled` keyed it by; DEAD: the dead letter's entry
+ *   id
+ * @payload: its bytes as listed
+ * @replacement: the bytes it is to hold instead
+ * @replaced: (out): set by the broker: whether the message was still there
+ *   with @payload and holds @replacement now
+ *
+ * One item of `replace_payloads`. The caller owns every field.
+ */
+typedef struct {
+  SluiceWaitingPlace place;
+  const gchar *queue;
+  const gchar *handle;
+  GBytes *payload;
+  GBytes *replacement;
+  gboolean replaced;
+} SluiceReplacement;
+
+/**
  * SluiceJoinSpec:
  * @id: the join's id (unique in the namespace; the core makes it from the
  *   workflow's id)

@@ -481,7 +481,7 @@ struct _SluiceBrokerClass {
  * SLUICE_BROKER_ERROR_UNSUPPORTED, and no queue is ever paused (workers
  * read an empty list of pauses).
  */
-#define SLUICE_BROKER_STEERING_VERSION 1
+#define SLUICE_BROKER_STEERING_VERSION 2
 
 struct _SluiceBrokerSteering {
   /** version: SLUICE_BROKER_STEERING_VERSION at the time the broker was built; > 0. */
@@ -578,6 +578,29 @@ struct _SluiceBrokerSteering {
                     guint64 *out_removed, GError **error);
 
   /* Slots above are valid for version 1 */
+
+  /**
+   * replace_payloads: (since version 2)
+   * For each item (SluiceReplacement), atomically per item: if the message
+   * the item names is still where it was listed, with exactly @payload,
+   * replaces its bytes by @replacement and sets @replaced; otherwise (it
+   * was fetched, promoted, replayed, deleted or changed since) changes
+   * nothing and clears @replaced. Everything else about the message stays:
+   * its queue, its due time, a dead letter's reason, detail, deliveries and
+   * time, and its place in the order `fetch` takes (a store whose entries
+   * cannot change in place, such as a Redis stream, may add the message
+   * again at the end of its queue; it says so where it documents its
+   * layout). A broker never reads the bytes: the core decided them (it
+   * seals waiting messages again under a keyring's new key,
+   * sluice_client_reseal()), and @replacement keeps @payload's task id,
+   * name and queue. Safe to repeat. A broker built against version 1 of
+   * this table has no such slot: the core then reports the operation
+   * unsupported.
+   */
+  gboolean (*replace_payloads)(SluiceBroker *self, SluiceReplacement *items,
+                               guint n_items, GError **error);
+
+  /* Slots above are valid for version 2 */
 };
 
 /**
@@ -1210,6 +1233,12 @@ gboolean sluice_broker_reschedule(SluiceBroker *broker, const gchar *id,
 SLUICE_BROKER_API
 gboolean sluice_broker_remove_queued(SluiceBroker *broker, SluiceRemoval *items,
                                      guint n_items, GError **error);
+/* UNSUPPORTED when the slot is NULL (a steering table of version 1);
+ * each item's @replaced is cleared first. */
+SLUICE_BROKER_API
+gboolean sluice_broker_replace_payloads(SluiceBroker *broker,
+                                        SluiceReplacement *items, guint n_items,
+                                        GError **error);
 
 /* UNSUPPORTED when its table is NULL. */
 SLUICE_BROKER_API
