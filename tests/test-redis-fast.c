@@ -33,6 +33,7 @@
 #include "tests/helpers/broker-calls.h"
 #include "tests/helpers/log-capture.h"
 #include "tests/helpers/redis-fixture.h"
+#include "tests/helpers/redis-replace.h"
 
 static const gchar *const q_default[] = {"default", NULL};
 
@@ -140,6 +141,77 @@ START_TEST(test_list_queued_is_one_lrange_per_page)
   ck_assert_int_eq(sluice_test_redis_calls(shared, "scan") - scans, 0);
   ck_assert_int_eq(sluice_test_redis_calls(shared, "keys") - keys, 0);
   ck_assert_int_eq(sluice_test_redis_llen(shared, ns, "default"), 100000);
+}
+END_TEST
+
+/* ---- slots: rewriting --------------------------------------------------- */
+
+/* replace_payloads: a list element is rewritten in place (LPOS from the
+ * consuming end, LSET), so the message keeps its place in the order; one
+ * whose bytes are not in the list any more (other bytes, fetched since it
+ * was listed) is left alone, and so is every other message. The schedule
+ * and the dead letters are the shared layer's (redis-replace.c). */
+START_TEST(test_replace_payloads_rewrites_in_place)
+{
+  static const gchar sealed[] = "B\0sealed\xff";
+  g_autoptr(SluiceBroker) b = test_broker();
+  g_autoptr(GBytes) a = sluice_test_text("A");
+  g_autoptr(GBytes) bb = sluice_test_text("B");
+  g_autoptr(GBytes) z = sluice_test_text("Z");
+  g_autoptr(GBytes) b2 = sluice_test_raw(sealed, sizeof sealed - 1);
+  g_autoptr(GBytes) a2 = sluice_test_text("A2");
+  g_autoptr(GPtrArray) page = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GError) error = NULL;
+  SluiceReplacement items[2];
+  const gchar *const q_work[] = {"work", NULL};
+
+  sluice_test_redis_replace_scheduled_and_dead(b, TRUE);
+
+  sluice_test_enqueue(b, "a", "work", "A", 0);
+  sluice_test_enqueue(b, "b", "work", "B", 0);
+  sluice_test_enqueue(b, "c", "work", "C", 0);
+  page = sluice_test_list_queued_all(b, "work");
+  ck_assert_uint_eq(page->len, 3);
+  /* One batch: B's bytes are there, Z's are not. */
+  items[0] = (SluiceReplacement){
+      .place = SLUICE_WAITING_QUEUED,
+      .queue = "work",
+      .handle = ((SluiceListedMessage *)page->pdata[1])->handle,
+      .payload = bb,
+      .replacement = b2};
+  items[1] = (SluiceReplacement){.place = SLUICE_WAITING_QUEUED,
+                                 .queue = "work",
+                                 .payload = z,
+                                 .replacement = a2};
+  ck_assert_msg(sluice_broker_replace_payloads(b, items, 2, &error), "%s",
+                error != NULL ? error->message : "");
+  ck_assert(items[0].replaced);
+  ck_assert(!items[1].replaced);
+  g_clear_pointer(&page, g_ptr_array_unref);
+  page = sluice_test_list_queued_all(b, "work");
+  ck_assert_uint_eq(page->len, 3);
+  ck_assert(listed_is(page, 0, "A"));
+  ck_assert(
+      g_bytes_equal(((SluiceListedMessage *)page->pdata[1])->payload, b2));
+  ck_assert(listed_is(page, 2, "C"));
+  /* B's old bytes are gone: a second call replaces nothing. */
+  ck_assert(
+      !sluice_test_replace(b, SLUICE_WAITING_QUEUED, "work", NULL, bb, a2));
+
+  /* A, listed, is fetched before its replacement arrives. */
+  got = sluice_test_fetch(b, "c1", q_work, 1, 0);
+  ck_assert(
+      sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload, "A"));
+  ck_assert(!sluice_test_replace(
+      b, SLUICE_WAITING_QUEUED, "work",
+      ((SluiceListedMessage *)page->pdata[0])->handle, a, a2));
+  g_clear_pointer(&got, g_ptr_array_unref);
+  got = sluice_test_fetch(b, "c1", q_work, 10, 0);
+  ck_assert_uint_eq(got->len, 2);
+  ck_assert(g_bytes_equal(sluice_test_delivery_at(got, 0)->payload, b2));
+  ck_assert(
+      sluice_test_bytes_is(sluice_test_delivery_at(got, 1)->payload, "C"));
 }
 END_TEST
 
@@ -1460,6 +1532,8 @@ START_TEST(test_newer_layout_and_other_scripts_refused)
   g_autoptr(GError) error = NULL;
   g_autofree gchar *other = g_strdup_printf("%u:%040d", set->version, 0);
   g_autofree gchar *newer = g_strdup_printf("%u:%040d", set->version + 1, 0);
+  g_autofree gchar *other_says =
+      g_strdup_printf("runs script set %u with SHA-1 0000", set->version);
   gchar *v;
 
   sluice_test_redis_integer(shared,
@@ -1486,8 +1560,7 @@ START_TEST(test_newer_layout_and_other_scripts_refused)
                             other);
   error = first_step_error("layout-other");
   ck_assert(error != NULL);
-  ck_assert_msg(strstr(error->message, "runs script set 1 with SHA-1 0000") !=
-                        NULL &&
+  ck_assert_msg(strstr(error->message, other_says) != NULL &&
                     strstr(error->message, set->sha1) != NULL,
                 "%s", error->message);
   g_clear_error(&error);
@@ -1702,6 +1775,7 @@ redis_suite(void)
   tcase_add_test(slots, test_dead_letter_cap_trims_the_stream);
   tcase_add_test(slots, test_stats_list_workers_by_heartbeat);
   tcase_add_test(slots, test_list_queued_is_one_lrange_per_page);
+  tcase_add_test(slots, test_replace_payloads_rewrites_in_place);
   suite_add_tcase(s, slots);
 
   tcase_add_unchecked_fixture(redis, sluice_test_redis_shared_setup,

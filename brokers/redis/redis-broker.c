@@ -55,6 +55,12 @@
  *                     t_remove (LREM from the consuming end; XDEL of an
  *                     entry after the group's last delivered id) and the
  *                     record, per item atomic
+ *   replace_payloads  one script for the batch [1], per item atomic: the
+ *                     transport's t_replace for a queued message (LPOS +
+ *                     LSET in place; XADD of a copy + XDEL of a ready
+ *                     entry, which moves it to the end of its queue),
+ *                     HSET of a scheduled one's payload, XADD + XDEL of
+ *                     a dead letter (its entry id changes)
  *   wakeup            CLIENT UNBLOCK from another connection [1]
  *
  * Times: due times and revocation expiries are compared with the now_ms the

@@ -426,6 +426,9 @@ gboolean sluice_redis__list_queued(SluiceBroker *broker, const gchar *queue,
                                    GError **error);
 gboolean sluice_redis__remove_queued(SluiceBroker *broker, SluiceRemoval *items,
                                      guint n_items, GError **error);
+gboolean sluice_redis__replace_payloads(SluiceBroker *broker,
+                                        SluiceReplacement *items, guint n_items,
+                                        GError **error);
 gboolean sluice_redis__list_scheduled(SluiceBroker *broker, const gchar *cursor,
                                       guint limit, GPtrArray *out,
                                       gchar **out_cursor, GError **error);

@@ -53,6 +53,7 @@ extern const gchar sluice_redis_lua__slot_release[];
 extern const gchar sluice_redis_lua__unique_enqueue[];
 extern const gchar sluice_redis_lua__unique_update[];
 extern const gchar sluice_redis_lua__list_slots[];
+extern const gchar sluice_redis_lua__replace_payloads[];
 
 /* lua/VERSION: the version of the set of files and their SHA-1. */
 extern const gchar sluice_redis_lua__VERSION[];

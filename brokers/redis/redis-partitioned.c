@@ -18,7 +18,10 @@
  *                                idempotency claim of a caller's id find
  *                                a task without a lookup
  *   by the listing's partition   remove_queued (list_queued's handle is
- *                                "<k>/<the partition's handle>")
+ *                                "<k>/<the partition's handle>"),
+ *                                replace_payloads (that handle, a
+ *                                scheduled task's id, a dead letter's
+ *                                "<k>/<stream id>")
  *   by the delivery's partition  settle, heartbeat (each held delivery);
  *                                fetch and reclaim mark each delivery with
  *                                its partition (broker_data, which the
@@ -1064,6 +1067,108 @@ part_remove_queued(SluiceBroker *broker, SluiceRemoval *items, guint n_items,
   return TRUE;
 }
 
+/* The partition of a replace_payloads item, with the handle its partition
+ * knows it by: a queued message's from its listing's "<k>/<handle>", a
+ * scheduled one's from its task id (where every step about it goes), a dead
+ * letter's from its "<k>/<stream id>". PART_ANY: a queued message named by
+ * its bytes alone (no handle of this broker's): any partition may hold it.
+ * PART_NONE: a dead letter's id of no partition, so no dead letter. */
+#define PART_ANY G_MAXUINT
+#define PART_NONE (G_MAXUINT - 1)
+
+static guint
+replacement_part(Partitioned *self, const SluiceReplacement *r,
+                 gchar **out_handle)
+{
+  const gchar *h = r->handle;
+  const gchar *slash = h != NULL ? strchr(h, '/') : NULL;
+  g_autofree gchar *digits = NULL;
+  const gchar *sid = NULL;
+  guint64 k;
+  guint dk;
+
+  *out_handle = NULL;
+  switch (r->place) {
+  case SLUICE_WAITING_QUEUED:
+    digits = slash != NULL ? g_strndup(h, (gsize)(slash - h)) : NULL;
+    if (digits == NULL ||
+        !g_ascii_string_to_unsigned(digits, 10, 0, self->n - 1, &k, NULL))
+      return PART_ANY;
+    *out_handle = slash[1] != '\0' ? g_strdup(slash + 1) : NULL;
+    return (guint)k;
+  case SLUICE_WAITING_SCHEDULED:
+    *out_handle = g_strdup(h);
+    return sluice_redis__partition_of(h, self->n);
+  case SLUICE_WAITING_DEAD:
+    if (!split_entry_id(self, h, &dk, &sid))
+      return PART_NONE;
+    *out_handle = g_strdup(sid);
+    return dk;
+  default:
+    return PART_NONE;
+  }
+}
+
+/* The items of partition @k (or, with @k PART_ANY, those of PART_ANY not
+ * replaced yet, tried in @in) in one call of that partition's: one script
+ * there. */
+static gboolean
+replace_in(SluiceBroker *in, guint k, SluiceReplacement *items, guint n_items,
+           const guint *part, GPtrArray *handles, SluiceReplacement *inner,
+           guint *index, GError **error)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < n_items; i++)
+    if (part[i] == k && !items[i].replaced) {
+      inner[n] = items[i];
+      inner[n].handle = handles->pdata[i];
+      index[n++] = i;
+    }
+  if (n == 0)
+    return TRUE;
+  if (!sluice_broker_replace_payloads(in, inner, n, error))
+    return FALSE;
+  for (guint j = 0; j < n; j++)
+    items[index[j]].replaced = inner[j].replaced;
+  return TRUE;
+}
+
+/* Each item goes to the partition that holds its message
+ * (replacement_part()); one script per partition. A queued message named
+ * by its bytes alone is looked for in one partition after another until
+ * one replaced it: a task's copies are all in its id's partition. A dead
+ * letter's replacement changes its stream id, hence its "<k>/<stream id>",
+ * never its partition. */
+static gboolean
+part_replace_payloads(SluiceBroker *broker, SluiceReplacement *items,
+                      guint n_items, GError **error)
+{
+  Partitioned *self = SELF(broker);
+  g_autofree guint *part = g_new(guint, n_items);
+  g_autofree SluiceReplacement *inner = g_new(SluiceReplacement, n_items);
+  g_autofree guint *index = g_new(guint, n_items);
+  g_autoptr(GPtrArray) handles = g_ptr_array_new_with_free_func(g_free);
+
+  if (!ready(self, error))
+    return FALSE;
+  for (guint i = 0; i < n_items; i++) {
+    gchar *handle = NULL;
+
+    part[i] = replacement_part(self, &items[i], &handle);
+    g_ptr_array_add(handles, handle);
+  }
+  for (guint k = 0; k < self->n; k++)
+    if (!replace_in(self->parts[k], k, items, n_items, part, handles, inner,
+                    index, error))
+      return FALSE;
+  for (guint k = 0; k < self->n; k++)
+    if (!replace_in(self->parts[k], PART_ANY, items, n_items, part, handles,
+                    inner, index, error))
+      return FALSE;
+  return TRUE;
+}
+
 /* list_scheduled's cursor: "<due>:<k>:<id>", the last entry listed.
  * Across partitions the order is (due, partition, the partition's own
  * order at one due time). Partition k resumes after the entry itself;
@@ -1301,6 +1406,7 @@ static const SluiceBrokerSteering part_steering = {
     .list_paused = part_list_paused,
     .reschedule = part_reschedule,
     .purge = part_purge,
+    .replace_payloads = part_replace_payloads,
 };
 
 static const SluiceBrokerPeriodic part_periodic = {

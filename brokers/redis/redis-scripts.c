@@ -24,7 +24,7 @@
  * whose first line is its shebang and whose comment documents its ARGV and
  * reply. A transport's fragment defines t_push, t_push_many, t_check,
  * t_ack, t_release, t_depth, t_in_flight, t_purge, t_peek, t_remove,
- * t_heartbeat and t_leave, and optionally t_flush and t_gone; the library and bodies call
+ * t_replace, t_heartbeat and t_leave, and optionally t_flush and t_gone; the library and bodies call
  * only those to touch a queue.
  *
  * Stored formats:
@@ -159,6 +159,8 @@ sluice_redis_scripts__init(SluiceRedisScript *scripts,
        sluice_redis_lua__unique_update},
       {SLUICE_REDIS_SCRIPT_LIST_SLOTS, "list_slots",
        sluice_redis_lua__list_slots},
+      {SLUICE_REDIS_SCRIPT_REPLACE_PAYLOADS, "replace_payloads",
+       sluice_redis_lua__replace_payloads},
   };
   G_STATIC_ASSERT(G_N_ELEMENTS(table) == SLUICE_REDIS_SCRIPT_N);
 

@@ -1,6 +1,7 @@
 /* redis-steering.c - the Redis broker's steering slots, what operators do
  * to a namespace: list and remove queued messages, list the schedule and
- * move an entry on it, pause and resume queues, purge a queue. A listing
+ * move an entry on it, pause and resume queues, purge a queue, rewrite the
+ * bytes of waiting messages (queued, scheduled, dead). A listing
  * looks without moving anything; every change is one script, so it is
  * atomic against the workers fetching from the same queues.
  */
@@ -117,6 +118,58 @@ sluice_redis__remove_queued(SluiceBroker *broker, SluiceRemoval *items,
   for (guint i = 0; i < n_items; i++) {
     gint64 v = 0;
     items[i].removed =
+        sluice_redis_reply__to_int(reply->element[i], &v) && v == 1;
+  }
+  freeReplyObject(reply);
+  return TRUE;
+}
+
+/* One script for the batch (lua/replace_payloads.lua), each item atomic
+ * on its own: a queued message through the transport's t_replace, a
+ * scheduled one's payload in the schedule's hash, a dead letter added again
+ * with its other fields as they were. The payloads are compared and
+ * written as bytes, never read. */
+gboolean
+sluice_redis__replace_payloads(SluiceBroker *broker, SluiceReplacement *items,
+                               guint n_items, GError **error)
+{
+  SluiceRedisBroker *self = SLUICE_REDIS_BROKER(broker);
+  SluiceRedisArgv a;
+  redisReply *reply = NULL;
+  gboolean ok;
+
+  sluice_redis_argv__init(&a, SLUICE_REDIS_SCRIPT_ARGV0 + 5 * n_items,
+                          64 * n_items);
+  sluice_redis_argv__reserve(&a, SLUICE_REDIS_SCRIPT_ARGV0);
+  for (guint i = 0; i < n_items; i++) {
+    const SluiceReplacement *r = &items[i];
+    const gchar *place = r->place == SLUICE_WAITING_QUEUED      ? "q"
+                         : r->place == SLUICE_WAITING_SCHEDULED ? "s"
+                         : r->place == SLUICE_WAITING_DEAD      ? "d"
+                                                                : "";
+
+    sluice_redis_argv__add_str(&a, place);
+    sluice_redis_argv__add_str(&a, r->queue != NULL ? r->queue : "");
+    sluice_redis_argv__add_str(&a, r->handle != NULL ? r->handle : "");
+    sluice_redis_argv__add_bytes(&a, r->payload);
+    sluice_redis_argv__add_bytes(&a, r->replacement);
+  }
+  sluice_redis_argv__finish(&a);
+  /* Safe to repeat: after a replacement the message no longer holds
+   * @payload, so the second call changes nothing (and reports it not
+   * replaced, as the contract allows for a call whose reply was lost). */
+  ok = sluice_redis_broker__eval(self, SLUICE_REDIS_SCRIPT_REPLACE_PAYLOADS,
+                                 TRUE, &a, &reply, error);
+  sluice_redis_argv__clear(&a);
+  if (!ok)
+    return FALSE;
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != n_items) {
+    freeReplyObject(reply);
+    return sluice_redis_broker__unexpected(self, "replace_payloads", error);
+  }
+  for (guint i = 0; i < n_items; i++) {
+    gint64 v = 0;
+    items[i].replaced =
         sluice_redis_reply__to_int(reply->element[i], &v) && v == 1;
   }
   freeReplyObject(reply);

@@ -48,6 +48,16 @@
  *                                the queue, if it is still ready (not
  *                                delivered since); TRUE if it did. O(1)
  *                                for messages removed in listing order
+ *   t_replace(queue, handle, payload, replacement) -> boolean
+ *                                if the ready message t_peek listed with
+ *                                handle (or bytes payload) is still ready
+ *                                and holds exactly payload, make it hold
+ *                                replacement instead, everything else of
+ *                                it kept; TRUE if it did. In place where
+ *                                the structure allows (its place in fetch
+ *                                order kept); otherwise it may go to the
+ *                                end of its queue (a stream entry is
+ *                                added again and the old one deleted)
  *   t_heartbeat(consumer, lease_ms, argv, first)
  *                                renew leases; argv[first..] are queue,
  *                                handle pairs of the deliveries held.

@@ -82,6 +82,7 @@ static const SluiceBrokerSteering redis_steering = {
     .list_paused = sluice_redis__list_paused,
     .reschedule = sluice_redis__reschedule,
     .purge = sluice_redis__purge,
+    .replace_payloads = sluice_redis__replace_payloads,
 };
 
 static const SluiceBrokerPeriodic redis_periodic = {

@@ -56,5 +56,16 @@ end
 local function t_remove(queue, handle, payload)
   return redis.call('LREM', K_QUEUE .. queue, -1, payload) > 0
 end
+-- The same bytes name the element here too: the first copy from the
+-- consuming end (LPOS RANK -1, which walks from there) gets the new bytes
+-- in place, so the message keeps its place in the order. LSET with the
+-- index from that end walks from there as well.
+local function t_replace(queue, handle, payload, replacement)
+  local key = K_QUEUE .. queue
+  local i = redis.call('LPOS', key, payload, 'RANK', -1)
+  if not i then return false end
+  redis.call('LSET', key, i - redis.call('LLEN', key), replacement)
+  return true
+end
 local function t_heartbeat(consumer, lease_ms, argv, first) end
 local function t_leave(consumer) end

@@ -217,9 +217,9 @@ end
 local delivered = {}
 -- An entry is ready while the group has not delivered it: its id is
 -- after the last delivered one (acknowledged entries are deleted, a
--- released one is a new entry). Only then is it deleted.
-local function t_remove(queue, handle, payload)
-  local key = K_STREAM .. queue
+-- released one is a new entry). FALSE for a handle that is no entry id
+-- and for a stream that does not exist.
+local function t_ready(key, handle)
   local ms, seq = id_num(handle)
   if not ms then return false end
   local last = delivered[key]
@@ -233,8 +233,39 @@ local function t_remove(queue, handle, payload)
     end
     delivered[key] = last
   end
-  if last and id_cmp(ms, seq, last[1], last[2]) <= 0 then return false end
+  return not (last and id_cmp(ms, seq, last[1], last[2]) <= 0)
+end
+-- Only a ready entry is deleted.
+local function t_remove(queue, handle, payload)
+  local key = K_STREAM .. queue
+  if not t_ready(key, handle) then return false end
   return redis.call('XDEL', key, handle) == 1
+end
+-- An entry cannot change in place: a ready one whose payload is still
+-- payload is added again at the end of the stream with every other
+-- field as it was (d, the deliveries before a release, too), and
+-- deleted. A new entry is after the last delivered id, so it is ready,
+-- and t_ready's answers for the others stay true.
+local function t_replace(queue, handle, payload, replacement)
+  local key = K_STREAM .. queue
+  if not t_ready(key, handle) then return false end
+  local e = redis.call('XRANGE', key, handle, handle)
+  if #e == 0 or e[1][1] ~= handle then return false end
+  local f, found = e[1][2], false
+  local cmd = {'XADD', key, '*'}
+  for j = 1, #f - 1, 2 do
+    if f[j] == 'p' then
+      if f[j + 1] ~= payload then return false end
+      found = true
+      cmd[#cmd + 1] = 'p'; cmd[#cmd + 1] = replacement
+    else
+      cmd[#cmd + 1] = f[j]; cmd[#cmd + 1] = f[j + 1]
+    end
+  end
+  if not found then return false end
+  redis.call(unpack(cmd))
+  redis.call('XDEL', key, handle)
+  return true
 end
 local function t_purge(queue)
   local key = K_STREAM .. queue
