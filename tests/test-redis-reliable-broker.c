@@ -36,6 +36,7 @@
 #include "tests/helpers/fault-proxy.h"
 #include "tests/helpers/log-capture.h"
 #include "tests/helpers/redis-fixture.h"
+#include "tests/helpers/redis-replace.h"
 
 #define GROUP "sluice"
 
@@ -149,6 +150,127 @@ START_TEST(test_list_queued_is_one_xrange_after_the_group)
   g_clear_pointer(&page, g_ptr_array_unref);
   page = list_page(b, "default", cursor, 1, NULL);
   ck_assert(listed_is(page, 0, "m000105"));
+}
+END_TEST
+
+/* ---- rewriting ----------------------------------------------------------- */
+
+/* replace_payloads: a stream entry cannot change in place, so a ready one
+ * whose bytes are still those listed is added again at the end of its
+ * stream, its other fields kept (a released message's prior deliveries),
+ * and deleted: it moves to the end of its queue, and its handle changes.
+ * One delivered since it was listed (pending) or gone is left alone, and
+ * so is everything else. The schedule and the dead letters are the shared
+ * layer's (redis-replace.c). */
+START_TEST(test_replace_payloads_moves_an_entry_to_the_end)
+{
+  static const gchar sealed[] = "B\0sealed\xff";
+  SluiceTestRedis *shared = sluice_test_redis_shared();
+  g_autoptr(SluiceBroker) b = test_broker();
+  g_autofree gchar *ns = sluice_test_namespace();
+  g_autoptr(GBytes) a = sluice_test_text("A");
+  g_autoptr(GBytes) bb = sluice_test_text("B");
+  g_autoptr(GBytes) cc = sluice_test_text("C");
+  g_autoptr(GBytes) b2 = sluice_test_raw(sealed, sizeof sealed - 1);
+  g_autoptr(GBytes) a2 = sluice_test_text("A2");
+  g_autoptr(GBytes) c2 = sluice_test_text("C2");
+  g_autoptr(GPtrArray) page = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *b_handle = NULL;
+  SluiceReplacement items[3];
+  SluiceSettlement s = {0};
+  const gchar *const q_work[] = {"work", NULL};
+
+  sluice_test_redis_replace_scheduled_and_dead(b, TRUE);
+
+  sluice_test_enqueue(b, "a", "work", "A", 0);
+  sluice_test_enqueue(b, "b", "work", "B", 0);
+  sluice_test_enqueue(b, "c", "work", "C", 0);
+  /* Each is delivered to c0, which has no lease, taken over by c1 (a
+   * second delivery) and released: each copy carries, in a field of its
+   * entry, that two deliveries came before. */
+  got = sluice_test_fetch(b, "c0", q_work, 3, 0);
+  ck_assert_uint_eq(got->len, 3);
+  g_clear_pointer(&got, g_ptr_array_unref);
+  sluice_test_heartbeat(b, "c1", 60000, NULL);
+  got = sluice_test_reclaim(b, "c1", q_work, 3, 60000);
+  ck_assert_uint_eq(got->len, 3);
+  for (guint i = 0; i < 3; i++) {
+    ck_assert_uint_eq(sluice_test_delivery_at(got, i)->delivery_count, 2);
+    s.delivery = sluice_test_delivery_at(got, i);
+    s.action = SLUICE_SETTLE_RELEASE;
+    ck_assert_int_eq(sluice_test_settle_one(b, "c1", &s), SLUICE_SETTLE_DONE);
+  }
+  g_clear_pointer(&got, g_ptr_array_unref);
+  page = sluice_test_list_queued_all(b, "work");
+  ck_assert_uint_eq(page->len, 3);
+  ck_assert(listed_is(page, 0, "A") && listed_is(page, 1, "B") &&
+            listed_is(page, 2, "C"));
+  b_handle = g_strdup(((SluiceListedMessage *)page->pdata[1])->handle);
+  ck_assert_ptr_nonnull(b_handle);
+
+  /* One batch: B as listed; C with other bytes than its own; A under B's
+   * handle (the handle names the entry, the bytes must be its own). */
+  items[0] = (SluiceReplacement){.place = SLUICE_WAITING_QUEUED,
+                                 .queue = "work",
+                                 .handle = b_handle,
+                                 .payload = bb,
+                                 .replacement = b2};
+  items[1] = (SluiceReplacement){
+      .place = SLUICE_WAITING_QUEUED,
+      .queue = "work",
+      .handle = ((SluiceListedMessage *)page->pdata[2])->handle,
+      .payload = a,
+      .replacement = c2};
+  items[2] = (SluiceReplacement){.place = SLUICE_WAITING_QUEUED,
+                                 .queue = "work",
+                                 .handle = b_handle,
+                                 .payload = a,
+                                 .replacement = a2};
+  ck_assert_msg(sluice_broker_replace_payloads(b, items, 3, &error), "%s",
+                error != NULL ? error->message : "");
+  ck_assert(items[0].replaced);
+  ck_assert(!items[1].replaced);
+  ck_assert(!items[2].replaced);
+  g_clear_pointer(&page, g_ptr_array_unref);
+  page = sluice_test_list_queued_all(b, "work");
+  ck_assert_uint_eq(page->len, 3);
+  ck_assert(listed_is(page, 0, "A") && listed_is(page, 1, "C"));
+  ck_assert(
+      g_bytes_equal(((SluiceListedMessage *)page->pdata[2])->payload, b2));
+  ck_assert_str_ne(((SluiceListedMessage *)page->pdata[2])->handle, b_handle);
+  ck_assert_int_eq(sluice_test_redis_xlen(shared, ns, "work"), 3);
+  /* B's old entry is gone: the same item again replaces nothing. */
+  ck_assert(
+      !sluice_test_replace(b, SLUICE_WAITING_QUEUED, "work", b_handle, bb, a2));
+
+  /* A, listed, is delivered before its replacement arrives: pending, not
+   * ready, so it keeps its bytes. */
+  got = sluice_test_fetch(b, "c1", q_work, 1, 0);
+  ck_assert(
+      sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload, "A"));
+  ck_assert(!sluice_test_replace(
+      b, SLUICE_WAITING_QUEUED, "work",
+      ((SluiceListedMessage *)page->pdata[0])->handle, a, a2));
+  ck_assert_int_eq(sluice_test_redis_pending(shared, ns, "work"), 1);
+  ck_assert_int_eq(sluice_test_ack(b, "c1", sluice_test_delivery_at(got, 0)),
+                   SLUICE_SETTLE_DONE);
+  g_clear_pointer(&got, g_ptr_array_unref);
+
+  /* C still replaces under its listed handle; the prior deliveries of the
+   * released messages travel with the copies: the next delivery of each
+   * reports 2, as it would have without the replacement (a copy without
+   * the field would report 1). */
+  ck_assert(sluice_test_replace(b, SLUICE_WAITING_QUEUED, "work",
+                                ((SluiceListedMessage *)page->pdata[1])->handle,
+                                cc, c2));
+  got = sluice_test_fetch(b, "c1", q_work, 10, 0);
+  ck_assert_uint_eq(got->len, 2);
+  ck_assert(g_bytes_equal(sluice_test_delivery_at(got, 0)->payload, b2));
+  ck_assert(g_bytes_equal(sluice_test_delivery_at(got, 1)->payload, c2));
+  ck_assert_uint_eq(sluice_test_delivery_at(got, 0)->delivery_count, 2);
+  ck_assert_uint_eq(sluice_test_delivery_at(got, 1)->delivery_count, 2);
 }
 END_TEST
 
@@ -1013,6 +1135,7 @@ reliable_suite(void)
                  test_group_recreated_after_restart_without_persistence);
   tcase_add_test(broker, test_purge_never_touches_the_pel);
   tcase_add_test(broker, test_list_queued_is_one_xrange_after_the_group);
+  tcase_add_test(broker, test_replace_payloads_moves_an_entry_to_the_end);
   tcase_add_test(broker, test_oom_refuses_work_but_drains);
   suite_add_tcase(s, broker);
   return s;
