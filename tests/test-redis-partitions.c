@@ -33,6 +33,7 @@
 #include "tests/helpers/broker-calls.h"
 #include "tests/helpers/redis-cluster-fixture.h"
 #include "tests/helpers/redis-fixture.h"
+#include "tests/helpers/redis-replace.h"
 
 static const gchar *const q_default[] = {"default", NULL};
 
@@ -565,6 +566,142 @@ START_TEST(test_a_task_lives_in_its_ids_partition)
 }
 END_TEST
 
+/* ---- rewriting ----------------------------------------------------------- */
+
+/* replace_payloads on @b (of @mode, @n partitions): each item goes to the
+ * partition that holds its message (a queued one's handle "<k>/...", a
+ * scheduled one's task id, a dead letter's "<k>/<stream id>"), and is
+ * replaced there as in one namespace; a stale one changes nothing. A
+ * partition's messages replaced in listing order stay in that order in
+ * both modes (a stream's copies are added in that order). */
+static void
+check_replace(SluiceBroker *b, SluiceRedisMode mode, guint n)
+{
+  g_autoptr(GPtrArray) page = NULL;
+  g_autoptr(GPtrArray) after = NULL;
+  g_autoptr(GPtrArray) got = NULL;
+  g_autoptr(GPtrArray) keep = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) bytes =
+      g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+  g_autoptr(GBytes) wrong = sluice_test_text("wrong");
+  g_autoptr(GError) error = NULL;
+  g_autofree SluiceReplacement *items = NULL;
+  const gchar *const q_work[] = {"work", NULL};
+  SluiceListedMessage *first;
+  guint n_items;
+
+  sluice_test_redis_replace_scheduled_and_dead(b, FALSE);
+
+  /* Two tasks in each partition. */
+  for (guint k = 0; k < n; k++)
+    for (guint i = 0; i < 2; i++) {
+      gchar *id = id_in_partition(k, n, i);
+      g_ptr_array_add(keep, id);
+      sluice_test_enqueue(b, id, "work", id, 0);
+    }
+  page = sluice_test_list_queued_all(b, "work");
+  ck_assert_uint_eq(page->len, 2 * n);
+  /* Each as listed, to its id with a NUL and "'"; then a stale one under
+   * the first message's handle. */
+  n_items = page->len + 1;
+  items = g_new0(SluiceReplacement, n_items);
+  for (guint i = 0; i < page->len; i++) {
+    SluiceListedMessage *m = page->pdata[i];
+    g_autofree gchar *text = sluice_test_bytes_str(m->payload);
+    GString *r = g_string_new(text);
+
+    g_string_append_len(r, "\0'", 2);
+    g_ptr_array_add(bytes, g_string_free_to_bytes(r));
+    if (n > 1)
+      ck_assert(m->handle != NULL && strchr(m->handle, '/') != NULL);
+    items[i] = (SluiceReplacement){.place = SLUICE_WAITING_QUEUED,
+                                   .queue = "work",
+                                   .handle = m->handle,
+                                   .payload = m->payload,
+                                   .replacement = bytes->pdata[i]};
+  }
+  first = page->pdata[0];
+  items[page->len] = (SluiceReplacement){.place = SLUICE_WAITING_QUEUED,
+                                         .queue = "work",
+                                         .handle = first->handle,
+                                         .payload = wrong,
+                                         .replacement = wrong};
+  ck_assert_msg(sluice_broker_replace_payloads(b, items, n_items, &error), "%s",
+                error != NULL ? error->message : "");
+  for (guint i = 0; i < page->len; i++)
+    ck_assert_msg(items[i].replaced, "item %u", i);
+  ck_assert(!items[page->len].replaced);
+  after = sluice_test_list_queued_all(b, "work");
+  ck_assert_uint_eq(after->len, page->len);
+  for (guint i = 0; i < after->len; i++)
+    ck_assert_msg(
+        g_bytes_equal(((SluiceListedMessage *)after->pdata[i])->payload,
+                      bytes->pdata[i]),
+        "message %u", i);
+
+  /* Named by its bytes alone (no handle): fast mode finds it in whichever
+   * partition holds it; reliable mode needs the entry's handle. */
+  ck_assert(sluice_test_replace(b, SLUICE_WAITING_QUEUED, "work", NULL,
+                                bytes->pdata[after->len - 1],
+                                wrong) == (mode == SLUICE_REDIS_FAST));
+  if (mode == SLUICE_REDIS_FAST)
+    ck_assert(sluice_test_replace(b, SLUICE_WAITING_QUEUED, "work", NULL, wrong,
+                                  bytes->pdata[after->len - 1]));
+
+  /* Fetched since it was listed: every message is taken, then none of the
+   * listed ones is replaced any more. */
+  got = g_ptr_array_new_with_free_func((GDestroyNotify)sluice_delivery_free);
+  for (guint round = 0; round < 100 && got->len < after->len; round++)
+    ck_assert(sluice_broker_fetch(b, "c1", q_work, 100, 0, got, &error));
+  ck_assert_uint_eq(got->len, after->len);
+  for (guint i = 0; i < after->len; i++) {
+    SluiceListedMessage *m = after->pdata[i];
+    ck_assert(!sluice_test_replace(b, SLUICE_WAITING_QUEUED, "work", m->handle,
+                                   m->payload, wrong));
+  }
+  g_clear_pointer(&page, g_ptr_array_unref);
+  page = sluice_test_list_queued_all(b, "work");
+  ck_assert_uint_eq(page->len, 0);
+}
+
+START_TEST(test_replace_payloads_goes_to_each_messages_partition)
+{
+  const gchar *url = sluice_test_redis_url(sluice_test_redis_shared());
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) fast =
+      partitioned_new(SLUICE_REDIS_FAST, url, "replace-fast", 4, &error);
+  g_autoptr(SluiceBroker) reliable = partitioned(url, "replace-reliable", 4);
+
+  ck_assert_msg(fast != NULL, "%s", error != NULL ? error->message : "");
+  check_replace(fast, SLUICE_REDIS_FAST, 4);
+  check_replace(reliable, SLUICE_REDIS_RELIABLE, 4);
+}
+END_TEST
+
+/* The same on a cluster of three masters: a namespace in one slot (its
+ * script touches only keys of its tag), and one in 12 partitions spread
+ * over the masters. */
+START_TEST(test_replace_payloads_on_a_cluster)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceTestCluster) cluster =
+      sluice_test_cluster_start(3, 0, &error);
+  g_autoptr(SluiceBroker) one = NULL;
+  g_autoptr(SluiceBroker) fast = NULL;
+  g_autoptr(SluiceBroker) reliable = NULL;
+
+  ck_assert_msg(cluster != NULL, "%s", error != NULL ? error->message : "");
+  one = partitioned(sluice_test_cluster_url(cluster), "replace-one", 0);
+  check_replace(one, SLUICE_REDIS_RELIABLE, 1);
+  fast = partitioned_new(SLUICE_REDIS_FAST, sluice_test_cluster_url(cluster),
+                         "replace-fast", 12, &error);
+  ck_assert_msg(fast != NULL, "%s", error != NULL ? error->message : "");
+  check_replace(fast, SLUICE_REDIS_FAST, 12);
+  reliable = partitioned(sluice_test_cluster_url(cluster), "replace-rel", 12);
+  check_replace(reliable, SLUICE_REDIS_RELIABLE, 12);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -587,9 +724,11 @@ main(void)
   tcase_add_test(single, test_one_worker_alternates_between_busy_partitions);
   tcase_add_test(single, test_a_blocked_fetch_sees_every_partition);
   tcase_add_test(single, test_a_task_lives_in_its_ids_partition);
+  tcase_add_test(single, test_replace_payloads_goes_to_each_messages_partition);
   suite_add_tcase(s, single);
   tcase_set_timeout(cluster, 300);
   tcase_add_test(cluster, test_every_master_holds_some_partition);
+  tcase_add_test(cluster, test_replace_payloads_on_a_cluster);
   suite_add_tcase(s, cluster);
   runner = srunner_create(s);
   srunner_set_fork_status(runner, CK_FORK);
