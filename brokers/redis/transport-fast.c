@@ -38,6 +38,9 @@
  *   list     LRANGE with negative indices, a page from the consuming end;
  *            its cursor is an offset from that end, so a page listed while
  *            workers pop (or releases push back) may skip or repeat some
+ *   replace  LPOS of the listed bytes from the consuming end, LSET there
+ *            (an index from that end, so both walk from it): in place, the
+ *            message keeps its place in the order
  *
  * Payloads are handed to the core without a copy: each delivery's GBytes
  * takes over the buffer hiredis allocated for the reply element.

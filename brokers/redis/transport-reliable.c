@@ -120,6 +120,11 @@
  *            the cursor is an entry id, so paging is stable while workers
  *            read, and a cursor they passed meanwhile resumes at the first
  *            entry still ready.
+ *   replace  an entry cannot change in place: a ready one (after the
+ *            group's last delivered id, as for remove) whose "p" is still
+ *            the listed bytes is added again with its other fields ("d")
+ *            and deleted, so it moves to the end of its queue
+ *            (docs/redis.md, "Rewriting waiting messages").
  *   persistence  the first fetch reads appendonly and appendfsync and
  *            warns when they can lose acknowledged work (R15).
  *
