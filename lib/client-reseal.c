@@ -226,7 +226,8 @@ sluice_client_reseal(SluiceClient *client, SluiceResealCounts *out_counts,
   if (r.keyring == NULL) {
     g_set_error_literal(error, SLUICE_SEAL_ERROR, SLUICE_SEAL_ERROR_KEYRING,
                         "sealing waiting tasks again needs a keyring: give "
-                        "the client one (--keyring FILE)");
+                        "the client one (SluiceClientOptions.keyring; the "
+                        "command's --keyring FILE or SLUICE_KEYRING)");
     return FALSE;
   }
   if (!sluice_broker_supports(broker, SLUICE_BROKER_FEATURE_STEERING)) {

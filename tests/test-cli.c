@@ -792,6 +792,80 @@ START_TEST(test_keyring_seals_from_enqueue_to_result)
 }
 END_TEST
 
+/* After a rotation, `sluice keys reseal` seals what waits with the new
+ * key: a keyring without the old key then reads every waiting task, and a
+ * second run finds nothing left to do. No worker runs meanwhile. */
+START_TEST(test_keys_reseal_lets_the_old_key_go)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *ring = g_build_filename(ctx->dir, "ring", NULL);
+  g_autofree gchar *newer = g_build_filename(ctx->dir, "ring-new", NULL);
+  g_autoptr(Run) made =
+      cli(ctx, "keys", "new", "--keyring", ring, "--id", "old", NULL);
+  g_autofree gchar *queued = enqueue(ctx, "--keyring", ring, "demo.echo",
+                                     "{\"card\": \"4111-reseal\"}", NULL);
+  g_autofree gchar *later =
+      enqueue(ctx, "--keyring", ring, "--delay", "1h", "demo.echo",
+              "{\"card\": \"4111-later\"}", NULL);
+  g_autoptr(Run) rotated =
+      cli(ctx, "keys", "rotate", "--keyring", ring, "--id", "new", NULL);
+  g_autoptr(Run) before = NULL;
+  g_autoptr(Run) resealed = NULL;
+  g_autoptr(Run) again = NULL;
+  g_autoptr(Run) listed = NULL;
+  g_autoptr(Run) scheduled = NULL;
+  g_autoptr(Run) bare = NULL;
+  g_autoptr(JsonNode) counts = NULL;
+  g_autofree gchar *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_autoptr(GString) kept = g_string_new(NULL);
+
+  assert_status(made, 0);
+  assert_status(rotated, 0);
+  /* The keyring without the old key: what it cannot open yet shows so. */
+  ck_assert(g_file_get_contents(ring, &text, NULL, NULL));
+  lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (strstr(lines[i], " old ") == NULL && lines[i][0] != '\0')
+      g_string_append_printf(kept, "%s\n", lines[i]);
+  ck_assert(g_file_set_contents(newer, kept->str, -1, NULL));
+  ck_assert_int_eq(g_chmod(newer, 0600), 0);
+  before = cli(ctx, "ls", "default", "--keyring", newer, NULL);
+  assert_status(before, 0);
+  ck_assert_msg(strstr(before->out, "encrypted with key old") != NULL, "%s",
+                before->out);
+
+  bare = cli(ctx, "keys", "reseal", NULL);
+  assert_status(bare, 2);
+  ck_assert_msg(strstr(bare->err, "--keyring") != NULL, "%s", bare->err);
+
+  resealed = cli(ctx, "keys", "reseal", "--keyring", ring, "--json", NULL);
+  assert_status(resealed, 0);
+  counts = parse_json(resealed->out);
+  ck_assert_str_eq(member_string(object_of(counts), "key"), "new");
+  ck_assert_int_eq(json_object_get_int_member(object_of(counts), "resealed"),
+                   2);
+  ck_assert_int_eq(json_object_get_int_member(object_of(counts), "unreadable"),
+                   0);
+
+  listed = cli(ctx, "ls", "default", "--keyring", newer, NULL);
+  assert_status(listed, 0);
+  ck_assert_msg(strstr(listed->out, "4111-reseal") != NULL &&
+                    strstr(listed->out, "encrypted") == NULL,
+                "%s", listed->out);
+  scheduled = cli(ctx, "ls", "--state", "scheduled", "--keyring", newer, NULL);
+  assert_status(scheduled, 0);
+  ck_assert_msg(strstr(scheduled->out, "4111-later") != NULL, "%s",
+                scheduled->out);
+
+  again = cli(ctx, "keys", "reseal", "--keyring", newer, NULL);
+  assert_status(again, 0);
+  ck_assert_msg(strstr(again->out, "0 waiting tasks now; 2 already were") !=
+                    NULL,
+                "%s", again->out);
+}
+END_TEST
+
 /* `sluice result --follow` prints the running task's progress, then its
  * record; the last report (1.0) always comes before the record, which is
  * written after it. */
@@ -4688,6 +4762,8 @@ cli_suite(gboolean reliable)
   tcase_set_timeout(operator, 300);
   tcase_add_test(operator, test_every_dead_letter_reason_is_taken);
   tcase_add_test(operator, test_delete_of_an_unknown_id_is_an_error);
+  tcase_add_loop_test(operator, test_keys_reseal_lets_the_old_key_go, 0,
+                      n_modes);
   tcase_add_loop_test(operator, test_delete_and_purge_take_queued_tasks_out, 0,
                       n_modes);
   tcase_add_loop_test(operator,
