@@ -135,7 +135,7 @@ print_counts(const SluiceResealCounts *c, const gchar *key, gboolean json)
   if (c->unreadable > 0)
     printf("%" G_GUINT64_FORMAT " could not be opened with this keyring and "
            "were left as they are: keep the keys they need (sluice ls and "
-           "sluice dlq ls say \"encrypted with key K\")\n",
+           "sluice dlq show name them)\n",
            c->unreadable);
 }
 

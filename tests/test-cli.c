@@ -783,6 +783,39 @@ START_TEST(test_keyring_seals_from_enqueue_to_result)
                     strstr(open_table->out, "4111-seal-me") == NULL,
                 "%s", open_table->out);
 
+  /* A dead letter's args: opened by `dlq show` given the keyring. */
+  {
+    g_autofree gchar *dead = enqueue(ctx, "--keyring", ring, "demo.fatal",
+                                     "{\"card\": \"4111-buried\"}", NULL);
+    g_autoptr(Run) waited = cli(ctx, "result", dead, "--wait", "60s", NULL);
+    g_autoptr(Run) list = cli(ctx, "dlq", "list", "--json", NULL);
+    g_autoptr(JsonNode) entries = NULL;
+    g_autoptr(Run) shown = NULL;
+    g_autoptr(Run) hidden = NULL;
+    JsonArray *a;
+    const gchar *entry_id = NULL;
+
+    ck_assert_msg(strstr(waited->out, "dead") != NULL, "%s", waited->out);
+    assert_status(list, 0);
+    entries = parse_json(list->out);
+    a = json_object_get_array_member(object_of(entries), "entries");
+    for (guint i = 0; i < json_array_get_length(a); i++)
+      if (g_strcmp0(
+              member_string(json_array_get_object_element(a, i), "task_id"),
+              dead) == 0)
+        entry_id =
+            member_string(json_array_get_object_element(a, i), "entry_id");
+    ck_assert_ptr_nonnull(entry_id);
+    shown = cli(ctx, "dlq", "show", entry_id, "--keyring", ring, NULL);
+    assert_status(shown, 0);
+    ck_assert_msg(strstr(shown->out, "4111-buried") != NULL, "%s", shown->out);
+    hidden = cli(ctx, "dlq", "show", entry_id, NULL);
+    assert_status(hidden, 0);
+    ck_assert_msg(strstr(hidden->out, "4111-buried") == NULL &&
+                      strstr(hidden->out, "encrypted") != NULL,
+                  "%s", hidden->out);
+  }
+
   /* A keyring others can read is refused, naming the fix. */
   ck_assert_int_eq(g_chmod(ring, 0644), 0);
   loose = cli(ctx, "result", id, "--keyring", ring, NULL);
@@ -832,8 +865,8 @@ START_TEST(test_keys_reseal_lets_the_old_key_go)
   ck_assert_int_eq(g_chmod(newer, 0600), 0);
   before = cli(ctx, "ls", "default", "--keyring", newer, NULL);
   assert_status(before, 0);
-  ck_assert_msg(strstr(before->out, "encrypted with key old") != NULL, "%s",
-                before->out);
+  ck_assert_msg(strstr(before->out, "encrypted (aes-256-gcm:old)") != NULL,
+                "%s", before->out);
 
   bare = cli(ctx, "keys", "reseal", NULL);
   assert_status(bare, 2);

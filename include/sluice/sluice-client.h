@@ -472,6 +472,21 @@ SLUICE_AVAILABLE_IN_0_1
 gchar **sluice_client_list_paused(SluiceClient *client, GError **error);
 
 /**
+ * sluice_client_open_args:
+ * @env: (inout): a decoded envelope (a dead letter's, a listed message's)
+ *
+ * Opens @env's sealed args with the client's keyring: on success they are
+ * the args in clear, @env->seal is NULL and @env->version 1, as if the
+ * message had never been sealed (what an operator's tool shows). Args in
+ * clear are left as they are.
+ * Returns: FALSE with a SLUICE_SEAL_ERROR ("cannot decrypt: ...", naming
+ * the key it needs) when they do not open; @env is then unchanged.
+ */
+SLUICE_AVAILABLE_IN_0_1
+gboolean sluice_client_open_args(SluiceClient *client, SluiceEnvelope *env,
+                                 GError **error);
+
+/**
  * SluiceResealCounts:
  * @resealed: messages sealed again with the keyring's current key (sealed
  *   with an older key before, or in clear)
