@@ -219,6 +219,9 @@ dlq_show(int argc, char **argv)
   }
   if (entry->payload != NULL)
     env = sluice_envelope_decode(entry->payload, NULL, &decode_error);
+  /* With the keyring the args show in clear; without, with their key. */
+  if (env != NULL)
+    sluice_client_open_args(client, env, NULL);
   if (common.json)
     show_json(entry, env);
   else

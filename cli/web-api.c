@@ -328,6 +328,8 @@ get_task(Web *web, SoupServerMessage *msg, GHashTable *query)
   }
   if (entry != NULL && entry->payload != NULL)
     env = sluice_envelope_decode(entry->payload, NULL, &decode_error);
+  if (env != NULL)
+    sluice_client_open_args(web->client, env, NULL);
 
   json = cli_json_new();
   cli_json_begin_object(json);

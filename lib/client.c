@@ -236,6 +236,27 @@ sluice_client__seal_args(SluiceKeyring *keyring, SluiceEnvelope *env,
   return TRUE;
 }
 
+gboolean
+sluice_client_open_args(SluiceClient *client, SluiceEnvelope *env,
+                        GError **error)
+{
+  GBytes *plain;
+
+  g_return_val_if_fail(client != NULL && env != NULL, FALSE);
+  if (env->seal == NULL)
+    return TRUE;
+  plain =
+      sluice_seal__open(client->options.keyring, SLUICE_SEAL_ARGS, env->seal,
+                        env->id, env->task, env->queue, env->args, error);
+  if (plain == NULL)
+    return FALSE;
+  g_bytes_unref(env->args);
+  env->args = plain;
+  g_clear_pointer(&env->seal, g_free);
+  env->version = SLUICE_ENVELOPE_VERSION;
+  return TRUE;
+}
+
 void
 sluice_client__prepared_clear(Prepared *p)
 {

@@ -783,12 +783,119 @@ START_TEST(test_keyring_seals_from_enqueue_to_result)
                     strstr(open_table->out, "4111-seal-me") == NULL,
                 "%s", open_table->out);
 
+  /* A dead letter's args: opened by `dlq show` given the keyring. */
+  {
+    g_autofree gchar *dead = enqueue(ctx, "--keyring", ring, "demo.fatal",
+                                     "{\"card\": \"4111-buried\"}", NULL);
+    g_autoptr(Run) waited = cli(ctx, "result", dead, "--wait", "60s", NULL);
+    g_autoptr(Run) list = cli(ctx, "dlq", "list", "--json", NULL);
+    g_autoptr(JsonNode) entries = NULL;
+    g_autoptr(Run) shown = NULL;
+    g_autoptr(Run) hidden = NULL;
+    JsonArray *a;
+    const gchar *entry_id = NULL;
+
+    ck_assert_msg(strstr(waited->out, "dead") != NULL, "%s", waited->out);
+    assert_status(list, 0);
+    entries = parse_json(list->out);
+    a = json_object_get_array_member(object_of(entries), "entries");
+    for (guint i = 0; i < json_array_get_length(a); i++)
+      if (g_strcmp0(
+              member_string(json_array_get_object_element(a, i), "task_id"),
+              dead) == 0)
+        entry_id =
+            member_string(json_array_get_object_element(a, i), "entry_id");
+    ck_assert_ptr_nonnull(entry_id);
+    shown = cli(ctx, "dlq", "show", entry_id, "--keyring", ring, NULL);
+    assert_status(shown, 0);
+    ck_assert_msg(strstr(shown->out, "4111-buried") != NULL, "%s", shown->out);
+    hidden = cli(ctx, "dlq", "show", entry_id, NULL);
+    assert_status(hidden, 0);
+    ck_assert_msg(strstr(hidden->out, "4111-buried") == NULL &&
+                      strstr(hidden->out, "encrypted") != NULL,
+                  "%s", hidden->out);
+  }
+
   /* A keyring others can read is refused, naming the fix. */
   ck_assert_int_eq(g_chmod(ring, 0644), 0);
   loose = cli(ctx, "result", id, "--keyring", ring, NULL);
   assert_status(loose, 2);
   ck_assert_msg(strstr(loose->err, "chmod 600") != NULL, "%s", loose->err);
   g_free(worker_stop(w));
+}
+END_TEST
+
+/* After a rotation, `sluice keys reseal` seals what waits with the new
+ * key: a keyring without the old key then reads every waiting task, and a
+ * second run finds nothing left to do. No worker runs meanwhile. */
+START_TEST(test_keys_reseal_lets_the_old_key_go)
+{
+  g_autoptr(Ctx) ctx = ctx_new(_i);
+  g_autofree gchar *ring = g_build_filename(ctx->dir, "ring", NULL);
+  g_autofree gchar *newer = g_build_filename(ctx->dir, "ring-new", NULL);
+  g_autoptr(Run) made =
+      cli(ctx, "keys", "new", "--keyring", ring, "--id", "old", NULL);
+  g_autofree gchar *queued = enqueue(ctx, "--keyring", ring, "demo.echo",
+                                     "{\"card\": \"4111-reseal\"}", NULL);
+  g_autofree gchar *later =
+      enqueue(ctx, "--keyring", ring, "--delay", "1h", "demo.echo",
+              "{\"card\": \"4111-later\"}", NULL);
+  g_autoptr(Run) rotated =
+      cli(ctx, "keys", "rotate", "--keyring", ring, "--id", "new", NULL);
+  g_autoptr(Run) before = NULL;
+  g_autoptr(Run) resealed = NULL;
+  g_autoptr(Run) again = NULL;
+  g_autoptr(Run) listed = NULL;
+  g_autoptr(Run) scheduled = NULL;
+  g_autoptr(Run) bare = NULL;
+  g_autoptr(JsonNode) counts = NULL;
+  g_autofree gchar *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_autoptr(GString) kept = g_string_new(NULL);
+
+  assert_status(made, 0);
+  assert_status(rotated, 0);
+  /* The keyring without the old key: what it cannot open yet shows so. */
+  ck_assert(g_file_get_contents(ring, &text, NULL, NULL));
+  lines = g_strsplit(text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    if (strstr(lines[i], " old ") == NULL && lines[i][0] != '\0')
+      g_string_append_printf(kept, "%s\n", lines[i]);
+  ck_assert(g_file_set_contents(newer, kept->str, -1, NULL));
+  ck_assert_int_eq(g_chmod(newer, 0600), 0);
+  before = cli(ctx, "ls", "default", "--keyring", newer, NULL);
+  assert_status(before, 0);
+  ck_assert_msg(strstr(before->out, "encrypted (aes-256-gcm:old)") != NULL,
+                "%s", before->out);
+
+  bare = cli(ctx, "keys", "reseal", NULL);
+  assert_status(bare, 2);
+  ck_assert_msg(strstr(bare->err, "--keyring") != NULL, "%s", bare->err);
+
+  resealed = cli(ctx, "keys", "reseal", "--keyring", ring, "--json", NULL);
+  assert_status(resealed, 0);
+  counts = parse_json(resealed->out);
+  ck_assert_str_eq(member_string(object_of(counts), "key"), "new");
+  ck_assert_int_eq(json_object_get_int_member(object_of(counts), "resealed"),
+                   2);
+  ck_assert_int_eq(json_object_get_int_member(object_of(counts), "unreadable"),
+                   0);
+
+  listed = cli(ctx, "ls", "default", "--keyring", newer, NULL);
+  assert_status(listed, 0);
+  ck_assert_msg(strstr(listed->out, "4111-reseal") != NULL &&
+                    strstr(listed->out, "encrypted") == NULL,
+                "%s", listed->out);
+  scheduled = cli(ctx, "ls", "--state", "scheduled", "--keyring", newer, NULL);
+  assert_status(scheduled, 0);
+  ck_assert_msg(strstr(scheduled->out, "4111-later") != NULL, "%s",
+                scheduled->out);
+
+  again = cli(ctx, "keys", "reseal", "--keyring", newer, NULL);
+  assert_status(again, 0);
+  ck_assert_msg(strstr(again->out, "0 waiting tasks now; 2 already were") !=
+                    NULL,
+                "%s", again->out);
 }
 END_TEST
 
@@ -4688,6 +4795,8 @@ cli_suite(gboolean reliable)
   tcase_set_timeout(operator, 300);
   tcase_add_test(operator, test_every_dead_letter_reason_is_taken);
   tcase_add_test(operator, test_delete_of_an_unknown_id_is_an_error);
+  tcase_add_loop_test(operator, test_keys_reseal_lets_the_old_key_go, 0,
+                      n_modes);
   tcase_add_loop_test(operator, test_delete_and_purge_take_queued_tasks_out, 0,
                       n_modes);
   tcase_add_loop_test(operator,

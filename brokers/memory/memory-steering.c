@@ -1,6 +1,7 @@
 /* memory-steering.c - the memory broker's steering slots, what operators
  * do to a namespace: purge a queue, list and remove queued messages, list
- * the schedule and move an entry on it, pause and resume queues.
+ * the schedule and move an entry on it, pause and resume queues, rewrite
+ * waiting messages in place.
  */
 #include "config.h"
 
@@ -206,6 +207,55 @@ sluice_memory__reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
       sluice_memory__unschedule(self, id);
       sluice_memory__push_ready(self, queue, payload);
     }
+  }
+  g_mutex_unlock(&self->lock);
+  return TRUE;
+}
+
+/* Each place keeps its message where it is: the bytes are swapped under
+ * the lock, so a fetch sees the old message or the new one. */
+static GBytes **
+waiting_payload(SluiceMemoryBroker *self, const SluiceReplacement *r)
+{
+  if (r->place == SLUICE_WAITING_SCHEDULED) {
+    GSequenceIter *iter = g_hash_table_lookup(self->scheduled_by_id, r->handle);
+    return iter != NULL
+               ? &((SluiceMemoryScheduled *)g_sequence_get(iter))->payload
+               : NULL;
+  }
+  if (r->place == SLUICE_WAITING_DEAD) {
+    GList *l = sluice_memory__find_dead_letter(self, r->handle);
+    return l != NULL ? &((SluiceDeadLetter *)l->data)->payload : NULL;
+  }
+  {
+    GQueue *q = g_hash_table_lookup(self->queues, r->queue);
+    guint64 seq = 0;
+
+    if (q == NULL || r->handle == NULL ||
+        !g_ascii_string_to_unsigned(r->handle, 10, 1, G_MAXUINT64, &seq, NULL))
+      return NULL;
+    for (GList *l = q->head; l != NULL; l = l->next)
+      if (((SluiceMemoryMessage *)l->data)->seq == seq)
+        return &((SluiceMemoryMessage *)l->data)->payload;
+  }
+  return NULL;
+}
+
+gboolean
+sluice_memory__replace_payloads(SluiceBroker *broker, SluiceReplacement *items,
+                                guint n_items, GError **error)
+{
+  SluiceMemoryBroker *self = SLUICE_MEMORY_BROKER(broker);
+
+  g_mutex_lock(&self->lock);
+  for (guint i = 0; i < n_items; i++) {
+    GBytes **payload = waiting_payload(self, &items[i]);
+
+    if (payload == NULL || !g_bytes_equal(*payload, items[i].payload))
+      continue;
+    g_bytes_unref(*payload);
+    *payload = g_bytes_ref(items[i].replacement);
+    items[i].replaced = TRUE;
   }
   g_mutex_unlock(&self->lock);
   return TRUE;

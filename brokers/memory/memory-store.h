@@ -254,6 +254,9 @@ gboolean sluice_memory__set_paused(SluiceBroker *broker, const gchar *queue,
                                    gboolean paused, GError **error);
 gboolean sluice_memory__list_paused(SluiceBroker *broker, GPtrArray *out,
                                     GError **error);
+gboolean sluice_memory__replace_payloads(SluiceBroker *broker,
+                                         SluiceReplacement *items,
+                                         guint n_items, GError **error);
 gboolean sluice_memory__reschedule(SluiceBroker *broker, const gchar *id,
                                    gint64 due_at, gboolean *out_found,
                                    GError **error);

@@ -53,6 +53,7 @@ static const SluiceBrokerSteering memory_steering = {
     .list_paused = sluice_memory__list_paused,
     .reschedule = sluice_memory__reschedule,
     .purge = sluice_memory__purge,
+    .replace_payloads = sluice_memory__replace_payloads,
 };
 
 static const SluiceBrokerPeriodic memory_periodic = {

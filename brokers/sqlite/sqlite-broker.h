@@ -315,6 +315,9 @@ gboolean sluice_sqlite__announce(SluiceBroker *broker, const gchar *consumer,
 gboolean sluice_sqlite__check(SluiceBroker *broker, GError **error);
 
 /* sqlite-steering.c */
+gboolean sluice_sqlite__replace_payloads(SluiceBroker *broker,
+                                         SluiceReplacement *items,
+                                         guint n_items, GError **error);
 gboolean sluice_sqlite__reschedule(SluiceBroker *broker, const gchar *id,
                                    gint64 due_at, gboolean *out_found,
                                    GError **error);

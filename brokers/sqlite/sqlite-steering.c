@@ -380,3 +380,69 @@ sluice_sqlite__reschedule(SluiceBroker *broker, const gchar *id, gint64 due_at,
   *out_found = job.found;
   return TRUE;
 }
+
+typedef struct {
+  SluiceReplacement *items;
+  guint n;
+} ReplaceJob;
+
+/* Each place's row keeps its key, so a queued message keeps its place
+ * (mid) and a scheduled one its due time: only the bytes change, and only
+ * if they are still the bytes listed (a ready message: still unowned). */
+static gboolean
+replace_payloads_step(SluiceSqliteConn *c, gpointer data, gboolean *notify,
+                      GError **error)
+{
+  static const gchar queued_sql[] =
+      "UPDATE messages SET payload = ?3 WHERE mid = ?1 AND queue = ?2 AND "
+      "owner IS NULL AND payload = ?4";
+  static const gchar scheduled_sql[] =
+      "UPDATE schedule SET payload = ?3 WHERE id = ?1 AND payload = ?4";
+  static const gchar dead_sql[] =
+      "UPDATE dead_letters SET payload = ?3 WHERE entry = ?1 AND payload = ?4";
+  ReplaceJob *job = data;
+
+  for (guint i = 0; i < job->n; i++) {
+    SluiceReplacement *r = &job->items[i];
+    const gchar *sql = r->place == SLUICE_WAITING_QUEUED      ? queued_sql
+                       : r->place == SLUICE_WAITING_SCHEDULED ? scheduled_sql
+                                                              : dead_sql;
+    sqlite3_stmt *stmt;
+    guint64 key = 0;
+
+    r->replaced = FALSE;
+    if (r->place != SLUICE_WAITING_SCHEDULED &&
+        (r->handle == NULL ||
+         !g_ascii_string_to_unsigned(r->handle, 10, 1, G_MAXINT64, &key, NULL)))
+      continue;
+    if ((stmt = sluice_sqlite__stmt(c, sql, error)) == NULL)
+      return FALSE;
+    if (r->place == SLUICE_WAITING_SCHEDULED)
+      sluice_sqlite__bind_str(stmt, 1, r->handle);
+    else
+      sqlite3_bind_int64(stmt, 1, (gint64)key);
+    if (r->place == SLUICE_WAITING_QUEUED)
+      sluice_sqlite__bind_str(stmt, 2, r->queue);
+    sluice_sqlite__bind_bytes(stmt, 3, r->replacement);
+    sluice_sqlite__bind_bytes(stmt, 4, r->payload);
+    if (!sluice_sqlite__done(c, stmt, "rewriting a waiting message", error))
+      return FALSE;
+    r->replaced = sqlite3_changes(c->db) > 0;
+  }
+  return TRUE;
+}
+
+gboolean
+sluice_sqlite__replace_payloads(SluiceBroker *broker, SluiceReplacement *items,
+                                guint n_items, GError **error)
+{
+  ReplaceJob job = {items, n_items};
+
+  /* One transaction for the batch; on failure nothing of it happened. */
+  if (sluice_sqlite__run(SLUICE_SQLITE_BROKER(broker), TRUE,
+                         replace_payloads_step, &job, error))
+    return TRUE;
+  for (guint i = 0; i < n_items; i++)
+    items[i].replaced = FALSE;
+  return FALSE;
+}

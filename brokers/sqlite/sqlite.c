@@ -51,6 +51,7 @@ static const SluiceBrokerSteering sqlite_steering = {
     .list_paused = sluice_sqlite__list_paused,
     .reschedule = sluice_sqlite__reschedule,
     .purge = sluice_sqlite__purge,
+    .replace_payloads = sluice_sqlite__replace_payloads,
 };
 
 static const SluiceBrokerPeriodic sqlite_periodic = {

@@ -472,6 +472,69 @@ SLUICE_AVAILABLE_IN_0_1
 gchar **sluice_client_list_paused(SluiceClient *client, GError **error);
 
 /**
+ * sluice_client_open_args:
+ * @env: (inout): a decoded envelope (a dead letter's, a listed message's)
+ *
+ * Opens @env's sealed args with the client's keyring: on success they are
+ * the args in clear, @env->seal is NULL and @env->version 1, as if the
+ * message had never been sealed (what an operator's tool shows). Args in
+ * clear are left as they are.
+ * Returns: FALSE with a SLUICE_SEAL_ERROR ("cannot decrypt: ...", naming
+ * the key it needs) when they do not open; @env is then unchanged.
+ */
+SLUICE_AVAILABLE_IN_0_1
+gboolean sluice_client_open_args(SluiceClient *client, SluiceEnvelope *env,
+                                 GError **error);
+
+/**
+ * SluiceResealCounts:
+ * @resealed: messages sealed again with the keyring's current key (sealed
+ *   with an older key before, or in clear)
+ * @current: messages sealed with the current key already, left as they are
+ * @unreadable: messages that could not be opened (a key the keyring lacks,
+ *   a ciphertext that fails authentication, an envelope that does not
+ *   decode), left as they are: a worker buries them `malformed` when it
+ *   meets them
+ * @moved: messages taken by a worker, promoted or replayed between their
+ *   listing and their rewrite, left to whoever holds them now (a worker
+ *   seals a retry with its own current key)
+ *
+ * What sluice_client_reseal() did.
+ */
+typedef struct {
+  guint64 resealed;
+  guint64 current;
+  guint64 unreadable;
+  guint64 moved;
+} SluiceResealCounts;
+
+/**
+ * sluice_client_reseal:
+ * @client: a client with a keyring (SluiceClientOptions.keyring)
+ * @out_counts: (out) (optional): what was done
+ *
+ * Seals every task that waits (ready in a queue, on the schedule, in the
+ * dead-letter queue) with the client's current key: after `sluice keys
+ * rotate`, this is what lets an old key be retired. A message in clear is
+ * sealed too. Each message is opened with the keyring, sealed again and
+ * swapped in by the broker only if it is still the bytes listed, so a
+ * message fetched meanwhile is never overwritten and nothing is lost.
+ * Tasks running meanwhile are not touched (a retry is sealed with the
+ * worker's current key, so give the workers the new keyring first). On a
+ * Redis stream (reliable mode) a rewritten ready message goes to the end
+ * of its queue, and a rewritten dead letter gets a new entry id. Safe to
+ * run again: what is current is left alone. Costs one listing and one
+ * rewrite per page of 100 messages.
+ * Returns: FALSE with SLUICE_SEAL_ERROR_KEYRING without a keyring,
+ * SLUICE_BROKER_ERROR_UNSUPPORTED when the broker cannot list or rewrite
+ * waiting messages, or another error (what was rewritten before it stays
+ * rewritten, and @out_counts says how much).
+ */
+SLUICE_AVAILABLE_IN_0_1
+gboolean sluice_client_reseal(SluiceClient *client,
+                              SluiceResealCounts *out_counts, GError **error);
+
+/**
  * sluice_client_purge:
  * @out_removed: (out) (optional): how many messages were deleted
  *

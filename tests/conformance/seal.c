@@ -287,6 +287,279 @@ START_TEST(a_seal_in_version_one_is_malformed)
 }
 END_TEST
 
+/* The same keys, before the rotation: k0 current. */
+static const gchar BEFORE[] =
+    "key k0 AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n"
+    "key k1 ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=\n"
+    "current k0\n";
+/* After the old key is retired: k1 alone. */
+static const gchar RETIRED[] =
+    "key k1 ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=\n"
+    "current k1\n";
+
+static SluiceClient *
+client_with(Env *e, const gchar *keyring_text)
+{
+  g_autoptr(SluiceKeyring) keyring =
+      keyring_text != NULL ? keyring_of(keyring_text) : NULL;
+  g_autoptr(GError) error = NULL;
+  SluiceClientOptions co;
+  SluiceClient *c;
+
+  sluice_client_options_init(&co);
+  co.keyring = keyring;
+  c = sluice_client_new(e->broker, &co, &error);
+  ck_assert_msg(c != NULL, "%s", error != NULL ? error->message : "");
+  return c;
+}
+
+/* Lists @state with @client: the tasks, in the listing's order. */
+static GPtrArray *
+listed(SluiceClient *client, SluiceTaskState state)
+{
+  SluiceListOptions lo;
+  g_autoptr(GError) error = NULL;
+  GPtrArray *out;
+
+  sluice_list_options_init(&lo);
+  lo.state = state;
+  lo.queue = state == SLUICE_STATE_QUEUED ? SLUICE_DEFAULT_QUEUE : NULL;
+  lo.limit = 100;
+  out = sluice_client_list(client, &lo, NULL, &error);
+  ck_assert_msg(out != NULL, "%s", error != NULL ? error->message : "");
+  return out;
+}
+
+/* What a client holding only @keyring_text opens of @state: the count of
+ * tasks whose args it read (and that hold the marker), the rest sealed. */
+static guint
+opened_by(Env *e, const gchar *keyring_text, SluiceTaskState state,
+          guint *out_sealed)
+{
+  g_autoptr(SluiceClient) c = client_with(e, keyring_text);
+  g_autoptr(GPtrArray) tasks = listed(c, state);
+  guint opened = 0;
+
+  *out_sealed = 0;
+  for (guint i = 0; i < tasks->len; i++) {
+    const SluiceListedTask *t = tasks->pdata[i];
+    if (t->seal == NULL && holds_marker(t->args))
+      opened++;
+    else
+      (*out_sealed)++;
+  }
+  return opened;
+}
+
+/* Rotation: what waits under the old key (ready, scheduled, dead), and
+ * what waits in clear, is sealed again with the current key, so a keyring
+ * without the old key reads all of it; what no key here opens stays as it
+ * was; a second run finds everything current; and the tasks still run. */
+START_TEST(reseal_moves_what_waits_to_the_current_key)
+{
+  Env *e = sealed_env();
+  g_autoptr(SluiceClient) before = client_with(e, BEFORE);
+  g_autoptr(SluiceClient) bare = client_with(e, NULL);
+  g_autoptr(SluiceClient) stranger = client_with(e, OTHER);
+  g_autoptr(GPtrArray) ready = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GPtrArray) order = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *bad = NULL;
+  g_autofree gchar *later = NULL;
+  g_autofree gchar *alien = NULL;
+  SluiceEnqueueOptions eo;
+  SluiceResealCounts counts;
+  guint sealed = 0;
+  guint runs;
+
+  add_task(e, "t.echo", task_echo, NULL);
+  /* A dead letter under the old key: its bytes are kept as enqueued. */
+  bad = sluice_test_client_enqueue(before, "t.fatal", "[\"" MARKER "\"]", NULL);
+  run_idle(e);
+  ck_assert_state(e, bad, SLUICE_STATE_DEAD_LETTERED);
+  /* The worker keeps running: paused, its queue waits. */
+  ck_assert(sluice_client_pause(e->client, SLUICE_DEFAULT_QUEUE, &error));
+  for (guint i = 0; i < 3; i++)
+    g_ptr_array_add(ready, sluice_test_client_enqueue(
+                               before, "t.echo", "[\"" MARKER "\"]", NULL));
+  g_ptr_array_add(ready, sluice_test_client_enqueue(bare, "t.echo",
+                                                    "[\"" MARKER "\"]", NULL));
+  alien =
+      sluice_test_client_enqueue(stranger, "t.echo", "[\"" MARKER "\"]", NULL);
+  sluice_enqueue_options_init(&eo);
+  eo.delay_ms = 60000;
+  later = sluice_test_client_enqueue(before, "t.echo", "[\"" MARKER "\"]", &eo);
+  ck_assert_uint_eq(opened_by(e, RETIRED, SLUICE_STATE_QUEUED, &sealed), 1);
+  ck_assert_uint_eq(sealed, 4);
+
+  ck_assert_msg(sluice_client_reseal(e->client, &counts, &error), "%s",
+                error != NULL ? error->message : "");
+  ck_assert_uint_eq(counts.resealed, 6); /* 3 + 1 in clear + 1 + 1 */
+  ck_assert_uint_eq(counts.current, 0);
+  ck_assert_uint_eq(counts.unreadable, 1);
+  ck_assert_uint_eq(counts.moved, 0);
+
+  /* The old key is not needed any more; the stranger's is still. */
+  ck_assert_uint_eq(opened_by(e, RETIRED, SLUICE_STATE_QUEUED, &sealed), 4);
+  ck_assert_uint_eq(sealed, 1);
+  ck_assert_uint_eq(opened_by(e, RETIRED, SLUICE_STATE_SCHEDULED, &sealed), 1);
+  ck_assert_uint_eq(sealed, 0);
+  ck_assert_uint_eq(opened_by(e, RETIRED, SLUICE_STATE_DEAD_LETTERED, &sealed),
+                    1);
+  ck_assert_uint_eq(sealed, 0);
+  {
+    g_autoptr(SluiceDeadLetter) dl = only_dead_letter(e);
+    ck_assert_str_eq(dl->reason, "non_retryable");
+    ck_assert_str_eq(dl->task_id, bad);
+    ck_assert(!holds_marker(dl->payload));
+  }
+  /* The schedule kept its due time; the queue its order among what was
+   * rewritten (a stream appends the rewritten at its end, in order). */
+  ck_assert_state(e, later, SLUICE_STATE_SCHEDULED);
+  order = listed(e->client, SLUICE_STATE_QUEUED);
+  if (sluice_broker_supports(e->broker, SLUICE_BROKER_FEATURE_ORDERED)) {
+    guint next = 0;
+    for (guint i = 0; i < order->len; i++) {
+      const SluiceListedTask *t = order->pdata[i];
+      if (next < ready->len && strcmp(t->id, ready->pdata[next]) == 0)
+        next++;
+    }
+    ck_assert_uint_eq(next, ready->len);
+  }
+
+  ck_assert(sluice_client_reseal(e->client, &counts, &error));
+  ck_assert_uint_eq(counts.resealed, 0);
+  ck_assert_uint_eq(counts.current, 6);
+  ck_assert_uint_eq(counts.unreadable, 1);
+
+  /* Resumed, the queue runs (once the worker reads the resume). */
+  runs = total_runs();
+  ck_assert(sluice_client_resume(e->client, SLUICE_DEFAULT_QUEUE, &error));
+  ck_assert(
+      wait_until(runs_reached, GUINT_TO_POINTER(runs + ready->len), 60000));
+  for (guint i = 0; i < ready->len; i++) {
+    const gchar *rid = ready->pdata[i];
+    ck_assert_state_soon(e, rid, SLUICE_STATE_SUCCEEDED);
+  }
+  ck_assert_state_soon(e, alien, SLUICE_STATE_DEAD_LETTERED);
+  env_free(e);
+}
+END_TEST
+
+/* The broker swaps bytes only where they are still the bytes listed: a
+ * message removed, fetched, cancelled, deleted or rewritten since is left
+ * alone, and a rewrite keeps a dead letter's facts. */
+START_TEST(replace_payloads_touches_only_what_is_still_listed)
+{
+  Env *e = env_new();
+  g_autoptr(GBytes) a = sluice_test_text("payload-a");
+  g_autoptr(GBytes) b = sluice_test_text("payload-b");
+  g_autoptr(GBytes) other = sluice_test_text("payload-other");
+  g_autoptr(GPtrArray) page = g_ptr_array_new_with_free_func(
+      (GDestroyNotify)sluice_listed_message_free);
+  g_autoptr(GPtrArray) dead =
+      g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
+  g_autoptr(GError) error = NULL;
+  g_autofree gchar *cursor = NULL;
+  SluiceListedMessage *m;
+  SluiceReplacement r[2];
+  SluiceDeadLetter *dl;
+  gboolean found = FALSE;
+
+  /* Queued: a stale payload is refused, the listed one swapped. */
+  sluice_test_enqueue(e->broker, "m1", "q", "payload-a", 0);
+  ck_assert(sluice_broker_list_queued(e->broker, "q", NULL, 10, page, &cursor,
+                                      &error));
+  ck_assert_uint_eq(page->len, 1);
+  m = page->pdata[0];
+  r[0] = (SluiceReplacement){
+      SLUICE_WAITING_QUEUED, "q", m->handle, other, b, FALSE};
+  r[1] =
+      (SluiceReplacement){SLUICE_WAITING_QUEUED, "q", m->handle, a, b, FALSE};
+  ck_assert(sluice_broker_replace_payloads(e->broker, r, 2, &error));
+  ck_assert(!r[0].replaced);
+  ck_assert(r[1].replaced);
+  {
+    const gchar *queues[] = {"q", NULL};
+    g_autoptr(GPtrArray) got =
+        sluice_test_fetch(e->broker, "c1", queues, 10, 0);
+    ck_assert_uint_eq(got->len, 1);
+    ck_assert(sluice_test_bytes_is(sluice_test_delivery_at(got, 0)->payload,
+                                   "payload-b"));
+    /* Fetched: no longer ready, so a rewrite finds nothing. */
+    r[0] =
+        (SluiceReplacement){SLUICE_WAITING_QUEUED, "q", m->handle, b, a, FALSE};
+    ck_assert(sluice_broker_replace_payloads(e->broker, r, 1, &error));
+    ck_assert(!r[0].replaced);
+  }
+
+  /* Scheduled: kept on the schedule at its due time; gone, untouched. */
+  {
+    SluiceSubmit s = {.id = "s1",
+                      .queue = "q",
+                      .payload = a,
+                      .due_at = SLUICE_TEST_EPOCH_MS + 60000};
+    SluiceTaskLocation loc = {0};
+
+    ck_assert(sluice_broker_enqueue(e->broker, &s, 1, &error));
+    r[0] =
+        (SluiceReplacement){SLUICE_WAITING_SCHEDULED, NULL, "s1", a, b, FALSE};
+    ck_assert(sluice_broker_replace_payloads(e->broker, r, 1, &error));
+    ck_assert(r[0].replaced);
+    ck_assert(sluice_broker_lookup_task(e->broker, "s1", &loc, &error));
+    ck_assert_int_eq(loc.place, SLUICE_TASK_PLACE_SCHEDULED);
+    ck_assert(sluice_test_bytes_is(loc.payload, "payload-b"));
+    ck_assert_int_eq(loc.due_at, SLUICE_TEST_EPOCH_MS + 60000);
+    ck_assert_str_eq(loc.queue, "q");
+    sluice_task_location_clear(&loc);
+    ck_assert(sluice_broker_cancel_scheduled(e->broker, "s1", a, 60000, &found,
+                                             &error));
+    ck_assert(found);
+    r[0] =
+        (SluiceReplacement){SLUICE_WAITING_SCHEDULED, NULL, "s1", b, a, FALSE};
+    ck_assert(sluice_broker_replace_payloads(e->broker, r, 1, &error));
+    ck_assert(!r[0].replaced);
+  }
+
+  /* Dead: the facts stay, the bytes change; deleted, untouched. */
+  sluice_test_bury(e->broker, "d1", "non_retryable");
+  ck_assert(sluice_broker_dlq_list(e->broker, NULL, 10, dead, &error));
+  ck_assert_uint_eq(dead->len, 1);
+  dl = dead->pdata[0];
+  r[0] = (SluiceReplacement){
+      SLUICE_WAITING_DEAD, NULL, dl->entry_id, other, a, FALSE};
+  r[1] = (SluiceReplacement){SLUICE_WAITING_DEAD, NULL, dl->entry_id,
+                             dl->payload,         a,    FALSE};
+  ck_assert(sluice_broker_replace_payloads(e->broker, r, 2, &error));
+  ck_assert(!r[0].replaced);
+  ck_assert(r[1].replaced);
+  {
+    g_autoptr(GPtrArray) now =
+        g_ptr_array_new_with_free_func((GDestroyNotify)sluice_dead_letter_free);
+    SluiceDeadLetter *after;
+
+    ck_assert(sluice_broker_dlq_list(e->broker, NULL, 10, now, &error));
+    ck_assert_uint_eq(now->len, 1);
+    after = now->pdata[0];
+    ck_assert(sluice_test_bytes_is(after->payload, "payload-a"));
+    ck_assert_str_eq(after->task_id, "d1");
+    ck_assert_str_eq(after->reason, dl->reason);
+    ck_assert_str_eq(after->source, dl->source);
+    ck_assert_str_eq(after->detail, dl->detail);
+    ck_assert_uint_eq(after->deliveries, dl->deliveries);
+    ck_assert_int_eq(after->at, dl->at);
+    ck_assert(
+        sluice_broker_dlq_delete(e->broker, after->entry_id, &found, &error));
+    ck_assert(found);
+    r[0] = (SluiceReplacement){
+        SLUICE_WAITING_DEAD, NULL, after->entry_id, a, b, FALSE};
+    ck_assert(sluice_broker_replace_payloads(e->broker, r, 1, &error));
+    ck_assert(!r[0].replaced);
+  }
+  env_free(e);
+}
+END_TEST
+
 void
 sluice_conformance__add_seal(TCase *semantics)
 {
@@ -299,4 +572,8 @@ sluice_conformance__add_seal(TCase *semantics)
   sluice_conformance__add(semantics,
                           sealed_args_moved_to_another_task_fail_to_open, 0);
   sluice_conformance__add(semantics, a_seal_in_version_one_is_malformed, 0);
+  sluice_conformance__add(semantics, reseal_moves_what_waits_to_the_current_key,
+                          0);
+  sluice_conformance__add(
+      semantics, replace_payloads_touches_only_what_is_still_listed, 0);
 }
