@@ -170,6 +170,12 @@ keys_reseal(int argc, char **argv)
     status = cli_report(error);
     goto out;
   }
+  if (settings.keyring == NULL) {
+    cli_usage_error(&error, "no keyring: give one with --keyring FILE (or "
+                            "SLUICE_KEYRING)");
+    status = cli_report(error);
+    goto out;
+  }
   if (!sluice_client_reseal(client, &counts, &error)) {
     if (counts.resealed > 0)
       g_prefix_error(&error,

@@ -886,7 +886,8 @@ START_TEST(test_keys_reseal_lets_the_old_key_go)
   ck_assert_msg(strstr(listed->out, "4111-reseal") != NULL &&
                     strstr(listed->out, "encrypted") == NULL,
                 "%s", listed->out);
-  scheduled = cli(ctx, "ls", "--state", "scheduled", "--keyring", newer, NULL);
+  scheduled = cli(ctx, "ls", "--state", "scheduled", "--json", "--keyring",
+                  newer, NULL);
   assert_status(scheduled, 0);
   ck_assert_msg(strstr(scheduled->out, "4111-later") != NULL, "%s",
                 scheduled->out);
