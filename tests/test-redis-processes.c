@@ -19,6 +19,7 @@
 #include <glib/gstdio.h>
 #include <sluice/sluice.h>
 
+#include "tests/helpers/broker-calls.h"
 #include "tests/helpers/redis-fixture.h"
 #include "tests/helpers/slot-log.h"
 
@@ -84,7 +85,12 @@ run_exactly_once(const gchar *mode)
   gint64 deadline;
   guint per = TASKS / PRODUCERS;
   const gchar *url = sluice_test_redis_url(sluice_test_redis_shared());
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SluiceBroker) broker = sluice_test_redis_broker_new(
+      g_strcmp0(mode, "fast") == 0 ? SLUICE_REDIS_FAST : SLUICE_REDIS_RELIABLE,
+      url, ns, 0, NULL, &error);
 
+  ck_assert_msg(broker != NULL, "%s", error != NULL ? error->message : "");
   for (guint w = 0; w < WORKERS; w++) {
     g_autofree gchar *id = g_strdup_printf("w%u", w);
     gchar *argv[] = {
@@ -93,6 +99,7 @@ run_exactly_once(const gchar *mode)
         "4",           "--log", log,           NULL};
     workers[w] = spawn(argv);
   }
+  sluice_test_wait_alive(broker, workers, WORKERS);
   for (guint p = 0; p < PRODUCERS; p++) {
     g_autofree gchar *prefix = g_strdup_printf("p%u", p);
     g_autofree gchar *count = g_strdup_printf(
@@ -197,6 +204,7 @@ START_TEST(reliable_concurrency_limit_holds_over_four_processes_and_a_crash)
                      log,          NULL};
     pids[w] = spawn(argv);
   }
+  sluice_test_wait_alive(broker, pids, 4);
   deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
   while (!sluice_test_slot_log_running(log, pids[0]) &&
          g_get_monotonic_time() < deadline)

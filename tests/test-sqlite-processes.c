@@ -19,6 +19,7 @@
 
 #include <sluice/sluice.h>
 
+#include "tests/helpers/broker-calls.h"
 #include "tests/helpers/slot-log.h"
 #include "tests/helpers/sqlite-fixture.h"
 
@@ -123,6 +124,7 @@ START_TEST(three_processes_run_each_of_20000_tasks_once)
     g_autofree gchar *id = g_strdup_printf("w%u", w);
     workers[w] = start_worker(url, id, log, "5000");
   }
+  sluice_test_wait_alive(init, workers, WORKERS);
   for (guint p = 0; p < PRODUCERS; p++) {
     g_autofree gchar *prefix = g_strdup_printf("p%u", p);
     g_autofree gchar *count = g_strdup_printf(
@@ -293,6 +295,7 @@ START_TEST(a_concurrency_limit_holds_over_four_processes_and_a_crash)
                      log,    NULL};
     pids[w] = spawn(argv);
   }
+  sluice_test_wait_alive(broker, pids, 4);
   deadline = g_get_monotonic_time() + 120 * G_USEC_PER_SEC;
   while (!sluice_test_slot_log_running(log, pids[0]) &&
          g_get_monotonic_time() < deadline)

@@ -21,6 +21,7 @@
 
 #include <sluice/sluice.h>
 
+#include "tests/helpers/broker-calls.h"
 #include "tests/helpers/redis-fixture.h"
 #include "tests/helpers/sqlite-fixture.h"
 
@@ -249,6 +250,7 @@ chord_across_workers(const gchar *url, const gchar *mode)
   for (guint i = 0; i < WORKERS; i++)
     workers[i] = start_worker(&w, i);
   id = enqueue_chord(client, 5, 50);
+  sluice_test_wait_alive(broker, workers, WORKERS);
   wait_finished(client, id);
   /* The callback is the workflow's last task: once its arrival is in,
    * its line is too (it is written before the task returns). */
@@ -289,6 +291,7 @@ chord_survives_a_killed_worker(const gchar *url, const gchar *mode)
   ck_assert_int_eq(wait_exit(workers[0]), 128 + SIGKILL);
   for (guint i = 1; i <= WORKERS; i++)
     workers[i] = start_worker(&w, i);
+  sluice_test_wait_alive(broker, workers + 1, WORKERS);
   wait_finished(client, id);
   for (guint i = 1; i <= WORKERS; i++) {
     kill(workers[i], SIGTERM);

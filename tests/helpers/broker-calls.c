@@ -286,3 +286,41 @@ sluice_test_wait_for(gboolean (*check)(gpointer), gpointer data,
   }
   return TRUE;
 }
+
+typedef struct {
+  SluiceClient *client;
+  const GPid *pids;
+  guint n;
+} AliveWait;
+
+static gboolean
+all_alive(gpointer data)
+{
+  AliveWait *w = data;
+  SluiceBrokerStats stats = {0};
+  guint found = 0;
+
+  if (!sluice_client_get_stats(w->client, NULL, &stats, NULL))
+    return FALSE;
+  for (guint i = 0; i < w->n; i++)
+    for (guint j = 0; j < stats.workers->len; j++) {
+      SluiceWorkerInfo *info = g_ptr_array_index(stats.workers, j);
+
+      if (info->alive && info->pid == w->pids[i]) {
+        found++;
+        break;
+      }
+    }
+  sluice_broker_stats_clear(&stats);
+  return found == w->n;
+}
+
+void
+sluice_test_wait_alive(SluiceBroker *b, const GPid *pids, guint n)
+{
+  g_autoptr(SluiceClient) client = sluice_client_new(b, NULL, NULL);
+  AliveWait w = {client, pids, n};
+
+  ck_assert_msg(sluice_test_wait_for(all_alive, &w, 60 * 1000),
+                "%u worker processes were not listed alive within 60 s", n);
+}

@@ -119,4 +119,10 @@ gint64 sluice_test_stale_settles(SluiceBroker *b);
 gboolean sluice_test_wait_for(gboolean (*check)(gpointer), gpointer data,
                               gint64 timeout_ms);
 
+/* Waits (bounded, real time: 60 s) until the @n worker processes @pids are
+ * listed alive on @b. Each has installed its signal handlers by then, so
+ * a SIGTERM stops it gracefully; a worker slow to start (a sanitizer build
+ * under load) may otherwise take a SIGTERM before it has a handler. */
+void sluice_test_wait_alive(SluiceBroker *b, const GPid *pids, guint n);
+
 G_END_DECLS
